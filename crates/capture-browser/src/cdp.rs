@@ -1,0 +1,324 @@
+//! A minimal Chrome DevTools Protocol client: one websocket per browser, flattened
+//! sessions, responses routed by id and events routed by session id.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures_util::{SinkExt, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+/// A failed DevTools call.
+#[derive(Debug, Clone)]
+pub(crate) enum CdpError {
+    /// The browser answered with a protocol error.
+    Protocol(String),
+    /// The connection is gone (browser exited or the socket dropped).
+    Closed,
+}
+
+impl std::fmt::Display for CdpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CdpError::Protocol(m) => f.write_str(m),
+            CdpError::Closed => f.write_str("the DevTools connection closed"),
+        }
+    }
+}
+
+/// One DevTools event delivered to a session.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub method: String,
+    pub params: Value,
+}
+
+type Reply = Result<Value, CdpError>;
+
+#[derive(Default)]
+struct Inner {
+    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    sessions: HashMap<String, mpsc::UnboundedSender<Event>>,
+    closed: bool,
+}
+
+/// A DevTools connection to one browser.
+pub(crate) struct Conn {
+    out: mpsc::UnboundedSender<Message>,
+    next_id: AtomicU64,
+    inner: Mutex<Inner>,
+    closed_tx: watch::Sender<bool>,
+}
+
+#[derive(Serialize)]
+struct Outgoing<'a> {
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
+    #[serde(rename = "sessionId", skip_serializing_if = "Option::is_none")]
+    session_id: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct Incoming {
+    id: Option<u64>,
+    method: Option<String>,
+    #[serde(rename = "sessionId")]
+    session_id: Option<String>,
+    #[serde(default)]
+    params: Value,
+    result: Option<Value>,
+    error: Option<ProtoError>,
+}
+
+#[derive(Deserialize)]
+struct ProtoError {
+    #[serde(default)]
+    message: String,
+    #[serde(default)]
+    data: Option<String>,
+}
+
+impl Conn {
+    /// Connect to a browser's DevTools websocket.
+    pub(crate) async fn connect(ws_url: &str) -> Result<Arc<Conn>, String> {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(512 << 20))
+            .max_frame_size(Some(512 << 20));
+        let (ws, _) =
+            tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true)
+                .await
+                .map_err(|e| format!("DevTools websocket connect failed: {e}"))?;
+        let (mut sink, mut stream) = ws.split();
+        let (out, mut out_rx) = mpsc::unbounded_channel::<Message>();
+        let (closed_tx, _) = watch::channel(false);
+        let conn = Arc::new(Conn {
+            out,
+            next_id: AtomicU64::new(1),
+            inner: Mutex::new(Inner::default()),
+            closed_tx,
+        });
+
+        // Writer: batch whatever is queued, then flush once.
+        tokio::spawn(async move {
+            while let Some(msg) = out_rx.recv().await {
+                if sink.feed(msg).await.is_err() {
+                    return;
+                }
+                while let Ok(msg) = out_rx.try_recv() {
+                    if sink.feed(msg).await.is_err() {
+                        return;
+                    }
+                }
+                if sink.flush().await.is_err() {
+                    return;
+                }
+            }
+            let _ = sink.close().await;
+        });
+
+        // Reader: route responses by id and events by session id.
+        let reader = conn.clone();
+        tokio::spawn(async move {
+            while let Some(msg) = stream.next().await {
+                let text = match msg {
+                    Ok(Message::Text(t)) => t,
+                    Ok(Message::Binary(b)) => match String::from_utf8(b.to_vec()) {
+                        Ok(s) => s.into(),
+                        Err(_) => continue,
+                    },
+                    Ok(Message::Close(_)) | Err(_) => break,
+                    Ok(_) => continue,
+                };
+                let Ok(inc) = serde_json::from_str::<Incoming>(text.as_str()) else {
+                    continue;
+                };
+                reader.dispatch(inc);
+            }
+            reader.mark_closed();
+        });
+        Ok(conn)
+    }
+
+    fn dispatch(&self, inc: Incoming) {
+        if let Some(id) = inc.id {
+            let tx = self.inner.lock().unwrap().pending.remove(&id);
+            if let Some(tx) = tx {
+                let reply = match inc.error {
+                    Some(e) => Err(CdpError::Protocol(match e.data {
+                        Some(d) if !d.is_empty() => format!("{} ({d})", e.message),
+                        _ => e.message,
+                    })),
+                    None => Ok(inc.result.unwrap_or(Value::Null)),
+                };
+                let _ = tx.send(reply);
+            }
+            return;
+        }
+        let Some(method) = inc.method else { return };
+        match inc.session_id {
+            Some(sid) => {
+                let inner = self.inner.lock().unwrap();
+                if let Some(tx) = inner.sessions.get(&sid) {
+                    let _ = tx.send(Event {
+                        method,
+                        params: inc.params,
+                    });
+                }
+            }
+            None => {
+                // Browser-level events: a detached session is a dead tab for its job.
+                if method == "Target.detachedFromTarget" {
+                    let sid = inc.params.get("sessionId").and_then(Value::as_str);
+                    if let Some(sid) = sid {
+                        let tx = self.inner.lock().unwrap().sessions.remove(sid);
+                        if let Some(tx) = tx {
+                            let _ = tx.send(Event {
+                                method,
+                                params: inc.params,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn mark_closed(&self) {
+        let (pending, sessions) = {
+            let mut inner = self.inner.lock().unwrap();
+            inner.closed = true;
+            (
+                std::mem::take(&mut inner.pending),
+                std::mem::take(&mut inner.sessions),
+            )
+        };
+        for (_, tx) in pending {
+            let _ = tx.send(Err(CdpError::Closed));
+        }
+        drop(sessions);
+        self.closed_tx.send_replace(true);
+    }
+
+    /// True once the websocket has closed.
+    pub(crate) fn is_closed(&self) -> bool {
+        *self.closed_tx.borrow()
+    }
+
+    /// Resolves when the websocket closes.
+    pub(crate) async fn closed(&self) {
+        let mut rx = self.closed_tx.subscribe();
+        let _ = rx.wait_for(|c| *c).await;
+    }
+
+    fn encode(&self, id: u64, method: &str, params: &Value, session: Option<&str>) -> Message {
+        let text = serde_json::to_string(&Outgoing {
+            id,
+            method,
+            params,
+            session_id: session,
+        })
+        .unwrap_or_default();
+        Message::Text(text.into())
+    }
+
+    /// Send a command; the returned future resolves with its reply.
+    pub(crate) fn send(
+        self: &Arc<Self>,
+        method: &str,
+        params: &Value,
+        session: Option<&str>,
+    ) -> PendingReply {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut inner = self.inner.lock().unwrap();
+            if inner.closed {
+                drop(inner);
+                let _ = tx.send(Err(CdpError::Closed));
+                return PendingReply {
+                    rx,
+                    id,
+                    conn: self.clone(),
+                };
+            }
+            inner.pending.insert(id, tx);
+        }
+        if self
+            .out
+            .send(self.encode(id, method, params, session))
+            .is_err()
+        {
+            if let Some(tx) = self.inner.lock().unwrap().pending.remove(&id) {
+                let _ = tx.send(Err(CdpError::Closed));
+            }
+        }
+        PendingReply {
+            rx,
+            id,
+            conn: self.clone(),
+        }
+    }
+
+    /// Send a command and wait for its reply.
+    pub(crate) async fn call(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+    ) -> Reply {
+        self.send(method, &params, session).await
+    }
+
+    /// Send a command whose reply nobody waits for (cleanup, dialogs).
+    pub(crate) fn send_forget(&self, method: &str, params: &Value, session: Option<&str>) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let _ = self.out.send(self.encode(id, method, params, session));
+    }
+
+    /// Receive the events of a flattened session.
+    pub(crate) fn register_session(&self, sid: &str) -> mpsc::UnboundedReceiver<Event> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut inner = self.inner.lock().unwrap();
+        if !inner.closed {
+            inner.sessions.insert(sid.to_owned(), tx);
+        }
+        rx
+    }
+
+    /// Stop routing events to a session.
+    pub(crate) fn unregister_session(&self, sid: &str) {
+        self.inner.lock().unwrap().sessions.remove(sid);
+    }
+}
+
+/// The reply of one command; dropping it forgets the command.
+pub(crate) struct PendingReply {
+    rx: oneshot::Receiver<Reply>,
+    id: u64,
+    conn: Arc<Conn>,
+}
+
+impl Future for PendingReply {
+    type Output = Reply;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or(Err(CdpError::Closed)))
+    }
+}
+
+impl Drop for PendingReply {
+    fn drop(&mut self) {
+        if let Ok(mut inner) = self.conn.inner.lock() {
+            inner.pending.remove(&self.id);
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The "raw DevTools floor" for benchmarks: one warm page, the fewest calls per capture
+//! (Page.navigate, wait for load, Page.captureScreenshot png), no context per job, no
+//! proxy.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::cdp::Conn;
+use crate::launch::Chromium;
+
+/// A bare Chromium with one warm page (its own window).
+pub struct FloorBrowser {
+    chromium: Chromium,
+    conn: Arc<Conn>,
+    sid: String,
+    events: tokio::sync::mpsc::UnboundedReceiver<crate::cdp::Event>,
+}
+
+fn cdp_err(e: crate::cdp::CdpError) -> String {
+    e.to_string()
+}
+
+impl FloorBrowser {
+    /// Launch Chromium (profile under `work_dir`) and open one page with Page events on.
+    pub async fn launch(chromium_path: &Path, work_dir: &Path) -> Result<FloorBrowser, String> {
+        let dir = work_dir.join(format!(
+            "floor-{}-{:08x}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let chromium = Chromium::launch(chromium_path, dir, None).await?;
+        let conn = Conn::connect(&chromium.ws_url).await?;
+        let t = conn
+            .call(
+                "Target.createTarget",
+                json!({ "url": "about:blank", "newWindow": true }),
+                None,
+            )
+            .await
+            .map_err(cdp_err)?;
+        let target_id = t["targetId"].as_str().unwrap_or_default().to_owned();
+        let a = conn
+            .call(
+                "Target.attachToTarget",
+                json!({ "targetId": target_id, "flatten": true }),
+                None,
+            )
+            .await
+            .map_err(cdp_err)?;
+        let sid = a["sessionId"].as_str().unwrap_or_default().to_owned();
+        let events = conn.register_session(&sid);
+        conn.call("Page.enable", json!({}), Some(&sid))
+            .await
+            .map_err(cdp_err)?;
+        Ok(FloorBrowser {
+            chromium,
+            conn,
+            sid,
+            events,
+        })
+    }
+
+    /// Capture `url` `n` times (navigate, wait for load, PNG); per-capture latencies.
+    pub async fn capture_loop(&mut self, url: &str, n: usize) -> Result<Vec<Duration>, String> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            while self.events.try_recv().is_ok() {}
+            let t0 = Instant::now();
+            let nav = self
+                .conn
+                .call("Page.navigate", json!({ "url": url }), Some(&self.sid))
+                .await
+                .map_err(cdp_err)?;
+            if let Some(e) = nav["errorText"].as_str() {
+                return Err(format!("navigation failed: {e}"));
+            }
+            let wait = async {
+                while let Some(ev) = self.events.recv().await {
+                    if ev.method == "Page.loadEventFired" {
+                        return true;
+                    }
+                }
+                false
+            };
+            match tokio::time::timeout(Duration::from_secs(30), wait).await {
+                Ok(true) => {}
+                _ => return Err("no load event".into()),
+            }
+            let shot = self
+                .conn
+                .call(
+                    "Page.captureScreenshot",
+                    json!({ "format": "png" }),
+                    Some(&self.sid),
+                )
+                .await
+                .map_err(cdp_err)?;
+            if shot["data"].as_str().is_none_or(str::is_empty) {
+                return Err("empty screenshot".into());
+            }
+            out.push(t0.elapsed());
+        }
+        Ok(out)
+    }
+
+    /// Kill the browser and remove its profile.
+    pub async fn shutdown(self) {
+        self.chromium.kill().await;
+    }
+}
+
+/// Launch a bare browser, capture `url` `n` times on one warm page, shut down; returns
+/// the per-capture latencies (the raw DevTools floor).
+pub async fn bare_devtools_capture_loop(
+    chromium_path: &Path,
+    work_dir: &Path,
+    url: &str,
+    n: usize,
+) -> Result<Vec<Duration>, String> {
+    let mut b = FloorBrowser::launch(chromium_path, work_dir).await?;
+    // One warm-up capture, not counted.
+    let r = match b.capture_loop(url, 1).await {
+        Ok(_) => b.capture_loop(url, n).await,
+        Err(e) => Err(e),
+    };
+    b.shutdown().await;
+    r
+}

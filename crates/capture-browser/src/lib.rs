@@ -1,0 +1,126 @@
+//! Chromium process pool, a small DevTools (CDP) client, the capture pipeline and the
+//! egress guard (a checking forward proxy every browser connection goes through).
+//!
+//! The public surface below is what the server depends on; keep it stable.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+mod cdp;
+pub mod egress;
+pub mod floor;
+mod imgsize;
+mod launch;
+mod pipeline;
+mod pool;
+mod scripts;
+
+pub use pool::BrowserPool;
+
+/// Configuration of the browser pool.
+#[derive(Debug, Clone)]
+pub struct BrowserConfig {
+    /// Path of the Chromium binary (default `/usr/bin/chromium`).
+    pub chromium_path: PathBuf,
+    /// Number of Chromium processes (about one per core).
+    pub browsers: usize,
+    /// Concurrent captures per Chromium process.
+    pub pages_per_browser: usize,
+    /// Restart a browser process after it has served this many jobs.
+    pub recycle_after: u64,
+    /// Let pages reach loopback/private/link-local addresses (tests, trusted setups).
+    pub allow_private_networks: bool,
+    /// Parent folder for per-browser profile folders (created and removed by the pool).
+    pub work_dir: PathBuf,
+}
+
+/// When navigation counts as finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitUntil {
+    NetworkIdle,
+    Load,
+    DomContentLoaded,
+    None,
+}
+
+/// Raster output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageFormat {
+    Png,
+    Jpeg,
+    Webp,
+}
+
+/// What to load.
+#[derive(Debug, Clone)]
+pub enum PageSource {
+    /// An http(s) URL.
+    Url(String),
+    /// An uploaded HTML document, rendered as if it were a page.
+    Html(String),
+}
+
+/// One capture job, already validated by the caller.
+#[derive(Debug, Clone)]
+pub struct CaptureRequest {
+    pub source: PageSource,
+    pub width: u32,
+    pub height: u32,
+    pub full_page: bool,
+    pub format: ImageFormat,
+    pub pdf: bool,
+    pub delay_ms: u64,
+    pub dark_mode: bool,
+    /// true = dismiss/hide common cookie-consent overlays.
+    pub cookie_consent_auto: bool,
+    pub wait_for: Option<String>,
+    pub wait_until: WaitUntil,
+    pub timeout_ms: u64,
+    pub pre_screenshot_js: Option<String>,
+    pub device_scale_factor: f64,
+    pub click_before: Option<String>,
+    /// Hard deadline for the whole job; every DevTools call is bounded by it.
+    pub deadline: Duration,
+}
+
+/// The result of a capture.
+#[derive(Debug, Clone)]
+pub struct CaptureOutput {
+    /// Image bytes in the requested format, or PDF bytes.
+    pub bytes: Vec<u8>,
+    /// `image/png`, `image/jpeg`, `image/webp` or `application/pdf`.
+    pub content_type: &'static str,
+    /// Output pixel size (None for a PDF).
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+    /// A small PNG of the top of the page, 320 px wide.
+    pub thumbnail: Option<Vec<u8>>,
+    pub page_title: String,
+    pub final_url: String,
+    /// Labels such as `fullpage-truncated`, `wait-for-timeout`, `http-404`, `consent-dismissed`.
+    pub tags: Vec<String>,
+}
+
+/// Why a capture failed. The message is readable by end users.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CaptureError {
+    /// The page could not be loaded (unreachable, DNS failure, refused, blocked by the egress guard).
+    #[error("{0}")]
+    Navigation(String),
+    /// Navigation, clickBefore or the job deadline ran out.
+    #[error("{0}")]
+    Timeout(String),
+    /// A user script or selector failed (preScreenshotJs threw, clickBefore not found).
+    #[error("{0}")]
+    Script(String),
+    /// The browser or the tab crashed or the DevTools connection dropped: worth a retry.
+    #[error("{0}")]
+    Browser(String),
+}
+
+impl CaptureError {
+    /// Transient failures are retried by the worker (twice) before the job fails.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, CaptureError::Browser(_))
+    }
+}

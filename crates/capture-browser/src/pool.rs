@@ -1,0 +1,383 @@
+//! The pool of Chromium processes: slots, least-loaded scheduling, crash restarts and
+//! recycling.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+use tokio::time::Instant;
+
+use crate::cdp::Conn;
+use crate::egress::EgressProxy;
+use crate::launch::Chromium;
+use crate::pipeline;
+use crate::{BrowserConfig, CaptureError, CaptureOutput, CaptureRequest};
+
+/// One running browser.
+struct Instance {
+    id: u64,
+    chromium: Chromium,
+    conn: Arc<Conn>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    browser: Option<Arc<Instance>>,
+    active: usize,
+    jobs: u64,
+    draining: bool,
+    last_error: Option<String>,
+}
+
+/// A pool of Chromium processes sharing one egress proxy.
+pub struct BrowserPool {
+    cfg: BrowserConfig,
+    me: Weak<BrowserPool>,
+    slots: Mutex<Vec<SlotState>>,
+    sem: Semaphore,
+    changed: Notify,
+    restarts: AtomicU64,
+    next_id: AtomicU64,
+    shutting_down: AtomicBool,
+    restarts_running: tokio_util::task::TaskTracker,
+    proxy: EgressProxy,
+}
+
+/// A claimed page slot on one browser; released on drop.
+struct Lease<'a> {
+    pool: &'a BrowserPool,
+    slot: usize,
+    browser: Arc<Instance>,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        self.pool.release(self.slot, &self.browser);
+    }
+}
+
+impl BrowserPool {
+    /// Launch `browsers` Chromium processes and the egress proxy.
+    pub async fn start(cfg: BrowserConfig) -> Result<Arc<BrowserPool>, CaptureError> {
+        let browsers = cfg.browsers.max(1);
+        let pages = cfg.pages_per_browser.max(1);
+        std::fs::create_dir_all(&cfg.work_dir).map_err(|e| {
+            CaptureError::Browser(format!("cannot create {}: {e}", cfg.work_dir.display()))
+        })?;
+        crate::launch::remove_stale_profiles(&cfg.work_dir);
+        let proxy = EgressProxy::start(cfg.allow_private_networks)
+            .await
+            .map_err(|e| CaptureError::Browser(format!("cannot start the egress proxy: {e}")))?;
+        let pool = Arc::new_cyclic(|me| BrowserPool {
+            cfg: BrowserConfig {
+                browsers,
+                pages_per_browser: pages,
+                ..cfg
+            },
+            me: me.clone(),
+            slots: Mutex::new((0..browsers).map(|_| SlotState::default()).collect()),
+            sem: Semaphore::new(browsers * pages),
+            changed: Notify::new(),
+            restarts: AtomicU64::new(0),
+            next_id: AtomicU64::new(1),
+            shutting_down: AtomicBool::new(false),
+            restarts_running: tokio_util::task::TaskTracker::new(),
+            proxy,
+        });
+        let launches = (0..browsers).map(|i| pool.launch(i));
+        let results = futures_util::future::join_all(launches).await;
+        let mut first_err = None;
+        for (i, r) in results.into_iter().enumerate() {
+            match r {
+                Ok(inst) => pool.install(i, inst, false),
+                Err(e) => first_err = Some(e),
+            }
+        }
+        if let Some(e) = first_err {
+            pool.shutdown().await;
+            return Err(CaptureError::Browser(e));
+        }
+        Ok(pool)
+    }
+
+    /// Start one Chromium and connect to it.
+    async fn launch(&self, slot: usize) -> Result<Arc<Instance>, String> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let dir = self.cfg.work_dir.join(format!(
+            "chromium-{}-{slot}-{id}-{:08x}",
+            std::process::id(),
+            rand::random::<u32>()
+        ));
+        let chromium =
+            Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
+        let conn = match Conn::connect(&chromium.ws_url).await {
+            Ok(c) => c,
+            Err(e) => {
+                chromium.kill().await;
+                return Err(e);
+            }
+        };
+        Ok(Arc::new(Instance { id, chromium, conn }))
+    }
+
+    /// Put a fresh instance into a slot and watch its connection.
+    fn install(&self, slot: usize, inst: Arc<Instance>, is_restart: bool) {
+        let conn = inst.conn.clone();
+        let id = inst.id;
+        {
+            let mut slots = self.slots.lock().unwrap();
+            let s = &mut slots[slot];
+            s.browser = Some(inst);
+            s.active = 0;
+            s.jobs = 0;
+            s.draining = false;
+            s.last_error = None;
+        }
+        if is_restart {
+            self.restarts.fetch_add(1, Ordering::Relaxed);
+        }
+        self.changed.notify_waiters();
+        let me = self.me.clone();
+        tokio::spawn(async move {
+            conn.closed().await;
+            if let Some(pool) = me.upgrade() {
+                pool.replace(slot, id, "its DevTools connection closed");
+            }
+        });
+    }
+
+    /// Take instance `id` out of `slot` (if still there) and start a replacement.
+    fn replace(&self, slot: usize, id: u64, why: &str) {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let old = {
+            let mut slots = self.slots.lock().unwrap();
+            let s = &mut slots[slot];
+            match &s.browser {
+                Some(b) if b.id == id => {
+                    s.active = 0;
+                    s.draining = false;
+                    s.browser.take()
+                }
+                _ => return,
+            }
+        };
+        tracing::info!(slot, why, "restarting browser");
+        if let Some(pool) = self.me.upgrade() {
+            self.restarts_running.spawn(pool.restart(slot, old));
+        }
+    }
+
+    async fn restart(self: Arc<Self>, slot: usize, old: Option<Arc<Instance>>) {
+        if let Some(old) = old {
+            old.chromium.kill().await;
+        }
+        let mut backoff = Duration::from_millis(250);
+        loop {
+            if self.shutting_down.load(Ordering::SeqCst) {
+                return;
+            }
+            match self.launch(slot).await {
+                Ok(inst) => {
+                    if self.shutting_down.load(Ordering::SeqCst) {
+                        inst.chromium.kill().await;
+                        return;
+                    }
+                    self.install(slot, inst, true);
+                    return;
+                }
+                Err(e) => {
+                    tracing::warn!(slot, error = %e, "browser restart failed");
+                    self.slots.lock().unwrap()[slot].last_error = Some(e);
+                    self.changed.notify_waiters();
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                }
+            }
+        }
+    }
+
+    fn try_claim(&self) -> Option<(usize, Arc<Instance>)> {
+        let mut slots = self.slots.lock().unwrap();
+        let pages = self.cfg.pages_per_browser;
+        let best = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.browser.is_some() && !s.draining && s.active < pages)
+            .min_by_key(|(_, s)| (s.active, s.jobs))
+            .map(|(i, _)| i)?;
+        let s = &mut slots[best];
+        s.active += 1;
+        s.jobs += 1;
+        if self.cfg.recycle_after > 0 && s.jobs >= self.cfg.recycle_after {
+            s.draining = true;
+        }
+        Some((best, s.browser.clone()?))
+    }
+
+    fn release(&self, slot: usize, browser: &Arc<Instance>) {
+        let recycle = {
+            let mut slots = self.slots.lock().unwrap();
+            let s = &mut slots[slot];
+            match &s.browser {
+                Some(b) if b.id == browser.id => {
+                    s.active = s.active.saturating_sub(1);
+                    s.draining && s.active == 0
+                }
+                _ => false,
+            }
+        };
+        if recycle {
+            self.replace(slot, browser.id, "recycling after its job limit");
+        }
+        self.changed.notify_waiters();
+    }
+
+    async fn acquire(&self) -> Result<Lease<'_>, CaptureError> {
+        let permit = self
+            .sem
+            .acquire()
+            .await
+            .map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.shutting_down.load(Ordering::SeqCst) {
+                return Err(CaptureError::Browser("the browser pool is shut down".into()));
+            }
+            if let Some((slot, browser)) = self.try_claim() {
+                return Ok(Lease {
+                    pool: self,
+                    slot,
+                    browser,
+                    _permit: permit,
+                });
+            }
+            notified.await;
+        }
+    }
+
+    fn launch_error(&self) -> Option<String> {
+        let slots = self.slots.lock().unwrap();
+        if slots.iter().all(|s| s.browser.is_none()) {
+            slots.iter().find_map(|s| s.last_error.clone())
+        } else {
+            None
+        }
+    }
+
+    /// Run one capture; waits for a free page slot. Never panics; every DevTools call
+    /// is bounded by `req.deadline`.
+    pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
+        let deadline = Instant::now() + req.deadline;
+        let lease = match tokio::time::timeout_at(deadline, self.acquire()).await {
+            Ok(r) => r?,
+            Err(_) => {
+                if let Some(e) = self.launch_error() {
+                    return Err(CaptureError::Browser(format!("no browser available: {e}")));
+                }
+                return Err(CaptureError::Timeout(format!(
+                    "capture exceeded the {} ms deadline",
+                    req.deadline.as_millis()
+                )));
+            }
+        };
+        let conn = lease.browser.conn.clone();
+        let result = pipeline::run(&conn, self.proxy.failures(), &req, deadline).await;
+        let result = match result {
+            Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => Err(
+                CaptureError::Browser("the browser exited during the capture".into()),
+            ),
+            Err(CaptureError::Browser(m)) if conn.is_closed() => Err(CaptureError::Browser(
+                format!("the browser exited during the capture ({m})"),
+            )),
+            other => other,
+        };
+        drop(lease);
+        result
+    }
+
+    /// Readiness: every browser answers Browser.getVersion within 2 s (restarting dead ones).
+    pub async fn check(&self) -> Result<(), String> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Err("the browser pool is shut down".into());
+        }
+        let browsers: Vec<(usize, Option<Arc<Instance>>)> = {
+            let slots = self.slots.lock().unwrap();
+            slots.iter().map(|s| s.browser.clone()).enumerate().collect()
+        };
+        let checks = browsers.into_iter().map(|(slot, b)| async move {
+            let Some(b) = b else {
+                return Err(format!("browser {slot} is restarting"));
+            };
+            let r = tokio::time::timeout(
+                Duration::from_secs(2),
+                b.conn.call("Browser.getVersion", serde_json::json!({}), None),
+            )
+            .await;
+            match r {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => {
+                    self.replace(slot, b.id, "it failed a health check");
+                    Err(format!("browser {slot} failed Browser.getVersion: {e}; restarting it"))
+                }
+                Err(_) => {
+                    self.replace(slot, b.id, "it did not answer a health check");
+                    Err(format!(
+                        "browser {slot} did not answer Browser.getVersion within 2 s; restarting it"
+                    ))
+                }
+            }
+        });
+        let errors: Vec<String> = futures_util::future::join_all(checks)
+            .await
+            .into_iter()
+            .filter_map(Result::err)
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors.join("; "))
+        }
+    }
+
+    /// How many times a browser process was (re)started after the first start.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// The egress proxy's address (every browser connection goes through it).
+    pub fn egress_addr(&self) -> std::net::SocketAddr {
+        self.proxy.addr()
+    }
+
+    /// Profile folders of the running browsers (diagnostics and tests).
+    pub fn profile_dirs(&self) -> Vec<std::path::PathBuf> {
+        let slots = self.slots.lock().unwrap();
+        slots
+            .iter()
+            .filter_map(|s| s.browser.as_ref())
+            .map(|b| b.chromium.profile_dir.clone())
+            .collect()
+    }
+
+    /// Kill all Chromium processes (whole process groups) and delete their profiles.
+    pub async fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        self.sem.close();
+        self.changed.notify_waiters();
+        let all: Vec<Arc<Instance>> = {
+            let mut slots = self.slots.lock().unwrap();
+            slots.iter_mut().filter_map(|s| s.browser.take()).collect()
+        };
+        let kills = all.iter().map(|b| b.chromium.kill());
+        futures_util::future::join_all(kills).await;
+        // A restart that was launching kills its browser itself when it sees the flag.
+        self.restarts_running.close();
+        let _ = tokio::time::timeout(Duration::from_secs(35), self.restarts_running.wait()).await;
+    }
+}

@@ -1,0 +1,152 @@
+//! JavaScript run inside captured pages.
+
+/// Dismiss (click) or hide common cookie-consent overlays.
+/// Returns `{clicked, hidden}` counts.
+pub(crate) const CONSENT: &str = r#"(() => {
+  const visible = (el) => {
+    if (!el || !el.isConnected) return false;
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) return false;
+    const s = getComputedStyle(el);
+    return s.display !== 'none' && s.visibility !== 'hidden' && s.opacity !== '0';
+  };
+  let clicked = 0, hidden = 0;
+  const clickFirst = (root, sels) => {
+    for (const s of sels) {
+      let el = null;
+      try { el = root.querySelector(s); } catch (e) { continue; }
+      if (el && visible(el)) {
+        try { el.click(); clicked++; return true; } catch (e) {}
+      }
+    }
+    return false;
+  };
+  const vendors = [
+    ['#onetrust-accept-btn-handler'],
+    ['#CybotCookiebotDialogBodyLevelButtonLevelOptinAllowAll', '#CybotCookiebotDialogBodyButtonAccept'],
+    ['#didomi-notice-agree-button'],
+    ['.qc-cmp2-summary-buttons button[mode=primary]', '.qc-cmp2-summary-buttons button:last-child'],
+    ['#truste-consent-button'],
+  ];
+  for (const sels of vendors) clickFirst(document, sels);
+  const uc = document.querySelector('#usercentrics-root');
+  if (uc && uc.shadowRoot) clickFirst(uc.shadowRoot, ['[data-testid=uc-accept-all-button]']);
+
+  const ctxRe = /cookie|consent|gdpr|privacy/i;
+  const wordRe = /^(accept|accept all|accept all cookies|accept cookies|accept and close|allow|allow all|allow all cookies|allow cookies|agree|i agree|agree and close|agree & close|i accept|yes,? i agree|got it|ok|okay|understood|alle akzeptieren|akzeptieren|tout accepter|accepter|j'accepte|aceptar|aceptar todo|accetta|accetta tutto|accepteren|alles accepteren)$/i;
+  const describe = (el) => {
+    const cls = typeof el.className === 'string' ? el.className : (el.getAttribute && el.getAttribute('class')) || '';
+    return (el.id || '') + ' ' + cls + ' ' + ((el.getAttribute && el.getAttribute('aria-label')) || '');
+  };
+  if (!clicked) {
+    const cands = document.querySelectorAll('button, a, [role=button], input[type=button], input[type=submit]');
+    for (const el of cands) {
+      const raw = (el.innerText || el.value || el.getAttribute('aria-label') || '').trim().replace(/\s+/g, ' ');
+      if (!raw || raw.length > 40) continue;
+      const text = raw.replace(/[.!\u2713\u2714]+$/, '').trim();
+      if (!wordRe.test(text)) continue;
+      let p = el, inBanner = false;
+      for (let i = 0; p && p.nodeType === 1 && i < 12; i++, p = p.parentElement) {
+        if (ctxRe.test(describe(p))) { inBanner = true; break; }
+      }
+      if (inBanner && visible(el)) {
+        try { el.click(); clicked++; break; } catch (e) {}
+      }
+    }
+  }
+
+  const hide = (el) => {
+    if (el && visible(el)) { el.style.setProperty('display', 'none', 'important'); hidden++; }
+  };
+  const known = ['#onetrust-consent-sdk', '#CybotCookiebotDialog', '#CybotCookiebotDialogBodyUnderlay', '#didomi-host', '.qc-cmp2-container', '#usercentrics-root', '#truste-consent-track', '.truste_overlay', '.truste_box_overlay'];
+  for (const s of known) document.querySelectorAll(s).forEach(hide);
+  const generic = document.querySelectorAll('[id*=cookie i], [class*=cookie i], [id*=consent i], [class*=consent i]');
+  for (const el of generic) {
+    let p = el;
+    for (let i = 0; p && p.nodeType === 1 && i < 6 && p !== document.body && p !== document.documentElement; i++, p = p.parentElement) {
+      const pos = getComputedStyle(p).position;
+      if (pos === 'fixed' || pos === 'sticky') { hide(p); break; }
+    }
+  }
+  if (clicked || hidden) {
+    for (const el of [document.documentElement, document.body]) {
+      if (!el) continue;
+      const s = getComputedStyle(el);
+      if (s.overflow === 'hidden' || s.overflowY === 'hidden') el.style.setProperty('overflow', 'visible', 'important');
+    }
+  }
+  return { clicked, hidden };
+})()"#;
+
+/// Wait (MutationObserver + a slow poll) up to MS ms for a selector; resolves
+/// true / false, or the string 'invalid' for a bad selector.
+pub(crate) fn wait_selector(sel_json: &str, ms: u64) -> String {
+    format!(
+        r#"((sel, ms) => new Promise((resolve) => {{
+  const q = () => document.querySelector(sel);
+  try {{ if (q()) return resolve(true); }} catch (e) {{ return resolve('invalid'); }}
+  let done = false;
+  const finish = (v) => {{ if (done) return; done = true; mo.disconnect(); clearInterval(iv); clearTimeout(to); resolve(v); }};
+  const check = () => {{ if (q()) finish(true); }};
+  const mo = new MutationObserver(check);
+  mo.observe(document, {{ childList: true, subtree: true, attributes: true, characterData: true }});
+  const iv = setInterval(check, 100);
+  const to = setTimeout(() => finish(false), ms);
+}}))({sel_json}, {ms})"#
+    )
+}
+
+/// Scroll an element into view and return its centre, or null.
+pub(crate) fn element_centre(sel_json: &str) -> String {
+    format!(
+        r#"((sel) => {{
+  const el = document.querySelector(sel);
+  if (!el) return null;
+  el.scrollIntoView({{ block: 'center', inline: 'center', behavior: 'instant' }});
+  const r = el.getBoundingClientRect();
+  if (r.width <= 0 || r.height <= 0) {{ el.click(); return {{ clicked: true }}; }}
+  return {{ x: r.left + r.width / 2, y: r.top + r.height / 2 }};
+}})({sel_json})"#
+    )
+}
+
+/// Scroll through the page in viewport steps (lazy content), back to top; returns the
+/// document height in CSS px.
+pub(crate) fn scroll_through(max_css: u64) -> String {
+    format!(
+        r#"(async (maxH) => {{
+  const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  const step = Math.max(200, innerHeight);
+  const started = Date.now();
+  for (let y = step; y < Math.min(height(), maxH) && Date.now() - started < 4000; y += step) {{
+    scrollTo(0, y);
+    await frame();
+  }}
+  scrollTo(0, 0);
+  await frame();
+  return height();
+}})({max_css})"#
+    )
+}
+
+/// Wait for fonts and every rendered image (bounded); returns the document height.
+pub(crate) const SETTLE: &str = r#"(async (ms) => {
+  const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await frame();
+  const imgs = Array.from(document.images).filter((i) => i.getClientRects().length > 0);
+  const one = (img) => (img.complete ? Promise.resolve() : new Promise((r) => {
+      img.addEventListener('load', r, { once: true });
+      img.addEventListener('error', r, { once: true });
+    })).then(() => (img.decode ? img.decode().catch(() => {}) : null));
+  const all = Promise.all([document.fonts ? document.fonts.ready : null, ...imgs.map(one)]);
+  await Promise.race([all, new Promise((r) => setTimeout(r, ms))]);
+  await frame();
+  return Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+})(5000)"#;
+
+/// Resolve once the document's load event has fired.
+pub(crate) const WAIT_LOAD: &str = r#"document.readyState === 'complete' || new Promise((r) => addEventListener('load', () => r(true), { once: true }))"#;
+
+/// Title and final URL.
+pub(crate) const TITLE_URL: &str = r#"[document.title || '', location.href]"#;

@@ -1,0 +1,87 @@
+//! Stable machine error codes shared by every channel (REST, MCP, CLI).
+
+use serde::Serialize;
+
+/// A stable error code with its HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    ValidationError,
+    InvalidJson,
+    UnsupportedMediaType,
+    PayloadTooLarge,
+    Unauthorized,
+    Forbidden,
+    NotFound,
+    MethodNotAllowed,
+    InvalidIdempotencyKey,
+    IdempotencyInFlight,
+    IdempotencyKeyReused,
+    InvalidRequestId,
+    InvalidOrganizationId,
+    PlanQuotaExceeded,
+    QueueFull,
+    InternalError,
+    ServiceUnavailable,
+}
+
+impl ErrorCode {
+    /// The HTTP status that goes with the code.
+    pub fn status(self) -> u16 {
+        use ErrorCode::*;
+        match self {
+            ValidationError | InvalidJson | InvalidIdempotencyKey | InvalidRequestId
+            | InvalidOrganizationId => 400,
+            Unauthorized => 401,
+            Forbidden => 403,
+            NotFound => 404,
+            MethodNotAllowed => 405,
+            IdempotencyInFlight => 409,
+            PayloadTooLarge => 413,
+            UnsupportedMediaType => 415,
+            IdempotencyKeyReused => 422,
+            PlanQuotaExceeded | QueueFull => 429,
+            InternalError => 500,
+            ServiceUnavailable => 503,
+        }
+    }
+
+    /// The code as it appears on the wire (`PLAN_QUOTA_EXCEEDED`).
+    pub fn as_str(self) -> &'static str {
+        use ErrorCode::*;
+        match self {
+            ValidationError => "VALIDATION_ERROR",
+            InvalidJson => "INVALID_JSON",
+            UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+            PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+            Unauthorized => "UNAUTHORIZED",
+            Forbidden => "FORBIDDEN",
+            NotFound => "NOT_FOUND",
+            MethodNotAllowed => "METHOD_NOT_ALLOWED",
+            InvalidIdempotencyKey => "INVALID_IDEMPOTENCY_KEY",
+            IdempotencyInFlight => "IDEMPOTENCY_IN_FLIGHT",
+            IdempotencyKeyReused => "IDEMPOTENCY_KEY_REUSED",
+            InvalidRequestId => "INVALID_REQUEST_ID",
+            InvalidOrganizationId => "INVALID_ORGANIZATION_ID",
+            PlanQuotaExceeded => "PLAN_QUOTA_EXCEEDED",
+            QueueFull => "QUEUE_FULL",
+            InternalError => "INTERNAL_ERROR",
+            ServiceUnavailable => "SERVICE_UNAVAILABLE",
+        }
+    }
+}
+
+/// A validation failure on one field: becomes `details: {field, reason}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{field}: {reason}")]
+pub struct FieldError {
+    pub field: String,
+    pub reason: String,
+}
+
+impl FieldError {
+    /// A failure of `field` for `reason`.
+    pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self { field: field.into(), reason: reason.into() }
+    }
+}

@@ -1,0 +1,12 @@
+//! Domain types of Capture: ids, capture options and their validation, plans, the
+//! calendar-month quota window and the stable error codes. No I/O lives here.
+
+pub mod error;
+pub mod ids;
+pub mod options;
+pub mod plan;
+pub mod time;
+
+pub use error::{ErrorCode, FieldError};
+pub use options::{CaptureOptions, ImageFormat, WaitUntil};
+pub use plan::{Plan, PlanLimits};

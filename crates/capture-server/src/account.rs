@@ -1,0 +1,47 @@
+//! `GET /v1/account/balance` (alias `/usage`): the live monthly balance.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Extension, Json, Router};
+use capture_core::time::iso;
+use serde_json::{Value, json};
+
+use crate::error::ApiResult;
+use crate::pipeline::Account;
+use crate::state::AppState;
+
+/// Routes (authenticated by the caller's router).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/account/balance", get(balance_handler))
+        .route("/v1/account/usage", get(balance_handler))
+}
+
+/// The balance object of the contract, from the caller's account view.
+pub fn balance(a: &Account) -> Value {
+    let used = a.used;
+    let usage = if a.is_admin {
+        json!({"used": used, "limit": null, "remaining": null, "unlimited": true, "percentUsed": null, "policy": "admin-unlimited"})
+    } else {
+        let limit = a.plan_limit;
+        let pct = if limit > 0 { ((used as f64 / limit as f64) * 10000.0).round() / 100.0 } else { 100.0 };
+        json!({"used": used, "limit": limit, "remaining": (limit - used).max(0), "unlimited": false, "percentUsed": pct, "policy": "plan-limit"})
+    };
+    json!({
+        "userId": a.user.id,
+        "plan": a.user.plan,
+        "isAdmin": a.is_admin,
+        "unit": "actions",
+        "window": {
+            "interval": "month",
+            "startedAt": iso(a.window.start_ms),
+            "resetAt": iso(a.window.reset_ms),
+            "resetSeconds": a.window.reset_secs(),
+        },
+        "usage": usage,
+    })
+}
+
+async fn balance_handler(State(_s): State<AppState>, Extension(a): Extension<Account>) -> ApiResult<Json<Value>> {
+    Ok(Json(balance(&a)))
+}

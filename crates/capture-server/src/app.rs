@@ -1,0 +1,237 @@
+//! Building and running the application: the router, the roles (api, worker,
+//! scheduler), graceful shutdown.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router, middleware};
+use capture_browser::{BrowserConfig, BrowserPool};
+use capture_store::Store;
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::blob::{BlobStore, LocalBlobStore};
+use crate::config::Config;
+use crate::crypto::MasterKey;
+use crate::error::{method_not_allowed, unknown_route};
+use crate::state::{AppState, Inner};
+use crate::{account, docs, pipeline, screenshots, worker};
+
+/// The full HTTP router for `state`.
+pub fn router(state: AppState) -> Router {
+    let authed = Router::new()
+        .merge(screenshots::v1_router())
+        .merge(account::router())
+        .merge(screenshots::api_router())
+        .route_layer(middleware::from_fn_with_state(state.clone(), pipeline::require_api_key));
+    let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
+    Router::new()
+        .merge(authed)
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/files/{name}", get(screenshots::serve_file))
+        .route("/s/{token}", get(screenshots::share_page))
+        .merge(docs::router())
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(upload_limit))
+        .layer(middleware::from_fn(pipeline::organization_id))
+        .layer(middleware::from_fn_with_state(state.clone(), pipeline::request_id))
+        .with_state(state)
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let db = match tokio::time::timeout(Duration::from_secs(3), state.store.ping()).await {
+        Ok(Ok(())) => "ok".to_string(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readyz: database check failed");
+            "unavailable".into()
+        }
+        Err(_) => "timeout".into(),
+    };
+    let browser = match &state.browser {
+        None => "not-running (no worker role)".to_string(),
+        Some(pool) => match pool.check().await {
+            Ok(()) => "ok".into(),
+            Err(e) => {
+                tracing::warn!(error = %e, "readyz: browser check failed");
+                "unavailable".into()
+            }
+        },
+    };
+    let storage = match state.blobs.check().await {
+        Ok(()) => "ok".to_string(),
+        Err(_) => "unavailable".into(),
+    };
+    let ok = db == "ok" && storage == "ok" && (browser == "ok" || state.browser.is_none());
+    let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({"status": if ok {"ready"} else {"unavailable"}, "checks": {"database": db, "browser": browser, "storage": storage}})))
+        .into_response()
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    let by_status = state.store.count_by_status().await.unwrap_or_default();
+    let depth = state.store.queue_depth().await.unwrap_or(0);
+    let restarts = state.browser.as_ref().map_or(0, |b| b.restarts());
+    let body = state.metrics.render(&by_status, depth, restarts);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+}
+
+/// A built application: listener bound, database migrated, browser started.
+pub struct Application {
+    state: AppState,
+    listener: Option<TcpListener>,
+    addr: Option<SocketAddr>,
+}
+
+impl Application {
+    /// Prepare every role of `cfg`.
+    pub async fn build(cfg: Config) -> anyhow::Result<Application> {
+        std::fs::create_dir_all(&cfg.data_dir)
+            .map_err(|e| anyhow::anyhow!("CAPTURE_DATA_DIR {}: {e}", cfg.data_dir.display()))?;
+        let store = Store::connect(&cfg.database_url, 16)
+            .await
+            .map_err(|e| anyhow::anyhow!("CAPTURE_DATABASE_URL: {e}"))?;
+        let master = MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
+        let files_dir = match &cfg.storage_url {
+            Some(u) => std::path::PathBuf::from(u.trim_start_matches("file://")),
+            None => cfg.data_dir.join("files"),
+        };
+        let blobs: Arc<dyn BlobStore> = Arc::new(
+            LocalBlobStore::new(files_dir.clone())
+                .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL {}: {e}", files_dir.display()))?,
+        );
+        let (listener, addr) = if cfg.roles.api {
+            let l = TcpListener::bind(&cfg.listen).await.map_err(|e| anyhow::anyhow!("CAPTURE_LISTEN {}: {e}", cfg.listen))?;
+            let a = l.local_addr()?;
+            (Some(l), Some(a))
+        } else {
+            (None, None)
+        };
+        let base_url = cfg
+            .base_url
+            .clone()
+            .or_else(|| addr.map(|a| format!("http://{a}")))
+            .unwrap_or_else(|| format!("http://{}", cfg.listen));
+        let browser = if cfg.roles.worker {
+            let browsers = cfg.browsers.max(1);
+            let pool = BrowserPool::start(BrowserConfig {
+                chromium_path: cfg.chromium_path.clone(),
+                browsers,
+                pages_per_browser: cfg.worker_concurrency.div_ceil(browsers).max(1),
+                recycle_after: cfg.browser_recycle_after,
+                allow_private_networks: cfg.allow_private_networks,
+                work_dir: cfg.data_dir.join("browser"),
+            })
+            .await
+            .map_err(|e| anyhow::anyhow!("starting Chromium ({}): {e}", cfg.chromium_path.display()))?;
+            Some(pool)
+        } else {
+            None
+        };
+        let (job_events, _) = tokio::sync::broadcast::channel(1024);
+        let state = AppState(Arc::new(Inner {
+            cfg,
+            store,
+            blobs,
+            master,
+            base_url,
+            job_events,
+            work: tokio::sync::Notify::new(),
+            metrics: Default::default(),
+            browser,
+        }));
+        Ok(Application { state, listener, addr })
+    }
+
+    /// The bound address (api role).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// The shared state (for tests and admin tooling).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serve until `shutdown` resolves, then drain: stop accepting, let in-flight captures
+    /// finish within `CAPTURE_SHUTDOWN_GRACE`, hand the rest back to the queue, stop Chromium.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let stop = CancellationToken::new();
+        let hard_stop = CancellationToken::new();
+        let state = self.state.clone();
+        let mut tasks = tokio::task::JoinSet::new();
+
+        if let Some(listener) = self.listener {
+            let app = router(state.clone());
+            let stop_http = stop.clone();
+            tasks.spawn(async move {
+                let r = axum::serve(listener, app).with_graceful_shutdown(async move { stop_http.cancelled().await }).await;
+                if let Err(e) = r {
+                    tracing::error!(error = %e, "HTTP server failed");
+                }
+            });
+        }
+        if let Some(pool) = state.browser.clone() {
+            let n = state.cfg.worker_concurrency;
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            tasks.spawn(async move { worker::run(s, pool, n, st, hs).await });
+        }
+        if state.cfg.roles.scheduler {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { crate::scheduler::run(s, st).await });
+        }
+
+        shutdown.await;
+        tracing::info!("shutting down: draining in-flight work");
+        stop.cancel();
+        // Wake streams so they end; they watch the broadcast channel.
+        let grace = state.cfg.shutdown_grace;
+        let hs = hard_stop.clone();
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            hs.cancel();
+        });
+        let drain = async { while tasks.join_next().await.is_some() {} };
+        if tokio::time::timeout(grace + Duration::from_secs(10), drain).await.is_err() {
+            tracing::warn!("some tasks did not stop in time");
+        }
+        timer.abort();
+        if let Some(pool) = &state.browser {
+            pool.shutdown().await;
+        }
+        state.store.close().await;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,366 @@
+//! Settings: `CAPTURE_*` environment variables, optionally over a TOML file with the same
+//! keys. Every value is parsed at start-up; a bad one stops the process naming the variable.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use capture_core::PlanLimits;
+
+/// The process roles `capture serve --roles` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Roles {
+    pub api: bool,
+    pub worker: bool,
+    pub scheduler: bool,
+}
+
+impl Roles {
+    /// All roles (the default of `capture serve`).
+    pub fn all() -> Roles {
+        Roles { api: true, worker: true, scheduler: true }
+    }
+
+    /// Parse `api,worker,scheduler` (any non-empty subset).
+    pub fn parse(s: &str) -> Result<Roles, String> {
+        let mut r = Roles { api: false, worker: false, scheduler: false };
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part {
+                "api" => r.api = true,
+                "worker" => r.worker = true,
+                "scheduler" => r.scheduler = true,
+                "all" => r = Roles::all(),
+                other => return Err(format!("unknown role '{other}' (use api, worker, scheduler)")),
+            }
+        }
+        if !(r.api || r.worker || r.scheduler) {
+            return Err("no role selected".into());
+        }
+        Ok(r)
+    }
+}
+
+/// Validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: String,
+    pub base_url: Option<String>,
+    pub data_dir: PathBuf,
+    pub database_url: String,
+    pub storage_url: Option<String>,
+    pub chromium_path: PathBuf,
+    pub worker_concurrency: usize,
+    pub browsers: usize,
+    pub browser_recycle_after: u64,
+    pub allow_private_networks: bool,
+    pub webhook_allow_http: bool,
+    pub admin_emails: Vec<String>,
+    pub plan_limits: PlanLimits,
+    pub webhook_retry_delays: Vec<Duration>,
+    pub webhook_timeout: Duration,
+    pub sse_heartbeat: Duration,
+    pub sse_max_duration: Duration,
+    pub master_key: Option<String>,
+    pub smtp_url: Option<String>,
+    pub queue_lease: Duration,
+    pub shutdown_grace: Duration,
+    pub max_upload_bytes: usize,
+    pub roles: Roles,
+}
+
+/// A configuration error naming the variable.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid {var}: {reason}")]
+pub struct ConfigError {
+    pub var: String,
+    pub reason: String,
+}
+
+fn err(var: &str, reason: impl Into<String>) -> ConfigError {
+    ConfigError { var: var.into(), reason: reason.into() }
+}
+
+/// Parse `500ms`, `15s`, `5m`, `2h`, `1d` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration like 15s or 5m"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86400.0,
+        _ => return Err(format!("'{s}' has an unknown unit (use ms, s, m, h, d)")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("'{s}' is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn parse_bool(var: &str, s: &str) -> Result<bool, ConfigError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" | "" => Ok(false),
+        _ => Err(err(var, format!("'{s}' is not true or false"))),
+    }
+}
+
+/// Every setting this version reads (for the defaults file, docs and unknown-key checks).
+pub const KEYS: &[&str] = &[
+    "CAPTURE_LISTEN",
+    "CAPTURE_BASE_URL",
+    "CAPTURE_DATA_DIR",
+    "CAPTURE_DATABASE_URL",
+    "CAPTURE_STORAGE_URL",
+    "CAPTURE_CHROMIUM_PATH",
+    "CAPTURE_WORKER_CONCURRENCY",
+    "CAPTURE_BROWSERS",
+    "CAPTURE_BROWSER_RECYCLE_AFTER",
+    "CAPTURE_ALLOW_PRIVATE_NETWORKS",
+    "CAPTURE_WEBHOOK_ALLOW_HTTP",
+    "CAPTURE_ADMIN_EMAILS",
+    "CAPTURE_PLAN_LIMITS",
+    "CAPTURE_WEBHOOK_RETRY_DELAYS",
+    "CAPTURE_WEBHOOK_TIMEOUT",
+    "CAPTURE_SSE_HEARTBEAT",
+    "CAPTURE_SSE_MAX_DURATION",
+    "CAPTURE_MASTER_KEY",
+    "CAPTURE_SMTP_URL",
+    "CAPTURE_QUEUE_LEASE",
+    "CAPTURE_SHUTDOWN_GRACE",
+    "CAPTURE_MAX_UPLOAD_BYTES",
+    "CAPTURE_ROLES",
+];
+
+impl Config {
+    /// Build from a map of settings (environment merged over the TOML file).
+    pub fn from_map(m: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
+        let get = |k: &str| m.get(k).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let dur = |k: &str, def: &str| -> Result<Duration, ConfigError> {
+            parse_duration(&get(k).unwrap_or_else(|| def.to_string())).map_err(|e| err(k, e))
+        };
+        let num = |k: &str, def: u64, min: u64, max: u64| -> Result<u64, ConfigError> {
+            match get(k) {
+                None => Ok(def),
+                Some(v) => {
+                    let n: u64 = v.parse().map_err(|_| err(k, format!("'{v}' is not a whole number")))?;
+                    if n < min || n > max {
+                        return Err(err(k, format!("{n} is outside {min}..={max}")));
+                    }
+                    Ok(n)
+                }
+            }
+        };
+
+        let listen = get("CAPTURE_LISTEN").unwrap_or_else(|| "127.0.0.1:8080".into());
+        listen
+            .parse::<SocketAddr>()
+            .map_err(|_| err("CAPTURE_LISTEN", format!("'{listen}' is not host:port (e.g. 127.0.0.1:8080)")))?;
+        let base_url = match get("CAPTURE_BASE_URL") {
+            None => None,
+            Some(u) => {
+                let parsed = url::Url::parse(&u).map_err(|e| err("CAPTURE_BASE_URL", format!("'{u}': {e}")))?;
+                if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                    return Err(err("CAPTURE_BASE_URL", "must be an http(s) URL like https://capture.example.com"));
+                }
+                Some(u.trim_end_matches('/').to_string())
+            }
+        };
+        let data_dir = PathBuf::from(get("CAPTURE_DATA_DIR").unwrap_or_else(|| "./data".into()));
+        let database_url = match get("CAPTURE_DATABASE_URL") {
+            Some(u) if u.starts_with("sqlite:") || u.starts_with("postgres://") || u.starts_with("postgresql://") => u,
+            Some(u) => {
+                return Err(err(
+                    "CAPTURE_DATABASE_URL",
+                    format!("'{}' is not sqlite://… or postgres://…", capture_store::redact_url(&u)),
+                ));
+            }
+            None => format!("sqlite://{}", data_dir.join("capture.db").display()),
+        };
+        let storage_url = match get("CAPTURE_STORAGE_URL") {
+            None => None,
+            Some(u) if u.starts_with("file://") => Some(u),
+            Some(u) if u.starts_with("s3://") => {
+                return Err(err(
+                    "CAPTURE_STORAGE_URL",
+                    "s3:// storage is not available in this version yet; use file:// or leave it unset",
+                ));
+            }
+            Some(u) => return Err(err("CAPTURE_STORAGE_URL", format!("'{u}' is not file://…"))),
+        };
+        let chromium_path = PathBuf::from(get("CAPTURE_CHROMIUM_PATH").unwrap_or_else(|| "/usr/bin/chromium".into()));
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+        let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
+        let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;
+        let browser_recycle_after = num("CAPTURE_BROWSER_RECYCLE_AFTER", 500, 1, 1_000_000)?;
+        let allow_private_networks = parse_bool(
+            "CAPTURE_ALLOW_PRIVATE_NETWORKS",
+            &get("CAPTURE_ALLOW_PRIVATE_NETWORKS").unwrap_or_default(),
+        )?;
+        let webhook_allow_http =
+            parse_bool("CAPTURE_WEBHOOK_ALLOW_HTTP", &get("CAPTURE_WEBHOOK_ALLOW_HTTP").unwrap_or_default())?;
+        let admin_emails = get("CAPTURE_ADMIN_EMAILS")
+            .unwrap_or_default()
+            .split(',')
+            .map(|e| e.trim().to_lowercase())
+            .filter(|e| !e.is_empty())
+            .collect::<Vec<_>>();
+        if let Some(bad) = admin_emails.iter().find(|e| !e.contains('@')) {
+            return Err(err("CAPTURE_ADMIN_EMAILS", format!("'{bad}' is not an e-mail address")));
+        }
+        let plan_limits = match get("CAPTURE_PLAN_LIMITS") {
+            None => PlanLimits::default(),
+            Some(v) => PlanLimits::parse(&v).map_err(|e| err("CAPTURE_PLAN_LIMITS", e))?,
+        };
+        let webhook_retry_delays = get("CAPTURE_WEBHOOK_RETRY_DELAYS")
+            .unwrap_or_else(|| "1m,5m,30m,2h,12h".into())
+            .split(',')
+            .map(|d| parse_duration(d).map_err(|e| err("CAPTURE_WEBHOOK_RETRY_DELAYS", e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        if webhook_retry_delays.len() != 5 {
+            return Err(err("CAPTURE_WEBHOOK_RETRY_DELAYS", "needs exactly 5 waits (6 attempts)"));
+        }
+        let webhook_timeout = dur("CAPTURE_WEBHOOK_TIMEOUT", "15s")?;
+        let sse_heartbeat = dur("CAPTURE_SSE_HEARTBEAT", "15s")?;
+        let sse_max_duration = dur("CAPTURE_SSE_MAX_DURATION", "5m")?;
+        if sse_heartbeat.is_zero() {
+            return Err(err("CAPTURE_SSE_HEARTBEAT", "must be positive"));
+        }
+        let master_key = get("CAPTURE_MASTER_KEY");
+        if let Some(k) = &master_key {
+            crate::crypto::MasterKey::parse(k).map_err(|e| err("CAPTURE_MASTER_KEY", e))?;
+        }
+        let smtp_url = get("CAPTURE_SMTP_URL");
+        if let Some(u) = &smtp_url {
+            if !(u.starts_with("smtp://") || u.starts_with("smtps://")) {
+                return Err(err("CAPTURE_SMTP_URL", "must be smtp://… or smtps://…"));
+            }
+        }
+        let queue_lease = dur("CAPTURE_QUEUE_LEASE", "60s")?;
+        if queue_lease < Duration::from_secs(1) {
+            return Err(err("CAPTURE_QUEUE_LEASE", "must be at least 1s"));
+        }
+        let shutdown_grace = dur("CAPTURE_SHUTDOWN_GRACE", "25s")?;
+        let max_upload_bytes = num("CAPTURE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, 1024, 1 << 30)? as usize;
+        let roles = match get("CAPTURE_ROLES") {
+            None => Roles::all(),
+            Some(r) => Roles::parse(&r).map_err(|e| err("CAPTURE_ROLES", e))?,
+        };
+        Ok(Config {
+            listen,
+            base_url,
+            data_dir,
+            database_url,
+            storage_url,
+            chromium_path,
+            worker_concurrency,
+            browsers,
+            browser_recycle_after,
+            allow_private_networks,
+            webhook_allow_http,
+            admin_emails,
+            plan_limits,
+            webhook_retry_delays,
+            webhook_timeout,
+            sse_heartbeat,
+            sse_max_duration,
+            master_key,
+            smtp_url,
+            queue_lease,
+            shutdown_grace,
+            max_upload_bytes,
+            roles,
+        })
+    }
+
+    /// Environment over an optional TOML file (`KEY = "value"` lines, same names).
+    pub fn load(toml_path: Option<&std::path::Path>) -> Result<Config, ConfigError> {
+        let mut m = BTreeMap::new();
+        if let Some(p) = toml_path {
+            let text = std::fs::read_to_string(p).map_err(|e| err("--config", format!("{}: {e}", p.display())))?;
+            let table: toml::Table = text.parse().map_err(|e| err("--config", format!("{}: {e}", p.display())))?;
+            for (k, v) in table {
+                let key = k.to_uppercase();
+                if !KEYS.contains(&key.as_str()) {
+                    return Err(err(&key, format!("unknown setting in {}", p.display())));
+                }
+                let s = match v {
+                    toml::Value::String(s) => s,
+                    toml::Value::Array(a) => a
+                        .iter()
+                        .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                    other => other.to_string(),
+                };
+                m.insert(key, s);
+            }
+        }
+        for (k, v) in std::env::vars() {
+            if k.starts_with("CAPTURE_") {
+                m.insert(k, v);
+            }
+        }
+        Config::from_map(&m)
+    }
+
+    /// Is this e-mail an administrator (unlimited)?
+    pub fn is_admin(&self, email: &str) -> bool {
+        self.admin_emails.iter().any(|a| a.eq_ignore_ascii_case(email))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_map(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    }
+
+    #[test]
+    fn defaults_are_the_embedded_setup() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080");
+        assert!(c.database_url.starts_with("sqlite://./data"));
+        assert_eq!(c.plan_limits, PlanLimits::default());
+        assert_eq!(c.sse_heartbeat, Duration::from_secs(15));
+        assert_eq!(c.sse_max_duration, Duration::from_secs(300));
+        assert_eq!(c.webhook_retry_delays[4], Duration::from_secs(12 * 3600));
+        assert!(!c.allow_private_networks);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (k, v) in [
+            ("CAPTURE_LISTEN", "nope"),
+            ("CAPTURE_SSE_HEARTBEAT", "10 parsecs"),
+            ("CAPTURE_PLAN_LIMITS", "free=lots"),
+            ("CAPTURE_ALLOW_PRIVATE_NETWORKS", "maybe"),
+            ("CAPTURE_DATABASE_URL", "mysql://x"),
+            ("CAPTURE_WORKER_CONCURRENCY", "0"),
+            ("CAPTURE_BASE_URL", "ftp://x"),
+            ("CAPTURE_MASTER_KEY", "short"),
+            ("CAPTURE_ADMIN_EMAILS", "root"),
+            ("CAPTURE_WEBHOOK_RETRY_DELAYS", "1m,5m"),
+        ] {
+            let e = cfg(&[(k, v)]).unwrap_err();
+            assert_eq!(e.var, k, "{v}");
+            assert!(e.to_string().contains(k));
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert!(parse_duration("x").is_err());
+    }
+}

@@ -1,0 +1,119 @@
+//! The one API error type. Client errors carry a stable code; unexpected failures are
+//! logged once and answered with an opaque `INTERNAL_ERROR`. The request-id middleware
+//! renders every error body so `requestId` always equals the `X-Request-ID` header.
+
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use capture_core::{ErrorCode, FieldError};
+use serde_json::{Value, json};
+
+/// An error answered to a client.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    pub details: Option<Value>,
+    pub headers: Vec<(HeaderName, String)>,
+}
+
+/// What the request-id middleware needs to render the body (kept in response extensions).
+#[derive(Debug, Clone)]
+pub struct ErrorInfo {
+    pub code: ErrorCode,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    /// An error with a code and message.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ApiError { code, message: message.into(), details: None, headers: Vec::new() }
+    }
+
+    /// Attach `details`.
+    pub fn details(mut self, d: Value) -> Self {
+        self.details = Some(d);
+        self
+    }
+
+    /// Attach a response header.
+    pub fn header(mut self, name: HeaderName, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// 404 that never reveals whether the resource exists for someone else.
+    pub fn not_found(what: &str) -> Self {
+        ApiError::new(ErrorCode::NotFound, format!("{what} not found"))
+    }
+
+    /// 400 VALIDATION_ERROR with `{field, reason}`.
+    pub fn validation(e: FieldError) -> Self {
+        ApiError::new(ErrorCode::ValidationError, format!("invalid {}: {}", e.field, e.reason))
+            .details(json!({"field": e.field, "reason": e.reason}))
+    }
+
+    /// An unexpected failure: logged here with its cause, opaque to the client.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        ApiError::new(ErrorCode::InternalError, "internal error")
+    }
+}
+
+impl From<capture_store::StoreError> for ApiError {
+    fn from(e: capture_store::StoreError) -> Self {
+        ApiError::internal(e)
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> Self {
+        ApiError::validation(e)
+    }
+}
+
+/// Render the JSON error body.
+pub fn error_body(info: &ErrorInfo, request_id: &str) -> Value {
+    let mut v = json!({"error": info.message, "code": info.code.as_str(), "requestId": request_id});
+    if let Some(d) = &info.details {
+        v["details"] = d.clone();
+    }
+    v
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let info = ErrorInfo { code: self.code, message: self.message, details: self.details };
+        // Body without requestId for callers outside the middleware; the middleware re-renders it.
+        let mut resp = (status, axum::Json(error_body(&info, ""))).into_response();
+        for (k, v) in self.headers {
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                resp.headers_mut().insert(k, v);
+            }
+        }
+        if self.code == ErrorCode::Unauthorized {
+            resp.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        resp.extensions_mut().insert(info);
+        resp
+    }
+}
+
+/// Result alias for handlers.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// 405 for a known path with the wrong method.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(ErrorCode::MethodNotAllowed, "method not allowed on this route")
+}
+
+/// 404 for an unknown route.
+pub async fn unknown_route() -> ApiError {
+    ApiError::new(ErrorCode::NotFound, "no such route")
+}
+
+/// Map a status code to `StatusCode` (helper for stored responses).
+pub fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::OK)
+}

@@ -1,0 +1,20 @@
+//! The Capture service: HTTP API (`/v1`, `/api`, share pages, files), capture workers,
+//! scheduler, blob storage. `capture serve` wires it up through [`app::Application`].
+
+pub mod account;
+pub mod admin;
+pub mod app;
+pub mod blob;
+pub mod config;
+pub mod crypto;
+pub mod docs;
+pub mod error;
+pub mod metrics;
+pub mod pipeline;
+pub mod scheduler;
+pub mod screenshots;
+pub mod state;
+pub mod worker;
+
+pub use app::{Application, shutdown_signal};
+pub use config::Config;

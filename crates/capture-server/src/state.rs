@@ -1,0 +1,68 @@
+//! The shared application state.
+
+use std::sync::Arc;
+
+use capture_browser::BrowserPool;
+use capture_core::Plan;
+use capture_core::time::MonthWindow;
+use capture_store::{Store, User};
+use tokio::sync::{Notify, broadcast};
+
+use crate::blob::BlobStore;
+use crate::config::Config;
+use crate::crypto::MasterKey;
+use crate::metrics::Metrics;
+use crate::pipeline::Account;
+
+/// Everything handlers, workers and the scheduler share. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(pub Arc<Inner>);
+
+/// The fields behind [`AppState`].
+pub struct Inner {
+    pub cfg: Config,
+    pub store: Store,
+    pub blobs: Arc<dyn BlobStore>,
+    pub master: MasterKey,
+    /// Absolute base of every URL we hand out (no trailing slash).
+    pub base_url: String,
+    /// Job ids whose state changed (feeds event streams on this node).
+    pub job_events: broadcast::Sender<String>,
+    /// Wakes idle workers when a job is queued on this node.
+    pub work: Notify,
+    pub metrics: Metrics,
+    /// The browser pool (worker role only).
+    pub browser: Option<Arc<BrowserPool>>,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Build the caller's account view: admin status, plan cap, usage.
+    pub fn account_for(&self, user: User, key_id: Option<String>, used: i64, window: MonthWindow) -> Account {
+        let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+        Account {
+            is_admin: self.cfg.is_admin(&user.email),
+            plan_limit: self.cfg.plan_limits.limit(plan),
+            user,
+            key_id,
+            used,
+            window,
+        }
+    }
+
+    /// An absolute URL of a stored file.
+    pub fn file_url(&self, name: &str) -> String {
+        format!("{}/files/{name}", self.base_url)
+    }
+
+    /// Tell streams on this node (and idle workers) that a job changed.
+    pub fn job_changed(&self, id: &str) {
+        let _ = self.job_events.send(id.to_string());
+    }
+}

@@ -1,0 +1,235 @@
+//! Capture workers: claim screenshot tasks from the durable queue, render them in the
+//! browser pool, store the files and record the outcome — fenced on the task lease, so a
+//! worker that lost its lease never overwrites a newer result.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
+use capture_core::options::CaptureOptions;
+use capture_core::time::now_ms;
+use capture_core::{ImageFormat, WaitUntil};
+use capture_store::{ScreenshotDone, Task};
+use tokio_util::sync::CancellationToken;
+
+use crate::blob;
+use crate::screenshots::TaskPayload;
+use crate::state::AppState;
+
+/// Claims beyond this many (crashed workers, lost leases) fail the job for good.
+const MAX_CLAIMS: i64 = 5;
+/// Transient browser failures retried within one claim.
+const BROWSER_RETRIES: usize = 2;
+
+/// Run `n` worker loops until `stop` is cancelled; in-flight captures go on until
+/// `hard_stop`, then they are handed back to the queue.
+pub async fn run(state: AppState, pool: Arc<BrowserPool>, n: usize, stop: CancellationToken, hard_stop: CancellationToken) {
+    let node = capture_core::ids::random_string(8);
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let worker_id = format!("{node}-{i}");
+        handles.push(tokio::spawn(worker_loop(state.clone(), pool.clone(), worker_id, stop.clone(), hard_stop.clone())));
+    }
+    for h in handles {
+        let _ = h.await;
+    }
+}
+
+async fn worker_loop(state: AppState, pool: Arc<BrowserPool>, id: String, stop: CancellationToken, hard_stop: CancellationToken) {
+    let lease_ms = state.cfg.queue_lease.as_millis() as i64;
+    while !stop.is_cancelled() {
+        let claimed = state.store.claim("screenshot", &id, now_ms(), lease_ms).await;
+        match claimed {
+            Ok(Some(task)) => process(&state, &pool, &id, task, &hard_stop).await,
+            Ok(None) => {
+                tokio::select! {
+                    _ = state.work.notified() => {}
+                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = stop.cancelled() => {}
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "claiming a task failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = stop.cancelled() => {}
+                }
+            }
+        }
+    }
+}
+
+fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
+    // Navigation, clickBefore and waitFor each get timeoutMs; the rest gets a fixed margin.
+    let deadline = Duration::from_millis(opts.timeout_ms * 3 + opts.delay + 30_000).min(Duration::from_secs(240));
+    CaptureRequest {
+        source,
+        width: opts.width,
+        height: opts.height,
+        full_page: opts.full_page,
+        format: match opts.format {
+            ImageFormat::Png => capture_browser::ImageFormat::Png,
+            ImageFormat::Jpeg => capture_browser::ImageFormat::Jpeg,
+            ImageFormat::Webp => capture_browser::ImageFormat::Webp,
+        },
+        pdf: opts.pdf,
+        delay_ms: opts.delay,
+        dark_mode: opts.dark_mode,
+        cookie_consent_auto: opts.cookie_consent,
+        wait_for: opts.wait_for.clone(),
+        wait_until: match opts.wait_until {
+            WaitUntil::Networkidle => capture_browser::WaitUntil::NetworkIdle,
+            WaitUntil::Load => capture_browser::WaitUntil::Load,
+            WaitUntil::Domcontentloaded => capture_browser::WaitUntil::DomContentLoaded,
+            WaitUntil::None => capture_browser::WaitUntil::None,
+        },
+        timeout_ms: opts.timeout_ms,
+        pre_screenshot_js: opts.pre_screenshot_js.clone(),
+        device_scale_factor: opts.device_scale_factor,
+        click_before: opts.click_before.clone(),
+        deadline,
+    }
+}
+
+async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task, hard_stop: &CancellationToken) {
+    let job_id = task.subject_id.clone();
+    let fail = |msg: String| {
+        let state = state.clone();
+        let (tid, w, jid) = (task.id.clone(), worker.to_string(), job_id.clone());
+        async move {
+            match state.store.fail_screenshot(&tid, &w, &jid, &msg, now_ms()).await {
+                Ok(true) => state.job_changed(&jid),
+                Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
+                Err(e) => tracing::error!(job = %jid, error = %e, "recording a failure failed"),
+            }
+        }
+    };
+    if task.attempts > MAX_CLAIMS {
+        fail("the capture was interrupted too many times (worker restarts)".into()).await;
+        return;
+    }
+    let job = match state.store.screenshot(&job_id).await {
+        Ok(Some(j)) => j,
+        Ok(None) => return fail("the job no longer exists".into()).await,
+        Err(e) => {
+            tracing::error!(error = %e, "loading job failed; the lease will expire and it will be retried");
+            return;
+        }
+    };
+    let payload: TaskPayload = match serde_json::from_str(&task.payload) {
+        Ok(p) => p,
+        Err(e) => return fail(format!("corrupt task payload: {e}")).await,
+    };
+    let opts: CaptureOptions = match serde_json::from_str(&job.options) {
+        Ok(o) => o,
+        Err(e) => return fail(format!("corrupt job options: {e}")).await,
+    };
+    let source = match (&payload.html_blob, &opts.url) {
+        (Some(name), _) => match state.blobs.get(name).await {
+            Ok(Some(b)) => PageSource::Html(String::from_utf8_lossy(&b).into_owned()),
+            Ok(None) => return fail("the uploaded document is missing".into()).await,
+            Err(e) => {
+                tracing::error!(error = %e, "reading uploaded HTML failed");
+                return;
+            }
+        },
+        (None, Some(u)) => PageSource::Url(u.clone()),
+        (None, None) => return fail("the job has no URL".into()).await,
+    };
+    match state.store.mark_processing(&job_id, now_ms()).await {
+        Ok(_) => state.job_changed(&job_id),
+        Err(e) => tracing::error!(error = %e, "marking job processing failed"),
+    }
+
+    // Keep the lease alive while the browser works.
+    let lease = state.cfg.queue_lease;
+    let hb_stop = CancellationToken::new();
+    {
+        let (st, tid, w, stop) = (state.clone(), task.id.clone(), worker.to_string(), hb_stop.clone());
+        tokio::spawn(async move {
+            let every = lease / 3;
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let until = now_ms() + lease.as_millis() as i64;
+                match st.store.extend_lease(&tid, &w, until).await {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => tracing::warn!(error = %e, "extending a lease failed"),
+                }
+            }
+        });
+    }
+    let _hb_guard = hb_stop.drop_guard();
+
+    let req = request_for(&opts, source);
+    let started = Instant::now();
+    let capture = async {
+        let mut attempt = 0;
+        loop {
+            match pool.capture(req.clone()).await {
+                Err(e) if e.is_transient() && attempt < BROWSER_RETRIES => {
+                    attempt += 1;
+                    state.metrics.capture_retry();
+                    tracing::warn!(job = %job_id, error = %e, attempt, "transient browser failure; retrying");
+                }
+                other => return other,
+            }
+        }
+    };
+    let result: Result<capture_browser::CaptureOutput, CaptureError> = tokio::select! {
+        r = capture => r,
+        _ = hard_stop.cancelled() => {
+            match state.store.release(&task.id, worker, &job_id, now_ms()).await {
+                Ok(_) => state.job_changed(&job_id),
+                Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
+            }
+            tracing::info!(job = %job_id, "shutdown: capture handed back to the queue");
+            return;
+        }
+    };
+    match result {
+        Ok(out) => {
+            let ext = match out.content_type {
+                "application/pdf" => "pdf",
+                "image/jpeg" => "jpeg",
+                "image/webp" => "webp",
+                _ => "png",
+            };
+            let name = blob::new_name(ext);
+            if let Err(e) = state.blobs.put(&name, out.bytes, out.content_type).await {
+                tracing::error!(error = %e, "storing a capture failed; the job will be retried");
+                state.metrics.capture(started.elapsed().as_secs_f64(), false);
+                return;
+            }
+            let mut thumb_key = None;
+            if let Some(t) = out.thumbnail {
+                let n = blob::new_name("png");
+                match state.blobs.put(&n, t, "image/png").await {
+                    Ok(()) => thumb_key = Some(n),
+                    Err(e) => tracing::warn!(error = %e, "storing a thumbnail failed"),
+                }
+            }
+            let done = ScreenshotDone {
+                result_key: name,
+                thumb_key,
+                page_title: Some(out.page_title),
+                tags: out.tags,
+                width: out.width.map(i64::from).or(if opts.pdf { Some(i64::from(opts.width)) } else { None }),
+                height: out.height.map(i64::from),
+            };
+            state.metrics.capture(started.elapsed().as_secs_f64(), true);
+            match state.store.complete_screenshot(&task.id, worker, &job_id, &done, now_ms()).await {
+                Ok(true) => state.job_changed(&job_id),
+                Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the result"),
+                Err(e) => tracing::error!(job = %job_id, error = %e, "recording a result failed"),
+            }
+        }
+        Err(e) => {
+            state.metrics.capture(started.elapsed().as_secs_f64(), false);
+            fail(e.to_string()).await;
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Connection, backend detection and transactions.
+
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Executor};
+
+/// Which database is behind the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A store failure. Callers map it to an opaque 500; the message is for logs.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("not found")]
+    NotFound,
+}
+
+/// Result alias for store calls.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The one persistence API. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(crate) pool: AnyPool,
+    pub(crate) backend: Backend,
+}
+
+impl Store {
+    /// Connect to `sqlite://path` or `postgres://…` and run migrations.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Store> {
+        install_default_drivers();
+        let backend = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Backend::Postgres
+        } else if url.starts_with("sqlite:") {
+            Backend::Sqlite
+        } else {
+            return Err(StoreError::Conflict(format!(
+                "unsupported database URL (use sqlite:// or postgres://): {}",
+                redact(url)
+            )));
+        };
+        let url = if backend == Backend::Sqlite && !url.contains("mode=") {
+            let sep = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{sep}mode=rwc")
+        } else {
+            url.to_string()
+        };
+        let mut opts = AnyPoolOptions::new()
+            .max_connections(max_connections.max(2))
+            .acquire_timeout(Duration::from_secs(15));
+        if backend == Backend::Sqlite {
+            opts = opts.after_connect(|conn, _| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode=WAL").await?;
+                    conn.execute("PRAGMA synchronous=NORMAL").await?;
+                    conn.execute("PRAGMA busy_timeout=10000").await?;
+                    conn.execute("PRAGMA foreign_keys=ON").await?;
+                    Ok(())
+                })
+            });
+        }
+        let pool = opts.connect(&url).await?;
+        let store = Store { pool, backend };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// The backend in use.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// A cheap query that proves the database answers (readiness).
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Close the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Begin a write transaction: `BEGIN IMMEDIATE` on SQLite so read-then-write
+    /// transactions never hit a busy-snapshot error, plain `BEGIN` on PostgreSQL.
+    pub(crate) async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.backend {
+            Backend::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Backend::Postgres => self.pool.begin().await?,
+        })
+    }
+}
+
+/// Hide the password in a database URL for messages.
+pub fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+pub(crate) fn b(v: bool) -> i64 {
+    i64::from(v)
+}

@@ -1,0 +1,371 @@
+//! Screenshot jobs: creation with atomic quota reservation, state changes with their
+//! events, refunds, listing with a stable cursor, sharing.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use crate::db::{Result, Store};
+
+/// A screenshot job row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScreenshotRow {
+    pub id: String,
+    pub user_id: String,
+    pub key_id: Option<String>,
+    pub status: String,
+    pub url: String,
+    pub options: String,
+    pub format: String,
+    pub result_key: Option<String>,
+    pub thumb_key: Option<String>,
+    pub page_title: Option<String>,
+    pub tags: Vec<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub error: Option<String>,
+    pub actions: i64,
+    pub usage_month: String,
+    pub share_token: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub completed_at: Option<i64>,
+}
+
+/// A job to create. `limit: None` means unlimited (admin).
+#[derive(Debug, Clone)]
+pub struct NewScreenshot {
+    pub id: String,
+    pub user_id: String,
+    pub key_id: Option<String>,
+    pub url: String,
+    pub options: String,
+    pub format: String,
+    pub actions: i64,
+    pub month: String,
+    pub limit: Option<i64>,
+    pub now: i64,
+    /// Some(..) creates the job already done (uploads); None queues a capture task.
+    pub done: Option<ScreenshotDone>,
+    /// Task payload for queued jobs.
+    pub task_payload: String,
+}
+
+/// The result fields of a finished job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScreenshotDone {
+    pub result_key: String,
+    pub thumb_key: Option<String>,
+    pub page_title: Option<String>,
+    pub tags: Vec<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+}
+
+/// The monthly cap would be passed: nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaExceeded {
+    pub used: i64,
+}
+
+pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
+    thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
+    created_at, started_at, completed_at";
+
+pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
+    let tags: String = r.try_get("tags")?;
+    Ok(ScreenshotRow {
+        id: r.try_get("id")?,
+        user_id: r.try_get("user_id")?,
+        key_id: r.try_get("key_id")?,
+        status: r.try_get("status")?,
+        url: r.try_get("url")?,
+        options: r.try_get("options")?,
+        format: r.try_get("format")?,
+        result_key: r.try_get("result_key")?,
+        thumb_key: r.try_get("thumb_key")?,
+        page_title: r.try_get("page_title")?,
+        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        width: r.try_get("width")?,
+        height: r.try_get("height")?,
+        error: r.try_get("error")?,
+        actions: r.try_get("actions")?,
+        usage_month: r.try_get("usage_month")?,
+        share_token: r.try_get("share_token")?,
+        created_at: r.try_get("created_at")?,
+        started_at: r.try_get("started_at")?,
+        completed_at: r.try_get("completed_at")?,
+    })
+}
+
+/// Append an event in the caller's transaction (the stream/outbox feed).
+pub(crate) async fn append_event(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    subject_id: &str,
+    event_type: &str,
+    data: &serde_json::Value,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO events (user_id, subject_id, event_type, data, created_at) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(user_id)
+    .bind(subject_id)
+    .bind(event_type)
+    .bind(data.to_string())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Reserve `actions` for the month if the cap allows, recording the ledger entry.
+/// Returns the usage after the reservation, or the current usage when refused.
+pub(crate) async fn reserve(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    key_id: Option<&str>,
+    operation: &str,
+    subject_id: &str,
+    actions: i64,
+    month: &str,
+    limit: Option<i64>,
+    now: i64,
+) -> Result<std::result::Result<i64, QuotaExceeded>> {
+    sqlx::query(
+        "INSERT INTO usage_counters (user_id, month, used) VALUES ($1, $2, 0) ON CONFLICT (user_id, month) DO NOTHING",
+    )
+    .bind(user_id)
+    .bind(month)
+    .execute(&mut **tx)
+    .await?;
+    // One conditional UPDATE: the row lock (PostgreSQL) or the single writer (SQLite) makes
+    // the check and the increment atomic, so concurrent requests never pass the cap.
+    let updated: Option<(i64,)> = sqlx::query_as(
+        "UPDATE usage_counters SET used = used + $1 WHERE user_id = $2 AND month = $3 \
+         AND ($4 < 0 OR used + $1 <= $4) RETURNING used",
+    )
+    .bind(actions)
+    .bind(user_id)
+    .bind(month)
+    .bind(limit.unwrap_or(-1))
+    .fetch_optional(&mut **tx)
+    .await?;
+    let Some((used,)) = updated else {
+        let (used,): (i64,) =
+            sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
+                .bind(user_id)
+                .bind(month)
+                .fetch_one(&mut **tx)
+                .await?;
+        return Ok(Err(QuotaExceeded { used }));
+    };
+    sqlx::query(
+        "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(user_id)
+    .bind(key_id.map(str::to_string))
+    .bind(operation)
+    .bind(actions)
+    .bind(subject_id)
+    .bind(month)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(Ok(used))
+}
+
+impl Store {
+    /// Create a job: reserve its actions against the cap, insert the job, queue its task
+    /// (or record it done for uploads) and its first event — one transaction.
+    pub async fn create_screenshot(
+        &self,
+        n: &NewScreenshot,
+    ) -> Result<std::result::Result<(ScreenshotRow, i64), QuotaExceeded>> {
+        let mut tx = self.begin_write().await?;
+        let op = if n.format == "pdf" {
+            "pdf"
+        } else {
+            "screenshot"
+        };
+        let used = match reserve(
+            &mut tx,
+            &n.user_id,
+            n.key_id.as_deref(),
+            op,
+            &n.id,
+            n.actions,
+            &n.month,
+            n.limit,
+            n.now,
+        )
+        .await?
+        {
+            Ok(used) => used,
+            Err(q) => {
+                tx.rollback().await?;
+                return Ok(Err(q));
+            }
+        };
+        let (status, d) = match &n.done {
+            Some(d) => ("done", Some(d)),
+            None => ("pending", None),
+        };
+        sqlx::query(
+            "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
+             thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+        )
+        .bind(&n.id)
+        .bind(&n.user_id)
+        .bind(n.key_id.clone())
+        .bind(status)
+        .bind(&n.url)
+        .bind(&n.options)
+        .bind(&n.format)
+        .bind(d.map(|d| d.result_key.clone()))
+        .bind(d.and_then(|d| d.thumb_key.clone()))
+        .bind(d.and_then(|d| d.page_title.clone()))
+        .bind(serde_json::to_string(&d.map(|d| d.tags.clone()).unwrap_or_default()).unwrap_or_default())
+        .bind(d.and_then(|d| d.width))
+        .bind(d.and_then(|d| d.height))
+        .bind(n.actions)
+        .bind(&n.month)
+        .bind(n.now)
+        .bind(d.map(|_| n.now))
+        .execute(&mut *tx)
+        .await?;
+        if n.done.is_none() {
+            crate::queue::enqueue(&mut tx, "screenshot", &n.id, &n.task_payload, n.now).await?;
+        }
+        append_event(
+            &mut tx,
+            &n.user_id,
+            &n.id,
+            "screenshot.status",
+            &serde_json::json!({ "status": status }),
+            n.now,
+        )
+        .await?;
+        if n.key_id.is_some() {
+            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(n.now)
+                .bind(n.key_id.clone())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        let row = self
+            .screenshot(&n.id)
+            .await?
+            .ok_or(crate::StoreError::NotFound)?;
+        Ok(Ok((row, used)))
+    }
+
+    /// A job by id, whoever owns it (workers, streams after an ownership check).
+    pub async fn screenshot(&self, id: &str) -> Result<Option<ScreenshotRow>> {
+        let row = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// A job of `user_id` (None for someone else's).
+    pub async fn screenshot_of(&self, user_id: &str, id: &str) -> Result<Option<ScreenshotRow>> {
+        let row = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE id = $1 AND user_id = $2"
+        ))
+        .bind(id)
+        .bind(user_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// Newest first; `before` is `(created_at, Some(id))` from a cursor or `(ts, None)`.
+    pub async fn list_screenshots(
+        &self,
+        user_id: &str,
+        before: Option<(i64, Option<String>)>,
+        limit: i64,
+    ) -> Result<Vec<ScreenshotRow>> {
+        let (ts, id) = before.unwrap_or((i64::MAX, None));
+        let rows = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE user_id = $1 \
+             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
+             ORDER BY created_at DESC, id DESC LIMIT $4"
+        ))
+        .bind(user_id)
+        .bind(ts)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_from).collect()
+    }
+
+    /// Set the share token of a job if it has none; returns the token in force.
+    pub async fn share(&self, user_id: &str, id: &str, token: &str) -> Result<Option<String>> {
+        sqlx::query(
+            "UPDATE screenshots SET share_token = $1 WHERE id = $2 AND user_id = $3 AND share_token IS NULL",
+        )
+        .bind(token)
+        .bind(id)
+        .bind(user_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(self
+            .screenshot_of(user_id, id)
+            .await?
+            .and_then(|r| r.share_token))
+    }
+
+    /// Remove the share token; false when the job is not the user's.
+    pub async fn unshare(&self, user_id: &str, id: &str) -> Result<bool> {
+        let res =
+            sqlx::query("UPDATE screenshots SET share_token = NULL WHERE id = $1 AND user_id = $2")
+                .bind(id)
+                .bind(user_id)
+                .execute(&self.pool)
+                .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// The job a public share token points at.
+    pub async fn screenshot_by_share(&self, token: &str) -> Result<Option<ScreenshotRow>> {
+        let row = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE share_token = $1"
+        ))
+        .bind(token)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// Events of a subject after `after_id`: `(id, type, data)`.
+    pub async fn events_after(
+        &self,
+        subject_id: &str,
+        after_id: i64,
+    ) -> Result<Vec<(i64, String, String)>> {
+        let rows: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT id, event_type, data FROM events WHERE subject_id = $1 AND id > $2 ORDER BY id",
+        )
+        .bind(subject_id)
+        .bind(after_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows)
+    }
+
+    /// Job counts by status (metrics).
+    pub async fn count_by_status(&self) -> Result<Vec<(String, i64)>> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM screenshots GROUP BY status")
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows)
+    }
+}

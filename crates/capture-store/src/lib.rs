@@ -1,0 +1,27 @@
+//! Persistence for Capture: one [`Store`] API with SQLite (WAL) and PostgreSQL backends,
+//! their migrations, the durable task queue (leases), the usage ledger, idempotency records
+//! and the event log that feeds streams and (later) the webhook outbox.
+//!
+//! Both backends run the same statements through sqlx's `Any` driver; the few places where
+//! the dialects differ (auto-increment keys, row locking in the queue, write-transaction
+//! start) are chosen by [`Backend`]. Times are Unix milliseconds in `BIGINT` columns.
+
+/// `format!` for SQL built only from our own constants (never from input).
+macro_rules! sqlf {
+    ($($t:tt)*) => {
+        sqlx::AssertSqlSafe(format!($($t)*))
+    };
+}
+
+mod db;
+mod idempotency;
+mod jobs;
+mod migrations;
+mod queue;
+mod users;
+
+pub use db::{Backend, Store, StoreError, redact as redact_url};
+pub use idempotency::IdemBegin;
+pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};
+pub use queue::Task;
+pub use users::{ApiKeyRow, AuthRecord, User};

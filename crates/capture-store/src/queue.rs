@@ -1,0 +1,303 @@
+//! The durable queue shared by every kind of background work: a kind, a payload, a lease,
+//! attempts and a next-run time. Claims take a lease (`locked_until`); a worker that dies
+//! simply lets its lease run out and the task is claimed again. Completion is fenced on
+//! the lease owner, so a worker that lost its lease cannot overwrite a newer result.
+
+use sqlx::{Any, AssertSqlSafe, Row, Transaction};
+
+use crate::db::{Backend, Result, Store};
+use crate::jobs::{ScreenshotDone, append_event};
+
+/// A claimed task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub id: String,
+    pub kind: String,
+    pub subject_id: String,
+    pub payload: String,
+    /// Claims so far, this one included.
+    pub attempts: i64,
+}
+
+pub(crate) async fn enqueue(
+    tx: &mut Transaction<'static, Any>,
+    kind: &str,
+    subject_id: &str,
+    payload: &str,
+    now: i64,
+) -> Result<String> {
+    let id = capture_core::ids::new_id(capture_core::ids::TASK);
+    sqlx::query(
+        "INSERT INTO tasks (id, kind, subject_id, payload, status, attempts, run_at, created_at) \
+         VALUES ($1, $2, $3, $4, 'queued', 0, $5, $5)",
+    )
+    .bind(&id)
+    .bind(kind)
+    .bind(subject_id)
+    .bind(payload)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(id)
+}
+
+impl Store {
+    /// Claim the oldest runnable task of `kind` (queued and due, or running with an
+    /// expired lease) for `worker` until `now + lease_ms`.
+    pub async fn claim(
+        &self,
+        kind: &str,
+        worker: &str,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Task>> {
+        let lock = match self.backend {
+            Backend::Postgres => "FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE tasks SET status = 'running', locked_by = $1, locked_until = $2, attempts = attempts + 1 \
+             WHERE id = (SELECT id FROM tasks WHERE kind = $3 AND \
+               ((status = 'queued' AND run_at <= $4) OR (status = 'running' AND locked_until < $4)) \
+               ORDER BY run_at, id LIMIT 1 {lock}) \
+             RETURNING id, kind, subject_id, payload, attempts"
+        );
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(worker)
+            .bind(now + lease_ms)
+            .bind(kind)
+            .bind(now)
+            .fetch_optional(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let Some(r) = row else { return Ok(None) };
+        Ok(Some(Task {
+            id: r.try_get("id")?,
+            kind: r.try_get("kind")?,
+            subject_id: r.try_get("subject_id")?,
+            payload: r.try_get("payload")?,
+            attempts: r.try_get("attempts")?,
+        }))
+    }
+
+    /// Extend a lease; false when the worker no longer holds it.
+    pub async fn extend_lease(&self, task_id: &str, worker: &str, until: i64) -> Result<bool> {
+        let res = sqlx::query(
+            "UPDATE tasks SET locked_until = $1 WHERE id = $2 AND locked_by = $3 AND status = 'running'",
+        )
+        .bind(until)
+        .bind(task_id)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// Tasks waiting to run (metrics, back-pressure).
+    pub async fn queue_depth(&self) -> Result<i64> {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tasks WHERE status = 'queued'")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n)
+    }
+
+    /// Close the task if `worker` still holds it. False (and nothing written) otherwise.
+    async fn finish_task(
+        tx: &mut Transaction<'static, Any>,
+        task_id: &str,
+        worker: &str,
+        status: &str,
+        error: Option<&str>,
+        now: i64,
+    ) -> Result<bool> {
+        let res = sqlx::query(
+            "UPDATE tasks SET status = $1, last_error = $2, finished_at = $3, locked_until = NULL \
+             WHERE id = $4 AND locked_by = $5 AND status = 'running'",
+        )
+        .bind(status)
+        .bind(error.map(str::to_string))
+        .bind(now)
+        .bind(task_id)
+        .bind(worker)
+        .execute(&mut **tx)
+        .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// Move a job to `processing` (with its event) when its task is claimed.
+    pub async fn mark_processing(&self, job_id: &str, now: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let row: Option<(String,)> = sqlx::query_as(
+            "UPDATE screenshots SET status = 'processing', started_at = $1 WHERE id = $2 \
+             AND status = 'pending' RETURNING user_id",
+        )
+        .bind(now)
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((user_id,)) = &row {
+            append_event(
+                &mut tx,
+                user_id,
+                job_id,
+                "screenshot.status",
+                &serde_json::json!({"status": "processing"}),
+                now,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(row.is_some())
+    }
+
+    /// Record a finished capture, fenced on the lease. False when the lease was lost.
+    pub async fn complete_screenshot(
+        &self,
+        task_id: &str,
+        worker: &str,
+        job_id: &str,
+        done: &ScreenshotDone,
+        now: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        if !Self::finish_task(&mut tx, task_id, worker, "done", None, now).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let row: Option<(String,)> = sqlx::query_as(
+            "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
+             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7 \
+             WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id",
+        )
+        .bind(&done.result_key)
+        .bind(done.thumb_key.clone())
+        .bind(done.page_title.clone())
+        .bind(serde_json::to_string(&done.tags).unwrap_or_else(|_| "[]".into()))
+        .bind(done.width)
+        .bind(done.height)
+        .bind(now)
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((user_id,)) = &row {
+            append_event(
+                &mut tx,
+                user_id,
+                job_id,
+                "screenshot.status",
+                &serde_json::json!({"status": "done"}),
+                now,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Record a permanent failure and give the job's actions back, fenced on the lease.
+    pub async fn fail_screenshot(
+        &self,
+        task_id: &str,
+        worker: &str,
+        job_id: &str,
+        error: &str,
+        now: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        if !Self::finish_task(&mut tx, task_id, worker, "failed", Some(error), now).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let row: Option<(String, Option<String>, i64, String)> = sqlx::query_as(
+            "UPDATE screenshots SET status = 'failed', error = $1, completed_at = $2 \
+             WHERE id = $3 AND status IN ('pending', 'processing') \
+             RETURNING user_id, key_id, actions, usage_month",
+        )
+        .bind(error)
+        .bind(now)
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((user_id, key_id, actions, month)) = &row {
+            sqlx::query(
+                "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
+                 WHERE user_id = $2 AND month = $3",
+            )
+            .bind(*actions)
+            .bind(user_id)
+            .bind(month)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
+                 VALUES ($1, $2, 'refund', $3, $4, $5, $6)",
+            )
+            .bind(user_id)
+            .bind(key_id.clone())
+            .bind(-*actions)
+            .bind(job_id)
+            .bind(month)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            append_event(
+                &mut tx,
+                user_id,
+                job_id,
+                "screenshot.status",
+                &serde_json::json!({"status": "failed", "error": error}),
+                now,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Hand a task back to the queue (graceful shutdown): the job returns to `pending`
+    /// and the claim does not count as an attempt.
+    pub async fn release(
+        &self,
+        task_id: &str,
+        worker: &str,
+        job_id: &str,
+        now: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let res = sqlx::query(
+            "UPDATE tasks SET status = 'queued', locked_by = NULL, locked_until = NULL, \
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, run_at = $1 \
+             WHERE id = $2 AND locked_by = $3 AND status = 'running'",
+        )
+        .bind(now)
+        .bind(task_id)
+        .bind(worker)
+        .execute(&mut *tx)
+        .await?;
+        if res.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let row: Option<(String,)> = sqlx::query_as(
+            "UPDATE screenshots SET status = 'pending', started_at = NULL WHERE id = $1 \
+             AND status = 'processing' RETURNING user_id",
+        )
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((user_id,)) = &row {
+            append_event(
+                &mut tx,
+                user_id,
+                job_id,
+                "screenshot.status",
+                &serde_json::json!({"status": "pending"}),
+                now,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}

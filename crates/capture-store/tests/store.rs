@@ -1,0 +1,1687 @@
+//! Integration tests of the `Store` API. Every scenario is written once and runs on both
+//! backends: `<scenario>_sqlite` on a fresh SQLite file in a temporary directory and
+//! `<scenario>_postgres` on a fresh PostgreSQL database (`capture_test_<random>`, dropped
+//! afterwards, best-effort).
+//!
+//! PostgreSQL is reached through `CAPTURE_TEST_POSTGRES_URL` (default
+//! `postgres://postgres@127.0.0.1:5432/postgres`, the maintenance database used to create
+//! and drop the per-test databases). When it cannot be reached the `_postgres` tests FAIL;
+//! set `CAPTURE_SKIP_POSTGRES=1` to skip them instead.
+//!
+//! Times are fixed Unix-millisecond values passed to the store (no sleeps, no wall clock).
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
+use capture_store::{
+    ApiKeyRow, IdemBegin, NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow, Store,
+    StoreError, User,
+};
+use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------
+
+const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+/// Pool size of the store under test (enough for the concurrency scenarios).
+const POOL: u32 = 8;
+
+/// A fixed "now" (2025-06-15T..Z) and its usage month.
+const T0: i64 = 1_750_000_000_000;
+const MONTH: &str = "2025-06";
+const DAY_MS: i64 = 86_400_000;
+
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// What a scenario gets: the store under test, the URL it was opened with, and a way to
+/// get further empty databases of the same backend.
+#[derive(Clone)]
+struct Ctx {
+    store: Store,
+    url: String,
+    dbs: Arc<Databases>,
+}
+
+/// The databases of one test: SQLite files in a temporary directory, or PostgreSQL
+/// databases created through the maintenance database. All removed by `teardown`.
+struct Databases {
+    backend: Backend,
+    dir: TempDir,
+    admin_url: String,
+    created: Mutex<Vec<String>>,
+}
+
+fn postgres_admin_url() -> String {
+    std::env::var("CAPTURE_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.into())
+}
+
+fn skip_postgres() -> bool {
+    std::env::var("CAPTURE_SKIP_POSTGRES").is_ok_and(|v| v == "1")
+}
+
+async fn admin_connection(admin_url: &str) -> PgConnection {
+    match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(admin_url)).await {
+        Ok(Ok(conn)) => conn,
+        Ok(Err(e)) => panic!(
+            "PostgreSQL is unreachable at {admin_url}: {e}\n\
+             start it, point CAPTURE_TEST_POSTGRES_URL at one, or set CAPTURE_SKIP_POSTGRES=1"
+        ),
+        Err(_) => panic!(
+            "PostgreSQL at {admin_url} did not answer within 10 s\n\
+             start it, point CAPTURE_TEST_POSTGRES_URL at one, or set CAPTURE_SKIP_POSTGRES=1"
+        ),
+    }
+}
+
+impl Databases {
+    /// None when the backend is skipped.
+    fn new(backend: Backend) -> Option<Databases> {
+        if matches!(backend, Backend::Postgres) && skip_postgres() {
+            eprintln!("CAPTURE_SKIP_POSTGRES=1: skipping a PostgreSQL test");
+            return None;
+        }
+        Some(Databases {
+            backend,
+            dir: tempfile::tempdir().expect("temporary directory"),
+            admin_url: postgres_admin_url(),
+            created: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The URL of a new, empty database (nothing migrated yet).
+    async fn fresh_url(&self) -> String {
+        let name = format!("capture_test_{}", random_string(16).to_lowercase());
+        match self.backend {
+            Backend::Sqlite => format!("sqlite://{}", self.dir.path().join(name + ".db").display()),
+            Backend::Postgres => {
+                let mut admin = admin_connection(&self.admin_url).await;
+                admin
+                    .execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .await
+                    .expect("CREATE DATABASE");
+                let _ = admin.close().await;
+                let mut url = url::Url::parse(&self.admin_url).expect("CAPTURE_TEST_POSTGRES_URL");
+                url.set_path(&name);
+                self.created.lock().unwrap().push(name);
+                url.to_string()
+            }
+        }
+    }
+
+    /// Drop the PostgreSQL databases (best-effort: never fails the test); the SQLite
+    /// files go with the temporary directory.
+    async fn teardown(&self) {
+        let names = std::mem::take(&mut *self.created.lock().unwrap());
+        if names.is_empty() {
+            return;
+        }
+        let connect = PgConnection::connect(&self.admin_url);
+        let Ok(Ok(mut admin)) = tokio::time::timeout(Duration::from_secs(10), connect).await else {
+            eprintln!("could not connect to drop the test databases {names:?}");
+            return;
+        };
+        for name in names {
+            let drop_db = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+            if let Err(e) = admin.execute(AssertSqlSafe(drop_db)).await {
+                eprintln!("could not drop test database {name}: {e}");
+            }
+        }
+        let _ = admin.close().await;
+    }
+}
+
+/// Run one scenario on one backend: set up a fresh store, run the scenario (panics
+/// captured), tear everything down, then re-raise the scenario's panic.
+async fn run<F, Fut>(backend: Backend, scenario: F)
+where
+    F: FnOnce(Ctx) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let Some(dbs) = Databases::new(backend) else {
+        return;
+    };
+    let dbs = Arc::new(dbs);
+    let url = dbs.fresh_url().await;
+    let outcome = match Store::connect(&url, POOL).await {
+        Ok(store) => {
+            let ctx = Ctx {
+                store: store.clone(),
+                url,
+                dbs: dbs.clone(),
+            };
+            let outcome = tokio::spawn(scenario(ctx)).await;
+            store.close().await;
+            outcome.map_err(|e| match e.try_into_panic() {
+                Ok(panic) => panic,
+                Err(e) => Box::new(format!("scenario task failed: {e}")),
+            })
+        }
+        Err(e) => Err(Box::new(format!("open the {backend:?} store at {url}: {e}")) as _),
+    };
+    dbs.teardown().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// `const` string equality, to check the generated test names at compile time.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `scenario => scenario_sqlite, scenario_postgres;` makes the two tests of a scenario.
+macro_rules! on_both_backends {
+    ($($scenario:ident => $sqlite:ident, $postgres:ident;)*) => {$(
+        const _: () = assert!(
+            same(stringify!($sqlite), concat!(stringify!($scenario), "_sqlite"))
+                && same(stringify!($postgres), concat!(stringify!($scenario), "_postgres")),
+            "test names must be <scenario>_sqlite and <scenario>_postgres"
+        );
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $sqlite() {
+            run(Backend::Sqlite, $scenario).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn $postgres() {
+            run(Backend::Postgres, $scenario).await;
+        }
+    )*};
+}
+
+on_both_backends! {
+    migrations_are_idempotent => migrations_are_idempotent_sqlite, migrations_are_idempotent_postgres;
+    concurrent_first_starts_migrate_once => concurrent_first_starts_migrate_once_sqlite, concurrent_first_starts_migrate_once_postgres;
+    users_are_unique_by_email_and_found_case_insensitively => users_are_unique_by_email_and_found_case_insensitively_sqlite, users_are_unique_by_email_and_found_case_insensitively_postgres;
+    keys_authenticate_until_revoked_by_their_owner => keys_authenticate_until_revoked_by_their_owner_sqlite, keys_authenticate_until_revoked_by_their_owner_postgres;
+    usage_is_counted_per_key => usage_is_counted_per_key_sqlite, usage_is_counted_per_key_postgres;
+    quota_admits_exactly_the_limit_under_concurrency => quota_admits_exactly_the_limit_under_concurrency_sqlite, quota_admits_exactly_the_limit_under_concurrency_postgres;
+    quota_counts_actions_not_jobs => quota_counts_actions_not_jobs_sqlite, quota_counts_actions_not_jobs_postgres;
+    unlimited_plan_is_never_refused => unlimited_plan_is_never_refused_sqlite, unlimited_plan_is_never_refused_postgres;
+    failed_job_refunds_its_actions => failed_job_refunds_its_actions_sqlite, failed_job_refunds_its_actions_postgres;
+    uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
+    listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
+    claim_takes_the_oldest_due_task => claim_takes_the_oldest_due_task_sqlite, claim_takes_the_oldest_due_task_postgres;
+    expired_lease_moves_task_to_another_worker_and_fences_the_first => expired_lease_moves_task_to_another_worker_and_fences_the_first_sqlite, expired_lease_moves_task_to_another_worker_and_fences_the_first_postgres;
+    release_requeues_without_counting_an_attempt => release_requeues_without_counting_an_attempt_sqlite, release_requeues_without_counting_an_attempt_postgres;
+    concurrent_workers_never_share_a_task => concurrent_workers_never_share_a_task_sqlite, concurrent_workers_never_share_a_task_postgres;
+    idempotency_owns_replays_and_expires_keys => idempotency_owns_replays_and_expires_keys_sqlite, idempotency_owns_replays_and_expires_keys_postgres;
+    idempotency_admits_one_owner_under_concurrency => idempotency_admits_one_owner_under_concurrency_sqlite, idempotency_admits_one_owner_under_concurrency_postgres;
+    idempotency_abort_and_purge_forget_keys => idempotency_abort_and_purge_forget_keys_sqlite, idempotency_abort_and_purge_forget_keys_postgres;
+    share_tokens_are_stable_and_owner_only => share_tokens_are_stable_and_owner_only_sqlite, share_tokens_are_stable_and_owner_only_postgres;
+    screenshot_of_hides_other_users_jobs => screenshot_of_hides_other_users_jobs_sqlite, screenshot_of_hides_other_users_jobs_postgres;
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------
+
+async fn new_user(store: &Store, email: &str) -> User {
+    let user = User {
+        id: new_id(USER),
+        email: email.to_string(),
+        plan: "free".into(),
+        legacy_free: false,
+        password_hash: Some("argon2-hash".into()),
+        created_at: T0,
+    };
+    store.create_user(&user).await.expect("create_user");
+    user
+}
+
+/// A new key of `user`; returns the row and the hash it authenticates with.
+async fn new_key(store: &Store, user: &User, name: &str, created_at: i64) -> (ApiKeyRow, String) {
+    let key = ApiKeyRow {
+        id: new_id(KEY),
+        user_id: user.id.clone(),
+        name: name.into(),
+        prefix: "sk_live_abcd".into(),
+        key_enc: format!("enc-{}", random_string(16)),
+        created_at,
+        revoked_at: None,
+        last_used_at: None,
+    };
+    let hash = format!("hash-{}", random_string(32));
+    store.create_key(&key, &hash).await.expect("create_key");
+    (key, hash)
+}
+
+/// A queued one-action PNG job of `user` at `now`.
+fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewScreenshot {
+    let id = new_id(SCREENSHOT);
+    NewScreenshot {
+        task_payload: serde_json::json!({ "job": id }).to_string(),
+        id,
+        user_id: user.id.clone(),
+        key_id: key_id.map(str::to_string),
+        url: "https://example.com/".into(),
+        options: r#"{"full_page":false}"#.into(),
+        format: "png".into(),
+        actions: 1,
+        month: MONTH.into(),
+        limit,
+        now,
+        done: None,
+    }
+}
+
+/// Create a job that must be accepted.
+async fn create(store: &Store, n: &NewScreenshot) -> ScreenshotRow {
+    let (row, _used) = store
+        .create_screenshot(n)
+        .await
+        .expect("create_screenshot")
+        .expect("within quota");
+    row
+}
+
+fn done_fields(tag: &str) -> ScreenshotDone {
+    ScreenshotDone {
+        result_key: format!("results/{tag}.png"),
+        thumb_key: Some(format!("thumbs/{tag}.webp")),
+        page_title: Some(format!("Title {tag}")),
+        tags: vec!["news".into(), tag.into()],
+        width: Some(1280),
+        height: Some(720),
+    }
+}
+
+/// The statuses carried by a job's events, oldest first.
+async fn statuses(store: &Store, job_id: &str) -> Vec<String> {
+    store
+        .events_after(job_id, 0)
+        .await
+        .expect("events_after")
+        .into_iter()
+        .map(|(_, event_type, data)| {
+            assert_eq!(event_type, "screenshot.status");
+            let data: serde_json::Value = serde_json::from_str(&data).expect("event data is JSON");
+            data["status"].as_str().expect("status").to_string()
+        })
+        .collect()
+}
+
+async fn job_row(store: &Store, id: &str) -> ScreenshotRow {
+    store
+        .screenshot(id)
+        .await
+        .expect("screenshot")
+        .expect("job exists")
+}
+
+// ---------------------------------------------------------------------------------------
+// Scenarios
+// ---------------------------------------------------------------------------------------
+
+async fn migrations_are_idempotent(ctx: Ctx) {
+    let alice = new_user(&ctx.store, "alice@example.com").await;
+
+    // Connecting again (and migrating explicitly) to an up-to-date database changes nothing.
+    let again = Store::connect(&ctx.url, 2).await.expect("second connect");
+    again.migrate().await.expect("explicit migrate");
+    again.ping().await.expect("ping");
+    assert_eq!(
+        again.user_by_id(&alice.id).await.unwrap(),
+        Some(alice.clone())
+    );
+    again.close().await;
+
+    // Several nodes starting at once.
+    let starts: Vec<_> = (0..3)
+        .map(|_| {
+            let url = ctx.url.clone();
+            tokio::spawn(async move { Store::connect(&url, 2).await.map(|s| s.backend()) })
+        })
+        .collect();
+    for start in starts {
+        assert_eq!(
+            start.await.unwrap().expect("concurrent connect"),
+            ctx.store.backend()
+        );
+    }
+
+    // Every step is recorded exactly once.
+    let (rows, versions) = migration_rows(&ctx.url).await;
+    assert!(rows >= 1);
+    assert_eq!(rows, versions);
+
+    // The original store still works after all that.
+    assert_eq!(
+        ctx.store.user_by_email("alice@example.com").await.unwrap(),
+        Some(alice)
+    );
+}
+
+async fn concurrent_first_starts_migrate_once(ctx: Ctx) {
+    // Several nodes starting at once on an empty database: one migrates, none fails.
+    let url = ctx.dbs.fresh_url().await;
+    let starts: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            tokio::spawn(async move { Store::connect(&url, 2).await })
+        })
+        .collect();
+    let mut stores = Vec::new();
+    for start in starts {
+        stores.push(start.await.unwrap().expect("concurrent first connect"));
+    }
+    let alice = new_user(&stores[0], "alice@example.com").await;
+    for store in &stores {
+        assert_eq!(
+            store.user_by_email("alice@example.com").await.unwrap(),
+            Some(alice.clone())
+        );
+        store.close().await;
+    }
+    let (rows, versions) = migration_rows(&url).await;
+    assert_eq!(rows, versions, "each step recorded once");
+    assert_eq!(
+        (rows, versions),
+        migration_rows(&ctx.url).await,
+        "every step applied"
+    );
+    // The fixture's own database is untouched by all this.
+    assert_eq!(
+        ctx.store.user_by_email("alice@example.com").await.unwrap(),
+        None
+    );
+}
+
+/// `(rows, distinct versions)` of `schema_migrations`, read without the store.
+async fn migration_rows(url: &str) -> (i64, i64) {
+    sqlx::any::install_default_drivers();
+    let raw = AnyPool::connect(url).await.expect("raw pool");
+    let counts = sqlx::query_as("SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    counts
+}
+
+async fn users_are_unique_by_email_and_found_case_insensitively(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+
+    let twin = User {
+        id: new_id(USER),
+        ..alice.clone()
+    };
+    match store.create_user(&twin).await {
+        Err(StoreError::Conflict(msg)) => assert!(msg.contains("alice@example.com"), "{msg}"),
+        other => panic!("duplicate e-mail must be a Conflict, got {other:?}"),
+    }
+    assert_eq!(store.user_by_id(&twin.id).await.unwrap(), None);
+
+    assert_eq!(
+        store.user_by_id(&alice.id).await.unwrap(),
+        Some(alice.clone())
+    );
+    assert_eq!(
+        store.user_by_email("alice@example.com").await.unwrap(),
+        Some(alice.clone())
+    );
+    // The store lower-cases the lookup (callers store e-mails lower-case).
+    assert_eq!(
+        store.user_by_email("ALICE@Example.COM").await.unwrap(),
+        Some(alice.clone())
+    );
+    assert_eq!(store.user_by_email("bob@example.com").await.unwrap(), None);
+    assert_eq!(store.user_by_id("usr_nobody").await.unwrap(), None);
+
+    assert!(store.set_plan("Alice@Example.com", "pro").await.unwrap());
+    let after = store.user_by_id(&alice.id).await.unwrap().unwrap();
+    assert_eq!(after.plan, "pro");
+    assert_eq!(
+        User {
+            plan: "free".into(),
+            ..after
+        },
+        alice,
+        "set_plan changes only the plan"
+    );
+    assert!(!store.set_plan("nobody@example.com", "pro").await.unwrap());
+
+    // A second, distinct account is fine; flags round-trip.
+    let bob = User {
+        id: new_id(USER),
+        email: "bob@example.com".into(),
+        plan: "free".into(),
+        legacy_free: true,
+        password_hash: None,
+        created_at: T0 + 1,
+    };
+    store.create_user(&bob).await.unwrap();
+    assert_eq!(
+        store.user_by_email("BOB@example.com").await.unwrap(),
+        Some(bob)
+    );
+}
+
+async fn keys_authenticate_until_revoked_by_their_owner(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let mallory = new_user(store, "mallory@example.com").await;
+    let (k1, h1) = new_key(store, &alice, "ci", T0).await;
+    let (k2, h2) = new_key(store, &alice, "laptop", T0 + 1000).await;
+
+    let auth = store
+        .authenticate(&h1, MONTH)
+        .await
+        .unwrap()
+        .expect("live key");
+    assert_eq!(auth.user, alice);
+    assert_eq!(auth.key_id, k1.id);
+    assert_eq!(auth.used, 0);
+    assert!(
+        store
+            .authenticate("hash-unknown", MONTH)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Usage shows up in the month it was spent in, and only there.
+    create(store, &job(&alice, Some(&k1.id), T0, Some(100))).await;
+    create(store, &job(&alice, Some(&k2.id), T0, Some(100))).await;
+    let auth = store.authenticate(&h1, MONTH).await.unwrap().unwrap();
+    assert_eq!(auth.used, 2, "usage is the account's, not the key's");
+    assert_eq!(
+        store
+            .authenticate(&h1, "2025-07")
+            .await
+            .unwrap()
+            .unwrap()
+            .used,
+        0
+    );
+    assert_eq!(
+        store
+            .key_of(&alice.id, &k1.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .last_used_at,
+        Some(T0)
+    );
+
+    // Newest first, with everything but the hash.
+    let keys = store.list_keys(&alice.id).await.unwrap();
+    assert_eq!(
+        keys,
+        vec![
+            ApiKeyRow {
+                last_used_at: Some(T0),
+                ..k2.clone()
+            },
+            ApiKeyRow {
+                last_used_at: Some(T0),
+                ..k1.clone()
+            },
+        ]
+    );
+    assert!(store.list_keys(&mallory.id).await.unwrap().is_empty());
+    assert!(store.key_of(&mallory.id, &k1.id).await.unwrap().is_none());
+
+    // Someone else cannot revoke the key.
+    assert!(
+        !store
+            .revoke_key(&k1.id, Some(&mallory.id), T0 + 5)
+            .await
+            .unwrap()
+    );
+    assert!(store.authenticate(&h1, MONTH).await.unwrap().is_some());
+    assert_eq!(
+        store
+            .key_of(&alice.id, &k1.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        None
+    );
+
+    // The owner can; the very next authentication fails.
+    assert!(
+        store
+            .revoke_key(&k1.id, Some(&alice.id), T0 + 10)
+            .await
+            .unwrap()
+    );
+    assert!(store.authenticate(&h1, MONTH).await.unwrap().is_none());
+    assert!(
+        !store
+            .revoke_key(&k1.id, Some(&alice.id), T0 + 11)
+            .await
+            .unwrap(),
+        "already revoked"
+    );
+    assert_eq!(
+        store
+            .key_of(&alice.id, &k1.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        Some(T0 + 10),
+        "a second revoke keeps the first time"
+    );
+
+    // The other key is unaffected; an admin revoke (no user) works too.
+    assert_eq!(
+        store
+            .authenticate(&h2, MONTH)
+            .await
+            .unwrap()
+            .unwrap()
+            .key_id,
+        k2.id
+    );
+    assert!(store.revoke_key(&k2.id, None, T0 + 20).await.unwrap());
+    assert!(store.authenticate(&h2, MONTH).await.unwrap().is_none());
+
+    // Revoked keys are still listed.
+    let revoked: Vec<_> = store
+        .list_keys(&alice.id)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|k| (k.id, k.revoked_at))
+        .collect();
+    assert_eq!(
+        revoked,
+        vec![(k2.id, Some(T0 + 20)), (k1.id, Some(T0 + 10))]
+    );
+}
+
+async fn usage_is_counted_per_key(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let (k1, _) = new_key(store, &alice, "one", T0).await;
+    let (k2, _) = new_key(store, &alice, "two", T0).await;
+    let (kb, _) = new_key(store, &bob, "bob", T0).await;
+
+    for _ in 0..3 {
+        create(store, &job(&alice, Some(&k1.id), T0, None)).await;
+    }
+    let mut big = job(&alice, Some(&k2.id), T0, None);
+    big.actions = 4;
+    create(store, &big).await;
+    // Jobs without a key (dashboard) count for the account but for no key.
+    create(store, &job(&alice, None, T0, None)).await;
+    // Another month and another account stay apart.
+    let mut july = job(&alice, Some(&k1.id), T0, None);
+    july.month = "2025-07".into();
+    create(store, &july).await;
+    create(store, &job(&bob, Some(&kb.id), T0, None)).await;
+
+    let mut by_key = store.usage_by_key(&alice.id, MONTH).await.unwrap();
+    by_key.sort();
+    let mut expected = vec![(k1.id.clone(), 3), (k2.id.clone(), 4)];
+    expected.sort();
+    assert_eq!(by_key, expected);
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 8);
+    assert_eq!(
+        store.usage_by_key(&alice.id, "2025-07").await.unwrap(),
+        vec![(k1.id, 1)]
+    );
+    assert_eq!(store.month_usage(&alice.id, "2025-07").await.unwrap(), 1);
+    assert_eq!(
+        store.usage_by_key(&bob.id, MONTH).await.unwrap(),
+        vec![(kb.id, 1)]
+    );
+    assert!(
+        store
+            .usage_by_key(&alice.id, "2025-05")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.month_usage(&alice.id, "2025-05").await.unwrap(), 0);
+}
+
+async fn quota_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let (key, hash) = new_key(store, &alice, "ci", T0).await;
+
+    let calls: Vec<_> = (0..20)
+        .map(|_| {
+            let store = store.clone();
+            let n = job(&alice, Some(&key.id), T0, Some(5));
+            tokio::spawn(async move { store.create_screenshot(&n).await })
+        })
+        .collect();
+    let mut admitted = Vec::new();
+    let mut refused = 0;
+    for call in calls {
+        match call.await.unwrap().expect("create_screenshot") {
+            Ok((row, used)) => {
+                assert_eq!(row.status, "pending");
+                admitted.push(used);
+            }
+            Err(QuotaExceeded { used }) => {
+                assert_eq!(used, 5, "a refusal reports the usage at the cap");
+                refused += 1;
+            }
+        }
+    }
+    admitted.sort_unstable();
+    assert_eq!(
+        admitted,
+        vec![1, 2, 3, 4, 5],
+        "each admission sees its own reservation"
+    );
+    assert_eq!(refused, 15);
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 5);
+
+    // Refused calls wrote nothing: no job, no task, no ledger entry.
+    assert_eq!(
+        store
+            .list_screenshots(&alice.id, None, 100)
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+    assert_eq!(store.queue_depth().await.unwrap(), 5);
+    assert_eq!(
+        store.usage_by_key(&alice.id, MONTH).await.unwrap(),
+        vec![(key.id.clone(), 5)]
+    );
+    assert_eq!(
+        store.count_by_status().await.unwrap(),
+        vec![("pending".to_string(), 5)]
+    );
+    let auth = store.authenticate(&hash, MONTH).await.unwrap().unwrap();
+    assert_eq!(auth.used, 5);
+
+    // And the next one is refused too.
+    let next = store
+        .create_screenshot(&job(&alice, None, T0, Some(5)))
+        .await
+        .unwrap();
+    assert_eq!(next.unwrap_err(), QuotaExceeded { used: 5 });
+}
+
+async fn quota_counts_actions_not_jobs(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let mut three = job(&alice, None, T0, Some(5));
+    three.actions = 3;
+    let (_, used) = store.create_screenshot(&three).await.unwrap().unwrap();
+    assert_eq!(used, 3);
+
+    let mut another = job(&alice, None, T0, Some(5));
+    another.actions = 3;
+    assert_eq!(
+        store.create_screenshot(&another).await.unwrap(),
+        Err(QuotaExceeded { used: 3 })
+    );
+    assert_eq!(store.screenshot(&another.id).await.unwrap(), None);
+
+    let mut two = job(&alice, None, T0, Some(5));
+    two.actions = 2;
+    two.format = "pdf".into();
+    let (row, used) = store.create_screenshot(&two).await.unwrap().unwrap();
+    assert_eq!(used, 5, "landing exactly on the cap is allowed");
+    assert_eq!((row.actions, row.format.as_str()), (2, "pdf"));
+
+    // Another month has its own pool.
+    let mut july = job(&alice, None, T0, Some(5));
+    july.month = "2025-07".into();
+    let (row, used) = store.create_screenshot(&july).await.unwrap().unwrap();
+    assert_eq!((used, row.usage_month.as_str()), (1, "2025-07"));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 5);
+}
+
+async fn unlimited_plan_is_never_refused(ctx: Ctx) {
+    let store = &ctx.store;
+    let admin = new_user(store, "admin@example.com").await;
+    let calls: Vec<_> = (0..25)
+        .map(|_| {
+            let store = store.clone();
+            let mut n = job(&admin, None, T0, None);
+            n.actions = 2;
+            tokio::spawn(async move { store.create_screenshot(&n).await })
+        })
+        .collect();
+    for call in calls {
+        assert!(
+            call.await.unwrap().unwrap().is_ok(),
+            "limit None never refuses"
+        );
+    }
+    assert_eq!(store.month_usage(&admin.id, MONTH).await.unwrap(), 50);
+
+    // A limit applies to the call that carries it (e.g. after a plan change).
+    let capped = store
+        .create_screenshot(&job(&admin, None, T0, Some(10)))
+        .await
+        .unwrap();
+    assert_eq!(capped, Err(QuotaExceeded { used: 50 }));
+    assert!(
+        store
+            .create_screenshot(&job(&admin, None, T0, None))
+            .await
+            .unwrap()
+            .is_ok()
+    );
+    assert_eq!(store.month_usage(&admin.id, MONTH).await.unwrap(), 51);
+}
+
+async fn failed_job_refunds_its_actions(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let (key, hash) = new_key(store, &alice, "ci", T0).await;
+    let mut jobs = Vec::new();
+    for i in 0..5 {
+        jobs.push(create(store, &job(&alice, Some(&key.id), T0 + i, Some(5))).await);
+    }
+    let refused = store
+        .create_screenshot(&job(&alice, Some(&key.id), T0 + 10, Some(5)))
+        .await;
+    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }));
+
+    let task = store
+        .claim("screenshot", "w1", T0 + 20, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(task.subject_id, jobs[0].id, "oldest first");
+    assert!(
+        store
+            .mark_processing(&task.subject_id, T0 + 20)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .fail_screenshot(
+                &task.id,
+                "w1",
+                &task.subject_id,
+                "net::ERR_NAME_NOT_RESOLVED",
+                T0 + 30
+            )
+            .await
+            .unwrap()
+    );
+
+    let failed = job_row(store, &task.subject_id).await;
+    assert_eq!(failed.status, "failed");
+    assert_eq!(failed.error.as_deref(), Some("net::ERR_NAME_NOT_RESOLVED"));
+    assert_eq!(failed.completed_at, Some(T0 + 30));
+    assert_eq!(failed.result_key, None);
+    assert_eq!(
+        statuses(store, &task.subject_id).await,
+        ["pending", "processing", "failed"]
+    );
+    let (_, _, data) = store
+        .events_after(&task.subject_id, 0)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(data["error"], "net::ERR_NAME_NOT_RESOLVED");
+
+    assert_eq!(
+        store.month_usage(&alice.id, MONTH).await.unwrap(),
+        4,
+        "refunded"
+    );
+    assert_eq!(
+        store.usage_by_key(&alice.id, MONTH).await.unwrap(),
+        vec![(key.id.clone(), 4)]
+    );
+
+    // Failing again (the task is closed) neither writes nor refunds twice.
+    assert!(
+        !store
+            .fail_screenshot(&task.id, "w1", &task.subject_id, "again", T0 + 40)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .complete_screenshot(&task.id, "w1", &task.subject_id, &done_fields("x"), T0 + 40)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 4);
+    assert_eq!(job_row(store, &task.subject_id).await, failed);
+
+    // The refunded action can be spent again, but only once.
+    let (_, used) = store
+        .create_screenshot(&job(&alice, Some(&key.id), T0 + 50, Some(5)))
+        .await
+        .unwrap()
+        .expect("accepted after the refund");
+    assert_eq!(used, 5);
+    let refused = store
+        .create_screenshot(&job(&alice, Some(&key.id), T0 + 60, Some(5)))
+        .await;
+    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }));
+    assert_eq!(
+        store
+            .authenticate(&hash, MONTH)
+            .await
+            .unwrap()
+            .unwrap()
+            .used,
+        5
+    );
+}
+
+async fn uploads_are_created_done_without_a_task(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let mut upload = job(&alice, None, T0, Some(10));
+    upload.done = Some(done_fields("upload"));
+    let (row, used) = store.create_screenshot(&upload).await.unwrap().unwrap();
+    assert_eq!(used, 1);
+    assert_eq!(row.status, "done");
+    assert_eq!(row.result_key.as_deref(), Some("results/upload.png"));
+    assert_eq!(row.thumb_key.as_deref(), Some("thumbs/upload.webp"));
+    assert_eq!(row.page_title.as_deref(), Some("Title upload"));
+    assert_eq!(row.tags, ["news", "upload"]);
+    assert_eq!((row.width, row.height), (Some(1280), Some(720)));
+    assert_eq!((row.created_at, row.completed_at), (T0, Some(T0)));
+    assert_eq!(store.queue_depth().await.unwrap(), 0);
+    assert!(
+        store
+            .claim("screenshot", "w1", T0 + 1, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(statuses(store, &row.id).await, ["done"]);
+
+    let queued = create(store, &job(&alice, None, T0, Some(10))).await;
+    assert_eq!(queued.tags, Vec::<String>::new());
+    assert_eq!((queued.result_key, queued.completed_at), (None, None));
+    let mut counts = store.count_by_status().await.unwrap();
+    counts.sort();
+    assert_eq!(
+        counts,
+        vec![("done".to_string(), 1), ("pending".to_string(), 1)]
+    );
+}
+
+async fn listing_walks_every_job_once_newest_first(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+
+    // 25 jobs in groups of four sharing a created_at; bob's jobs interleave at the same times.
+    let mut mine = HashSet::new();
+    for i in 0..25 {
+        let at = T0 + (i / 4) * 1000;
+        mine.insert(create(store, &job(&alice, None, at, None)).await.id);
+        if i % 3 == 0 {
+            create(store, &job(&bob, None, at, None)).await;
+        }
+    }
+
+    let all = store.list_screenshots(&alice.id, None, 100).await.unwrap();
+    assert_eq!(all.len(), 25);
+
+    let mut walked: Vec<ScreenshotRow> = Vec::new();
+    let mut before = None;
+    let mut pages = Vec::new();
+    loop {
+        let page = store
+            .list_screenshots(&alice.id, before.clone(), 7)
+            .await
+            .unwrap();
+        pages.push(page.len());
+        let Some(last) = page.last() else { break };
+        before = Some((last.created_at, Some(last.id.clone())));
+        walked.extend(page);
+        assert!(pages.len() <= 10, "the cursor does not advance");
+    }
+    assert_eq!(pages, [7, 7, 7, 4, 0]);
+    let ids: Vec<&str> = walked.iter().map(|r| r.id.as_str()).collect();
+    let unique: HashSet<String> = ids.iter().map(|s| s.to_string()).collect();
+    assert_eq!(ids.len(), 25);
+    assert_eq!(unique, mine, "every job exactly once, and only alice's");
+    assert!(walked.iter().all(|r| r.user_id == alice.id));
+    assert!(
+        walked
+            .windows(2)
+            .all(|w| (w[0].created_at, &w[0].id) > (w[1].created_at, &w[1].id)),
+        "newest first, ties broken by id, strictly decreasing"
+    );
+    assert_eq!(walked, all, "pages concatenate to the unpaginated listing");
+
+    // A plain timestamp returns only strictly older jobs, newest first.
+    let ts = T0 + 3000; // the fourth group (jobs 12..16)
+    let older = store
+        .list_screenshots(&alice.id, Some((ts, None)), 100)
+        .await
+        .unwrap();
+    assert_eq!(older.len(), 12);
+    assert!(
+        older
+            .iter()
+            .all(|r| r.created_at < ts && r.user_id == alice.id)
+    );
+    assert_eq!(older[..], all[13..], "the tail of the full listing");
+    assert!(
+        store
+            .list_screenshots(&alice.id, Some((T0, None)), 100)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A cursor in the middle of a group continues inside the group.
+    let mid = &all[5];
+    let rest = store
+        .list_screenshots(&alice.id, Some((mid.created_at, Some(mid.id.clone()))), 100)
+        .await
+        .unwrap();
+    assert_eq!(rest[..], all[6..]);
+
+    // Bob sees only his own.
+    let bobs = store.list_screenshots(&bob.id, None, 100).await.unwrap();
+    assert_eq!(bobs.len(), 9);
+    assert!(
+        bobs.iter()
+            .all(|r| r.user_id == bob.id && !mine.contains(&r.id))
+    );
+}
+
+async fn claim_takes_the_oldest_due_task(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let first = job(&alice, None, T0, None);
+    let second = job(&alice, None, T0 + 10, None);
+    let third = job(&alice, None, T0 + 20, None);
+    // Created out of order: the queue orders by due time, not insertion.
+    create(store, &third).await;
+    create(store, &first).await;
+    create(store, &second).await;
+    assert_eq!(store.queue_depth().await.unwrap(), 3);
+
+    assert!(
+        store
+            .claim("webhook", "w1", T0 + 100, 1000)
+            .await
+            .unwrap()
+            .is_none(),
+        "other kind"
+    );
+    assert!(
+        store
+            .claim("screenshot", "w1", T0 - 1, 1000)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing due yet"
+    );
+
+    let task = store
+        .claim("screenshot", "w1", T0 + 5, 1000)
+        .await
+        .unwrap()
+        .expect("a due task");
+    assert_eq!(task.kind, "screenshot");
+    assert_eq!(task.subject_id, first.id);
+    assert_eq!(task.payload, first.task_payload);
+    assert_eq!(task.attempts, 1);
+    assert_eq!(
+        store.queue_depth().await.unwrap(),
+        2,
+        "the claimed task is running"
+    );
+
+    // The claimed task is leased and the others are not due yet at T0 + 5.
+    assert!(
+        store
+            .claim("screenshot", "w2", T0 + 5, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let next = store
+        .claim("screenshot", "w2", T0 + 15, 1000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (next.subject_id.as_str(), next.attempts),
+        (second.id.as_str(), 1)
+    );
+    let last = store
+        .claim("screenshot", "w3", T0 + 25, 1000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(last.subject_id, third.id);
+    assert_ne!(task.id, next.id);
+    assert!(
+        store
+            .claim("screenshot", "w4", T0 + 30, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.queue_depth().await.unwrap(), 0);
+}
+
+async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let job_id = create(store, &job(&alice, None, T0, Some(10))).await.id;
+
+    let t1 = store
+        .claim("screenshot", "w1", T0, 1000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((t1.subject_id.as_str(), t1.attempts), (job_id.as_str(), 1));
+    assert!(store.mark_processing(&job_id, T0 + 1).await.unwrap());
+    let processing = job_row(store, &job_id).await;
+    assert_eq!(
+        (processing.status.as_str(), processing.started_at),
+        ("processing", Some(T0 + 1))
+    );
+
+    // While the lease is live nobody else gets the task (the lease ends at T0 + 1000).
+    assert!(
+        store
+            .claim("screenshot", "w2", T0 + 500, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .claim("screenshot", "w2", T0 + 1000, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        !store.extend_lease(&t1.id, "w2", T0 + 5000).await.unwrap(),
+        "not w2's lease"
+    );
+    assert!(store.extend_lease(&t1.id, "w1", T0 + 2000).await.unwrap());
+    assert!(
+        store
+            .claim("screenshot", "w2", T0 + 1500, 1000)
+            .await
+            .unwrap()
+            .is_none(),
+        "extended"
+    );
+
+    // w1 stalls; its lease runs out and w2 takes the task over.
+    let t2 = store
+        .claim("screenshot", "w2", T0 + 2001, 1000)
+        .await
+        .unwrap()
+        .expect("expired lease");
+    assert_eq!(t2.id, t1.id);
+    assert_eq!(t2.attempts, 2);
+    assert!(
+        !store.mark_processing(&job_id, T0 + 2001).await.unwrap(),
+        "already processing"
+    );
+    assert!(
+        !store.extend_lease(&t1.id, "w1", T0 + 9000).await.unwrap(),
+        "w1 lost the lease"
+    );
+
+    // w1's late result is fenced off and writes nothing.
+    assert!(
+        !store
+            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("stale"), T0 + 2100)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .fail_screenshot(&t1.id, "w1", &job_id, "stale", T0 + 2100)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .release(&t1.id, "w1", &job_id, T0 + 2100)
+            .await
+            .unwrap()
+    );
+    assert_eq!(job_row(store, &job_id).await, processing);
+    assert_eq!(
+        store.month_usage(&alice.id, MONTH).await.unwrap(),
+        1,
+        "no refund"
+    );
+
+    // w2's result lands.
+    assert!(
+        store
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("fresh"), T0 + 2500)
+            .await
+            .unwrap()
+    );
+    let done = job_row(store, &job_id).await;
+    assert_eq!(done.status, "done");
+    assert_eq!(done.result_key.as_deref(), Some("results/fresh.png"));
+    assert_eq!(done.thumb_key.as_deref(), Some("thumbs/fresh.webp"));
+    assert_eq!(done.page_title.as_deref(), Some("Title fresh"));
+    assert_eq!(done.tags, ["news", "fresh"]);
+    assert_eq!((done.width, done.height), (Some(1280), Some(720)));
+    assert_eq!(done.error, None);
+    assert_eq!(
+        (done.started_at, done.completed_at),
+        (Some(T0 + 1), Some(T0 + 2500))
+    );
+
+    // Done is final: the task is closed and cannot be claimed or completed again.
+    assert!(
+        !store
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("again"), T0 + 2600)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim("screenshot", "w3", T0 + 100_000, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(job_row(store, &job_id).await, done);
+
+    // The event log tells the story once, in order; `after` skips what was seen.
+    assert_eq!(
+        statuses(store, &job_id).await,
+        ["pending", "processing", "done"]
+    );
+    let events = store.events_after(&job_id, 0).await.unwrap();
+    assert!(events.windows(2).all(|w| w[0].0 < w[1].0));
+    let tail = store.events_after(&job_id, events[0].0).await.unwrap();
+    assert_eq!(tail, events[1..]);
+    assert!(
+        store
+            .events_after(&job_id, events[2].0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(store.events_after("scr_other", 0).await.unwrap().is_empty());
+}
+
+async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let job_id = create(store, &job(&alice, None, T0, Some(10))).await.id;
+
+    let t1 = store
+        .claim("screenshot", "w1", T0, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t1.attempts, 1);
+    assert!(store.mark_processing(&job_id, T0 + 1).await.unwrap());
+    assert_eq!(store.queue_depth().await.unwrap(), 0);
+
+    assert!(
+        !store.release(&t1.id, "w2", &job_id, T0 + 10).await.unwrap(),
+        "not w2's task"
+    );
+    assert!(store.release(&t1.id, "w1", &job_id, T0 + 10).await.unwrap());
+    assert!(
+        !store.release(&t1.id, "w1", &job_id, T0 + 11).await.unwrap(),
+        "no longer held"
+    );
+
+    let pending = job_row(store, &job_id).await;
+    assert_eq!(
+        (pending.status.as_str(), pending.started_at),
+        ("pending", None)
+    );
+    assert_eq!(store.queue_depth().await.unwrap(), 1);
+    assert!(!store.extend_lease(&t1.id, "w1", T0 + 99_000).await.unwrap());
+    assert!(
+        !store
+            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("x"), T0 + 12)
+            .await
+            .unwrap()
+    );
+
+    // Claimable right away (long before the old lease would have run out), attempts unchanged.
+    let t2 = store
+        .claim("screenshot", "w2", T0 + 20, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((t2.id.as_str(), t2.attempts), (t1.id.as_str(), 1));
+    assert!(store.mark_processing(&job_id, T0 + 21).await.unwrap());
+    assert!(
+        store
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("y"), T0 + 30)
+            .await
+            .unwrap()
+    );
+    assert_eq!(job_row(store, &job_id).await.status, "done");
+    assert_eq!(
+        statuses(store, &job_id).await,
+        ["pending", "processing", "pending", "processing", "done"]
+    );
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
+}
+
+async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let mut subjects = HashSet::new();
+    for i in 0..30 {
+        subjects.insert(create(store, &job(&alice, None, T0 + i, None)).await.id);
+    }
+
+    let now = T0 + 1000;
+    let workers: Vec<_> = (0..10)
+        .map(|w| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let worker = format!("w{w}");
+                let mut got = Vec::new();
+                while let Some(task) = store
+                    .claim("screenshot", &worker, now, 60_000)
+                    .await
+                    .unwrap()
+                {
+                    got.push(task);
+                }
+                (worker, got)
+            })
+        })
+        .collect();
+
+    // task id -> (worker, job id)
+    let mut owner: HashMap<String, (String, String)> = HashMap::new();
+    for w in workers {
+        let (worker, got) = w.await.unwrap();
+        for task in got {
+            assert_eq!(task.attempts, 1, "{} claimed more than once", task.id);
+            if let Some((first, _)) =
+                owner.insert(task.id.clone(), (worker.clone(), task.subject_id))
+            {
+                panic!("task {} claimed by both {first} and {worker}", task.id);
+            }
+        }
+    }
+    assert_eq!(owner.len(), 30, "every task claimed exactly once");
+    let claimed_subjects: HashSet<String> = owner.values().map(|(_, s)| s.clone()).collect();
+    assert_eq!(claimed_subjects, subjects, "one task per job");
+    assert!(
+        store
+            .claim("screenshot", "late", now + 59_999, 60_000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(store.queue_depth().await.unwrap(), 0);
+
+    // Each holder can complete its own task and nobody else can, concurrently.
+    let completions: Vec<_> = owner
+        .into_iter()
+        .map(|(task_id, (worker, job_id))| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let other = if worker == "w0" { "w1" } else { "w0" };
+                let done = done_fields("c");
+                let stolen = store
+                    .complete_screenshot(&task_id, other, &job_id, &done, now + 10)
+                    .await
+                    .unwrap();
+                let own = store
+                    .complete_screenshot(&task_id, &worker, &job_id, &done, now + 10)
+                    .await
+                    .unwrap();
+                (stolen, own)
+            })
+        })
+        .collect();
+    for c in completions {
+        assert_eq!(c.await.unwrap(), (false, true));
+    }
+    assert_eq!(
+        store.count_by_status().await.unwrap(),
+        vec![("done".to_string(), 30)]
+    );
+}
+
+async fn idempotency_owns_replays_and_expires_keys(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let route = "POST /v1/screenshots";
+    let ttl = DAY_MS;
+
+    let begin = |user: &str, route: &str, key: &str, hash: &str, now: i64| {
+        let (store, user, route, key, hash) = (
+            store.clone(),
+            user.to_string(),
+            route.to_string(),
+            key.to_string(),
+            hash.to_string(),
+        );
+        async move {
+            store
+                .idem_begin(&user, &route, &key, &hash, now, ttl)
+                .await
+                .unwrap()
+        }
+    };
+
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h1", T0).await,
+        IdemBegin::Owned
+    );
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h1", T0 + 1).await,
+        IdemBegin::InFlight
+    );
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h2", T0 + 1).await,
+        IdemBegin::Mismatch
+    );
+    // Keys are scoped by user and route.
+    assert_eq!(
+        begin(&bob.id, route, "k1", "h2", T0 + 1).await,
+        IdemBegin::Owned
+    );
+    assert_eq!(
+        begin(&alice.id, "POST /v1/pdf", "k1", "h2", T0 + 1).await,
+        IdemBegin::Owned
+    );
+
+    let body = r#"{"id":"scr_123","status":"pending"}"#;
+    store
+        .idem_complete(&alice.id, route, "k1", 202, body)
+        .await
+        .unwrap();
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h1", T0 + 2).await,
+        IdemBegin::Replay(202, body.into())
+    );
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h2", T0 + 2).await,
+        IdemBegin::Mismatch
+    );
+    // Aborting a completed key does nothing.
+    store.idem_abort(&alice.id, route, "k1").await.unwrap();
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h1", T0 + ttl - 1).await,
+        IdemBegin::Replay(202, body.into()),
+        "still inside the TTL"
+    );
+    // Bob's key is his own, still in flight.
+    assert_eq!(
+        begin(&bob.id, route, "k1", "h2", T0 + 3).await,
+        IdemBegin::InFlight
+    );
+
+    // After the TTL the key is fresh again, whatever the body.
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h3", T0 + ttl).await,
+        IdemBegin::Owned
+    );
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h3", T0 + ttl + 1).await,
+        IdemBegin::InFlight
+    );
+    store
+        .idem_complete(&alice.id, route, "k1", 400, "{}")
+        .await
+        .unwrap();
+    assert_eq!(
+        begin(&alice.id, route, "k1", "h3", T0 + ttl + 2).await,
+        IdemBegin::Replay(400, "{}".into())
+    );
+    // An abandoned in-flight key expires too.
+    assert_eq!(
+        begin(&bob.id, route, "k1", "h9", T0 + ttl + 1).await,
+        IdemBegin::Owned
+    );
+}
+
+async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let calls: Vec<_> = (0..12)
+        .map(|i| {
+            let store = store.clone();
+            let user = alice.id.clone();
+            tokio::spawn(async move {
+                store
+                    .idem_begin(
+                        &user,
+                        "POST /v1/screenshots",
+                        "same-key",
+                        "h1",
+                        T0 + i,
+                        DAY_MS,
+                    )
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for c in calls {
+        outcomes.push(c.await.unwrap());
+    }
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == IdemBegin::Owned).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|o| **o == IdemBegin::InFlight)
+            .count(),
+        11,
+        "{outcomes:?}"
+    );
+}
+
+async fn idempotency_abort_and_purge_forget_keys(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let route = "POST /v1/screenshots";
+    let begin = |key: &str, hash: &str, now: i64| {
+        let (store, user, key, hash) = (
+            store.clone(),
+            alice.id.clone(),
+            key.to_string(),
+            hash.to_string(),
+        );
+        async move {
+            store
+                .idem_begin(&user, route, &key, &hash, now, DAY_MS)
+                .await
+                .unwrap()
+        }
+    };
+
+    // Abort lets a retry (even with another body) own the key.
+    assert_eq!(begin("retry", "h1", T0).await, IdemBegin::Owned);
+    store.idem_abort(&alice.id, route, "retry").await.unwrap();
+    assert_eq!(begin("retry", "h2", T0 + 1).await, IdemBegin::Owned);
+    assert_eq!(begin("retry", "h2", T0 + 2).await, IdemBegin::InFlight);
+    store.idem_abort(&alice.id, route, "unknown").await.unwrap();
+
+    // Purge deletes records created before the cutoff, done or not.
+    assert_eq!(
+        begin("old-done", "h", T0 - 2 * DAY_MS).await,
+        IdemBegin::Owned
+    );
+    store
+        .idem_complete(&alice.id, route, "old-done", 200, "{}")
+        .await
+        .unwrap();
+    assert_eq!(
+        begin("old-open", "h", T0 - 2 * DAY_MS + 5).await,
+        IdemBegin::Owned
+    );
+    assert_eq!(begin("recent", "h", T0 - 1000).await, IdemBegin::Owned);
+    store
+        .idem_complete(&alice.id, route, "recent", 201, "{\"ok\":true}")
+        .await
+        .unwrap();
+
+    assert_eq!(store.idem_purge(T0 - DAY_MS).await.unwrap(), 2);
+    assert_eq!(store.idem_purge(T0 - DAY_MS).await.unwrap(), 0);
+    // Purged keys are fresh (a huge TTL shows they are gone, not merely expired).
+    let fresh = store
+        .idem_begin(&alice.id, route, "old-done", "other", T0, 10 * DAY_MS)
+        .await
+        .unwrap();
+    assert_eq!(fresh, IdemBegin::Owned);
+    assert_eq!(
+        begin("recent", "h", T0).await,
+        IdemBegin::Replay(201, "{\"ok\":true}".into())
+    );
+    assert_eq!(
+        begin("retry", "h2", T0 + 3).await,
+        IdemBegin::InFlight,
+        "newer than the cutoff"
+    );
+}
+
+async fn share_tokens_are_stable_and_owner_only(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let mallory = new_user(store, "mallory@example.com").await;
+    let id = create(store, &job(&alice, None, T0, None)).await.id;
+    let other = create(store, &job(&alice, None, T0, None)).await.id;
+
+    assert_eq!(store.screenshot_by_share("tok-1").await.unwrap(), None);
+    assert_eq!(
+        store
+            .share(&alice.id, &id, "tok-1")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("tok-1")
+    );
+    assert_eq!(
+        store
+            .share(&alice.id, &id, "tok-2")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("tok-1"),
+        "sharing again keeps the token in force"
+    );
+    let shared = store
+        .screenshot_by_share("tok-1")
+        .await
+        .unwrap()
+        .expect("shared job");
+    assert_eq!(
+        (shared.id.as_str(), shared.share_token.as_deref()),
+        (id.as_str(), Some("tok-1"))
+    );
+    assert_eq!(store.screenshot_by_share("tok-2").await.unwrap(), None);
+
+    // Someone else can neither share, read the token through share, nor unshare.
+    assert_eq!(
+        store.share(&mallory.id, &other, "tok-m").await.unwrap(),
+        None
+    );
+    assert_eq!(store.share(&mallory.id, &id, "tok-m").await.unwrap(), None);
+    assert!(!store.unshare(&mallory.id, &id).await.unwrap());
+    assert_eq!(job_row(store, &other).await.share_token, None);
+    assert_eq!(store.screenshot_by_share("tok-m").await.unwrap(), None);
+    assert_eq!(
+        store
+            .screenshot_by_share("tok-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        id
+    );
+    assert!(!store.unshare(&alice.id, "scr_missing").await.unwrap());
+
+    assert!(store.unshare(&alice.id, &id).await.unwrap());
+    assert_eq!(store.screenshot_by_share("tok-1").await.unwrap(), None);
+    assert_eq!(job_row(store, &id).await.share_token, None);
+
+    // A fresh share after unsharing takes the new token.
+    assert_eq!(
+        store
+            .share(&alice.id, &id, "tok-3")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("tok-3")
+    );
+    assert_eq!(
+        store
+            .screenshot_by_share("tok-3")
+            .await
+            .unwrap()
+            .unwrap()
+            .id,
+        id
+    );
+}
+
+async fn screenshot_of_hides_other_users_jobs(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let row = create(store, &job(&alice, None, T0, None)).await;
+
+    assert_eq!(
+        store.screenshot_of(&alice.id, &row.id).await.unwrap(),
+        Some(row.clone())
+    );
+    assert_eq!(store.screenshot_of(&bob.id, &row.id).await.unwrap(), None);
+    assert_eq!(
+        store.screenshot_of(&alice.id, "scr_missing").await.unwrap(),
+        None
+    );
+    assert_eq!(store.screenshot(&row.id).await.unwrap(), Some(row.clone()));
+    assert_eq!(row.user_id, alice.id);
+    assert_eq!(row.url, "https://example.com/");
+    assert_eq!(row.options, r#"{"full_page":false}"#);
+    assert_eq!(
+        (row.format.as_str(), row.actions, row.usage_month.as_str()),
+        ("png", 1, MONTH)
+    );
+    assert_eq!((row.key_id, row.share_token, row.error), (None, None, None));
+}
