@@ -214,6 +214,7 @@ fn kill_group_sync(pid: Option<u32>, profile_dir: &Path) {
     let _ = std::process::Command::new("pkill")
         .arg("-9")
         .arg("-f")
+        .arg("--")
         .arg(format!("--user-data-dir={}", profile_dir.display()))
         .stdout(Stdio::null())
         .stderr(Stdio::null())

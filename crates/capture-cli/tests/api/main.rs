@@ -1,0 +1,9 @@
+//! End-to-end tests of the real `capture` binary: REST contract, quotas, idempotency,
+//! captures in Chromium, uploads, sharing, streams, durability — on SQLite and PostgreSQL.
+
+mod helpers;
+
+mod api_errors;
+mod captures;
+mod durability;
+mod quotas;
