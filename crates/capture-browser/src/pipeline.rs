@@ -55,7 +55,7 @@ struct Page<'a> {
     failures: &'a FailureLog,
     sid: String,
     frame_id: String,
-    events: mpsc::UnboundedReceiver<Event>,
+    prepared: Prepared,
     deadline: Instant,
     deadline_ms: u128,
     // tracked page state
@@ -68,12 +68,6 @@ struct Page<'a> {
     crashed: Option<&'static str>,
     loading: bool,
     started_loading: u32,
-}
-
-impl Drop for Page<'_> {
-    fn drop(&mut self) {
-        self.conn.unregister_session(&self.sid);
-    }
 }
 
 fn str_field<'v>(v: &'v Value, k: &str) -> Option<&'v str> {
@@ -192,7 +186,7 @@ impl<'a> Page<'a> {
 
     /// Process one event, or stop at `until`.
     async fn pump_until(&mut self, until: Instant) -> Result<(), Stop> {
-        match tokio::time::timeout_at(until, self.events.recv()).await {
+        match tokio::time::timeout_at(until, self.prepared.events.recv()).await {
             Err(_) => Err(Stop::Elapsed),
             Ok(None) => Err(Stop::Fail(self.crash_err().unwrap_or_else(|| {
                 CaptureError::Browser("the browser connection was lost".into())
@@ -219,7 +213,7 @@ impl<'a> Page<'a> {
             tokio::select! {
                 biased;
                 r = &mut reply => return Ok(r),
-                ev = self.events.recv() => match ev {
+                ev = self.prepared.events.recv() => match ev {
                     Some(ev) => {
                         self.on_event(ev);
                         if let Some(e) = self.crash_err() {
@@ -698,16 +692,27 @@ fn decode_data(v: &Value, what: &str) -> Result<Vec<u8>, CaptureError> {
         .map_err(|e| CaptureError::Browser(format!("bad {what} data: {e}")))
 }
 
-/// Run one capture on `conn`, in a fresh browser context that is disposed afterwards.
-pub(crate) async fn run(
-    conn: &Arc<Conn>,
-    failures: &FailureLog,
-    req: &CaptureRequest,
-    deadline: Instant,
-) -> Result<CaptureOutput, CaptureError> {
-    let deadline_ms = req.deadline.as_millis();
-    let deadline_err =
-        || CaptureError::Timeout(format!("capture exceeded the {deadline_ms} ms deadline"));
+/// A fresh browser context with one attached page, not yet used by any job.
+pub(crate) struct Prepared {
+    guard: ContextGuard,
+    target_id: String,
+    sid: String,
+    events: mpsc::UnboundedReceiver<Event>,
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        self.guard.conn.unregister_session(&self.sid);
+    }
+}
+
+/// Window size of pre-created pages (the job sets its own viewport).
+const WINDOW: (u32, u32) = (1280, 800);
+
+/// Create a fresh browser context with a page in its own window, attach to it and enable
+/// the domains the pipeline needs. Done ahead of jobs so it is off their critical path.
+pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant) -> Result<Prepared, CaptureError> {
+    let deadline_err = || CaptureError::Timeout("preparing a browser context timed out".into());
     let browser_call = |method: &'static str, params: Value| {
         let conn = conn.clone();
         async move {
@@ -718,7 +723,6 @@ pub(crate) async fn run(
             }
         }
     };
-
     let ctx = browser_call(
         "Target.createBrowserContext",
         json!({ "disposeOnDetach": true }),
@@ -727,7 +731,7 @@ pub(crate) async fn run(
     let ctx_id = str_field(&ctx, "browserContextId")
         .ok_or_else(|| CaptureError::Browser("no browser context id".into()))?
         .to_owned();
-    let _ctx_guard = ContextGuard {
+    let guard = ContextGuard {
         conn: conn.clone(),
         id: ctx_id.clone(),
     };
@@ -739,7 +743,7 @@ pub(crate) async fn run(
     let target = browser_call(
         "Target.createTarget",
         json!({ "url": "about:blank", "browserContextId": ctx_id, "newWindow": true,
-                "width": req.width, "height": req.height }),
+                "width": WINDOW.0, "height": WINDOW.1 }),
     )
     .await?;
     let target_id = str_field(&target, "targetId")
@@ -754,12 +758,58 @@ pub(crate) async fn run(
         .ok_or_else(|| CaptureError::Browser("no session id".into()))?
         .to_owned();
     let events = conn.register_session(&sid);
+    let prepared = Prepared {
+        guard,
+        target_id,
+        sid,
+        events,
+    };
+    // Pipelined: one round trip.
+    let sid = Some(prepared.sid.as_str());
+    let replies = [
+        ("Page.enable", conn.send("Page.enable", &json!({}), sid)),
+        (
+            "Page.setLifecycleEventsEnabled",
+            conn.send("Page.setLifecycleEventsEnabled", &json!({ "enabled": true }), sid),
+        ),
+        (
+            "Network.enable",
+            conn.send(
+                "Network.enable",
+                &json!({ "maxTotalBufferSize": 0, "maxResourceBufferSize": 0 }),
+                sid,
+            ),
+        ),
+        ("Inspector.enable", conn.send("Inspector.enable", &json!({}), sid)),
+    ];
+    for (method, reply) in replies {
+        match tokio::time::timeout_at(deadline, reply).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(lost(&e, method)),
+            Err(_) => return Err(deadline_err()),
+        }
+    }
+    Ok(prepared)
+}
+
+/// Run one capture on a prepared page; its context is disposed when this returns.
+pub(crate) async fn run(
+    conn: &Arc<Conn>,
+    prepared: Prepared,
+    failures: &FailureLog,
+    req: &CaptureRequest,
+    deadline: Instant,
+) -> Result<CaptureOutput, CaptureError> {
+    let t0 = Instant::now();
+    let mut phases: Vec<(&'static str, Duration)> = Vec::with_capacity(12);
+    let mut mark = |name: &'static str| phases.push((name, t0.elapsed()));
+    let deadline_ms = req.deadline.as_millis();
     let mut page = Page {
         conn,
         failures,
-        sid,
-        frame_id: target_id,
-        events,
+        sid: prepared.sid.clone(),
+        frame_id: prepared.target_id.clone(),
+        prepared,
         deadline,
         deadline_ms,
         inflight: HashSet::new(),
@@ -774,29 +824,13 @@ pub(crate) async fn run(
     };
     let mut tags: Vec<String> = Vec::new();
 
-    // Set-up, pipelined: one round trip.
-    let mut setup = vec![
-        ("Page.enable", page.send("Page.enable", &json!({}))),
-        (
-            "Page.setLifecycleEventsEnabled",
-            page.send("Page.setLifecycleEventsEnabled", &json!({ "enabled": true })),
-        ),
-        (
-            "Network.enable",
-            page.send(
-                "Network.enable",
-                &json!({ "maxTotalBufferSize": 0, "maxResourceBufferSize": 0 }),
-            ),
-        ),
-        ("Inspector.enable", page.send("Inspector.enable", &json!({}))),
-        (
+    let mut setup = vec![(
+        "Emulation.setDeviceMetricsOverride",
+        page.send(
             "Emulation.setDeviceMetricsOverride",
-            page.send(
-                "Emulation.setDeviceMetricsOverride",
-                &page.metrics(req, u64::from(req.height)),
-            ),
+            &page.metrics(req, u64::from(req.height)),
         ),
-    ];
+    )];
     if req.dark_mode {
         setup.push((
             "Emulation.setEmulatedMedia",
@@ -809,8 +843,9 @@ pub(crate) async fn run(
     for (method, reply) in setup {
         page.finish(reply, method).await?;
     }
-
+    mark("setup");
     page.navigate(req, &mut tags).await?;
+    mark("navigate");
     if req.cookie_consent_auto {
         page.consent(&mut tags).await?;
     }
@@ -859,6 +894,7 @@ pub(crate) async fn run(
         (bytes, content_type, size, thumb)
     };
     let (bytes, content_type, size, thumb) = output;
+    mark("capture");
 
     let (page_title, final_url) = match page.eval_job(scripts::TITLE_URL).await? {
         Ok(Value::Array(a)) if a.len() == 2 => (
@@ -867,6 +903,8 @@ pub(crate) async fn run(
         ),
         _ => (String::new(), String::new()),
     };
+    mark("done");
+    tracing::debug!(target: "capture_browser::timing", ?phases, "capture phases");
     Ok(CaptureOutput {
         bytes,
         content_type,

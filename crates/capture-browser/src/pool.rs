@@ -19,6 +19,43 @@ struct Instance {
     id: u64,
     chromium: Chromium,
     conn: Arc<Conn>,
+    /// Fresh contexts with a page, created ahead of jobs (never reused).
+    spares: Mutex<Vec<pipeline::Prepared>>,
+    /// Spares being created right now.
+    warming: std::sync::atomic::AtomicUsize,
+}
+
+/// How long creating a spare page may take.
+const PREPARE_TIMEOUT: Duration = Duration::from_secs(15);
+
+impl Instance {
+    fn take_spare(&self) -> Option<pipeline::Prepared> {
+        self.spares.lock().unwrap().pop()
+    }
+
+    /// Top the spare pages up to `want` in the background.
+    fn refill(self: &Arc<Self>, want: usize) {
+        if self.conn.is_closed() {
+            return;
+        }
+        let have = self.spares.lock().unwrap().len() + self.warming.load(Ordering::SeqCst);
+        for _ in have..want {
+            self.warming.fetch_add(1, Ordering::SeqCst);
+            let me = Arc::downgrade(self);
+            let conn = self.conn.clone();
+            tokio::spawn(async move {
+                let r = pipeline::prepare(&conn, Instant::now() + PREPARE_TIMEOUT).await;
+                if let Some(inst) = me.upgrade() {
+                    if let Ok(p) = r
+                        && !inst.conn.is_closed()
+                    {
+                        inst.spares.lock().unwrap().push(p);
+                    }
+                    inst.warming.fetch_sub(1, Ordering::SeqCst);
+                }
+            });
+        }
+    }
 }
 
 #[derive(Default)]
@@ -47,6 +84,8 @@ pub struct BrowserPool {
 /// A claimed page slot on one browser; released on drop.
 struct Lease<'a> {
     pool: &'a BrowserPool,
+    /// This is the browser's last job before it is recycled.
+    draining: bool,
     slot: usize,
     browser: Arc<Instance>,
     _permit: SemaphorePermit<'a>,
@@ -119,13 +158,20 @@ impl BrowserPool {
                 return Err(e);
             }
         };
-        Ok(Arc::new(Instance { id, chromium, conn }))
+        Ok(Arc::new(Instance {
+            id,
+            chromium,
+            conn,
+            spares: Mutex::new(Vec::new()),
+            warming: Default::default(),
+        }))
     }
 
     /// Put a fresh instance into a slot and watch its connection.
     fn install(&self, slot: usize, inst: Arc<Instance>, is_restart: bool) {
         let conn = inst.conn.clone();
         let id = inst.id;
+        inst.refill(self.cfg.pages_per_browser);
         {
             let mut slots = self.slots.lock().unwrap();
             let s = &mut slots[slot];
@@ -200,7 +246,7 @@ impl BrowserPool {
         }
     }
 
-    fn try_claim(&self) -> Option<(usize, Arc<Instance>)> {
+    fn try_claim(&self) -> Option<(usize, Arc<Instance>, bool)> {
         let mut slots = self.slots.lock().unwrap();
         let pages = self.cfg.pages_per_browser;
         let best = slots
@@ -215,7 +261,7 @@ impl BrowserPool {
         if self.cfg.recycle_after > 0 && s.jobs >= self.cfg.recycle_after {
             s.draining = true;
         }
-        Some((best, s.browser.clone()?))
+        Some((best, s.browser.clone()?, s.draining))
     }
 
     fn release(&self, slot: usize, browser: &Arc<Instance>) {
@@ -249,8 +295,9 @@ impl BrowserPool {
             if self.shutting_down.load(Ordering::SeqCst) {
                 return Err(CaptureError::Browser("the browser pool is shut down".into()));
             }
-            if let Some((slot, browser)) = self.try_claim() {
+            if let Some((slot, browser, draining)) = self.try_claim() {
                 return Ok(Lease {
+                    draining,
                     pool: self,
                     slot,
                     browser,
@@ -287,7 +334,24 @@ impl BrowserPool {
             }
         };
         let conn = lease.browser.conn.clone();
-        let result = pipeline::run(&conn, self.proxy.failures(), &req, deadline).await;
+        let spare = lease.browser.take_spare();
+        if !lease.draining {
+            lease.browser.refill(self.cfg.pages_per_browser);
+        }
+        let result = async {
+            let prepared = match spare {
+                Some(p) => p,
+                None => pipeline::prepare(&conn, deadline).await.map_err(|e| match e {
+                    CaptureError::Timeout(_) => CaptureError::Timeout(format!(
+                        "capture exceeded the {} ms deadline",
+                        req.deadline.as_millis()
+                    )),
+                    other => other,
+                })?,
+            };
+            pipeline::run(&conn, prepared, self.proxy.failures(), &req, deadline).await
+        }
+        .await;
         let result = match result {
             Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => Err(
                 CaptureError::Browser("the browser exited during the capture".into()),

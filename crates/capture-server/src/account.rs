@@ -42,6 +42,8 @@ pub fn balance(a: &Account) -> Value {
     })
 }
 
-async fn balance_handler(State(_s): State<AppState>, Extension(a): Extension<Account>) -> ApiResult<Json<Value>> {
+#[utoipa::path(get, path = "/v1/account/balance", tag = "account", description = "Alias: GET /v1/account/usage", responses((status = 200, body = crate::docs::Balance), (status = 401, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// The live monthly balance.
+pub async fn balance_handler(State(_s): State<AppState>, Extension(a): Extension<Account>) -> ApiResult<Json<Value>> {
     Ok(Json(balance(&a)))
 }

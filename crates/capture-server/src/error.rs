@@ -14,6 +14,8 @@ pub struct ApiError {
     pub message: String,
     pub details: Option<Value>,
     pub headers: Vec<(HeaderName, String)>,
+    /// The caller's usage as this error found it (feeds `X-RateLimit-Remaining`).
+    pub usage_after: Option<i64>,
 }
 
 /// What the request-id middleware needs to render the body (kept in response extensions).
@@ -27,7 +29,7 @@ pub struct ErrorInfo {
 impl ApiError {
     /// An error with a code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError { code, message: message.into(), details: None, headers: Vec::new() }
+        ApiError { code, message: message.into(), details: None, headers: Vec::new(), usage_after: None }
     }
 
     /// Attach `details`.
@@ -96,6 +98,9 @@ impl IntoResponse for ApiError {
             resp.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         resp.extensions_mut().insert(info);
+        if let Some(used) = self.usage_after {
+            resp.extensions_mut().insert(crate::pipeline::UsageAfter(used));
+        }
         resp
     }
 }

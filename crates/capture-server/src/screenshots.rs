@@ -72,12 +72,14 @@ pub struct TaskPayload {
 
 fn quota_error(a: &Account, used: i64) -> ApiError {
     let retry = (a.window.reset_ms - now_ms()).max(0) / 1000 + 1;
-    ApiError::new(
+    let mut e = ApiError::new(
         ErrorCode::PlanQuotaExceeded,
         format!("monthly quota of {} actions reached; it resets at {}", a.plan_limit, iso(a.window.reset_ms)),
     )
     .details(json!({"used": used, "limit": a.plan_limit, "plan": a.user.plan, "resetAt": iso(a.window.reset_ms)}))
-    .header(header::RETRY_AFTER, retry.to_string())
+    .header(header::RETRY_AFTER, retry.to_string());
+    e.usage_after = Some(used);
+    e
 }
 
 /// Create a capture job (quota reserved atomically). Returns the job and usage after it.
@@ -193,7 +195,12 @@ fn with_usage(mut r: Response, used: i64) -> Response {
     r
 }
 
-async fn create(
+#[utoipa::path(post, path = "/v1/screenshot", tag = "screenshots", request_body = crate::docs::ScreenshotRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "[A-Za-z0-9_-]{8,128}; replays the first response for 24 h")),
+    responses((status = 202, body = crate::docs::Job), (status = 400, body = crate::docs::ErrorBody), (status = 401, body = crate::docs::ErrorBody),
+    (status = 409, body = crate::docs::ErrorBody), (status = 422, body = crate::docs::ErrorBody), (status = 429, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// Create a capture job.
+pub async fn create(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     headers: HeaderMap,
@@ -212,7 +219,9 @@ async fn create(
     .await
 }
 
-async fn get_one(
+#[utoipa::path(get, path = "/v1/screenshot/{id}", tag = "screenshots", params(("id" = String, Path)), responses((status = 200, body = crate::docs::Job), (status = 404, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// One job.
+pub async fn get_one(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Path(id): Path<String>,
@@ -230,7 +239,7 @@ pub async fn find(state: &AppState, account: &Account, id: &str) -> ApiResult<Sc
 }
 
 #[derive(Deserialize)]
-struct ListQuery {
+pub struct ListQuery {
     limit: Option<String>,
     before: Option<String>,
 }
@@ -274,7 +283,10 @@ fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
     }
 }
 
-async fn list(
+#[utoipa::path(get, path = "/v1/screenshots", tag = "screenshots", params(("limit" = Option<u32>, Query, description = "1–100, default 20"), ("before" = Option<String>, Query, description = "nextCursor or an ISO 8601 timestamp")),
+    responses((status = 200, body = crate::docs::JobList)), security(("api_key" = [])))]
+/// List jobs, newest first.
+pub async fn list(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Query(q): Query<ListQuery>,
@@ -282,7 +294,10 @@ async fn list(
     Ok(Json(list_jobs(&state, &account, q.limit.as_deref(), q.before.as_deref()).await?))
 }
 
-async fn stream(
+#[utoipa::path(get, path = "/v1/screenshot/{id}/stream", tag = "screenshots", params(("id" = String, Path)),
+    responses((status = 200, content_type = "text/event-stream", description = "events: status, done {publicUrl}, failed {error}, timeout; `: ping` heartbeats")), security(("api_key" = [])))]
+/// Follow a job as server-sent events.
+pub async fn stream(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Path(id): Path<String>,
@@ -423,7 +438,11 @@ async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
     bytes
 }
 
-async fn upload(
+#[utoipa::path(post, path = "/v1/screenshot/upload", tag = "screenshots", request_body(content_type = "multipart/form-data", description = "`file` (PNG, JPEG, WebP, PDF or HTML) plus capture options as fields for HTML"),
+    responses((status = 201, description = "image or PDF stored as a done job", body = crate::docs::Job), (status = 202, description = "HTML queued for rendering", body = crate::docs::Job),
+    (status = 400, body = crate::docs::ErrorBody), (status = 413, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// Upload a file as a job.
+pub async fn upload(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     headers: HeaderMap,
@@ -604,7 +623,9 @@ fn sanitize_filename(s: &str) -> String {
     if clean.is_empty() { "upload".into() } else { clean }
 }
 
-async fn share(
+#[utoipa::path(post, path = "/api/screenshots/{id}/share", tag = "screenshots", params(("id" = String, Path)), responses((status = 201, body = crate::docs::ShareLink), (status = 404, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// Mint a public share link.
+pub async fn share(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Path(id): Path<String>,
@@ -621,7 +642,9 @@ async fn share(
     ))
 }
 
-async fn unshare(
+#[utoipa::path(delete, path = "/api/screenshots/{id}/share", tag = "screenshots", params(("id" = String, Path)), responses((status = 204), (status = 404, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// Revoke the share link.
+pub async fn unshare(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Path(id): Path<String>,
@@ -631,7 +654,9 @@ async fn unshare(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn pdf_download(
+#[utoipa::path(get, path = "/api/pdf/download/{id}", tag = "screenshots", params(("id" = String, Path)), responses((status = 200, content_type = "application/pdf", description = "the PDF as an attachment"), (status = 404, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+/// Download a PDF job's file.
+pub async fn pdf_download(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Path(id): Path<String>,

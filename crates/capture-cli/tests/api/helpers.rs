@@ -307,7 +307,6 @@ pub fn assert_px(img: &image::RgbaImage, x: u32, y: u32, rgb: [u8; 3]) {
 macro_rules! both_dbs {
     ($name:ident) => {
         mod $name {
-            use super::*;
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn sqlite() {
                 super::$name($crate::helpers::Db::Sqlite).await

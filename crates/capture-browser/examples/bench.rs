@@ -1,0 +1,128 @@
+//! Capture timings on this machine: the raw DevTools floor, then the pool.
+//!
+//! `cargo run --release -p capture-browser --example bench -- [N] [browsers] [pages]`
+//! (RUST_LOG=capture_browser::timing=debug shows per-phase timings.)
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capture_browser::{BrowserPool, ImageFormat, WaitUntil};
+use support::*;
+
+fn stats(name: &str, mut v: Vec<Duration>, wall: Option<Duration>) {
+    v.sort();
+    let p = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    let rate = wall
+        .map(|w| format!(", {:.1}/s", v.len() as f64 / w.as_secs_f64()))
+        .unwrap_or_default();
+    println!(
+        "{name:<34} n={:<3} p50={:>6.1}ms p90={:>6.1}ms max={:>6.1}ms{rate}",
+        v.len(),
+        p(0.5).as_secs_f64() * 1e3,
+        p(0.9).as_secs_f64() * 1e3,
+        v[v.len() - 1].as_secs_f64() * 1e3
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(40);
+    let browsers: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2);
+    let pages: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(2);
+    let page = "<html><head><title>Bench</title><style>body{font-family:sans-serif;margin:40px;background:#f4f4f8}</style></head><body><h1>Simple page</h1><p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p></body></html>";
+    let srv = Server::start(Arc::new(move |path: &str, _c: &str| match path {
+        "/img.png" => Resp::Full(200, "image/png", solid_png(64, 64, [0, 150, 0]), 20),
+        "/lazy" => {
+            let mut s = String::from("<html><body style='margin:0'>");
+            for _ in 0..30 {
+                s.push_str("<img loading='lazy' src='/img.png' style='display:block;width:100%;height:200px'>");
+            }
+            html(&(s + "</body></html>"))
+        }
+        _ => html(page),
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = srv.url("/");
+
+    let floor = capture_browser::floor::bare_devtools_capture_loop(&chromium_path(), dir.path(), &url, n)
+        .await
+        .unwrap();
+    stats("raw DevTools floor (1 page)", floor, None);
+
+    let mut cfg = config(dir.path().to_path_buf(), true);
+    cfg.browsers = browsers;
+    cfg.pages_per_browser = pages;
+    let pool = BrowserPool::start(cfg).await.unwrap();
+    let mk = |wait: WaitUntil| {
+        let mut r = url_req(url.clone());
+        r.width = 1280;
+        r.height = 800;
+        r.wait_until = wait;
+        r
+    };
+    // warm up
+    for _ in 0..4 {
+        pool.capture(mk(WaitUntil::Load)).await.unwrap();
+    }
+    let mut seq = Vec::new();
+    for _ in 0..n / 2 {
+        let t = Instant::now();
+        pool.capture(mk(WaitUntil::Load)).await.unwrap();
+        seq.push(t.elapsed());
+    }
+    stats("pool sequential load/png", seq, None);
+
+    for (name, wait, fmt) in [
+        ("pool concurrent load/png", WaitUntil::Load, ImageFormat::Png),
+        ("pool concurrent load/jpeg", WaitUntil::Load, ImageFormat::Jpeg),
+        ("pool concurrent networkidle/png", WaitUntil::NetworkIdle, ImageFormat::Png),
+    ] {
+        let t = Instant::now();
+        let mut tasks = Vec::new();
+        let conc = browsers * pages;
+        let per = n / conc;
+        for _ in 0..conc {
+            let pool = pool.clone();
+            let mut r = mk(wait);
+            r.format = fmt;
+            tasks.push(tokio::spawn(async move {
+                let mut v = Vec::new();
+                for _ in 0..per {
+                    let t = Instant::now();
+                    pool.capture(r.clone()).await.unwrap();
+                    v.push(t.elapsed());
+                }
+                v
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        stats(name, all, Some(t.elapsed()));
+    }
+
+    let t = Instant::now();
+    let mut v = Vec::new();
+    for _ in 0..6 {
+        let mut r = url_req(srv.url("/lazy"));
+        r.width = 1280;
+        r.height = 800;
+        r.full_page = true;
+        let t = Instant::now();
+        let out = pool.capture(r).await.unwrap();
+        assert_eq!(out.height, Some(6000));
+        v.push(t.elapsed());
+    }
+    stats("full page 6000px, 30 lazy imgs", v, Some(t.elapsed()));
+    println!("restarts: {}", pool.restarts());
+    pool.shutdown().await;
+}
