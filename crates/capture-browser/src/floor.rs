@@ -108,7 +108,7 @@ impl FloorBrowser {
 
     /// Kill the browser and remove its profile.
     pub async fn shutdown(self) {
-        self.chromium.kill().await;
+        self.chromium.kill_gracefully(Some(&self.conn)).await;
     }
 }
 

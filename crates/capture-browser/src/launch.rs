@@ -1,8 +1,14 @@
-//! Starting and killing one Chromium process (its whole process group) and its profile.
+//! Starting and stopping one Chromium process tree and its profile folder.
+//!
+//! Process tree: us → `sh` watchdog (process-group leader) → `unshare --pid --fork
+//! --kill-child` (when PID namespaces are available) → Chromium (init of its own PID
+//! namespace) → its helpers. Killing Chromium collapses the namespace, so no helper is
+//! ever orphaned (re-parented to the machine's init); the shell reaps what it started.
+//! Without namespaces, the whole process group is killed instead.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -29,6 +35,7 @@ const BASE_FLAGS: &[&str] = &[
     "--disable-renderer-backgrounding",
     "--disable-breakpad",
     "--disable-crash-reporter",
+    "--disable-crashpad-for-testing",
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",
     "--disable-hang-monitor",
@@ -43,16 +50,61 @@ const BASE_FLAGS: &[&str] = &[
     "--remote-debugging-port=0",
 ];
 
+/// `sh -c WATCHDOG program args...`. The shell starts the program, prints its pid, and
+/// waits for it (so it is reaped, never orphaned). A background reader watches the
+/// shell's stdin: when our end closes (we exited, even by SIGKILL) it kills the
+/// program's children (the namespace init) and the program itself.
+const WATCHDOG: &str = r#"exec 3<&0; "$0" "$@" </dev/null 3<&- & c=$!; echo "capture-child $c" >&2; (read -r _ <&3; for p in $(cat /proc/$c/task/$c/children 2>/dev/null); do kill -9 $p; done; kill -9 $c) & w=$!; exec 3<&-; wait $c; kill -9 $w 2>/dev/null; wait $w"#;
+
+/// Whether `unshare --pid --fork --kill-child` works here (root or user namespaces).
+fn pid_namespaces() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        if std::env::var_os("CAPTURE_BROWSER_NO_PIDNS").is_some() {
+            return false;
+        }
+        std::process::Command::new("unshare")
+            .args(["--pid", "--fork", "--kill-child", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false)
+    })
+}
+
 /// A running Chromium process.
 pub(crate) struct Chromium {
     child: Mutex<Option<Child>>,
-    /// Closing this (dropping it) makes the watchdog shell kill the process group.
+    /// Closing this (dropping it) makes the watchdog shell kill Chromium.
     _watchdog: Option<tokio::process::ChildStdin>,
+    /// The watchdog shell (process-group leader).
     pid: Option<u32>,
+    /// The shell's child: `unshare` (namespaced) or Chromium itself.
+    launcher_pid: Option<u32>,
+    namespaced: bool,
     /// The profile folder (unique; also used to find strays).
     pub profile_dir: PathBuf,
     /// `ws://127.0.0.1:PORT/devtools/browser/UUID`.
     pub ws_url: String,
+}
+
+fn run_quiet(cmd: &str, args: &[&str]) {
+    let _ = std::process::Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 impl Chromium {
@@ -63,15 +115,15 @@ impl Chromium {
         proxy: Option<std::net::SocketAddr>,
     ) -> Result<Chromium, String> {
         let chromium_path = resolve_binary(chromium_path)?;
-        let chromium_path = chromium_path.as_path();
         std::fs::create_dir_all(&profile_dir)
             .map_err(|e| format!("cannot create {}: {e}", profile_dir.display()))?;
-        // A tiny sh watchdog leads the process group: it starts Chromium and, when our
-        // end of its stdin closes (we exited, even by SIGKILL), kills the whole group.
+        let namespaced = pid_namespaces();
         let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(r#""$0" "$@" </dev/null & read -r _ignored; kill -9 0"#)
-            .arg(chromium_path)
+        cmd.arg("-c").arg(WATCHDOG);
+        if namespaced {
+            cmd.args(["unshare", "--pid", "--fork", "--kill-child"]);
+        }
+        cmd.arg(&chromium_path)
             .args(BASE_FLAGS)
             .arg(format!("--user-data-dir={}", profile_dir.display()));
         if let Some(proxy) = proxy {
@@ -101,27 +153,37 @@ impl Chromium {
             child: Mutex::new(Some(child)),
             _watchdog: watchdog,
             pid,
+            launcher_pid: None,
+            namespaced,
             profile_dir,
             ws_url: String::new(),
         };
         let Some(stderr) = stderr else {
+            this.kill().await;
             return Err("Chromium stderr unavailable".into());
         };
         let mut lines = BufReader::new(stderr).lines();
         let mut tail: Vec<String> = Vec::new();
+        let mut launcher = None;
         let found = tokio::time::timeout(Duration::from_secs(30), async {
             while let Ok(Some(line)) = lines.next_line().await {
-                if let Some(rest) = line.trim().strip_prefix("DevTools listening on ") {
+                let line = line.trim();
+                if let Some(rest) = line.strip_prefix("DevTools listening on ") {
                     return Some(rest.trim().to_owned());
+                }
+                if let Some(p) = line.strip_prefix("capture-child ") {
+                    launcher = p.trim().parse().ok();
+                    continue;
                 }
                 if tail.len() >= 8 {
                     tail.remove(0);
                 }
-                tail.push(line);
+                tail.push(line.to_owned());
             }
             None
         })
         .await;
+        this.launcher_pid = launcher;
         match found {
             Ok(Some(url)) => this.ws_url = url,
             Ok(None) => {
@@ -145,17 +207,112 @@ impl Chromium {
         Ok(this)
     }
 
-    /// Kill the whole process group, reap the main process and delete the profile.
-    pub(crate) async fn kill(&self) {
+    /// SIGKILL Chromium without orphaning anything: in a PID namespace, kill its init
+    /// (the namespace collapses, `unshare` and the shell exit by themselves); else kill
+    /// the whole process group.
+    fn force_kill_sync(&self) {
+        match self.launcher_pid {
+            Some(launcher) if self.namespaced => {
+                let inner = children_of(launcher);
+                if inner.is_empty() {
+                    run_quiet("kill", &["-9", &launcher.to_string()]);
+                }
+                for p in inner {
+                    run_quiet("kill", &["-9", &p.to_string()]);
+                }
+            }
+            _ => self.kill_group_sync(),
+        }
+    }
+
+    /// Last resort: SIGKILL the process group and anything naming the profile.
+    fn kill_group_sync(&self) {
+        if let Some(pid) = self.pid.filter(|p| *p > 1) {
+            run_quiet("kill", &["-9", &format!("-{pid}")]);
+        }
+        run_quiet(
+            "pkill",
+            &[
+                "-9",
+                "-f",
+                "--",
+                &format!("--user-data-dir={}", self.profile_dir.display()),
+            ],
+        );
+    }
+
+    /// Stop Chromium: ask it to close (`Browser.close` over `conn`, so it reaps its own
+    /// helpers), else SIGKILL it; reap the tree and delete the profile.
+    pub(crate) async fn kill_gracefully(&self, conn: Option<&crate::cdp::Conn>) {
         let child = self.child.lock().unwrap().take();
         let Some(mut child) = child else { return };
-        let pid = self.pid;
-        let dir = self.profile_dir.clone();
-        let _ = tokio::task::spawn_blocking(move || kill_group_sync(pid, &dir)).await;
-        let _ = child.start_kill();
-        let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        let mut exited = false;
+        if let Some(conn) = conn.filter(|c| !c.is_closed()) {
+            conn.send_forget("Browser.close", &serde_json::json!({}), None);
+            exited = tokio::time::timeout(Duration::from_secs(3), child.wait())
+                .await
+                .is_ok();
+        }
+        if !exited {
+            let this = self.clone_handles();
+            let _ = tokio::task::spawn_blocking(move || this.force_kill_sync()).await;
+            exited = tokio::time::timeout(Duration::from_secs(3), child.wait())
+                .await
+                .is_ok();
+        }
+        if !exited {
+            let this = self.clone_handles();
+            let _ = tokio::task::spawn_blocking(move || this.kill_group_sync()).await;
+            let _ = child.start_kill();
+            let _ = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+        }
         let dir = self.profile_dir.clone();
         let _ = tokio::task::spawn_blocking(move || remove_dir_retry(&dir)).await;
+    }
+
+    /// SIGKILL Chromium, reap the tree and delete the profile.
+    pub(crate) async fn kill(&self) {
+        self.kill_gracefully(None).await;
+    }
+
+    /// The process ids and profile path, for blocking helpers.
+    fn clone_handles(&self) -> Handles {
+        Handles {
+            pid: self.pid,
+            launcher_pid: self.launcher_pid,
+            namespaced: self.namespaced,
+            profile_dir: self.profile_dir.clone(),
+        }
+    }
+}
+
+/// What the kill helpers need, detached from the `Chromium` value.
+struct Handles {
+    pid: Option<u32>,
+    launcher_pid: Option<u32>,
+    namespaced: bool,
+    profile_dir: PathBuf,
+}
+
+impl Handles {
+    fn as_chromium(&self) -> Chromium {
+        Chromium {
+            child: Mutex::new(None),
+            _watchdog: None,
+            pid: self.pid,
+            launcher_pid: self.launcher_pid,
+            namespaced: self.namespaced,
+            profile_dir: self.profile_dir.clone(),
+            ws_url: String::new(),
+        }
+    }
+
+    fn force_kill_sync(&self) {
+        self.as_chromium().force_kill_sync();
+    }
+
+    fn kill_group_sync(&self) {
+        self.as_chromium().kill_group_sync();
     }
 }
 
@@ -200,27 +357,6 @@ pub(crate) fn remove_stale_profiles(work_dir: &Path) {
     }
 }
 
-/// SIGKILL the process group led by `pid`, and any process still naming the profile.
-fn kill_group_sync(pid: Option<u32>, profile_dir: &Path) {
-    if let Some(pid) = pid {
-        let _ = std::process::Command::new("kill")
-            .arg("-9")
-            .arg(format!("-{pid}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    // Helpers that left the group still carry the unique profile path.
-    let _ = std::process::Command::new("pkill")
-        .arg("-9")
-        .arg("-f")
-        .arg("--")
-        .arg(format!("--user-data-dir={}", profile_dir.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
 fn remove_dir_retry(dir: &Path) {
     for _ in 0..5 {
         match std::fs::remove_dir_all(dir) {
@@ -234,11 +370,19 @@ fn remove_dir_retry(dir: &Path) {
 impl Drop for Chromium {
     fn drop(&mut self) {
         let child = self.child.get_mut().map(Option::take).unwrap_or(None);
-        if let Some(mut child) = child {
-            kill_group_sync(self.pid, &self.profile_dir);
-            let _ = child.start_kill();
-            let _ = child.try_wait();
-            remove_dir_retry(&self.profile_dir);
+        let Some(mut child) = child else { return };
+        self.force_kill_sync();
+        // Give the tree a moment to unwind so the shell reaps it, then make sure.
+        for _ in 0..100 {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                remove_dir_retry(&self.profile_dir);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
+        self.kill_group_sync();
+        let _ = child.start_kill();
+        let _ = child.try_wait();
+        remove_dir_retry(&self.profile_dir);
     }
 }

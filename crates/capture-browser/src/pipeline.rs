@@ -400,6 +400,7 @@ impl<'a> Page<'a> {
                     return Err(self.navigation_error(url, err, nav_std));
                 }
                 loader = str_field(&res, "loaderId").map(str::to_owned);
+                tracing::debug!(target: "capture_browser::timing", commit = ?nav_start.elapsed(), "navigation committed");
                 if let Some(l) = &loader {
                     // Only this document's load counts.
                     if !self.lifecycle_has(l, LC_LOAD) {

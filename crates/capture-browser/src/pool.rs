@@ -219,7 +219,7 @@ impl BrowserPool {
 
     async fn restart(self: Arc<Self>, slot: usize, old: Option<Arc<Instance>>) {
         if let Some(old) = old {
-            old.chromium.kill().await;
+            old.chromium.kill_gracefully(Some(&old.conn)).await;
         }
         let mut backoff = Duration::from_millis(250);
         loop {
@@ -438,7 +438,7 @@ impl BrowserPool {
             let mut slots = self.slots.lock().unwrap();
             slots.iter_mut().filter_map(|s| s.browser.take()).collect()
         };
-        let kills = all.iter().map(|b| b.chromium.kill());
+        let kills = all.iter().map(|b| b.chromium.kill_gracefully(Some(&b.conn)));
         futures_util::future::join_all(kills).await;
         // A restart that was launching kills its browser itself when it sees the flag.
         self.restarts_running.close();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture_browser::{
-    BrowserPool, CaptureError, CaptureRequest, ImageFormat, PageSource, WaitUntil,
+    BrowserPool, CaptureError, ImageFormat, PageSource, WaitUntil,
 };
 use support::*;
 
@@ -137,4 +137,421 @@ async fn jpeg_webp_dsf_and_http_status() {
     assert!(out.tags.contains(&"http-404".to_string()), "{:?}", out.tags);
     assert_px(&decode(&out.bytes), 400, 300, [0, 0, 255], 2);
     f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn html_source_and_dark_mode() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let out = ok(f
+        .pool
+        .capture(req(PageSource::Html(
+            "<html><head><title>Inline</title></head><body style='margin:0;background:rgb(0,255,0)'>hi</body></html>".into(),
+        )))
+        .await);
+    assert_px(&decode(&out.bytes), 400, 300, [0, 255, 0], 2);
+    assert_eq!(out.page_title, "Inline");
+
+    let light = ok(f.pool.capture(url_req(srv.url("/dark"))).await);
+    assert_px(&decode(&light.bytes), 400, 300, [255, 255, 255], 2);
+    let mut r = url_req(srv.url("/dark"));
+    r.dark_mode = true;
+    let dark = ok(f.pool.capture(r).await);
+    assert_px(&decode(&dark.bytes), 400, 300, [0, 0, 0], 2);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdf_has_the_page_text_and_a_thumbnail() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let mut r = url_req(srv.url("/pdf"));
+    r.pdf = true;
+    let out = ok(f.pool.capture(r).await);
+    assert_eq!(out.content_type, "application/pdf");
+    assert!(out.bytes.starts_with(b"%PDF-"));
+    assert_eq!((out.width, out.height), (None, None));
+    assert_eq!(decode(out.thumbnail.as_ref().unwrap()).width(), 320);
+    assert_eq!(out.page_title, "Invoice");
+    let file = f.dir.path().join("out.pdf");
+    std::fs::write(&file, &out.bytes).unwrap();
+    match std::process::Command::new("pdftotext").arg(&file).arg("-").output() {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            assert!(text.contains("Quarterly invoice 4711"), "pdf text: {text}");
+        }
+        _ => eprintln!("note: pdftotext not available; PDF text not checked"),
+    }
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_page_loads_lazy_images_and_truncates_tall_pages() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let mut r = url_req(srv.url("/lazy"));
+    r.width = 1280;
+    r.height = 800;
+    r.full_page = true;
+    let t = Instant::now();
+    let out = ok(f.pool.capture(r).await);
+    eprintln!("full page 6000 px with 30 lazy images: {:?}", t.elapsed());
+    assert_eq!((out.width, out.height), (Some(1280), Some(6000)));
+    let img = decode(&out.bytes);
+    assert_eq!(img.dimensions(), (1280, 6000));
+    for i in 0..30 {
+        assert_px(&img, 640, i * 200 + 100, [0, 200, 0], 3);
+    }
+    assert!(!out.tags.iter().any(|t| t == "fullpage-truncated"));
+    let thumb = decode(out.thumbnail.as_ref().unwrap());
+    assert_eq!(thumb.width(), 320);
+    assert!(thumb.height() <= 201, "thumbnail is the top of the page: {:?}", thumb.dimensions());
+
+    let mut r = url_req(srv.url("/tall"));
+    r.full_page = true;
+    let out = ok(f.pool.capture(r).await);
+    assert_eq!((out.width, out.height), (Some(800), Some(16384)));
+    let img = decode(&out.bytes);
+    assert_eq!(img.height(), 16384);
+    assert_px(&img, 400, 16000, [0, 0, 255], 2);
+    assert!(out.tags.contains(&"fullpage-truncated".to_string()), "{:?}", out.tags);
+
+    let mut r = url_req(srv.url("/tall"));
+    r.full_page = true;
+    r.device_scale_factor = 2.0;
+    let out = ok(f.pool.capture(r).await);
+    assert_eq!((out.width, out.height), (Some(1600), Some(16384)));
+    assert!(out.tags.contains(&"fullpage-truncated".to_string()));
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn click_before_and_wait_for() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let mut r = url_req(srv.url("/click"));
+    r.click_before = Some("#go".into());
+    let out = ok(f.pool.capture(r).await);
+    assert_px(&decode(&out.bytes), 5, 5, [0, 255, 0], 2);
+
+    let plain = ok(f.pool.capture(url_req(srv.url("/click"))).await);
+    assert_px(&decode(&plain.bytes), 5, 5, [255, 255, 255], 2);
+
+    let mut r = url_req(srv.url("/click"));
+    r.click_before = Some("#nope".into());
+    r.timeout_ms = 1000;
+    match f.pool.capture(r).await {
+        Err(CaptureError::Script(m)) => {
+            assert_eq!(m, "clickBefore: no element matches '#nope' after 1000 ms")
+        }
+        other => panic!("expected a script error, got {:?}", other.map(|o| o.tags)),
+    }
+
+    let mut r = url_req(srv.url("/late"));
+    r.wait_for = Some("#late".into());
+    let out = ok(f.pool.capture(r).await);
+    assert_px(&decode(&out.bytes), 10, 10, [255, 0, 255], 2);
+    assert!(out.tags.is_empty(), "{:?}", out.tags);
+
+    let mut r = url_req(srv.url("/red"));
+    r.wait_for = Some("#never".into());
+    r.timeout_ms = 1000;
+    let t = Instant::now();
+    let out = ok(f.pool.capture(r).await);
+    assert!(t.elapsed() >= Duration::from_millis(900));
+    assert!(out.tags.contains(&"wait-for-timeout".to_string()), "{:?}", out.tags);
+    assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delay_and_pre_screenshot_js() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let mut r = url_req(srv.url("/delayed-paint"));
+    r.delay_ms = 900;
+    let out = ok(f.pool.capture(r).await);
+    assert_px(&decode(&out.bytes), 10, 10, [0, 0, 255], 2);
+
+    let mut r = url_req(srv.url("/red"));
+    r.pre_screenshot_js = Some("document.body.style.background = 'rgb(0,0,255)'".into());
+    let out = ok(f.pool.capture(r).await);
+    assert_px(&decode(&out.bytes), 10, 10, [0, 0, 255], 2);
+
+    let mut r = url_req(srv.url("/red"));
+    r.pre_screenshot_js = Some(
+        "await new Promise(r => setTimeout(r, 150)); document.body.style.background = 'rgb(0,255,0)';"
+            .into(),
+    );
+    let out = ok(f.pool.capture(r).await);
+    assert_px(&decode(&out.bytes), 10, 10, [0, 255, 0], 2);
+
+    let mut r = url_req(srv.url("/red"));
+    r.pre_screenshot_js = Some("throw new Error('boom')".into());
+    match f.pool.capture(r).await {
+        Err(CaptureError::Script(m)) => {
+            assert!(m.starts_with("preScreenshotJs threw: ") && m.contains("boom"), "{m}")
+        }
+        other => panic!("expected a script error, got {:?}", other.map(|o| o.tags)),
+    }
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn network_idle_waits_for_a_late_fetch() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let mut r = url_req(srv.url("/netidle"));
+    r.wait_until = WaitUntil::NetworkIdle;
+    let t = Instant::now();
+    let out = ok(f.pool.capture(r).await);
+    eprintln!("networkidle with a late fetch: {:?}", t.elapsed());
+    assert_px(&decode(&out.bytes), 10, 10, [0, 128, 0], 2);
+    assert_eq!(srv.hits("/slow"), 1);
+
+    let mut times = Vec::new();
+    for _ in 0..3 {
+        let mut r = url_req(srv.url("/red"));
+        r.wait_until = WaitUntil::NetworkIdle;
+        let t = Instant::now();
+        ok(f.pool.capture(r).await);
+        times.push(t.elapsed());
+    }
+    eprintln!("networkidle on a page without late requests: {times:?}");
+
+    let mut r = url_req(srv.url("/red"));
+    r.wait_until = WaitUntil::DomContentLoaded;
+    ok(f.pool.capture(r).await);
+    let mut r = url_req(srv.url("/red"));
+    r.wait_until = WaitUntil::None;
+    ok(f.pool.capture(r).await);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cookie_consent_is_dismissed_or_hidden() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let off = ok(f.pool.capture(url_req(srv.url("/consent"))).await);
+    let img = decode(&off.bytes);
+    assert_px(&img, 400, 50, [255, 0, 0], 2);
+    assert_px(&img, 400, 550, [0, 0, 255], 2);
+    assert!(off.tags.is_empty());
+
+    let mut r = url_req(srv.url("/consent"));
+    r.cookie_consent_auto = true;
+    let on = ok(f.pool.capture(r).await);
+    let img = decode(&on.bytes);
+    // The OneTrust button was clicked (its handler paints the page green) and the
+    // generic fixed cookie banner without a button was hidden.
+    assert_px(&img, 400, 50, [0, 255, 0], 2);
+    assert_px(&img, 400, 550, [0, 255, 0], 2);
+    assert!(on.tags.contains(&"consent-dismissed".to_string()), "{:?}", on.tags);
+    assert!(on.tags.contains(&"consent-hidden".to_string()), "{:?}", on.tags);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn navigation_errors_and_timeouts() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    match f.pool.capture(url_req(format!("http://127.0.0.1:{port}/"))).await {
+        Err(CaptureError::Navigation(m)) => assert!(m.contains("refused"), "{m}"),
+        other => panic!("expected a navigation error, got {:?}", other.map(|o| o.tags)),
+    }
+    match f.pool.capture(url_req("http://host.invalid/".into())).await {
+        Err(CaptureError::Navigation(m)) => {
+            assert!(m.contains("DNS lookup failed for host.invalid"), "{m}")
+        }
+        other => panic!("expected a navigation error, got {:?}", other.map(|o| o.tags)),
+    }
+
+    let mut r = url_req(srv.url("/hang"));
+    r.timeout_ms = 1500;
+    let t = Instant::now();
+    match f.pool.capture(r).await {
+        Err(CaptureError::Timeout(m)) => assert_eq!(m, "navigation timed out after 1500 ms"),
+        other => panic!("expected a timeout, got {:?}", other.map(|o| o.tags)),
+    }
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+
+    let mut r = url_req(srv.url("/hang"));
+    r.timeout_ms = 20_000;
+    r.deadline = Duration::from_millis(2000);
+    let t = Instant::now();
+    match f.pool.capture(r).await {
+        Err(CaptureError::Timeout(m)) => assert_eq!(m, "capture exceeded the 2000 ms deadline"),
+        other => panic!("expected a timeout, got {:?}", other.map(|o| o.tags)),
+    }
+    assert!(t.elapsed() < Duration::from_millis(3000), "{:?}", t.elapsed());
+    // The pool still works afterwards.
+    ok(f.pool.capture(url_req(srv.url("/red"))).await);
+    assert!(f.pool.check().await.is_ok());
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn egress_guard_blocks_private_addresses() {
+    let srv = fixtures().await;
+    let f = pool_with(false, |_| {}).await;
+    match f.pool.capture(url_req(srv.url("/red"))).await {
+        Err(CaptureError::Navigation(m)) => {
+            assert!(m.contains("blocked by egress policy"), "{m}");
+            assert!(m.contains("127.0.0.1 is a loopback address"), "{m}");
+        }
+        other => panic!("expected a blocked navigation, got {:?}", other.map(|o| o.tags)),
+    }
+    let port = srv.addr.port();
+    match f.pool.capture(url_req(format!("http://localhost:{port}/red"))).await {
+        Err(CaptureError::Navigation(m)) => assert!(m.contains("blocked by egress policy"), "{m}"),
+        other => panic!("expected a blocked navigation, got {:?}", other.map(|o| o.tags)),
+    }
+    match f.pool.capture(url_req(format!("https://127.0.0.1:{port}/red"))).await {
+        Err(CaptureError::Navigation(m)) => assert!(m.contains("blocked by egress policy"), "{m}"),
+        other => panic!("expected a blocked navigation, got {:?}", other.map(|o| o.tags)),
+    }
+    assert_eq!(srv.hits("/red"), 0);
+    // A "public" page (uploaded HTML) whose sub-resource points at loopback.
+    let page = format!(
+        "<html><body style='margin:0;background:rgb(0,255,0)'><img src='{}' style='display:block;width:800px;height:600px'></body></html>",
+        srv.url("/redimg.png")
+    );
+    let out = ok(f.pool.capture(req(PageSource::Html(page))).await);
+    assert_px(&decode(&out.bytes), 400, 300, [0, 255, 0], 2);
+    assert_eq!(srv.hits("/redimg.png"), 0);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_job_gets_a_fresh_context() {
+    let srv = fixtures().await;
+    let f = pool_with(true, |c| c.pages_per_browser = 1).await;
+    for _ in 0..2 {
+        let out = ok(f.pool.capture(url_req(srv.url("/state"))).await);
+        // Green = no cookie / localStorage from an earlier job was visible.
+        assert_px(&decode(&out.bytes), 10, 10, [0, 255, 0], 2);
+    }
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browsers_are_recycled() {
+    let srv = fixtures().await;
+    let f = pool_with(true, |c| {
+        c.recycle_after = 2;
+        c.pages_per_browser = 1;
+    })
+    .await;
+    for _ in 0..5 {
+        let out = ok(f.pool.capture(url_req(srv.url("/red"))).await);
+        assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
+    }
+    assert!(f.pool.restarts() >= 2, "restarts {}", f.pool.restarts());
+    f.pool.shutdown().await;
+}
+
+fn pgrep(pattern: &str) -> Vec<String> {
+    let out = std::process::Command::new("pgrep")
+        .arg("-f")
+        .arg("--")
+        .arg(pattern)
+        .output()
+        .expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_browser_fails_its_job_and_is_restarted() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    let work = f.dir.path().display().to_string();
+    let pool2 = f.pool.clone();
+    let url = srv.url("/hang");
+    let job = tokio::spawn(async move {
+        let mut r = url_req(url);
+        r.timeout_ms = 20_000;
+        pool2.capture(r).await
+    });
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Kill the browser's main process (not its helpers, not the watchdog shell).
+    let main: Vec<String> = pgrep(&work)
+        .into_iter()
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains("chromium")
+                && !cmd.contains("--type=")
+                && !cmd.starts_with("/bin/sh")
+                && !cmd.starts_with("unshare")
+        })
+        .collect();
+    assert_eq!(main.len(), 1, "browser processes: {main:?}");
+    let status = std::process::Command::new("kill")
+        .args(["-9", &main[0]])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    match tokio::time::timeout(Duration::from_secs(10), job).await.unwrap().unwrap() {
+        Err(CaptureError::Browser(m)) => eprintln!("killed browser: {m}"),
+        other => panic!("expected a browser error, got {:?}", other.map(|o| o.tags)),
+    }
+    let out = ok(f.pool.capture(url_req(srv.url("/red"))).await);
+    assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
+    assert!(f.pool.restarts() >= 1);
+
+    // A renderer crash fails only that job.
+    match f.pool.capture(url_req("chrome://crash".into())).await {
+        Err(CaptureError::Browser(m)) => eprintln!("crashed tab: {m}"),
+        Err(e) => eprintln!("chrome://crash gave {e:?}"),
+        Ok(_) => panic!("chrome://crash captured"),
+    }
+    ok(f.pool.capture(url_req(srv.url("/red"))).await);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_and_drop_leave_no_processes_or_profiles() {
+    let srv = fixtures().await;
+    let f = pool_with(true, |c| c.browsers = 2).await;
+    let work = f.dir.path().display().to_string();
+    let mut jobs = Vec::new();
+    for _ in 0..6 {
+        let pool = f.pool.clone();
+        let url = srv.url("/red");
+        jobs.push(tokio::spawn(async move { pool.capture(url_req(url)).await }));
+    }
+    for j in jobs {
+        ok(j.await.unwrap());
+    }
+    assert!(f.pool.check().await.is_ok());
+    let dirs = f.pool.profile_dirs();
+    assert_eq!(dirs.len(), 2);
+    assert!(!pgrep(&work).is_empty());
+    f.pool.shutdown().await;
+    assert!(pgrep(&work).is_empty(), "left over: {:?}", pgrep(&work));
+    for d in &dirs {
+        assert!(!d.exists(), "{} still exists", d.display());
+    }
+    assert!(f.pool.capture(url_req(srv.url("/red"))).await.is_err());
+
+    // Dropping the last handle kills the browsers too.
+    let g = pool().await;
+    let work = g.dir.path().display().to_string();
+    ok(g.pool.capture(url_req(srv.url("/red"))).await);
+    let dirs = g.pool.profile_dirs();
+    drop(g.pool);
+    let t = Instant::now();
+    while !pgrep(&work).is_empty() && t.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(pgrep(&work).is_empty(), "left over after drop: {:?}", pgrep(&work));
+    for d in &dirs {
+        assert!(!d.exists(), "{} still exists", d.display());
+    }
 }

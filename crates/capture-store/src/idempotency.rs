@@ -2,6 +2,9 @@
 
 use crate::db::{Result, Store};
 
+/// `(request_hash, state, response_status, response_body, created_at)` of a stored key.
+type IdemRow = (String, String, Option<i64>, Option<String>, i64);
+
 /// Outcome of starting a request under an Idempotency-Key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdemBegin {
@@ -41,7 +44,7 @@ impl Store {
             if res.rows_affected() == 1 {
                 return Ok(IdemBegin::Owned);
             }
-            let row: Option<(String, String, Option<i64>, Option<String>, i64)> = sqlx::query_as(
+            let row: Option<IdemRow> = sqlx::query_as(
                 "SELECT request_hash, state, response_status, response_body, created_at FROM idempotency_keys \
                  WHERE user_id = $1 AND route = $2 AND idem_key = $3",
             )
