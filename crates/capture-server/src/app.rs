@@ -151,6 +151,7 @@ impl Application {
             work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             browser,
+            shutdown: CancellationToken::new(),
         }));
         Ok(Application { state, listener, addr })
     }
@@ -168,7 +169,7 @@ impl Application {
     /// Serve until `shutdown` resolves, then drain: stop accepting, let in-flight captures
     /// finish within `CAPTURE_SHUTDOWN_GRACE`, hand the rest back to the queue, stop Chromium.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let stop = CancellationToken::new();
+        let stop = self.state.shutdown.clone();
         let hard_stop = CancellationToken::new();
         let state = self.state.clone();
         let mut tasks = tokio::task::JoinSet::new();

@@ -357,6 +357,18 @@ mod tests {
     }
 
     #[test]
+    fn the_commented_defaults_file_is_valid_and_complete() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config.default.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        for k in KEYS {
+            assert!(text.contains(k), "{k} is not documented in config.default.toml");
+        }
+        let c = Config::load(Some(std::path::Path::new(path))).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:8080");
+        assert_eq!(c.browser_recycle_after, 500);
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));

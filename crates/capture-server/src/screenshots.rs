@@ -353,6 +353,8 @@ pub async fn stream(
                 }
                 _ = poll.tick() => {}
                 _ = tx.closed() => return,
+                // The node is shutting down: end the stream so the client reconnects elsewhere.
+                _ = st.shutdown.cancelled() => return,
             }
         }
     });

@@ -33,6 +33,8 @@ pub struct Inner {
     pub metrics: Metrics,
     /// The browser pool (worker role only).
     pub browser: Option<Arc<BrowserPool>>,
+    /// Cancelled when the process starts shutting down (ends event streams, stops claims).
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl std::ops::Deref for AppState {
