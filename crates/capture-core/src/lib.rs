@@ -2,6 +2,7 @@
 //! calendar-month quota window and the stable error codes. No I/O lives here.
 
 pub mod error;
+pub mod events;
 pub mod ids;
 pub mod options;
 pub mod plan;

@@ -28,6 +28,7 @@ pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
         .merge(account::router())
+        .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), pipeline::require_api_key));
     let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
@@ -149,6 +150,7 @@ impl Application {
             base_url,
             job_events,
             work: tokio::sync::Notify::new(),
+            webhook_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             browser,
             shutdown: CancellationToken::new(),
@@ -188,6 +190,10 @@ impl Application {
             let n = state.cfg.worker_concurrency;
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
             tasks.spawn(async move { worker::run(s, pool, n, st, hs).await });
+        }
+        if state.cfg.roles.scheduler || state.cfg.roles.worker {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { crate::webhooks::run(s, 4, st).await });
         }
         if state.cfg.roles.scheduler {
             let (s, st) = (state.clone(), stop.clone());

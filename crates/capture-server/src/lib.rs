@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod scheduler;
 pub mod screenshots;
 pub mod state;
+pub mod webhooks;
 pub mod worker;
 
 pub use app::{Application, shutdown_signal};

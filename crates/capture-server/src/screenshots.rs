@@ -103,6 +103,7 @@ pub async fn create_job(
         actions: 1,
         month: account.window.label.clone(),
         limit: account.limit(),
+        reset_at: iso(account.window.reset_ms),
         now,
         done: None,
         task_payload: serde_json::to_string(&payload).map_err(ApiError::internal)?,
@@ -542,6 +543,7 @@ pub async fn upload(
             actions: 1,
             month: account.window.label.clone(),
             limit: account.limit(),
+            reset_at: iso(account.window.reset_ms),
             now: now_ms(),
             done: Some(ScreenshotDone {
                 result_key: name,

@@ -30,6 +30,8 @@ pub struct Inner {
     pub job_events: broadcast::Sender<String>,
     /// Wakes idle workers when a job is queued on this node.
     pub work: Notify,
+    /// Wakes idle webhook senders when a delivery is queued on this node.
+    pub webhook_work: Notify,
     pub metrics: Metrics,
     /// The browser pool (worker role only).
     pub browser: Option<Arc<BrowserPool>>,
@@ -66,5 +68,7 @@ impl AppState {
     /// Tell streams on this node (and idle workers) that a job changed.
     pub fn job_changed(&self, id: &str) {
         let _ = self.job_events.send(id.to_string());
+        // A state change may have queued webhook deliveries.
+        self.webhook_work.notify_one();
     }
 }

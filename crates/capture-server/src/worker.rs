@@ -221,7 +221,15 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
                 height: out.height.map(i64::from),
             };
             state.metrics.capture(started.elapsed().as_secs_f64(), true);
-            match state.store.complete_screenshot(&task.id, worker, &job_id, &done, now_ms()).await {
+            let event = serde_json::json!({
+                "screenshotId": job_id,
+                "url": job.url,
+                "publicUrl": state.file_url(&done.result_key),
+                "format": if opts.pdf { "pdf" } else { opts.format.as_str() },
+                "width": done.width,
+                "height": done.height,
+            });
+            match state.store.complete_screenshot(&task.id, worker, &job_id, &done, &event, now_ms()).await {
                 Ok(true) => state.job_changed(&job_id),
                 Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the result"),
                 Err(e) => tracing::error!(job = %job_id, error = %e, "recording a result failed"),

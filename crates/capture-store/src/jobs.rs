@@ -43,6 +43,8 @@ pub struct NewScreenshot {
     pub actions: i64,
     pub month: String,
     pub limit: Option<i64>,
+    /// ISO time the monthly window resets (for `quota.warning`).
+    pub reset_at: String,
     pub now: i64,
     /// Some(..) creates the job already done (uploads); None queues a capture task.
     pub done: Option<ScreenshotDone>,
@@ -208,6 +210,9 @@ impl Store {
                 return Ok(Err(q));
             }
         };
+        if let Some(limit) = n.limit {
+            crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
+        }
         let (status, d) = match &n.done {
             Some(d) => ("done", Some(d)),
             None => ("pending", None),

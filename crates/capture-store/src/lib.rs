@@ -19,9 +19,11 @@ mod jobs;
 mod migrations;
 mod queue;
 mod users;
+mod webhooks;
 
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::IdemBegin;
 pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};
 pub use queue::Task;
 pub use users::{ApiKeyRow, AuthRecord, User};
+pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};

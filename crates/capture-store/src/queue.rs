@@ -158,6 +158,7 @@ impl Store {
         worker: &str,
         job_id: &str,
         done: &ScreenshotDone,
+        completed_event: &serde_json::Value,
         now: i64,
     ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
@@ -190,6 +191,7 @@ impl Store {
                 now,
             )
             .await?;
+            crate::webhooks::emit(&mut tx, user_id, "screenshot.completed", completed_event, now, None).await?;
         }
         tx.commit().await?;
         Ok(true)
@@ -209,17 +211,17 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         }
-        let row: Option<(String, Option<String>, i64, String)> = sqlx::query_as(
+        let row: Option<(String, Option<String>, i64, String, String)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'failed', error = $1, completed_at = $2 \
              WHERE id = $3 AND status IN ('pending', 'processing') \
-             RETURNING user_id, key_id, actions, usage_month",
+             RETURNING user_id, key_id, actions, usage_month, url",
         )
         .bind(error)
         .bind(now)
         .bind(job_id)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some((user_id, key_id, actions, month)) = &row {
+        if let Some((user_id, key_id, actions, month, url)) = &row {
             sqlx::query(
                 "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
                  WHERE user_id = $2 AND month = $3",
@@ -250,6 +252,8 @@ impl Store {
                 now,
             )
             .await?;
+            let data = serde_json::json!({"screenshotId": job_id, "url": url, "error": error});
+            crate::webhooks::emit(&mut tx, user_id, "screenshot.failed", &data, now, None).await?;
         }
         tx.commit().await?;
         Ok(true)

@@ -281,6 +281,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         actions: 1,
         month: MONTH.into(),
         limit,
+        reset_at: "2026-12-01T00:00:00.000Z".into(),
         now,
         done: None,
     }
@@ -867,7 +868,7 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     );
     assert!(
         !store
-            .complete_screenshot(&task.id, "w1", &task.subject_id, &done_fields("x"), T0 + 40)
+            .complete_screenshot(&task.id, "w1", &task.subject_id, &done_fields("x"), &serde_json::json!({}), T0 + 40)
             .await
             .unwrap()
     );
@@ -1161,7 +1162,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     // w1's late result is fenced off and writes nothing.
     assert!(
         !store
-            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("stale"), T0 + 2100)
+            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("stale"), &serde_json::json!({}), T0 + 2100)
             .await
             .unwrap()
     );
@@ -1187,7 +1188,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     // w2's result lands.
     assert!(
         store
-            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("fresh"), T0 + 2500)
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("fresh"), &serde_json::json!({}), T0 + 2500)
             .await
             .unwrap()
     );
@@ -1207,7 +1208,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     // Done is final: the task is closed and cannot be claimed or completed again.
     assert!(
         !store
-            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("again"), T0 + 2600)
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("again"), &serde_json::json!({}), T0 + 2600)
             .await
             .unwrap()
     );
@@ -1272,7 +1273,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
     assert!(!store.extend_lease(&t1.id, "w1", T0 + 99_000).await.unwrap());
     assert!(
         !store
-            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("x"), T0 + 12)
+            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("x"), &serde_json::json!({}), T0 + 12)
             .await
             .unwrap()
     );
@@ -1287,7 +1288,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
     assert!(store.mark_processing(&job_id, T0 + 21).await.unwrap());
     assert!(
         store
-            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("y"), T0 + 30)
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("y"), &serde_json::json!({}), T0 + 30)
             .await
             .unwrap()
     );
@@ -1360,11 +1361,11 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
                 let other = if worker == "w0" { "w1" } else { "w0" };
                 let done = done_fields("c");
                 let stolen = store
-                    .complete_screenshot(&task_id, other, &job_id, &done, now + 10)
+                    .complete_screenshot(&task_id, other, &job_id, &done, &serde_json::json!({}), now + 10)
                     .await
                     .unwrap();
                 let own = store
-                    .complete_screenshot(&task_id, &worker, &job_id, &done, now + 10)
+                    .complete_screenshot(&task_id, &worker, &job_id, &done, &serde_json::json!({}), now + 10)
                     .await
                     .unwrap();
                 (stolen, own)

@@ -44,7 +44,6 @@ pub struct TestApp {
     pub data_dir: PathBuf,
     pub env: Vec<(String, String)>,
     pub child: Option<Child>,
-    pub db_url: String,
     pg_db: Option<String>,
     _tmp: tempfile::TempDir,
 }
@@ -96,7 +95,6 @@ impl TestApp {
             data_dir,
             env,
             child: None,
-            db_url,
             pg_db,
             _tmp: tmp,
         };

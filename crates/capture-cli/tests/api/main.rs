@@ -7,3 +7,4 @@ mod api_errors;
 mod captures;
 mod durability;
 mod quotas;
+mod webhooks;
