@@ -460,6 +460,14 @@ pub async fn upload(
         .into_response();
     }
     let limit = state.cfg.max_upload_bytes;
+    // Read the body ourselves: past the limit keep draining (bounded) so the client gets
+    // a clean 413 instead of a connection reset in the middle of its upload.
+    let (parts, body) = req.into_parts();
+    let raw = match read_draining(body, limit + 64 * 1024).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let req = Request::from_parts(parts, axum::body::Body::from(raw));
     let mut mp = match <Multipart as axum::extract::FromRequest<AppState>>::from_request(req, &state).await {
         Ok(m) => m,
         Err(e) => {
@@ -567,6 +575,40 @@ pub async fn upload(
 }
 
 type UploadedFile = (String, String, Vec<u8>);
+
+/// Read at most `limit` bytes of `body`. A larger body is drained and discarded (up to
+/// 8 × the limit or 30 s) before answering 413, so the client can read the answer.
+async fn read_draining(body: axum::body::Body, limit: usize) -> ApiResult<bytes::Bytes> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0usize;
+    let too_large = || ApiError::new(ErrorCode::PayloadTooLarge, format!("the upload is larger than {limit} bytes"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.next()).await;
+        match next {
+            Err(_) if total > limit => return Err(too_large()),
+            Err(_) => return Err(ApiError::new(ErrorCode::InvalidJson, "the upload took too long")),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::new(ErrorCode::InvalidJson, format!("could not read the upload: {e}")));
+            }
+            Ok(Some(Ok(chunk))) => {
+                total += chunk.len();
+                if total <= limit {
+                    buf.extend_from_slice(&chunk);
+                } else if total > limit * 8 {
+                    return Err(too_large());
+                }
+            }
+        }
+    }
+    if total > limit {
+        return Err(too_large());
+    }
+    Ok(buf.freeze())
+}
 
 async fn read_multipart(mp: &mut Multipart, limit: usize) -> ApiResult<(Option<UploadedFile>, Vec<(String, String)>)> {
     let too_large = || ApiError::new(ErrorCode::PayloadTooLarge, format!("the upload is larger than {limit} bytes"));

@@ -161,7 +161,8 @@ async fn the_egress_guard_blocks_private_addresses_by_default() {
     // Only loopback targets: tests never send traffic to other private ranges, even ones
     // the guard is expected to block (the ranges themselves are unit-tested in capture-browser).
     let localhost = site.url("/red").replace("127.0.0.1", "localhost");
-    for url in [site.url("/red"), localhost, "http://[::1]:9/".to_string()] {
+    let v6 = site.url("/red").replace("127.0.0.1", "[::1]");
+    for url in [site.url("/red"), localhost, v6] {
         let job = app.create(&key, json!({"url": url, "timeoutMs": 3000})).await;
         let done = app.wait(&key, job["id"].as_str().unwrap()).await;
         assert_eq!(done["status"], "failed", "{url} must be blocked: {done}");
