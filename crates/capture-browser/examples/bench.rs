@@ -15,9 +15,7 @@ use support::*;
 fn stats(name: &str, mut v: Vec<Duration>, wall: Option<Duration>) {
     v.sort();
     let p = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
-    let rate = wall
-        .map(|w| format!(", {:.1}/s", v.len() as f64 / w.as_secs_f64()))
-        .unwrap_or_default();
+    let rate = wall.map(|w| format!(", {:.1}/s", v.len() as f64 / w.as_secs_f64())).unwrap_or_default();
     println!(
         "{name:<34} n={:<3} p50={:>6.1}ms p90={:>6.1}ms max={:>6.1}ms{rate}",
         v.len(),
@@ -29,9 +27,7 @@ fn stats(name: &str, mut v: Vec<Duration>, wall: Option<Duration>) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .init();
+    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(40);
     let browsers: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(2);
@@ -52,10 +48,16 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let url = srv.url("/");
 
-    let floor = capture_browser::floor::bare_devtools_capture_loop(&chromium_path(), dir.path(), &url, n)
-        .await
-        .unwrap();
-    stats("raw DevTools floor (1 page)", floor, None);
+    // A 4th argument picks one part: "floor" or "seq" (for CPU accounting with `time`).
+    let only = args.get(4).cloned().unwrap_or_default();
+    if only.is_empty() || only == "floor" {
+        let floor =
+            capture_browser::floor::bare_devtools_capture_loop(&chromium_path(), dir.path(), &url, n).await.unwrap();
+        stats("raw DevTools floor (1 page)", floor, None);
+        if only == "floor" {
+            return;
+        }
+    }
 
     let mut cfg = config(dir.path().to_path_buf(), true);
     cfg.browsers = browsers;
@@ -68,6 +70,12 @@ async fn main() {
         r.wait_until = wait;
         r
     };
+    if only == "idle" {
+        // CPU of a pool that sits idle (with its spare pages) for 10 s.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        pool.shutdown().await;
+        return;
+    }
     // warm up
     for _ in 0..4 {
         pool.capture(mk(WaitUntil::Load)).await.unwrap();
@@ -79,6 +87,11 @@ async fn main() {
         seq.push(t.elapsed());
     }
     stats("pool sequential load/png", seq, None);
+    if only == "seq" {
+        cpu_report();
+        pool.shutdown().await;
+        return;
+    }
 
     for (name, wait, fmt) in [
         ("pool concurrent load/png", WaitUntil::Load, ImageFormat::Png),
@@ -125,4 +138,27 @@ async fn main() {
     stats("full page 6000px, 30 lazy imgs", v, Some(t.elapsed()));
     println!("restarts: {}", pool.restarts());
     pool.shutdown().await;
+}
+
+/// CPU seconds per process (own, and reaped children), from /proc (Linux).
+fn cpu_report() {
+    let tick = 100.0;
+    let Ok(dir) = std::fs::read_dir("/proc") else { return };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let kind = cmd
+            .split_whitespace()
+            .find(|a| a.starts_with("--type=") || a.starts_with("--utility-sub-type="))
+            .unwrap_or_else(|| cmd.split_whitespace().next().unwrap_or("?"))
+            .to_owned();
+        let Some(rest) = stat.rsplit_once(") ").map(|(_, r)| r) else { continue };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / tick;
+        // fields after ") ": state=0 ... utime=11 stime=12 cutime=13 cstime=14
+        println!("cpu pid={pid:<6} own={:>6.2}s children={:>6.2}s {kind}", num(11) + num(12), num(13) + num(14));
+    }
 }

@@ -89,22 +89,14 @@ struct ProtoError {
 impl Conn {
     /// Connect to a browser's DevTools websocket.
     pub(crate) async fn connect(ws_url: &str) -> Result<Arc<Conn>, String> {
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(512 << 20))
-            .max_frame_size(Some(512 << 20));
-        let (ws, _) =
-            tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true)
-                .await
-                .map_err(|e| format!("DevTools websocket connect failed: {e}"))?;
+        let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
+        let (ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true)
+            .await
+            .map_err(|e| format!("DevTools websocket connect failed: {e}"))?;
         let (mut sink, mut stream) = ws.split();
         let (out, mut out_rx) = mpsc::unbounded_channel::<Message>();
         let (closed_tx, _) = watch::channel(false);
-        let conn = Arc::new(Conn {
-            out,
-            next_id: AtomicU64::new(1),
-            inner: Mutex::new(Inner::default()),
-            closed_tx,
-        });
+        let conn = Arc::new(Conn { out, next_id: AtomicU64::new(1), inner: Mutex::new(Inner::default()), closed_tx });
 
         // Writer: batch whatever is queued, then flush once.
         tokio::spawn(async move {
@@ -167,10 +159,7 @@ impl Conn {
             Some(sid) => {
                 let inner = self.inner.lock().unwrap();
                 if let Some(tx) = inner.sessions.get(&sid) {
-                    let _ = tx.send(Event {
-                        method,
-                        params: inc.params,
-                    });
+                    let _ = tx.send(Event { method, params: inc.params });
                 }
             }
             None => {
@@ -180,10 +169,7 @@ impl Conn {
                     if let Some(sid) = sid {
                         let tx = self.inner.lock().unwrap().sessions.remove(sid);
                         if let Some(tx) = tx {
-                            let _ = tx.send(Event {
-                                method,
-                                params: inc.params,
-                            });
+                            let _ = tx.send(Event { method, params: inc.params });
                         }
                     }
                 }
@@ -195,10 +181,7 @@ impl Conn {
         let (pending, sessions) = {
             let mut inner = self.inner.lock().unwrap();
             inner.closed = true;
-            (
-                std::mem::take(&mut inner.pending),
-                std::mem::take(&mut inner.sessions),
-            )
+            (std::mem::take(&mut inner.pending), std::mem::take(&mut inner.sessions))
         };
         for (_, tx) in pending {
             let _ = tx.send(Err(CdpError::Closed));
@@ -219,23 +202,12 @@ impl Conn {
     }
 
     fn encode(&self, id: u64, method: &str, params: &Value, session: Option<&str>) -> Message {
-        let text = serde_json::to_string(&Outgoing {
-            id,
-            method,
-            params,
-            session_id: session,
-        })
-        .unwrap_or_default();
+        let text = serde_json::to_string(&Outgoing { id, method, params, session_id: session }).unwrap_or_default();
         Message::Text(text.into())
     }
 
     /// Send a command; the returned future resolves with its reply.
-    pub(crate) fn send(
-        self: &Arc<Self>,
-        method: &str,
-        params: &Value,
-        session: Option<&str>,
-    ) -> PendingReply {
+    pub(crate) fn send(self: &Arc<Self>, method: &str, params: &Value, session: Option<&str>) -> PendingReply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -243,37 +215,20 @@ impl Conn {
             if inner.closed {
                 drop(inner);
                 let _ = tx.send(Err(CdpError::Closed));
-                return PendingReply {
-                    rx,
-                    id,
-                    conn: self.clone(),
-                };
+                return PendingReply { rx, id, conn: self.clone() };
             }
             inner.pending.insert(id, tx);
         }
-        if self
-            .out
-            .send(self.encode(id, method, params, session))
-            .is_err()
+        if self.out.send(self.encode(id, method, params, session)).is_err()
+            && let Some(tx) = self.inner.lock().unwrap().pending.remove(&id)
         {
-            if let Some(tx) = self.inner.lock().unwrap().pending.remove(&id) {
-                let _ = tx.send(Err(CdpError::Closed));
-            }
+            let _ = tx.send(Err(CdpError::Closed));
         }
-        PendingReply {
-            rx,
-            id,
-            conn: self.clone(),
-        }
+        PendingReply { rx, id, conn: self.clone() }
     }
 
     /// Send a command and wait for its reply.
-    pub(crate) async fn call(
-        self: &Arc<Self>,
-        method: &str,
-        params: Value,
-        session: Option<&str>,
-    ) -> Reply {
+    pub(crate) async fn call(self: &Arc<Self>, method: &str, params: Value, session: Option<&str>) -> Reply {
         self.send(method, &params, session).await
     }
 
@@ -309,9 +264,7 @@ pub(crate) struct PendingReply {
 impl Future for PendingReply {
     type Output = Reply;
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Reply> {
-        Pin::new(&mut self.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or(Err(CdpError::Closed)))
+        Pin::new(&mut self.rx).poll(cx).map(|r| r.unwrap_or(Err(CdpError::Closed)))
     }
 }
 

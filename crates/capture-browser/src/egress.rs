@@ -106,24 +106,17 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
         return Some("a multicast address");
     }
     // Teredo 2001::/32, documentation 2001:db8::/32, discard 100::/64, ORCHIDs.
-    if (s[0] == 0x2001 && s[1] == 0)
-        || (s[0] == 0x2001 && s[1] == 0xdb8)
-        || (s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0)
-        || (s[0] == 0x2001 && (s[1] & 0xfff0) == 0x0010)
-        || (s[0] == 0x2001 && (s[1] & 0xfff0) == 0x0020)
-    {
+    let teredo_doc_orchid =
+        s[0] == 0x2001 && (s[1] == 0 || s[1] == 0xdb8 || (s[1] & 0xfff0) == 0x0010 || (s[1] & 0xfff0) == 0x0020);
+    let discard = s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0;
+    if teredo_doc_orchid || discard {
         return Some("a reserved address");
     }
     None
 }
 
 fn embedded_v4(s: &[u16]) -> Ipv4Addr {
-    Ipv4Addr::new(
-        (s[0] >> 8) as u8,
-        s[0] as u8,
-        (s[1] >> 8) as u8,
-        s[1] as u8,
-    )
+    Ipv4Addr::new((s[0] >> 8) as u8, s[0] as u8, (s[1] >> 8) as u8, s[1] as u8)
 }
 
 /// A refused or failed outbound connection.
@@ -163,10 +156,7 @@ async fn resolve_checked(host: &str, port: u16, allow_private: bool) -> Result<V
     if !allow_private {
         for a in &addrs {
             if let Some(reason) = forbidden_reason(a.ip()) {
-                return Err(Refusal::Policy(format!(
-                    "blocked by egress policy: {} is {reason}",
-                    a.ip()
-                )));
+                return Err(Refusal::Policy(format!("blocked by egress policy: {} is {reason}", a.ip())));
             }
         }
     }
@@ -175,14 +165,8 @@ async fn resolve_checked(host: &str, port: u16, allow_private: bool) -> Result<V
 
 /// Resolve `host` (5 s DNS timeout) and check every address against the egress policy.
 /// Connect to one of the returned addresses (do not resolve again).
-pub async fn check_url_host(
-    host: &str,
-    port: u16,
-    allow_private: bool,
-) -> Result<Vec<SocketAddr>, String> {
-    resolve_checked(host, port, allow_private)
-        .await
-        .map_err(|r| r.message().to_owned())
+pub async fn check_url_host(host: &str, port: u16, allow_private: bool) -> Result<Vec<SocketAddr>, String> {
+    resolve_checked(host, port, allow_private).await.map_err(|r| r.message().to_owned())
 }
 
 /// The latest failure per host, so a capture can explain a generic browser error.
@@ -214,17 +198,12 @@ impl FailureLog {
     /// The latest failure reason for `host` recorded at or after `since`.
     pub fn since(&self, host: &str, since: Instant) -> Option<String> {
         let map = self.map.lock().unwrap();
-        map.get(&normalize_host(host))
-            .filter(|(_, t)| *t >= since)
-            .map(|(r, _)| r.clone())
+        map.get(&normalize_host(host)).filter(|(_, t)| *t >= since).map(|(r, _)| r.clone())
     }
 }
 
 fn normalize_host(host: &str) -> String {
-    host.trim_start_matches('[')
-        .trim_end_matches(']')
-        .trim_end_matches('.')
-        .to_ascii_lowercase()
+    host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// A running egress proxy on 127.0.0.1; stops when dropped.
@@ -254,11 +233,7 @@ impl EgressProxy {
             }
         })
         .abort_handle();
-        Ok(EgressProxy {
-            addr,
-            failures,
-            task,
-        })
+        Ok(EgressProxy { addr, failures, task })
     }
 
     /// The proxy's listening address.
@@ -302,9 +277,7 @@ async fn read_head<S: AsyncReadExt + Unpin>(s: &mut S, buf: &mut Vec<u8>) -> std
 }
 
 fn header_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).collect()
 }
 
 async fn refuse(client: &mut TcpStream, refusal: &Refusal) {
@@ -321,11 +294,7 @@ async fn refuse(client: &mut TcpStream, refusal: &Refusal) {
     let _ = client.shutdown().await;
 }
 
-async fn connect_checked(
-    host: &str,
-    port: u16,
-    allow_private: bool,
-) -> Result<TcpStream, Refusal> {
+async fn connect_checked(host: &str, port: u16, allow_private: bool) -> Result<TcpStream, Refusal> {
     let addrs = resolve_checked(host, port, allow_private).await?;
     let mut last = String::new();
     for addr in addrs {
@@ -400,9 +369,7 @@ async fn handle(mut client: TcpStream, allow_private: bool, log: &FailureLog) ->
             }
         };
         log.clear(&host);
-        client
-            .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            .await?;
+        client.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await?;
         if buf.len() > head_len {
             upstream.write_all(&buf[head_len..]).await?;
         }
@@ -489,10 +456,7 @@ async fn handle(mut client: TcpStream, allow_private: bool, log: &FailureLog) ->
             _ => return,
         };
         let head = String::from_utf8_lossy(&rbuf[..n]).into_owned();
-        let status_1xx = head
-            .split(' ')
-            .nth(1)
-            .is_some_and(|s| s.starts_with('1'));
+        let status_1xx = head.split(' ').nth(1).is_some_and(|s| s.starts_with('1'));
         let mut out = String::with_capacity(n + 24);
         let mut hl = head.split("\r\n");
         out.push_str(hl.next().unwrap_or("HTTP/1.1 502 Bad Gateway"));
@@ -615,10 +579,7 @@ mod tests {
         }
         assert_eq!(forbidden_reason(ip("10.0.0.1")), Some("a private address"));
         assert_eq!(forbidden_reason(ip("127.0.0.1")), Some("a loopback address"));
-        assert_eq!(
-            forbidden_reason(ip("169.254.169.254")),
-            Some("the cloud metadata address")
-        );
+        assert_eq!(forbidden_reason(ip("169.254.169.254")), Some("the cloud metadata address"));
     }
 
     #[test]
@@ -630,10 +591,7 @@ mod tests {
 
     #[tokio::test]
     async fn check_host() {
-        assert!(check_url_host("127.0.0.1", 80, false)
-            .await
-            .unwrap_err()
-            .contains("loopback"));
+        assert!(check_url_host("127.0.0.1", 80, false).await.unwrap_err().contains("loopback"));
         assert!(check_url_host("localhost", 80, false).await.is_err());
         assert!(check_url_host("127.0.0.1", 80, true).await.is_ok());
         assert!(check_url_host("[::1]", 80, false).await.is_err());

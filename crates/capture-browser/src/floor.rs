@@ -26,41 +26,22 @@ fn cdp_err(e: crate::cdp::CdpError) -> String {
 impl FloorBrowser {
     /// Launch Chromium (profile under `work_dir`) and open one page with Page events on.
     pub async fn launch(chromium_path: &Path, work_dir: &Path) -> Result<FloorBrowser, String> {
-        let dir = work_dir.join(format!(
-            "floor-{}-{:08x}",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
+        let dir = work_dir.join(format!("floor-{}-{:08x}", std::process::id(), rand::random::<u32>()));
         let chromium = Chromium::launch(chromium_path, dir, None).await?;
         let conn = Conn::connect(&chromium.ws_url).await?;
         let t = conn
-            .call(
-                "Target.createTarget",
-                json!({ "url": "about:blank", "newWindow": true }),
-                None,
-            )
+            .call("Target.createTarget", json!({ "url": "about:blank", "newWindow": true }), None)
             .await
             .map_err(cdp_err)?;
         let target_id = t["targetId"].as_str().unwrap_or_default().to_owned();
         let a = conn
-            .call(
-                "Target.attachToTarget",
-                json!({ "targetId": target_id, "flatten": true }),
-                None,
-            )
+            .call("Target.attachToTarget", json!({ "targetId": target_id, "flatten": true }), None)
             .await
             .map_err(cdp_err)?;
         let sid = a["sessionId"].as_str().unwrap_or_default().to_owned();
         let events = conn.register_session(&sid);
-        conn.call("Page.enable", json!({}), Some(&sid))
-            .await
-            .map_err(cdp_err)?;
-        Ok(FloorBrowser {
-            chromium,
-            conn,
-            sid,
-            events,
-        })
+        conn.call("Page.enable", json!({}), Some(&sid)).await.map_err(cdp_err)?;
+        Ok(FloorBrowser { chromium, conn, sid, events })
     }
 
     /// Capture `url` `n` times (navigate, wait for load, PNG); per-capture latencies.
@@ -69,11 +50,7 @@ impl FloorBrowser {
         for _ in 0..n {
             while self.events.try_recv().is_ok() {}
             let t0 = Instant::now();
-            let nav = self
-                .conn
-                .call("Page.navigate", json!({ "url": url }), Some(&self.sid))
-                .await
-                .map_err(cdp_err)?;
+            let nav = self.conn.call("Page.navigate", json!({ "url": url }), Some(&self.sid)).await.map_err(cdp_err)?;
             if let Some(e) = nav["errorText"].as_str() {
                 return Err(format!("navigation failed: {e}"));
             }
@@ -91,11 +68,7 @@ impl FloorBrowser {
             }
             let shot = self
                 .conn
-                .call(
-                    "Page.captureScreenshot",
-                    json!({ "format": "png" }),
-                    Some(&self.sid),
-                )
+                .call("Page.captureScreenshot", json!({ "format": "png" }), Some(&self.sid))
                 .await
                 .map_err(cdp_err)?;
             if shot["data"].as_str().is_none_or(str::is_empty) {

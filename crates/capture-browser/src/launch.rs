@@ -35,7 +35,6 @@ const BASE_FLAGS: &[&str] = &[
     "--disable-renderer-backgrounding",
     "--disable-breakpad",
     "--disable-crash-reporter",
-    "--disable-crashpad-for-testing",
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",
     "--disable-hang-monitor",
@@ -45,7 +44,14 @@ const BASE_FLAGS: &[&str] = &[
     "--password-store=basic",
     "--use-mock-keychain",
     "--no-service-autorun",
-    "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,DialMediaRouteProvider,GlobalMediaControls,DestroyProfileOnBrowserClose,PaintHolding,AcceptCHFrame,LensOverlay",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-field-trial-config",
+    "--disable-search-engine-choice-screen",
+    "--no-pings",
+    "--disable-renderer-accessibility",
+    // SpareRendererForSitePerProcess: a spare renderer per context is wasted work when
+    // every context serves one page. HttpsUpgrades: capture the URL that was asked for.
+    "--disable-features=Translate,MediaRouter,OptimizationHints,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,DialMediaRouteProvider,GlobalMediaControls,DestroyProfileOnBrowserClose,PaintHolding,AcceptCHFrame,LensOverlay,BackForwardCache,HttpsUpgrades,PrivacySandboxSettings4,Prerender2,SpareRendererForSitePerProcess",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-port=0",
 ];
@@ -115,20 +121,16 @@ impl Chromium {
         proxy: Option<std::net::SocketAddr>,
     ) -> Result<Chromium, String> {
         let chromium_path = resolve_binary(chromium_path)?;
-        std::fs::create_dir_all(&profile_dir)
-            .map_err(|e| format!("cannot create {}: {e}", profile_dir.display()))?;
+        std::fs::create_dir_all(&profile_dir).map_err(|e| format!("cannot create {}: {e}", profile_dir.display()))?;
         let namespaced = pid_namespaces();
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c").arg(WATCHDOG);
         if namespaced {
             cmd.args(["unshare", "--pid", "--fork", "--kill-child"]);
         }
-        cmd.arg(&chromium_path)
-            .args(BASE_FLAGS)
-            .arg(format!("--user-data-dir={}", profile_dir.display()));
+        cmd.arg(&chromium_path).args(BASE_FLAGS).arg(format!("--user-data-dir={}", profile_dir.display()));
         if let Some(proxy) = proxy {
-            cmd.arg(format!("--proxy-server=http://{proxy}"))
-                .arg("--proxy-bypass-list=<-loopback>");
+            cmd.arg(format!("--proxy-server=http://{proxy}")).arg("--proxy-bypass-list=<-loopback>");
         }
         cmd.arg("about:blank")
             .stdin(Stdio::piped())
@@ -140,10 +142,7 @@ impl Chromium {
             Ok(c) => c,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&profile_dir);
-                return Err(format!(
-                    "cannot start Chromium at {}: {e}",
-                    chromium_path.display()
-                ));
+                return Err(format!("cannot start Chromium at {}: {e}", chromium_path.display()));
             }
         };
         let pid = child.id();
@@ -188,10 +187,7 @@ impl Chromium {
             Ok(Some(url)) => this.ws_url = url,
             Ok(None) => {
                 this.kill().await;
-                return Err(format!(
-                    "Chromium exited before DevTools was ready: {}",
-                    tail.join(" | ")
-                ));
+                return Err(format!("Chromium exited before DevTools was ready: {}", tail.join(" | ")));
             }
             Err(_) => {
                 this.kill().await;
@@ -230,15 +226,7 @@ impl Chromium {
         if let Some(pid) = self.pid.filter(|p| *p > 1) {
             run_quiet("kill", &["-9", &format!("-{pid}")]);
         }
-        run_quiet(
-            "pkill",
-            &[
-                "-9",
-                "-f",
-                "--",
-                &format!("--user-data-dir={}", self.profile_dir.display()),
-            ],
-        );
+        run_quiet("pkill", &["-9", "-f", "--", &format!("--user-data-dir={}", self.profile_dir.display())]);
     }
 
     /// Stop Chromium: ask it to close (`Browser.close` over `conn`, so it reaps its own
@@ -249,16 +237,12 @@ impl Chromium {
         let mut exited = false;
         if let Some(conn) = conn.filter(|c| !c.is_closed()) {
             conn.send_forget("Browser.close", &serde_json::json!({}), None);
-            exited = tokio::time::timeout(Duration::from_secs(3), child.wait())
-                .await
-                .is_ok();
+            exited = tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_ok();
         }
         if !exited {
             let this = self.clone_handles();
             let _ = tokio::task::spawn_blocking(move || this.force_kill_sync()).await;
-            exited = tokio::time::timeout(Duration::from_secs(3), child.wait())
-                .await
-                .is_ok();
+            exited = tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_ok();
         }
         if !exited {
             let this = self.clone_handles();
@@ -342,10 +326,7 @@ pub(crate) fn remove_stale_profiles(work_dir: &Path) {
     for e in entries.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some(rest) = name
-            .strip_prefix("chromium-")
-            .or_else(|| name.strip_prefix("floor-"))
-        else {
+        let Some(rest) = name.strip_prefix("chromium-").or_else(|| name.strip_prefix("floor-")) else {
             continue;
         };
         let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {

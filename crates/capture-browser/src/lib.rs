@@ -2,6 +2,24 @@
 //! egress guard (a checking forward proxy every browser connection goes through).
 //!
 //! The public surface below is what the server depends on; keep it stable.
+//!
+//! How it works, in short:
+//! - [`BrowserPool`] runs `browsers` Chromium processes, each reached over one DevTools
+//!   websocket with flattened sessions. Each process runs in its own PID namespace
+//!   (`unshare`, when available) under a small `sh` watchdog, so killing or losing a
+//!   browser never orphans its helper processes, and they die with us.
+//! - Every job gets a fresh browser context with its own window. Contexts are created
+//!   and warmed up ahead of jobs ("spare pages", `pages_per_browser` per browser) and
+//!   disposed after the job, so context creation is off the job's critical path.
+//! - PNG captures use Chromium's fast encoder and are re-deflated here (smaller than
+//!   Chromium's default encoder, much faster overall); thumbnails are scaled from the
+//!   decoded capture.
+//! - All browser traffic goes through [`egress`], which checks every resolved address.
+//!
+//! Tags a capture can carry: `http-<status>` (main document status ≥ 400),
+//! `consent-dismissed`, `consent-hidden`, `wait-for-timeout`, `fullpage-truncated`,
+//! `networkidle-timeout` (the page loaded but its network never went quiet before
+//! `timeout_ms`; it is captured anyway).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -38,17 +38,14 @@ struct ContextGuard {
 
 impl Drop for ContextGuard {
     fn drop(&mut self) {
-        self.conn.send_forget(
-            "Target.disposeBrowserContext",
-            &json!({ "browserContextId": self.id }),
-            None,
-        );
+        self.conn.send_forget("Target.disposeBrowserContext", &json!({ "browserContextId": self.id }), None);
     }
 }
 
 /// Flags of the main frame's lifecycle, per loader.
 const LC_DCL: u8 = 1;
 const LC_LOAD: u8 = 2;
+const LC_COMMIT: u8 = 4;
 
 struct Page<'a> {
     conn: &'a Arc<Conn>,
@@ -56,6 +53,7 @@ struct Page<'a> {
     sid: String,
     frame_id: String,
     prepared: Prepared,
+    started: Instant,
     deadline: Instant,
     deadline_ms: u128,
     // tracked page state
@@ -87,14 +85,12 @@ fn lost(e: &CdpError, what: &str) -> CaptureError {
 
 impl<'a> Page<'a> {
     fn deadline_err(&self) -> CaptureError {
-        CaptureError::Timeout(format!(
-            "capture exceeded the {} ms deadline",
-            self.deadline_ms
-        ))
+        CaptureError::Timeout(format!("capture exceeded the {} ms deadline", self.deadline_ms))
     }
 
     fn on_event(&mut self, ev: Event) {
         let p = &ev.params;
+        let main = str_field(p, "frameId") == Some(self.frame_id.as_str());
         match ev.method.as_str() {
             "Network.requestWillBeSent" => {
                 if let Some(id) = str_field(p, "requestId") {
@@ -110,30 +106,17 @@ impl<'a> Page<'a> {
                     self.last_net_change = Instant::now();
                 }
             }
-            "Network.responseReceived" => {
-                if str_field(p, "type") == Some("Document")
-                    && str_field(p, "frameId") == Some(self.frame_id.as_str())
-                {
-                    let resp = &p["response"];
-                    self.main_status = resp
-                        .get("status")
-                        .and_then(Value::as_f64)
-                        .map(|s| s as u16);
-                    self.egress_error = resp
-                        .get("headers")
-                        .and_then(Value::as_object)
-                        .and_then(|h| {
-                            h.iter()
-                                .find(|(k, _)| k.eq_ignore_ascii_case("x-capture-egress-error"))
-                        })
-                        .and_then(|(_, v)| v.as_str())
-                        .map(str::to_owned);
-                }
+            "Network.responseReceived" if main && str_field(p, "type") == Some("Document") => {
+                let resp = &p["response"];
+                self.main_status = resp.get("status").and_then(Value::as_f64).map(|s| s as u16);
+                self.egress_error = resp
+                    .get("headers")
+                    .and_then(Value::as_object)
+                    .and_then(|h| h.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-capture-egress-error")))
+                    .and_then(|(_, v)| v.as_str())
+                    .map(str::to_owned);
             }
-            "Page.lifecycleEvent" => {
-                if str_field(p, "frameId") != Some(self.frame_id.as_str()) {
-                    return;
-                }
+            "Page.lifecycleEvent" if main => {
                 let flag = match str_field(p, "name") {
                     Some("DOMContentLoaded") => LC_DCL,
                     Some("load") => LC_LOAD,
@@ -144,39 +127,48 @@ impl<'a> Page<'a> {
                 };
                 if flag == LC_LOAD {
                     self.load_at = Some(Instant::now());
+                    self.trace("load event");
                 }
-                if let Some(e) = self.lifecycle.iter_mut().find(|(l, _)| l == loader) {
-                    e.1 |= flag;
-                } else {
-                    if self.lifecycle.len() > 16 {
-                        self.lifecycle.remove(0);
-                    }
-                    self.lifecycle.push((loader.to_owned(), flag));
+                let loader = loader.to_owned();
+                self.mark_lifecycle(&loader, flag);
+            }
+            "Page.frameNavigated" => {
+                let frame = &p["frame"];
+                if str_field(frame, "id") == Some(self.frame_id.as_str())
+                    && let Some(loader) = str_field(frame, "loaderId")
+                {
+                    let loader = loader.to_owned();
+                    self.mark_lifecycle(&loader, LC_COMMIT);
                 }
             }
-            "Page.frameStartedLoading" => {
-                if str_field(p, "frameId") == Some(self.frame_id.as_str()) {
-                    self.loading = true;
-                    self.started_loading += 1;
-                }
+            "Page.frameStartedLoading" if main => {
+                self.loading = true;
+                self.started_loading += 1;
             }
-            "Page.frameStoppedLoading" => {
-                if str_field(p, "frameId") == Some(self.frame_id.as_str()) {
-                    self.loading = false;
-                }
-            }
+            "Page.frameStoppedLoading" if main => self.loading = false,
             "Page.javascriptDialogOpening" => {
-                self.conn.send_forget(
-                    "Page.handleJavaScriptDialog",
-                    &json!({ "accept": true }),
-                    Some(&self.sid),
-                );
+                self.conn.send_forget("Page.handleJavaScriptDialog", &json!({ "accept": true }), Some(&self.sid));
             }
             "Inspector.targetCrashed" => self.crashed = Some("the page crashed"),
             "Target.detachedFromTarget" => {
                 self.crashed = Some("the page was closed by the browser");
             }
             _ => {}
+        }
+    }
+
+    fn trace(&self, what: &str) {
+        tracing::trace!(target: "capture_browser::timing", at = ?self.started.elapsed(), "{what}");
+    }
+
+    fn mark_lifecycle(&mut self, loader: &str, flag: u8) {
+        if let Some(e) = self.lifecycle.iter_mut().find(|(l, _)| l == loader) {
+            e.1 |= flag;
+        } else {
+            if self.lifecycle.len() > 16 {
+                self.lifecycle.remove(0);
+            }
+            self.lifecycle.push((loader.to_owned(), flag));
         }
     }
 
@@ -188,9 +180,9 @@ impl<'a> Page<'a> {
     async fn pump_until(&mut self, until: Instant) -> Result<(), Stop> {
         match tokio::time::timeout_at(until, self.prepared.events.recv()).await {
             Err(_) => Err(Stop::Elapsed),
-            Ok(None) => Err(Stop::Fail(self.crash_err().unwrap_or_else(|| {
-                CaptureError::Browser("the browser connection was lost".into())
-            }))),
+            Ok(None) => Err(Stop::Fail(
+                self.crash_err().unwrap_or_else(|| CaptureError::Browser("the browser connection was lost".into())),
+            )),
             Ok(Some(ev)) => {
                 self.on_event(ev);
                 match self.crash_err() {
@@ -202,11 +194,7 @@ impl<'a> Page<'a> {
     }
 
     /// Wait for a reply while processing events; stop at `until`.
-    async fn reply_until(
-        &mut self,
-        mut reply: PendingReply,
-        until: Instant,
-    ) -> Result<Result<Value, CdpError>, Stop> {
+    async fn reply_until(&mut self, mut reply: PendingReply, until: Instant) -> Result<Result<Value, CdpError>, Stop> {
         let sleep = tokio::time::sleep_until(until);
         tokio::pin!(sleep);
         loop {
@@ -250,12 +238,7 @@ impl<'a> Page<'a> {
     }
 
     /// Runtime.evaluate; Ok(Err(msg)) for a thrown exception or a protocol error.
-    async fn eval(
-        &mut self,
-        expression: &str,
-        until: Instant,
-        user: bool,
-    ) -> Result<EvalOut, Stop> {
+    async fn eval(&mut self, expression: &str, until: Instant, user: bool) -> Result<EvalOut, Stop> {
         let params = if user {
             json!({ "expression": expression, "awaitPromise": true, "replMode": true,
                     "userGesture": true, "returnByValue": false, "silent": false })
@@ -271,10 +254,12 @@ impl<'a> Page<'a> {
                     let msg = str_field(exc, "description")
                         .map(first_line)
                         .map(str::to_owned)
-                        .or_else(|| exc.get("value").map(|v| match v {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        }))
+                        .or_else(|| {
+                            exc.get("value").map(|v| match v {
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            })
+                        })
                         .or_else(|| str_field(ex, "text").map(str::to_owned))
                         .unwrap_or_else(|| "unknown error".into());
                     Ok(Err(msg))
@@ -283,9 +268,7 @@ impl<'a> Page<'a> {
                 }
             }
             Err(CdpError::Protocol(m)) => Ok(Err(m)),
-            Err(CdpError::Closed) => Err(Stop::Fail(CaptureError::Browser(
-                "the browser connection was lost".into(),
-            ))),
+            Err(CdpError::Closed) => Err(Stop::Fail(CaptureError::Browser("the browser connection was lost".into()))),
         }
     }
 
@@ -299,17 +282,11 @@ impl<'a> Page<'a> {
     }
 
     fn lifecycle_has(&self, loader: &str, flag: u8) -> bool {
-        self.lifecycle
-            .iter()
-            .any(|(l, f)| l == loader && f & flag != 0)
+        self.lifecycle.iter().any(|(l, f)| l == loader && f & flag != 0)
     }
 
     fn timeout_err(&self, until: Instant, what: CaptureError) -> CaptureError {
-        if until >= self.deadline {
-            self.deadline_err()
-        } else {
-            what
-        }
+        if until >= self.deadline { self.deadline_err() } else { what }
     }
 
     /// Wait until the network has been quiet for IDLE_QUIET after load.
@@ -341,10 +318,7 @@ impl<'a> Page<'a> {
     }
 
     fn navigation_error(&self, url: &str, err: &str, since: std::time::Instant) -> CaptureError {
-        let host = url::Url::parse(url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_default();
+        let host = url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
         if !host.is_empty()
             && let Some(reason) = self.failures.since(&host, since)
         {
@@ -369,18 +343,11 @@ impl<'a> Page<'a> {
         CaptureError::Navigation(msg)
     }
 
-    async fn navigate(
-        &mut self,
-        req: &CaptureRequest,
-        tags: &mut Vec<String>,
-    ) -> Result<(), CaptureError> {
+    async fn navigate(&mut self, req: &CaptureRequest, tags: &mut Vec<String>) -> Result<(), CaptureError> {
         let nav_start = Instant::now();
         let nav_std = std::time::Instant::now();
         let nav_until = (nav_start + Duration::from_millis(req.timeout_ms)).min(self.deadline);
-        let nav_timeout = CaptureError::Timeout(format!(
-            "navigation timed out after {} ms",
-            req.timeout_ms
-        ));
+        let nav_timeout = CaptureError::Timeout(format!("navigation timed out after {} ms", req.timeout_ms));
         let mut loader: Option<String> = None;
         match &req.source {
             PageSource::Url(url) => {
@@ -388,9 +355,7 @@ impl<'a> Page<'a> {
                 let res = match self.reply_until(reply, nav_until).await {
                     Ok(Ok(v)) => v,
                     Ok(Err(CdpError::Protocol(m))) => {
-                        return Err(CaptureError::Navigation(format!(
-                            "cannot navigate to {url}: {m}"
-                        )));
+                        return Err(CaptureError::Navigation(format!("cannot navigate to {url}: {m}")));
                     }
                     Ok(Err(e)) => return Err(lost(&e, "Page.navigate")),
                     Err(Stop::Elapsed) => return Err(self.timeout_err(nav_until, nav_timeout)),
@@ -400,7 +365,7 @@ impl<'a> Page<'a> {
                     return Err(self.navigation_error(url, err, nav_std));
                 }
                 loader = str_field(&res, "loaderId").map(str::to_owned);
-                tracing::debug!(target: "capture_browser::timing", commit = ?nav_start.elapsed(), "navigation committed");
+                self.trace("navigation committed");
                 if let Some(l) = &loader {
                     // Only this document's load counts.
                     if !self.lifecycle_has(l, LC_LOAD) {
@@ -421,7 +386,7 @@ impl<'a> Page<'a> {
         }
 
         let want = match req.wait_until {
-            WaitUntil::None => 0,
+            WaitUntil::None => LC_COMMIT,
             WaitUntil::DomContentLoaded => LC_DCL,
             WaitUntil::Load | WaitUntil::NetworkIdle => LC_LOAD,
         };
@@ -488,18 +453,11 @@ impl<'a> Page<'a> {
     async fn click_before(&mut self, sel: &str, timeout_ms: u64) -> Result<(), CaptureError> {
         let sel_json = serde_json::to_string(sel).unwrap_or_default();
         let until = (Instant::now() + Duration::from_millis(timeout_ms + 500)).min(self.deadline);
-        let not_found = CaptureError::Script(format!(
-            "clickBefore: no element matches '{sel}' after {timeout_ms} ms"
-        ));
-        match self
-            .eval(&scripts::wait_selector(&sel_json, timeout_ms), until, false)
-            .await
-        {
+        let not_found = CaptureError::Script(format!("clickBefore: no element matches '{sel}' after {timeout_ms} ms"));
+        match self.eval(&scripts::wait_selector(&sel_json, timeout_ms), until, false).await {
             Ok(Ok(Value::Bool(true))) => {}
             Ok(Ok(Value::String(s))) if s == "invalid" => {
-                return Err(CaptureError::Script(format!(
-                    "clickBefore: '{sel}' is not a valid CSS selector"
-                )));
+                return Err(CaptureError::Script(format!("clickBefore: '{sel}' is not a valid CSS selector")));
             }
             Ok(Ok(_)) => return Err(not_found),
             Ok(Err(m)) => return Err(CaptureError::Script(format!("clickBefore failed: {m}"))),
@@ -513,10 +471,7 @@ impl<'a> Page<'a> {
         if centre.is_null() {
             return Err(not_found);
         }
-        if let (Some(x), Some(y)) = (
-            centre.get("x").and_then(Value::as_f64),
-            centre.get("y").and_then(Value::as_f64),
-        ) {
+        if let (Some(x), Some(y)) = (centre.get("x").and_then(Value::as_f64), centre.get("y").and_then(Value::as_f64)) {
             let base = json!({ "x": x, "y": y, "button": "left", "clickCount": 1 });
             let mut moved = base.clone();
             moved["type"] = "mouseMoved".into();
@@ -558,26 +513,16 @@ impl<'a> Page<'a> {
         Ok(())
     }
 
-    async fn wait_for(
-        &mut self,
-        sel: &str,
-        timeout_ms: u64,
-        tags: &mut Vec<String>,
-    ) -> Result<(), CaptureError> {
+    async fn wait_for(&mut self, sel: &str, timeout_ms: u64, tags: &mut Vec<String>) -> Result<(), CaptureError> {
         let sel_json = serde_json::to_string(sel).unwrap_or_default();
         let started = Instant::now();
         let until = (started + Duration::from_millis(timeout_ms + 500)).min(self.deadline);
         for _attempt in 0..2 {
             let left = timeout_ms.saturating_sub(started.elapsed().as_millis() as u64);
-            match self
-                .eval(&scripts::wait_selector(&sel_json, left), until, false)
-                .await
-            {
+            match self.eval(&scripts::wait_selector(&sel_json, left), until, false).await {
                 Ok(Ok(Value::Bool(true))) => return Ok(()),
                 Ok(Ok(Value::String(s))) if s == "invalid" => {
-                    return Err(CaptureError::Script(format!(
-                        "waitFor: '{sel}' is not a valid CSS selector"
-                    )));
+                    return Err(CaptureError::Script(format!("waitFor: '{sel}' is not a valid CSS selector")));
                 }
                 Ok(Ok(_)) => break,
                 // The document was replaced while waiting: try once more.
@@ -614,6 +559,16 @@ impl<'a> Page<'a> {
         }
     }
 
+    /// `document.title` and `location.href`.
+    async fn title_url(&mut self) -> Result<(String, String), CaptureError> {
+        Ok(match self.eval_job(scripts::TITLE_URL).await? {
+            Ok(Value::Array(a)) if a.len() == 2 => {
+                (a[0].as_str().unwrap_or_default().to_owned(), a[1].as_str().unwrap_or_default().to_owned())
+            }
+            _ => (String::new(), String::new()),
+        })
+    }
+
     fn metrics(&self, req: &CaptureRequest, height: u64) -> Value {
         json!({
             "width": req.width,
@@ -624,11 +579,7 @@ impl<'a> Page<'a> {
     }
 
     /// Scroll through, grow the viewport to the page height, wait for images and fonts.
-    async fn prepare_full_page(
-        &mut self,
-        req: &CaptureRequest,
-        tags: &mut Vec<String>,
-    ) -> Result<(), CaptureError> {
+    async fn prepare_full_page(&mut self, req: &CaptureRequest, tags: &mut Vec<String>) -> Result<(), CaptureError> {
         let dsf = req.device_scale_factor.max(0.1);
         let cap_css = (MAX_OUTPUT_HEIGHT / dsf).floor().max(1.0) as u64;
         let measured = match self.eval_job(&scripts::scroll_through(cap_css)).await? {
@@ -637,8 +588,7 @@ impl<'a> Page<'a> {
         };
         let mut truncated = measured > cap_css;
         let mut height = measured.clamp(1, cap_css);
-        self.call("Emulation.setDeviceMetricsOverride", self.metrics(req, height))
-            .await?;
+        self.call("Emulation.setDeviceMetricsOverride", self.metrics(req, height)).await?;
         for round in 0..2 {
             let settled = match self.eval_job(scripts::SETTLE).await? {
                 Ok(v) => v.as_f64().unwrap_or(height as f64).ceil() as u64,
@@ -652,8 +602,7 @@ impl<'a> Page<'a> {
                 break;
             }
             height = next;
-            self.call("Emulation.setDeviceMetricsOverride", self.metrics(req, height))
-                .await?;
+            self.call("Emulation.setDeviceMetricsOverride", self.metrics(req, height)).await?;
         }
         // Let requests the growth started (lazy backgrounds) finish, briefly.
         let until = (Instant::now() + Duration::from_secs(3)).min(self.deadline);
@@ -671,8 +620,24 @@ impl<'a> Page<'a> {
     }
 
     async fn screenshot(&mut self, params: Value) -> Result<Vec<u8>, CaptureError> {
-        let shot = self.call("Page.captureScreenshot", params).await?;
-        decode_data(&shot, "screenshot")
+        for _ in 0..3 {
+            let reply = self.send("Page.captureScreenshot", &params);
+            match self.reply_until(reply, self.deadline).await {
+                Ok(Ok(v)) => {
+                    self.trace("screenshot taken");
+                    return decode_data(&v, "screenshot");
+                }
+                // A page that is still swapping in its new document: give it a moment.
+                Ok(Err(CdpError::Protocol(m))) if m.contains("Not attached to an active page") => {
+                    let until = (Instant::now() + Duration::from_millis(50)).min(self.deadline);
+                    while let Ok(()) = self.pump_until(until).await {}
+                }
+                Ok(Err(e)) => return Err(lost(&e, "Page.captureScreenshot")),
+                Err(Stop::Elapsed) => return Err(self.deadline_err()),
+                Err(Stop::Fail(e)) => return Err(e),
+            }
+        }
+        Err(CaptureError::Browser("Page.captureScreenshot failed: the page never became active".into()))
     }
 
     fn thumbnail_params(req: &CaptureRequest) -> Value {
@@ -685,20 +650,103 @@ impl<'a> Page<'a> {
     }
 }
 
+/// Decode a capture once: re-encode a PNG with a better deflate (kept only when
+/// smaller) and make the thumbnail (THUMB_WIDTH px wide) of its top `top_px` rows.
+/// A thumbnail of None means the capture could not be decoded.
+fn finish_image(shot: Vec<u8>, png: bool, top_px: u32) -> (Vec<u8>, Option<Vec<u8>>) {
+    let Ok(img) = image::load_from_memory(&shot) else {
+        return (shot, None);
+    };
+    let img = img.into_rgb8();
+    let (w, h) = img.dimensions();
+    if w == 0 || h == 0 {
+        return (shot, None);
+    }
+    let bytes = if png {
+        let mut out = Vec::with_capacity(shot.len());
+        let enc = image::codecs::png::PngEncoder::new_with_quality(
+            &mut out,
+            image::codecs::png::CompressionType::Default,
+            image::codecs::png::FilterType::Adaptive,
+        );
+        let ok = image::ImageEncoder::write_image(enc, img.as_raw(), w, h, image::ExtendedColorType::Rgb8).is_ok();
+        if ok && out.len() < shot.len() { out } else { shot }
+    } else {
+        shot
+    };
+    let top = top_px.clamp(1, h);
+    let th = ((f64::from(top) * THUMB_WIDTH / f64::from(w)).round() as u32).max(1);
+    let view = image::imageops::crop_imm(&img, 0, 0, w, top);
+    let thumb = image::imageops::thumbnail(&*view, THUMB_WIDTH as u32, th);
+    let mut out = std::io::Cursor::new(Vec::with_capacity(32 * 1024));
+    let thumb = thumb.write_to(&mut out, image::ImageFormat::Png).ok().map(|()| out.into_inner());
+    (bytes, thumb)
+}
+
 fn decode_data(v: &Value, what: &str) -> Result<Vec<u8>, CaptureError> {
-    let data = str_field(v, "data")
-        .ok_or_else(|| CaptureError::Browser(format!("the browser returned no {what} data")))?;
+    let data =
+        str_field(v, "data").ok_or_else(|| CaptureError::Browser(format!("the browser returned no {what} data")))?;
     base64::engine::general_purpose::STANDARD
         .decode(data)
         .map_err(|e| CaptureError::Browser(format!("bad {what} data: {e}")))
 }
 
+/// The emulation a page is set up with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct View {
+    pub width: u32,
+    pub height: u32,
+    pub dsf: f64,
+    pub dark: bool,
+}
+
+impl View {
+    /// The emulation a request needs.
+    pub(crate) fn of(req: &CaptureRequest) -> View {
+        View { width: req.width, height: req.height, dsf: req.device_scale_factor, dark: req.dark_mode }
+    }
+
+    fn metrics(&self, height: u64) -> Value {
+        json!({ "width": self.width, "height": height, "deviceScaleFactor": self.dsf, "mobile": false })
+    }
+
+    fn media(&self) -> Value {
+        if self.dark {
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] })
+        } else {
+            json!({ "features": [] })
+        }
+    }
+}
+
+impl Default for View {
+    fn default() -> View {
+        View { width: 1280, height: 800, dsf: 1.0, dark: false }
+    }
+}
+
 /// A fresh browser context with one attached page, not yet used by any job.
 pub(crate) struct Prepared {
+    view: View,
     guard: ContextGuard,
     target_id: String,
     sid: String,
     events: mpsc::UnboundedReceiver<Event>,
+    /// Events received before the job started (see `still_usable`).
+    backlog: Vec<Event>,
+}
+
+impl Prepared {
+    /// Move queued events aside; false if the page crashed or was detached meanwhile.
+    pub(crate) fn still_usable(&mut self) -> bool {
+        while let Ok(ev) = self.events.try_recv() {
+            if matches!(ev.method.as_str(), "Inspector.targetCrashed" | "Target.detachedFromTarget") {
+                return false;
+            }
+            self.backlog.push(ev);
+        }
+        !self.events.is_closed()
+    }
 }
 
 impl Drop for Prepared {
@@ -707,12 +755,9 @@ impl Drop for Prepared {
     }
 }
 
-/// Window size of pre-created pages (the job sets its own viewport).
-const WINDOW: (u32, u32) = (1280, 800);
-
 /// Create a fresh browser context with a page in its own window, attach to it and enable
 /// the domains the pipeline needs. Done ahead of jobs so it is off their critical path.
-pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant) -> Result<Prepared, CaptureError> {
+pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> Result<Prepared, CaptureError> {
     let deadline_err = || CaptureError::Timeout("preparing a browser context timed out".into());
     let browser_call = |method: &'static str, params: Value| {
         let conn = conn.clone();
@@ -724,47 +769,25 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant) -> Result<Prepa
             }
         }
     };
-    let ctx = browser_call(
-        "Target.createBrowserContext",
-        json!({ "disposeOnDetach": true }),
-    )
-    .await?;
+    let ctx = browser_call("Target.createBrowserContext", json!({ "disposeOnDetach": true })).await?;
     let ctx_id = str_field(&ctx, "browserContextId")
         .ok_or_else(|| CaptureError::Browser("no browser context id".into()))?
         .to_owned();
-    let guard = ContextGuard {
-        conn: conn.clone(),
-        id: ctx_id.clone(),
-    };
-    conn.send_forget(
-        "Browser.setDownloadBehavior",
-        &json!({ "behavior": "deny", "browserContextId": ctx_id }),
-        None,
-    );
+    let guard = ContextGuard { conn: conn.clone(), id: ctx_id.clone() };
+    conn.send_forget("Browser.setDownloadBehavior", &json!({ "behavior": "deny", "browserContextId": ctx_id }), None);
     let target = browser_call(
         "Target.createTarget",
         json!({ "url": "about:blank", "browserContextId": ctx_id, "newWindow": true,
-                "width": WINDOW.0, "height": WINDOW.1 }),
+                "width": view.width, "height": view.height }),
     )
     .await?;
-    let target_id = str_field(&target, "targetId")
-        .ok_or_else(|| CaptureError::Browser("no target id".into()))?
-        .to_owned();
-    let attached = browser_call(
-        "Target.attachToTarget",
-        json!({ "targetId": target_id, "flatten": true }),
-    )
-    .await?;
-    let sid = str_field(&attached, "sessionId")
-        .ok_or_else(|| CaptureError::Browser("no session id".into()))?
-        .to_owned();
+    let target_id =
+        str_field(&target, "targetId").ok_or_else(|| CaptureError::Browser("no target id".into()))?.to_owned();
+    let attached = browser_call("Target.attachToTarget", json!({ "targetId": target_id, "flatten": true })).await?;
+    let sid =
+        str_field(&attached, "sessionId").ok_or_else(|| CaptureError::Browser("no session id".into()))?.to_owned();
     let events = conn.register_session(&sid);
-    let prepared = Prepared {
-        guard,
-        target_id,
-        sid,
-        events,
-    };
+    let prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new() };
     // Pipelined: one round trip.
     let sid = Some(prepared.sid.as_str());
     let replies = [
@@ -775,15 +798,44 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant) -> Result<Prepa
         ),
         (
             "Network.enable",
+            conn.send("Network.enable", &json!({ "maxTotalBufferSize": 0, "maxResourceBufferSize": 0 }), sid),
+        ),
+        ("Inspector.enable", conn.send("Inspector.enable", &json!({}), sid)),
+        (
+            "Emulation.setDeviceMetricsOverride",
+            conn.send("Emulation.setDeviceMetricsOverride", &view.metrics(u64::from(view.height)), sid),
+        ),
+        ("Emulation.setEmulatedMedia", conn.send("Emulation.setEmulatedMedia", &view.media(), sid)),
+    ];
+    for (method, reply) in replies {
+        match tokio::time::timeout_at(deadline, reply).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(lost(&e, method)),
+            Err(_) => return Err(deadline_err()),
+        }
+    }
+    // Warm the new renderer up (fonts, layout, the compositor's first frame) so the
+    // job's first paint is cheap. Our own content; the context stays fresh.
+    let warm = [
+        (
+            "Page.setDocumentContent",
             conn.send(
-                "Network.enable",
-                &json!({ "maxTotalBufferSize": 0, "maxResourceBufferSize": 0 }),
+                "Page.setDocumentContent",
+                &json!({ "frameId": prepared.target_id, "html": scripts::WARM_UP_HTML }),
                 sid,
             ),
         ),
-        ("Inspector.enable", conn.send("Inspector.enable", &json!({}), sid)),
+        (
+            "Page.captureScreenshot",
+            conn.send(
+                "Page.captureScreenshot",
+                &json!({ "format": "jpeg", "quality": 1,
+                         "clip": { "x": 0, "y": 0, "width": 8, "height": 8, "scale": 1 } }),
+                sid,
+            ),
+        ),
     ];
-    for (method, reply) in replies {
+    for (method, reply) in warm {
         match tokio::time::timeout_at(deadline, reply).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(lost(&e, method)),
@@ -811,6 +863,7 @@ pub(crate) async fn run(
         sid: prepared.sid.clone(),
         frame_id: prepared.target_id.clone(),
         prepared,
+        started: t0,
         deadline,
         deadline_ms,
         inflight: HashSet::new(),
@@ -824,22 +877,22 @@ pub(crate) async fn run(
         started_loading: 0,
     };
     let mut tags: Vec<String> = Vec::new();
+    for ev in std::mem::take(&mut page.prepared.backlog) {
+        page.on_event(ev);
+    }
 
-    let mut setup = vec![(
-        "Emulation.setDeviceMetricsOverride",
-        page.send(
-            "Emulation.setDeviceMetricsOverride",
-            &page.metrics(req, u64::from(req.height)),
-        ),
-    )];
-    if req.dark_mode {
+    // The spare page was set up for the most recent job's view; adjust if this differs.
+    let want = View::of(req);
+    let have = page.prepared.view;
+    let mut setup = Vec::new();
+    if (have.width, have.height, have.dsf) != (want.width, want.height, want.dsf) {
         setup.push((
-            "Emulation.setEmulatedMedia",
-            page.send(
-                "Emulation.setEmulatedMedia",
-                &json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
-            ),
+            "Emulation.setDeviceMetricsOverride",
+            page.send("Emulation.setDeviceMetricsOverride", &want.metrics(u64::from(req.height))),
         ));
+    }
+    if have.dark != want.dark {
+        setup.push(("Emulation.setEmulatedMedia", page.send("Emulation.setEmulatedMedia", &want.media())));
     }
     for (method, reply) in setup {
         page.finish(reply, method).await?;
@@ -873,7 +926,8 @@ pub(crate) async fn run(
             )
             .await?;
         let bytes = decode_data(&pdf, "PDF")?;
-        (bytes, "application/pdf", None, thumb)
+        let meta = page.title_url().await?;
+        (bytes, "application/pdf", None, thumb, meta)
     } else {
         if req.full_page {
             page.prepare_full_page(req, &mut tags).await?;
@@ -883,27 +937,33 @@ pub(crate) async fn run(
             ImageFormat::Jpeg => ("jpeg", "image/jpeg"),
             ImageFormat::Webp => ("webp", "image/webp"),
         };
+        let png = req.format == ImageFormat::Png;
+        // PNG: Chromium's fast encoder (its default one is the slowest step of a
+        // capture), then a better deflate here, off the browser's threads.
         let mut params = json!({ "format": format, "fromSurface": true });
-        if req.format != ImageFormat::Png {
+        if png {
+            params["optimizeForSpeed"] = true.into();
+        } else {
             params["quality"] = 80.into();
         }
-        let main = page.send("Page.captureScreenshot", &params);
-        let thumb = page.send("Page.captureScreenshot", &Page::thumbnail_params(req));
-        let bytes = decode_data(&page.finish(main, "Page.captureScreenshot").await?, "screenshot")?;
-        let thumb = decode_data(&page.finish(thumb, "Page.captureScreenshot").await?, "thumbnail")?;
+        let shot = page.screenshot(params).await?;
+        let top_px = (f64::from(req.height) * req.device_scale_factor).round() as u32;
+        let work = tokio::task::spawn_blocking(move || finish_image(shot, png, top_px));
+        // Read title and URL while the image is being encoded.
+        let meta = page.title_url().await?;
+        let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return Err(CaptureError::Browser(format!("image encoding failed: {e}"))),
+            Err(_) => return Err(page.deadline_err()),
+        };
+        let thumb = match thumb {
+            Some(t) => t,
+            None => page.screenshot(Page::thumbnail_params(req)).await?,
+        };
         let size = image_size(&bytes);
-        (bytes, content_type, size, thumb)
+        (bytes, content_type, size, thumb, meta)
     };
-    let (bytes, content_type, size, thumb) = output;
-    mark("capture");
-
-    let (page_title, final_url) = match page.eval_job(scripts::TITLE_URL).await? {
-        Ok(Value::Array(a)) if a.len() == 2 => (
-            a[0].as_str().unwrap_or_default().to_owned(),
-            a[1].as_str().unwrap_or_default().to_owned(),
-        ),
-        _ => (String::new(), String::new()),
-    };
+    let (bytes, content_type, size, thumb, (page_title, final_url)) = output;
     mark("done");
     tracing::debug!(target: "capture_browser::timing", ?phases, "capture phases");
     Ok(CaptureOutput {

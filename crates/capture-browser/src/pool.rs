@@ -29,12 +29,18 @@ struct Instance {
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Instance {
+    /// A spare page that is still alive, if any (dead ones are dropped).
     fn take_spare(&self) -> Option<pipeline::Prepared> {
-        self.spares.lock().unwrap().pop()
+        loop {
+            let mut p = self.spares.lock().unwrap().pop()?;
+            if p.still_usable() {
+                return Some(p);
+            }
+        }
     }
 
-    /// Top the spare pages up to `want` in the background.
-    fn refill(self: &Arc<Self>, want: usize) {
+    /// Top the spare pages up to `want` in the background, set up for `view`.
+    fn refill(self: &Arc<Self>, want: usize, view: pipeline::View) {
         if self.conn.is_closed() {
             return;
         }
@@ -44,7 +50,7 @@ impl Instance {
             let me = Arc::downgrade(self);
             let conn = self.conn.clone();
             tokio::spawn(async move {
-                let r = pipeline::prepare(&conn, Instant::now() + PREPARE_TIMEOUT).await;
+                let r = pipeline::prepare(&conn, Instant::now() + PREPARE_TIMEOUT, view).await;
                 if let Some(inst) = me.upgrade() {
                     if let Ok(p) = r
                         && !inst.conn.is_closed()
@@ -78,6 +84,8 @@ pub struct BrowserPool {
     next_id: AtomicU64,
     shutting_down: AtomicBool,
     restarts_running: tokio_util::task::TaskTracker,
+    /// The most recent job's emulation; spare pages are set up for it.
+    last_view: Mutex<pipeline::View>,
     proxy: EgressProxy,
 }
 
@@ -102,19 +110,14 @@ impl BrowserPool {
     pub async fn start(cfg: BrowserConfig) -> Result<Arc<BrowserPool>, CaptureError> {
         let browsers = cfg.browsers.max(1);
         let pages = cfg.pages_per_browser.max(1);
-        std::fs::create_dir_all(&cfg.work_dir).map_err(|e| {
-            CaptureError::Browser(format!("cannot create {}: {e}", cfg.work_dir.display()))
-        })?;
+        std::fs::create_dir_all(&cfg.work_dir)
+            .map_err(|e| CaptureError::Browser(format!("cannot create {}: {e}", cfg.work_dir.display())))?;
         crate::launch::remove_stale_profiles(&cfg.work_dir);
         let proxy = EgressProxy::start(cfg.allow_private_networks)
             .await
             .map_err(|e| CaptureError::Browser(format!("cannot start the egress proxy: {e}")))?;
         let pool = Arc::new_cyclic(|me| BrowserPool {
-            cfg: BrowserConfig {
-                browsers,
-                pages_per_browser: pages,
-                ..cfg
-            },
+            cfg: BrowserConfig { browsers, pages_per_browser: pages, ..cfg },
             me: me.clone(),
             slots: Mutex::new((0..browsers).map(|_| SlotState::default()).collect()),
             sem: Semaphore::new(browsers * pages),
@@ -123,6 +126,7 @@ impl BrowserPool {
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             restarts_running: tokio_util::task::TaskTracker::new(),
+            last_view: Mutex::new(pipeline::View::default()),
             proxy,
         });
         let launches = (0..browsers).map(|i| pool.launch(i));
@@ -149,8 +153,7 @@ impl BrowserPool {
             std::process::id(),
             rand::random::<u32>()
         ));
-        let chromium =
-            Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
+        let chromium = Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
         let conn = match Conn::connect(&chromium.ws_url).await {
             Ok(c) => c,
             Err(e) => {
@@ -158,20 +161,14 @@ impl BrowserPool {
                 return Err(e);
             }
         };
-        Ok(Arc::new(Instance {
-            id,
-            chromium,
-            conn,
-            spares: Mutex::new(Vec::new()),
-            warming: Default::default(),
-        }))
+        Ok(Arc::new(Instance { id, chromium, conn, spares: Mutex::new(Vec::new()), warming: Default::default() }))
     }
 
     /// Put a fresh instance into a slot and watch its connection.
     fn install(&self, slot: usize, inst: Arc<Instance>, is_restart: bool) {
         let conn = inst.conn.clone();
         let id = inst.id;
-        inst.refill(self.cfg.pages_per_browser);
+        inst.refill(self.cfg.pages_per_browser, *self.last_view.lock().unwrap());
         {
             let mut slots = self.slots.lock().unwrap();
             let s = &mut slots[slot];
@@ -249,10 +246,26 @@ impl BrowserPool {
     fn try_claim(&self) -> Option<(usize, Arc<Instance>, bool)> {
         let mut slots = self.slots.lock().unwrap();
         let pages = self.cfg.pages_per_browser;
+        let alive = |s: &SlotState| s.browser.as_ref().is_some_and(|b| !b.conn.is_closed());
+        // A browser whose connection just dropped is replaced (its watcher may not
+        // have run yet); never hand it a job.
+        let dead: Vec<(usize, u64)> = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.browser.is_some() && !alive(s))
+            .filter_map(|(i, s)| s.browser.as_ref().map(|b| (i, b.id)))
+            .collect();
+        if !dead.is_empty() {
+            drop(slots);
+            for (slot, id) in dead {
+                self.replace(slot, id, "its DevTools connection closed");
+            }
+            slots = self.slots.lock().unwrap();
+        }
         let best = slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.browser.is_some() && !s.draining && s.active < pages)
+            .filter(|(_, s)| alive(s) && !s.draining && s.active < pages)
             .min_by_key(|(_, s)| (s.active, s.jobs))
             .map(|(i, _)| i)?;
         let s = &mut slots[best];
@@ -283,11 +296,8 @@ impl BrowserPool {
     }
 
     async fn acquire(&self) -> Result<Lease<'_>, CaptureError> {
-        let permit = self
-            .sem
-            .acquire()
-            .await
-            .map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
+        let permit =
+            self.sem.acquire().await.map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -296,13 +306,7 @@ impl BrowserPool {
                 return Err(CaptureError::Browser("the browser pool is shut down".into()));
             }
             if let Some((slot, browser, draining)) = self.try_claim() {
-                return Ok(Lease {
-                    draining,
-                    pool: self,
-                    slot,
-                    browser,
-                    _permit: permit,
-                });
+                return Ok(Lease { draining, pool: self, slot, browser, _permit: permit });
             }
             notified.await;
         }
@@ -310,11 +314,7 @@ impl BrowserPool {
 
     fn launch_error(&self) -> Option<String> {
         let slots = self.slots.lock().unwrap();
-        if slots.iter().all(|s| s.browser.is_none()) {
-            slots.iter().find_map(|s| s.last_error.clone())
-        } else {
-            None
-        }
+        if slots.iter().all(|s| s.browser.is_none()) { slots.iter().find_map(|s| s.last_error.clone()) } else { None }
     }
 
     /// Run one capture; waits for a free page slot. Never panics; every DevTools call
@@ -334,18 +334,21 @@ impl BrowserPool {
             }
         };
         let conn = lease.browser.conn.clone();
+        let view = pipeline::View::of(&req);
+        *self.last_view.lock().unwrap() = view;
         let spare = lease.browser.take_spare();
-        if !lease.draining {
-            lease.browser.refill(self.cfg.pages_per_browser);
+        let spare_missing = spare.is_none();
+        if spare_missing && !lease.draining {
+            // Nothing warm left: start warming now rather than after this job.
+            lease.browser.refill(self.cfg.pages_per_browser, view);
         }
         let result = async {
             let prepared = match spare {
                 Some(p) => p,
-                None => pipeline::prepare(&conn, deadline).await.map_err(|e| match e {
-                    CaptureError::Timeout(_) => CaptureError::Timeout(format!(
-                        "capture exceeded the {} ms deadline",
-                        req.deadline.as_millis()
-                    )),
+                None => pipeline::prepare(&conn, deadline, view).await.map_err(|e| match e {
+                    CaptureError::Timeout(_) => {
+                        CaptureError::Timeout(format!("capture exceeded the {} ms deadline", req.deadline.as_millis()))
+                    }
                     other => other,
                 })?,
             };
@@ -353,14 +356,18 @@ impl BrowserPool {
         }
         .await;
         let result = match result {
-            Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => Err(
-                CaptureError::Browser("the browser exited during the capture".into()),
-            ),
-            Err(CaptureError::Browser(m)) if conn.is_closed() => Err(CaptureError::Browser(
-                format!("the browser exited during the capture ({m})"),
-            )),
+            Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => {
+                Err(CaptureError::Browser("the browser exited during the capture".into()))
+            }
+            Err(CaptureError::Browser(m)) if conn.is_closed() => {
+                Err(CaptureError::Browser(format!("the browser exited during the capture ({m})")))
+            }
             other => other,
         };
+        // Warm the next page after this job, so it does not compete with it for CPU.
+        if !spare_missing && !lease.draining {
+            lease.browser.refill(self.cfg.pages_per_browser, view);
+        }
         drop(lease);
         result
     }
@@ -391,22 +398,13 @@ impl BrowserPool {
                 }
                 Err(_) => {
                     self.replace(slot, b.id, "it did not answer a health check");
-                    Err(format!(
-                        "browser {slot} did not answer Browser.getVersion within 2 s; restarting it"
-                    ))
+                    Err(format!("browser {slot} did not answer Browser.getVersion within 2 s; restarting it"))
                 }
             }
         });
-        let errors: Vec<String> = futures_util::future::join_all(checks)
-            .await
-            .into_iter()
-            .filter_map(Result::err)
-            .collect();
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            Err(errors.join("; "))
-        }
+        let errors: Vec<String> =
+            futures_util::future::join_all(checks).await.into_iter().filter_map(Result::err).collect();
+        if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
     }
 
     /// How many times a browser process was (re)started after the first start.
@@ -422,11 +420,7 @@ impl BrowserPool {
     /// Profile folders of the running browsers (diagnostics and tests).
     pub fn profile_dirs(&self) -> Vec<std::path::PathBuf> {
         let slots = self.slots.lock().unwrap();
-        slots
-            .iter()
-            .filter_map(|s| s.browser.as_ref())
-            .map(|b| b.chromium.profile_dir.clone())
-            .collect()
+        slots.iter().filter_map(|s| s.browser.as_ref()).map(|b| b.chromium.profile_dir.clone()).collect()
     }
 
     /// Kill all Chromium processes (whole process groups) and delete their profiles.

@@ -115,7 +115,9 @@ pub(crate) fn element_centre(sel_json: &str) -> String {
 pub(crate) fn scroll_through(max_css: u64) -> String {
     format!(
         r#"(async (maxH) => {{
-  const frame = () => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  // One frame per step: the timeout runs after the frame's rendering update, where
+  // intersection observers (and lazy image loading) see the new scroll position.
+  const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
   const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
   const step = Math.max(200, innerHeight);
   const started = Date.now();
@@ -150,3 +152,6 @@ pub(crate) const WAIT_LOAD: &str = r#"document.readyState === 'complete' || new 
 
 /// Title and final URL.
 pub(crate) const TITLE_URL: &str = r#"[document.title || '', location.href]"#;
+
+/// Loaded into spare pages to warm their renderer (fonts, layout, painting).
+pub(crate) const WARM_UP_HTML: &str = "<!doctype html><html><head><style>body{margin:8px;font-family:sans-serif}</style></head><body><h1>Warm</h1><p>Abc <b>bold</b> <i>italic</i> <span style='font-family:serif'>serif</span> <code>mono</code> 0123456789</p></body></html>";

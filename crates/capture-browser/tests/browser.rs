@@ -5,9 +5,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capture_browser::{
-    BrowserPool, CaptureError, ImageFormat, PageSource, WaitUntil,
-};
+use capture_browser::{BrowserPool, CaptureError, ImageFormat, PageSource, WaitUntil};
 use support::*;
 
 /// A pool plus its own work dir; shut down at the end of each test.
@@ -31,7 +29,7 @@ async fn pool() -> Fixture {
 
 async fn fixtures() -> Server {
     Server::start(Arc::new(|path: &str, cookie: &str| match path {
-        "/red" => html("<html><head><title>Red page</title></head><body style='margin:0;background:rgb(255,0,0)'>hello red</body></html>"),
+        "/red" => html("<html><head><title>Red page</title></head><body style='margin:0;background:rgb(255,0,0)'><p style='position:absolute;right:4px;bottom:4px;margin:0'>hello red</p></body></html>"),
         "/404" => Resp::Full(404, "text/html", b"<body style='background:rgb(0,0,255)'>not here</body>".to_vec(), 0),
         "/blue.png" => Resp::Full(200, "image/png", solid_png(50, 50, [0, 0, 255]), 0),
         "/green.png" => Resp::Full(200, "image/png", solid_png(64, 64, [0, 200, 0]), 30),
@@ -146,7 +144,8 @@ async fn html_source_and_dark_mode() {
     let out = ok(f
         .pool
         .capture(req(PageSource::Html(
-            "<html><head><title>Inline</title></head><body style='margin:0;background:rgb(0,255,0)'>hi</body></html>".into(),
+            "<html><head><title>Inline</title></head><body style='margin:0;background:rgb(0,255,0)'>hi</body></html>"
+                .into(),
         )))
         .await);
     assert_px(&decode(&out.bytes), 400, 300, [0, 255, 0], 2);
@@ -279,10 +278,8 @@ async fn delay_and_pre_screenshot_js() {
     assert_px(&decode(&out.bytes), 10, 10, [0, 0, 255], 2);
 
     let mut r = url_req(srv.url("/red"));
-    r.pre_screenshot_js = Some(
-        "await new Promise(r => setTimeout(r, 150)); document.body.style.background = 'rgb(0,255,0)';"
-            .into(),
-    );
+    r.pre_screenshot_js =
+        Some("await new Promise(r => setTimeout(r, 150)); document.body.style.background = 'rgb(0,255,0)';".into());
     let out = ok(f.pool.capture(r).await);
     assert_px(&decode(&out.bytes), 10, 10, [0, 255, 0], 2);
 
@@ -454,16 +451,8 @@ async fn browsers_are_recycled() {
 }
 
 fn pgrep(pattern: &str) -> Vec<String> {
-    let out = std::process::Command::new("pgrep")
-        .arg("-f")
-        .arg("--")
-        .arg(pattern)
-        .output()
-        .expect("pgrep runs");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let out = std::process::Command::new("pgrep").arg("-f").arg("--").arg(pattern).output().expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -492,10 +481,7 @@ async fn a_killed_browser_fails_its_job_and_is_restarted() {
         })
         .collect();
     assert_eq!(main.len(), 1, "browser processes: {main:?}");
-    let status = std::process::Command::new("kill")
-        .args(["-9", &main[0]])
-        .status()
-        .unwrap();
+    let status = std::process::Command::new("kill").args(["-9", &main[0]]).status().unwrap();
     assert!(status.success());
     match tokio::time::timeout(Duration::from_secs(10), job).await.unwrap().unwrap() {
         Err(CaptureError::Browser(m)) => eprintln!("killed browser: {m}"),

@@ -12,9 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 pub fn chromium_path() -> PathBuf {
-    std::env::var_os("CAPTURE_CHROMIUM_PATH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+    std::env::var_os("CAPTURE_CHROMIUM_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
 }
 
 pub fn config(work_dir: PathBuf, allow_private: bool) -> BrowserConfig {
@@ -66,7 +64,9 @@ impl Server {
         let h = hits.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((s, _)) = listener.accept().await else { continue };
+                let Ok((s, _)) = listener.accept().await else {
+                    continue;
+                };
                 let router = router.clone();
                 let hits = h.clone();
                 tokio::spawn(async move {
@@ -78,11 +78,7 @@ impl Server {
     }
 }
 
-async fn serve_conn(
-    mut s: TcpStream,
-    router: Router,
-    hits: Arc<Mutex<HashMap<String, usize>>>,
-) -> std::io::Result<()> {
+async fn serve_conn(mut s: TcpStream, router: Router, hits: Arc<Mutex<HashMap<String, usize>>>) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let head_end = loop {
@@ -120,8 +116,10 @@ async fn serve_conn(
             s.shutdown().await?;
         }
         Resp::Hang => {
-            s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<html><body>loading")
-                .await?;
+            s.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<html><body>loading",
+            )
+            .await?;
             tokio::time::sleep(Duration::from_secs(60)).await;
         }
     }
