@@ -17,6 +17,9 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok
 for p in chromium fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk fonts-liberation poppler-utils ca-certificates curl; do
   have_pkg "$p" || missing+=("$p")
 done
+if [ "$want_pg" = 1 ] && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then
+  missing+=(python3-venv)
+fi
 if [ "$want_pg" = 1 ] && ! command -v pg_ctlcluster >/dev/null && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   missing+=(postgresql)
 fi

@@ -20,3 +20,22 @@ echo "== cargo clippy"
 cargo clippy --locked --workspace --all-targets -q -- -D warnings
 echo "== cargo test"
 cargo test --locked --workspace -- --test-threads="${CAPTURE_TEST_THREADS:-4}"
+
+# ---- website in a real browser (tests/e2e: node:test + playwright-core, Debian's Chromium) ----
+# Installs its own Node dependencies from the committed lock file; never downloads a browser.
+echo "== e2e (website in headless Chromium)"
+if ! command -v npm >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  $( [ "$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
+  $( [ "$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+(
+  cd tests/e2e
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+  # support.mjs builds the `capture` binary with cargo (already built by `cargo test`).
+  npm test
+)
+
+# ---- MCP server with a real client (tests/mcp: the official Python `mcp` SDK over OAuth) ----
+echo "== mcp (Python SDK client, whole OAuth flow)"
+bash tests/mcp/run.sh

@@ -30,7 +30,9 @@ fn ms(d: Duration) -> f64 {
 async fn site() -> String {
     use axum::routing::get;
     let simple = "<!doctype html><html><head><title>Simple</title><style>body{font-family:sans-serif;background:#f4f4f4}</style></head><body><h1>Hello</h1><p>A simple page for the benchmark.</p></body></html>";
-    let mut long = String::from("<!doctype html><html><head><title>Long</title><style>body{margin:0}section{height:200px;border-bottom:1px solid #ccc}img{width:300px;height:150px;display:block}</style></head><body>");
+    let mut long = String::from(
+        "<!doctype html><html><head><title>Long</title><style>body{margin:0}section{height:200px;border-bottom:1px solid #ccc}img{width:300px;height:150px;display:block}</style></head><body>",
+    );
     for i in 0..30 {
         long.push_str(&format!("<section><img loading=\"lazy\" src=\"/img/{i}.svg\" alt=\"\"></section>"));
     }
@@ -100,20 +102,44 @@ fn start_server(concurrency: usize, browsers: usize) -> Server {
     Server { child, base, key, _dir: dir }
 }
 
-async fn run_cell(client: &reqwest::Client, s: &Server, body: Value, jobs: usize, concurrency: usize) -> (f64, Vec<Duration>) {
+async fn run_cell(
+    client: &reqwest::Client,
+    s: &Server,
+    body: Value,
+    jobs: usize,
+    concurrency: usize,
+) -> (f64, Vec<Duration>) {
     let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t0 = Instant::now();
     let mut handles = Vec::new();
     for _ in 0..concurrency {
-        let (client, base, key, body, next) = (client.clone(), s.base.clone(), s.key.clone(), body.clone(), next.clone());
+        let (client, base, key, body, next) =
+            (client.clone(), s.base.clone(), s.key.clone(), body.clone(), next.clone());
         handles.push(tokio::spawn(async move {
             let mut lat = Vec::new();
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < jobs {
                 let t = Instant::now();
-                let job: Value = client.post(format!("{base}/v1/screenshot")).bearer_auth(&key).json(&body).send().await.unwrap().json().await.unwrap();
+                let job: Value = client
+                    .post(format!("{base}/v1/screenshot"))
+                    .bearer_auth(&key)
+                    .json(&body)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
                 let id = job["id"].as_str().expect("job id").to_string();
                 loop {
-                    let v: Value = client.get(format!("{base}/v1/screenshot/{id}")).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+                    let v: Value = client
+                        .get(format!("{base}/v1/screenshot/{id}"))
+                        .bearer_auth(&key)
+                        .send()
+                        .await
+                        .unwrap()
+                        .json()
+                        .await
+                        .unwrap();
                     match v["status"].as_str() {
                         Some("done") => break,
                         Some("failed") => panic!("capture failed: {v}"),
@@ -137,8 +163,12 @@ async fn main() {
     let jobs: usize = std::env::var("BENCH_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
     let base = site().await;
     let client = reqwest::Client::new();
-    let chromium = std::path::PathBuf::from(std::env::var("CAPTURE_CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".into()));
-    println!("capture benchmark: {jobs} jobs per cell, {} cores", std::thread::available_parallelism().map_or(0, |n| n.get()));
+    let chromium =
+        std::path::PathBuf::from(std::env::var("CAPTURE_CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".into()));
+    println!(
+        "capture benchmark: {jobs} jobs per cell, {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     println!("{:<44} {:>5} {:>10} {:>9} {:>9}", "case", "conc", "captures/s", "p50 ms", "p95 ms");
 
     // Floor: bare DevTools on one warm page per browser.
@@ -149,7 +179,9 @@ async fn main() {
         for _ in 0..browsers {
             let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/simple"));
             let n = jobs / browsers;
-            hs.push(tokio::spawn(async move { capture_browser::floor::bare_devtools_capture_loop(&c, &w, &u, n).await.unwrap() }));
+            hs.push(tokio::spawn(async move {
+                capture_browser::floor::bare_devtools_capture_loop(&c, &w, &u, n).await.unwrap()
+            }));
         }
         let mut lat = Vec::new();
         for h in hs {
@@ -159,20 +191,56 @@ async fn main() {
         let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
         let _ = t0;
         let rate = lat.len() as f64 / busy.as_secs_f64();
-        println!("{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}", format!("floor: bare DevTools, warm page, {browsers} browser(s)"), browsers, rate, ms(pct(&mut lat, 0.5)), ms(pct(&mut lat, 0.95)));
+        println!(
+            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
+            format!("floor: bare DevTools, warm page, {browsers} browser(s)"),
+            browsers,
+            rate,
+            ms(pct(&mut lat, 0.5)),
+            ms(pct(&mut lat, 0.95))
+        );
     }
 
     for (conc, browsers) in [(1usize, 1usize), (2, 2), (4, 2)] {
         let server = start_server(conc, browsers);
         // Warm up: one capture so Chromium and the database are ready.
         run_cell(&client, &server, json!({"url": format!("{base}/simple"), "waitUntil": "load"}), 2, 1).await;
-        let (rate, mut lat) = run_cell(&client, &server, json!({"url": format!("{base}/simple"), "waitUntil": "load"}), jobs, conc).await;
-        println!("{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}", format!("simple page, load, png ({browsers} browser(s))"), conc, rate, ms(pct(&mut lat, 0.5)), ms(pct(&mut lat, 0.95)));
+        let (rate, mut lat) =
+            run_cell(&client, &server, json!({"url": format!("{base}/simple"), "waitUntil": "load"}), jobs, conc).await;
+        println!(
+            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
+            format!("simple page, load, png ({browsers} browser(s))"),
+            conc,
+            rate,
+            ms(pct(&mut lat, 0.5)),
+            ms(pct(&mut lat, 0.95))
+        );
         let (rate, mut lat) = run_cell(&client, &server, json!({"url": format!("{base}/simple")}), jobs, conc).await;
-        println!("{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}", "simple page, networkidle (default), png", conc, rate, ms(pct(&mut lat, 0.5)), ms(pct(&mut lat, 0.95)));
+        println!(
+            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
+            "simple page, networkidle (default), png",
+            conc,
+            rate,
+            ms(pct(&mut lat, 0.5)),
+            ms(pct(&mut lat, 0.95))
+        );
         let n = (jobs / 2).max(4);
-        let (rate, mut lat) = run_cell(&client, &server, json!({"url": format!("{base}/long"), "fullPage": true, "waitUntil": "load"}), n, conc).await;
-        println!("{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}", "6000 px full page, 30 lazy images", conc, rate, ms(pct(&mut lat, 0.5)), ms(pct(&mut lat, 0.95)));
+        let (rate, mut lat) = run_cell(
+            &client,
+            &server,
+            json!({"url": format!("{base}/long"), "fullPage": true, "waitUntil": "load"}),
+            n,
+            conc,
+        )
+        .await;
+        println!(
+            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
+            "6000 px full page, 30 lazy images",
+            conc,
+            rate,
+            ms(pct(&mut lat, 0.5)),
+            ms(pct(&mut lat, 0.95))
+        );
         drop(server);
     }
 }

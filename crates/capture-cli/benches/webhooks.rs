@@ -105,9 +105,18 @@ async fn main() {
         .collect();
     lat.sort();
     println!("webhook delivery benchmark: {n} deliveries to a local receiver");
-    println!("  queued through the API in {:.2} s ({:.0} events/s)", queued.as_secs_f64(), n as f64 / queued.as_secs_f64());
+    println!(
+        "  queued through the API in {:.2} s ({:.0} events/s)",
+        queued.as_secs_f64(),
+        n as f64 / queued.as_secs_f64()
+    );
     println!("  all delivered in {:.2} s: {:.1} deliveries/s", total.as_secs_f64(), n as f64 / total.as_secs_f64());
-    println!("  event -> receipt: p50 {} ms, p95 {} ms, max {} ms", lat[lat.len() / 2], lat[lat.len() * 95 / 100], lat[lat.len() - 1]);
+    println!(
+        "  event -> receipt: p50 {} ms, p95 {} ms, max {} ms",
+        lat[lat.len() / 2],
+        lat[lat.len() * 95 / 100],
+        lat[lat.len() - 1]
+    );
     let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let _ = child.wait();
 }

@@ -1,4 +1,9 @@
-//! The `capture` binary: `serve`, `migrate`, `admin …`.
+//! The `capture` binary: the server (`serve`, `migrate`, `admin …`) and the client
+//! (`login`, `logout`, `balance`, `shot`, `webhooks …`).
+
+mod client;
+mod commands;
+mod login;
 
 use std::path::PathBuf;
 
@@ -33,6 +38,119 @@ enum Cmd {
         #[command(subcommand)]
         cmd: AdminCmd,
     },
+    /// Sign in to a server in the browser (OAuth with PKCE) and keep the session.
+    Login {
+        #[arg(long, env = "CAPTURE_SERVER", default_value = client::DEFAULT_SERVER)]
+        server: String,
+        /// Only print the address to open (headless machines).
+        #[arg(long)]
+        no_browser: bool,
+        /// How long to wait for the sign-in, in seconds.
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+    },
+    /// Forget the stored session (and revoke its tokens).
+    Logout,
+    /// Show this month's balance.
+    Balance {
+        #[command(flatten)]
+        conn: Conn,
+        /// Print the JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Capture a page and save the file.
+    Shot(ShotCmd),
+    /// Manage webhook endpoints.
+    Webhooks {
+        #[command(flatten)]
+        conn: Conn,
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        cmd: WebhooksCmd,
+    },
+}
+
+/// Where and as whom a client command connects.
+#[derive(clap::Args, Clone)]
+struct Conn {
+    /// Server base URL (default: the signed-in server, else http://127.0.0.1:8080).
+    #[arg(long, env = "CAPTURE_SERVER")]
+    server: Option<String>,
+    /// An API key instead of the stored session.
+    #[arg(long, env = "CAPTURE_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+}
+
+#[derive(clap::Args)]
+struct ShotCmd {
+    #[command(flatten)]
+    conn: Conn,
+    /// The page to capture (http or https).
+    url: String,
+    /// Output file (default: <job id>.<format>).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+    #[arg(long)]
+    full_page: bool,
+    #[arg(long)]
+    pdf: bool,
+    /// png, jpeg or webp.
+    #[arg(long)]
+    format: Option<String>,
+    #[arg(long)]
+    width: Option<u32>,
+    #[arg(long)]
+    height: Option<u32>,
+    /// Milliseconds to wait after load.
+    #[arg(long)]
+    delay: Option<u64>,
+    #[arg(long)]
+    dark_mode: bool,
+    /// Leave cookie banners alone (default: dismiss them).
+    #[arg(long)]
+    no_cookie_consent: bool,
+    #[arg(long)]
+    wait_for: Option<String>,
+    /// networkidle, load, domcontentloaded or none.
+    #[arg(long)]
+    wait_until: Option<String>,
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    #[arg(long)]
+    device_scale_factor: Option<f64>,
+    #[arg(long)]
+    click_before: Option<String>,
+    /// JavaScript evaluated right before the capture.
+    #[arg(long)]
+    js: Option<String>,
+    /// Print only the saved file's path.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Subcommand)]
+enum WebhooksCmd {
+    /// List endpoints.
+    List,
+    /// Create an endpoint (the signing secret is shown once).
+    Create {
+        url: String,
+        /// Event types (repeatable); default all.
+        #[arg(long = "event")]
+        events: Vec<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// Send a test.ping.
+    Test { id: String },
+    /// Replace the signing secret.
+    Rotate { id: String },
+    /// The last 50 deliveries.
+    Deliveries { id: String },
+    /// Delete an endpoint.
+    Delete { id: String },
 }
 
 #[derive(Subcommand)]
@@ -92,6 +210,22 @@ enum KeyCmd {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if is_client(&cli.cmd) {
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                eprintln!("error: cannot start the runtime: {e}");
+                return std::process::ExitCode::FAILURE;
+            }
+        };
+        return match rt.block_on(run_client(cli.cmd)) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::ExitCode::from(e.code)
+            }
+        };
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -112,6 +246,89 @@ fn init_logs() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("CAPTURE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+fn is_client(cmd: &Cmd) -> bool {
+    matches!(cmd, Cmd::Login { .. } | Cmd::Logout | Cmd::Balance { .. } | Cmd::Shot(_) | Cmd::Webhooks { .. })
+}
+
+async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
+    use client::Client;
+    match cmd {
+        Cmd::Login { server, no_browser, timeout } => {
+            login::login(&server, no_browser, std::time::Duration::from_secs(timeout)).await
+        }
+        Cmd::Logout => login::logout().await,
+        Cmd::Balance { conn, json } => {
+            let c = Client::connect(conn.api_key, conn.server).await?;
+            commands::balance(&c, json).await
+        }
+        Cmd::Shot(a) => {
+            let c = Client::connect(a.conn.api_key.clone(), a.conn.server.clone()).await?;
+            let mut o = serde_json::Map::new();
+            let mut put = |k: &str, v: serde_json::Value| {
+                o.insert(k.to_string(), v);
+            };
+            if a.full_page {
+                put("fullPage", true.into());
+            }
+            if a.pdf {
+                put("pdf", true.into());
+            }
+            if a.dark_mode {
+                put("darkMode", true.into());
+            }
+            if a.no_cookie_consent {
+                put("cookieConsent", "none".into());
+            }
+            if let Some(v) = a.format {
+                put("format", v.into());
+            }
+            if let Some(v) = a.width {
+                put("width", v.into());
+            }
+            if let Some(v) = a.height {
+                put("height", v.into());
+            }
+            if let Some(v) = a.delay {
+                put("delay", v.into());
+            }
+            if let Some(v) = a.wait_for {
+                put("waitFor", v.into());
+            }
+            if let Some(v) = a.wait_until {
+                put("waitUntil", v.into());
+            }
+            if let Some(v) = a.timeout_ms {
+                put("timeoutMs", v.into());
+            }
+            if let Some(v) = a.device_scale_factor {
+                put("deviceScaleFactor", v.into());
+            }
+            if let Some(v) = a.click_before {
+                put("clickBefore", v.into());
+            }
+            if let Some(v) = a.js {
+                put("preScreenshotJs", v.into());
+            }
+            commands::shot(&c, commands::ShotArgs { url: a.url, output: a.output, options: o, quiet: a.quiet }).await
+        }
+        Cmd::Webhooks { conn, json, cmd } => {
+            let c = Client::connect(conn.api_key, conn.server).await?;
+            let cmd = match cmd {
+                WebhooksCmd::List => commands::WebhookCmd::List,
+                WebhooksCmd::Create { url, events, description } => {
+                    commands::WebhookCmd::Create { url, events, description }
+                }
+                WebhooksCmd::Test { id } => commands::WebhookCmd::Test { id },
+                WebhooksCmd::Rotate { id } => commands::WebhookCmd::Rotate { id },
+                WebhooksCmd::Deliveries { id } => commands::WebhookCmd::Deliveries { id },
+                WebhooksCmd::Delete { id } => commands::WebhookCmd::Delete { id },
+            };
+            commands::webhooks(&c, cmd, json).await
+        }
+        _ => Ok(()),
+    }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
@@ -143,6 +360,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let r = admin_cmd(&cfg, &store, cmd).await;
             store.close().await;
             r
+        }
+        other => {
+            debug_assert!(is_client(&other));
+            Ok(())
         }
     }
 }
@@ -179,7 +400,14 @@ async fn admin_cmd(cfg: &Config, store: &capture_store::Store, cmd: AdminCmd) ->
             for k in store.list_keys(&u.id).await? {
                 let used = usage.iter().find(|(id, _)| *id == k.id).map_or(0, |(_, n)| *n);
                 let status = k.revoked_at.map_or("active".to_string(), |t| format!("revoked {}", iso(t)));
-                println!("{:<30} {:<20} {:<14} {:<26} {:>8}  {status}", k.id, k.name, k.prefix, iso(k.created_at), used);
+                println!(
+                    "{:<30} {:<20} {:<14} {:<26} {:>8}  {status}",
+                    k.id,
+                    k.name,
+                    k.prefix,
+                    iso(k.created_at),
+                    used
+                );
             }
         }
     }

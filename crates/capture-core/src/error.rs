@@ -30,8 +30,7 @@ impl ErrorCode {
     pub fn status(self) -> u16 {
         use ErrorCode::*;
         match self {
-            ValidationError | InvalidJson | InvalidIdempotencyKey | InvalidRequestId
-            | InvalidOrganizationId => 400,
+            ValidationError | InvalidJson | InvalidIdempotencyKey | InvalidRequestId | InvalidOrganizationId => 400,
             Unauthorized => 401,
             Forbidden => 403,
             NotFound => 404,

@@ -29,15 +29,12 @@ pub fn new_api_key() -> String {
 
 /// `[A-Za-z0-9_-]{min,max}`, the pattern of request ids, idempotency keys and org ids.
 pub fn is_token(s: &str, min: usize, max: usize) -> bool {
-    (min..=max).contains(&s.len())
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (min..=max).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 /// Whether `s` looks like an id of ours with the given prefix (cheap pre-check before a query).
 pub fn looks_like(prefix: &str, s: &str) -> bool {
-    s.strip_prefix(prefix)
-        .and_then(|r| r.strip_prefix('_'))
-        .is_some_and(|r| is_token(r, 1, 64))
+    s.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')).is_some_and(|r| is_token(r, 1, 64))
 }
 
 #[cfg(test)]

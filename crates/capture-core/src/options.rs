@@ -107,8 +107,7 @@ impl CaptureOptions {
             Some(_) => return Err(FieldError::new("url", "must be a string")),
         };
         let width = int(obj, "width", 1280, bounds::WIDTH.0 as i64, bounds::WIDTH.1 as i64)? as u32;
-        let height =
-            int(obj, "height", 800, bounds::HEIGHT.0 as i64, bounds::HEIGHT.1 as i64)? as u32;
+        let height = int(obj, "height", 800, bounds::HEIGHT.0 as i64, bounds::HEIGHT.1 as i64)? as u32;
         let full_page = boolean(obj, "fullPage", false)?;
         let format = match string(obj, "format")?.as_deref() {
             None | Some("png") => ImageFormat::Png,
@@ -131,15 +130,10 @@ impl CaptureOptions {
             Some("domcontentloaded") => WaitUntil::Domcontentloaded,
             Some("none") => WaitUntil::None,
             Some(_) => {
-                return Err(FieldError::new(
-                    "waitUntil",
-                    "must be one of networkidle, load, domcontentloaded, none",
-                ));
+                return Err(FieldError::new("waitUntil", "must be one of networkidle, load, domcontentloaded, none"));
             }
         };
-        let timeout_ms =
-            int(obj, "timeoutMs", 10_000, bounds::TIMEOUT.0 as i64, bounds::TIMEOUT.1 as i64)?
-                as u64;
+        let timeout_ms = int(obj, "timeoutMs", 10_000, bounds::TIMEOUT.0 as i64, bounds::TIMEOUT.1 as i64)? as u64;
         let pre_screenshot_js = match string(obj, "preScreenshotJs")? {
             Some(s) if s.len() > bounds::JS_MAX => {
                 return Err(FieldError::new("preScreenshotJs", "must be at most 16384 bytes"));
@@ -152,10 +146,7 @@ impl CaptureOptions {
             Some(Value::Number(n)) => {
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if !(bounds::DSF.0..=bounds::DSF.1).contains(&f) {
-                    return Err(FieldError::new(
-                        "deviceScaleFactor",
-                        "must be between 0.5 and 3",
-                    ));
+                    return Err(FieldError::new("deviceScaleFactor", "must be between 0.5 and 3"));
                 }
                 f
             }
@@ -270,9 +261,7 @@ fn string(obj: &Map<String, Value>, f: &str) -> Result<Option<String>, FieldErro
 
 fn selector(obj: &Map<String, Value>, f: &str) -> Result<Option<String>, FieldError> {
     match string(obj, f)? {
-        Some(s) if s.len() > bounds::SELECTOR_MAX => {
-            Err(FieldError::new(f, "must be at most 1024 characters"))
-        }
+        Some(s) if s.len() > bounds::SELECTOR_MAX => Err(FieldError::new(f, "must be at most 1024 characters")),
         Some(s) if s.trim().is_empty() => Ok(None),
         other => Ok(other),
     }

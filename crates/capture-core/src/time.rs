@@ -9,9 +9,7 @@ pub fn now_ms() -> i64 {
 
 /// RFC 3339 / ISO 8601 with milliseconds and `Z`.
 pub fn iso(ms: i64) -> String {
-    DateTime::<Utc>::from_timestamp_millis(ms)
-        .unwrap_or_default()
-        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    DateTime::<Utc>::from_timestamp_millis(ms).unwrap_or_default().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// Parse an ISO 8601 timestamp into Unix milliseconds.

@@ -12,9 +12,7 @@ use crate::state::AppState;
 
 /// Routes (authenticated by the caller's router).
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/account/balance", get(balance_handler))
-        .route("/v1/account/usage", get(balance_handler))
+    Router::new().route("/v1/account/balance", get(balance_handler)).route("/v1/account/usage", get(balance_handler))
 }
 
 /// The balance object of the contract, from the caller's account view.

@@ -20,7 +20,11 @@ pub enum AdminError {
 fn valid_email(e: &str) -> bool {
     let e = e.trim();
     let Some((local, domain)) = e.split_once('@') else { return false };
-    !local.is_empty() && domain.contains('.') && !domain.starts_with('.') && !e.contains(char::is_whitespace) && e.len() <= 254
+    !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !e.contains(char::is_whitespace)
+        && e.len() <= 254
 }
 
 /// Hash a password with argon2id.
@@ -47,7 +51,8 @@ pub async fn create_user(
     if !valid_email(email) {
         return Err(AdminError::Invalid(format!("'{email}' is not an e-mail address")));
     }
-    let plan = Plan::parse(plan).ok_or_else(|| AdminError::Invalid(format!("unknown plan '{plan}' (free, starter, pro)")))?;
+    let plan =
+        Plan::parse(plan).ok_or_else(|| AdminError::Invalid(format!("unknown plan '{plan}' (free, starter, pro)")))?;
     let user = User {
         id: ids::new_id(ids::USER),
         email: email.trim().to_lowercase(),
@@ -65,7 +70,8 @@ pub async fn create_user(
 
 /// Change an account's plan.
 pub async fn set_plan(store: &Store, email: &str, plan: &str) -> Result<(), AdminError> {
-    let plan = Plan::parse(plan).ok_or_else(|| AdminError::Invalid(format!("unknown plan '{plan}' (free, starter, pro)")))?;
+    let plan =
+        Plan::parse(plan).ok_or_else(|| AdminError::Invalid(format!("unknown plan '{plan}' (free, starter, pro)")))?;
     if !store.set_plan(email, plan.as_str()).await? {
         return Err(AdminError::NoSuchUser(email.into()));
     }
@@ -73,7 +79,12 @@ pub async fn set_plan(store: &Store, email: &str, plan: &str) -> Result<(), Admi
 }
 
 /// Create a key for an account: returns the record and the key itself (shown once).
-pub async fn create_key(store: &Store, master: &MasterKey, user_id: &str, name: &str) -> Result<(ApiKeyRow, String), AdminError> {
+pub async fn create_key(
+    store: &Store,
+    master: &MasterKey,
+    user_id: &str,
+    name: &str,
+) -> Result<(ApiKeyRow, String), AdminError> {
     let name = name.trim();
     if name.is_empty() || name.len() > 100 {
         return Err(AdminError::Invalid("a key name has 1 to 100 characters".into()));

@@ -27,19 +27,25 @@ use crate::{account, docs, pipeline, screenshots, worker};
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
-        .merge(account::router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), pipeline::require_api_key));
+    // The balance also accepts the OAuth session of the CLI and MCP clients.
+    let account = account::router()
+        .route_layer(middleware::from_fn_with_state(state.clone(), pipeline::require_api_key_or_oauth));
     let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
     Router::new()
         .merge(authed)
+        .merge(account)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
         .merge(docs::router())
+        .merge(crate::web::router())
+        .merge(crate::oauth::router())
+        .merge(crate::mcp::router(state.clone()))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(upload_limit))
@@ -101,9 +107,8 @@ impl Application {
     pub async fn build(cfg: Config) -> anyhow::Result<Application> {
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(|e| anyhow::anyhow!("CAPTURE_DATA_DIR {}: {e}", cfg.data_dir.display()))?;
-        let store = Store::connect(&cfg.database_url, 16)
-            .await
-            .map_err(|e| anyhow::anyhow!("CAPTURE_DATABASE_URL: {e}"))?;
+        let store =
+            Store::connect(&cfg.database_url, 16).await.map_err(|e| anyhow::anyhow!("CAPTURE_DATABASE_URL: {e}"))?;
         let master = MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
         let files_dir = match &cfg.storage_url {
             Some(u) => std::path::PathBuf::from(u.trim_start_matches("file://")),
@@ -114,7 +119,9 @@ impl Application {
                 .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL {}: {e}", files_dir.display()))?,
         );
         let (listener, addr) = if cfg.roles.api {
-            let l = TcpListener::bind(&cfg.listen).await.map_err(|e| anyhow::anyhow!("CAPTURE_LISTEN {}: {e}", cfg.listen))?;
+            let l = TcpListener::bind(&cfg.listen)
+                .await
+                .map_err(|e| anyhow::anyhow!("CAPTURE_LISTEN {}: {e}", cfg.listen))?;
             let a = l.local_addr()?;
             (Some(l), Some(a))
         } else {
@@ -180,7 +187,10 @@ impl Application {
             let app = router(state.clone());
             let stop_http = stop.clone();
             tasks.spawn(async move {
-                let r = axum::serve(listener, app).with_graceful_shutdown(async move { stop_http.cancelled().await }).await;
+                // Peer addresses feed the website's sign-in throttle.
+                let app = app.into_make_service_with_connect_info::<SocketAddr>();
+                let r =
+                    axum::serve(listener, app).with_graceful_shutdown(async move { stop_http.cancelled().await }).await;
                 if let Err(e) = r {
                     tracing::error!(error = %e, "HTTP server failed");
                 }

@@ -199,10 +199,8 @@ impl Config {
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
         let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;
         let browser_recycle_after = num("CAPTURE_BROWSER_RECYCLE_AFTER", 500, 1, 1_000_000)?;
-        let allow_private_networks = parse_bool(
-            "CAPTURE_ALLOW_PRIVATE_NETWORKS",
-            &get("CAPTURE_ALLOW_PRIVATE_NETWORKS").unwrap_or_default(),
-        )?;
+        let allow_private_networks =
+            parse_bool("CAPTURE_ALLOW_PRIVATE_NETWORKS", &get("CAPTURE_ALLOW_PRIVATE_NETWORKS").unwrap_or_default())?;
         let webhook_allow_http =
             parse_bool("CAPTURE_WEBHOOK_ALLOW_HTTP", &get("CAPTURE_WEBHOOK_ALLOW_HTTP").unwrap_or_default())?;
         let admin_emails = get("CAPTURE_ADMIN_EMAILS")
@@ -237,10 +235,10 @@ impl Config {
             crate::crypto::MasterKey::parse(k).map_err(|e| err("CAPTURE_MASTER_KEY", e))?;
         }
         let smtp_url = get("CAPTURE_SMTP_URL");
-        if let Some(u) = &smtp_url {
-            if !(u.starts_with("smtp://") || u.starts_with("smtps://")) {
-                return Err(err("CAPTURE_SMTP_URL", "must be smtp://… or smtps://…"));
-            }
+        if let Some(u) = &smtp_url
+            && !(u.starts_with("smtp://") || u.starts_with("smtps://"))
+        {
+            return Err(err("CAPTURE_SMTP_URL", "must be smtp://… or smtps://…"));
         }
         let queue_lease = dur("CAPTURE_QUEUE_LEASE", "60s")?;
         if queue_lease < Duration::from_secs(1) {

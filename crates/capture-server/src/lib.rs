@@ -9,11 +9,14 @@ pub mod config;
 pub mod crypto;
 pub mod docs;
 pub mod error;
+pub mod mcp;
 pub mod metrics;
+pub mod oauth;
 pub mod pipeline;
 pub mod scheduler;
 pub mod screenshots;
 pub mod state;
+pub mod web;
 pub mod webhooks;
 pub mod worker;
 

@@ -58,24 +58,50 @@ impl Metrics {
             let n = jobs_by_status.iter().find(|(k, _)| k == st).map_or(0, |(_, n)| *n);
             let _ = writeln!(s, "capture_jobs{{status=\"{st}\"}} {n}");
         }
-        let _ = writeln!(s, "# HELP capture_queue_depth Tasks waiting for a worker.\n# TYPE capture_queue_depth gauge\ncapture_queue_depth {queue_depth}");
-        let _ = writeln!(s, "# HELP capture_browser_restarts_total Browser processes restarted (crash or recycle).\n# TYPE capture_browser_restarts_total counter\ncapture_browser_restarts_total {browser_restarts}");
+        let _ = writeln!(
+            s,
+            "# HELP capture_queue_depth Tasks waiting for a worker.\n# TYPE capture_queue_depth gauge\ncapture_queue_depth {queue_depth}"
+        );
+        let _ = writeln!(
+            s,
+            "# HELP capture_browser_restarts_total Browser processes restarted (crash or recycle).\n# TYPE capture_browser_restarts_total counter\ncapture_browser_restarts_total {browser_restarts}"
+        );
         s.push_str("# HELP capture_capture_seconds Time to capture a page, browser work and storage.\n# TYPE capture_capture_seconds histogram\n");
         for (i, b) in BUCKETS.iter().enumerate() {
-            let _ = writeln!(s, "capture_capture_seconds_bucket{{le=\"{b}\"}} {}", self.capture_buckets[i].load(Ordering::Relaxed));
+            let _ = writeln!(
+                s,
+                "capture_capture_seconds_bucket{{le=\"{b}\"}} {}",
+                self.capture_buckets[i].load(Ordering::Relaxed)
+            );
         }
         let count = self.capture_count.load(Ordering::Relaxed);
         let _ = writeln!(s, "capture_capture_seconds_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(s, "capture_capture_seconds_sum {}", self.capture_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0);
+        let _ =
+            writeln!(s, "capture_capture_seconds_sum {}", self.capture_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0);
         let _ = writeln!(s, "capture_capture_seconds_count {count}");
-        let _ = writeln!(s, "# HELP capture_captures_total Captures finished by this process.\n# TYPE capture_captures_total counter");
-        let _ = writeln!(s, "capture_captures_total{{outcome=\"done\"}} {}", self.captures_done.load(Ordering::Relaxed));
-        let _ = writeln!(s, "capture_captures_total{{outcome=\"failed\"}} {}", self.captures_failed.load(Ordering::Relaxed));
-        let _ = writeln!(s, "# HELP capture_capture_retries_total Transient browser failures retried.\n# TYPE capture_capture_retries_total counter\ncapture_capture_retries_total {}", self.capture_retries.load(Ordering::Relaxed));
+        let _ = writeln!(
+            s,
+            "# HELP capture_captures_total Captures finished by this process.\n# TYPE capture_captures_total counter"
+        );
+        let _ =
+            writeln!(s, "capture_captures_total{{outcome=\"done\"}} {}", self.captures_done.load(Ordering::Relaxed));
+        let _ = writeln!(
+            s,
+            "capture_captures_total{{outcome=\"failed\"}} {}",
+            self.captures_failed.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP capture_capture_retries_total Transient browser failures retried.\n# TYPE capture_capture_retries_total counter\ncapture_capture_retries_total {}",
+            self.capture_retries.load(Ordering::Relaxed)
+        );
         s.push_str("# HELP capture_http_requests_total HTTP requests by method, route and status.\n# TYPE capture_http_requests_total counter\n");
         let m = self.http.lock().unwrap_or_else(|p| p.into_inner());
         for ((method, route, status), n) in m.iter() {
-            let _ = writeln!(s, "capture_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}");
+            let _ = writeln!(
+                s,
+                "capture_http_requests_total{{method=\"{method}\",route=\"{route}\",status=\"{status}\"}} {n}"
+            );
         }
         s
     }

@@ -30,10 +30,7 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
         .unwrap_or_else(|| format!("req_{}", capture_core::ids::random_string(20)));
     req.extensions_mut().insert(RequestId(id.clone()));
     let method = req.method().clone();
-    let route = req
-        .extensions()
-        .get::<axum::extract::MatchedPath>()
-        .map(|p| p.as_str().to_string());
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
     let path_for_metrics = route.unwrap_or_else(|| metrics_route(req.uri().path()));
     let mut resp = next.run(req).await;
     if let Some(info) = resp.extensions_mut().remove::<ErrorInfo>() {
@@ -70,12 +67,9 @@ pub async fn organization_id(req: Request, next: Next) -> Response {
     if let Some(v) = req.headers().get("x-organization-id") {
         let ok = v.to_str().is_ok_and(|s| is_token(s, 6, 64));
         if !ok {
-            return ApiError::new(
-                ErrorCode::InvalidOrganizationId,
-                "X-Organization-ID must match [A-Za-z0-9_-]{6,64}",
-            )
-            .details(json!({"field": "X-Organization-ID", "reason": "must match [A-Za-z0-9_-]{6,64}"}))
-            .into_response();
+            return ApiError::new(ErrorCode::InvalidOrganizationId, "X-Organization-ID must match [A-Za-z0-9_-]{6,64}")
+                .details(json!({"field": "X-Organization-ID", "reason": "must match [A-Za-z0-9_-]{6,64}"}))
+                .into_response();
         }
     }
     next.run(req).await
@@ -123,12 +117,49 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Accou
 }
 
 /// Authenticate every call of the router it wraps and add `X-RateLimit-*` headers to
-/// every authenticated response, errors included.
-pub async fn require_api_key(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let account = match authenticate(&state, req.headers()).await {
-        Ok(a) => a,
-        Err(e) => return e.into_response(),
-    };
+/// every authenticated response, errors included. Accepts an API key, or an OAuth access
+/// token issued for the REST API itself (audience `{base_url}`, what `capture login`
+/// asks for); tokens minted for the MCP server (audience `{base_url}/mcp`) are refused.
+pub async fn require_api_key(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let audiences = [state.base_url.as_str()];
+    match account_from_credential(&state, req.headers(), &audiences).await {
+        Ok(account) => run_as(account, req, next).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Like [`require_api_key`], but OAuth tokens of either audience (REST or MCP) pass: the
+/// contract lets the balance accept the CLI's and the MCP clients' sessions.
+pub async fn require_api_key_or_oauth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let mcp = crate::oauth::mcp_resource(&state);
+    let audiences = [state.base_url.as_str(), mcp.as_str()];
+    match account_from_credential(&state, req.headers(), &audiences).await {
+        Ok(account) => run_as(account, req, next).await,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// An API key, or an OAuth access token whose audience is one of `audiences`.
+async fn account_from_credential(
+    state: &AppState,
+    headers: &HeaderMap,
+    audiences: &[&str],
+) -> Result<Account, ApiError> {
+    match crate::oauth::bearer(headers) {
+        Some(t) if crate::oauth::looks_like_access_token(t) => {
+            crate::oauth::account_for_access_token(state, t, audiences).await?.ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Unauthorized,
+                    "unknown, expired or revoked access token (or one issued for another resource)",
+                )
+            })
+        }
+        _ => authenticate(state, headers).await,
+    }
+}
+
+/// Run the handler as `account` and add the rate-limit headers to its response.
+async fn run_as(account: Account, mut req: Request, next: Next) -> Response {
     req.extensions_mut().insert(account.clone());
     let mut resp = next.run(req).await;
     let used = resp.extensions().get::<UsageAfter>().map_or(account.used, |u| u.0);
@@ -162,12 +193,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
-        let ct = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_ascii_lowercase();
+        let ct =
+            req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
         let essence = ct.split(';').next().unwrap_or("").trim().to_string();
         if !(essence == "application/json" || essence.ends_with("+json")) {
             return Err(ApiError::new(
@@ -191,8 +218,7 @@ pub const JSON_LIMIT: usize = 256 * 1024;
 /// Read a body up to `limit` bytes, 413 beyond.
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let too_large = std::error::Error::source(&e)
-            .is_some_and(|s| s.to_string().contains("length limit"))
+        let too_large = std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"))
             || e.to_string().contains("length limit");
         if too_large {
             ApiError::new(ErrorCode::PayloadTooLarge, format!("the body is larger than {limit} bytes"))

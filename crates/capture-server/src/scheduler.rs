@@ -21,5 +21,11 @@ pub async fn run(state: AppState, stop: CancellationToken) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "idempotency purge failed"),
         }
+        if let Err(e) = state.store.purge_oauth_state(now_ms()).await {
+            tracing::warn!(error = %e, "purging expired OAuth codes and tokens failed");
+        }
+        if let Err(e) = state.store.purge_web_state(now_ms(), now_ms() - 24 * 3600 * 1000).await {
+            tracing::warn!(error = %e, "purging expired sessions failed");
+        }
     }
 }

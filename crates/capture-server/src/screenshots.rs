@@ -266,9 +266,8 @@ pub async fn list_jobs(
         })?),
     };
     let rows = state.store.list_screenshots(&account.user.id, before, limit).await?;
-    let next = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id)))
-        .flatten();
+    let next =
+        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
     Ok(json!({
         "data": rows.iter().map(|r| job_json(state, r)).collect::<Vec<_>>(),
         "nextCursor": next,
@@ -311,7 +310,8 @@ pub async fn stream(
         let deadline = tokio::time::Instant::now() + st.cfg.sse_max_duration;
         let mut last_event = 0i64;
         let mut poll = tokio::time::interval(Duration::from_millis(1000));
-        let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + st.cfg.sse_heartbeat, st.cfg.sse_heartbeat);
+        let mut ping =
+            tokio::time::interval_at(tokio::time::Instant::now() + st.cfg.sse_heartbeat, st.cfg.sse_heartbeat);
         loop {
             match st.store.events_after(&row.id, last_event).await {
                 Ok(events) => {
@@ -330,7 +330,9 @@ pub async fn stream(
                                     let v = job_json(&st, j);
                                     json!({"status": "done", "screenshotId": j.id, "publicUrl": v["publicUrl"], "thumbnailUrl": v["thumbnailUrl"], "job": v})
                                 }
-                                (j, _) => json!({"status": "failed", "screenshotId": row.id, "error": j.as_ref().and_then(|j| j.error.clone()).or_else(|| data["error"].as_str().map(str::to_string))}),
+                                (j, _) => {
+                                    json!({"status": "failed", "screenshotId": row.id, "error": j.as_ref().and_then(|j| j.error.clone()).or_else(|| data["error"].as_str().map(str::to_string))})
+                                }
                             };
                             let _ = tx.send(Ok(Event::default().event(status.as_str()).data(body.to_string()))).await;
                             return;
@@ -682,10 +684,7 @@ pub async fn share(
         .share(&account.user.id, &id, &ids::random_string(32))
         .await?
         .ok_or_else(|| ApiError::not_found("screenshot"))?;
-    Ok((
-        StatusCode::CREATED,
-        Json(json!({"shareUrl": format!("{}/s/{token}", state.base_url), "screenshotId": id})),
-    ))
+    Ok((StatusCode::CREATED, Json(json!({"shareUrl": format!("{}/s/{token}", state.base_url), "screenshotId": id}))))
 }
 
 #[utoipa::path(delete, path = "/api/screenshots/{id}/share", tag = "screenshots", params(("id" = String, Path)), responses((status = 204), (status = 404, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
@@ -714,7 +713,10 @@ pub async fn pdf_download(
         _ => return Err(ApiError::not_found("PDF (this job is an image)")),
     };
     let bytes = state.blobs.get(&key).await.map_err(ApiError::internal)?.ok_or_else(|| ApiError::not_found("PDF"))?;
-    let host = url::Url::parse(&row.url).ok().and_then(|u| u.host_str().map(str::to_string)).unwrap_or_else(|| "capture".into());
+    let host = url::Url::parse(&row.url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| "capture".into());
     let filename = format!("{}-{}.pdf", sanitize_filename(&host), row.id);
     let mut resp = (StatusCode::OK, bytes).into_response();
     let h = resp.headers_mut();
@@ -748,7 +750,15 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
     let row = match row {
         Ok(Some(r)) => r,
         Ok(None) => {
-            return (StatusCode::NOT_FOUND, axum::response::Html(page("Not found", "<h1>Not found</h1><p>This share link does not exist or was revoked.</p>", ""))).into_response();
+            return (
+                StatusCode::NOT_FOUND,
+                axum::response::Html(page(
+                    "Not found",
+                    "<h1>Not found</h1><p>This share link does not exist or was revoked.</p>",
+                    "",
+                )),
+            )
+                .into_response();
         }
         Err(e) => return ApiError::internal(e).into_response(),
     };
@@ -774,7 +784,11 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
             t = esc(&title),
             u = esc(&row.url),
             p = esc(public),
-            img = if thumb.is_empty() { String::new() } else { format!("<img src=\"{}\" alt=\"First page of the PDF\">", esc(thumb)) }
+            img = if thumb.is_empty() {
+                String::new()
+            } else {
+                format!("<img src=\"{}\" alt=\"First page of the PDF\">", esc(thumb))
+            }
         ),
         ("done", _) => format!(
             "<h1>{t}</h1><p>Capture of <code>{u}</code></p><img src=\"{p}\" alt=\"Capture of {u}\">",

@@ -82,7 +82,9 @@ pub fn validate_url(state: &AppState, raw: &str) -> Result<String, FieldError> {
     match u.scheme() {
         "https" => {}
         "http" if state.cfg.webhook_allow_http => {}
-        "http" => return Err(FieldError::new("url", "must use https (this server does not allow plain http endpoints)")),
+        "http" => {
+            return Err(FieldError::new("url", "must use https (this server does not allow plain http endpoints)"));
+        }
         _ => return Err(FieldError::new("url", "must be an http(s) URL")),
     }
     if !u.username().is_empty() || u.password().is_some() {
@@ -144,7 +146,10 @@ pub async fn create_endpoint(state: &AppState, account: &Account, body: &Map<Str
         Some(_) => return Err(FieldError::new("description", "must be a string").into()),
     };
     if state.store.list_endpoints(&account.user.id).await?.len() >= MAX_ENDPOINTS {
-        return Err(ApiError::validation(FieldError::new("url", format!("an account may have at most {MAX_ENDPOINTS} endpoints"))));
+        return Err(ApiError::validation(FieldError::new(
+            "url",
+            format!("an account may have at most {MAX_ENDPOINTS} endpoints"),
+        )));
     }
     let secret = new_secret();
     let ep = Endpoint {
@@ -391,17 +396,16 @@ pub async fn send_once(
     // A literal address never reaches the resolver: check it here.
     if let Ok(u) = url::Url::parse(url) {
         let host = u.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            if !state.cfg.allow_private_networks {
-                if let Some(reason) = capture_browser::egress::forbidden_reason(ip) {
-                    return AttemptOutcome {
-                        status_code: None,
-                        error: Some(format!("blocked by egress policy: {ip} is {reason}")),
-                        duration_ms: 0,
-                        succeeded: false,
-                    };
-                }
-            }
+        if let Ok(ip) = host.parse::<IpAddr>()
+            && !state.cfg.allow_private_networks
+            && let Some(reason) = capture_browser::egress::forbidden_reason(ip)
+        {
+            return AttemptOutcome {
+                status_code: None,
+                error: Some(format!("blocked by egress policy: {ip} is {reason}")),
+                duration_ms: 0,
+                succeeded: false,
+            };
         }
     }
     let ts = now_ms() / 1000;
@@ -427,7 +431,9 @@ pub async fn send_once(
                 succeeded: ok,
             }
         }
-        Err(e) => AttemptOutcome { status_code: None, error: Some(describe(&e, timeout)), duration_ms, succeeded: false },
+        Err(e) => {
+            AttemptOutcome { status_code: None, error: Some(describe(&e, timeout)), duration_ms, succeeded: false }
+        }
     }
 }
 

@@ -23,19 +23,37 @@ const BROWSER_RETRIES: usize = 2;
 
 /// Run `n` worker loops until `stop` is cancelled; in-flight captures go on until
 /// `hard_stop`, then they are handed back to the queue.
-pub async fn run(state: AppState, pool: Arc<BrowserPool>, n: usize, stop: CancellationToken, hard_stop: CancellationToken) {
+pub async fn run(
+    state: AppState,
+    pool: Arc<BrowserPool>,
+    n: usize,
+    stop: CancellationToken,
+    hard_stop: CancellationToken,
+) {
     let node = capture_core::ids::random_string(8);
     let mut handles = Vec::new();
     for i in 0..n {
         let worker_id = format!("{node}-{i}");
-        handles.push(tokio::spawn(worker_loop(state.clone(), pool.clone(), worker_id, stop.clone(), hard_stop.clone())));
+        handles.push(tokio::spawn(worker_loop(
+            state.clone(),
+            pool.clone(),
+            worker_id,
+            stop.clone(),
+            hard_stop.clone(),
+        )));
     }
     for h in handles {
         let _ = h.await;
     }
 }
 
-async fn worker_loop(state: AppState, pool: Arc<BrowserPool>, id: String, stop: CancellationToken, hard_stop: CancellationToken) {
+async fn worker_loop(
+    state: AppState,
+    pool: Arc<BrowserPool>,
+    id: String,
+    stop: CancellationToken,
+    hard_stop: CancellationToken,
+) {
     let lease_ms = state.cfg.queue_lease.as_millis() as i64;
     while !stop.is_cancelled() {
         let claimed = state.store.claim("screenshot", &id, now_ms(), lease_ms).await;

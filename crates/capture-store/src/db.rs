@@ -55,9 +55,8 @@ impl Store {
         } else {
             url.to_string()
         };
-        let mut opts = AnyPoolOptions::new()
-            .max_connections(max_connections.max(2))
-            .acquire_timeout(Duration::from_secs(15));
+        let mut opts =
+            AnyPoolOptions::new().max_connections(max_connections.max(2)).acquire_timeout(Duration::from_secs(15));
         if backend == Backend::Sqlite {
             opts = opts.after_connect(|conn, _| {
                 Box::pin(async move {

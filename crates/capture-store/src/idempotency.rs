@@ -81,14 +81,7 @@ impl Store {
     }
 
     /// Store the response of the request that owned `key`.
-    pub async fn idem_complete(
-        &self,
-        user_id: &str,
-        route: &str,
-        key: &str,
-        status: u16,
-        body: &str,
-    ) -> Result<()> {
+    pub async fn idem_complete(&self, user_id: &str, route: &str, key: &str, status: u16, body: &str) -> Result<()> {
         sqlx::query(
             "UPDATE idempotency_keys SET state = 'done', response_status = $1, response_body = $2 \
              WHERE user_id = $3 AND route = $4 AND idem_key = $5",
@@ -105,21 +98,21 @@ impl Store {
 
     /// Forget `key` (the request failed before doing anything; a retry may run it).
     pub async fn idem_abort(&self, user_id: &str, route: &str, key: &str) -> Result<()> {
-        sqlx::query("DELETE FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idem_key = $3 AND state = 'in_flight'")
-            .bind(user_id)
-            .bind(route)
-            .bind(key)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "DELETE FROM idempotency_keys WHERE user_id = $1 AND route = $2 AND idem_key = $3 AND state = 'in_flight'",
+        )
+        .bind(user_id)
+        .bind(route)
+        .bind(key)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
     /// Delete idempotency records older than `cutoff` (housekeeping).
     pub async fn idem_purge(&self, cutoff: i64) -> Result<u64> {
-        let res = sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1")
-            .bind(cutoff)
-            .execute(&self.pool)
-            .await?;
+        let res =
+            sqlx::query("DELETE FROM idempotency_keys WHERE created_at < $1").bind(cutoff).execute(&self.pool).await?;
         Ok(res.rows_affected())
     }
 }

@@ -108,16 +108,14 @@ pub(crate) async fn append_event(
     data: &serde_json::Value,
     now: i64,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO events (user_id, subject_id, event_type, data, created_at) VALUES ($1, $2, $3, $4, $5)",
-    )
-    .bind(user_id)
-    .bind(subject_id)
-    .bind(event_type)
-    .bind(data.to_string())
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
+    sqlx::query("INSERT INTO events (user_id, subject_id, event_type, data, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(user_id)
+        .bind(subject_id)
+        .bind(event_type)
+        .bind(data.to_string())
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -154,12 +152,11 @@ pub(crate) async fn reserve(
     .fetch_optional(&mut **tx)
     .await?;
     let Some((used,)) = updated else {
-        let (used,): (i64,) =
-            sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
-                .bind(user_id)
-                .bind(month)
-                .fetch_one(&mut **tx)
-                .await?;
+        let (used,): (i64,) = sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
+            .bind(user_id)
+            .bind(month)
+            .fetch_one(&mut **tx)
+            .await?;
         return Ok(Err(QuotaExceeded { used }));
     };
     sqlx::query(
@@ -186,30 +183,17 @@ impl Store {
         n: &NewScreenshot,
     ) -> Result<std::result::Result<(ScreenshotRow, i64), QuotaExceeded>> {
         let mut tx = self.begin_write().await?;
-        let op = if n.format == "pdf" {
-            "pdf"
-        } else {
-            "screenshot"
-        };
-        let used = match reserve(
-            &mut tx,
-            &n.user_id,
-            n.key_id.as_deref(),
-            op,
-            &n.id,
-            n.actions,
-            &n.month,
-            n.limit,
-            n.now,
-        )
-        .await?
-        {
-            Ok(used) => used,
-            Err(q) => {
-                tx.rollback().await?;
-                return Ok(Err(q));
-            }
-        };
+        let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
+        let used =
+            match reserve(&mut tx, &n.user_id, n.key_id.as_deref(), op, &n.id, n.actions, &n.month, n.limit, n.now)
+                .await?
+            {
+                Ok(used) => used,
+                Err(q) => {
+                    tx.rollback().await?;
+                    return Ok(Err(q));
+                }
+            };
         if let Some(limit) = n.limit {
             crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }
@@ -244,15 +228,8 @@ impl Store {
         if n.done.is_none() {
             crate::queue::enqueue(&mut tx, "screenshot", &n.id, &n.task_payload, n.now).await?;
         }
-        append_event(
-            &mut tx,
-            &n.user_id,
-            &n.id,
-            "screenshot.status",
-            &serde_json::json!({ "status": status }),
-            n.now,
-        )
-        .await?;
+        append_event(&mut tx, &n.user_id, &n.id, "screenshot.status", &serde_json::json!({ "status": status }), n.now)
+            .await?;
         if n.key_id.is_some() {
             sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
                 .bind(n.now)
@@ -261,10 +238,7 @@ impl Store {
                 .await?;
         }
         tx.commit().await?;
-        let row = self
-            .screenshot(&n.id)
-            .await?
-            .ok_or(crate::StoreError::NotFound)?;
+        let row = self.screenshot(&n.id).await?.ok_or(crate::StoreError::NotFound)?;
         Ok(Ok((row, used)))
     }
 
@@ -279,13 +253,11 @@ impl Store {
 
     /// A job of `user_id` (None for someone else's).
     pub async fn screenshot_of(&self, user_id: &str, id: &str) -> Result<Option<ScreenshotRow>> {
-        let row = sqlx::query(sqlf!(
-            "SELECT {COLS} FROM screenshots WHERE id = $1 AND user_id = $2"
-        ))
-        .bind(id)
-        .bind(user_id)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1 AND user_id = $2"))
+            .bind(id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(row_from).transpose()
     }
 
@@ -313,64 +285,49 @@ impl Store {
 
     /// Set the share token of a job if it has none; returns the token in force.
     pub async fn share(&self, user_id: &str, id: &str, token: &str) -> Result<Option<String>> {
-        sqlx::query(
-            "UPDATE screenshots SET share_token = $1 WHERE id = $2 AND user_id = $3 AND share_token IS NULL",
-        )
-        .bind(token)
-        .bind(id)
-        .bind(user_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(self
-            .screenshot_of(user_id, id)
-            .await?
-            .and_then(|r| r.share_token))
+        sqlx::query("UPDATE screenshots SET share_token = $1 WHERE id = $2 AND user_id = $3 AND share_token IS NULL")
+            .bind(token)
+            .bind(id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(self.screenshot_of(user_id, id).await?.and_then(|r| r.share_token))
     }
 
     /// Remove the share token; false when the job is not the user's.
     pub async fn unshare(&self, user_id: &str, id: &str) -> Result<bool> {
-        let res =
-            sqlx::query("UPDATE screenshots SET share_token = NULL WHERE id = $1 AND user_id = $2")
-                .bind(id)
-                .bind(user_id)
-                .execute(&self.pool)
-                .await?;
+        let res = sqlx::query("UPDATE screenshots SET share_token = NULL WHERE id = $1 AND user_id = $2")
+            .bind(id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
         Ok(res.rows_affected() > 0)
     }
 
     /// The job a public share token points at.
     pub async fn screenshot_by_share(&self, token: &str) -> Result<Option<ScreenshotRow>> {
-        let row = sqlx::query(sqlf!(
-            "SELECT {COLS} FROM screenshots WHERE share_token = $1"
-        ))
-        .bind(token)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE share_token = $1"))
+            .bind(token)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(row_from).transpose()
     }
 
     /// Events of a subject after `after_id`: `(id, type, data)`.
-    pub async fn events_after(
-        &self,
-        subject_id: &str,
-        after_id: i64,
-    ) -> Result<Vec<(i64, String, String)>> {
-        let rows: Vec<(i64, String, String)> = sqlx::query_as(
-            "SELECT id, event_type, data FROM events WHERE subject_id = $1 AND id > $2 ORDER BY id",
-        )
-        .bind(subject_id)
-        .bind(after_id)
-        .fetch_all(&self.pool)
-        .await?;
+    pub async fn events_after(&self, subject_id: &str, after_id: i64) -> Result<Vec<(i64, String, String)>> {
+        let rows: Vec<(i64, String, String)> =
+            sqlx::query_as("SELECT id, event_type, data FROM events WHERE subject_id = $1 AND id > $2 ORDER BY id")
+                .bind(subject_id)
+                .bind(after_id)
+                .fetch_all(&self.pool)
+                .await?;
         Ok(rows)
     }
 
     /// Job counts by status (metrics).
     pub async fn count_by_status(&self) -> Result<Vec<(String, i64)>> {
         let rows: Vec<(String, i64)> =
-            sqlx::query_as("SELECT status, COUNT(*) FROM screenshots GROUP BY status")
-                .fetch_all(&self.pool)
-                .await?;
+            sqlx::query_as("SELECT status, COUNT(*) FROM screenshots GROUP BY status").fetch_all(&self.pool).await?;
         Ok(rows)
     }
 }

@@ -17,13 +17,20 @@ mod db;
 mod idempotency;
 mod jobs;
 mod migrations;
+mod oauth;
 mod queue;
+mod sessions;
 mod users;
+mod web_store;
 mod webhooks;
 
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::IdemBegin;
 pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};
+pub use oauth::{
+    AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
+};
 pub use queue::Task;
+pub use sessions::WebSessionRow;
 pub use users::{ApiKeyRow, AuthRecord, User};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};

@@ -44,13 +44,7 @@ pub(crate) async fn enqueue(
 impl Store {
     /// Claim the oldest runnable task of `kind` (queued and due, or running with an
     /// expired lease) for `worker` until `now + lease_ms`.
-    pub async fn claim(
-        &self,
-        kind: &str,
-        worker: &str,
-        now: i64,
-        lease_ms: i64,
-    ) -> Result<Option<Task>> {
+    pub async fn claim(&self, kind: &str, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Task>> {
         let lock = match self.backend {
             Backend::Postgres => "FOR UPDATE SKIP LOCKED",
             Backend::Sqlite => "",
@@ -83,22 +77,20 @@ impl Store {
 
     /// Extend a lease; false when the worker no longer holds it.
     pub async fn extend_lease(&self, task_id: &str, worker: &str, until: i64) -> Result<bool> {
-        let res = sqlx::query(
-            "UPDATE tasks SET locked_until = $1 WHERE id = $2 AND locked_by = $3 AND status = 'running'",
-        )
-        .bind(until)
-        .bind(task_id)
-        .bind(worker)
-        .execute(&self.pool)
-        .await?;
+        let res =
+            sqlx::query("UPDATE tasks SET locked_until = $1 WHERE id = $2 AND locked_by = $3 AND status = 'running'")
+                .bind(until)
+                .bind(task_id)
+                .bind(worker)
+                .execute(&self.pool)
+                .await?;
         Ok(res.rows_affected() > 0)
     }
 
     /// Tasks waiting to run (metrics, back-pressure).
     pub async fn queue_depth(&self) -> Result<i64> {
-        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tasks WHERE status = 'queued'")
-            .fetch_one(&self.pool)
-            .await?;
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM tasks WHERE status = 'queued'").fetch_one(&self.pool).await?;
         Ok(n)
     }
 
@@ -182,15 +174,8 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((user_id,)) = &row {
-            append_event(
-                &mut tx,
-                user_id,
-                job_id,
-                "screenshot.status",
-                &serde_json::json!({"status": "done"}),
-                now,
-            )
-            .await?;
+            append_event(&mut tx, user_id, job_id, "screenshot.status", &serde_json::json!({"status": "done"}), now)
+                .await?;
             crate::webhooks::emit(&mut tx, user_id, "screenshot.completed", completed_event, now, None).await?;
         }
         tx.commit().await?;
@@ -261,13 +246,7 @@ impl Store {
 
     /// Hand a task back to the queue (graceful shutdown): the job returns to `pending`
     /// and the claim does not count as an attempt.
-    pub async fn release(
-        &self,
-        task_id: &str,
-        worker: &str,
-        job_id: &str,
-        now: i64,
-    ) -> Result<bool> {
+    pub async fn release(&self, task_id: &str, worker: &str, job_id: &str, now: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let res = sqlx::query(
             "UPDATE tasks SET status = 'queued', locked_by = NULL, locked_until = NULL, \
@@ -291,15 +270,8 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((user_id,)) = &row {
-            append_event(
-                &mut tx,
-                user_id,
-                job_id,
-                "screenshot.status",
-                &serde_json::json!({"status": "pending"}),
-                now,
-            )
-            .await?;
+            append_event(&mut tx, user_id, job_id, "screenshot.status", &serde_json::json!({"status": "pending"}), now)
+                .await?;
         }
         tx.commit().await?;
         Ok(true)

@@ -79,10 +79,7 @@ impl Store {
         .execute(&self.pool)
         .await?;
         if res.rows_affected() == 0 {
-            return Err(StoreError::Conflict(format!(
-                "an account with e-mail {} exists",
-                user.email
-            )));
+            return Err(StoreError::Conflict(format!("an account with e-mail {} exists", user.email)));
         }
         Ok(())
     }
@@ -186,22 +183,19 @@ impl Store {
         .await?;
         match row {
             None => Ok(None),
-            Some(r) => Ok(Some(AuthRecord {
-                user: user_from(&r)?,
-                key_id: r.try_get("key_id")?,
-                used: r.try_get("used")?,
-            })),
+            Some(r) => {
+                Ok(Some(AuthRecord { user: user_from(&r)?, key_id: r.try_get("key_id")?, used: r.try_get("used")? }))
+            }
         }
     }
 
     /// Actions used by an account in `month` (the shared monthly pool).
     pub async fn month_usage(&self, user_id: &str, month: &str) -> Result<i64> {
-        let row: Option<(i64,)> =
-            sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
-                .bind(user_id)
-                .bind(month)
-                .fetch_optional(&self.pool)
-                .await?;
+        let row: Option<(i64,)> = sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
+            .bind(user_id)
+            .bind(month)
+            .fetch_optional(&self.pool)
+            .await?;
         Ok(row.map_or(0, |r| r.0))
     }
 
@@ -215,9 +209,6 @@ impl Store {
         .bind(month)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(k, n)| k.map(|k| (k, n)))
-            .collect())
+        Ok(rows.into_iter().filter_map(|(k, n)| k.map(|k| (k, n))).collect())
     }
 }

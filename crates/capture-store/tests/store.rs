@@ -17,8 +17,7 @@ use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    ApiKeyRow, IdemBegin, NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow, Store,
-    StoreError, User,
+    ApiKeyRow, IdemBegin, NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow, Store, StoreError, User,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
@@ -104,10 +103,7 @@ impl Databases {
             Backend::Sqlite => format!("sqlite://{}", self.dir.path().join(name + ".db").display()),
             Backend::Postgres => {
                 let mut admin = admin_connection(&self.admin_url).await;
-                admin
-                    .execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                    .await
-                    .expect("CREATE DATABASE");
+                admin.execute(AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.expect("CREATE DATABASE");
                 let _ = admin.close().await;
                 let mut url = url::Url::parse(&self.admin_url).expect("CAPTURE_TEST_POSTGRES_URL");
                 url.set_path(&name);
@@ -153,11 +149,7 @@ where
     let url = dbs.fresh_url().await;
     let outcome = match Store::connect(&url, POOL).await {
         Ok(store) => {
-            let ctx = Ctx {
-                store: store.clone(),
-                url,
-                dbs: dbs.clone(),
-            };
+            let ctx = Ctx { store: store.clone(), url, dbs: dbs.clone() };
             let outcome = tokio::spawn(scenario(ctx)).await;
             store.close().await;
             outcome.map_err(|e| match e.try_into_panic() {
@@ -289,11 +281,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
 
 /// Create a job that must be accepted.
 async fn create(store: &Store, n: &NewScreenshot) -> ScreenshotRow {
-    let (row, _used) = store
-        .create_screenshot(n)
-        .await
-        .expect("create_screenshot")
-        .expect("within quota");
+    let (row, _used) = store.create_screenshot(n).await.expect("create_screenshot").expect("within quota");
     row
 }
 
@@ -324,11 +312,7 @@ async fn statuses(store: &Store, job_id: &str) -> Vec<String> {
 }
 
 async fn job_row(store: &Store, id: &str) -> ScreenshotRow {
-    store
-        .screenshot(id)
-        .await
-        .expect("screenshot")
-        .expect("job exists")
+    store.screenshot(id).await.expect("screenshot").expect("job exists")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -342,10 +326,7 @@ async fn migrations_are_idempotent(ctx: Ctx) {
     let again = Store::connect(&ctx.url, 2).await.expect("second connect");
     again.migrate().await.expect("explicit migrate");
     again.ping().await.expect("ping");
-    assert_eq!(
-        again.user_by_id(&alice.id).await.unwrap(),
-        Some(alice.clone())
-    );
+    assert_eq!(again.user_by_id(&alice.id).await.unwrap(), Some(alice.clone()));
     again.close().await;
 
     // Several nodes starting at once.
@@ -356,10 +337,7 @@ async fn migrations_are_idempotent(ctx: Ctx) {
         })
         .collect();
     for start in starts {
-        assert_eq!(
-            start.await.unwrap().expect("concurrent connect"),
-            ctx.store.backend()
-        );
+        assert_eq!(start.await.unwrap().expect("concurrent connect"), ctx.store.backend());
     }
 
     // Every step is recorded exactly once.
@@ -368,10 +346,7 @@ async fn migrations_are_idempotent(ctx: Ctx) {
     assert_eq!(rows, versions);
 
     // The original store still works after all that.
-    assert_eq!(
-        ctx.store.user_by_email("alice@example.com").await.unwrap(),
-        Some(alice)
-    );
+    assert_eq!(ctx.store.user_by_email("alice@example.com").await.unwrap(), Some(alice));
 }
 
 async fn concurrent_first_starts_migrate_once(ctx: Ctx) {
@@ -389,24 +364,14 @@ async fn concurrent_first_starts_migrate_once(ctx: Ctx) {
     }
     let alice = new_user(&stores[0], "alice@example.com").await;
     for store in &stores {
-        assert_eq!(
-            store.user_by_email("alice@example.com").await.unwrap(),
-            Some(alice.clone())
-        );
+        assert_eq!(store.user_by_email("alice@example.com").await.unwrap(), Some(alice.clone()));
         store.close().await;
     }
     let (rows, versions) = migration_rows(&url).await;
     assert_eq!(rows, versions, "each step recorded once");
-    assert_eq!(
-        (rows, versions),
-        migration_rows(&ctx.url).await,
-        "every step applied"
-    );
+    assert_eq!((rows, versions), migration_rows(&ctx.url).await, "every step applied");
     // The fixture's own database is untouched by all this.
-    assert_eq!(
-        ctx.store.user_by_email("alice@example.com").await.unwrap(),
-        None
-    );
+    assert_eq!(ctx.store.user_by_email("alice@example.com").await.unwrap(), None);
 }
 
 /// `(rows, distinct versions)` of `schema_migrations`, read without the store.
@@ -425,43 +390,24 @@ async fn users_are_unique_by_email_and_found_case_insensitively(ctx: Ctx) {
     let store = &ctx.store;
     let alice = new_user(store, "alice@example.com").await;
 
-    let twin = User {
-        id: new_id(USER),
-        ..alice.clone()
-    };
+    let twin = User { id: new_id(USER), ..alice.clone() };
     match store.create_user(&twin).await {
         Err(StoreError::Conflict(msg)) => assert!(msg.contains("alice@example.com"), "{msg}"),
         other => panic!("duplicate e-mail must be a Conflict, got {other:?}"),
     }
     assert_eq!(store.user_by_id(&twin.id).await.unwrap(), None);
 
-    assert_eq!(
-        store.user_by_id(&alice.id).await.unwrap(),
-        Some(alice.clone())
-    );
-    assert_eq!(
-        store.user_by_email("alice@example.com").await.unwrap(),
-        Some(alice.clone())
-    );
+    assert_eq!(store.user_by_id(&alice.id).await.unwrap(), Some(alice.clone()));
+    assert_eq!(store.user_by_email("alice@example.com").await.unwrap(), Some(alice.clone()));
     // The store lower-cases the lookup (callers store e-mails lower-case).
-    assert_eq!(
-        store.user_by_email("ALICE@Example.COM").await.unwrap(),
-        Some(alice.clone())
-    );
+    assert_eq!(store.user_by_email("ALICE@Example.COM").await.unwrap(), Some(alice.clone()));
     assert_eq!(store.user_by_email("bob@example.com").await.unwrap(), None);
     assert_eq!(store.user_by_id("usr_nobody").await.unwrap(), None);
 
     assert!(store.set_plan("Alice@Example.com", "pro").await.unwrap());
     let after = store.user_by_id(&alice.id).await.unwrap().unwrap();
     assert_eq!(after.plan, "pro");
-    assert_eq!(
-        User {
-            plan: "free".into(),
-            ..after
-        },
-        alice,
-        "set_plan changes only the plan"
-    );
+    assert_eq!(User { plan: "free".into(), ..after }, alice, "set_plan changes only the plan");
     assert!(!store.set_plan("nobody@example.com", "pro").await.unwrap());
 
     // A second, distinct account is fine; flags round-trip.
@@ -474,10 +420,7 @@ async fn users_are_unique_by_email_and_found_case_insensitively(ctx: Ctx) {
         created_at: T0 + 1,
     };
     store.create_user(&bob).await.unwrap();
-    assert_eq!(
-        store.user_by_email("BOB@example.com").await.unwrap(),
-        Some(bob)
-    );
+    assert_eq!(store.user_by_email("BOB@example.com").await.unwrap(), Some(bob));
 }
 
 async fn keys_authenticate_until_revoked_by_their_owner(ctx: Ctx) {
@@ -487,133 +430,52 @@ async fn keys_authenticate_until_revoked_by_their_owner(ctx: Ctx) {
     let (k1, h1) = new_key(store, &alice, "ci", T0).await;
     let (k2, h2) = new_key(store, &alice, "laptop", T0 + 1000).await;
 
-    let auth = store
-        .authenticate(&h1, MONTH)
-        .await
-        .unwrap()
-        .expect("live key");
+    let auth = store.authenticate(&h1, MONTH).await.unwrap().expect("live key");
     assert_eq!(auth.user, alice);
     assert_eq!(auth.key_id, k1.id);
     assert_eq!(auth.used, 0);
-    assert!(
-        store
-            .authenticate("hash-unknown", MONTH)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.authenticate("hash-unknown", MONTH).await.unwrap().is_none());
 
     // Usage shows up in the month it was spent in, and only there.
     create(store, &job(&alice, Some(&k1.id), T0, Some(100))).await;
     create(store, &job(&alice, Some(&k2.id), T0, Some(100))).await;
     let auth = store.authenticate(&h1, MONTH).await.unwrap().unwrap();
     assert_eq!(auth.used, 2, "usage is the account's, not the key's");
-    assert_eq!(
-        store
-            .authenticate(&h1, "2025-07")
-            .await
-            .unwrap()
-            .unwrap()
-            .used,
-        0
-    );
-    assert_eq!(
-        store
-            .key_of(&alice.id, &k1.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .last_used_at,
-        Some(T0)
-    );
+    assert_eq!(store.authenticate(&h1, "2025-07").await.unwrap().unwrap().used, 0);
+    assert_eq!(store.key_of(&alice.id, &k1.id).await.unwrap().unwrap().last_used_at, Some(T0));
 
     // Newest first, with everything but the hash.
     let keys = store.list_keys(&alice.id).await.unwrap();
     assert_eq!(
         keys,
-        vec![
-            ApiKeyRow {
-                last_used_at: Some(T0),
-                ..k2.clone()
-            },
-            ApiKeyRow {
-                last_used_at: Some(T0),
-                ..k1.clone()
-            },
-        ]
+        vec![ApiKeyRow { last_used_at: Some(T0), ..k2.clone() }, ApiKeyRow { last_used_at: Some(T0), ..k1.clone() },]
     );
     assert!(store.list_keys(&mallory.id).await.unwrap().is_empty());
     assert!(store.key_of(&mallory.id, &k1.id).await.unwrap().is_none());
 
     // Someone else cannot revoke the key.
-    assert!(
-        !store
-            .revoke_key(&k1.id, Some(&mallory.id), T0 + 5)
-            .await
-            .unwrap()
-    );
+    assert!(!store.revoke_key(&k1.id, Some(&mallory.id), T0 + 5).await.unwrap());
     assert!(store.authenticate(&h1, MONTH).await.unwrap().is_some());
-    assert_eq!(
-        store
-            .key_of(&alice.id, &k1.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .revoked_at,
-        None
-    );
+    assert_eq!(store.key_of(&alice.id, &k1.id).await.unwrap().unwrap().revoked_at, None);
 
     // The owner can; the very next authentication fails.
-    assert!(
-        store
-            .revoke_key(&k1.id, Some(&alice.id), T0 + 10)
-            .await
-            .unwrap()
-    );
+    assert!(store.revoke_key(&k1.id, Some(&alice.id), T0 + 10).await.unwrap());
     assert!(store.authenticate(&h1, MONTH).await.unwrap().is_none());
-    assert!(
-        !store
-            .revoke_key(&k1.id, Some(&alice.id), T0 + 11)
-            .await
-            .unwrap(),
-        "already revoked"
-    );
+    assert!(!store.revoke_key(&k1.id, Some(&alice.id), T0 + 11).await.unwrap(), "already revoked");
     assert_eq!(
-        store
-            .key_of(&alice.id, &k1.id)
-            .await
-            .unwrap()
-            .unwrap()
-            .revoked_at,
+        store.key_of(&alice.id, &k1.id).await.unwrap().unwrap().revoked_at,
         Some(T0 + 10),
         "a second revoke keeps the first time"
     );
 
     // The other key is unaffected; an admin revoke (no user) works too.
-    assert_eq!(
-        store
-            .authenticate(&h2, MONTH)
-            .await
-            .unwrap()
-            .unwrap()
-            .key_id,
-        k2.id
-    );
+    assert_eq!(store.authenticate(&h2, MONTH).await.unwrap().unwrap().key_id, k2.id);
     assert!(store.revoke_key(&k2.id, None, T0 + 20).await.unwrap());
     assert!(store.authenticate(&h2, MONTH).await.unwrap().is_none());
 
     // Revoked keys are still listed.
-    let revoked: Vec<_> = store
-        .list_keys(&alice.id)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|k| (k.id, k.revoked_at))
-        .collect();
-    assert_eq!(
-        revoked,
-        vec![(k2.id, Some(T0 + 20)), (k1.id, Some(T0 + 10))]
-    );
+    let revoked: Vec<_> = store.list_keys(&alice.id).await.unwrap().into_iter().map(|k| (k.id, k.revoked_at)).collect();
+    assert_eq!(revoked, vec![(k2.id, Some(T0 + 20)), (k1.id, Some(T0 + 10))]);
 }
 
 async fn usage_is_counted_per_key(ctx: Ctx) {
@@ -644,22 +506,10 @@ async fn usage_is_counted_per_key(ctx: Ctx) {
     expected.sort();
     assert_eq!(by_key, expected);
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 8);
-    assert_eq!(
-        store.usage_by_key(&alice.id, "2025-07").await.unwrap(),
-        vec![(k1.id, 1)]
-    );
+    assert_eq!(store.usage_by_key(&alice.id, "2025-07").await.unwrap(), vec![(k1.id, 1)]);
     assert_eq!(store.month_usage(&alice.id, "2025-07").await.unwrap(), 1);
-    assert_eq!(
-        store.usage_by_key(&bob.id, MONTH).await.unwrap(),
-        vec![(kb.id, 1)]
-    );
-    assert!(
-        store
-            .usage_by_key(&alice.id, "2025-05")
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(store.usage_by_key(&bob.id, MONTH).await.unwrap(), vec![(kb.id, 1)]);
+    assert!(store.usage_by_key(&alice.id, "2025-05").await.unwrap().is_empty());
     assert_eq!(store.month_usage(&alice.id, "2025-05").await.unwrap(), 0);
 }
 
@@ -690,40 +540,20 @@ async fn quota_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
         }
     }
     admitted.sort_unstable();
-    assert_eq!(
-        admitted,
-        vec![1, 2, 3, 4, 5],
-        "each admission sees its own reservation"
-    );
+    assert_eq!(admitted, vec![1, 2, 3, 4, 5], "each admission sees its own reservation");
     assert_eq!(refused, 15);
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 5);
 
     // Refused calls wrote nothing: no job, no task, no ledger entry.
-    assert_eq!(
-        store
-            .list_screenshots(&alice.id, None, 100)
-            .await
-            .unwrap()
-            .len(),
-        5
-    );
+    assert_eq!(store.list_screenshots(&alice.id, None, 100).await.unwrap().len(), 5);
     assert_eq!(store.queue_depth().await.unwrap(), 5);
-    assert_eq!(
-        store.usage_by_key(&alice.id, MONTH).await.unwrap(),
-        vec![(key.id.clone(), 5)]
-    );
-    assert_eq!(
-        store.count_by_status().await.unwrap(),
-        vec![("pending".to_string(), 5)]
-    );
+    assert_eq!(store.usage_by_key(&alice.id, MONTH).await.unwrap(), vec![(key.id.clone(), 5)]);
+    assert_eq!(store.count_by_status().await.unwrap(), vec![("pending".to_string(), 5)]);
     let auth = store.authenticate(&hash, MONTH).await.unwrap().unwrap();
     assert_eq!(auth.used, 5);
 
     // And the next one is refused too.
-    let next = store
-        .create_screenshot(&job(&alice, None, T0, Some(5)))
-        .await
-        .unwrap();
+    let next = store.create_screenshot(&job(&alice, None, T0, Some(5))).await.unwrap();
     assert_eq!(next.unwrap_err(), QuotaExceeded { used: 5 });
 }
 
@@ -737,10 +567,7 @@ async fn quota_counts_actions_not_jobs(ctx: Ctx) {
 
     let mut another = job(&alice, None, T0, Some(5));
     another.actions = 3;
-    assert_eq!(
-        store.create_screenshot(&another).await.unwrap(),
-        Err(QuotaExceeded { used: 3 })
-    );
+    assert_eq!(store.create_screenshot(&another).await.unwrap(), Err(QuotaExceeded { used: 3 }));
     assert_eq!(store.screenshot(&another.id).await.unwrap(), None);
 
     let mut two = job(&alice, None, T0, Some(5));
@@ -770,26 +597,14 @@ async fn unlimited_plan_is_never_refused(ctx: Ctx) {
         })
         .collect();
     for call in calls {
-        assert!(
-            call.await.unwrap().unwrap().is_ok(),
-            "limit None never refuses"
-        );
+        assert!(call.await.unwrap().unwrap().is_ok(), "limit None never refuses");
     }
     assert_eq!(store.month_usage(&admin.id, MONTH).await.unwrap(), 50);
 
     // A limit applies to the call that carries it (e.g. after a plan change).
-    let capped = store
-        .create_screenshot(&job(&admin, None, T0, Some(10)))
-        .await
-        .unwrap();
+    let capped = store.create_screenshot(&job(&admin, None, T0, Some(10))).await.unwrap();
     assert_eq!(capped, Err(QuotaExceeded { used: 50 }));
-    assert!(
-        store
-            .create_screenshot(&job(&admin, None, T0, None))
-            .await
-            .unwrap()
-            .is_ok()
-    );
+    assert!(store.create_screenshot(&job(&admin, None, T0, None)).await.unwrap().is_ok());
     assert_eq!(store.month_usage(&admin.id, MONTH).await.unwrap(), 51);
 }
 
@@ -801,34 +616,14 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     for i in 0..5 {
         jobs.push(create(store, &job(&alice, Some(&key.id), T0 + i, Some(5))).await);
     }
-    let refused = store
-        .create_screenshot(&job(&alice, Some(&key.id), T0 + 10, Some(5)))
-        .await;
+    let refused = store.create_screenshot(&job(&alice, Some(&key.id), T0 + 10, Some(5))).await;
     assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }));
 
-    let task = store
-        .claim("screenshot", "w1", T0 + 20, 60_000)
-        .await
-        .unwrap()
-        .unwrap();
+    let task = store.claim("screenshot", "w1", T0 + 20, 60_000).await.unwrap().unwrap();
     assert_eq!(task.subject_id, jobs[0].id, "oldest first");
+    assert!(store.mark_processing(&task.subject_id, T0 + 20).await.unwrap());
     assert!(
-        store
-            .mark_processing(&task.subject_id, T0 + 20)
-            .await
-            .unwrap()
-    );
-    assert!(
-        store
-            .fail_screenshot(
-                &task.id,
-                "w1",
-                &task.subject_id,
-                "net::ERR_NAME_NOT_RESOLVED",
-                T0 + 30
-            )
-            .await
-            .unwrap()
+        store.fail_screenshot(&task.id, "w1", &task.subject_id, "net::ERR_NAME_NOT_RESOLVED", T0 + 30).await.unwrap()
     );
 
     let failed = job_row(store, &task.subject_id).await;
@@ -836,36 +631,16 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     assert_eq!(failed.error.as_deref(), Some("net::ERR_NAME_NOT_RESOLVED"));
     assert_eq!(failed.completed_at, Some(T0 + 30));
     assert_eq!(failed.result_key, None);
-    assert_eq!(
-        statuses(store, &task.subject_id).await,
-        ["pending", "processing", "failed"]
-    );
-    let (_, _, data) = store
-        .events_after(&task.subject_id, 0)
-        .await
-        .unwrap()
-        .pop()
-        .unwrap();
+    assert_eq!(statuses(store, &task.subject_id).await, ["pending", "processing", "failed"]);
+    let (_, _, data) = store.events_after(&task.subject_id, 0).await.unwrap().pop().unwrap();
     let data: serde_json::Value = serde_json::from_str(&data).unwrap();
     assert_eq!(data["error"], "net::ERR_NAME_NOT_RESOLVED");
 
-    assert_eq!(
-        store.month_usage(&alice.id, MONTH).await.unwrap(),
-        4,
-        "refunded"
-    );
-    assert_eq!(
-        store.usage_by_key(&alice.id, MONTH).await.unwrap(),
-        vec![(key.id.clone(), 4)]
-    );
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 4, "refunded");
+    assert_eq!(store.usage_by_key(&alice.id, MONTH).await.unwrap(), vec![(key.id.clone(), 4)]);
 
     // Failing again (the task is closed) neither writes nor refunds twice.
-    assert!(
-        !store
-            .fail_screenshot(&task.id, "w1", &task.subject_id, "again", T0 + 40)
-            .await
-            .unwrap()
-    );
+    assert!(!store.fail_screenshot(&task.id, "w1", &task.subject_id, "again", T0 + 40).await.unwrap());
     assert!(
         !store
             .complete_screenshot(&task.id, "w1", &task.subject_id, &done_fields("x"), &serde_json::json!({}), T0 + 40)
@@ -882,19 +657,9 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
         .unwrap()
         .expect("accepted after the refund");
     assert_eq!(used, 5);
-    let refused = store
-        .create_screenshot(&job(&alice, Some(&key.id), T0 + 60, Some(5)))
-        .await;
+    let refused = store.create_screenshot(&job(&alice, Some(&key.id), T0 + 60, Some(5))).await;
     assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }));
-    assert_eq!(
-        store
-            .authenticate(&hash, MONTH)
-            .await
-            .unwrap()
-            .unwrap()
-            .used,
-        5
-    );
+    assert_eq!(store.authenticate(&hash, MONTH).await.unwrap().unwrap().used, 5);
 }
 
 async fn uploads_are_created_done_without_a_task(ctx: Ctx) {
@@ -912,13 +677,7 @@ async fn uploads_are_created_done_without_a_task(ctx: Ctx) {
     assert_eq!((row.width, row.height), (Some(1280), Some(720)));
     assert_eq!((row.created_at, row.completed_at), (T0, Some(T0)));
     assert_eq!(store.queue_depth().await.unwrap(), 0);
-    assert!(
-        store
-            .claim("screenshot", "w1", T0 + 1, 1000)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.claim("screenshot", "w1", T0 + 1, 1000).await.unwrap().is_none());
     assert_eq!(statuses(store, &row.id).await, ["done"]);
 
     let queued = create(store, &job(&alice, None, T0, Some(10))).await;
@@ -926,10 +685,7 @@ async fn uploads_are_created_done_without_a_task(ctx: Ctx) {
     assert_eq!((queued.result_key, queued.completed_at), (None, None));
     let mut counts = store.count_by_status().await.unwrap();
     counts.sort();
-    assert_eq!(
-        counts,
-        vec![("done".to_string(), 1), ("pending".to_string(), 1)]
-    );
+    assert_eq!(counts, vec![("done".to_string(), 1), ("pending".to_string(), 1)]);
 }
 
 async fn listing_walks_every_job_once_newest_first(ctx: Ctx) {
@@ -954,10 +710,7 @@ async fn listing_walks_every_job_once_newest_first(ctx: Ctx) {
     let mut before = None;
     let mut pages = Vec::new();
     loop {
-        let page = store
-            .list_screenshots(&alice.id, before.clone(), 7)
-            .await
-            .unwrap();
+        let page = store.list_screenshots(&alice.id, before.clone(), 7).await.unwrap();
         pages.push(page.len());
         let Some(last) = page.last() else { break };
         before = Some((last.created_at, Some(last.id.clone())));
@@ -971,49 +724,28 @@ async fn listing_walks_every_job_once_newest_first(ctx: Ctx) {
     assert_eq!(unique, mine, "every job exactly once, and only alice's");
     assert!(walked.iter().all(|r| r.user_id == alice.id));
     assert!(
-        walked
-            .windows(2)
-            .all(|w| (w[0].created_at, &w[0].id) > (w[1].created_at, &w[1].id)),
+        walked.windows(2).all(|w| (w[0].created_at, &w[0].id) > (w[1].created_at, &w[1].id)),
         "newest first, ties broken by id, strictly decreasing"
     );
     assert_eq!(walked, all, "pages concatenate to the unpaginated listing");
 
     // A plain timestamp returns only strictly older jobs, newest first.
     let ts = T0 + 3000; // the fourth group (jobs 12..16)
-    let older = store
-        .list_screenshots(&alice.id, Some((ts, None)), 100)
-        .await
-        .unwrap();
+    let older = store.list_screenshots(&alice.id, Some((ts, None)), 100).await.unwrap();
     assert_eq!(older.len(), 12);
-    assert!(
-        older
-            .iter()
-            .all(|r| r.created_at < ts && r.user_id == alice.id)
-    );
+    assert!(older.iter().all(|r| r.created_at < ts && r.user_id == alice.id));
     assert_eq!(older[..], all[13..], "the tail of the full listing");
-    assert!(
-        store
-            .list_screenshots(&alice.id, Some((T0, None)), 100)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.list_screenshots(&alice.id, Some((T0, None)), 100).await.unwrap().is_empty());
 
     // A cursor in the middle of a group continues inside the group.
     let mid = &all[5];
-    let rest = store
-        .list_screenshots(&alice.id, Some((mid.created_at, Some(mid.id.clone()))), 100)
-        .await
-        .unwrap();
+    let rest = store.list_screenshots(&alice.id, Some((mid.created_at, Some(mid.id.clone()))), 100).await.unwrap();
     assert_eq!(rest[..], all[6..]);
 
     // Bob sees only his own.
     let bobs = store.list_screenshots(&bob.id, None, 100).await.unwrap();
     assert_eq!(bobs.len(), 9);
-    assert!(
-        bobs.iter()
-            .all(|r| r.user_id == bob.id && !mine.contains(&r.id))
-    );
+    assert!(bobs.iter().all(|r| r.user_id == bob.id && !mine.contains(&r.id)));
 }
 
 async fn claim_takes_the_oldest_due_task(ctx: Ctx) {
@@ -1028,70 +760,25 @@ async fn claim_takes_the_oldest_due_task(ctx: Ctx) {
     create(store, &second).await;
     assert_eq!(store.queue_depth().await.unwrap(), 3);
 
-    assert!(
-        store
-            .claim("webhook", "w1", T0 + 100, 1000)
-            .await
-            .unwrap()
-            .is_none(),
-        "other kind"
-    );
-    assert!(
-        store
-            .claim("screenshot", "w1", T0 - 1, 1000)
-            .await
-            .unwrap()
-            .is_none(),
-        "nothing due yet"
-    );
+    assert!(store.claim("webhook", "w1", T0 + 100, 1000).await.unwrap().is_none(), "other kind");
+    assert!(store.claim("screenshot", "w1", T0 - 1, 1000).await.unwrap().is_none(), "nothing due yet");
 
-    let task = store
-        .claim("screenshot", "w1", T0 + 5, 1000)
-        .await
-        .unwrap()
-        .expect("a due task");
+    let task = store.claim("screenshot", "w1", T0 + 5, 1000).await.unwrap().expect("a due task");
     assert_eq!(task.kind, "screenshot");
     assert_eq!(task.subject_id, first.id);
     assert_eq!(task.payload, first.task_payload);
     assert_eq!(task.attempts, 1);
-    assert_eq!(
-        store.queue_depth().await.unwrap(),
-        2,
-        "the claimed task is running"
-    );
+    assert_eq!(store.queue_depth().await.unwrap(), 2, "the claimed task is running");
 
     // The claimed task is leased and the others are not due yet at T0 + 5.
-    assert!(
-        store
-            .claim("screenshot", "w2", T0 + 5, 1000)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.claim("screenshot", "w2", T0 + 5, 1000).await.unwrap().is_none());
 
-    let next = store
-        .claim("screenshot", "w2", T0 + 15, 1000)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        (next.subject_id.as_str(), next.attempts),
-        (second.id.as_str(), 1)
-    );
-    let last = store
-        .claim("screenshot", "w3", T0 + 25, 1000)
-        .await
-        .unwrap()
-        .unwrap();
+    let next = store.claim("screenshot", "w2", T0 + 15, 1000).await.unwrap().unwrap();
+    assert_eq!((next.subject_id.as_str(), next.attempts), (second.id.as_str(), 1));
+    let last = store.claim("screenshot", "w3", T0 + 25, 1000).await.unwrap().unwrap();
     assert_eq!(last.subject_id, third.id);
     assert_ne!(task.id, next.id);
-    assert!(
-        store
-            .claim("screenshot", "w4", T0 + 30, 1000)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.claim("screenshot", "w4", T0 + 30, 1000).await.unwrap().is_none());
     assert_eq!(store.queue_depth().await.unwrap(), 0);
 }
 
@@ -1100,64 +787,25 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     let alice = new_user(store, "alice@example.com").await;
     let job_id = create(store, &job(&alice, None, T0, Some(10))).await.id;
 
-    let t1 = store
-        .claim("screenshot", "w1", T0, 1000)
-        .await
-        .unwrap()
-        .unwrap();
+    let t1 = store.claim("screenshot", "w1", T0, 1000).await.unwrap().unwrap();
     assert_eq!((t1.subject_id.as_str(), t1.attempts), (job_id.as_str(), 1));
     assert!(store.mark_processing(&job_id, T0 + 1).await.unwrap());
     let processing = job_row(store, &job_id).await;
-    assert_eq!(
-        (processing.status.as_str(), processing.started_at),
-        ("processing", Some(T0 + 1))
-    );
+    assert_eq!((processing.status.as_str(), processing.started_at), ("processing", Some(T0 + 1)));
 
     // While the lease is live nobody else gets the task (the lease ends at T0 + 1000).
-    assert!(
-        store
-            .claim("screenshot", "w2", T0 + 500, 1000)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        store
-            .claim("screenshot", "w2", T0 + 1000, 1000)
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        !store.extend_lease(&t1.id, "w2", T0 + 5000).await.unwrap(),
-        "not w2's lease"
-    );
+    assert!(store.claim("screenshot", "w2", T0 + 500, 1000).await.unwrap().is_none());
+    assert!(store.claim("screenshot", "w2", T0 + 1000, 1000).await.unwrap().is_none());
+    assert!(!store.extend_lease(&t1.id, "w2", T0 + 5000).await.unwrap(), "not w2's lease");
     assert!(store.extend_lease(&t1.id, "w1", T0 + 2000).await.unwrap());
-    assert!(
-        store
-            .claim("screenshot", "w2", T0 + 1500, 1000)
-            .await
-            .unwrap()
-            .is_none(),
-        "extended"
-    );
+    assert!(store.claim("screenshot", "w2", T0 + 1500, 1000).await.unwrap().is_none(), "extended");
 
     // w1 stalls; its lease runs out and w2 takes the task over.
-    let t2 = store
-        .claim("screenshot", "w2", T0 + 2001, 1000)
-        .await
-        .unwrap()
-        .expect("expired lease");
+    let t2 = store.claim("screenshot", "w2", T0 + 2001, 1000).await.unwrap().expect("expired lease");
     assert_eq!(t2.id, t1.id);
     assert_eq!(t2.attempts, 2);
-    assert!(
-        !store.mark_processing(&job_id, T0 + 2001).await.unwrap(),
-        "already processing"
-    );
-    assert!(
-        !store.extend_lease(&t1.id, "w1", T0 + 9000).await.unwrap(),
-        "w1 lost the lease"
-    );
+    assert!(!store.mark_processing(&job_id, T0 + 2001).await.unwrap(), "already processing");
+    assert!(!store.extend_lease(&t1.id, "w1", T0 + 9000).await.unwrap(), "w1 lost the lease");
 
     // w1's late result is fenced off and writes nothing.
     assert!(
@@ -1166,24 +814,10 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
             .await
             .unwrap()
     );
-    assert!(
-        !store
-            .fail_screenshot(&t1.id, "w1", &job_id, "stale", T0 + 2100)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !store
-            .release(&t1.id, "w1", &job_id, T0 + 2100)
-            .await
-            .unwrap()
-    );
+    assert!(!store.fail_screenshot(&t1.id, "w1", &job_id, "stale", T0 + 2100).await.unwrap());
+    assert!(!store.release(&t1.id, "w1", &job_id, T0 + 2100).await.unwrap());
     assert_eq!(job_row(store, &job_id).await, processing);
-    assert_eq!(
-        store.month_usage(&alice.id, MONTH).await.unwrap(),
-        1,
-        "no refund"
-    );
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1, "no refund");
 
     // w2's result lands.
     assert!(
@@ -1200,10 +834,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     assert_eq!(done.tags, ["news", "fresh"]);
     assert_eq!((done.width, done.height), (Some(1280), Some(720)));
     assert_eq!(done.error, None);
-    assert_eq!(
-        (done.started_at, done.completed_at),
-        (Some(T0 + 1), Some(T0 + 2500))
-    );
+    assert_eq!((done.started_at, done.completed_at), (Some(T0 + 1), Some(T0 + 2500)));
 
     // Done is final: the task is closed and cannot be claimed or completed again.
     assert!(
@@ -1212,31 +843,16 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
             .await
             .unwrap()
     );
-    assert!(
-        store
-            .claim("screenshot", "w3", T0 + 100_000, 1000)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.claim("screenshot", "w3", T0 + 100_000, 1000).await.unwrap().is_none());
     assert_eq!(job_row(store, &job_id).await, done);
 
     // The event log tells the story once, in order; `after` skips what was seen.
-    assert_eq!(
-        statuses(store, &job_id).await,
-        ["pending", "processing", "done"]
-    );
+    assert_eq!(statuses(store, &job_id).await, ["pending", "processing", "done"]);
     let events = store.events_after(&job_id, 0).await.unwrap();
     assert!(events.windows(2).all(|w| w[0].0 < w[1].0));
     let tail = store.events_after(&job_id, events[0].0).await.unwrap();
     assert_eq!(tail, events[1..]);
-    assert!(
-        store
-            .events_after(&job_id, events[2].0)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.events_after(&job_id, events[2].0).await.unwrap().is_empty());
     assert!(store.events_after("scr_other", 0).await.unwrap().is_empty());
 }
 
@@ -1245,30 +861,17 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
     let alice = new_user(store, "alice@example.com").await;
     let job_id = create(store, &job(&alice, None, T0, Some(10))).await.id;
 
-    let t1 = store
-        .claim("screenshot", "w1", T0, 60_000)
-        .await
-        .unwrap()
-        .unwrap();
+    let t1 = store.claim("screenshot", "w1", T0, 60_000).await.unwrap().unwrap();
     assert_eq!(t1.attempts, 1);
     assert!(store.mark_processing(&job_id, T0 + 1).await.unwrap());
     assert_eq!(store.queue_depth().await.unwrap(), 0);
 
-    assert!(
-        !store.release(&t1.id, "w2", &job_id, T0 + 10).await.unwrap(),
-        "not w2's task"
-    );
+    assert!(!store.release(&t1.id, "w2", &job_id, T0 + 10).await.unwrap(), "not w2's task");
     assert!(store.release(&t1.id, "w1", &job_id, T0 + 10).await.unwrap());
-    assert!(
-        !store.release(&t1.id, "w1", &job_id, T0 + 11).await.unwrap(),
-        "no longer held"
-    );
+    assert!(!store.release(&t1.id, "w1", &job_id, T0 + 11).await.unwrap(), "no longer held");
 
     let pending = job_row(store, &job_id).await;
-    assert_eq!(
-        (pending.status.as_str(), pending.started_at),
-        ("pending", None)
-    );
+    assert_eq!((pending.status.as_str(), pending.started_at), ("pending", None));
     assert_eq!(store.queue_depth().await.unwrap(), 1);
     assert!(!store.extend_lease(&t1.id, "w1", T0 + 99_000).await.unwrap());
     assert!(
@@ -1279,11 +882,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
     );
 
     // Claimable right away (long before the old lease would have run out), attempts unchanged.
-    let t2 = store
-        .claim("screenshot", "w2", T0 + 20, 60_000)
-        .await
-        .unwrap()
-        .unwrap();
+    let t2 = store.claim("screenshot", "w2", T0 + 20, 60_000).await.unwrap().unwrap();
     assert_eq!((t2.id.as_str(), t2.attempts), (t1.id.as_str(), 1));
     assert!(store.mark_processing(&job_id, T0 + 21).await.unwrap());
     assert!(
@@ -1293,10 +892,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
             .unwrap()
     );
     assert_eq!(job_row(store, &job_id).await.status, "done");
-    assert_eq!(
-        statuses(store, &job_id).await,
-        ["pending", "processing", "pending", "processing", "done"]
-    );
+    assert_eq!(statuses(store, &job_id).await, ["pending", "processing", "pending", "processing", "done"]);
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
 }
 
@@ -1315,11 +911,7 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
             tokio::spawn(async move {
                 let worker = format!("w{w}");
                 let mut got = Vec::new();
-                while let Some(task) = store
-                    .claim("screenshot", &worker, now, 60_000)
-                    .await
-                    .unwrap()
-                {
+                while let Some(task) = store.claim("screenshot", &worker, now, 60_000).await.unwrap() {
                     got.push(task);
                 }
                 (worker, got)
@@ -1333,9 +925,7 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
         let (worker, got) = w.await.unwrap();
         for task in got {
             assert_eq!(task.attempts, 1, "{} claimed more than once", task.id);
-            if let Some((first, _)) =
-                owner.insert(task.id.clone(), (worker.clone(), task.subject_id))
-            {
+            if let Some((first, _)) = owner.insert(task.id.clone(), (worker.clone(), task.subject_id)) {
                 panic!("task {} claimed by both {first} and {worker}", task.id);
             }
         }
@@ -1343,13 +933,7 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
     assert_eq!(owner.len(), 30, "every task claimed exactly once");
     let claimed_subjects: HashSet<String> = owner.values().map(|(_, s)| s.clone()).collect();
     assert_eq!(claimed_subjects, subjects, "one task per job");
-    assert!(
-        store
-            .claim("screenshot", "late", now + 59_999, 60_000)
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(store.claim("screenshot", "late", now + 59_999, 60_000).await.unwrap().is_none());
     assert_eq!(store.queue_depth().await.unwrap(), 0);
 
     // Each holder can complete its own task and nobody else can, concurrently.
@@ -1375,10 +959,7 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
     for c in completions {
         assert_eq!(c.await.unwrap(), (false, true));
     }
-    assert_eq!(
-        store.count_by_status().await.unwrap(),
-        vec![("done".to_string(), 30)]
-    );
+    assert_eq!(store.count_by_status().await.unwrap(), vec![("done".to_string(), 30)]);
 }
 
 async fn idempotency_owns_replays_and_expires_keys(ctx: Ctx) {
@@ -1389,56 +970,22 @@ async fn idempotency_owns_replays_and_expires_keys(ctx: Ctx) {
     let ttl = DAY_MS;
 
     let begin = |user: &str, route: &str, key: &str, hash: &str, now: i64| {
-        let (store, user, route, key, hash) = (
-            store.clone(),
-            user.to_string(),
-            route.to_string(),
-            key.to_string(),
-            hash.to_string(),
-        );
-        async move {
-            store
-                .idem_begin(&user, &route, &key, &hash, now, ttl)
-                .await
-                .unwrap()
-        }
+        let (store, user, route, key, hash) =
+            (store.clone(), user.to_string(), route.to_string(), key.to_string(), hash.to_string());
+        async move { store.idem_begin(&user, &route, &key, &hash, now, ttl).await.unwrap() }
     };
 
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h1", T0).await,
-        IdemBegin::Owned
-    );
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h1", T0 + 1).await,
-        IdemBegin::InFlight
-    );
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h2", T0 + 1).await,
-        IdemBegin::Mismatch
-    );
+    assert_eq!(begin(&alice.id, route, "k1", "h1", T0).await, IdemBegin::Owned);
+    assert_eq!(begin(&alice.id, route, "k1", "h1", T0 + 1).await, IdemBegin::InFlight);
+    assert_eq!(begin(&alice.id, route, "k1", "h2", T0 + 1).await, IdemBegin::Mismatch);
     // Keys are scoped by user and route.
-    assert_eq!(
-        begin(&bob.id, route, "k1", "h2", T0 + 1).await,
-        IdemBegin::Owned
-    );
-    assert_eq!(
-        begin(&alice.id, "POST /v1/pdf", "k1", "h2", T0 + 1).await,
-        IdemBegin::Owned
-    );
+    assert_eq!(begin(&bob.id, route, "k1", "h2", T0 + 1).await, IdemBegin::Owned);
+    assert_eq!(begin(&alice.id, "POST /v1/pdf", "k1", "h2", T0 + 1).await, IdemBegin::Owned);
 
     let body = r#"{"id":"scr_123","status":"pending"}"#;
-    store
-        .idem_complete(&alice.id, route, "k1", 202, body)
-        .await
-        .unwrap();
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h1", T0 + 2).await,
-        IdemBegin::Replay(202, body.into())
-    );
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h2", T0 + 2).await,
-        IdemBegin::Mismatch
-    );
+    store.idem_complete(&alice.id, route, "k1", 202, body).await.unwrap();
+    assert_eq!(begin(&alice.id, route, "k1", "h1", T0 + 2).await, IdemBegin::Replay(202, body.into()));
+    assert_eq!(begin(&alice.id, route, "k1", "h2", T0 + 2).await, IdemBegin::Mismatch);
     // Aborting a completed key does nothing.
     store.idem_abort(&alice.id, route, "k1").await.unwrap();
     assert_eq!(
@@ -1447,33 +994,15 @@ async fn idempotency_owns_replays_and_expires_keys(ctx: Ctx) {
         "still inside the TTL"
     );
     // Bob's key is his own, still in flight.
-    assert_eq!(
-        begin(&bob.id, route, "k1", "h2", T0 + 3).await,
-        IdemBegin::InFlight
-    );
+    assert_eq!(begin(&bob.id, route, "k1", "h2", T0 + 3).await, IdemBegin::InFlight);
 
     // After the TTL the key is fresh again, whatever the body.
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h3", T0 + ttl).await,
-        IdemBegin::Owned
-    );
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h3", T0 + ttl + 1).await,
-        IdemBegin::InFlight
-    );
-    store
-        .idem_complete(&alice.id, route, "k1", 400, "{}")
-        .await
-        .unwrap();
-    assert_eq!(
-        begin(&alice.id, route, "k1", "h3", T0 + ttl + 2).await,
-        IdemBegin::Replay(400, "{}".into())
-    );
+    assert_eq!(begin(&alice.id, route, "k1", "h3", T0 + ttl).await, IdemBegin::Owned);
+    assert_eq!(begin(&alice.id, route, "k1", "h3", T0 + ttl + 1).await, IdemBegin::InFlight);
+    store.idem_complete(&alice.id, route, "k1", 400, "{}").await.unwrap();
+    assert_eq!(begin(&alice.id, route, "k1", "h3", T0 + ttl + 2).await, IdemBegin::Replay(400, "{}".into()));
     // An abandoned in-flight key expires too.
-    assert_eq!(
-        begin(&bob.id, route, "k1", "h9", T0 + ttl + 1).await,
-        IdemBegin::Owned
-    );
+    assert_eq!(begin(&bob.id, route, "k1", "h9", T0 + ttl + 1).await, IdemBegin::Owned);
 }
 
 async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
@@ -1484,17 +1013,7 @@ async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
             let store = store.clone();
             let user = alice.id.clone();
             tokio::spawn(async move {
-                store
-                    .idem_begin(
-                        &user,
-                        "POST /v1/screenshots",
-                        "same-key",
-                        "h1",
-                        T0 + i,
-                        DAY_MS,
-                    )
-                    .await
-                    .unwrap()
+                store.idem_begin(&user, "POST /v1/screenshots", "same-key", "h1", T0 + i, DAY_MS).await.unwrap()
             })
         })
         .collect();
@@ -1502,19 +1021,8 @@ async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
     for c in calls {
         outcomes.push(c.await.unwrap());
     }
-    assert_eq!(
-        outcomes.iter().filter(|o| **o == IdemBegin::Owned).count(),
-        1,
-        "{outcomes:?}"
-    );
-    assert_eq!(
-        outcomes
-            .iter()
-            .filter(|o| **o == IdemBegin::InFlight)
-            .count(),
-        11,
-        "{outcomes:?}"
-    );
+    assert_eq!(outcomes.iter().filter(|o| **o == IdemBegin::Owned).count(), 1, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| **o == IdemBegin::InFlight).count(), 11, "{outcomes:?}");
 }
 
 async fn idempotency_abort_and_purge_forget_keys(ctx: Ctx) {
@@ -1522,18 +1030,8 @@ async fn idempotency_abort_and_purge_forget_keys(ctx: Ctx) {
     let alice = new_user(store, "alice@example.com").await;
     let route = "POST /v1/screenshots";
     let begin = |key: &str, hash: &str, now: i64| {
-        let (store, user, key, hash) = (
-            store.clone(),
-            alice.id.clone(),
-            key.to_string(),
-            hash.to_string(),
-        );
-        async move {
-            store
-                .idem_begin(&user, route, &key, &hash, now, DAY_MS)
-                .await
-                .unwrap()
-        }
+        let (store, user, key, hash) = (store.clone(), alice.id.clone(), key.to_string(), hash.to_string());
+        async move { store.idem_begin(&user, route, &key, &hash, now, DAY_MS).await.unwrap() }
     };
 
     // Abort lets a retry (even with another body) own the key.
@@ -1544,41 +1042,19 @@ async fn idempotency_abort_and_purge_forget_keys(ctx: Ctx) {
     store.idem_abort(&alice.id, route, "unknown").await.unwrap();
 
     // Purge deletes records created before the cutoff, done or not.
-    assert_eq!(
-        begin("old-done", "h", T0 - 2 * DAY_MS).await,
-        IdemBegin::Owned
-    );
-    store
-        .idem_complete(&alice.id, route, "old-done", 200, "{}")
-        .await
-        .unwrap();
-    assert_eq!(
-        begin("old-open", "h", T0 - 2 * DAY_MS + 5).await,
-        IdemBegin::Owned
-    );
+    assert_eq!(begin("old-done", "h", T0 - 2 * DAY_MS).await, IdemBegin::Owned);
+    store.idem_complete(&alice.id, route, "old-done", 200, "{}").await.unwrap();
+    assert_eq!(begin("old-open", "h", T0 - 2 * DAY_MS + 5).await, IdemBegin::Owned);
     assert_eq!(begin("recent", "h", T0 - 1000).await, IdemBegin::Owned);
-    store
-        .idem_complete(&alice.id, route, "recent", 201, "{\"ok\":true}")
-        .await
-        .unwrap();
+    store.idem_complete(&alice.id, route, "recent", 201, "{\"ok\":true}").await.unwrap();
 
     assert_eq!(store.idem_purge(T0 - DAY_MS).await.unwrap(), 2);
     assert_eq!(store.idem_purge(T0 - DAY_MS).await.unwrap(), 0);
     // Purged keys are fresh (a huge TTL shows they are gone, not merely expired).
-    let fresh = store
-        .idem_begin(&alice.id, route, "old-done", "other", T0, 10 * DAY_MS)
-        .await
-        .unwrap();
+    let fresh = store.idem_begin(&alice.id, route, "old-done", "other", T0, 10 * DAY_MS).await.unwrap();
     assert_eq!(fresh, IdemBegin::Owned);
-    assert_eq!(
-        begin("recent", "h", T0).await,
-        IdemBegin::Replay(201, "{\"ok\":true}".into())
-    );
-    assert_eq!(
-        begin("retry", "h2", T0 + 3).await,
-        IdemBegin::InFlight,
-        "newer than the cutoff"
-    );
+    assert_eq!(begin("recent", "h", T0).await, IdemBegin::Replay(201, "{\"ok\":true}".into()));
+    assert_eq!(begin("retry", "h2", T0 + 3).await, IdemBegin::InFlight, "newer than the cutoff");
 }
 
 async fn share_tokens_are_stable_and_owner_only(ctx: Ctx) {
@@ -1589,52 +1065,23 @@ async fn share_tokens_are_stable_and_owner_only(ctx: Ctx) {
     let other = create(store, &job(&alice, None, T0, None)).await.id;
 
     assert_eq!(store.screenshot_by_share("tok-1").await.unwrap(), None);
+    assert_eq!(store.share(&alice.id, &id, "tok-1").await.unwrap().as_deref(), Some("tok-1"));
     assert_eq!(
-        store
-            .share(&alice.id, &id, "tok-1")
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("tok-1")
-    );
-    assert_eq!(
-        store
-            .share(&alice.id, &id, "tok-2")
-            .await
-            .unwrap()
-            .as_deref(),
+        store.share(&alice.id, &id, "tok-2").await.unwrap().as_deref(),
         Some("tok-1"),
         "sharing again keeps the token in force"
     );
-    let shared = store
-        .screenshot_by_share("tok-1")
-        .await
-        .unwrap()
-        .expect("shared job");
-    assert_eq!(
-        (shared.id.as_str(), shared.share_token.as_deref()),
-        (id.as_str(), Some("tok-1"))
-    );
+    let shared = store.screenshot_by_share("tok-1").await.unwrap().expect("shared job");
+    assert_eq!((shared.id.as_str(), shared.share_token.as_deref()), (id.as_str(), Some("tok-1")));
     assert_eq!(store.screenshot_by_share("tok-2").await.unwrap(), None);
 
     // Someone else can neither share, read the token through share, nor unshare.
-    assert_eq!(
-        store.share(&mallory.id, &other, "tok-m").await.unwrap(),
-        None
-    );
+    assert_eq!(store.share(&mallory.id, &other, "tok-m").await.unwrap(), None);
     assert_eq!(store.share(&mallory.id, &id, "tok-m").await.unwrap(), None);
     assert!(!store.unshare(&mallory.id, &id).await.unwrap());
     assert_eq!(job_row(store, &other).await.share_token, None);
     assert_eq!(store.screenshot_by_share("tok-m").await.unwrap(), None);
-    assert_eq!(
-        store
-            .screenshot_by_share("tok-1")
-            .await
-            .unwrap()
-            .unwrap()
-            .id,
-        id
-    );
+    assert_eq!(store.screenshot_by_share("tok-1").await.unwrap().unwrap().id, id);
     assert!(!store.unshare(&alice.id, "scr_missing").await.unwrap());
 
     assert!(store.unshare(&alice.id, &id).await.unwrap());
@@ -1642,23 +1089,8 @@ async fn share_tokens_are_stable_and_owner_only(ctx: Ctx) {
     assert_eq!(job_row(store, &id).await.share_token, None);
 
     // A fresh share after unsharing takes the new token.
-    assert_eq!(
-        store
-            .share(&alice.id, &id, "tok-3")
-            .await
-            .unwrap()
-            .as_deref(),
-        Some("tok-3")
-    );
-    assert_eq!(
-        store
-            .screenshot_by_share("tok-3")
-            .await
-            .unwrap()
-            .unwrap()
-            .id,
-        id
-    );
+    assert_eq!(store.share(&alice.id, &id, "tok-3").await.unwrap().as_deref(), Some("tok-3"));
+    assert_eq!(store.screenshot_by_share("tok-3").await.unwrap().unwrap().id, id);
 }
 
 async fn screenshot_of_hides_other_users_jobs(ctx: Ctx) {
@@ -1667,22 +1099,13 @@ async fn screenshot_of_hides_other_users_jobs(ctx: Ctx) {
     let bob = new_user(store, "bob@example.com").await;
     let row = create(store, &job(&alice, None, T0, None)).await;
 
-    assert_eq!(
-        store.screenshot_of(&alice.id, &row.id).await.unwrap(),
-        Some(row.clone())
-    );
+    assert_eq!(store.screenshot_of(&alice.id, &row.id).await.unwrap(), Some(row.clone()));
     assert_eq!(store.screenshot_of(&bob.id, &row.id).await.unwrap(), None);
-    assert_eq!(
-        store.screenshot_of(&alice.id, "scr_missing").await.unwrap(),
-        None
-    );
+    assert_eq!(store.screenshot_of(&alice.id, "scr_missing").await.unwrap(), None);
     assert_eq!(store.screenshot(&row.id).await.unwrap(), Some(row.clone()));
     assert_eq!(row.user_id, alice.id);
     assert_eq!(row.url, "https://example.com/");
     assert_eq!(row.options, r#"{"full_page":false}"#);
-    assert_eq!(
-        (row.format.as_str(), row.actions, row.usage_month.as_str()),
-        ("png", 1, MONTH)
-    );
+    assert_eq!((row.format.as_str(), row.actions, row.usage_month.as_str()), ("png", 1, MONTH));
     assert_eq!((row.key_id, row.share_token, row.error), (None, None, None));
 }

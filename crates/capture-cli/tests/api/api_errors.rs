@@ -31,11 +31,22 @@ async fn every_v1_error_is_json_with_a_stable_code_and_the_request_id() {
     let (s, h, v) = send(c.get(app.url("/v1/account/balance")).bearer_auth("sk_live_notarealkey")).await;
     assert_error_shape(s, &h, &v, 401, "UNAUTHORIZED");
 
-    let (s, h, v) = send(c.post(app.url("/v1/screenshot")).bearer_auth(&key).header("content-type", "application/json").body("{\"url\": ")).await;
+    let (s, h, v) = send(
+        c.post(app.url("/v1/screenshot"))
+            .bearer_auth(&key)
+            .header("content-type", "application/json")
+            .body("{\"url\": "),
+    )
+    .await;
     assert_error_shape(s, &h, &v, 400, "INVALID_JSON");
-    let (s, h, v) = send(c.post(app.url("/v1/screenshot")).bearer_auth(&key).header("content-type", "application/json").body("[1,2]")).await;
+    let (s, h, v) = send(
+        c.post(app.url("/v1/screenshot")).bearer_auth(&key).header("content-type", "application/json").body("[1,2]"),
+    )
+    .await;
     assert_error_shape(s, &h, &v, 400, "INVALID_JSON");
-    let (s, h, v) = send(c.post(app.url("/v1/screenshot")).bearer_auth(&key).header("content-type", "text/plain").body("url=x")).await;
+    let (s, h, v) =
+        send(c.post(app.url("/v1/screenshot")).bearer_auth(&key).header("content-type", "text/plain").body("url=x"))
+            .await;
     assert_error_shape(s, &h, &v, 415, "UNSUPPORTED_MEDIA_TYPE");
     let big = json!({"url": "https://example.com", "preScreenshotJs": "x".repeat(400 * 1024)});
     let (s, h, v) = send(c.post(app.url("/v1/screenshot")).bearer_auth(&key).json(&big)).await;
@@ -66,7 +77,13 @@ async fn every_v1_error_is_json_with_a_stable_code_and_the_request_id() {
     assert_error_shape(s, &h, &v, 400, "VALIDATION_ERROR");
     let (s, h, v) = send(c.get(app.url("/v1/screenshots?before=yesterday")).bearer_auth(&key)).await;
     assert_error_shape(s, &h, &v, 400, "VALIDATION_ERROR");
-    let (s, h, v) = send(c.post(app.url("/v1/screenshot")).bearer_auth(&key).header("idempotency-key", "short").json(&json!({"url": "https://example.com"}))).await;
+    let (s, h, v) = send(
+        c.post(app.url("/v1/screenshot"))
+            .bearer_auth(&key)
+            .header("idempotency-key", "short")
+            .json(&json!({"url": "https://example.com"})),
+    )
+    .await;
     assert_error_shape(s, &h, &v, 400, "INVALID_IDEMPOTENCY_KEY");
 }
 
@@ -76,7 +93,13 @@ async fn request_and_organization_ids_and_rate_limit_headers() {
     let (_, key) = app.user_with_key("starter");
     let c = &app.client;
 
-    let r = c.get(app.url("/v1/account/balance")).bearer_auth(&key).header("x-request-id", "my-trace-id-123").send().await.unwrap();
+    let r = c
+        .get(app.url("/v1/account/balance"))
+        .bearer_auth(&key)
+        .header("x-request-id", "my-trace-id-123")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["x-request-id"], "my-trace-id-123");
     assert_eq!(r.headers()["x-ratelimit-limit"], "2000");
@@ -86,7 +109,8 @@ async fn request_and_organization_ids_and_rate_limit_headers() {
     assert_eq!(bal["window"]["resetSeconds"], reset);
     assert!(r_no_policy(&app, &key).await);
 
-    let r = c.get(app.url("/v1/account/balance")).bearer_auth(&key).header("x-request-id", "bad id!").send().await.unwrap();
+    let r =
+        c.get(app.url("/v1/account/balance")).bearer_auth(&key).header("x-request-id", "bad id!").send().await.unwrap();
     let rid = r.headers()["x-request-id"].to_str().unwrap().to_string();
     assert!(rid.starts_with("req_") && rid.len() > 8, "{rid}");
 
@@ -95,11 +119,23 @@ async fn request_and_organization_ids_and_rate_limit_headers() {
     assert_eq!(r.status(), 404);
     assert_eq!(r.headers()["x-ratelimit-limit"], "2000");
 
-    let r = c.get(app.url("/v1/account/balance")).bearer_auth(&key).header("x-organization-id", "bad").send().await.unwrap();
+    let r = c
+        .get(app.url("/v1/account/balance"))
+        .bearer_auth(&key)
+        .header("x-organization-id", "bad")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["code"], "INVALID_ORGANIZATION_ID");
-    let r = c.get(app.url("/v1/account/balance")).bearer_auth(&key).header("x-organization-id", "org_unknown_123").send().await.unwrap();
+    let r = c
+        .get(app.url("/v1/account/balance"))
+        .bearer_auth(&key)
+        .header("x-organization-id", "org_unknown_123")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200, "unknown organisation ids are ignored");
 
     let email = format!("legacy{}@example.com", rand_suffix());
@@ -127,7 +163,10 @@ async fn balance_reports_the_contract_fields_and_admins_are_unlimited() {
     let started = v["window"]["startedAt"].as_str().unwrap();
     assert!(started.contains("-01T00:00:00"), "{started}");
     assert!(v["window"]["resetAt"].as_str().unwrap().contains("-01T00:00:00"));
-    assert_eq!(v["usage"], json!({"used": 0, "limit": 100, "remaining": 100, "unlimited": false, "percentUsed": 0.0, "policy": "plan-limit"}));
+    assert_eq!(
+        v["usage"],
+        json!({"used": 0, "limit": 100, "remaining": 100, "unlimited": false, "percentUsed": 0.0, "policy": "plan-limit"})
+    );
     let alias: Value = app.get(&key, "/v1/account/usage").await.json().await.unwrap();
     assert_eq!(alias, v);
 
@@ -136,7 +175,10 @@ async fn balance_reports_the_contract_fields_and_admins_are_unlimited() {
     app.create(&akey, json!({"url": "https://example.com"})).await;
     let v: Value = app.get(&akey, "/v1/account/balance").await.json().await.unwrap();
     assert_eq!(v["isAdmin"], true);
-    assert_eq!(v["usage"], json!({"used": 1, "limit": null, "remaining": null, "unlimited": true, "percentUsed": null, "policy": "admin-unlimited"}));
+    assert_eq!(
+        v["usage"],
+        json!({"used": 1, "limit": null, "remaining": null, "unlimited": true, "percentUsed": null, "policy": "admin-unlimited"})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -159,7 +201,16 @@ async fn keys_are_per_account_revocation_is_immediate_and_other_accounts_see_404
     let id = job["id"].as_str().unwrap();
     assert_eq!(app.get(&key2, &format!("/v1/screenshot/{id}")).await.status(), 200, "keys of one account share jobs");
     assert_eq!(app.get(&other, &format!("/v1/screenshot/{id}")).await.status(), 404);
-    assert_eq!(app.client.post(app.url(&format!("/api/screenshots/{id}/share"))).bearer_auth(&other).send().await.unwrap().status(), 404);
+    assert_eq!(
+        app.client
+            .post(app.url(&format!("/api/screenshots/{id}/share")))
+            .bearer_auth(&other)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
     assert_eq!(app.get(&other, &format!("/api/pdf/download/{id}")).await.status(), 404);
 
     let list = app.cli(&["admin", "key", "list", "--email", &email]);
@@ -184,7 +235,13 @@ async fn operational_endpoints_answer() {
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["checks"]["database"], "ok");
     let m = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    for needle in ["capture_jobs{status=\"pending\"}", "capture_queue_depth", "capture_capture_seconds_bucket", "capture_browser_restarts_total", "capture_http_requests_total{method=\"GET\",route=\"/readyz\",status=\"200\"} 1"] {
+    for needle in [
+        "capture_jobs{status=\"pending\"}",
+        "capture_queue_depth",
+        "capture_capture_seconds_bucket",
+        "capture_browser_restarts_total",
+        "capture_http_requests_total{method=\"GET\",route=\"/readyz\",status=\"200\"} 1",
+    ] {
         assert!(m.contains(needle), "metrics lack {needle}:\n{m}");
     }
     let spec: Value = app.client.get(app.url("/openapi.json")).send().await.unwrap().json().await.unwrap();

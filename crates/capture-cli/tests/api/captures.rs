@@ -10,7 +10,9 @@ use crate::helpers::*;
 
 fn pages() -> Vec<(&'static str, &'static str, String)> {
     let tall = {
-        let mut s = String::from("<!doctype html><html><head><title>Tall</title><style>body{margin:0} div{height:1000px}</style></head><body>");
+        let mut s = String::from(
+            "<!doctype html><html><head><title>Tall</title><style>body{margin:0} div{height:1000px}</style></head><body>",
+        );
         for c in ["#ff0000", "#00ff00", "#0000ff", "#ffff00", "#00ffff", "#ff00ff"] {
             s.push_str(&format!("<div style=\"background:{c}\"></div>"));
         }
@@ -77,42 +79,65 @@ async fn captures_honour_every_option() {
     assert_px(&t, t.width() / 2, t.height() / 2, [255, 0, 0]);
 
     // Formats and scale.
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/blue"), "format": "jpeg", "width": 400, "height": 300})).await;
+    let (_, bytes) =
+        shot(&app, &key, json!({"url": site.url("/blue"), "format": "jpeg", "width": 400, "height": 300})).await;
     assert!(bytes.starts_with(&[0xFF, 0xD8, 0xFF]));
     let img = decode(&bytes);
     assert_eq!((img.width(), img.height()), (400, 300));
     assert_px(&img, 200, 150, [0, 0, 255]);
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/blue"), "format": "webp", "width": 400, "height": 300})).await;
+    let (_, bytes) =
+        shot(&app, &key, json!({"url": site.url("/blue"), "format": "webp", "width": 400, "height": 300})).await;
     assert_eq!(&bytes[8..12], b"WEBP");
-    let (job, bytes) = shot(&app, &key, json!({"url": site.url("/red"), "width": 400, "height": 300, "deviceScaleFactor": 2})).await;
+    let (job, bytes) =
+        shot(&app, &key, json!({"url": site.url("/red"), "width": 400, "height": 300, "deviceScaleFactor": 2})).await;
     let img = decode(&bytes);
     assert_eq!((img.width(), img.height()), (800, 600));
     assert_eq!(job["width"], 800);
 
     // Full page, dark mode, clickBefore, waitFor, preScreenshotJs, cookie consent.
-    let (job, bytes) = shot(&app, &key, json!({"url": site.url("/tall"), "fullPage": true, "width": 500, "height": 400})).await;
+    let (job, bytes) =
+        shot(&app, &key, json!({"url": site.url("/tall"), "fullPage": true, "width": 500, "height": 400})).await;
     let img = decode(&bytes);
     assert_eq!((img.width(), img.height()), (500, 6000), "{job}");
     assert_px(&img, 250, 500, [255, 0, 0]);
     assert_px(&img, 250, 5500, [255, 0, 255]);
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/dark"), "darkMode": true, "width": 300, "height": 200})).await;
+    let (_, bytes) =
+        shot(&app, &key, json!({"url": site.url("/dark"), "darkMode": true, "width": 300, "height": 200})).await;
     assert_px(&decode(&bytes), 150, 100, [0, 0, 0]);
     let (_, bytes) = shot(&app, &key, json!({"url": site.url("/dark"), "width": 300, "height": 200})).await;
     assert_px(&decode(&bytes), 150, 100, [255, 255, 255]);
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/click"), "clickBefore": "#go", "width": 300, "height": 200})).await;
+    let (_, bytes) =
+        shot(&app, &key, json!({"url": site.url("/click"), "clickBefore": "#go", "width": 300, "height": 200})).await;
     assert_px(&decode(&bytes), 250, 150, [0, 255, 0]);
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/late"), "waitFor": "#ready", "waitUntil": "load", "width": 300, "height": 200})).await;
+    let (_, bytes) = shot(
+        &app,
+        &key,
+        json!({"url": site.url("/late"), "waitFor": "#ready", "waitUntil": "load", "width": 300, "height": 200}),
+    )
+    .await;
     assert_px(&decode(&bytes), 150, 100, [0, 0, 255]);
-    let (job, bytes) = shot(&app, &key, json!({"url": site.url("/red"), "waitFor": "#never", "timeoutMs": 1000, "width": 300, "height": 200})).await;
+    let (job, bytes) = shot(
+        &app,
+        &key,
+        json!({"url": site.url("/red"), "waitFor": "#never", "timeoutMs": 1000, "width": 300, "height": 200}),
+    )
+    .await;
     assert_px(&decode(&bytes), 150, 100, [255, 0, 0]);
     assert!(job["tags"].as_array().unwrap().iter().any(|t| t == "wait-for-timeout"), "{job}");
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/late"), "delay": 900, "waitUntil": "load", "width": 300, "height": 200})).await;
+    let (_, bytes) = shot(
+        &app,
+        &key,
+        json!({"url": site.url("/late"), "delay": 900, "waitUntil": "load", "width": 300, "height": 200}),
+    )
+    .await;
     assert_px(&decode(&bytes), 150, 100, [0, 0, 255]);
     let (_, bytes) = shot(&app, &key, json!({"url": site.url("/red"), "preScreenshotJs": "document.body.style.background = '#00ff00'", "width": 300, "height": 200})).await;
     assert_px(&decode(&bytes), 150, 100, [0, 255, 0]);
     let (_, bytes) = shot(&app, &key, json!({"url": site.url("/consent"), "width": 300, "height": 200})).await;
     assert_px(&decode(&bytes), 150, 100, [255, 255, 255]);
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/consent"), "cookieConsent": "none", "width": 300, "height": 200})).await;
+    let (_, bytes) =
+        shot(&app, &key, json!({"url": site.url("/consent"), "cookieConsent": "none", "width": 300, "height": 200}))
+            .await;
     assert_px(&decode(&bytes), 150, 100, [255, 0, 255]);
 
     // PDF: publicUrl ends in .pdf, real PDF bytes, download with attachment disposition.
@@ -148,7 +173,11 @@ async fn failures_are_honest_and_give_the_action_back() {
     let job = app.create(&key, json!({"url": "http://no-such-host.invalid/"})).await;
     let done = app.wait(&key, job["id"].as_str().unwrap()).await;
     assert_eq!(done["status"], "failed");
-    assert!(done["error"].as_str().unwrap().to_lowercase().contains("dns") || done["error"].as_str().unwrap().contains("NAME_NOT_RESOLVED"), "{done}");
+    assert!(
+        done["error"].as_str().unwrap().to_lowercase().contains("dns")
+            || done["error"].as_str().unwrap().contains("NAME_NOT_RESOLVED"),
+        "{done}"
+    );
     let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
     assert_eq!(b["usage"]["used"], 0, "failed jobs give their action back: {b}");
 }
@@ -180,7 +209,11 @@ async fn streams_report_each_status_then_the_result() {
     let id = job["id"].as_str().unwrap();
     let events = read_sse(&app, &key, id, Duration::from_secs(60)).await;
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
-    let statuses: Vec<String> = events.iter().filter(|(n, _)| n == "status").map(|(_, d)| serde_json::from_str::<Value>(d).unwrap()["status"].as_str().unwrap().to_string()).collect();
+    let statuses: Vec<String> = events
+        .iter()
+        .filter(|(n, _)| n == "status")
+        .map(|(_, d)| serde_json::from_str::<Value>(d).unwrap()["status"].as_str().unwrap().to_string())
+        .collect();
     assert_eq!(statuses, ["pending", "processing", "done"], "{events:?}");
     assert!(names.contains(&"ping"), "heartbeats every 300ms during a 1.2s capture: {names:?}");
     let (last, data) = events.last().unwrap();
@@ -208,7 +241,10 @@ async fn streams_report_each_status_then_the_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stream_ends_with_timeout_after_the_maximum_duration() {
     // API only: the job stays pending, so only the time limit can end the stream.
-    let app = TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_SSE_MAX_DURATION", "1s").env("CAPTURE_SSE_HEARTBEAT", "200ms")).await;
+    let app = TestApp::spawn(
+        Opts::api(Db::Sqlite).env("CAPTURE_SSE_MAX_DURATION", "1s").env("CAPTURE_SSE_HEARTBEAT", "200ms"),
+    )
+    .await;
     let (_, key) = app.user_with_key("free");
     let job = app.create(&key, json!({"url": "https://example.com"})).await;
     let events = read_sse(&app, &key, job["id"].as_str().unwrap(), Duration::from_secs(10)).await;
@@ -266,7 +302,12 @@ async fn uploads_become_jobs_and_html_is_rendered() {
     image::RgbaImage::from_pixel(640, 480, image::Rgba([0, 128, 255, 255]))
         .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .unwrap();
-    let form = || reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(png.clone()).file_name("shot.png").mime_str("image/png").unwrap());
+    let form = || {
+        reqwest::multipart::Form::new().part(
+            "file",
+            reqwest::multipart::Part::bytes(png.clone()).file_name("shot.png").mime_str("image/png").unwrap(),
+        )
+    };
     let r = upload(form(), Some("upload-key-0001")).await.unwrap();
     assert_eq!(r.status(), 201);
     let job: Value = r.json().await.unwrap();
@@ -284,7 +325,12 @@ async fn uploads_become_jobs_and_html_is_rendered() {
 
     // A PDF.
     let pdf = b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n".to_vec();
-    let r = upload(reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(pdf.clone()).file_name("doc.pdf")), None).await.unwrap();
+    let r = upload(
+        reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(pdf.clone()).file_name("doc.pdf")),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 201);
     let job: Value = r.json().await.unwrap();
     assert!(job["publicUrl"].as_str().unwrap().ends_with(".pdf"));
@@ -307,7 +353,13 @@ async fn uploads_become_jobs_and_html_is_rendered() {
     assert_px(&img, 150, 100, [0, 255, 0]);
 
     // Bad and oversized files.
-    let r = upload(reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(b"GIF89a....".to_vec()).file_name("x.gif")), None).await.unwrap();
+    let r = upload(
+        reqwest::multipart::Form::new()
+            .part("file", reqwest::multipart::Part::bytes(b"GIF89a....".to_vec()).file_name("x.gif")),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
     assert_eq!(v["code"], "VALIDATION_ERROR");
@@ -315,10 +367,22 @@ async fn uploads_become_jobs_and_html_is_rendered() {
     let r = upload(reqwest::multipart::Form::new().text("width", "300"), None).await.unwrap();
     assert_eq!(r.status(), 400);
     let big = vec![0x89u8; 300_000];
-    let r = upload(reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(big).file_name("big.png")), None).await.unwrap();
+    let r = upload(
+        reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(big).file_name("big.png")),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 413);
     assert_eq!(r.json::<Value>().await.unwrap()["code"], "PAYLOAD_TOO_LARGE");
-    let r = upload(reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(png.clone()).file_name("a.png")).text("width", "5"), None).await.unwrap();
+    let r = upload(
+        reqwest::multipart::Form::new()
+            .part("file", reqwest::multipart::Part::bytes(png.clone()).file_name("a.png"))
+            .text("width", "5"),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 201, "options are ignored for images");
 }
 

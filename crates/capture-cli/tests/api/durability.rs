@@ -25,7 +25,13 @@ async fn accepted_jobs_survive_a_hard_kill(db: Db) {
     let (_, key) = app.user_with_key("free");
     let mut ids = Vec::new();
     for _ in 0..5 {
-        ids.push(app.create(&key, json!({"url": site.url("/red"), "width": 200, "height": 150, "waitUntil": "load"})).await["id"].as_str().unwrap().to_string());
+        ids.push(
+            app.create(&key, json!({"url": site.url("/red"), "width": 200, "height": 150, "waitUntil": "load"})).await
+                ["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
     }
     app.kill9();
     app.start("api,worker,scheduler").await;
@@ -40,7 +46,10 @@ async fn a_dead_workers_job_returns_when_its_lease_expires(db: Db) {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::full(db).env("CAPTURE_QUEUE_LEASE", "2s")).await;
     let (_, key) = app.user_with_key("free");
-    let id = app.create(&key, json!({"url": site.url("/red"), "delay": 4000, "width": 200, "height": 150})).await["id"].as_str().unwrap().to_string();
+    let id = app.create(&key, json!({"url": site.url("/red"), "delay": 4000, "width": 200, "height": 150})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     wait_status(&app, &key, &id, "processing").await;
     app.kill9();
     app.start("api,worker,scheduler").await;
@@ -56,12 +65,16 @@ async fn sigterm_finishes_in_flight_captures_and_leaves_no_chromium_behind() {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
     let (_, key) = app.user_with_key("free");
-    let id = app.create(&key, json!({"url": site.url("/red"), "delay": 1500, "width": 200, "height": 150})).await["id"].as_str().unwrap().to_string();
+    let id = app.create(&key, json!({"url": site.url("/red"), "delay": 1500, "width": 200, "height": 150})).await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     wait_status(&app, &key, &id, "processing").await;
     let status = app.terminate(40).expect("the service stops after SIGTERM");
     assert!(status.success(), "{status:?}");
     let browser_dir = app.data_dir.join("browser");
-    let leftovers = std::process::Command::new("pgrep").args(["-f", &browser_dir.display().to_string()]).output().unwrap();
+    let leftovers =
+        std::process::Command::new("pgrep").args(["-f", &browser_dir.display().to_string()]).output().unwrap();
     assert!(leftovers.stdout.is_empty(), "Chromium processes left: {}", String::from_utf8_lossy(&leftovers.stdout));
     let profiles: Vec<_> = std::fs::read_dir(&browser_dir).map(|d| d.flatten().collect()).unwrap_or_default();
     assert!(profiles.is_empty(), "profile folders left: {profiles:?}");
@@ -75,7 +88,11 @@ async fn sigterm_hands_back_what_cannot_finish_before_the_deadline() {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SHUTDOWN_GRACE", "1s")).await;
     let (_, key) = app.user_with_key("free");
-    let id = app.create(&key, json!({"url": site.url("/red"), "delay": 25000, "width": 200, "height": 150})).await["id"].as_str().unwrap().to_string();
+    let id =
+        app.create(&key, json!({"url": site.url("/red"), "delay": 25000, "width": 200, "height": 150})).await["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
     wait_status(&app, &key, &id, "processing").await;
     let t = Instant::now();
     app.terminate(30).expect("the service stops after SIGTERM");

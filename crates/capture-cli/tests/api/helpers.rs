@@ -49,7 +49,8 @@ pub struct TestApp {
 }
 
 pub fn pg_admin_url() -> String {
-    std::env::var("CAPTURE_TEST_PG_URL").unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
+    std::env::var("CAPTURE_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
 }
 
 fn pg_url_for(db: &str) -> String {
@@ -61,7 +62,9 @@ fn pg_url_for(db: &str) -> String {
 async fn pg_exec(sql: &str) {
     use sqlx::Connection;
     sqlx::any::install_default_drivers();
-    let mut c = sqlx::AnyConnection::connect(&pg_admin_url()).await.expect("PostgreSQL must be reachable (CAPTURE_TEST_PG_URL)");
+    let mut c = sqlx::AnyConnection::connect(&pg_admin_url())
+        .await
+        .expect("PostgreSQL must be reachable (CAPTURE_TEST_PG_URL)");
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut c).await.unwrap();
     let _ = c.close().await;
 }
@@ -285,7 +288,9 @@ impl Site {
 
 /// A page with one background colour.
 pub fn solid(color: &str) -> String {
-    format!("<!doctype html><html><head><title>Solid {color}</title><style>html,body{{margin:0;background:{color};height:100%}}</style></head><body></body></html>")
+    format!(
+        "<!doctype html><html><head><title>Solid {color}</title><style>html,body{{margin:0;background:{color};height:100%}}</style></head><body></body></html>"
+    )
 }
 
 /// Decode an image and return it as RGBA.

@@ -14,7 +14,13 @@ async fn concurrent_requests_never_pass_the_monthly_cap(db: Db) {
     for i in 0..20 {
         let (c, url, key) = (app.client.clone(), app.url("/v1/screenshot"), key.clone());
         tasks.push(tokio::spawn(async move {
-            let r = c.post(url).bearer_auth(key).json(&json!({"url": format!("https://example.com/{i}")})).send().await.unwrap();
+            let r = c
+                .post(url)
+                .bearer_auth(key)
+                .json(&json!({"url": format!("https://example.com/{i}")}))
+                .send()
+                .await
+                .unwrap();
             let s = r.status().as_u16();
             let h = r.headers().clone();
             (s, h, r.json::<Value>().await.unwrap())
@@ -81,7 +87,14 @@ async fn replayed_request_returns_the_first_response(db: Db) {
     for _ in 0..12 {
         let (c, url, key) = (app.client.clone(), app.url("/v1/screenshot"), key.clone());
         tasks.push(tokio::spawn(async move {
-            let r = c.post(url).bearer_auth(key).header("idempotency-key", "burst-key-0001").json(&json!({"url": "https://example.com/burst"})).send().await.unwrap();
+            let r = c
+                .post(url)
+                .bearer_auth(key)
+                .header("idempotency-key", "burst-key-0001")
+                .json(&json!({"url": "https://example.com/burst"}))
+                .send()
+                .await
+                .unwrap();
             (r.status().as_u16(), r.json::<Value>().await.unwrap())
         }));
     }
@@ -115,7 +128,13 @@ async fn the_cursor_walks_every_job_exactly_once(db: Db) {
     for i in 0..25 {
         let (c, url, key) = (app.client.clone(), app.url("/v1/screenshot"), key.clone());
         tasks.push(tokio::spawn(async move {
-            c.post(url).bearer_auth(key).json(&json!({"url": format!("https://example.com/{i}")})).send().await.unwrap().status()
+            c.post(url)
+                .bearer_auth(key)
+                .json(&json!({"url": format!("https://example.com/{i}")}))
+                .send()
+                .await
+                .unwrap()
+                .status()
         }));
     }
     for t in tasks {
@@ -148,7 +167,8 @@ async fn the_cursor_walks_every_job_exactly_once(db: Db) {
     let all: Value = app.get(&key, "/v1/screenshots?limit=100").await.json().await.unwrap();
     assert!(all["nextCursor"].is_null());
     let newest = all["data"][0]["createdAt"].as_str().unwrap().to_string();
-    let older: Value = app.get(&key, &format!("/v1/screenshots?limit=100&before={}", urlencode(&newest))).await.json().await.unwrap();
+    let older: Value =
+        app.get(&key, &format!("/v1/screenshots?limit=100&before={}", urlencode(&newest))).await.json().await.unwrap();
     assert!(older["data"].as_array().unwrap().iter().all(|j| j["createdAt"].as_str().unwrap() < newest.as_str()));
 }
 both_dbs!(the_cursor_walks_every_job_exactly_once);

@@ -102,7 +102,9 @@ pub fn verify(secret: &str, r: &Received) -> Result<Value, String> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
     mac.update(format!("{t}.{}", r.body).as_bytes());
     let expected = hex::encode(mac.finalize().into_bytes());
-    let ok = v1.iter().any(|s| s.len() == expected.len() && s.bytes().zip(expected.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0);
+    let ok = v1
+        .iter()
+        .any(|s| s.len() == expected.len() && s.bytes().zip(expected.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0);
     if !ok {
         return Err("signature mismatch".into());
     }
@@ -164,7 +166,11 @@ async fn deliveries_are_signed_and_rotation_replaces_the_secret(db: Db) {
     assert!(body["data"]["message"].is_string());
     assert!(body["createdAt"].as_str().unwrap().ends_with('Z'));
     let h = &got[0].headers;
-    assert_eq!(h["webhook-id"].to_str().unwrap(), body["id"].as_str().unwrap(), "the delivery id is in the signed body");
+    assert_eq!(
+        h["webhook-id"].to_str().unwrap(),
+        body["id"].as_str().unwrap(),
+        "the delivery id is in the signed body"
+    );
     assert_eq!(h["x-service-event"], "test.ping");
     assert_eq!(h["user-agent"], "Service-Webhook/1");
     assert_eq!(h["content-type"], "application/json");
@@ -175,7 +181,16 @@ async fn deliveries_are_signed_and_rotation_replaces_the_secret(db: Db) {
     assert_eq!(d["id"], body["id"]);
 
     // Rotation: the new secret verifies, the old one does not.
-    let rot: Value = app.client.post(app.url(&format!("/v1/webhooks/{id}/rotate"))).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let rot: Value = app
+        .client
+        .post(app.url(&format!("/v1/webhooks/{id}/rotate")))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let new_secret = rot["secret"].as_str().unwrap().to_string();
     assert_ne!(new_secret, secret);
     app.client.post(app.url(&format!("/v1/webhooks/{id}/test"))).bearer_auth(&key).send().await.unwrap();
@@ -189,9 +204,15 @@ async fn deliveries_are_signed_and_rotation_replaces_the_secret(db: Db) {
 
     // Another account cannot see or use the endpoint.
     let (_, other) = app.user_with_key("free");
-    assert_eq!(app.client.post(app.url(&format!("/v1/webhooks/{id}/test"))).bearer_auth(&other).send().await.unwrap().status(), 404);
+    assert_eq!(
+        app.client.post(app.url(&format!("/v1/webhooks/{id}/test"))).bearer_auth(&other).send().await.unwrap().status(),
+        404
+    );
     assert_eq!(app.get(&other, &format!("/v1/webhooks/{id}/deliveries")).await.status(), 404);
-    assert_eq!(app.client.delete(app.url(&format!("/v1/webhooks/{id}"))).bearer_auth(&other).send().await.unwrap().status(), 404);
+    assert_eq!(
+        app.client.delete(app.url(&format!("/v1/webhooks/{id}"))).bearer_auth(&other).send().await.unwrap().status(),
+        404
+    );
 }
 both_dbs!(deliveries_are_signed_and_rotation_replaces_the_secret);
 
@@ -255,7 +276,10 @@ async fn deleting_an_endpoint_stops_its_deliveries() {
     assert_eq!(rx.all().len(), 1, "no delivery after deletion");
     let list: Value = app.get(&key, "/v1/webhooks").await.json().await.unwrap();
     assert!(list["data"].as_array().unwrap().is_empty());
-    assert_eq!(app.client.post(app.url(&format!("/v1/webhooks/{id}/test"))).bearer_auth(&key).send().await.unwrap().status(), 404);
+    assert_eq!(
+        app.client.post(app.url(&format!("/v1/webhooks/{id}/test"))).bearer_auth(&key).send().await.unwrap().status(),
+        404
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -283,10 +307,14 @@ async fn endpoint_urls_are_validated_and_private_targets_blocked() {
     drop(app);
     // Plain http allowed, private networks not: a name that resolves to loopback is
     // refused at connect time and the receiver never hears from us.
-    let app = TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_ALLOW_PRIVATE_NETWORKS", "false").env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
+    let app = TestApp::spawn(
+        Opts::api(Db::Sqlite).env("CAPTURE_ALLOW_PRIVATE_NETWORKS", "false").env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true"),
+    )
+    .await;
     let (_, key) = app.user_with_key("free");
     // The machine's own host name resolves to a loopback address on Debian (/etc/hosts).
-    let host = String::from_utf8(std::process::Command::new("hostname").output().unwrap().stdout).unwrap().trim().to_string();
+    let host =
+        String::from_utf8(std::process::Command::new("hostname").output().unwrap().stdout).unwrap().trim().to_string();
     let resolved: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 80)).await.unwrap().collect();
     assert!(resolved.iter().all(|a| a.ip().is_loopback()), "{host} should resolve to loopback: {resolved:?}");
     let sneaky = rx.url.replace("127.0.0.1", &host);
@@ -316,7 +344,14 @@ async fn quota_warnings_fire_once_per_threshold(db: Db) {
     for i in 0..14 {
         let (c, url, key) = (app.client.clone(), app.url("/v1/screenshot"), key.clone());
         tasks.push(tokio::spawn(async move {
-            c.post(url).bearer_auth(key).json(&json!({"url": format!("https://example.com/{i}")})).send().await.unwrap().status().as_u16()
+            c.post(url)
+                .bearer_auth(key)
+                .json(&json!({"url": format!("https://example.com/{i}")}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
         }));
     }
     for t in tasks {
@@ -360,7 +395,11 @@ async fn owed_deliveries_survive_a_hard_kill(db: Db) {
     app.kill9();
     app.start("api,scheduler").await;
     let got = rx.wait_for(1, Duration::from_secs(20)).await;
-    assert_eq!(got[0].headers["webhook-id"].to_str().unwrap(), before[0]["id"].as_str().unwrap(), "same Webhook-Id after restart");
+    assert_eq!(
+        got[0].headers["webhook-id"].to_str().unwrap(),
+        before[0]["id"].as_str().unwrap(),
+        "same Webhook-Id after restart"
+    );
     verify(ep["secret"].as_str().unwrap(), &got[0]).unwrap();
 }
 both_dbs!(owed_deliveries_survive_a_hard_kill);

@@ -1,0 +1,200 @@
+//! Client commands: `balance`, `shot`, `webhooks …`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use futures_util::StreamExt;
+use serde_json::{Map, Value, json};
+
+use crate::client::{Client, ClientError, Result, exit};
+
+/// `capture balance [--json]`.
+pub async fn balance(c: &Client, as_json: bool) -> Result<()> {
+    let v = c.get("/v1/account/balance").await?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(());
+    }
+    let u = &v["usage"];
+    let reset = v["window"]["resetAt"].as_str().unwrap_or("?");
+    if u["unlimited"] == true {
+        println!(
+            "Plan {} (admin): unlimited; {} actions used this month.",
+            v["plan"].as_str().unwrap_or("?"),
+            u["used"]
+        );
+    } else {
+        println!(
+            "Plan {}: {} of {} actions used this month ({}%), {} left; resets {reset}.",
+            v["plan"].as_str().unwrap_or("?"),
+            u["used"],
+            u["limit"],
+            u["percentUsed"],
+            u["remaining"]
+        );
+    }
+    Ok(())
+}
+
+/// Options of `capture shot`, already in API field names.
+pub struct ShotArgs {
+    pub url: String,
+    pub output: Option<PathBuf>,
+    pub options: Map<String, Value>,
+    pub quiet: bool,
+}
+
+/// `capture shot URL`: create the job, follow its event stream, save the file.
+pub async fn shot(c: &Client, a: ShotArgs) -> Result<()> {
+    let mut body = a.options;
+    body.insert("url".into(), json!(a.url));
+    let job = c.post("/v1/screenshot", Some(&Value::Object(body))).await?;
+    let id =
+        job["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no job id"))?.to_string();
+    if !a.quiet {
+        eprintln!("job {id}: pending");
+    }
+    let finished = follow(c, &id, a.quiet).await?;
+    if finished["status"] != "done" {
+        let err = finished["error"].as_str().unwrap_or("unknown error");
+        return Err(ClientError::new(exit::CAPTURE_FAILED, format!("the capture failed: {err}")));
+    }
+    let public =
+        finished["publicUrl"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the job has no publicUrl"))?;
+    let ext = public.rsplit('.').next().filter(|e| e.len() <= 4).unwrap_or("png");
+    let out = a.output.unwrap_or_else(|| PathBuf::from(format!("{id}.{ext}")));
+    let bytes = c.get_raw(public).await?.bytes().await?;
+    std::fs::write(&out, &bytes)
+        .map_err(|e| ClientError::new(exit::FAILURE, format!("writing {}: {e}", out.display())))?;
+    println!("{}", out.display());
+    if !a.quiet {
+        eprintln!("saved {} ({} bytes) from {public}", out.display(), bytes.len());
+    }
+    Ok(())
+}
+
+/// Follow `/v1/screenshot/:id/stream` to the end; falls back to polling if the stream
+/// breaks. Returns the final job.
+async fn follow(c: &Client, id: &str, quiet: bool) -> Result<Value> {
+    let url = format!("{}/v1/screenshot/{id}/stream", c.server);
+    if let Ok(r) = c.get_raw(&url).await {
+        let mut stream = r.bytes_stream();
+        let mut buf = String::new();
+        while let Some(Ok(chunk)) = stream.next().await {
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(pos) = buf.find("\n\n") {
+                let block: String = buf.drain(..pos + 2).collect();
+                let mut event = "message";
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(e) = line.strip_prefix("event:") {
+                        event = if e.trim() == "status" {
+                            "status"
+                        } else if e.trim() == "done" {
+                            "done"
+                        } else if e.trim() == "failed" {
+                            "failed"
+                        } else {
+                            "other"
+                        };
+                    } else if let Some(d) = line.strip_prefix("data:") {
+                        data.push_str(d.trim_start());
+                    }
+                }
+                let v: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                match event {
+                    "status" if !quiet => eprintln!("job {id}: {}", v["status"].as_str().unwrap_or("?")),
+                    "done" | "failed" => return c.get(&format!("/v1/screenshot/{id}")).await,
+                    _ => {}
+                }
+            }
+        }
+    }
+    // The stream ended without a result (timeout or a dropped connection): poll.
+    loop {
+        let v = c.get(&format!("/v1/screenshot/{id}")).await?;
+        if v["status"] == "done" || v["status"] == "failed" {
+            return Ok(v);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+}
+
+/// `capture webhooks …`.
+pub enum WebhookCmd {
+    List,
+    Create { url: String, events: Vec<String>, description: Option<String> },
+    Test { id: String },
+    Rotate { id: String },
+    Deliveries { id: String },
+    Delete { id: String },
+}
+
+/// Run a webhooks subcommand; prints JSON with `--json`, a readable table otherwise.
+pub async fn webhooks(c: &Client, cmd: WebhookCmd, as_json: bool) -> Result<()> {
+    let out = match cmd {
+        WebhookCmd::List => {
+            let v = c.get("/v1/webhooks").await?;
+            if !as_json {
+                for e in v["data"].as_array().into_iter().flatten() {
+                    println!(
+                        "{}  {}  events={}  {}",
+                        e["id"].as_str().unwrap_or(""),
+                        e["url"].as_str().unwrap_or(""),
+                        e["events"],
+                        e["description"].as_str().unwrap_or("")
+                    );
+                }
+                return Ok(());
+            }
+            v
+        }
+        WebhookCmd::Create { url, events, description } => {
+            let mut b = json!({"url": url});
+            if !events.is_empty() {
+                b["events"] = json!(events);
+            }
+            if let Some(d) = description {
+                b["description"] = json!(d);
+            }
+            let v = c.post("/v1/webhooks", Some(&b)).await?;
+            if !as_json {
+                println!(
+                    "created {} for {}",
+                    v["endpoint"]["id"].as_str().unwrap_or(""),
+                    v["endpoint"]["url"].as_str().unwrap_or("")
+                );
+                println!("signing secret (shown once): {}", v["endpoint"]["secret"].as_str().unwrap_or(""));
+                return Ok(());
+            }
+            v
+        }
+        WebhookCmd::Test { id } => c.post(&format!("/v1/webhooks/{id}/test"), None).await?,
+        WebhookCmd::Rotate { id } => c.post(&format!("/v1/webhooks/{id}/rotate"), None).await?,
+        WebhookCmd::Deliveries { id } => {
+            let v = c.get(&format!("/v1/webhooks/{id}/deliveries")).await?;
+            if !as_json {
+                for d in v["data"].as_array().into_iter().flatten() {
+                    println!(
+                        "{}  {:<22} {:<10} attempts={} code={} {}",
+                        d["id"].as_str().unwrap_or(""),
+                        d["eventType"].as_str().unwrap_or(""),
+                        d["status"].as_str().unwrap_or(""),
+                        d["attempts"],
+                        d["responseCode"],
+                        d["errorMessage"].as_str().unwrap_or("")
+                    );
+                }
+                return Ok(());
+            }
+            v
+        }
+        WebhookCmd::Delete { id } => {
+            c.delete(&format!("/v1/webhooks/{id}")).await?;
+            json!({"deleted": id})
+        }
+    };
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    let _ = std::io::stdout().flush();
+    Ok(())
+}

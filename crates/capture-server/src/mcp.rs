@@ -1,0 +1,235 @@
+//! The MCP server at `{base_url}/mcp`: Streamable HTTP (rmcp) in stateless mode, behind an
+//! OAuth bearer check. Every tool calls the same service functions as the REST API, for the
+//! account the access token acts for.
+//!
+//! Stateless mode: each POST carries one JSON-RPC message and is answered by a fresh handler
+//! (JSON, or an SSE stream when a tool sends progress first). Nothing lives in this node's
+//! memory between requests, so any number of API nodes can serve one client; the only
+//! state, the OAuth grant, is in the database.
+
+mod tools;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+
+use crate::oauth::{self, mcp_resource};
+use crate::pipeline::Account;
+use crate::screenshots::esc;
+use crate::state::AppState;
+
+/// Routes: the MCP endpoint (bearer-protected) and its setup page (public).
+pub fn router(state: AppState) -> Router<AppState> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_allowed_hosts(allowed_hosts(&state.base_url))
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_max_request_body_bytes(crate::pipeline::JSON_LIMIT)
+        .with_cancellation_token(state.shutdown.child_token());
+    let st = state.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(CaptureMcp { state: st.clone() }),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service("/mcp", service)
+        .route_layer(middleware::from_fn_with_state(state, require_token))
+        .route("/mcp/setup", get(setup_page))
+}
+
+/// `Host` values the transport accepts: the host of `CAPTURE_BASE_URL` (any port, so a
+/// proxy in front may use its own) and loopback names. A DNS-rebinding page sends its own
+/// host name, which is none of these.
+fn allowed_hosts(base_url: &str) -> Vec<String> {
+    let mut hosts = vec!["localhost".to_string(), "127.0.0.1".to_string(), "::1".to_string()];
+    if let Some(h) = url::Url::parse(base_url).ok().and_then(|u| u.host_str().map(str::to_string)) {
+        let h = h.trim_start_matches('[').trim_end_matches(']').to_string();
+        if !hosts.contains(&h) {
+            hosts.push(h);
+        }
+    }
+    hosts
+}
+
+/// Admit only requests with a live access token whose audience is `{base_url}/mcp`; put its
+/// account in the request for the tools.
+async fn require_token(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    if req.method() == Method::OPTIONS {
+        return oauth::preflight().await;
+    }
+    let Some(token) = oauth::bearer(req.headers()).map(str::to_string) else {
+        return unauthorized(&state, None);
+    };
+    match oauth::account_for_access_token(&state, &token, &[&mcp_resource(&state)]).await {
+        Ok(Some(account)) => {
+            req.extensions_mut().insert(account);
+            oauth::cors(next.run(req).await)
+        }
+        Ok(None) => {
+            unauthorized(&state, Some("the access token is unknown, expired, revoked or not for this MCP server"))
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// 401 with the RFC 9728 challenge and the contract's JSON body.
+fn unauthorized(state: &AppState, token_error: Option<&str>) -> Response {
+    let b = &state.base_url;
+    let metadata = oauth::resource_metadata_url(state);
+    let message = match token_error {
+        None => {
+            "sign in to use the Capture MCP server: connect your MCP client to mcp_url and it will open the sign-in page"
+        }
+        Some(e) => e,
+    };
+    let body = json!({
+        "error": message,
+        "code": "UNAUTHORIZED",
+        "mcp_url": mcp_resource(state),
+        "login_url": format!("{b}/login"),
+        "setup_url": format!("{b}/mcp/setup"),
+        "codex_login_command": "codex mcp login capture",
+    });
+    let mut challenge = format!("Bearer resource_metadata=\"{metadata}\", scope=\"{}\"", oauth::SCOPE);
+    if let Some(e) = token_error {
+        challenge.push_str(&format!(", error=\"invalid_token\", error_description=\"{e}\""));
+    }
+    let mut r = (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    oauth::cors(r)
+}
+
+/// The MCP server: one per request (stateless), holding only the shared state.
+#[derive(Clone)]
+pub struct CaptureMcp {
+    state: AppState,
+}
+
+const INSTRUCTIONS: &str = "Capture renders web pages into PNG, JPEG, WebP or PDF. Use take_screenshot to capture \
+a page (it waits for the result and returns the image and its public URL), get_screenshot and list_screenshots to \
+find earlier captures, share_screenshot for a public link, account_balance for the monthly actions left (each \
+capture costs one), and the webhook tools to manage endpoints that receive screenshot.completed and other events.";
+
+impl ServerHandler for CaptureMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("capture", env!("CARGO_PKG_VERSION"))
+                    .with_title("Capture")
+                    .with_website_url(format!("{}/mcp/setup", self.state.base_url)),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, rmcp::ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::catalogue()))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::catalogue().into_iter().find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        // The bearer check put the account in the HTTP request, which rmcp hands over.
+        let account = context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Account>())
+            .cloned()
+            .ok_or_else(|| rmcp::ErrorData::internal_error("the request carries no authenticated account", None))?;
+        let args = request.arguments.clone().unwrap_or_default();
+        Ok(tools::call(&self.state, &account, &request.name, args, &context).await?.into())
+    }
+}
+
+/// `GET /mcp/setup`: how to add the server to common MCP clients.
+async fn setup_page(State(state): State<AppState>) -> Response {
+    let mcp = mcp_resource(&state);
+    let b = &state.base_url;
+    let tool_list: String = tools::catalogue()
+        .iter()
+        .map(|t| {
+            format!(
+                "<li><code>{}</code> — {}</li>",
+                esc(&t.name),
+                esc(t.description.as_deref().unwrap_or("").split(". ").next().unwrap_or(""))
+            )
+        })
+        .collect();
+    let block = |s: &str| format!("<pre><code>{}</code></pre>", esc(s));
+    let body = format!(
+        "<h1>Connect an AI agent to Capture</h1>\
+         <p>Capture is an MCP server at <code>{mcp}</code> (Streamable HTTP). Your MCP client signs in with OAuth: \
+         the first time it connects it opens the Capture <a href=\"{b}/login\">sign-in page</a>, asks you to allow access, \
+         and keeps a short-lived session that it renews by itself. No API key is needed.</p>\
+         <h2>Claude Code</h2>{claude}<p>Then run <code>/mcp</code> in Claude Code and choose <em>Authenticate</em>.</p>\
+         <h2>Codex</h2><p>Add to <code>~/.codex/config.toml</code>:</p>{codex}<p>then sign in with</p>{codex_login}\
+         <h2>Cursor</h2><p>Add to <code>~/.cursor/mcp.json</code> (or the project's <code>.cursor/mcp.json</code>):</p>{cursor}\
+         <h2>VS Code</h2><p>Add to <code>.vscode/mcp.json</code>, or run <em>MCP: Add Server…</em> and choose HTTP:</p>{vscode}\
+         <h2>Other clients</h2><p>Any client that supports Streamable HTTP with OAuth works with this configuration:</p>{generic}\
+         <p>Clients discover everything else by themselves: the protected-resource metadata at \
+         <code>{b}/.well-known/oauth-protected-resource/mcp</code> and the authorization server metadata at \
+         <code>{b}/.well-known/oauth-authorization-server</code> (dynamic client registration and client ID metadata \
+         documents are both supported).</p>\
+         <h2>Tools</h2><ul>{tool_list}</ul>\
+         <p>Each capture uses one action of your monthly plan, as through the REST API. \
+         A client's access token lasts one hour and the client renews it by itself; signing out in the client \
+         revokes it.</p>",
+        mcp = esc(&mcp),
+        b = esc(b),
+        claude = block(&format!("claude mcp add --transport http capture {mcp}")),
+        codex = block(&format!("[mcp_servers.capture]\nurl = \"{mcp}\"")),
+        codex_login = block("codex mcp login capture"),
+        cursor = block(&format!("{{\n  \"mcpServers\": {{\n    \"capture\": {{ \"url\": \"{mcp}\" }}\n  }}\n}}")),
+        vscode = block(&format!(
+            "{{\n  \"servers\": {{\n    \"capture\": {{ \"type\": \"http\", \"url\": \"{mcp}\" }}\n  }}\n}}"
+        )),
+        generic = block(&format!(
+            "{{\n  \"mcpServers\": {{\n    \"capture\": {{ \"type\": \"http\", \"url\": \"{mcp}\" }}\n  }}\n}}"
+        )),
+    );
+    let doc = crate::web::page::layout("Connect an AI agent", None, crate::web::page::Nav::None, &body);
+    crate::web::page::html(StatusCode::OK, doc, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::allowed_hosts;
+
+    #[test]
+    fn the_base_url_host_is_allowed_besides_loopback() {
+        let h = allowed_hosts("https://capture.example.com");
+        assert!(h.contains(&"capture.example.com".to_string()));
+        assert!(h.contains(&"127.0.0.1".to_string()));
+        assert_eq!(allowed_hosts("http://127.0.0.1:8080").len(), 3);
+        assert!(allowed_hosts("http://[::1]:8080").contains(&"::1".to_string()));
+    }
+}

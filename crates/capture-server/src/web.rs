@@ -1,0 +1,64 @@
+//! The website: sign-up, sign-in, the dashboard (usage, API keys, screenshots, webhook
+//! endpoints) and settings. Server-rendered HTML with no framework and no external assets;
+//! every form works without JavaScript (one small script only adds "Copy" buttons).
+//!
+//! Handlers are thin: they authenticate through the [`forms::Signed`] / [`forms::SignedForm`]
+//! extractors (session cookie, and the session's CSRF token on every POST) and call the same
+//! service functions as the REST API, scoped to the signed-in account.
+
+mod auth;
+mod dashboard;
+pub mod forms;
+mod hooks;
+pub mod page;
+pub mod session;
+mod settings;
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+use crate::state::AppState;
+
+/// Routes of the website.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(auth::home))
+        .route("/signup", get(auth::signup_form).post(auth::signup))
+        .route("/login", get(auth::login_form).post(auth::login))
+        .route("/logout", post(auth::logout))
+        .route("/dashboard", get(dashboard::show))
+        .route("/dashboard/keys", post(dashboard::create_key))
+        .route("/dashboard/keys/{id}/reveal", post(dashboard::reveal_key))
+        .route("/dashboard/keys/{id}/revoke", post(dashboard::revoke_key))
+        .route("/dashboard/screenshots/{id}/share", post(dashboard::share))
+        .route("/dashboard/screenshots/{id}/unshare", post(dashboard::unshare))
+        .route("/dashboard/screenshots/{id}/pdf", get(dashboard::pdf))
+        .route("/dashboard/webhooks", get(hooks::list).post(hooks::create))
+        .route("/dashboard/webhooks/{id}", get(hooks::show))
+        .route("/dashboard/webhooks/{id}/rotate", post(hooks::rotate))
+        .route("/dashboard/webhooks/{id}/test", post(hooks::test))
+        .route("/dashboard/webhooks/{id}/delete", post(hooks::delete))
+        .route("/settings", get(settings::show))
+        .route("/settings/sign-out-everywhere", post(settings::sign_out_everywhere))
+        .route("/assets/web.css", get(css))
+        .route("/assets/web.js", get(js))
+}
+
+async fn css() -> Response {
+    asset("text/css; charset=utf-8", include_str!("web/assets/web.css"))
+}
+
+async fn js() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("web/assets/web.js"))
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut r = body.into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=3600"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    r
+}

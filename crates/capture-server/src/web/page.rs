@@ -1,0 +1,259 @@
+//! The one page layout, HTML responses with the website's security headers, and the
+//! website's error type (rendered as an HTML page, never as the API's JSON body).
+
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use capture_core::time::iso;
+
+use super::session::WebSession;
+use crate::admin::AdminError;
+use crate::error::ApiError;
+pub use crate::screenshots::esc;
+
+/// The navigation entry a page belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nav {
+    Dashboard,
+    Webhooks,
+    Settings,
+    None,
+}
+
+/// A whole HTML document: the shared header (with navigation and "Sign out" when signed in),
+/// `body` (already escaped HTML) and the footer.
+pub fn layout(title: &str, session: Option<&WebSession>, nav: Nav, body: &str) -> String {
+    let header = match session {
+        Some(s) => {
+            let link = |n: Nav, href: &str, label: &str| {
+                let current = if n == nav { " aria-current=\"page\"" } else { "" };
+                format!("<a href=\"{href}\"{current}>{label}</a>")
+            };
+            format!(
+                "<nav aria-label=\"Main\">{}{}{}</nav>\
+                 <div class=\"who\"><span>{}</span>{}</div>",
+                link(Nav::Dashboard, "/dashboard", "Dashboard"),
+                link(Nav::Webhooks, "/dashboard/webhooks", "Webhooks"),
+                link(Nav::Settings, "/settings", "Settings"),
+                esc(&s.user.email),
+                post_button("/logout", &s.csrf, "Sign out", "link"),
+            )
+        }
+        None => "<nav aria-label=\"Main\"><a href=\"/login\">Sign in</a><a href=\"/signup\">Create account</a></nav>"
+            .to_string(),
+    };
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title} · Capture</title><link rel=\"stylesheet\" href=\"/assets/web.css\">\
+         <script src=\"/assets/web.js\" defer></script></head>\
+         <body><header class=\"top\"><a class=\"brand\" href=\"/\">Capture</a>{header}</header>\
+         <main>{body}</main><footer><a href=\"/docs\">API reference</a></footer></body></html>\n",
+        title = esc(title),
+    )
+}
+
+/// A one-button POST form carrying the CSRF token (`class` styles the button).
+pub fn post_button(action: &str, csrf: &str, label: &str, class: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"{}\" class=\"inline\">{}<button type=\"submit\" class=\"{}\">{}</button></form>",
+        esc(action),
+        csrf_field(csrf),
+        esc(class),
+        esc(label)
+    )
+}
+
+/// The hidden CSRF field of a form.
+pub fn csrf_field(token: &str) -> String {
+    format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(token))
+}
+
+/// A secret shown in a read-only, labelled field with a "Copy" button (shown by the script;
+/// without JavaScript the text stays selectable).
+pub fn secret_field(id: &str, label: &str, value: &str) -> String {
+    format!(
+        "<div class=\"secret\"><label for=\"{id}\">{label}</label>\
+         <input id=\"{id}\" type=\"text\" readonly spellcheck=\"false\" autocomplete=\"off\" value=\"{value}\">\
+         <button type=\"button\" data-copy=\"{id}\" hidden>Copy</button>\
+         <span id=\"{id}-status\" role=\"status\" class=\"hint\"></span>\
+         <noscript><p class=\"hint\">Select the text above and copy it.</p></noscript></div>",
+        id = esc(id),
+        label = esc(label),
+        value = esc(value)
+    )
+}
+
+/// A notice paragraph (`kind` is `error` or `ok`).
+pub fn notice(kind: &str, text: &str) -> String {
+    let role = if kind == "error" { "alert" } else { "status" };
+    format!("<p class=\"notice {kind}\" role=\"{role}\">{}</p>", esc(text))
+}
+
+/// A service message as a sentence: capital first letter, final full stop.
+pub fn sentence(s: &str) -> String {
+    let mut c = s.chars();
+    let mut out: String = match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => return String::new(),
+    };
+    if !out.ends_with('.') {
+        out.push('.');
+    }
+    out
+}
+
+/// The origin of `base_url` (where thumbnails are served), for the page's CSP.
+pub fn origin(base_url: &str) -> Option<String> {
+    url::Url::parse(base_url).ok().map(|u| u.origin().ascii_serialization()).filter(|o| o != "null")
+}
+
+/// `2026-05-01`
+pub fn date(ms: i64) -> String {
+    iso(ms)[..10].to_string()
+}
+
+/// `<time>` with the date and minute in UTC.
+pub fn datetime(ms: i64) -> String {
+    let t = iso(ms);
+    format!("<time datetime=\"{t}\">{} {} UTC</time>", &t[..10], &t[11..16])
+}
+
+/// An HTML response with the website's headers: never cached, never framed, scripts and
+/// styles only from this server. `img_origin` adds the origin of thumbnails.
+pub fn html(status: StatusCode, doc: String, img_origin: Option<&str>) -> Response {
+    let mut r = (status, doc).into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    let img = img_origin.map(|o| format!(" {o}")).unwrap_or_default();
+    let csp = format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:{img}; \
+         form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    );
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    r
+}
+
+/// 303 See Other to `to` (after a POST), optionally setting a cookie.
+pub fn see_other(to: &str, cookie: Option<String>) -> Response {
+    let mut r = Redirect::to(to).into_response();
+    if let Some(c) = cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        r.headers_mut().append(header::SET_COOKIE, c);
+    }
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// What went wrong in a website handler; answered as an HTML page (or a redirect to sign in).
+#[derive(Debug)]
+pub enum WebError {
+    /// Not signed in: go to the sign-in page, coming back to `next` afterwards.
+    SignIn { next: Option<String> },
+    /// The form's CSRF token is missing or wrong.
+    Csrf,
+    /// Too many failed sign-in attempts.
+    Throttled { retry_after_secs: i64 },
+    /// Any other failure: the status and a message safe to show.
+    Page(StatusCode, String),
+}
+
+impl WebError {
+    /// 404 that never reveals whether the thing exists for someone else.
+    pub fn not_found() -> Self {
+        WebError::Page(StatusCode::NOT_FOUND, "There is nothing here, or it belongs to another account.".into())
+    }
+
+    /// 400 with a message.
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        WebError::Page(StatusCode::BAD_REQUEST, msg.into())
+    }
+}
+
+impl From<ApiError> for WebError {
+    fn from(e: ApiError) -> Self {
+        let status = StatusCode::from_u16(e.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if status == StatusCode::NOT_FOUND {
+            return WebError::not_found();
+        }
+        // ApiError::internal has already logged the cause and carries an opaque message.
+        WebError::Page(status, e.message)
+    }
+}
+
+impl From<capture_store::StoreError> for WebError {
+    fn from(e: capture_store::StoreError) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
+impl From<AdminError> for WebError {
+    fn from(e: AdminError) -> Self {
+        match e {
+            AdminError::Invalid(m) => WebError::invalid(m),
+            AdminError::NoSuchUser(_) => WebError::not_found(),
+            AdminError::Store(e) => e.into(),
+        }
+    }
+}
+
+/// Result alias for website handlers.
+pub type WebResult<T> = Result<T, WebError>;
+
+impl IntoResponse for WebError {
+    fn into_response(self) -> Response {
+        let (status, title, text, extra): (StatusCode, &str, String, Option<(HeaderName, String)>) = match self {
+            WebError::SignIn { next } => {
+                let to = match next {
+                    Some(n) => format!(
+                        "/login?next={}",
+                        url::form_urlencoded::byte_serialize(n.as_bytes()).collect::<String>()
+                    ),
+                    None => "/login".into(),
+                };
+                return see_other(&to, None);
+            }
+            WebError::Csrf => (
+                StatusCode::FORBIDDEN,
+                "Form expired",
+                "This form has expired or did not come from this site. Go back, reload the page and try again.".into(),
+                None,
+            ),
+            WebError::Throttled { retry_after_secs } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "Too many attempts",
+                format!(
+                    "Too many failed sign-in attempts. For your security, sign-in is paused; try again in {} minutes.",
+                    (retry_after_secs + 59) / 60
+                ),
+                Some((header::RETRY_AFTER, retry_after_secs.to_string())),
+            ),
+            WebError::Page(status, text) => {
+                let title = match status.as_u16() {
+                    404 => "Not found",
+                    400 | 413 | 415 => "Something is wrong with the request",
+                    429 => "Too many requests",
+                    s if s >= 500 => "Something went wrong",
+                    _ => "Cannot do that",
+                };
+                (status, title, text, None)
+            }
+        };
+        let body = format!(
+            "<h1>{}</h1>{}<p><a href=\"/dashboard\">Back to the dashboard</a></p>",
+            esc(title),
+            notice("error", &text)
+        );
+        let mut r = html(status, layout(title, None, Nav::None, &body), None);
+        if let Some((k, v)) = extra
+            && let Ok(v) = HeaderValue::from_str(&v)
+        {
+            r.headers_mut().insert(k, v);
+        }
+        r
+    }
+}
