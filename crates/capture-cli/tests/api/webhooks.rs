@@ -247,10 +247,9 @@ async fn failed_attempts_are_retried_with_one_webhook_id_then_exhausted(db: Db) 
 }
 both_dbs!(failed_attempts_are_retried_with_one_webhook_id_then_exhausted);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_slow_receiver_times_out_and_is_retried() {
+async fn a_slow_receiver_times_out_and_is_retried(db: Db) {
     let rx = Receiver::start(vec![(200, Duration::from_secs(3)), (200, Duration::ZERO)]).await;
-    let app = TestApp::spawn(hook_opts(Db::Sqlite).env("CAPTURE_WEBHOOK_TIMEOUT", "700ms")).await;
+    let app = TestApp::spawn(hook_opts(db).env("CAPTURE_WEBHOOK_TIMEOUT", "700ms")).await;
     let (_, key) = app.user_with_key("free");
     let ep = create_endpoint(&app, &key, json!({"url": rx.url})).await;
     let id = ep["id"].as_str().unwrap();
@@ -259,12 +258,40 @@ async fn a_slow_receiver_times_out_and_is_retried() {
     assert_eq!(d["attempts"], 2, "{d}");
     let got = rx.wait_for(2, Duration::from_secs(10)).await;
     assert_eq!(got[0].headers["webhook-id"], got[1].headers["webhook-id"]);
+    let first = deliveries(&app, &key, id).await;
+    assert_eq!(first[0]["responseCode"], 200);
 }
+both_dbs!(a_slow_receiver_times_out_and_is_retried);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn deleting_an_endpoint_stops_its_deliveries() {
+async fn redirects_are_not_followed(db: Db) {
+    let target = Receiver::start(vec![(200, Duration::ZERO)]).await;
+    // A receiver that answers every delivery with a redirect to another receiver.
+    let location = target.url.clone();
+    let app_r = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move || {
+            let location = location.clone();
+            async move { (axum::http::StatusCode::TEMPORARY_REDIRECT, [(axum::http::header::LOCATION, location)]) }
+        }),
+    );
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let redirecting = format!("http://{}/hook", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app_r).await.unwrap() });
+    let app = TestApp::spawn(hook_opts(db)).await;
+    let (_, key) = app.user_with_key("free");
+    let ep = create_endpoint(&app, &key, json!({"url": redirecting})).await;
+    let id = ep["id"].as_str().unwrap();
+    app.client.post(app.url(&format!("/v1/webhooks/{id}/test"))).bearer_auth(&key).send().await.unwrap();
+    let d = wait_delivery_status(&app, &key, id, "exhausted").await;
+    assert_eq!(d["responseCode"], 307);
+    assert_eq!(d["attempts"], 6);
+    assert!(target.all().is_empty(), "the redirect target must never be called");
+}
+both_dbs!(redirects_are_not_followed);
+
+async fn deleting_an_endpoint_stops_its_deliveries(db: Db) {
     let rx = Receiver::start(vec![(500, Duration::ZERO)]).await;
-    let app = TestApp::spawn(hook_opts(Db::Sqlite).env("CAPTURE_WEBHOOK_RETRY_DELAYS", "1s,1s,1s,1s,1s")).await;
+    let app = TestApp::spawn(hook_opts(db).env("CAPTURE_WEBHOOK_RETRY_DELAYS", "1s,1s,1s,1s,1s")).await;
     let (_, key) = app.user_with_key("free");
     let ep = create_endpoint(&app, &key, json!({"url": rx.url})).await;
     let id = ep["id"].as_str().unwrap();
@@ -281,6 +308,7 @@ async fn deleting_an_endpoint_stops_its_deliveries() {
         404
     );
 }
+both_dbs!(deleting_an_endpoint_stops_its_deliveries);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn endpoint_urls_are_validated_and_private_targets_blocked() {
@@ -404,12 +432,11 @@ async fn owed_deliveries_survive_a_hard_kill(db: Db) {
 }
 both_dbs!(owed_deliveries_survive_a_hard_kill);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn capture_outcomes_reach_subscribed_endpoints_only() {
+async fn capture_outcomes_reach_subscribed_endpoints_only(db: Db) {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let all = Receiver::start(vec![(200, Duration::ZERO)]).await;
     let failures = Receiver::start(vec![(200, Duration::ZERO)]).await;
-    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
+    let app = TestApp::spawn(Opts::full(db).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
     let (_, key) = app.user_with_key("free");
     let e_all = create_endpoint(&app, &key, json!({"url": all.url})).await;
     create_endpoint(&app, &key, json!({"url": failures.url, "events": ["screenshot.failed"]})).await;
@@ -440,3 +467,4 @@ async fn capture_outcomes_reach_subscribed_endpoints_only() {
     assert_eq!(failures.all().len(), 1);
     assert_eq!(only_failed[0].headers["x-service-event"], "screenshot.failed");
 }
+both_dbs!(capture_outcomes_reach_subscribed_endpoints_only);
