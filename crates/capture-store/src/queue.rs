@@ -95,7 +95,7 @@ impl Store {
     }
 
     /// Close the task if `worker` still holds it. False (and nothing written) otherwise.
-    async fn finish_task(
+    pub(crate) async fn finish_task(
         tx: &mut Transaction<'static, Any>,
         task_id: &str,
         worker: &str,

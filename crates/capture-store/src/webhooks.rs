@@ -366,16 +366,7 @@ impl Store {
     /// Settle a delivery without sending (its endpoint was deleted): fenced like an attempt.
     pub async fn cancel_delivery(&self, task_id: &str, worker: &str, delivery_id: &str, now: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
-        let res = sqlx::query(
-            "UPDATE tasks SET status = 'done', locked_by = NULL, locked_until = NULL, finished_at = $1, \
-             last_error = 'endpoint deleted' WHERE id = $2 AND locked_by = $3 AND status = 'running'",
-        )
-        .bind(now)
-        .bind(task_id)
-        .bind(worker)
-        .execute(&mut *tx)
-        .await?;
-        if res.rows_affected() == 0 {
+        if !Self::finish_task(&mut tx, task_id, worker, "done", Some("endpoint deleted"), now).await? {
             tx.rollback().await?;
             return Ok(false);
         }
