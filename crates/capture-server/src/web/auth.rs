@@ -121,11 +121,16 @@ pub async fn signup_form(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> WebResult<Response> {
-    let next = next_from_query(q.as_deref());
-    if session::current(&state, &headers).await?.is_some() {
+    form_page(&state, &headers, q.as_deref(), Kind::SignUp).await
+}
+
+/// The sign-up or sign-in form; a visitor who is already signed in goes straight to `next`.
+async fn form_page(state: &AppState, headers: &HeaderMap, query: Option<&str>, kind: Kind) -> WebResult<Response> {
+    let next = next_from_query(query);
+    if session::current(state, headers).await?.is_some() {
         return Ok(see_other(next.as_deref().unwrap_or("/dashboard"), None));
     }
-    Ok(auth_page(&state, &headers, Kind::SignUp, StatusCode::OK, "", next.as_deref(), None))
+    Ok(auth_page(state, headers, kind, StatusCode::OK, "", next.as_deref(), None))
 }
 
 /// `POST /signup`: create a free-plan account with an argon2id password hash, sign in.
@@ -160,11 +165,7 @@ pub async fn login_form(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
 ) -> WebResult<Response> {
-    let next = next_from_query(q.as_deref());
-    if session::current(&state, &headers).await?.is_some() {
-        return Ok(see_other(next.as_deref().unwrap_or("/dashboard"), None));
-    }
-    Ok(auth_page(&state, &headers, Kind::SignIn, StatusCode::OK, "", next.as_deref(), None))
+    form_page(&state, &headers, q.as_deref(), Kind::SignIn).await
 }
 
 /// `POST /login`: check the throttle, then the password; start a session and go to `next`.
