@@ -14,7 +14,7 @@ fi
 
 missing=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in chromium fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk fonts-liberation poppler-utils ca-certificates curl; do
+for p in chromium chromium-headless-shell fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk fonts-liberation poppler-utils ca-certificates curl; do
   have_pkg "$p" || missing+=("$p")
 done
 if [ "$want_pg" = 1 ] && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then

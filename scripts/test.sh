@@ -21,6 +21,12 @@ cargo clippy --locked --workspace --all-targets -q -- -D warnings
 echo "== cargo test"
 cargo test --locked --workspace -- --test-threads="${CAPTURE_TEST_THREADS:-4}"
 
+# The browser and MCP suites below run the `capture` binary `cargo test --workspace` just
+# built (same feature set), so they never compile anything inside a test timeout.
+CAPTURE_BIN="$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/capture"
+[ -x "$CAPTURE_BIN" ] || { echo "missing $CAPTURE_BIN after cargo test" >&2; exit 1; }
+export CAPTURE_BIN
+
 # ---- website in a real browser (tests/e2e: node:test + playwright-core, Debian's Chromium) ----
 # Installs its own Node dependencies from the committed lock file; never downloads a browser.
 echo "== e2e (website in headless Chromium)"

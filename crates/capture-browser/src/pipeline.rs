@@ -362,6 +362,18 @@ impl<'a> Page<'a> {
                     Err(Stop::Fail(e)) => return Err(e),
                 };
                 if let Some(err) = str_field(&res, "errorText").filter(|s| !s.is_empty()) {
+                    if err == "net::ERR_ABORTED" {
+                        // A renderer that dies mid-navigation aborts it; its crash event
+                        // follows the reply. Report the crash (retried), not an abort.
+                        let grace = (Instant::now() + Duration::from_millis(250)).min(self.deadline);
+                        loop {
+                            match self.pump_until(grace).await {
+                                Ok(()) => {}
+                                Err(Stop::Elapsed) => break,
+                                Err(Stop::Fail(e)) => return Err(e),
+                            }
+                        }
+                    }
                     return Err(self.navigation_error(url, err, nav_std));
                 }
                 loader = str_field(&res, "loaderId").map(str::to_owned);
@@ -737,6 +749,38 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// Wait for each reply in turn, keeping the page's events aside; a page that crashes
+    /// or is closed meanwhile fails at once (a dead renderer never answers), as does the
+    /// deadline.
+    async fn await_all(
+        &mut self,
+        replies: Vec<(&'static str, PendingReply)>,
+        deadline: Instant,
+    ) -> Result<(), CaptureError> {
+        for (method, mut reply) in replies {
+            loop {
+                tokio::select! {
+                    biased;
+                    r = &mut reply => match r {
+                        Ok(_) => break,
+                        Err(e) => return Err(lost(&e, method)),
+                    },
+                    ev = self.events.recv() => match ev {
+                        Some(ev) if matches!(ev.method.as_str(), "Inspector.targetCrashed" | "Target.detachedFromTarget") => {
+                            return Err(CaptureError::Browser("the page crashed while it was being set up".into()));
+                        }
+                        Some(ev) => self.backlog.push(ev),
+                        None => return Err(CaptureError::Browser("the browser connection was lost".into())),
+                    },
+                    _ = tokio::time::sleep_until(deadline) => {
+                        return Err(CaptureError::Browser(format!("{method}: the browser did not answer in time")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Move queued events aside; false if the page crashed or was detached meanwhile.
     pub(crate) fn still_usable(&mut self) -> bool {
         while let Ok(ev) = self.events.try_recv() {
@@ -787,10 +831,10 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
     let sid =
         str_field(&attached, "sessionId").ok_or_else(|| CaptureError::Browser("no session id".into()))?.to_owned();
     let events = conn.register_session(&sid);
-    let prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new() };
+    let mut prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new() };
     // Pipelined: one round trip.
     let sid = Some(prepared.sid.as_str());
-    let replies = [
+    let replies = vec![
         ("Page.enable", conn.send("Page.enable", &json!({}), sid)),
         (
             "Page.setLifecycleEventsEnabled",
@@ -807,16 +851,11 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
         ),
         ("Emulation.setEmulatedMedia", conn.send("Emulation.setEmulatedMedia", &view.media(), sid)),
     ];
-    for (method, reply) in replies {
-        match tokio::time::timeout_at(deadline, reply).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(lost(&e, method)),
-            Err(_) => return Err(deadline_err()),
-        }
-    }
+    prepared.await_all(replies, deadline).await?;
     // Warm the new renderer up (fonts, layout, the compositor's first frame) so the
     // job's first paint is cheap. Our own content; the context stays fresh.
-    let warm = [
+    let sid = Some(prepared.sid.as_str());
+    let warm = vec![
         (
             "Page.setDocumentContent",
             conn.send(
@@ -835,13 +874,7 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
             ),
         ),
     ];
-    for (method, reply) in warm {
-        match tokio::time::timeout_at(deadline, reply).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(lost(&e, method)),
-            Err(_) => return Err(deadline_err()),
-        }
-    }
+    prepared.await_all(warm, deadline).await?;
     Ok(prepared)
 }
 
@@ -947,10 +980,12 @@ pub(crate) async fn run(
             params["quality"] = 80.into();
         }
         let shot = page.screenshot(params).await?;
+        mark("shot");
         let top_px = (f64::from(req.height) * req.device_scale_factor).round() as u32;
         let work = tokio::task::spawn_blocking(move || finish_image(shot, png, top_px));
         // Read title and URL while the image is being encoded.
         let meta = page.title_url().await?;
+        mark("title");
         let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
             Ok(Ok(r)) => r,
             Ok(Err(e)) => return Err(CaptureError::Browser(format!("image encoding failed: {e}"))),

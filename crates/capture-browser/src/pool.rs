@@ -345,12 +345,17 @@ impl BrowserPool {
         let result = async {
             let prepared = match spare {
                 Some(p) => p,
-                None => pipeline::prepare(&conn, deadline, view).await.map_err(|e| match e {
-                    CaptureError::Timeout(_) => {
-                        CaptureError::Timeout(format!("capture exceeded the {} ms deadline", req.deadline.as_millis()))
-                    }
-                    other => other,
-                })?,
+                // A page that cannot be set up within PREPARE_TIMEOUT fails this attempt
+                // (transient, so the job is retried) rather than the whole job deadline.
+                None => pipeline::prepare(&conn, deadline.min(Instant::now() + PREPARE_TIMEOUT), view).await.map_err(
+                    |e| match e {
+                        CaptureError::Timeout(_) => CaptureError::Timeout(format!(
+                            "capture exceeded the {} ms deadline",
+                            req.deadline.as_millis()
+                        )),
+                        other => other,
+                    },
+                )?,
             };
             pipeline::run(&conn, prepared, self.proxy.failures(), &req, deadline).await
         }

@@ -14,18 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn pct(v: &mut [Duration], p: f64) -> Duration {
-    v.sort();
-    if v.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((v.len() as f64 - 1.0) * p).round() as usize;
-    v[i]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
+mod support;
+use support::{Server, ms, pct};
 
 async fn site() -> String {
     use axum::routing::get;
@@ -56,50 +46,11 @@ async fn site() -> String {
     base
 }
 
-struct Server {
-    child: std::process::Child,
-    base: String,
-    key: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_server(concurrency: usize, browsers: usize) -> Server {
-    use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let envs = [
-        ("CAPTURE_LISTEN", "127.0.0.1:0".to_string()),
-        ("CAPTURE_DATA_DIR", dir.path().join("data").display().to_string()),
-        ("CAPTURE_ALLOW_PRIVATE_NETWORKS", "true".into()),
-        ("CAPTURE_WORKER_CONCURRENCY", concurrency.to_string()),
-        ("CAPTURE_BROWSERS", browsers.to_string()),
-        ("CAPTURE_PLAN_LIMITS", "pro=1000000".into()),
-        ("CAPTURE_LOG", "warn".into()),
-    ];
-    let bin = env!("CARGO_BIN_EXE_capture");
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(bin).args(args).envs(envs.iter().map(|(k, v)| (k, v))).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
-    run(&["admin", "user", "create", "--email", "bench@example.com", "--plan", "pro"]);
-    let key = run(&["admin", "key", "create", "--email", "bench@example.com"]).lines().last().unwrap().to_string();
-    let mut child = std::process::Command::new(bin)
-        .args(["serve"])
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line.trim().strip_prefix("listening on ").unwrap().to_string();
-    Server { child, base, key, _dir: dir }
+    Server::start(
+        "api,worker,scheduler",
+        &[("CAPTURE_WORKER_CONCURRENCY", concurrency.to_string()), ("CAPTURE_BROWSERS", browsers.to_string())],
+    )
 }
 
 async fn run_cell(
@@ -164,7 +115,7 @@ async fn main() {
     let base = site().await;
     let client = reqwest::Client::new();
     let chromium =
-        std::path::PathBuf::from(std::env::var("CAPTURE_CHROMIUM_PATH").unwrap_or_else(|_| "/usr/bin/chromium".into()));
+        std::env::var_os("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, Into::into);
     println!(
         "capture benchmark: {jobs} jobs per cell, {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())

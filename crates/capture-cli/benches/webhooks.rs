@@ -10,13 +10,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
+mod support;
+
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64
 }
 
 #[tokio::main]
 async fn main() {
-    use std::io::BufRead;
     let n: usize = std::env::var("BENCH_DELIVERIES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
     let got: Arc<Mutex<Vec<(i64, String)>>> = Arc::default();
     let g = got.clone();
@@ -34,31 +35,8 @@ async fn main() {
     let hook = format!("http://{}/hook", l.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
 
-    let dir = tempfile::tempdir().unwrap();
-    let envs = [
-        ("CAPTURE_LISTEN", "127.0.0.1:0".to_string()),
-        ("CAPTURE_DATA_DIR", dir.path().join("data").display().to_string()),
-        ("CAPTURE_ALLOW_PRIVATE_NETWORKS", "true".into()),
-        ("CAPTURE_WEBHOOK_ALLOW_HTTP", "true".into()),
-        ("CAPTURE_LOG", "warn".into()),
-    ];
-    let bin = env!("CARGO_BIN_EXE_capture");
-    let run = |args: &[&str]| {
-        let out = std::process::Command::new(bin).args(args).envs(envs.iter().map(|(k, v)| (k, v))).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
-    run(&["admin", "user", "create", "--email", "bench@example.com", "--plan", "pro"]);
-    let key = run(&["admin", "key", "create", "--email", "bench@example.com"]).lines().last().unwrap().to_string();
-    let mut child = std::process::Command::new(bin)
-        .args(["serve", "--roles", "api,scheduler"])
-        .envs(envs.iter().map(|(k, v)| (k, v)))
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let base = line.trim().strip_prefix("listening on ").unwrap().to_string();
+    let server = support::Server::start("api,scheduler", &[("CAPTURE_WEBHOOK_ALLOW_HTTP", "true".into())]);
+    let (base, key) = (server.base.clone(), server.key.clone());
     let client = reqwest::Client::new();
     let ep: Value = client
         .post(format!("{base}/v1/webhooks"))
@@ -117,8 +95,7 @@ async fn main() {
         lat[lat.len() * 95 / 100],
         lat[lat.len() - 1]
     );
-    let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let _ = child.wait();
+    drop(server);
 }
 
 /// Parse `2026-11-23T00:00:00.123Z` into Unix milliseconds (no date crate needed).

@@ -194,7 +194,8 @@ impl Config {
             }
             Some(u) => return Err(err("CAPTURE_STORAGE_URL", format!("'{u}' is not file://…"))),
         };
-        let chromium_path = PathBuf::from(get("CAPTURE_CHROMIUM_PATH").unwrap_or_else(|| "/usr/bin/chromium".into()));
+        let chromium_path =
+            get("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
         let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;

@@ -111,6 +111,7 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
 
 async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task, hard_stop: &CancellationToken) {
     let job_id = task.subject_id.clone();
+    let t0 = Instant::now();
     let fail = |msg: String| {
         let state = state.clone();
         let (tid, w, jid) = (task.id.clone(), worker.to_string(), job_id.clone());
@@ -184,6 +185,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
 
     let req = request_for(&opts, source);
     let started = Instant::now();
+    let prelude = t0.elapsed();
     let capture = async {
         let mut attempt = 0;
         loop {
@@ -216,6 +218,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
                 "image/webp" => "webp",
                 _ => "png",
             };
+            let captured = t0.elapsed();
             let name = blob::new_name(ext);
             if let Err(e) = state.blobs.put(&name, out.bytes, out.content_type).await {
                 tracing::error!(error = %e, "storing a capture failed; the job will be retried");
@@ -247,8 +250,13 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
                 "width": done.width,
                 "height": done.height,
             });
+            let stored = t0.elapsed();
             match state.store.complete_screenshot(&task.id, worker, &job_id, &done, &event, now_ms()).await {
-                Ok(true) => state.job_changed(&job_id),
+                Ok(true) => {
+                    state.job_changed(&job_id);
+                    tracing::debug!(target: "capture_server::timing", job = %job_id, ?prelude, ?captured, ?stored,
+                        completed = ?t0.elapsed(), "job phases");
+                }
                 Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the result"),
                 Err(e) => tracing::error!(job = %job_id, error = %e, "recording a result failed"),
             }

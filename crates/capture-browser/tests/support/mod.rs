@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 pub fn chromium_path() -> PathBuf {
-    std::env::var_os("CAPTURE_CHROMIUM_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"))
+    std::env::var_os("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from)
 }
 
 pub fn config(work_dir: PathBuf, allow_private: bool) -> BrowserConfig {

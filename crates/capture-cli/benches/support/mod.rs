@@ -1,0 +1,91 @@
+//! What the benchmarks share: starting the release `capture serve` with a fresh data
+//! folder and a pro account with one API key.
+
+#![allow(dead_code)]
+
+use std::io::BufRead;
+use std::time::Duration;
+
+/// A running `capture serve`; stopped with SIGTERM on drop.
+pub struct Server {
+    pub child: std::process::Child,
+    pub base: String,
+    pub key: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Start `capture serve --roles <roles>` with `extra` settings over the bench defaults
+    /// (SQLite in a temporary folder, private networks allowed, quiet logs).
+    pub fn start(roles: &str, extra: &[(&str, String)]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let mut envs: Vec<(String, String)> = vec![
+            ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
+            ("CAPTURE_DATA_DIR".into(), dir.path().join("data").display().to_string()),
+            ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
+            ("CAPTURE_PLAN_LIMITS".into(), "pro=100000000".into()),
+            ("CAPTURE_LOG".into(), "warn".into()),
+        ];
+        envs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        let bin = env!("CARGO_BIN_EXE_capture");
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new(bin).args(args).envs(envs.iter().cloned()).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        run(&["admin", "user", "create", "--email", "bench@example.com", "--plan", "pro"]);
+        let key = run(&["admin", "key", "create", "--email", "bench@example.com"]).lines().last().unwrap().to_string();
+        let mut child = std::process::Command::new(bin)
+            .args(["serve", "--roles", roles])
+            .envs(envs.iter().cloned())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let base = line.trim().strip_prefix("listening on ").unwrap().to_string();
+        Server { child, base, key, _dir: dir }
+    }
+
+    /// Resident memory of the server process, in MB.
+    pub fn rss_mb(&self) -> f64 {
+        rss_mb(self.child.id())
+    }
+}
+
+/// Resident memory of process `pid`, in MB (0 when unknown).
+pub fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The `q` quantile of `v` (sorts it).
+pub fn pct(v: &mut [Duration], q: f64) -> Duration {
+    v.sort();
+    if v.is_empty() {
+        return Duration::ZERO;
+    }
+    v[((v.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// Milliseconds as a float.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The median of `v`.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() { 0.0 } else { v[v.len() / 2] }
+}
