@@ -158,23 +158,26 @@ impl S3BlobStore {
                 b = b.with_token(t);
             }
         }
-        b = b.with_bucket_name(&s3.bucket).with_region(&s3.region);
+        // Fail in seconds, not minutes: a capture retries its job, and readiness must answer.
+        let retry =
+            RetryConfig { backoff: BackoffConfig::default(), max_retries: 3, retry_timeout: Duration::from_secs(20) };
+        let client = ClientOptions::new()
+            .with_connect_timeout(Duration::from_secs(5))
+            .with_timeout(Duration::from_secs(60))
+            // Plain http only when the operator named an http endpoint.
+            .with_allow_http(s3.endpoint.as_deref().is_some_and(|e| e.starts_with("http://")));
+        b = b.with_bucket_name(&s3.bucket).with_region(&s3.region).with_retry(retry).with_client_options(client);
         b = match &s3.endpoint {
-            // A local or third-party server: path-style requests (`{endpoint}/{bucket}/{key}`),
-            // plain http only when the operator named an http endpoint.
+            // A local or third-party server: path-style requests (`{endpoint}/{bucket}/{key}`).
             Some(e) => b
                 .with_endpoint(e)
                 .with_config(AmazonS3ConfigKey::S3Endpoint, e)
-                .with_virtual_hosted_style_request(false)
-                .with_allow_http(e.starts_with("http://")),
+                .with_virtual_hosted_style_request(false),
             // AWS itself: virtual-hosted style, except for bucket names with dots (TLS
             // certificates only cover one label).
-            None => b.with_virtual_hosted_style_request(!s3.bucket.contains('.')).with_allow_http(false),
+            None => b.with_virtual_hosted_style_request(!s3.bucket.contains('.')),
         };
-        // Fail in seconds, not minutes: a capture retries its job, and readiness must answer.
-        let retry = RetryConfig { backoff: BackoffConfig::default(), max_retries: 3, retry_timeout: Duration::from_secs(20) };
-        let client = ClientOptions::new().with_connect_timeout(Duration::from_secs(5)).with_timeout(Duration::from_secs(60));
-        let store = b.with_retry(retry).with_client_options(client).build()?;
+        let store = b.build()?;
         Ok(S3BlobStore {
             store,
             prefix: s3.prefix.clone(),
@@ -188,7 +191,11 @@ impl S3BlobStore {
         if !valid_name(name) {
             return None;
         }
-        Some(if self.prefix.is_empty() { ObjectPath::from(name) } else { ObjectPath::from(format!("{}/{name}", self.prefix)) })
+        Some(if self.prefix.is_empty() {
+            ObjectPath::from(name)
+        } else {
+            ObjectPath::from(format!("{}/{name}", self.prefix))
+        })
     }
 }
 

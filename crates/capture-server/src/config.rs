@@ -336,7 +336,10 @@ impl Config {
             Some(u) if u.starts_with("file://") => {
                 let path = u.trim_start_matches("file://");
                 if path.is_empty() {
-                    return Err(err("CAPTURE_STORAGE_URL", "file:// needs a folder, like file:///var/lib/capture/files"));
+                    return Err(err(
+                        "CAPTURE_STORAGE_URL",
+                        "file:// needs a folder, like file:///var/lib/capture/files",
+                    ));
                 }
                 Storage::Local(PathBuf::from(path))
             }
@@ -347,7 +350,10 @@ impl Config {
             None | Some("proxy") => PublicUrls::Proxy,
             Some("presigned") if matches!(storage, Storage::S3(_)) => PublicUrls::Presigned,
             Some("presigned") => {
-                return Err(err("CAPTURE_STORAGE_PUBLIC_URLS", "presigned URLs need s3:// storage (CAPTURE_STORAGE_URL)"));
+                return Err(err(
+                    "CAPTURE_STORAGE_PUBLIC_URLS",
+                    "presigned URLs need s3:// storage (CAPTURE_STORAGE_URL)",
+                ));
             }
             Some(v) => return Err(err("CAPTURE_STORAGE_PUBLIC_URLS", format!("'{v}' is not proxy or presigned"))),
         };
