@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then format check, lints and every test
-# (unit, store tests on SQLite and PostgreSQL, the browser engine, the service end to end).
+# (unit, store tests on SQLite and PostgreSQL, the browser engine, the service end to end,
+# S3 storage against a local moto server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,10 @@ if [ "${CI:-}" = "true" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
 fi
 export CAPTURE_TEST_PG_URL="${CAPTURE_TEST_PG_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"
 export RUST_BACKTRACE=1
+# moto's S3 server (PyPI, in a virtualenv in the target dir) for the S3 storage tests, which
+# start and stop it themselves; under CI=true they fail rather than skip without it.
+CAPTURE_TEST_MOTO="$(bash tests/s3/moto-venv.sh)"
+export CAPTURE_TEST_MOTO
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

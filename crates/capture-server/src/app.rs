@@ -16,8 +16,8 @@ use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::blob::{BlobStore, LocalBlobStore};
-use crate::config::Config;
+use crate::blob::{BlobStore, LocalBlobStore, S3BlobStore};
+use crate::config::{Config, Storage};
 use crate::crypto::MasterKey;
 use crate::error::{method_not_allowed, unknown_route};
 use crate::state::{AppState, Inner};
@@ -77,9 +77,13 @@ async fn readyz(State(state): State<AppState>) -> Response {
             }
         },
     };
-    let storage = match state.blobs.check().await {
-        Ok(()) => "ok".to_string(),
-        Err(_) => "unavailable".into(),
+    let storage = match tokio::time::timeout(Duration::from_secs(3), state.blobs.check()).await {
+        Ok(Ok(())) => "ok".to_string(),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readyz: storage check failed");
+            "unavailable".into()
+        }
+        Err(_) => "timeout".into(),
     };
     let ok = db == "ok" && storage == "ok" && (browser == "ok" || state.browser.is_none());
     let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
@@ -110,14 +114,6 @@ impl Application {
         let store =
             Store::connect(&cfg.database_url, 16).await.map_err(|e| anyhow::anyhow!("CAPTURE_DATABASE_URL: {e}"))?;
         let master = MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
-        let files_dir = match &cfg.storage_url {
-            Some(u) => std::path::PathBuf::from(u.trim_start_matches("file://")),
-            None => cfg.data_dir.join("files"),
-        };
-        let blobs: Arc<dyn BlobStore> = Arc::new(
-            LocalBlobStore::new(files_dir.clone())
-                .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL {}: {e}", files_dir.display()))?,
-        );
         let (listener, addr) = if cfg.roles.api {
             let l = TcpListener::bind(&cfg.listen)
                 .await
@@ -132,6 +128,23 @@ impl Application {
             .clone()
             .or_else(|| addr.map(|a| format!("http://{a}")))
             .unwrap_or_else(|| format!("http://{}", cfg.listen));
+        let blobs: Arc<dyn BlobStore> = match &cfg.storage {
+            Storage::Local(dir) => Arc::new(
+                LocalBlobStore::new(dir.clone(), &base_url)
+                    .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL {}: {e}", dir.display()))?,
+            ),
+            Storage::S3(s3) => {
+                let store = S3BlobStore::new(s3, cfg.public_urls, cfg.presign_ttl, &base_url)
+                    .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL s3://{}: {e}", s3.bucket))?;
+                // Not fatal: the bucket may come up after us; readiness reports it meanwhile.
+                match tokio::time::timeout(Duration::from_secs(10), store.check()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(bucket = %s3.bucket, error = %e, "S3 storage is not usable yet"),
+                    Err(_) => tracing::warn!(bucket = %s3.bucket, "S3 storage did not answer in 10s"),
+                }
+                Arc::new(store)
+            }
+        };
         let browser = if cfg.roles.worker {
             let browsers = cfg.browsers.max(1);
             let pool = BrowserPool::start(BrowserConfig {

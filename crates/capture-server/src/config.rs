@@ -41,6 +41,57 @@ impl Roles {
     }
 }
 
+/// Where finished files live (`CAPTURE_STORAGE_URL`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Storage {
+    /// Files in a local folder (`file:///path`, default `<data dir>/files`).
+    Local(PathBuf),
+    /// An S3 bucket (`s3://bucket/prefix`) with its connection settings.
+    S3(S3Settings),
+}
+
+/// How an S3 bucket is reached: `CAPTURE_STORAGE_URL=s3://bucket/prefix` and `CAPTURE_S3_*`
+/// (credentials fall back to `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct S3Settings {
+    pub bucket: String,
+    /// Key prefix without leading or trailing `/` (may be empty).
+    pub prefix: String,
+    /// An S3-compatible server (`http(s)://host:port`); path-style requests when set.
+    pub endpoint: Option<String>,
+    pub region: String,
+    pub access_key_id: Option<String>,
+    pub secret_access_key: Option<String>,
+    pub session_token: Option<String>,
+}
+
+impl std::fmt::Debug for S3Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print the secret (configuration is logged on start-up errors).
+        f.debug_struct("S3Settings")
+            .field("bucket", &self.bucket)
+            .field("prefix", &self.prefix)
+            .field("endpoint", &self.endpoint)
+            .field("region", &self.region)
+            .field("access_key_id", &self.access_key_id)
+            .field("secret_access_key", &self.secret_access_key.as_ref().map(|_| "******"))
+            .field("session_token", &self.session_token.as_ref().map(|_| "******"))
+            .finish()
+    }
+}
+
+/// What `publicUrl`/`thumbnailUrl` point at (`CAPTURE_STORAGE_PUBLIC_URLS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublicUrls {
+    /// `{base}/files/{name}`: the service streams the file from storage.
+    Proxy,
+    /// Presigned S3 GET URLs valid for `CAPTURE_STORAGE_PRESIGN_TTL`.
+    Presigned,
+}
+
+/// The longest lifetime an AWS SigV4 presigned URL may have.
+pub const MAX_PRESIGN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
 /// Validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -48,7 +99,9 @@ pub struct Config {
     pub base_url: Option<String>,
     pub data_dir: PathBuf,
     pub database_url: String,
-    pub storage_url: Option<String>,
+    pub storage: Storage,
+    pub public_urls: PublicUrls,
+    pub presign_ttl: Duration,
     pub chromium_path: PathBuf,
     pub worker_concurrency: usize,
     pub browsers: usize,
@@ -118,6 +171,12 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_DATA_DIR",
     "CAPTURE_DATABASE_URL",
     "CAPTURE_STORAGE_URL",
+    "CAPTURE_STORAGE_PUBLIC_URLS",
+    "CAPTURE_STORAGE_PRESIGN_TTL",
+    "CAPTURE_S3_ENDPOINT",
+    "CAPTURE_S3_REGION",
+    "CAPTURE_S3_ACCESS_KEY_ID",
+    "CAPTURE_S3_SECRET_ACCESS_KEY",
     "CAPTURE_CHROMIUM_PATH",
     "CAPTURE_WORKER_CONCURRENCY",
     "CAPTURE_BROWSERS",
@@ -137,6 +196,95 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_MAX_UPLOAD_BYTES",
     "CAPTURE_ROLES",
 ];
+
+/// Standard AWS variables read from the environment (never from the TOML file) when the
+/// matching `CAPTURE_S3_*` setting is absent.
+const AWS_FALLBACK_KEYS: &[&str] =
+    &["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION"];
+
+/// Parse `s3://bucket/prefix` and the `CAPTURE_S3_*` settings that go with it.
+fn s3_settings(url: &str, get: &dyn Fn(&str) -> Option<String>) -> Result<S3Settings, ConfigError> {
+    const VAR: &str = "CAPTURE_STORAGE_URL";
+    let rest = url.trim_start_matches("s3://");
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    // S3's bucket naming rules: 3–63 lowercase letters, digits, dots and hyphens.
+    let bucket_ok = (3..=63).contains(&bucket.len())
+        && bucket.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-')
+        && bucket.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && bucket.ends_with(|c: char| c.is_ascii_alphanumeric());
+    if !bucket_ok {
+        return Err(err(VAR, format!("'{bucket}' is not a bucket name (s3://bucket/prefix; 3-63 of a-z 0-9 . -)")));
+    }
+    let prefix = prefix.trim_matches('/');
+    // Keep prefixes to plain path segments: they become part of every object key.
+    let prefix_ok = prefix.is_empty()
+        || prefix.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        });
+    if !prefix_ok {
+        return Err(err(VAR, format!("'{prefix}' is not a key prefix (segments of A-Z a-z 0-9 - _ . separated by /)")));
+    }
+    let endpoint = match get("CAPTURE_S3_ENDPOINT") {
+        None => None,
+        Some(e) => {
+            let parsed = url::Url::parse(&e).map_err(|x| err("CAPTURE_S3_ENDPOINT", format!("'{e}': {x}")))?;
+            if !matches!(parsed.scheme(), "http" | "https")
+                || parsed.host_str().is_none()
+                || parsed.query().is_some()
+                || !parsed.username().is_empty()
+            {
+                return Err(err("CAPTURE_S3_ENDPOINT", "must be an http(s) URL like https://s3.example.com:9000"));
+            }
+            Some(e.trim_end_matches('/').to_string())
+        }
+    };
+    let region = get("CAPTURE_S3_REGION")
+        .map(|r| ("CAPTURE_S3_REGION", r))
+        .or_else(|| get("AWS_REGION").map(|r| ("AWS_REGION", r)))
+        .or_else(|| get("AWS_DEFAULT_REGION").map(|r| ("AWS_DEFAULT_REGION", r)));
+    let region = match region {
+        None => "us-east-1".to_string(),
+        Some((var, r)) => {
+            if r.len() > 64 || !r.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                return Err(err(var, format!("'{r}' is not a region name like us-east-1")));
+            }
+            r
+        }
+    };
+    // Our own pair wins as a whole; the AWS_* pair (with its session token) is the fallback.
+    let (access_key_id, secret_access_key, session_token) =
+        match (get("CAPTURE_S3_ACCESS_KEY_ID"), get("CAPTURE_S3_SECRET_ACCESS_KEY")) {
+            (Some(id), Some(secret)) => (Some(id), Some(secret), None),
+            (Some(_), None) => {
+                return Err(err("CAPTURE_S3_SECRET_ACCESS_KEY", "is required with CAPTURE_S3_ACCESS_KEY_ID"));
+            }
+            (None, Some(_)) => {
+                return Err(err("CAPTURE_S3_ACCESS_KEY_ID", "is required with CAPTURE_S3_SECRET_ACCESS_KEY"));
+            }
+            (None, None) => match (get("AWS_ACCESS_KEY_ID"), get("AWS_SECRET_ACCESS_KEY")) {
+                (Some(id), Some(secret)) => (Some(id), Some(secret), get("AWS_SESSION_TOKEN")),
+                (None, None) => (None, None, None),
+                _ => {
+                    return Err(err(
+                        "CAPTURE_S3_ACCESS_KEY_ID",
+                        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together",
+                    ));
+                }
+            },
+        };
+    Ok(S3Settings {
+        bucket: bucket.to_string(),
+        prefix: prefix.to_string(),
+        endpoint,
+        region,
+        access_key_id,
+        secret_access_key,
+        session_token,
+    })
+}
 
 impl Config {
     /// Build from a map of settings (environment merged over the TOML file).
@@ -183,17 +331,36 @@ impl Config {
             }
             None => format!("sqlite://{}", data_dir.join("capture.db").display()),
         };
-        let storage_url = match get("CAPTURE_STORAGE_URL") {
-            None => None,
-            Some(u) if u.starts_with("file://") => Some(u),
-            Some(u) if u.starts_with("s3://") => {
+        let storage = match get("CAPTURE_STORAGE_URL") {
+            None => Storage::Local(data_dir.join("files")),
+            Some(u) if u.starts_with("file://") => {
+                let path = u.trim_start_matches("file://");
+                if path.is_empty() {
+                    return Err(err(
+                        "CAPTURE_STORAGE_URL",
+                        "file:// needs a folder, like file:///var/lib/capture/files",
+                    ));
+                }
+                Storage::Local(PathBuf::from(path))
+            }
+            Some(u) if u.starts_with("s3://") => Storage::S3(s3_settings(&u, &get)?),
+            Some(u) => return Err(err("CAPTURE_STORAGE_URL", format!("'{u}' is not file://… or s3://bucket/prefix"))),
+        };
+        let public_urls = match get("CAPTURE_STORAGE_PUBLIC_URLS").as_deref() {
+            None | Some("proxy") => PublicUrls::Proxy,
+            Some("presigned") if matches!(storage, Storage::S3(_)) => PublicUrls::Presigned,
+            Some("presigned") => {
                 return Err(err(
-                    "CAPTURE_STORAGE_URL",
-                    "s3:// storage is not available in this version yet; use file:// or leave it unset",
+                    "CAPTURE_STORAGE_PUBLIC_URLS",
+                    "presigned URLs need s3:// storage (CAPTURE_STORAGE_URL)",
                 ));
             }
-            Some(u) => return Err(err("CAPTURE_STORAGE_URL", format!("'{u}' is not file://…"))),
+            Some(v) => return Err(err("CAPTURE_STORAGE_PUBLIC_URLS", format!("'{v}' is not proxy or presigned"))),
         };
+        let presign_ttl = dur("CAPTURE_STORAGE_PRESIGN_TTL", "1h")?;
+        if presign_ttl < Duration::from_secs(1) || presign_ttl > MAX_PRESIGN_TTL {
+            return Err(err("CAPTURE_STORAGE_PRESIGN_TTL", "must be between 1s and 7d (the S3 limit)"));
+        }
         let chromium_path =
             get("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
@@ -256,7 +423,9 @@ impl Config {
             base_url,
             data_dir,
             database_url,
-            storage_url,
+            storage,
+            public_urls,
+            presign_ttl,
             chromium_path,
             worker_concurrency,
             browsers,
@@ -302,7 +471,7 @@ impl Config {
             }
         }
         for (k, v) in std::env::vars() {
-            if k.starts_with("CAPTURE_") {
+            if k.starts_with("CAPTURE_") || AWS_FALLBACK_KEYS.contains(&k.as_str()) {
                 m.insert(k, v);
             }
         }
@@ -348,6 +517,14 @@ mod tests {
             ("CAPTURE_MASTER_KEY", "short"),
             ("CAPTURE_ADMIN_EMAILS", "root"),
             ("CAPTURE_WEBHOOK_RETRY_DELAYS", "1m,5m"),
+            ("CAPTURE_STORAGE_URL", "gs://bucket"),
+            ("CAPTURE_STORAGE_URL", "s3://"),
+            ("CAPTURE_STORAGE_URL", "s3://Bad_Bucket/x"),
+            ("CAPTURE_STORAGE_URL", "s3://bucket/a/../b"),
+            ("CAPTURE_STORAGE_PUBLIC_URLS", "cdn"),
+            ("CAPTURE_STORAGE_PUBLIC_URLS", "presigned"),
+            ("CAPTURE_STORAGE_PRESIGN_TTL", "8d"),
+            ("CAPTURE_STORAGE_PRESIGN_TTL", "soon"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.var, k, "{v}");
@@ -365,6 +542,59 @@ mod tests {
         let c = Config::load(Some(std::path::Path::new(path))).unwrap();
         assert_eq!(c.listen, "127.0.0.1:8080");
         assert_eq!(c.browser_recycle_after, 500);
+    }
+
+    #[test]
+    fn s3_storage_settings() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.storage, Storage::Local(PathBuf::from("./data/files")));
+        assert_eq!(c.public_urls, PublicUrls::Proxy);
+        assert_eq!(c.presign_ttl, Duration::from_secs(3600));
+
+        let c = cfg(&[
+            ("CAPTURE_STORAGE_URL", "s3://my-bucket/captures/prod/"),
+            ("CAPTURE_S3_ENDPOINT", "http://127.0.0.1:5000/"),
+            ("CAPTURE_S3_ACCESS_KEY_ID", "AKID"),
+            ("CAPTURE_S3_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+            ("AWS_SESSION_TOKEN", "not-for-our-keys"),
+            ("CAPTURE_STORAGE_PUBLIC_URLS", "presigned"),
+            ("CAPTURE_STORAGE_PRESIGN_TTL", "15m"),
+        ])
+        .unwrap();
+        let Storage::S3(s3) = &c.storage else { panic!("{:?}", c.storage) };
+        assert_eq!((s3.bucket.as_str(), s3.prefix.as_str()), ("my-bucket", "captures/prod"));
+        assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:5000"));
+        assert_eq!(s3.region, "us-east-1");
+        assert_eq!(s3.access_key_id.as_deref(), Some("AKID"));
+        assert_eq!(s3.session_token, None);
+        assert!(!format!("{c:?}").contains("wJalrXUtnFEMI"), "the secret key is never printed");
+        assert_eq!(c.public_urls, PublicUrls::Presigned);
+        assert_eq!(c.presign_ttl, Duration::from_secs(900));
+
+        // The standard AWS variables are the fallback.
+        let c = cfg(&[
+            ("CAPTURE_STORAGE_URL", "s3://bucket"),
+            ("AWS_ACCESS_KEY_ID", "A"),
+            ("AWS_SECRET_ACCESS_KEY", "B"),
+            ("AWS_SESSION_TOKEN", "T"),
+            ("AWS_REGION", "eu-west-3"),
+        ])
+        .unwrap();
+        let Storage::S3(s3) = &c.storage else { panic!() };
+        assert_eq!(s3.prefix, "");
+        assert_eq!(s3.region, "eu-west-3");
+        assert_eq!((s3.access_key_id.as_deref(), s3.session_token.as_deref()), (Some("A"), Some("T")));
+
+        for (pairs, var) in [
+            (&[("CAPTURE_S3_ENDPOINT", "ftp://x")][..], "CAPTURE_S3_ENDPOINT"),
+            (&[("CAPTURE_S3_REGION", "us east")][..], "CAPTURE_S3_REGION"),
+            (&[("CAPTURE_S3_ACCESS_KEY_ID", "A")][..], "CAPTURE_S3_SECRET_ACCESS_KEY"),
+            (&[("CAPTURE_S3_SECRET_ACCESS_KEY", "B")][..], "CAPTURE_S3_ACCESS_KEY_ID"),
+        ] {
+            let mut all = vec![("CAPTURE_STORAGE_URL", "s3://bucket/p")];
+            all.extend_from_slice(pairs);
+            assert_eq!(cfg(&all).unwrap_err().var, var, "{pairs:?}");
+        }
     }
 
     #[test]

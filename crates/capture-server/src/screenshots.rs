@@ -39,17 +39,26 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/pdf/download/{id}", get(pdf_download))
 }
 
-/// The job object: one shape everywhere.
-pub fn job_json(state: &AppState, r: &ScreenshotRow) -> Value {
+/// The job object: one shape everywhere. File URLs come from the blob store (proxied or
+/// presigned), so they are made fresh each time a job is shown.
+pub async fn job_json(state: &AppState, r: &ScreenshotRow) -> Value {
     let done = r.status == "done";
+    let public_url = match r.result_key.as_ref().filter(|_| done) {
+        Some(k) => Some(state.file_url(k).await),
+        None => None,
+    };
+    let thumbnail_url = match r.thumb_key.as_ref().filter(|_| done) {
+        Some(k) => Some(state.file_url(k).await),
+        None => None,
+    };
     json!({
         "id": r.id,
         "screenshotId": r.id,
         "status": r.status,
         "url": r.url,
         "format": r.format,
-        "publicUrl": r.result_key.as_ref().filter(|_| done).map(|k| state.file_url(k)),
-        "thumbnailUrl": r.thumb_key.as_ref().filter(|_| done).map(|k| state.file_url(k)),
+        "publicUrl": public_url,
+        "thumbnailUrl": thumbnail_url,
         "pageTitle": r.page_title,
         "tags": r.tags,
         "width": r.width,
@@ -215,7 +224,7 @@ pub async fn create(
     let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
     idempotent(&state, &account, &headers, "POST /v1/screenshot", hash, || async {
         let (row, used) = create_job(&state, &account, &opts, None, None).await?;
-        Ok((StatusCode::ACCEPTED, job_json(&state, &row), used))
+        Ok((StatusCode::ACCEPTED, job_json(&state, &row).await, used))
     })
     .await
 }
@@ -228,7 +237,7 @@ pub async fn get_one(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let row = find(&state, &account, &id).await?;
-    Ok(Json(job_json(&state, &row)))
+    Ok(Json(job_json(&state, &row).await))
 }
 
 /// A job of the caller, or 404.
@@ -268,8 +277,12 @@ pub async fn list_jobs(
     let rows = state.store.list_screenshots(&account.user.id, before, limit).await?;
     let next =
         (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
+    let mut data = Vec::with_capacity(rows.len());
+    for r in &rows {
+        data.push(job_json(state, r).await);
+    }
     Ok(json!({
-        "data": rows.iter().map(|r| job_json(state, r)).collect::<Vec<_>>(),
+        "data": data,
         "nextCursor": next,
     }))
 }
@@ -327,7 +340,7 @@ pub async fn stream(
                             let job = st.store.screenshot(&row.id).await.ok().flatten();
                             let body = match (&job, status.as_str()) {
                                 (Some(j), "done") => {
-                                    let v = job_json(&st, j);
+                                    let v = job_json(&st, j).await;
                                     json!({"status": "done", "screenshotId": j.id, "publicUrl": v["publicUrl"], "thumbnailUrl": v["thumbnailUrl"], "job": v})
                                 }
                                 (j, _) => {
@@ -516,7 +529,7 @@ pub async fn upload(
             let name = blob::new_name("html");
             state.blobs.put(&name, bytes, "text/html").await.map_err(ApiError::internal)?;
             let (row, used) = create_job(&state, &account, &opts, Some(label), Some(name)).await?;
-            return Ok((StatusCode::ACCEPTED, job_json(&state, &row), used));
+            return Ok((StatusCode::ACCEPTED, job_json(&state, &row).await, used));
         }
         let (format, ext, width, height, thumb) = match kind {
             UploadKind::Pdf => ("pdf", "pdf", None, None, pdf_thumbnail(&bytes).await),
@@ -568,7 +581,7 @@ pub async fn upload(
         match state.store.create_screenshot(&n).await? {
             Ok((row, used)) => {
                 state.job_changed(&row.id);
-                Ok((StatusCode::CREATED, job_json(&state, &row), used))
+                Ok((StatusCode::CREATED, job_json(&state, &row).await, used))
             }
             Err(q) => Err(quota_error(&account, q.used)),
         }
@@ -728,18 +741,24 @@ pub async fn pdf_download(
     Ok(resp)
 }
 
-/// `GET /files/{name}`: a stored file, by its unguessable name.
+/// `GET /files/{name}`: a stored file, by its unguessable name, streamed from the blob store
+/// (local folder or S3; in presigned mode too, so older links keep working).
 pub async fn serve_file(State(state): State<AppState>, Path(name): Path<String>) -> Response {
-    match state.blobs.get(&name).await {
-        Ok(Some(bytes)) if !name.ends_with(".html") => {
-            let mut r = (StatusCode::OK, bytes).into_response();
+    if name.ends_with(".html") {
+        // Uploaded documents are inputs, never served (they would run on our origin).
+        return ApiError::not_found("file").into_response();
+    }
+    match state.blobs.open(&name).await {
+        Ok(Some(file)) => {
+            let mut r = (StatusCode::OK, axum::body::Body::from_stream(file.body)).into_response();
             let h = r.headers_mut();
             h.insert(header::CONTENT_TYPE, HeaderValue::from_static(blob::content_type(&name)));
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
             h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
             r
         }
-        Ok(_) => ApiError::not_found("file").into_response(),
+        Ok(None) => ApiError::not_found("file").into_response(),
         Err(e) => ApiError::internal(e).into_response(),
     }
 }
@@ -762,7 +781,7 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
         }
         Err(e) => return ApiError::internal(e).into_response(),
     };
-    let v = job_json(&state, &row);
+    let v = job_json(&state, &row).await;
     let title = row.page_title.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| row.url.clone());
     let public = v["publicUrl"].as_str().unwrap_or("");
     let thumb = v["thumbnailUrl"].as_str().unwrap_or("");

@@ -60,9 +60,10 @@ impl AppState {
         }
     }
 
-    /// An absolute URL of a stored file.
-    pub fn file_url(&self, name: &str) -> String {
-        format!("{}/files/{name}", self.base_url)
+    /// The absolute URL a client downloads a stored file from: the service's `/files/{name}`
+    /// or, with `CAPTURE_STORAGE_PUBLIC_URLS=presigned`, a presigned S3 URL (the blob store decides).
+    pub async fn file_url(&self, name: &str) -> String {
+        self.blobs.public_url(name).await
     }
 
     /// Tell streams on this node (and idle workers) that a job changed.

@@ -245,7 +245,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             let event = serde_json::json!({
                 "screenshotId": job_id,
                 "url": job.url,
-                "publicUrl": state.file_url(&done.result_key),
+                "publicUrl": state.file_url(&done.result_key).await,
                 "format": if opts.pdf { "pdf" } else { opts.format.as_str() },
                 "width": done.width,
                 "height": done.height,

@@ -7,4 +7,5 @@ mod api_errors;
 mod captures;
 mod durability;
 mod quotas;
+mod s3;
 mod webhooks;

@@ -300,7 +300,7 @@ async fn take_screenshot(
         };
         if !woke {
             let current = state.store.screenshot(&row.id).await?.unwrap_or(current);
-            let mut r = structured(job_json(state, &current));
+            let mut r = structured(job_json(state, &current).await);
             r.content.insert(
                 0,
                 ContentBlock::text(format!(
@@ -315,7 +315,7 @@ async fn take_screenshot(
 
 /// A job as a tool result: its JSON, and for a finished image (when asked) the image.
 async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> ApiResult<CallToolResult> {
-    let job = job_json(state, row);
+    let job = job_json(state, row).await;
     if row.status == "failed" {
         // Not an HTTP error: the job exists and failed (its action was given back).
         let error = row.error.as_deref().unwrap_or("unknown error");

@@ -40,7 +40,7 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
         "<h1>Dashboard</h1>{}{}{}",
         usage_section(&balance),
         keys_section(s, &keys, &usage, error),
-        screenshots_section(state, s, &shots)
+        screenshots_section(state, s, &shots).await
     );
     Ok(html(status, layout("Dashboard", Some(s), Nav::Dashboard, &body), origin(&state.base_url).as_deref()))
 }
@@ -126,11 +126,15 @@ fn keys_section(s: &WebSession, keys: &[ApiKeyRow], usage: &[(String, i64)], err
     )
 }
 
-fn screenshots_section(state: &AppState, s: &WebSession, shots: &[ScreenshotRow]) -> String {
+async fn screenshots_section(state: &AppState, s: &WebSession, shots: &[ScreenshotRow]) -> String {
+    let mut jobs = Vec::with_capacity(shots.len());
+    for r in shots {
+        jobs.push(crate::screenshots::job_json(state, r).await);
+    }
     let rows: String = shots
         .iter()
-        .map(|r| {
-            let v = crate::screenshots::job_json(state, r);
+        .zip(&jobs)
+        .map(|(r, v)| {
             let public = v["publicUrl"].as_str();
             let thumb = match v["thumbnailUrl"].as_str() {
                 Some(t) => format!("<img src=\"{}\" alt=\"Thumbnail of {}\" width=\"160\" loading=\"lazy\">", esc(t), esc(&r.url)),
