@@ -7,7 +7,7 @@ use capture_core::time::iso;
 use serde_json::{Value, json};
 
 use crate::error::ApiResult;
-use crate::pipeline::Account;
+use crate::pipeline::{Account, UsageAfter};
 use crate::state::AppState;
 
 /// Routes (authenticated by the caller's router).
@@ -42,6 +42,11 @@ pub fn balance(a: &Account) -> Value {
 
 #[utoipa::path(get, path = "/v1/account/balance", tag = "account", description = "Alias: GET /v1/account/usage", responses((status = 200, body = crate::docs::Balance), (status = 401, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
 /// The live monthly balance.
-pub async fn balance_handler(State(_s): State<AppState>, Extension(a): Extension<Account>) -> ApiResult<Json<Value>> {
-    Ok(Json(balance(&a)))
+pub async fn balance_handler(
+    State(s): State<AppState>,
+    Extension(mut a): Extension<Account>,
+) -> ApiResult<(Extension<UsageAfter>, Json<Value>)> {
+    // Live, not the (briefly cached) figure behind the rate-limit headers.
+    a.used = s.store.month_usage(&a.user.id, &a.window.label).await?;
+    Ok((Extension(UsageAfter(a.used)), Json(balance(&a))))
 }

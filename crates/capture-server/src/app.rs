@@ -172,6 +172,7 @@ impl Application {
             work: tokio::sync::Notify::new(),
             webhook_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
+            hot: Default::default(),
             browser,
             shutdown: CancellationToken::new(),
         }));

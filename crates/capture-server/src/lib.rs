@@ -9,6 +9,7 @@ pub mod config;
 pub mod crypto;
 pub mod docs;
 pub mod error;
+pub mod hotcache;
 pub mod mcp;
 pub mod metrics;
 pub mod oauth;

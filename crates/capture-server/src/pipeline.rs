@@ -112,7 +112,27 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Accou
     }
     let window = MonthWindow::containing(now_ms());
     let hash = crate::crypto::sha256_hex(token.as_bytes());
+    // Read the version before the lookup: a change committed in between makes the
+    // cached entry stale at once (see hotcache).
+    let version = state.store.auth_version();
+    if let Some(v) = version
+        && let Some((user, key_id)) = state.hot.key(&hash, v)
+    {
+        let used = match state.hot.usage(&user.id, &window.label) {
+            Some(u) => u,
+            None => {
+                let u = state.store.month_usage(&user.id, &window.label).await?;
+                state.hot.put_usage(&user.id, &window.label, u);
+                u
+            }
+        };
+        return Ok(state.account_for(user, Some(key_id), used, window));
+    }
     let rec = state.store.authenticate(&hash, &window.label).await?.ok_or_else(unauthorized)?;
+    if let Some(v) = version {
+        state.hot.put_key(&hash, &rec.user, &rec.key_id, v);
+    }
+    state.hot.put_usage(&rec.user.id, &window.label, rec.used);
     Ok(state.account_for(rec.user, Some(rec.key_id), rec.used, window))
 }
 
@@ -123,7 +143,7 @@ pub async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<Accou
 pub async fn require_api_key(State(state): State<AppState>, req: Request, next: Next) -> Response {
     let audiences = [state.base_url.as_str()];
     match account_from_credential(&state, req.headers(), &audiences).await {
-        Ok(account) => run_as(account, req, next).await,
+        Ok(account) => run_as(&state, account, req, next).await,
         Err(e) => e.into_response(),
     }
 }
@@ -134,7 +154,7 @@ pub async fn require_api_key_or_oauth(State(state): State<AppState>, req: Reques
     let mcp = crate::oauth::mcp_resource(&state);
     let audiences = [state.base_url.as_str(), mcp.as_str()];
     match account_from_credential(&state, req.headers(), &audiences).await {
-        Ok(account) => run_as(account, req, next).await,
+        Ok(account) => run_as(&state, account, req, next).await,
         Err(e) => e.into_response(),
     }
 }
@@ -159,10 +179,14 @@ async fn account_from_credential(
 }
 
 /// Run the handler as `account` and add the rate-limit headers to its response.
-async fn run_as(account: Account, mut req: Request, next: Next) -> Response {
+async fn run_as(state: &AppState, account: Account, mut req: Request, next: Next) -> Response {
     req.extensions_mut().insert(account.clone());
     let mut resp = next.run(req).await;
-    let used = resp.extensions().get::<UsageAfter>().map_or(account.used, |u| u.0);
+    let after = resp.extensions().get::<UsageAfter>().map(|u| u.0);
+    if let Some(u) = after {
+        state.hot.put_usage(&account.user.id, &account.window.label, u);
+    }
+    let used = after.unwrap_or(account.used);
     rate_limit_headers(resp.headers_mut(), &account, used);
     resp
 }

@@ -245,7 +245,13 @@ pub async fn find(state: &AppState, account: &Account, id: &str) -> ApiResult<Sc
     if !ids::looks_like(ids::SCREENSHOT, id) {
         return Err(ApiError::not_found("screenshot"));
     }
-    state.store.screenshot_of(&account.user.id, id).await?.ok_or_else(|| ApiError::not_found("screenshot"))
+    if let Some(row) = state.hot.job(id, &account.user.id) {
+        return Ok((*row).clone());
+    }
+    let row =
+        state.store.screenshot_of(&account.user.id, id).await?.ok_or_else(|| ApiError::not_found("screenshot"))?;
+    state.hot.put_job(&row);
+    Ok(row)
 }
 
 #[derive(Deserialize)]

@@ -33,6 +33,8 @@ pub struct Inner {
     /// Wakes idle webhook senders when a delivery is queued on this node.
     pub webhook_work: Notify,
     pub metrics: Metrics,
+    /// Key lookups, usage and finished jobs for the hot read path.
+    pub hot: crate::hotcache::HotCache,
     /// The browser pool (worker role only).
     pub browser: Option<Arc<BrowserPool>>,
     /// Cancelled when the process starts shutting down (ends event streams, stops claims).

@@ -33,6 +33,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     pub(crate) pool: AnyPool,
     pub(crate) backend: Backend,
+    pub(crate) auth: std::sync::Arc<crate::authver::AuthState>,
 }
 
 impl Store {
@@ -69,7 +70,8 @@ impl Store {
             });
         }
         let pool = opts.connect(&url).await?;
-        let store = Store { pool, backend };
+        let auth = std::sync::Arc::new(crate::authver::AuthState::new(backend, &url));
+        let store = Store { pool, backend, auth };
         store.migrate().await?;
         Ok(store)
     }

@@ -13,6 +13,7 @@ macro_rules! sqlf {
     };
 }
 
+mod authver;
 mod db;
 mod idempotency;
 mod jobs;
@@ -24,6 +25,7 @@ mod users;
 mod web_store;
 mod webhooks;
 
+pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::IdemBegin;
 pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};

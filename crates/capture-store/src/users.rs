@@ -109,6 +109,9 @@ impl Store {
             .bind(email.to_lowercase())
             .execute(&self.pool)
             .await?;
+        if res.rows_affected() > 0 {
+            self.auth_changed();
+        }
         Ok(res.rows_affected() > 0)
     }
 
@@ -141,6 +144,9 @@ impl Store {
         .bind(user_id.map(str::to_string))
         .execute(&self.pool)
         .await?;
+        if res.rows_affected() > 0 {
+            self.auth_changed();
+        }
         Ok(res.rows_affected() > 0)
     }
 

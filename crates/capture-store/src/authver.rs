@@ -1,0 +1,117 @@
+//! Auth versions: a cheap answer to "may a cached key lookup still be trusted?".
+//!
+//! Callers cache key → account lookups together with the [`AuthVersion`] read *before*
+//! the lookup; an entry is used only while the version is unchanged. Every change that
+//! can invalidate a lookup (a key revoked, a plan changed) bumps the version after it
+//! commits:
+//! - in this process, through an in-memory counter;
+//! - in other processes on the same SQLite file (the admin CLI), through a marker file
+//!   beside the database that is replaced on every change (one `stat` per check);
+//! - on PostgreSQL, other nodes signal changes with NOTIFY; the server reports them with
+//!   [`Store::auth_changed_elsewhere`]. Until a listener says it is connected
+//!   ([`Store::set_auth_listener`]), PostgreSQL lookups are not cacheable at all.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::db::{Backend, Store};
+
+/// Opaque; two equal versions mean no key or plan changed in between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthVersion {
+    local: u64,
+    remote: u64,
+    file: Option<(u64, i64, i64)>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AuthState {
+    local: AtomicU64,
+    remote: AtomicU64,
+    listener: AtomicBool,
+    /// SQLite: the marker file beside the database (None for in-memory databases).
+    marker: Option<PathBuf>,
+}
+
+impl AuthState {
+    pub(crate) fn new(backend: Backend, url: &str) -> AuthState {
+        let marker = match backend {
+            Backend::Sqlite => sqlite_path(url).map(|p| {
+                let mut m = p.into_os_string();
+                m.push("-authv");
+                PathBuf::from(m)
+            }),
+            Backend::Postgres => None,
+        };
+        AuthState { marker, ..AuthState::default() }
+    }
+}
+
+/// The file of a `sqlite://PATH?…` URL; None for in-memory databases.
+fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or("");
+    (!path.is_empty() && !path.contains(":memory:")).then(|| PathBuf::from(path))
+}
+
+fn file_stamp(path: &PathBuf) -> Option<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
+}
+
+impl Store {
+    /// The current auth version, or None when lookups must not be cached (PostgreSQL
+    /// without a connected change listener).
+    pub fn auth_version(&self) -> Option<AuthVersion> {
+        let a = &self.auth;
+        if self.backend == Backend::Postgres && !a.listener.load(Ordering::SeqCst) {
+            return None;
+        }
+        Some(AuthVersion {
+            local: a.local.load(Ordering::SeqCst),
+            remote: a.remote.load(Ordering::SeqCst),
+            file: a.marker.as_ref().and_then(file_stamp),
+        })
+    }
+
+    /// Record that keys or accounts changed (after the change committed).
+    pub(crate) fn auth_changed(&self) {
+        self.auth.local.fetch_add(1, Ordering::SeqCst);
+        if let Some(marker) = &self.auth.marker {
+            // Replace the file (a new inode), so a reader can never miss the change even
+            // when two changes fall in the same clock tick.
+            let tmp = marker.with_extension(format!("tmp{}", rand::random::<u32>()));
+            let ok =
+                std::fs::write(&tmp, capture_core::ids::random_string(8)).and_then(|()| std::fs::rename(&tmp, marker));
+            if let Err(e) = ok {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!(error = %e, path = %marker.display(), "could not update the auth marker file");
+            }
+        }
+    }
+
+    /// Another node changed keys or accounts (PostgreSQL NOTIFY).
+    pub fn auth_changed_elsewhere(&self) {
+        self.auth.remote.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Whether a change listener is connected (PostgreSQL). Any flip invalidates cached
+    /// lookups, since changes may have been missed while it was away.
+    pub fn set_auth_listener(&self, connected: bool) {
+        self.auth.remote.fetch_add(1, Ordering::SeqCst);
+        self.auth.listener.store(connected, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_path;
+
+    #[test]
+    fn sqlite_paths() {
+        assert_eq!(sqlite_path("sqlite:///tmp/a.db?mode=rwc").unwrap().to_str(), Some("/tmp/a.db"));
+        assert_eq!(sqlite_path("sqlite://data/capture.db").unwrap().to_str(), Some("data/capture.db"));
+        assert!(sqlite_path("sqlite::memory:").is_none());
+        assert!(sqlite_path("postgres://x").is_none());
+    }
+}
