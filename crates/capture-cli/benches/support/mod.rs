@@ -60,6 +60,49 @@ impl Server {
     }
 }
 
+/// One more `capture serve` process (no account set-up); SIGTERM on drop.
+pub struct Node {
+    pub child: std::process::Child,
+    pub base: Option<String>,
+}
+
+impl Node {
+    /// Start `capture serve --roles <roles>` with exactly `envs`; waits for the address
+    /// line when the node serves HTTP (the api role).
+    pub fn start(roles: &str, envs: &[(String, String)]) -> Node {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
+            .args(["serve", "--roles", roles])
+            .envs(envs.iter().cloned())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let base = roles.split(',').any(|r| r == "api").then(|| {
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+            line.trim().strip_prefix("listening on ").unwrap().to_string()
+        });
+        Node { child, base }
+    }
+
+    /// Run `capture <args>` with `envs`; returns stdout.
+    pub fn cli(args: &[&str], envs: &[(String, String)]) -> String {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
+            .args(args)
+            .envs(envs.iter().cloned())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let _ = self.child.wait();
+    }
+}
+
 /// Resident memory of process `pid`, in MB (0 when unknown).
 pub fn rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();

@@ -1,0 +1,211 @@
+//! Load test of a scaled-out set-up: `cargo bench -p capture --bench load`.
+//!
+//! On PostgreSQL (a fresh database on `CAPTURE_TEST_PG_URL`'s server, dropped at the end)
+//! it starts one API node and 1, then 2, worker nodes (`--roles worker`, one browser and
+//! two pages each), all on loopback against a local page. For each set-up it submits
+//! `BENCH_JOBS` (default 120) jobs as fast as 16 clients can, then waits for all of them,
+//! and reports: accepted requests/s on the API, captures/s (overall and per worker), and
+//! p50/p95 queue wait (accepted → a worker starts it) and capture time, from the jobs'
+//! own timestamps in the database. Bounded and loopback only.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::Connection;
+
+mod support;
+use support::{Node, ms, pct};
+
+fn pg_admin() -> String {
+    std::env::var("CAPTURE_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
+}
+
+async fn pg_exec(sql: &str) {
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(&pg_admin()).await.expect("PostgreSQL (CAPTURE_TEST_PG_URL)");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut c).await.unwrap();
+    let _ = c.close().await;
+}
+
+async fn site() -> String {
+    let page = "<!doctype html><html><head><title>Load</title></head><body><h1>Load test</h1><p>A simple page.</p></body></html>";
+    let app = axum::Router::new().route("/", axum::routing::get(move || async move { axum::response::Html(page) }));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
+    base
+}
+
+struct Cell {
+    accepted_per_s: f64,
+    captures_per_s: f64,
+    wait: Vec<Duration>,
+    run: Vec<Duration>,
+}
+
+async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
+    let db = format!("capture_load_{}_{}", std::process::id(), workers);
+    pg_exec(&format!("DROP DATABASE IF EXISTS {db}")).await;
+    pg_exec(&format!("CREATE DATABASE {db}")).await;
+    let mut db_url = url::Url::parse(&pg_admin()).unwrap();
+    db_url.set_path(&format!("/{db}"));
+    let dir = tempfile::tempdir().unwrap();
+    let envs: Vec<(String, String)> = vec![
+        ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
+        // One folder for every node: local files stand in for the shared bucket here.
+        ("CAPTURE_DATA_DIR".into(), dir.path().join("data").display().to_string()),
+        ("CAPTURE_DATABASE_URL".into(), db_url.to_string()),
+        ("CAPTURE_MASTER_KEY".into(), "11".repeat(32)),
+        ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
+        ("CAPTURE_PLAN_LIMITS".into(), "pro=100000000".into()),
+        ("CAPTURE_BROWSERS".into(), "1".into()),
+        ("CAPTURE_WORKER_CONCURRENCY".into(), "2".into()),
+        ("CAPTURE_LOG".into(), "warn".into()),
+    ];
+    Node::cli(&["migrate"], &envs);
+    Node::cli(&["admin", "user", "create", "--email", "load@example.com", "--plan", "pro"], &envs);
+    let key = Node::cli(&["admin", "key", "create", "--email", "load@example.com"], &envs)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let api = Node::start("api,scheduler", &envs);
+    let base = api.base.clone().unwrap();
+    let ws: Vec<Node> = (0..workers).map(|_| Node::start("worker", &envs)).collect();
+    let client = reqwest::Client::new();
+    // Let the browsers start, and warm each worker up with a couple of jobs.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let warm: Vec<String> = {
+        let mut ids = Vec::new();
+        for _ in 0..(2 * workers) {
+            let v: Value = client
+                .post(format!("{base}/v1/screenshot"))
+                .bearer_auth(&key)
+                .json(&json!({"url": page, "waitUntil": "load"}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            ids.push(v["id"].as_str().unwrap().to_string());
+        }
+        ids
+    };
+    wait_all(&client, &base, &key, &warm).await;
+
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let mut hs = Vec::new();
+    for _ in 0..16 {
+        let (client, base, key, next, page) =
+            (client.clone(), base.clone(), key.clone(), next.clone(), page.to_string());
+        hs.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < jobs {
+                let r = client
+                    .post(format!("{base}/v1/screenshot"))
+                    .bearer_auth(&key)
+                    .json(&json!({"url": page, "waitUntil": "load"}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 202);
+                let v: Value = r.json().await.unwrap();
+                ids.push(v["id"].as_str().unwrap().to_string());
+            }
+            ids
+        }));
+    }
+    let mut ids = Vec::new();
+    for h in hs {
+        ids.extend(h.await.unwrap());
+    }
+    let accepted = t0.elapsed();
+    wait_all(&client, &base, &key, &ids).await;
+
+    // Timings from the database: accepted (created_at) → started_at → completed_at.
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(db_url.as_str()).await.unwrap();
+    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
+        "SELECT created_at, started_at, completed_at FROM screenshots \
+         WHERE status = 'done' AND id = ANY(string_to_array($1, ','))",
+    )
+    .bind(ids.join(","))
+    .fetch_all(&mut c)
+    .await
+    .unwrap();
+    let _ = c.close().await;
+    assert_eq!(rows.len(), jobs, "every job is done");
+    let first = rows.iter().map(|r| r.0).min().unwrap();
+    let last = rows.iter().map(|r| r.2).max().unwrap();
+    let wait = rows.iter().map(|r| Duration::from_millis((r.1 - r.0).max(0) as u64)).collect();
+    let run = rows.iter().map(|r| Duration::from_millis((r.2 - r.1).max(0) as u64)).collect();
+    drop(ws);
+    drop(api);
+    pg_exec(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
+    Cell {
+        accepted_per_s: jobs as f64 / accepted.as_secs_f64(),
+        captures_per_s: jobs as f64 / ((last - first) as f64 / 1000.0),
+        wait,
+        run,
+    }
+}
+
+async fn wait_all(client: &reqwest::Client, base: &str, key: &str, ids: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    for id in ids {
+        loop {
+            let v: Value = client
+                .get(format!("{base}/v1/screenshot/{id}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            match v["status"].as_str() {
+                Some("done") => break,
+                Some("failed") => panic!("capture failed: {v}"),
+                _ => {
+                    assert!(Instant::now() < deadline, "jobs did not finish in time");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let jobs: usize = std::env::var("BENCH_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
+    let page = site().await;
+    println!(
+        "load test: PostgreSQL, 1 API node, N worker nodes (1 browser, 2 pages each), {jobs} jobs per cell, {} cores",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!(
+        "{:<8} {:>12} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10}",
+        "workers", "accepted/s", "captures/s", "per worker", "wait p50", "wait p95", "run p50", "run p95"
+    );
+    let mut rates = Vec::new();
+    for workers in [1usize, 2] {
+        let mut c = cell(workers, jobs, &page).await;
+        rates.push(c.captures_per_s);
+        println!(
+            "{:<8} {:>12.0} {:>11.2} {:>12.2} {:>8.0}ms {:>8.0}ms {:>8.0}ms {:>8.0}ms",
+            workers,
+            c.accepted_per_s,
+            c.captures_per_s,
+            c.captures_per_s / workers as f64,
+            ms(pct(&mut c.wait, 0.5)),
+            ms(pct(&mut c.wait, 0.95)),
+            ms(pct(&mut c.run, 0.5)),
+            ms(pct(&mut c.run, 0.95)),
+        );
+    }
+    println!("scaling 1 -> 2 workers: x{:.2}", rates[1] / rates[0]);
+}
