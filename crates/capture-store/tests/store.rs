@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    ApiKeyRow, IdemBegin, Listener, NewScreenshot, QuotaExceeded, SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow,
-    Store, StoreError, User, Wakeup,
+    ApiKeyRow, IdemBegin, Listener, NewScreenshot, QuotaExceeded, SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store,
+    StoreError, User, Wakeup,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
