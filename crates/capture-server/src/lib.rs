@@ -11,6 +11,7 @@ pub mod docs;
 pub mod error;
 pub mod mcp;
 pub mod metrics;
+pub mod nodes;
 pub mod oauth;
 pub mod pipeline;
 pub mod scheduler;
