@@ -1213,6 +1213,20 @@ async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback
     assert!(store.release(&task.id, "w1", &task.subject_id, T0 + 5).await.unwrap());
     assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
     assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(task.subject_id.clone()));
+
+    // The listener's session dies: it reconnects, says so (notifications may have been
+    // missed meanwhile), and hears the next change.
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name = 'capture listener'",
+    )
+    .execute(&mut observer)
+    .await
+    .unwrap();
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Resync);
+    let fourth = create(store, &job(&alice, None, T0 + 6, Some(10))).await;
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(fourth.id.clone()));
     let _ = locker.close().await;
     let _ = observer.close().await;
 }
