@@ -340,10 +340,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 cfg.roles = Roles::parse(&r).map_err(|e| anyhow::anyhow!("--roles: {e}"))?;
             }
             let app = Application::build(cfg).await?;
+            // Tests and scripts read this first line: the random port, or that a node
+            // without the api role is up (database reached, listener and browser started).
             if let Some(addr) = app.local_addr() {
-                // Tests and scripts read this line to find a random port.
                 println!("listening on http://{addr}");
                 tracing::info!(%addr, base_url = %app.state().base_url, "serving");
+            } else {
+                println!("running without HTTP (no api role)");
             }
             app.run(capture_server::shutdown_signal()).await
         }

@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
 use capture_browser::{BrowserConfig, BrowserPool};
-use capture_store::Store;
+use capture_store::{Listener, Store};
 use serde_json::json;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -104,6 +104,8 @@ pub struct Application {
     state: AppState,
     listener: Option<TcpListener>,
     addr: Option<SocketAddr>,
+    /// PostgreSQL notifications from every node (None on SQLite).
+    notifications: Option<Listener>,
 }
 
 impl Application {
@@ -113,6 +115,17 @@ impl Application {
             .map_err(|e| anyhow::anyhow!("CAPTURE_DATA_DIR {}: {e}", cfg.data_dir.display()))?;
         let store =
             Store::connect(&cfg.database_url, 16).await.map_err(|e| anyhow::anyhow!("CAPTURE_DATABASE_URL: {e}"))?;
+        // Listen before serving or claiming, so nothing committed after start-up is missed.
+        // Not fatal: without notifications (e.g. behind a transaction-mode pooler) nodes poll.
+        let notifications = match store.listener() {
+            Some(mut l) => {
+                if let Err(e) = l.connect().await {
+                    tracing::warn!(error = %e, "LISTEN failed; polling until the listener connects");
+                }
+                Some(l)
+            }
+            None => None,
+        };
         let master = MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
         let (listener, addr) = if cfg.roles.api {
             let l = TcpListener::bind(&cfg.listen)
@@ -176,7 +189,7 @@ impl Application {
             browser,
             shutdown: CancellationToken::new(),
         }));
-        Ok(Application { state, listener, addr })
+        Ok(Application { state, listener, addr, notifications })
     }
 
     /// The bound address (api role).
@@ -209,6 +222,10 @@ impl Application {
                     tracing::error!(error = %e, "HTTP server failed");
                 }
             });
+        }
+        if let Some(notifications) = self.notifications {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { crate::nodes::listen(s, notifications, st).await });
         }
         if let Some(pool) = state.browser.clone() {
             let n = state.cfg.worker_concurrency;

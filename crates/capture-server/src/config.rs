@@ -117,6 +117,11 @@ pub struct Config {
     pub master_key: Option<String>,
     pub smtp_url: Option<String>,
     pub queue_lease: Duration,
+    /// How often idle workers, webhook senders and event streams look at the database
+    /// without a wake-up (on PostgreSQL, notifications from other nodes wake them sooner).
+    pub queue_poll: Duration,
+    /// How often a node that is not the scheduler leader tries to become it (PostgreSQL).
+    pub leader_retry: Duration,
     pub shutdown_grace: Duration,
     pub max_upload_bytes: usize,
     pub roles: Roles,
@@ -192,6 +197,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_MASTER_KEY",
     "CAPTURE_SMTP_URL",
     "CAPTURE_QUEUE_LEASE",
+    "CAPTURE_QUEUE_POLL",
+    "CAPTURE_LEADER_RETRY",
     "CAPTURE_SHUTDOWN_GRACE",
     "CAPTURE_MAX_UPLOAD_BYTES",
     "CAPTURE_ROLES",
@@ -412,6 +419,14 @@ impl Config {
         if queue_lease < Duration::from_secs(1) {
             return Err(err("CAPTURE_QUEUE_LEASE", "must be at least 1s"));
         }
+        let queue_poll = dur("CAPTURE_QUEUE_POLL", "1s")?;
+        if queue_poll < Duration::from_millis(10) || queue_poll > Duration::from_secs(3600) {
+            return Err(err("CAPTURE_QUEUE_POLL", "must be between 10ms and 1h"));
+        }
+        let leader_retry = dur("CAPTURE_LEADER_RETRY", "5s")?;
+        if leader_retry < Duration::from_millis(100) || leader_retry > Duration::from_secs(3600) {
+            return Err(err("CAPTURE_LEADER_RETRY", "must be between 100ms and 1h"));
+        }
         let shutdown_grace = dur("CAPTURE_SHUTDOWN_GRACE", "25s")?;
         let max_upload_bytes = num("CAPTURE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, 1024, 1 << 30)? as usize;
         let roles = match get("CAPTURE_ROLES") {
@@ -441,6 +456,8 @@ impl Config {
             master_key,
             smtp_url,
             queue_lease,
+            queue_poll,
+            leader_retry,
             shutdown_grace,
             max_upload_bytes,
             roles,
@@ -502,6 +519,8 @@ mod tests {
         assert_eq!(c.sse_max_duration, Duration::from_secs(300));
         assert_eq!(c.webhook_retry_delays[4], Duration::from_secs(12 * 3600));
         assert!(!c.allow_private_networks);
+        assert_eq!(c.queue_poll, Duration::from_secs(1));
+        assert_eq!(c.leader_retry, Duration::from_secs(5));
     }
 
     #[test]
@@ -525,6 +544,9 @@ mod tests {
             ("CAPTURE_STORAGE_PUBLIC_URLS", "presigned"),
             ("CAPTURE_STORAGE_PRESIGN_TTL", "8d"),
             ("CAPTURE_STORAGE_PRESIGN_TTL", "soon"),
+            ("CAPTURE_QUEUE_POLL", "0s"),
+            ("CAPTURE_QUEUE_POLL", "often"),
+            ("CAPTURE_LEADER_RETRY", "10ms"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.var, k, "{v}");

@@ -12,6 +12,7 @@ pub mod error;
 pub mod hotcache;
 pub mod mcp;
 pub mod metrics;
+pub mod nodes;
 pub mod oauth;
 pub mod pipeline;
 pub mod scheduler;

@@ -1,11 +1,12 @@
 //! Prometheus metrics kept in memory: HTTP requests by route and status, capture time
 //! histogram, capture outcomes. Jobs by status, queue depth and browser restarts are
-//! read at scrape time.
+//! read at scrape time. `capture_scheduler_leader` says whether this process runs the
+//! scheduler now (one node at a time on PostgreSQL).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Upper bounds (seconds) of the capture-time histogram.
 const BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
@@ -20,6 +21,7 @@ pub struct Metrics {
     captures_done: AtomicU64,
     captures_failed: AtomicU64,
     capture_retries: AtomicU64,
+    scheduler_leader: AtomicBool,
 }
 
 impl Metrics {
@@ -50,6 +52,16 @@ impl Metrics {
         self.capture_retries.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Record whether this process is the scheduler leader.
+    pub fn set_scheduler_leader(&self, leader: bool) {
+        self.scheduler_leader.store(leader, Ordering::Relaxed);
+    }
+
+    /// Is this process the scheduler leader?
+    pub fn is_scheduler_leader(&self) -> bool {
+        self.scheduler_leader.load(Ordering::Relaxed)
+    }
+
     /// Render the text exposition format.
     pub fn render(&self, jobs_by_status: &[(String, i64)], queue_depth: i64, browser_restarts: u64) -> String {
         let mut s = String::new();
@@ -65,6 +77,11 @@ impl Metrics {
         let _ = writeln!(
             s,
             "# HELP capture_browser_restarts_total Browser processes restarted (crash or recycle).\n# TYPE capture_browser_restarts_total counter\ncapture_browser_restarts_total {browser_restarts}"
+        );
+        let _ = writeln!(
+            s,
+            "# HELP capture_scheduler_leader 1 when this process runs the scheduler (one leader at a time).\n# TYPE capture_scheduler_leader gauge\ncapture_scheduler_leader {}",
+            u8::from(self.is_scheduler_leader())
         );
         s.push_str("# HELP capture_capture_seconds Time to capture a page, browser work and storage.\n# TYPE capture_capture_seconds histogram\n");
         for (i, b) in BUCKETS.iter().enumerate() {

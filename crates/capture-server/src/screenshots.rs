@@ -328,7 +328,7 @@ pub async fn stream(
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + st.cfg.sse_max_duration;
         let mut last_event = 0i64;
-        let mut poll = tokio::time::interval(Duration::from_millis(1000));
+        let mut poll = tokio::time::interval(st.cfg.queue_poll);
         let mut ping =
             tokio::time::interval_at(tokio::time::Instant::now() + st.cfg.sse_heartbeat, st.cfg.sse_heartbeat);
         loop {
@@ -362,21 +362,28 @@ pub async fn stream(
                     tracing::error!(error = %e, "stream: reading events failed");
                 }
             }
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => {
-                    let _ = tx.send(Ok(Event::default().event("timeout").data(json!({"status": "timeout", "screenshotId": row.id}).to_string()))).await;
-                    return;
+            // Wait for a reason to read the events again: a change to this job (or to any,
+            // after a gap), or the poll. Other jobs' changes (every node's, on PostgreSQL)
+            // are skipped without a query.
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => {
+                        let _ = tx.send(Ok(Event::default().event("timeout").data(json!({"status": "timeout", "screenshotId": row.id}).to_string()))).await;
+                        return;
+                    }
+                    _ = ping.tick() => {
+                        if tx.send(Ok(Event::default().comment("ping"))).await.is_err() { return; }
+                    }
+                    r = changes.recv() => match r {
+                        Ok(id) if id != row.id && !id.is_empty() => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        _ => break,
+                    },
+                    _ = poll.tick() => break,
+                    _ = tx.closed() => return,
+                    // The node is shutting down: end the stream so the client reconnects elsewhere.
+                    _ = st.shutdown.cancelled() => return,
                 }
-                _ = ping.tick() => {
-                    if tx.send(Ok(Event::default().comment("ping"))).await.is_err() { return; }
-                }
-                r = changes.recv() => {
-                    if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return; }
-                }
-                _ = poll.tick() => {}
-                _ = tx.closed() => return,
-                // The node is shutting down: end the stream so the client reconnects elsewhere.
-                _ = st.shutdown.cancelled() => return,
             }
         }
     });

@@ -26,11 +26,12 @@ pub struct Inner {
     pub master: MasterKey,
     /// Absolute base of every URL we hand out (no trailing slash).
     pub base_url: String,
-    /// Job ids whose state changed (feeds event streams on this node).
+    /// Job ids whose state changed, on this node or (through PostgreSQL notifications) on
+    /// another; an empty id means "any job may have changed". Feeds event streams here.
     pub job_events: broadcast::Sender<String>,
-    /// Wakes idle workers when a job is queued on this node.
+    /// Wakes idle workers when a job is queued (here, or on another node through PostgreSQL).
     pub work: Notify,
-    /// Wakes idle webhook senders when a delivery is queued on this node.
+    /// Wakes idle webhook senders when a delivery is queued (here, or on another node).
     pub webhook_work: Notify,
     pub metrics: Metrics,
     /// Key lookups, usage and finished jobs for the hot read path.

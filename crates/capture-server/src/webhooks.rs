@@ -308,11 +308,17 @@ pub async fn run(state: AppState, n: usize, stop: CancellationToken) {
             let lease = (state.cfg.webhook_timeout + Duration::from_secs(30)).as_millis() as i64;
             while !stop.is_cancelled() {
                 match state.store.claim("webhook", &worker, now_ms(), lease).await {
-                    Ok(Some(task)) => deliver(&state, &client, &worker, task).await,
+                    Ok(Some(task)) => {
+                        // One change can queue several deliveries under a single wake-up
+                        // (PostgreSQL folds identical notifications of a transaction): pass
+                        // it on so an idle sibling looks for the next one meanwhile.
+                        state.webhook_work.notify_one();
+                        deliver(&state, &client, &worker, task).await
+                    }
                     Ok(None) => {
                         tokio::select! {
                             _ = state.webhook_work.notified() => {}
-                            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                            _ = tokio::time::sleep(state.cfg.queue_poll) => {}
                             _ = stop.cancelled() => {}
                         }
                     }

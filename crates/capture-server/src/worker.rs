@@ -62,7 +62,7 @@ async fn worker_loop(
             Ok(None) => {
                 tokio::select! {
                     _ = state.work.notified() => {}
-                    _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                    _ = tokio::time::sleep(state.cfg.queue_poll) => {}
                     _ = stop.cancelled() => {}
                 }
             }

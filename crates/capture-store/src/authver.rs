@@ -7,9 +7,9 @@
 //! - in this process, through an in-memory counter;
 //! - in other processes on the same SQLite file (the admin CLI), through a marker file
 //!   beside the database that is replaced on every change (one `stat` per check);
-//! - on PostgreSQL, other nodes signal changes with NOTIFY; the server reports them with
-//!   [`Store::auth_changed_elsewhere`]. Until a listener says it is connected
-//!   ([`Store::set_auth_listener`]), PostgreSQL lookups are not cacheable at all.
+//! - on PostgreSQL, every change sends a NOTIFY on `capture_auth` in its transaction, and
+//!   the process's [`crate::Listener`] counts them. While no listener is connected,
+//!   PostgreSQL lookups are not cacheable at all.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -89,17 +89,19 @@ impl Store {
             }
         }
     }
+}
 
-    /// Another node changed keys or accounts (PostgreSQL NOTIFY).
-    pub fn auth_changed_elsewhere(&self) {
-        self.auth.remote.fetch_add(1, Ordering::SeqCst);
+impl AuthState {
+    /// A node changed keys or accounts (PostgreSQL NOTIFY).
+    pub(crate) fn changed_elsewhere(&self) {
+        self.remote.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Whether a change listener is connected (PostgreSQL). Any flip invalidates cached
+    /// Whether the change listener is connected (PostgreSQL). Any flip invalidates cached
     /// lookups, since changes may have been missed while it was away.
-    pub fn set_auth_listener(&self, connected: bool) {
-        self.auth.remote.fetch_add(1, Ordering::SeqCst);
-        self.auth.listener.store(connected, Ordering::SeqCst);
+    pub(crate) fn set_listener(&self, connected: bool) {
+        self.remote.fetch_add(1, Ordering::SeqCst);
+        self.listener.store(connected, Ordering::SeqCst);
     }
 }
 

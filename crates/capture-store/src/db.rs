@@ -1,5 +1,6 @@
 //! Connection, backend detection and transactions.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
@@ -34,6 +35,19 @@ pub struct Store {
     pub(crate) pool: AnyPool,
     pub(crate) backend: Backend,
     pub(crate) auth: std::sync::Arc<crate::authver::AuthState>,
+    /// The PostgreSQL URL, for the connections that must not come from the pool (the
+    /// notification listener, the scheduler leader's lock).
+    pub(crate) pg_url: Option<PgUrl>,
+}
+
+/// A database URL that never prints its password.
+#[derive(Clone)]
+pub(crate) struct PgUrl(pub(crate) Arc<str>);
+
+impl std::fmt::Debug for PgUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&redact(&self.0))
+    }
 }
 
 impl Store {
@@ -71,7 +85,8 @@ impl Store {
         }
         let pool = opts.connect(&url).await?;
         let auth = std::sync::Arc::new(crate::authver::AuthState::new(backend, &url));
-        let store = Store { pool, backend, auth };
+        let pg_url = (backend == Backend::Postgres).then(|| PgUrl(Arc::from(url.as_str())));
+        let store = Store { pool, backend, auth, pg_url };
         store.migrate().await?;
         Ok(store)
     }

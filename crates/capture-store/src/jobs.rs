@@ -116,6 +116,8 @@ pub(crate) async fn append_event(
         .bind(now)
         .execute(&mut **tx)
         .await?;
+    // Streams following this job on any node look at its events when this commits.
+    crate::notify::notify(tx, crate::notify::JOB_CHANNEL, subject_id).await?;
     Ok(())
 }
 

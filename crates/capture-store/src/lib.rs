@@ -4,7 +4,9 @@
 //!
 //! Both backends run the same statements through sqlx's `Any` driver; the few places where
 //! the dialects differ (auto-increment keys, row locking in the queue, write-transaction
-//! start) are chosen by [`Backend`]. Times are Unix milliseconds in `BIGINT` columns.
+//! start) are chosen by [`Backend`]. On PostgreSQL, changes also notify other nodes
+//! (`LISTEN/NOTIFY`) and one node at a time holds the scheduler's advisory lock (`notify`).
+//! Times are Unix milliseconds in `BIGINT` columns.
 
 /// `format!` for SQL built only from our own constants (never from input).
 macro_rules! sqlf {
@@ -18,6 +20,7 @@ mod db;
 mod idempotency;
 mod jobs;
 mod migrations;
+mod notify;
 mod oauth;
 mod queue;
 mod sessions;
@@ -29,6 +32,7 @@ pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::IdemBegin;
 pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};
+pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };

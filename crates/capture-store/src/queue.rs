@@ -7,6 +7,7 @@ use sqlx::{Any, AssertSqlSafe, Row, Transaction};
 
 use crate::db::{Backend, Result, Store};
 use crate::jobs::{ScreenshotDone, append_event};
+use crate::notify::{WORK_CHANNEL, notify};
 
 /// A claimed task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,8 @@ pub(crate) async fn enqueue(
     .bind(now)
     .execute(&mut **tx)
     .await?;
+    // Due now: wake an idle worker of this kind on any node when this commits.
+    notify(tx, WORK_CHANNEL, kind).await?;
     Ok(id)
 }
 
@@ -248,20 +251,22 @@ impl Store {
     /// and the claim does not count as an attempt.
     pub async fn release(&self, task_id: &str, worker: &str, job_id: &str, now: i64) -> Result<bool> {
         let mut tx = self.begin_write().await?;
-        let res = sqlx::query(
+        let kind: Option<(String,)> = sqlx::query_as(
             "UPDATE tasks SET status = 'queued', locked_by = NULL, locked_until = NULL, \
              attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, run_at = $1 \
-             WHERE id = $2 AND locked_by = $3 AND status = 'running'",
+             WHERE id = $2 AND locked_by = $3 AND status = 'running' RETURNING kind",
         )
         .bind(now)
         .bind(task_id)
         .bind(worker)
-        .execute(&mut *tx)
+        .fetch_optional(&mut *tx)
         .await?;
-        if res.rows_affected() == 0 {
+        let Some((kind,)) = kind else {
             tx.rollback().await?;
             return Ok(false);
-        }
+        };
+        // Another node may pick it up at once (this one is shutting down).
+        notify(&mut tx, WORK_CHANNEL, &kind).await?;
         let row: Option<(String,)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'pending', started_at = NULL WHERE id = $1 \
              AND status = 'processing' RETURNING user_id",

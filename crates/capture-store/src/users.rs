@@ -104,15 +104,21 @@ impl Store {
 
     /// Change an account's plan; false when there is no such account.
     pub async fn set_plan(&self, email: &str, plan: &str) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
         let res = sqlx::query("UPDATE users SET plan = $1 WHERE email = $2")
             .bind(plan)
             .bind(email.to_lowercase())
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
-        if res.rows_affected() > 0 {
+        let changed = res.rows_affected() > 0;
+        if changed {
+            crate::notify::notify(&mut tx, crate::notify::AUTH_CHANNEL, "").await?;
+        }
+        tx.commit().await?;
+        if changed {
             self.auth_changed();
         }
-        Ok(res.rows_affected() > 0)
+        Ok(changed)
     }
 
     /// Store a new key (hash for lookup, encrypted copy for reveal).
@@ -135,6 +141,7 @@ impl Store {
 
     /// Revoke a key (of `user_id` when given); false when no live key matched.
     pub async fn revoke_key(&self, key_id: &str, user_id: Option<&str>, now: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
         let res = sqlx::query(
             "UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL \
              AND ($3 IS NULL OR user_id = $3)",
@@ -142,12 +149,17 @@ impl Store {
         .bind(now)
         .bind(key_id)
         .bind(user_id.map(str::to_string))
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        if res.rows_affected() > 0 {
+        let changed = res.rows_affected() > 0;
+        if changed {
+            crate::notify::notify(&mut tx, crate::notify::AUTH_CHANNEL, "").await?;
+        }
+        tx.commit().await?;
+        if changed {
             self.auth_changed();
         }
-        Ok(res.rows_affected() > 0)
+        Ok(changed)
     }
 
     /// Keys of an account, newest first, revoked ones included.

@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    ApiKeyRow, IdemBegin, NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow, Store, StoreError, User,
+    ApiKeyRow, IdemBegin, Listener, NewScreenshot, QuotaExceeded, SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store,
+    StoreError, User, Wakeup,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
@@ -223,6 +224,8 @@ on_both_backends! {
     idempotency_abort_and_purge_forget_keys => idempotency_abort_and_purge_forget_keys_sqlite, idempotency_abort_and_purge_forget_keys_postgres;
     share_tokens_are_stable_and_owner_only => share_tokens_are_stable_and_owner_only_sqlite, share_tokens_are_stable_and_owner_only_postgres;
     screenshot_of_hides_other_users_jobs => screenshot_of_hides_other_users_jobs_sqlite, screenshot_of_hides_other_users_jobs_postgres;
+    notifications_reach_listeners_when_changes_commit_and_never_on_rollback => notifications_reach_listeners_when_changes_commit_and_never_on_rollback_sqlite, notifications_reach_listeners_when_changes_commit_and_never_on_rollback_postgres;
+    one_process_leads_at_a_time_and_another_takes_over => one_process_leads_at_a_time_and_another_takes_over_sqlite, one_process_leads_at_a_time_and_another_takes_over_postgres;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1108,4 +1111,168 @@ async fn screenshot_of_hides_other_users_jobs(ctx: Ctx) {
     assert_eq!(row.options, r#"{"full_page":false}"#);
     assert_eq!((row.format.as_str(), row.actions, row.usage_month.as_str()), ("png", 1, MONTH));
     assert_eq!((row.key_id, row.share_token, row.error), (None, None, None));
+}
+
+// ---------------------------------------------------------------------------------------
+// Coordination between nodes (PostgreSQL LISTEN/NOTIFY and the leader lock)
+// ---------------------------------------------------------------------------------------
+
+/// The next wake-up, failing the test after 10 s.
+async fn next_wakeup(l: &mut Listener) -> Wakeup {
+    tokio::time::timeout(Duration::from_secs(10), l.recv()).await.expect("a notification within 10 s")
+}
+
+/// Assert that nothing arrives for `ms`.
+async fn no_wakeup(l: &mut Listener, ms: u64, why: &str) {
+    if let Ok(w) = tokio::time::timeout(Duration::from_millis(ms), l.recv()).await {
+        panic!("{why}: got {w:?}");
+    }
+}
+
+/// The pid of the backend waiting for a row lock while running `UPDATE api_keys …` (the
+/// last statement of `create_screenshot` with a key, after its task and event are written).
+async fn blocked_key_update(observer: &mut PgConnection) -> i32 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let pid: Option<(i32,)> = sqlx::query_as(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+             AND wait_event_type = 'Lock' AND query LIKE 'UPDATE api_keys%'",
+        )
+        .fetch_optional(&mut *observer)
+        .await
+        .unwrap();
+        if let Some((pid,)) = pid {
+            return pid;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "create_screenshot never waited on the key row");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback(ctx: Ctx) {
+    let store = &ctx.store;
+    let Some(mut listener) = store.listener() else {
+        // SQLite is one node: nothing to listen to, workers and streams poll.
+        assert!(ctx.url.starts_with("sqlite:"));
+        return;
+    };
+    listener.connect().await.expect("LISTEN");
+    let alice = new_user(store, "alice@example.com").await;
+    let (key, _) = new_key(store, &alice, "laptop", T0).await;
+
+    // A created job wakes idle workers of its kind, then streams following it.
+    let first = create(store, &job(&alice, None, T0, Some(10))).await;
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(first.id.clone()));
+
+    // Not before commit: hold the key's row so create_screenshot stops at its last statement,
+    // after pg_notify ran for its task and its event.
+    let mut locker = PgConnection::connect(&ctx.url).await.unwrap();
+    let mut observer = PgConnection::connect(&ctx.url).await.unwrap();
+    locker.execute("BEGIN").await.unwrap();
+    sqlx::query("SELECT id FROM api_keys WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(&key.id)
+        .fetch_one(&mut locker)
+        .await
+        .unwrap();
+    let second = job(&alice, Some(&key.id), T0 + 1, Some(10));
+    let creating = tokio::spawn({
+        let (store, n) = (store.clone(), second.clone());
+        async move { store.create_screenshot(&n).await }
+    });
+    blocked_key_update(&mut observer).await;
+    no_wakeup(&mut listener, 300, "notified before the transaction committed").await;
+    locker.execute("COMMIT").await.unwrap();
+    creating.await.unwrap().expect("create_screenshot").expect("within quota");
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(second.id.clone()));
+
+    // Never on rollback: the same, but the blocked statement is cancelled.
+    locker.execute("BEGIN").await.unwrap();
+    sqlx::query("SELECT id FROM api_keys WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(&key.id)
+        .fetch_one(&mut locker)
+        .await
+        .unwrap();
+    let third = job(&alice, Some(&key.id), T0 + 2, Some(10));
+    let creating = tokio::spawn({
+        let (store, n) = (store.clone(), third.clone());
+        async move { store.create_screenshot(&n).await }
+    });
+    let pid = blocked_key_update(&mut observer).await;
+    sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&mut observer).await.unwrap();
+    assert!(creating.await.unwrap().is_err(), "the cancelled statement fails the create");
+    locker.execute("ROLLBACK").await.unwrap();
+    no_wakeup(&mut listener, 500, "notified for a rolled-back transaction").await;
+    assert_eq!(store.screenshot(&third.id).await.unwrap(), None);
+
+    // A job handed back to the queue wakes workers again; the listener is still in order.
+    let task = store.claim("screenshot", "w1", T0 + 3, 60_000).await.unwrap().unwrap();
+    assert!(store.mark_processing(&task.subject_id, T0 + 4).await.unwrap());
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(task.subject_id.clone()));
+    assert!(store.release(&task.id, "w1", &task.subject_id, T0 + 5).await.unwrap());
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(task.subject_id.clone()));
+
+    // The listener's session dies: it reconnects, says so (notifications may have been
+    // missed meanwhile), and hears the next change.
+    sqlx::query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND application_name = 'capture listener'",
+    )
+    .execute(&mut observer)
+    .await
+    .unwrap();
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Resync);
+    let fourth = create(store, &job(&alice, None, T0 + 6, Some(10))).await;
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
+    assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(fourth.id.clone()));
+    let _ = locker.close().await;
+    let _ = observer.close().await;
+}
+
+async fn one_process_leads_at_a_time_and_another_takes_over(ctx: Ctx) {
+    let store = &ctx.store;
+    let mut a = store.leader_lock(SCHEDULER_LOCK);
+    let mut b = store.leader_lock(SCHEDULER_LOCK);
+    if ctx.url.starts_with("sqlite:") {
+        // One node: the process always leads and never loses it.
+        assert!(a.try_acquire().await.unwrap());
+        assert!(b.try_acquire().await.unwrap());
+        assert!(tokio::time::timeout(Duration::from_millis(100), a.lost(Duration::from_millis(10))).await.is_err());
+        return;
+    }
+    assert!(a.try_acquire().await.unwrap());
+    assert!(!b.try_acquire().await.unwrap(), "a holds it");
+    assert!(a.try_acquire().await.unwrap(), "asking again keeps it");
+    assert!(!b.try_acquire().await.unwrap());
+    // Another key is another lock.
+    let mut other = store.leader_lock(SCHEDULER_LOCK + 1);
+    assert!(other.try_acquire().await.unwrap());
+    other.release().await;
+
+    // Released (shutdown): the next one takes over.
+    a.release().await;
+    assert!(!a.is_held());
+    assert!(b.try_acquire().await.unwrap());
+    assert!(!a.try_acquire().await.unwrap(), "b holds it now");
+
+    // The leader's session dies: it notices, and the lock is free for the others.
+    let mut admin = PgConnection::connect(&ctx.url).await.unwrap();
+    let (holder,): (i32,) = sqlx::query_as(
+        "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    )
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    sqlx::query("SELECT pg_terminate_backend($1)").bind(holder).execute(&mut admin).await.unwrap();
+    let lost = tokio::time::timeout(Duration::from_secs(10), b.lost(Duration::from_millis(50))).await;
+    assert!(lost.is_ok(), "the leader noticed its lost session");
+    assert!(!b.is_held());
+    assert!(a.try_acquire().await.unwrap(), "a takes over");
+    assert!(!b.try_acquire().await.unwrap(), "b reconnects as a follower");
+    a.release().await;
+    b.release().await;
+    let _ = admin.close().await;
 }

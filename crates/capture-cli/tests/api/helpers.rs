@@ -21,18 +21,24 @@ pub struct Opts {
     pub db: Db,
     /// Start the worker role (Chromium) too.
     pub workers: bool,
+    /// Exact roles to start with (overrides `workers`); must include `api`.
+    pub roles: Option<String>,
     pub env: Vec<(String, String)>,
 }
 
 impl Opts {
     pub fn api(db: Db) -> Self {
-        Opts { db, workers: false, env: vec![] }
+        Opts { db, workers: false, roles: None, env: vec![] }
     }
     pub fn full(db: Db) -> Self {
-        Opts { db, workers: true, env: vec![] }
+        Opts { db, workers: true, roles: None, env: vec![] }
     }
     pub fn env(mut self, k: &str, v: &str) -> Self {
         self.env.push((k.into(), v.into()));
+        self
+    }
+    pub fn roles(mut self, roles: &str) -> Self {
+        self.roles = Some(roles.into());
         self
     }
 }
@@ -101,34 +107,29 @@ impl TestApp {
             pg_db,
             _tmp: tmp,
         };
-        let roles = if opts.workers { "api,worker,scheduler" } else { "api,scheduler" };
+        let roles = match &opts.roles {
+            Some(r) => r.as_str(),
+            None if opts.workers => "api,worker,scheduler",
+            None => "api,scheduler",
+        };
         app.start(roles).await;
         app
     }
 
     /// (Re)start the server process with `roles`.
     pub async fn start(&mut self, roles: &str) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_capture"));
-        cmd.args(["serve", "--roles", roles]).stdout(Stdio::piped()).stderr(Stdio::inherit());
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("start capture");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(l)) = lines.next() {
-                let _ = tx.send(l);
-            }
-            for _ in lines {}
-        });
-        let line = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(90)))
-            .await
-            .unwrap()
-            .expect("the service did not print its address in time");
-        self.base = line.strip_prefix("listening on ").expect("address line").trim().to_string();
+        let (child, base) = launch(&self.env, roles).await;
+        self.base = base.expect("the api role prints its address");
         self.child = Some(child);
+    }
+
+    /// Start another node of the same deployment: `capture serve --roles ROLES` on the same
+    /// database, data folder (master key, files) and settings, plus `env`.
+    pub async fn node(&self, roles: &str, env: &[(&str, &str)]) -> Node {
+        let mut all = self.env.clone();
+        all.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let (child, base) = launch(&all, roles).await;
+        Node { base, child: Some(child) }
     }
 
     /// Run `capture <args>` against the same configuration; returns stdout (panics on failure).
@@ -206,27 +207,88 @@ impl TestApp {
 
     /// Send SIGTERM and wait for exit (up to `secs`).
     pub fn terminate(&mut self, secs: u64) -> Option<std::process::ExitStatus> {
-        let child = self.child.as_mut()?;
-        let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Ok(Some(s)) = child.try_wait() {
-                self.child = None;
-                return Some(s);
-            }
-            if Instant::now() > deadline {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        terminate(&mut self.child, secs)
     }
 
     /// `kill -9` the server.
     pub fn kill9(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
+        kill9(&mut self.child);
+    }
+}
+
+/// Start `capture serve --roles ROLES` with `env` and wait for its first line: the
+/// address (returned) or, without the api role, that it runs.
+async fn launch(env: &[(String, String)], roles: &str) -> (Child, Option<String>) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_capture"));
+    cmd.args(["serve", "--roles", roles]).stdout(Stdio::piped()).stderr(Stdio::inherit());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("start capture");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(l)) = lines.next() {
+            let _ = tx.send(l);
         }
+        for _ in lines {}
+    });
+    let line = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(90)))
+        .await
+        .unwrap()
+        .expect("the service did not print its first line in time");
+    let base = line.strip_prefix("listening on ").map(|b| b.trim().to_string());
+    assert!(base.is_some() || !roles.contains("api"), "unexpected first line: {line}");
+    (child, base)
+}
+
+/// SIGTERM `child` and wait for it to exit (up to `secs`).
+fn terminate(child: &mut Option<Child>, secs: u64) -> Option<std::process::ExitStatus> {
+    let c = child.as_mut()?;
+    let _ = Command::new("kill").args(["-TERM", &c.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Ok(Some(s)) = c.try_wait() {
+            *child = None;
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn kill9(child: &mut Option<Child>) {
+    if let Some(mut c) = child.take() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Another process of a [`TestApp`]'s deployment (see [`TestApp::node`]); stopped on drop.
+pub struct Node {
+    /// Its address, when it has the api role.
+    pub base: Option<String>,
+    child: Option<Child>,
+}
+
+impl Node {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base.as_deref().expect("a node with the api role"))
+    }
+
+    /// `kill -9` the node.
+    pub fn kill9(&mut self) {
+        kill9(&mut self.child);
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = terminate(&mut self.child, 20);
+        kill9(&mut self.child);
     }
 }
 

@@ -1,11 +1,13 @@
 //! End-to-end tests of the real `capture` binary: REST contract, quotas, idempotency,
-//! captures in Chromium, uploads, sharing, streams, durability — on SQLite and PostgreSQL.
+//! captures in Chromium, uploads, sharing, streams, durability — on SQLite and PostgreSQL —
+//! and several nodes on one PostgreSQL database.
 
 mod helpers;
 
 mod api_errors;
 mod captures;
 mod durability;
+mod nodes;
 mod quotas;
 mod s3;
 mod webhooks;

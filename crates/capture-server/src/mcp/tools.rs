@@ -261,7 +261,7 @@ async fn take_screenshot(
     let wait = WAIT_MARGIN + Duration::from_millis(opts.timeout_ms + opts.delay);
     let deadline = tokio::time::Instant::now() + wait;
     let progress = ctx.meta.get_progress_token();
-    let mut poll = tokio::time::interval(Duration::from_millis(500));
+    let mut poll = tokio::time::interval(state.cfg.queue_poll);
     let mut last_status = String::new();
     let mut step = 0.0;
     loop {
@@ -288,7 +288,7 @@ async fn take_screenshot(
                 _ = state.shutdown.cancelled() => break false,
                 _ = poll.tick() => break true,
                 r = changes.recv() => match r {
-                    Ok(id) if id == row.id => break true,
+                    Ok(id) if id == row.id || id.is_empty() => break true,
                     Ok(_) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break true,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {

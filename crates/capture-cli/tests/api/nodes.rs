@@ -1,0 +1,90 @@
+//! Several `capture serve` processes on one PostgreSQL database, as a scaled-out
+//! deployment runs them: notifications wake another node at once (the fallback polls are
+//! set far longer than the test allows), and one scheduler leads at a time with failover.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::captures::read_sse;
+use crate::helpers::*;
+
+/// Longer than any wait below: only LISTEN/NOTIFY can make these tests pass in time.
+const SLOW_POLL: &str = "60s";
+/// What one capture may take here, Chromium and a busy machine included.
+const CAPTURE_LIMIT: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_submitted_on_an_api_node_runs_on_an_idle_worker_node_and_its_stream_ends_at_once() {
+    let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
+    let api = TestApp::spawn(Opts::api(Db::Postgres).roles("api").env("CAPTURE_QUEUE_POLL", SLOW_POLL)).await;
+    let _worker = api.node("worker", &[]).await;
+    let (_, key) = api.user_with_key("free");
+
+    // The first job may meet a worker that has not finished its first claim yet; by the
+    // second, both of its loops are idle and only a notification can wake them in time.
+    for round in 1..=2 {
+        let started = Instant::now();
+        let job =
+            api.create(&key, json!({"url": site.url("/red"), "width": 320, "height": 200, "waitUntil": "load"})).await;
+        let id = job["id"].as_str().unwrap();
+        let events = read_sse(&api, &key, id, CAPTURE_LIMIT).await;
+        let took = started.elapsed();
+        let (last, data) = events.iter().rfind(|(name, _)| name != "ping").expect("events");
+        assert_eq!(last, "done", "round {round}: the stream on the api node ends with done: {events:?}");
+        assert!(took < CAPTURE_LIMIT, "round {round}: took {took:?}");
+
+        let data: Value = serde_json::from_str(data).unwrap();
+        let v: Value = api.get(&key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+        assert_eq!(v["status"], "done", "{v}");
+        assert_eq!(data["publicUrl"], v["publicUrl"]);
+        let (status, ct, bytes) = api.fetch(v["publicUrl"].as_str().unwrap()).await;
+        assert_eq!((status, ct.as_str()), (200, "image/png"));
+        let img = decode(&bytes);
+        assert_eq!(img.dimensions(), (320, 200));
+        assert_px(&img, 160, 100, [255, 0, 0]);
+    }
+}
+
+/// `capture_scheduler_leader` from a process's `/metrics` URL.
+async fn leader_gauge(client: &reqwest::Client, metrics: &str) -> u8 {
+    let text = client.get(metrics).send().await.unwrap().text().await.unwrap();
+    let line = text.lines().find(|l| l.starts_with("capture_scheduler_leader ")).expect("the leader gauge");
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_scheduler_leads_at_a_time_and_another_takes_over_when_it_is_killed() {
+    let mut first = TestApp::spawn(Opts::api(Db::Postgres).env("CAPTURE_LEADER_RETRY", "300ms")).await;
+    let mut second = first.node("api,scheduler", &[]).await;
+    let (first_metrics, second_metrics) = (first.url("/metrics"), second.url("/metrics"));
+    let client = first.client.clone();
+
+    let gauges = async || (leader_gauge(&client, &first_metrics).await, leader_gauge(&client, &second_metrics).await);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut now = gauges().await;
+    while now != (1, 0) && now != (0, 1) {
+        assert!(Instant::now() < deadline, "no single leader: {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        now = gauges().await;
+    }
+    // It stays that way while the follower keeps trying (several retry periods).
+    for _ in 0..8 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(gauges().await, now, "the leader changed without a reason");
+    }
+
+    // kill -9 the leader: its connection closes, the lock with it, and the other leads.
+    let killed = Instant::now();
+    let survivor = if now == (1, 0) {
+        first.kill9();
+        &second_metrics
+    } else {
+        second.kill9();
+        &first_metrics
+    };
+    while leader_gauge(&client, survivor).await != 1 {
+        assert!(killed.elapsed() < Duration::from_secs(10), "nobody took over within 10 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
