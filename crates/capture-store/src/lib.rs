@@ -13,6 +13,7 @@ macro_rules! sqlf {
     };
 }
 
+mod admission;
 mod db;
 mod idempotency;
 mod jobs;
@@ -24,9 +25,10 @@ mod users;
 mod web_store;
 mod webhooks;
 
+pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::IdemBegin;
-pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};
+pub use jobs::{NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };

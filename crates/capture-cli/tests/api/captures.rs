@@ -253,8 +253,9 @@ async fn a_crashed_tab_fails_its_job_after_retries_and_the_browser_goes_on() {
     let (_, bytes) = shot(&app, &key, json!({"url": site.url("/red"), "waitUntil": "load"})).await;
     assert_px(&decode(&bytes), 10, 10, [255, 0, 0]);
     let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    let restarts = metrics.lines().find(|l| l.starts_with("capture_browser_restarts_total")).unwrap_or("");
-    assert!(restarts.ends_with(" 0"), "no browser restart: {restarts}");
+    let restarts: Vec<&str> = metrics.lines().filter(|l| l.starts_with("capture_browser_restarts_total{")).collect();
+    assert_eq!(restarts.len(), 4, "one line per reason: {restarts:?}");
+    assert!(restarts.iter().all(|l| l.ends_with(" 0")), "no browser restart: {restarts:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod api_errors;
+mod backpressure;
 mod captures;
 mod durability;
 mod quotas;
