@@ -203,6 +203,12 @@ impl Chromium {
         Ok(this)
     }
 
+    /// The top of the browser's process tree: `unshare` (in a PID namespace) or Chromium
+    /// itself; the watchdog shell when the launcher's pid was not reported.
+    pub(crate) fn root_pid(&self) -> Option<u32> {
+        self.launcher_pid.or(self.pid)
+    }
+
     /// SIGKILL Chromium without orphaning anything: in a PID namespace, kill its init
     /// (the namespace collapses, `unshare` and the shell exit by themselves); else kill
     /// the whole process group.

@@ -17,6 +17,9 @@
 //!   Chromium's default encoder, much faster overall); thumbnails are scaled from the
 //!   decoded capture.
 //! - All browser traffic goes through [`egress`], which checks every resolved address.
+//! - A memory guard samples each browser's whole process tree every 2 s (see
+//!   [`MemoryLimit`]): past the limit the browser takes no new jobs and is restarted once
+//!   its captures finish; past 1.5 × the limit it is restarted at once.
 //!
 //! Tags a capture can carry: `http-<status>` (main document status ≥ 400),
 //! `consent-dismissed`, `consent-hidden`, `wait-for-timeout`, `fullpage-truncated`,
@@ -31,11 +34,12 @@ pub mod egress;
 pub mod floor;
 mod imgsize;
 mod launch;
+mod memory;
 mod pipeline;
 mod pool;
 mod scripts;
 
-pub use pool::BrowserPool;
+pub use pool::{BrowserPool, PoolStats, RestartReason};
 
 /// Chromium builds to look for, best first: the headless shell (Debian's
 /// `chromium-headless-shell`, the "old headless" build made for automation: a fresh
@@ -65,10 +69,30 @@ pub struct BrowserConfig {
     pub pages_per_browser: usize,
     /// Restart a browser process after it has served this many jobs.
     pub recycle_after: u64,
+    /// Restart a browser whose process tree uses too much memory (None: never).
+    pub memory_limit: Option<MemoryLimit>,
     /// Let pages reach loopback/private/link-local addresses (tests, trusted setups).
     pub allow_private_networks: bool,
     /// Parent folder for per-browser profile folders (created and removed by the pool).
     pub work_dir: PathBuf,
+}
+
+/// The memory guard's thresholds, in bytes of the browser's whole process tree (the sum of
+/// each process's PSS, or RSS where PSS cannot be read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryLimit {
+    /// Above this the browser gets no new jobs and is restarted once its captures finish.
+    pub drain_above: u64,
+    /// Above this it is restarted at once: its captures fail with a transient
+    /// [`CaptureError::Browser`], which callers retry.
+    pub kill_above: u64,
+}
+
+impl MemoryLimit {
+    /// Drain above `limit`, restart at once above 1.5 × `limit`.
+    pub fn new(limit: u64) -> MemoryLimit {
+        MemoryLimit { drain_above: limit, kill_above: limit.saturating_add(limit / 2) }
+    }
 }
 
 /// When navigation counts as finished.

@@ -1,5 +1,5 @@
-//! The pool of Chromium processes: slots, least-loaded scheduling, crash restarts and
-//! recycling.
+//! The pool of Chromium processes: slots, least-loaded scheduling, crash restarts,
+//! recycling and the memory guard.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -11,8 +11,59 @@ use tokio::time::Instant;
 use crate::cdp::Conn;
 use crate::egress::EgressProxy;
 use crate::launch::Chromium;
-use crate::pipeline;
 use crate::{BrowserConfig, CaptureError, CaptureOutput, CaptureRequest};
+use crate::{memory, pipeline};
+
+/// Why a browser process was restarted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RestartReason {
+    /// Its DevTools connection closed: it crashed or was killed.
+    Crash,
+    /// It served `recycle_after` jobs.
+    #[default]
+    Recycle,
+    /// Its process tree passed the memory limit.
+    Memory,
+    /// It failed a health check.
+    Health,
+}
+
+impl RestartReason {
+    /// Every reason, in metrics order.
+    pub const ALL: [RestartReason; 4] =
+        [RestartReason::Crash, RestartReason::Recycle, RestartReason::Memory, RestartReason::Health];
+
+    /// `crash`, `recycle`, `memory` or `health` (logs, metrics labels).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartReason::Crash => "crash",
+            RestartReason::Recycle => "recycle",
+            RestartReason::Memory => "memory",
+            RestartReason::Health => "health",
+        }
+    }
+}
+
+/// A snapshot of the pool for metrics.
+#[derive(Debug, Clone, Default)]
+pub struct PoolStats {
+    restarts: [u64; 4],
+    /// The last memory sample of each browser (bytes); None while it restarts or before
+    /// its first sample.
+    pub memory: Vec<Option<u64>>,
+    /// The memory guard's drain threshold (None: the guard is off).
+    pub memory_limit: Option<u64>,
+}
+
+impl PoolStats {
+    /// Restarts for `reason` so far.
+    pub fn restarts(&self, reason: RestartReason) -> u64 {
+        self.restarts[reason as usize]
+    }
+}
+
+/// How often the memory guard samples each browser's process tree.
+const MEMORY_SAMPLE_EVERY: Duration = Duration::from_secs(2);
 
 /// One running browser.
 struct Instance {
@@ -69,7 +120,11 @@ struct SlotState {
     browser: Option<Arc<Instance>>,
     active: usize,
     jobs: u64,
+    /// No new jobs; restarted (for `drain_reason`) when the last one finishes.
     draining: bool,
+    drain_reason: RestartReason,
+    /// The browser's last memory sample (bytes).
+    memory: Option<u64>,
     last_error: Option<String>,
 }
 
@@ -80,7 +135,10 @@ pub struct BrowserPool {
     slots: Mutex<Vec<SlotState>>,
     sem: Semaphore,
     changed: Notify,
-    restarts: AtomicU64,
+    /// Restarts by [`RestartReason`].
+    restarts: [AtomicU64; 4],
+    /// A browser passed the memory limit before serving any job (said once).
+    warned_low_limit: AtomicBool,
     next_id: AtomicU64,
     shutting_down: AtomicBool,
     restarts_running: tokio_util::task::TaskTracker,
@@ -122,7 +180,8 @@ impl BrowserPool {
             slots: Mutex::new((0..browsers).map(|_| SlotState::default()).collect()),
             sem: Semaphore::new(browsers * pages),
             changed: Notify::new(),
-            restarts: AtomicU64::new(0),
+            restarts: Default::default(),
+            warned_low_limit: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             restarts_running: tokio_util::task::TaskTracker::new(),
@@ -134,7 +193,7 @@ impl BrowserPool {
         let mut first_err = None;
         for (i, r) in results.into_iter().enumerate() {
             match r {
-                Ok(inst) => pool.install(i, inst, false),
+                Ok(inst) => pool.install(i, inst, None),
                 Err(e) => first_err = Some(e),
             }
         }
@@ -142,7 +201,97 @@ impl BrowserPool {
             pool.shutdown().await;
             return Err(CaptureError::Browser(e));
         }
+        pool.watch_memory();
         Ok(pool)
+    }
+
+    /// Sample every browser's memory every [`MEMORY_SAMPLE_EVERY`] until the pool is shut
+    /// down or dropped (the task holds only a weak reference between samples).
+    fn watch_memory(self: &Arc<Self>) {
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(MEMORY_SAMPLE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(pool) = me.upgrade() else { return };
+                if pool.shutting_down.load(Ordering::SeqCst) {
+                    return;
+                }
+                pool.sample_memory().await;
+            }
+        });
+    }
+
+    /// Read each browser's memory; apply the guard: past `drain_above` no new jobs and a
+    /// restart once its captures finish (at once when it has none); past `kill_above` a
+    /// restart at once, failing its captures with a transient browser error.
+    async fn sample_memory(&self) {
+        let browsers: Vec<(usize, u64, Option<u32>)> = {
+            let slots = self.slots.lock().unwrap();
+            slots
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.browser.as_ref().map(|b| (i, b.id, b.chromium.root_pid())))
+                .collect()
+        };
+        let sampled = tokio::task::spawn_blocking(move || {
+            browsers.into_iter().map(|(slot, id, pid)| (slot, id, pid.and_then(memory::tree_bytes))).collect()
+        })
+        .await
+        .unwrap_or_else(|_| Vec::new());
+        for (slot, id, bytes) in sampled {
+            let Some(bytes) = bytes else { continue };
+            if let Some(why) = self.judge_memory(slot, id, bytes) {
+                self.replace(slot, id, RestartReason::Memory, &why);
+            }
+        }
+    }
+
+    /// Record a sample of browser `id` in `slot`; Some(why) when it must restart now.
+    fn judge_memory(&self, slot: usize, id: u64, bytes: u64) -> Option<String> {
+        let mb = |b: u64| b >> 20;
+        let mut slots = self.slots.lock().unwrap();
+        let s = &mut slots[slot];
+        if s.browser.as_ref().is_none_or(|b| b.id != id) {
+            return None;
+        }
+        s.memory = Some(bytes);
+        let limit = self.cfg.memory_limit?;
+        if bytes > limit.kill_above {
+            tracing::warn!(
+                slot,
+                memory_mb = mb(bytes),
+                limit_mb = mb(limit.drain_above),
+                captures = s.active,
+                "browser far over its memory limit: restarting it now, its captures will be retried"
+            );
+            return Some(format!("its memory ({} MB) passed 1.5 × the limit", mb(bytes)));
+        }
+        if bytes <= limit.drain_above {
+            return None;
+        }
+        if !(s.draining && s.drain_reason == RestartReason::Memory) {
+            s.draining = true;
+            s.drain_reason = RestartReason::Memory;
+            if s.jobs == 0 && !self.warned_low_limit.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    slot,
+                    memory_mb = mb(bytes),
+                    limit_mb = mb(limit.drain_above),
+                    "a browser that has not served a job yet is over the memory limit (CAPTURE_BROWSER_MAX_MEMORY is too low): \
+                     browsers will be restarted after nearly every job"
+                );
+            }
+            tracing::info!(
+                slot,
+                memory_mb = mb(bytes),
+                limit_mb = mb(limit.drain_above),
+                captures = s.active,
+                "browser over its memory limit: no new jobs, restarting it when its captures finish"
+            );
+        }
+        (s.active == 0).then(|| format!("its memory ({} MB) passed the limit", mb(bytes)))
     }
 
     /// Start one Chromium and connect to it.
@@ -165,7 +314,7 @@ impl BrowserPool {
     }
 
     /// Put a fresh instance into a slot and watch its connection.
-    fn install(&self, slot: usize, inst: Arc<Instance>, is_restart: bool) {
+    fn install(&self, slot: usize, inst: Arc<Instance>, restart: Option<RestartReason>) {
         let conn = inst.conn.clone();
         let id = inst.id;
         inst.refill(self.cfg.pages_per_browser, *self.last_view.lock().unwrap());
@@ -176,23 +325,25 @@ impl BrowserPool {
             s.active = 0;
             s.jobs = 0;
             s.draining = false;
+            s.drain_reason = RestartReason::default();
+            s.memory = None;
             s.last_error = None;
         }
-        if is_restart {
-            self.restarts.fetch_add(1, Ordering::Relaxed);
+        if let Some(reason) = restart {
+            self.restarts[reason as usize].fetch_add(1, Ordering::Relaxed);
         }
         self.changed.notify_waiters();
         let me = self.me.clone();
         tokio::spawn(async move {
             conn.closed().await;
             if let Some(pool) = me.upgrade() {
-                pool.replace(slot, id, "its DevTools connection closed");
+                pool.replace(slot, id, RestartReason::Crash, "its DevTools connection closed");
             }
         });
     }
 
     /// Take instance `id` out of `slot` (if still there) and start a replacement.
-    fn replace(&self, slot: usize, id: u64, why: &str) {
+    fn replace(&self, slot: usize, id: u64, reason: RestartReason, why: &str) {
         if self.shutting_down.load(Ordering::SeqCst) {
             return;
         }
@@ -203,18 +354,19 @@ impl BrowserPool {
                 Some(b) if b.id == id => {
                     s.active = 0;
                     s.draining = false;
+                    s.memory = None;
                     s.browser.take()
                 }
                 _ => return,
             }
         };
-        tracing::info!(slot, why, "restarting browser");
+        tracing::info!(slot, reason = reason.as_str(), why, "restarting browser");
         if let Some(pool) = self.me.upgrade() {
-            self.restarts_running.spawn(pool.restart(slot, old));
+            self.restarts_running.spawn(pool.restart(slot, old, reason));
         }
     }
 
-    async fn restart(self: Arc<Self>, slot: usize, old: Option<Arc<Instance>>) {
+    async fn restart(self: Arc<Self>, slot: usize, old: Option<Arc<Instance>>, reason: RestartReason) {
         if let Some(old) = old {
             old.chromium.kill_gracefully(Some(&old.conn)).await;
         }
@@ -229,7 +381,7 @@ impl BrowserPool {
                         inst.chromium.kill().await;
                         return;
                     }
-                    self.install(slot, inst, true);
+                    self.install(slot, inst, Some(reason));
                     return;
                 }
                 Err(e) => {
@@ -258,7 +410,7 @@ impl BrowserPool {
         if !dead.is_empty() {
             drop(slots);
             for (slot, id) in dead {
-                self.replace(slot, id, "its DevTools connection closed");
+                self.replace(slot, id, RestartReason::Crash, "its DevTools connection closed");
             }
             slots = self.slots.lock().unwrap();
         }
@@ -273,6 +425,7 @@ impl BrowserPool {
         s.jobs += 1;
         if self.cfg.recycle_after > 0 && s.jobs >= self.cfg.recycle_after {
             s.draining = true;
+            s.drain_reason = RestartReason::Recycle;
         }
         Some((best, s.browser.clone()?, s.draining))
     }
@@ -284,15 +437,29 @@ impl BrowserPool {
             match &s.browser {
                 Some(b) if b.id == browser.id => {
                     s.active = s.active.saturating_sub(1);
-                    s.draining && s.active == 0
+                    (s.draining && s.active == 0).then_some(s.drain_reason)
                 }
-                _ => false,
+                _ => None,
             }
         };
-        if recycle {
-            self.replace(slot, browser.id, "recycling after its job limit");
+        match recycle {
+            Some(RestartReason::Memory) => self.replace(
+                slot,
+                browser.id,
+                RestartReason::Memory,
+                "its memory passed the limit and its last capture finished",
+            ),
+            Some(reason) => self.replace(slot, browser.id, reason, "recycling after its job limit"),
+            None => {}
         }
         self.changed.notify_waiters();
+    }
+
+    /// Is browser `id` in `slot` taking no new jobs (about to be restarted)?
+    fn draining(&self, slot: usize, id: u64) -> bool {
+        let slots = self.slots.lock().unwrap();
+        let s = &slots[slot];
+        s.browser.as_ref().is_none_or(|b| b.id != id) || s.draining
     }
 
     async fn acquire(&self) -> Result<Lease<'_>, CaptureError> {
@@ -369,8 +536,9 @@ impl BrowserPool {
             }
             other => other,
         };
-        // Warm the next page after this job, so it does not compete with it for CPU.
-        if !spare_missing && !lease.draining {
+        // Warm the next page after this job, so it does not compete with it for CPU (not
+        // on a browser that will be restarted: the memory guard may have drained it meanwhile).
+        if !spare_missing && !lease.draining && !self.draining(lease.slot, lease.browser.id) {
             lease.browser.refill(self.cfg.pages_per_browser, view);
         }
         drop(lease);
@@ -398,11 +566,11 @@ impl BrowserPool {
             match r {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => {
-                    self.replace(slot, b.id, "it failed a health check");
+                    self.replace(slot, b.id, RestartReason::Health, "it failed a health check");
                     Err(format!("browser {slot} failed Browser.getVersion: {e}; restarting it"))
                 }
                 Err(_) => {
-                    self.replace(slot, b.id, "it did not answer a health check");
+                    self.replace(slot, b.id, RestartReason::Health, "it did not answer a health check");
                     Err(format!("browser {slot} did not answer Browser.getVersion within 2 s; restarting it"))
                 }
             }
@@ -414,7 +582,22 @@ impl BrowserPool {
 
     /// How many times a browser process was (re)started after the first start.
     pub fn restarts(&self) -> u64 {
-        self.restarts.load(Ordering::Relaxed)
+        self.restarts.iter().map(|n| n.load(Ordering::Relaxed)).sum()
+    }
+
+    /// How many restarts were for `reason`.
+    pub fn restarts_for(&self, reason: RestartReason) -> u64 {
+        self.restarts[reason as usize].load(Ordering::Relaxed)
+    }
+
+    /// Restart counts and the last memory sample of each browser (metrics).
+    pub fn stats(&self) -> PoolStats {
+        let memory = self.slots.lock().unwrap().iter().map(|s| s.memory).collect();
+        PoolStats {
+            restarts: RestartReason::ALL.map(|r| self.restarts_for(r)),
+            memory,
+            memory_limit: self.cfg.memory_limit.map(|l| l.drain_above),
+        }
     }
 
     /// The egress proxy's address (every browser connection goes through it).

@@ -5,7 +5,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capture_browser::{BrowserPool, CaptureError, ImageFormat, PageSource, WaitUntil};
+use capture_browser::{BrowserPool, CaptureError, ImageFormat, MemoryLimit, PageSource, RestartReason, WaitUntil};
 use support::*;
 
 /// A pool plus its own work dir; shut down at the end of each test.
@@ -447,6 +447,80 @@ async fn browsers_are_recycled() {
         assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
     }
     assert!(f.pool.restarts() >= 2, "restarts {}", f.pool.restarts());
+    assert_eq!(f.pool.restarts_for(RestartReason::Recycle), f.pool.restarts());
+    f.pool.shutdown().await;
+}
+
+/// Far below what any Chromium holds, so the guard trips at its first sample.
+const TINY: u64 = 30 << 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_over_its_memory_limit_is_restarted_once_its_capture_finishes() {
+    let srv = fixtures().await;
+    // Only the drain threshold: nothing is killed mid-capture, so every capture must succeed.
+    let f = pool_with(true, |c| {
+        c.pages_per_browser = 1;
+        c.memory_limit = Some(MemoryLimit { drain_above: TINY, kill_above: u64::MAX });
+    })
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut captures = 0;
+    while f.pool.restarts_for(RestartReason::Memory) < 2 {
+        assert!(Instant::now() < deadline, "no memory restarts after {captures} captures");
+        let out = ok(f.pool.capture(url_req(srv.url("/red"))).await);
+        assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
+        captures += 1;
+    }
+    let stats = f.pool.stats();
+    eprintln!("{captures} captures, 2 memory restarts");
+    assert_eq!(stats.memory_limit, Some(TINY));
+    assert_eq!(stats.restarts(RestartReason::Memory), f.pool.restarts_for(RestartReason::Memory));
+    // Killing a browser on purpose is not counted as a crash as well.
+    assert_eq!(f.pool.restarts_for(RestartReason::Crash), 0);
+    assert_eq!(f.pool.restarts(), f.pool.restarts_for(RestartReason::Memory));
+    // A browser after a restart serves captures too.
+    ok(f.pool.capture(url_req(srv.url("/red"))).await);
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_far_over_its_memory_limit_is_restarted_during_its_capture() {
+    let srv = fixtures().await;
+    let f = pool_with(true, |c| c.memory_limit = Some(MemoryLimit::new(TINY))).await;
+    let t = Instant::now();
+    let mut r = url_req(srv.url("/hang"));
+    r.timeout_ms = 30_000;
+    // Killed at the next sample (every 2 s), long before the page's own timeout.
+    match f.pool.capture(r).await {
+        Err(e @ CaptureError::Browser(_)) => {
+            assert!(e.is_transient(), "callers retry it");
+            eprintln!("after {:?}: {e}", t.elapsed());
+        }
+        other => panic!("expected a browser error, got {:?}", other.map(|o| o.tags)),
+    }
+    assert!(t.elapsed() < Duration::from_secs(15), "took {:?}", t.elapsed());
+    while f.pool.restarts_for(RestartReason::Memory) < 1 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the browser was not restarted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_memory_is_sampled_without_a_limit() {
+    let f = pool_with(true, |_| {}).await;
+    let t = Instant::now();
+    let bytes = loop {
+        if let Some(b) = f.pool.stats().memory[0] {
+            break b;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no memory sample");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // A running Chromium tree holds tens of megabytes at least, and far less than 4 GB idle.
+    eprintln!("an idle browser: {} MB", bytes >> 20);
+    assert!((20 << 20..4 << 30).contains(&bytes), "{bytes} bytes");
+    assert_eq!(f.pool.stats().memory_limit, None);
     f.pool.shutdown().await;
 }
 
@@ -489,7 +563,7 @@ async fn a_killed_browser_fails_its_job_and_is_restarted() {
     }
     let out = ok(f.pool.capture(url_req(srv.url("/red"))).await);
     assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
-    assert!(f.pool.restarts() >= 1);
+    assert!(f.pool.restarts_for(RestartReason::Crash) >= 1);
 
     // A renderer crash fails only that job.
     match f.pool.capture(url_req("chrome://crash".into())).await {

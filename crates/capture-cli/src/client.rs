@@ -9,7 +9,7 @@ use serde_json::Value;
 
 /// Exit codes of client commands.
 pub mod exit {
-    /// A generic failure (network, server error, bad response).
+    /// A generic failure (network, server error, bad response, a full queue: try again later).
     pub const FAILURE: u8 = 1;
     /// Not signed in, or the credential was refused (401).
     pub const AUTH: u8 = 3;
@@ -17,7 +17,7 @@ pub mod exit {
     pub const QUOTA: u8 = 4;
     /// The capture itself failed.
     pub const CAPTURE_FAILED: u8 = 5;
-    /// The request was refused as invalid (4xx other than the above).
+    /// The request was refused as invalid (4xx other than the above and 429).
     pub const INVALID: u8 = 6;
 }
 
@@ -233,6 +233,8 @@ pub async fn json_or_error(r: reqwest::Response) -> Result<Value> {
     let exit_code = match status {
         401 => exit::AUTH,
         429 if code == "PLAN_QUOTA_EXCEEDED" => exit::QUOTA,
+        // QUEUE_FULL and other 429s are transient: retrying later may work.
+        429 => exit::FAILURE,
         400..=499 => exit::INVALID,
         _ => exit::FAILURE,
     };

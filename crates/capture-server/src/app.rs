@@ -10,7 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
-use capture_browser::{BrowserConfig, BrowserPool};
+use capture_browser::{BrowserConfig, BrowserPool, MemoryLimit};
 use capture_store::{Listener, Store};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -93,9 +93,15 @@ async fn readyz(State(state): State<AppState>) -> Response {
 
 async fn metrics(State(state): State<AppState>) -> Response {
     let by_status = state.store.count_by_status().await.unwrap_or_default();
+    let tasks = state.store.tasks_by_status().await.unwrap_or_default();
     let depth = state.store.queue_depth().await.unwrap_or(0);
-    let restarts = state.browser.as_ref().map_or(0, |b| b.restarts());
-    let body = state.metrics.render(&by_status, depth, restarts);
+    let body = state.metrics.render(&crate::metrics::Scrape {
+        jobs_by_status: &by_status,
+        tasks_by_status: &tasks,
+        queue_depth: depth,
+        queue_limits: state.cfg.queue_limits(),
+        browser: state.browser.as_ref().map(|b| b.stats()),
+    });
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
 
@@ -165,6 +171,7 @@ impl Application {
                 browsers,
                 pages_per_browser: cfg.worker_concurrency.div_ceil(browsers).max(1),
                 recycle_after: cfg.browser_recycle_after,
+                memory_limit: cfg.browser_max_memory.map(MemoryLimit::new),
                 allow_private_networks: cfg.allow_private_networks,
                 work_dir: cfg.data_dir.join("browser"),
             })

@@ -106,6 +106,8 @@ pub struct Config {
     pub worker_concurrency: usize,
     pub browsers: usize,
     pub browser_recycle_after: u64,
+    /// Restart a browser whose process tree uses more memory than this (bytes; None = off).
+    pub browser_max_memory: Option<u64>,
     pub allow_private_networks: bool,
     pub webhook_allow_http: bool,
     pub admin_emails: Vec<String>,
@@ -122,6 +124,9 @@ pub struct Config {
     pub queue_poll: Duration,
     /// How often a node that is not the scheduler leader tries to become it (PostgreSQL).
     pub leader_retry: Duration,
+    /// Bounds on pending + processing screenshot jobs (None = unbounded).
+    pub queue_max_pending: Option<i64>,
+    pub queue_max_pending_per_account: Option<i64>,
     pub shutdown_grace: Duration,
     pub max_upload_bytes: usize,
     pub roles: Roles,
@@ -169,6 +174,33 @@ fn parse_bool(var: &str, s: &str) -> Result<bool, ConfigError> {
     }
 }
 
+/// Parse a memory size: `2GB`, `512MB`, `1.5GiB`, `800M`, a bare number of bytes. Units are
+/// binary (`1MB` = 1024 × 1024 bytes), as for most memory limits. `0` or `off`: None.
+pub fn parse_size(s: &str) -> Result<Option<u64>, String> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("off") || s == "0" {
+        return Ok(None);
+    }
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&s[..i], s[i..].trim()),
+        None => (s, ""),
+    };
+    let n: f64 = num.parse().map_err(|_| format!("'{s}' is not a size like 2GB or 512MB"))?;
+    let scale: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        _ => return Err(format!("'{s}' has an unknown unit (use KB, MB, GB)")),
+    };
+    let bytes = n * scale as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("'{s}' is not a valid size"));
+    }
+    Ok(if bytes == 0.0 { None } else { Some(bytes as u64) })
+}
+
 /// Every setting this version reads (for the defaults file, docs and unknown-key checks).
 pub const KEYS: &[&str] = &[
     "CAPTURE_LISTEN",
@@ -186,6 +218,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_WORKER_CONCURRENCY",
     "CAPTURE_BROWSERS",
     "CAPTURE_BROWSER_RECYCLE_AFTER",
+    "CAPTURE_BROWSER_MAX_MEMORY",
     "CAPTURE_ALLOW_PRIVATE_NETWORKS",
     "CAPTURE_WEBHOOK_ALLOW_HTTP",
     "CAPTURE_ADMIN_EMAILS",
@@ -199,6 +232,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_QUEUE_LEASE",
     "CAPTURE_QUEUE_POLL",
     "CAPTURE_LEADER_RETRY",
+    "CAPTURE_QUEUE_MAX_PENDING",
+    "CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT",
     "CAPTURE_SHUTDOWN_GRACE",
     "CAPTURE_MAX_UPLOAD_BYTES",
     "CAPTURE_ROLES",
@@ -374,6 +409,16 @@ impl Config {
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
         let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;
         let browser_recycle_after = num("CAPTURE_BROWSER_RECYCLE_AFTER", 500, 1, 1_000_000)?;
+        let browser_max_memory = {
+            const VAR: &str = "CAPTURE_BROWSER_MAX_MEMORY";
+            let v = get(VAR).unwrap_or_else(|| "2GB".into());
+            let size = parse_size(&v).map_err(|e| err(VAR, e))?;
+            // Far below what an idle browser uses: most likely a unit left out ("2048").
+            if size.is_some_and(|b| b < 16 << 20) {
+                return Err(err(VAR, format!("'{v}' is below 16MB (write a unit: 2GB, 512MB; or off)")));
+            }
+            size
+        };
         let allow_private_networks =
             parse_bool("CAPTURE_ALLOW_PRIVATE_NETWORKS", &get("CAPTURE_ALLOW_PRIVATE_NETWORKS").unwrap_or_default())?;
         let webhook_allow_http =
@@ -427,6 +472,16 @@ impl Config {
         if leader_retry < Duration::from_millis(100) || leader_retry > Duration::from_secs(3600) {
             return Err(err("CAPTURE_LEADER_RETRY", "must be between 100ms and 1h"));
         }
+        // 0 or off: unbounded.
+        let bound = |k: &str, def: u64| -> Result<Option<i64>, ConfigError> {
+            let n = match get(k) {
+                Some(v) if v.eq_ignore_ascii_case("off") => 0,
+                _ => num(k, def, 0, 100_000_000)?,
+            };
+            Ok((n > 0).then_some(n as i64))
+        };
+        let queue_max_pending = bound("CAPTURE_QUEUE_MAX_PENDING", 10_000)?;
+        let queue_max_pending_per_account = bound("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", 500)?;
         let shutdown_grace = dur("CAPTURE_SHUTDOWN_GRACE", "25s")?;
         let max_upload_bytes = num("CAPTURE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, 1024, 1 << 30)? as usize;
         let roles = match get("CAPTURE_ROLES") {
@@ -445,6 +500,7 @@ impl Config {
             worker_concurrency,
             browsers,
             browser_recycle_after,
+            browser_max_memory,
             allow_private_networks,
             webhook_allow_http,
             admin_emails,
@@ -458,6 +514,8 @@ impl Config {
             queue_lease,
             queue_poll,
             leader_retry,
+            queue_max_pending,
+            queue_max_pending_per_account,
             shutdown_grace,
             max_upload_bytes,
             roles,
@@ -493,6 +551,11 @@ impl Config {
             }
         }
         Config::from_map(&m)
+    }
+
+    /// The queue bounds as the store checks them.
+    pub fn queue_limits(&self) -> capture_store::QueueLimits {
+        capture_store::QueueLimits { per_account: self.queue_max_pending_per_account, global: self.queue_max_pending }
     }
 
     /// Is this e-mail an administrator (unlimited)?
@@ -547,6 +610,11 @@ mod tests {
             ("CAPTURE_QUEUE_POLL", "0s"),
             ("CAPTURE_QUEUE_POLL", "often"),
             ("CAPTURE_LEADER_RETRY", "10ms"),
+            ("CAPTURE_BROWSER_MAX_MEMORY", "lots"),
+            ("CAPTURE_BROWSER_MAX_MEMORY", "2048"),
+            ("CAPTURE_BROWSER_MAX_MEMORY", "2PB"),
+            ("CAPTURE_QUEUE_MAX_PENDING", "-1"),
+            ("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "many"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.var, k, "{v}");
@@ -617,6 +685,37 @@ mod tests {
             all.extend_from_slice(pairs);
             assert_eq!(cfg(&all).unwrap_err().var, var, "{pairs:?}");
         }
+    }
+
+    #[test]
+    fn back_pressure_settings() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.queue_max_pending, Some(10_000));
+        assert_eq!(c.queue_max_pending_per_account, Some(500));
+        assert_eq!(c.browser_max_memory, Some(2 << 30));
+        let c = cfg(&[
+            ("CAPTURE_QUEUE_MAX_PENDING", "0"),
+            ("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "25"),
+            ("CAPTURE_BROWSER_MAX_MEMORY", "off"),
+        ])
+        .unwrap();
+        assert_eq!((c.queue_max_pending, c.queue_max_pending_per_account), (None, Some(25)));
+        assert_eq!(c.browser_max_memory, None);
+        let c = cfg(&[("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "off"), ("CAPTURE_BROWSER_MAX_MEMORY", "0")]).unwrap();
+        assert_eq!((c.queue_max_pending_per_account, c.browser_max_memory), (None, None));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("2GB").unwrap(), Some(2 << 30));
+        assert_eq!(parse_size("512MB").unwrap(), Some(512 << 20));
+        assert_eq!(parse_size("512 mib").unwrap(), Some(512 << 20));
+        assert_eq!(parse_size("1.5G").unwrap(), Some(3 << 29));
+        assert_eq!(parse_size("4096").unwrap(), Some(4096));
+        assert_eq!(parse_size("0").unwrap(), None);
+        assert_eq!(parse_size("OFF").unwrap(), None);
+        assert!(parse_size("2 parsecs").is_err());
+        assert!(parse_size("MB").is_err());
     }
 
     #[test]

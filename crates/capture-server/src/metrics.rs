@@ -1,12 +1,16 @@
 //! Prometheus metrics kept in memory: HTTP requests by route and status, capture time
-//! histogram, capture outcomes. Jobs by status, queue depth and browser restarts are
-//! read at scrape time. `capture_scheduler_leader` says whether this process runs the
-//! scheduler now (one node at a time on PostgreSQL).
+//! histogram, capture outcomes, jobs refused by back-pressure. Jobs and tasks by status,
+//! queue depth, browser restarts and browser memory are read at scrape time.
+//! `capture_scheduler_leader` says whether this process runs the scheduler now (one node
+//! at a time on PostgreSQL).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use capture_browser::PoolStats;
+use capture_store::{QueueLimits, QueueScope};
 
 /// Upper bounds (seconds) of the capture-time histogram.
 const BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
@@ -22,6 +26,21 @@ pub struct Metrics {
     captures_failed: AtomicU64,
     capture_retries: AtomicU64,
     scheduler_leader: AtomicBool,
+    refused_account: AtomicU64,
+    refused_global: AtomicU64,
+}
+
+/// What `/metrics` reads at scrape time.
+pub struct Scrape<'a> {
+    /// Screenshot jobs by status.
+    pub jobs_by_status: &'a [(String, i64)],
+    /// Queued and running tasks: `(kind, status, count)`.
+    pub tasks_by_status: &'a [(String, String, i64)],
+    /// Queued tasks of every kind.
+    pub queue_depth: i64,
+    pub queue_limits: QueueLimits,
+    /// The browser pool (worker role).
+    pub browser: Option<PoolStats>,
 }
 
 impl Metrics {
@@ -62,27 +81,70 @@ impl Metrics {
         self.scheduler_leader.load(Ordering::Relaxed)
     }
 
+    /// Count a job refused because the queue (the account's share or all of it) is full.
+    pub fn queue_refused(&self, scope: QueueScope) {
+        match scope {
+            QueueScope::Account => &self.refused_account,
+            QueueScope::Global => &self.refused_global,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Render the text exposition format.
-    pub fn render(&self, jobs_by_status: &[(String, i64)], queue_depth: i64, browser_restarts: u64) -> String {
+    pub fn render(&self, now: &Scrape<'_>) -> String {
         let mut s = String::new();
         s.push_str("# HELP capture_jobs Screenshot jobs by status.\n# TYPE capture_jobs gauge\n");
         for st in ["pending", "processing", "done", "failed"] {
-            let n = jobs_by_status.iter().find(|(k, _)| k == st).map_or(0, |(_, n)| *n);
+            let n = now.jobs_by_status.iter().find(|(k, _)| k == st).map_or(0, |(_, n)| *n);
             let _ = writeln!(s, "capture_jobs{{status=\"{st}\"}} {n}");
         }
         let _ = writeln!(
             s,
-            "# HELP capture_queue_depth Tasks waiting for a worker.\n# TYPE capture_queue_depth gauge\ncapture_queue_depth {queue_depth}"
-        );
-        let _ = writeln!(
-            s,
-            "# HELP capture_browser_restarts_total Browser processes restarted (crash or recycle).\n# TYPE capture_browser_restarts_total counter\ncapture_browser_restarts_total {browser_restarts}"
+            "# HELP capture_queue_depth Tasks waiting for a worker.\n# TYPE capture_queue_depth gauge\ncapture_queue_depth {}",
+            now.queue_depth
         );
         let _ = writeln!(
             s,
             "# HELP capture_scheduler_leader 1 when this process runs the scheduler (one leader at a time).\n# TYPE capture_scheduler_leader gauge\ncapture_scheduler_leader {}",
             u8::from(self.is_scheduler_leader())
         );
+        s.push_str("# HELP capture_queue_tasks Tasks in the queue by kind and status (queued: waiting; running: claimed by a worker).\n# TYPE capture_queue_tasks gauge\n");
+        let mut tasks: Vec<(&str, &str, i64)> = vec![("screenshot", "queued", 0), ("screenshot", "running", 0)];
+        for (kind, status, n) in now.tasks_by_status {
+            match tasks.iter_mut().find(|(k, st, _)| k == kind && st == status) {
+                Some(t) => t.2 = *n,
+                None => tasks.push((kind, status, *n)),
+            }
+        }
+        for (kind, status, n) in tasks {
+            let _ = writeln!(s, "capture_queue_tasks{{kind=\"{kind}\",status=\"{status}\"}} {n}");
+        }
+        s.push_str("# HELP capture_queue_max_pending Bound on pending + processing screenshot jobs (0: unbounded).\n# TYPE capture_queue_max_pending gauge\n");
+        for (scope, limit) in [("global", now.queue_limits.global), ("account", now.queue_limits.per_account)] {
+            let _ = writeln!(s, "capture_queue_max_pending{{scope=\"{scope}\"}} {}", limit.unwrap_or(0));
+        }
+        s.push_str("# HELP capture_queue_refused_total Jobs refused because the queue was full (account: 429 QUEUE_FULL; global: 503).\n# TYPE capture_queue_refused_total counter\n");
+        for (scope, n) in [("account", &self.refused_account), ("global", &self.refused_global)] {
+            let _ = writeln!(s, "capture_queue_refused_total{{scope=\"{scope}\"}} {}", n.load(Ordering::Relaxed));
+        }
+        s.push_str("# HELP capture_browser_restarts_total Browser processes restarted, by reason (crash, recycle, memory, health).\n# TYPE capture_browser_restarts_total counter\n");
+        for reason in capture_browser::RestartReason::ALL {
+            let n = now.browser.as_ref().map_or(0, |b| b.restarts(reason));
+            let _ = writeln!(s, "capture_browser_restarts_total{{reason=\"{}\"}} {n}", reason.as_str());
+        }
+        if let Some(b) = &now.browser {
+            s.push_str("# HELP capture_browser_memory_bytes Memory of each browser's process tree (sum of PSS, else RSS), sampled every 2 s.\n# TYPE capture_browser_memory_bytes gauge\n");
+            for (slot, bytes) in b.memory.iter().enumerate() {
+                if let Some(bytes) = bytes {
+                    let _ = writeln!(s, "capture_browser_memory_bytes{{browser=\"{slot}\"}} {bytes}");
+                }
+            }
+            let _ = writeln!(
+                s,
+                "# HELP capture_browser_memory_limit_bytes CAPTURE_BROWSER_MAX_MEMORY (0: off).\n# TYPE capture_browser_memory_limit_bytes gauge\ncapture_browser_memory_limit_bytes {}",
+                b.memory_limit.unwrap_or(0)
+            );
+        }
         s.push_str("# HELP capture_capture_seconds Time to capture a page, browser work and storage.\n# TYPE capture_capture_seconds histogram\n");
         for (i, b) in BUCKETS.iter().enumerate() {
             let _ = writeln!(

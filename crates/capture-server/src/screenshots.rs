@@ -13,7 +13,9 @@ use axum::{Extension, Json, Router};
 use capture_core::options::CaptureOptions;
 use capture_core::time::{iso, now_ms, parse_iso};
 use capture_core::{ErrorCode, FieldError, ids};
-use capture_store::{IdemBegin, NewScreenshot, ScreenshotDone, ScreenshotRow};
+use capture_store::{
+    IdemBegin, NewScreenshot, QueueFull, QueueLimits, QueueScope, Refused, ScreenshotDone, ScreenshotRow,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -91,7 +93,40 @@ fn quota_error(a: &Account, used: i64) -> ApiError {
     e
 }
 
-/// Create a capture job (quota reserved atomically). Returns the job and usage after it.
+/// `Retry-After` (seconds) of a refusal because the account's jobs fill its share of the queue.
+pub const QUEUE_FULL_RETRY_ACCOUNT: u64 = 5;
+/// `Retry-After` (seconds) of a refusal because the whole queue is full.
+pub const QUEUE_FULL_RETRY_GLOBAL: u64 = 10;
+
+/// Back-pressure: the account's share of the queue (429 `QUEUE_FULL`) or the whole queue
+/// (503 `SERVICE_UNAVAILABLE`) is full. Both are transient and carry `Retry-After`. The
+/// global refusal does not tell one tenant how busy the others keep the service.
+fn queue_full_error(state: &AppState, q: QueueFull) -> ApiError {
+    state.metrics.queue_refused(q.scope);
+    match q.scope {
+        QueueScope::Account => ApiError::new(
+            ErrorCode::QueueFull,
+            format!(
+                "{} of your jobs are waiting for or in capture, the most allowed at once; retry in {} seconds",
+                q.pending, QUEUE_FULL_RETRY_ACCOUNT
+            ),
+        )
+        .details(json!({"pending": q.pending, "limit": q.limit, "scope": "account"}))
+        .header(header::RETRY_AFTER, QUEUE_FULL_RETRY_ACCOUNT.to_string()),
+        QueueScope::Global => ApiError::new(
+            ErrorCode::ServiceUnavailable,
+            format!(
+                "the capture queue is full (workers are not keeping up); retry in {} seconds",
+                QUEUE_FULL_RETRY_GLOBAL
+            ),
+        )
+        .details(json!({"reason": "queue_full", "scope": "global"}))
+        .header(header::RETRY_AFTER, QUEUE_FULL_RETRY_GLOBAL.to_string()),
+    }
+}
+
+/// Create a capture job (quota reserved and queue bounds checked atomically). Returns the
+/// job and usage after it.
 pub async fn create_job(
     state: &AppState,
     account: &Account,
@@ -116,6 +151,7 @@ pub async fn create_job(
         now,
         done: None,
         task_payload: serde_json::to_string(&payload).map_err(ApiError::internal)?,
+        queue_limits: state.cfg.queue_limits(),
     };
     match state.store.create_screenshot(&n).await? {
         Ok((row, used)) => {
@@ -123,7 +159,8 @@ pub async fn create_job(
             state.job_changed(&row.id);
             Ok((row, used))
         }
-        Err(q) => Err(quota_error(account, q.used)),
+        Err(Refused::Quota(q)) => Err(quota_error(account, q.used)),
+        Err(Refused::QueueFull(q)) => Err(queue_full_error(state, q)),
     }
 }
 
@@ -208,7 +245,9 @@ fn with_usage(mut r: Response, used: i64) -> Response {
 #[utoipa::path(post, path = "/v1/screenshot", tag = "screenshots", request_body = crate::docs::ScreenshotRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "[A-Za-z0-9_-]{8,128}; replays the first response for 24 h")),
     responses((status = 202, body = crate::docs::Job), (status = 400, body = crate::docs::ErrorBody), (status = 401, body = crate::docs::ErrorBody),
-    (status = 409, body = crate::docs::ErrorBody), (status = 422, body = crate::docs::ErrorBody), (status = 429, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+    (status = 409, body = crate::docs::ErrorBody), (status = 422, body = crate::docs::ErrorBody),
+    (status = 429, body = crate::docs::ErrorBody, description = "PLAN_QUOTA_EXCEEDED, or QUEUE_FULL: too many of the account's jobs wait; Retry-After"),
+    (status = 503, body = crate::docs::ErrorBody, description = "SERVICE_UNAVAILABLE: the whole queue is full; Retry-After")), security(("api_key" = [])))]
 /// Create a capture job.
 pub async fn create(
     State(state): State<AppState>,
@@ -471,7 +510,8 @@ async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
 
 #[utoipa::path(post, path = "/v1/screenshot/upload", tag = "screenshots", request_body(content_type = "multipart/form-data", description = "`file` (PNG, JPEG, WebP, PDF or HTML) plus capture options as fields for HTML"),
     responses((status = 201, description = "image or PDF stored as a done job", body = crate::docs::Job), (status = 202, description = "HTML queued for rendering", body = crate::docs::Job),
-    (status = 400, body = crate::docs::ErrorBody), (status = 413, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+    (status = 400, body = crate::docs::ErrorBody), (status = 413, body = crate::docs::ErrorBody), (status = 429, body = crate::docs::ErrorBody),
+    (status = 503, body = crate::docs::ErrorBody, description = "HTML only: the whole queue is full")), security(("api_key" = [])))]
 /// Upload a file as a job.
 pub async fn upload(
     State(state): State<AppState>,
@@ -590,13 +630,16 @@ pub async fn upload(
                 height,
             }),
             task_payload: String::new(),
+            // Done at once: nothing waits in the queue.
+            queue_limits: QueueLimits::default(),
         };
         match state.store.create_screenshot(&n).await? {
             Ok((row, used)) => {
                 state.job_changed(&row.id);
                 Ok((StatusCode::CREATED, job_json(&state, &row).await, used))
             }
-            Err(q) => Err(quota_error(&account, q.used)),
+            Err(Refused::Quota(q)) => Err(quota_error(&account, q.used)),
+            Err(Refused::QueueFull(q)) => Err(queue_full_error(&state, q)),
         }
     })
     .await

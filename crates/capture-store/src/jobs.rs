@@ -4,6 +4,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
+use crate::admission::{self, QueueFull, QueueLimits};
 use crate::db::{Result, Store};
 
 /// A screenshot job row.
@@ -50,6 +51,8 @@ pub struct NewScreenshot {
     pub done: Option<ScreenshotDone>,
     /// Task payload for queued jobs.
     pub task_payload: String,
+    /// Bounds on jobs waiting for or in capture (queued jobs only; uploads are done at once).
+    pub queue_limits: QueueLimits,
 }
 
 /// The result fields of a finished job.
@@ -67,6 +70,27 @@ pub struct ScreenshotDone {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuotaExceeded {
     pub used: i64,
+}
+
+/// Why a job was not created: nothing was written (no action used, no task queued).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The monthly action cap would be passed.
+    Quota(QuotaExceeded),
+    /// Too many jobs are waiting for or in capture (the account's or everyone's).
+    QueueFull(QueueFull),
+}
+
+impl From<QuotaExceeded> for Refused {
+    fn from(q: QuotaExceeded) -> Self {
+        Refused::Quota(q)
+    }
+}
+
+impl From<QueueFull> for Refused {
+    fn from(q: QueueFull) -> Self {
+        Refused::QueueFull(q)
+    }
 }
 
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
@@ -178,13 +202,19 @@ pub(crate) async fn reserve(
 }
 
 impl Store {
-    /// Create a job: reserve its actions against the cap, insert the job, queue its task
-    /// (or record it done for uploads) and its first event — one transaction.
+    /// Create a job: reserve its actions against the cap, check the queue bounds (queued
+    /// jobs), insert the job, queue its task (or record it done for uploads) and its first
+    /// event — one transaction. A refusal writes nothing.
     pub async fn create_screenshot(
         &self,
         n: &NewScreenshot,
-    ) -> Result<std::result::Result<(ScreenshotRow, i64), QuotaExceeded>> {
+    ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
+        let queued = n.done.is_none();
+        let limits = if queued { n.queue_limits } else { QueueLimits::default() };
+        if limits.per_account.is_some() {
+            admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
+        }
         let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
         let used =
             match reserve(&mut tx, &n.user_id, n.key_id.as_deref(), op, &n.id, n.actions, &n.month, n.limit, n.now)
@@ -193,9 +223,18 @@ impl Store {
                 Ok(used) => used,
                 Err(q) => {
                     tx.rollback().await?;
-                    return Ok(Err(q));
+                    return Ok(Err(q.into()));
                 }
             };
+        // The quota comes first: a client out of actions learns that, not "retry later".
+        let admitted = match admission::check_account(&mut tx, &n.user_id, limits.per_account).await? {
+            Ok(()) => admission::check_global_early(&mut tx, limits.global).await?,
+            full => full,
+        };
+        if let Err(full) = admitted {
+            tx.rollback().await?;
+            return Ok(Err(full.into()));
+        }
         if let Some(limit) = n.limit {
             crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }
@@ -238,6 +277,11 @@ impl Store {
                 .bind(n.key_id.clone())
                 .execute(&mut *tx)
                 .await?;
+        }
+        // Last, so the global lock (PostgreSQL) is held only for one count and the commit.
+        if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
+            tx.rollback().await?;
+            return Ok(Err(full.into()));
         }
         tx.commit().await?;
         let row = self.screenshot(&n.id).await?.ok_or(crate::StoreError::NotFound)?;

@@ -15,6 +15,7 @@ macro_rules! sqlf {
     };
 }
 
+mod admission;
 mod authver;
 mod db;
 mod idempotency;
@@ -28,10 +29,11 @@ mod users;
 mod web_store;
 mod webhooks;
 
+pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::IdemBegin;
-pub use jobs::{NewScreenshot, QuotaExceeded, ScreenshotDone, ScreenshotRow};
+pub use jobs::{NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,

@@ -215,6 +215,16 @@ CREATE INDEX oauth_tokens_family ON oauth_tokens(family_id);
 CREATE INDEX oauth_tokens_user ON oauth_tokens(user_id)
 "#,
     ),
+    (
+        4,
+        "back-pressure: index of the jobs waiting for or in capture",
+        // Partial, so counting an account's (or everyone's) active jobs at each create reads
+        // only those, however many finished jobs there are. The predicate is written exactly
+        // as the queries write it (admission.rs), which SQLite needs to use the index.
+        r#"
+CREATE INDEX screenshots_active ON screenshots(user_id) WHERE status IN ('pending', 'processing')
+"#,
+    ),
 ];
 
 impl Store {

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    ApiKeyRow, IdemBegin, Listener, NewScreenshot, QuotaExceeded, SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store,
-    StoreError, User, Wakeup,
+    ApiKeyRow, IdemBegin, Listener, NewScreenshot, QueueFull, QueueLimits, QueueScope, QuotaExceeded, Refused,
+    SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store, StoreError, User, Wakeup,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
@@ -226,6 +226,8 @@ on_both_backends! {
     screenshot_of_hides_other_users_jobs => screenshot_of_hides_other_users_jobs_sqlite, screenshot_of_hides_other_users_jobs_postgres;
     notifications_reach_listeners_when_changes_commit_and_never_on_rollback => notifications_reach_listeners_when_changes_commit_and_never_on_rollback_sqlite, notifications_reach_listeners_when_changes_commit_and_never_on_rollback_postgres;
     one_process_leads_at_a_time_and_another_takes_over => one_process_leads_at_a_time_and_another_takes_over_sqlite, one_process_leads_at_a_time_and_another_takes_over_postgres;
+    account_queue_bound_admits_exactly_the_limit_under_concurrency => account_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, account_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
+    global_queue_bound_admits_exactly_the_limit_under_concurrency => global_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, global_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -279,6 +281,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         reset_at: "2026-12-01T00:00:00.000Z".into(),
         now,
         done: None,
+        queue_limits: QueueLimits::default(),
     }
 }
 
@@ -536,10 +539,11 @@ async fn quota_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
                 assert_eq!(row.status, "pending");
                 admitted.push(used);
             }
-            Err(QuotaExceeded { used }) => {
+            Err(Refused::Quota(QuotaExceeded { used })) => {
                 assert_eq!(used, 5, "a refusal reports the usage at the cap");
                 refused += 1;
             }
+            Err(other) => panic!("unexpected refusal {other:?}"),
         }
     }
     admitted.sort_unstable();
@@ -557,7 +561,7 @@ async fn quota_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
 
     // And the next one is refused too.
     let next = store.create_screenshot(&job(&alice, None, T0, Some(5))).await.unwrap();
-    assert_eq!(next.unwrap_err(), QuotaExceeded { used: 5 });
+    assert_eq!(next.unwrap_err(), QuotaExceeded { used: 5 }.into());
 }
 
 async fn quota_counts_actions_not_jobs(ctx: Ctx) {
@@ -570,7 +574,7 @@ async fn quota_counts_actions_not_jobs(ctx: Ctx) {
 
     let mut another = job(&alice, None, T0, Some(5));
     another.actions = 3;
-    assert_eq!(store.create_screenshot(&another).await.unwrap(), Err(QuotaExceeded { used: 3 }));
+    assert_eq!(store.create_screenshot(&another).await.unwrap(), Err(QuotaExceeded { used: 3 }.into()));
     assert_eq!(store.screenshot(&another.id).await.unwrap(), None);
 
     let mut two = job(&alice, None, T0, Some(5));
@@ -606,7 +610,7 @@ async fn unlimited_plan_is_never_refused(ctx: Ctx) {
 
     // A limit applies to the call that carries it (e.g. after a plan change).
     let capped = store.create_screenshot(&job(&admin, None, T0, Some(10))).await.unwrap();
-    assert_eq!(capped, Err(QuotaExceeded { used: 50 }));
+    assert_eq!(capped, Err(QuotaExceeded { used: 50 }.into()));
     assert!(store.create_screenshot(&job(&admin, None, T0, None)).await.unwrap().is_ok());
     assert_eq!(store.month_usage(&admin.id, MONTH).await.unwrap(), 51);
 }
@@ -620,7 +624,7 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
         jobs.push(create(store, &job(&alice, Some(&key.id), T0 + i, Some(5))).await);
     }
     let refused = store.create_screenshot(&job(&alice, Some(&key.id), T0 + 10, Some(5))).await;
-    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }));
+    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }.into()));
 
     let task = store.claim("screenshot", "w1", T0 + 20, 60_000).await.unwrap().unwrap();
     assert_eq!(task.subject_id, jobs[0].id, "oldest first");
@@ -661,7 +665,7 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
         .expect("accepted after the refund");
     assert_eq!(used, 5);
     let refused = store.create_screenshot(&job(&alice, Some(&key.id), T0 + 60, Some(5))).await;
-    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }));
+    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }.into()));
     assert_eq!(store.authenticate(&hash, MONTH).await.unwrap().unwrap().used, 5);
 }
 
@@ -1275,4 +1279,130 @@ async fn one_process_leads_at_a_time_and_another_takes_over(ctx: Ctx) {
     a.release().await;
     b.release().await;
     let _ = admin.close().await;
+}
+
+/// Run `jobs` as concurrent creates; returns the accepted rows and the refusals.
+async fn create_concurrently(store: &Store, jobs: Vec<NewScreenshot>) -> (Vec<ScreenshotRow>, Vec<Refused>) {
+    let calls: Vec<_> = jobs
+        .into_iter()
+        .map(|n| {
+            let store = store.clone();
+            tokio::spawn(async move { store.create_screenshot(&n).await })
+        })
+        .collect();
+    let (mut accepted, mut refused) = (Vec::new(), Vec::new());
+    for call in calls {
+        match call.await.unwrap().expect("create_screenshot") {
+            Ok((row, _)) => accepted.push(row),
+            Err(r) => refused.push(r),
+        }
+    }
+    (accepted, refused)
+}
+
+/// A queued job of `user` under `limits`, within a monthly cap of 100.
+fn bounded_job(user: &User, now: i64, limits: QueueLimits) -> NewScreenshot {
+    let mut n = job(user, None, now, Some(100));
+    n.queue_limits = limits;
+    n
+}
+
+async fn account_queue_bound_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let limits = QueueLimits { per_account: Some(5), global: None };
+    let full = Refused::QueueFull(QueueFull { scope: QueueScope::Account, pending: 5, limit: 5 });
+
+    let (accepted, refused) =
+        create_concurrently(store, (0..20).map(|i| bounded_job(&alice, T0 + i, limits)).collect()).await;
+    assert_eq!(accepted.len(), 5);
+    assert_eq!(refused, vec![full; 15]);
+    // Refusals wrote nothing: no action used, no job, no task.
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 5);
+    assert_eq!(store.list_screenshots(&alice.id, None, 100).await.unwrap().len(), 5);
+    assert_eq!(store.queue_depth().await.unwrap(), 5);
+    assert_eq!(store.tasks_by_status().await.unwrap(), vec![("screenshot".to_string(), "queued".to_string(), 5)]);
+
+    // Each account has its own bound (bob's job is due later than every claim below).
+    create(store, &bounded_job(&bob, T0 + 10_000, limits)).await;
+
+    // A job in capture still takes its place; a finished one frees it.
+    let t = store.claim("screenshot", "w1", T0 + 100, 60_000).await.unwrap().unwrap();
+    assert!(store.mark_processing(&t.subject_id, T0 + 100).await.unwrap());
+    assert_eq!(store.create_screenshot(&bounded_job(&alice, T0 + 101, limits)).await.unwrap().unwrap_err(), full);
+    let done = &done_fields("a");
+    assert!(
+        store.complete_screenshot(&t.id, "w1", &t.subject_id, done, &serde_json::json!({}), T0 + 200).await.unwrap()
+    );
+    create(store, &bounded_job(&alice, T0 + 201, limits)).await;
+    assert_eq!(store.create_screenshot(&bounded_job(&alice, T0 + 202, limits)).await.unwrap().unwrap_err(), full);
+
+    // So does a failed one.
+    let t = store.claim("screenshot", "w1", T0 + 300, 60_000).await.unwrap().unwrap();
+    assert!(store.fail_screenshot(&t.id, "w1", &t.subject_id, "net::ERR_FAILED", T0 + 301).await.unwrap());
+    create(store, &bounded_job(&alice, T0 + 302, limits)).await;
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 6, "5 + 1 done + 1 new - 1 refunded");
+
+    // Uploads are done at once: never bounded.
+    let mut upload = bounded_job(&alice, T0 + 400, limits);
+    upload.done = Some(done_fields("upload"));
+    create(store, &upload).await;
+
+    // An account out of actions learns that first.
+    let mut broke = bounded_job(&alice, T0 + 500, limits);
+    broke.limit = Some(7);
+    assert_eq!(store.create_screenshot(&broke).await.unwrap().unwrap_err(), QuotaExceeded { used: 7 }.into());
+
+    // Creates that straddle a month boundary reserve in different monthly counters, yet
+    // the account's bound still holds.
+    let carol = new_user(store, "carol@example.com").await;
+    let straddling = (0..20)
+        .map(|i| {
+            let mut n = bounded_job(&carol, T0 + 20_000 + i, limits);
+            if i % 2 == 1 {
+                n.month = "2025-07".into();
+            }
+            n
+        })
+        .collect();
+    let (accepted, refused) = create_concurrently(store, straddling).await;
+    assert_eq!((accepted.len(), refused), (5, vec![full; 15]));
+}
+
+async fn global_queue_bound_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
+    let store = &ctx.store;
+    let mut users = Vec::new();
+    for i in 0..4 {
+        users.push(new_user(store, &format!("user{i}@example.com")).await);
+    }
+    let limits = QueueLimits { per_account: Some(100), global: Some(7) };
+    let full = Refused::QueueFull(QueueFull { scope: QueueScope::Global, pending: 7, limit: 7 });
+
+    let jobs = (0..20).map(|i| bounded_job(&users[i % 4], T0 + i as i64, limits)).collect();
+    let (accepted, refused) = create_concurrently(store, jobs).await;
+    assert_eq!(accepted.len(), 7);
+    assert_eq!(refused, vec![full; 13]);
+    let mut used = 0;
+    for u in &users {
+        used += store.month_usage(&u.id, MONTH).await.unwrap();
+    }
+    assert_eq!(used, 7, "refused jobs used no action");
+    assert_eq!(store.count_by_status().await.unwrap(), vec![("pending".to_string(), 7)]);
+    assert_eq!(store.queue_depth().await.unwrap(), 7);
+
+    // The global bound alone (no per-account bound) holds too, and a finished job frees a place.
+    let global_only = QueueLimits { per_account: None, global: Some(7) };
+    assert_eq!(
+        store.create_screenshot(&bounded_job(&users[0], T0 + 50, global_only)).await.unwrap().unwrap_err(),
+        full
+    );
+    let t = store.claim("screenshot", "w1", T0 + 100, 60_000).await.unwrap().unwrap();
+    let done = &done_fields("g");
+    assert!(
+        store.complete_screenshot(&t.id, "w1", &t.subject_id, done, &serde_json::json!({}), T0 + 101).await.unwrap()
+    );
+    let (accepted, refused) =
+        create_concurrently(store, (0..6).map(|i| bounded_job(&users[i % 4], T0 + 200, global_only)).collect()).await;
+    assert_eq!((accepted.len(), refused), (1, vec![full; 5]));
 }

@@ -21,6 +21,7 @@ pub fn config(work_dir: PathBuf, allow_private: bool) -> BrowserConfig {
         browsers: 2,
         pages_per_browser: 2,
         recycle_after: 1000,
+        memory_limit: None,
         allow_private_networks: allow_private,
         work_dir,
     }

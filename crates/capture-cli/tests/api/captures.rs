@@ -253,8 +253,9 @@ async fn a_crashed_tab_fails_its_job_after_retries_and_the_browser_goes_on() {
     let (_, bytes) = shot(&app, &key, json!({"url": site.url("/red"), "waitUntil": "load"})).await;
     assert_px(&decode(&bytes), 10, 10, [255, 0, 0]);
     let metrics = app.client.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    let restarts = metrics.lines().find(|l| l.starts_with("capture_browser_restarts_total")).unwrap_or("");
-    assert!(restarts.ends_with(" 0"), "no browser restart: {restarts}");
+    let restarts: Vec<&str> = metrics.lines().filter(|l| l.starts_with("capture_browser_restarts_total{")).collect();
+    assert_eq!(restarts.len(), 4, "one line per reason: {restarts:?}");
+    assert!(restarts.iter().all(|l| l.ends_with(" 0")), "no browser restart: {restarts:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -330,7 +331,18 @@ async fn a_stream_ends_with_timeout_after_the_maximum_duration() {
 
 /// Read an SSE stream to its end: `(event name, data)`; comments come back as `("ping", "")`.
 pub async fn read_sse(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, String)> {
-    let r = app.get(key, &format!("/v1/screenshot/{id}/stream")).await;
+    read_sse_at(&app.client, &app.base, key, id, limit).await
+}
+
+/// [`read_sse`] against any node at `base`.
+pub async fn read_sse_at(
+    client: &reqwest::Client,
+    base: &str,
+    key: &str,
+    id: &str,
+    limit: Duration,
+) -> Vec<(String, String)> {
+    let r = client.get(format!("{base}/v1/screenshot/{id}/stream")).bearer_auth(key).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     let mut stream = r.bytes_stream();

@@ -167,6 +167,11 @@ impl TestApp {
         format!("{}{path}", self.base)
     }
 
+    /// The database every node of this deployment uses.
+    pub fn database_url(&self) -> String {
+        self.env.iter().find(|(k, _)| k == "CAPTURE_DATABASE_URL").map(|(_, v)| v.clone()).unwrap()
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> reqwest::Response {
         self.client.get(self.url(path)).bearer_auth(key).send().await.unwrap()
     }

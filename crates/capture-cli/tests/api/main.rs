@@ -5,7 +5,9 @@
 mod helpers;
 
 mod api_errors;
+mod backpressure;
 mod captures;
+mod cluster;
 mod durability;
 mod nodes;
 mod quotas;

@@ -27,7 +27,7 @@ fn moto_program() -> Option<PathBuf> {
 
 /// The program, or `None` (and a loud notice) when it is not installed outside CI. In CI
 /// (`CI=true`) a missing server fails the test: it must never pass by skipping.
-fn require_moto() -> Option<PathBuf> {
+pub(crate) fn require_moto() -> Option<PathBuf> {
     if let Some(p) = moto_program() {
         return Some(p);
     }
@@ -45,15 +45,15 @@ fn require_moto() -> Option<PathBuf> {
 }
 
 /// A running `moto_server`, killed on drop.
-struct Moto {
+pub(crate) struct Moto {
     child: Option<Child>,
-    endpoint: String,
+    pub(crate) endpoint: String,
     http: reqwest::Client,
     log: tempfile::NamedTempFile,
 }
 
 impl Moto {
-    async fn start(program: &Path) -> Moto {
+    pub(crate) async fn start(program: &Path) -> Moto {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
         // A free port can be taken between our probe and the server's bind: try a few.
         for _ in 0..3 {
@@ -87,13 +87,13 @@ impl Moto {
     }
 
     /// Create a bucket (moto does not check signatures, so a plain PUT does).
-    async fn create_bucket(&self, bucket: &str) {
+    pub(crate) async fn create_bucket(&self, bucket: &str) {
         let r = self.http.put(format!("{}/{bucket}", self.endpoint)).send().await.unwrap();
         assert!(r.status().is_success(), "creating bucket {bucket}: {}", r.status());
     }
 
     /// The keys under `prefix`, through S3's own ListObjectsV2.
-    async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+    pub(crate) async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let mut url = url::Url::parse(&format!("{}/{bucket}", self.endpoint)).unwrap();
         url.query_pairs_mut().append_pair("list-type", "2").append_pair("prefix", prefix);
         let r = self.http.get(url).send().await.unwrap();
