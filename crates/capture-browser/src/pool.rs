@@ -317,7 +317,7 @@ impl BrowserPool {
     fn install(&self, slot: usize, inst: Arc<Instance>, restart: Option<RestartReason>) {
         let conn = inst.conn.clone();
         let id = inst.id;
-        inst.refill(self.cfg.pages_per_browser, *self.last_view.lock().unwrap());
+        inst.refill(self.spares_wanted(), *self.last_view.lock().unwrap());
         {
             let mut slots = self.slots.lock().unwrap();
             let s = &mut slots[slot];
@@ -479,6 +479,13 @@ impl BrowserPool {
         }
     }
 
+    /// Warm spare pages kept per browser: one per page slot, plus one, so a job that
+    /// follows another at once still finds a warm page while the next one is being set up
+    /// (setting one up takes about as long as a simple capture).
+    fn spares_wanted(&self) -> usize {
+        self.cfg.pages_per_browser + 1
+    }
+
     fn launch_error(&self) -> Option<String> {
         let slots = self.slots.lock().unwrap();
         if slots.iter().all(|s| s.browser.is_none()) { slots.iter().find_map(|s| s.last_error.clone()) } else { None }
@@ -507,7 +514,7 @@ impl BrowserPool {
         let spare_missing = spare.is_none();
         if spare_missing && !lease.draining {
             // Nothing warm left: start warming now rather than after this job.
-            lease.browser.refill(self.cfg.pages_per_browser, view);
+            lease.browser.refill(self.spares_wanted(), view);
         }
         let result = async {
             let prepared = match spare {
@@ -539,7 +546,7 @@ impl BrowserPool {
         // Warm the next page after this job, so it does not compete with it for CPU (not
         // on a browser that will be restarted: the memory guard may have drained it meanwhile).
         if !spare_missing && !lease.draining && !self.draining(lease.slot, lease.browser.id) {
-            lease.browser.refill(self.cfg.pages_per_browser, view);
+            lease.browser.refill(self.spares_wanted(), view);
         }
         drop(lease);
         result

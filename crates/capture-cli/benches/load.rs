@@ -2,7 +2,8 @@
 //!
 //! On PostgreSQL (a fresh database on `CAPTURE_TEST_PG_URL`'s server, dropped at the end)
 //! it starts one API node and 1, then 2, worker nodes (`--roles worker`, one browser and
-//! two pages each), all on loopback against a local page. For each set-up it submits
+//! two pages each), all on loopback against a local page. Each worker node is confined to a
+//! core of its own (`taskset`), so adding a worker adds a core, as adding a machine would. For each set-up it submits
 //! `BENCH_JOBS` (default 120) jobs as fast as 16 clients can, then waits for all of them,
 //! and reports: accepted requests/s on the API, captures/s (overall and per worker), and
 //! p50/p95 queue wait (accepted → a worker starts it) and capture time, from the jobs'
@@ -73,7 +74,11 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
         .to_string();
     let api = Node::start("api,scheduler", &envs);
     let base = api.base.clone().unwrap();
-    let ws: Vec<Node> = (0..workers).map(|_| Node::start("worker", &envs)).collect();
+    // Worker i runs on CPU i (when the machine has it): one core per worker node, as if
+    // each were a machine of its own; the API node and PostgreSQL float.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ws: Vec<Node> =
+        (0..workers).map(|i| Node::start_on("worker", &envs, (workers <= cores).then_some(i))).collect();
     let client = reqwest::Client::new();
     // Let the browsers start, and warm each worker up with a couple of jobs.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -184,7 +189,7 @@ async fn main() {
     let jobs: usize = std::env::var("BENCH_JOBS").ok().and_then(|v| v.parse().ok()).unwrap_or(120);
     let page = site().await;
     println!(
-        "load test: PostgreSQL, 1 API node, N worker nodes (1 browser, 2 pages each), {jobs} jobs per cell, {} cores",
+        "load test: PostgreSQL, 1 API node, N worker nodes (1 browser, 2 pages, 1 core each), {jobs} jobs per cell, {} cores",
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(

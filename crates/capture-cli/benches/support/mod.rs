@@ -70,7 +70,21 @@ impl Node {
     /// Start `capture serve --roles <roles>` with exactly `envs`; waits for the address
     /// line when the node serves HTTP (the api role).
     pub fn start(roles: &str, envs: &[(String, String)]) -> Node {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
+        Node::start_on(roles, envs, None)
+    }
+
+    /// [`Node::start`], confined to CPU `cpu` (with `taskset`; Chromium inherits it), so
+    /// that on one machine each such node stands for a machine of its own.
+    pub fn start_on(roles: &str, envs: &[(String, String)], cpu: Option<usize>) -> Node {
+        let mut cmd = match cpu {
+            Some(c) => {
+                let mut t = std::process::Command::new("taskset");
+                t.args(["-c", &c.to_string(), env!("CARGO_BIN_EXE_capture")]);
+                t
+            }
+            None => std::process::Command::new(env!("CARGO_BIN_EXE_capture")),
+        };
+        let mut child = cmd
             .args(["serve", "--roles", roles])
             .envs(envs.iter().cloned())
             .stdout(std::process::Stdio::piped())
