@@ -3,21 +3,17 @@
 //! website, PKCE, redirect URIs, single-use codes, refresh rotation with replay detection,
 //! revocation, audiences, and the 401 of `/mcp`.
 
+#[path = "api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use base64::Engine;
+use helpers::{Db, Opts, TestApp};
 use serde_json::{Value, json};
 use sha2::Digest;
-
-/// Which database a test runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Db {
-    Sqlite,
-    Postgres,
-}
 
 /// Run an `async fn(Db)` test on SQLite and on PostgreSQL.
 macro_rules! on_both {
@@ -45,78 +41,23 @@ on_both!(
     a_client_id_metadata_document_identifies_a_client_without_registration,
 );
 
-fn pg_admin_url() -> String {
-    std::env::var("CAPTURE_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
-}
-
-async fn pg_exec(sql: &str) {
-    use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let mut c = sqlx::AnyConnection::connect(&pg_admin_url())
-        .await
-        .expect("PostgreSQL must be reachable (CAPTURE_TEST_PG_URL)");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut c).await.unwrap();
-    let _ = c.close().await;
-}
-
 /// A running `capture serve` (api and scheduler roles) on a fresh SQLite file or a fresh
-/// PostgreSQL database.
+/// PostgreSQL database, with a client that does not follow redirects.
 struct App {
     base: String,
     http: reqwest::Client,
-    env: Vec<(String, String)>,
-    child: Child,
-    pg_db: Option<String>,
-    _tmp: tempfile::TempDir,
+    app: TestApp,
 }
 
 impl App {
     async fn spawn(db: Db) -> App {
-        let tmp = tempfile::tempdir().unwrap();
-        let (db_url, pg_db) = match db {
-            Db::Sqlite => (format!("sqlite://{}", tmp.path().join("capture.db").display()), None),
-            Db::Postgres => {
-                let name = format!("capture_oauth_{}", capture_core::ids::random_string(12).to_lowercase());
-                pg_exec(&format!("CREATE DATABASE {name}")).await;
-                let mut u = url::Url::parse(&pg_admin_url()).unwrap();
-                u.set_path(&format!("/{name}"));
-                (u.to_string(), Some(name))
-            }
-        };
-        let env: Vec<(String, String)> = vec![
-            ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
-            ("CAPTURE_DATA_DIR".into(), tmp.path().join("data").display().to_string()),
-            ("CAPTURE_DATABASE_URL".into(), db_url),
-            ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
-            ("CAPTURE_LOG".into(), "warn".into()),
-        ];
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_capture"));
-        cmd.args(["serve", "--roles", "api,scheduler"]).stdout(Stdio::piped()).stderr(Stdio::inherit());
-        for (k, v) in &env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("start capture");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stdout).lines();
-            if let Some(Ok(l)) = lines.next() {
-                let _ = tx.send(l);
-            }
-            for _ in lines {}
-        });
-        let line = tokio::task::spawn_blocking(move || rx.recv_timeout(Duration::from_secs(60)))
-            .await
-            .unwrap()
-            .expect("the service did not print its address in time");
-        let base = line.strip_prefix("listening on ").expect("address line").trim().to_string();
+        let app = TestApp::spawn(Opts::api(db)).await;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
-        App { base, http, env, child, pg_db, _tmp: tmp }
+        App { base: app.base.clone(), http, app }
     }
 
     fn url(&self, path: &str) -> String {
@@ -124,14 +65,7 @@ impl App {
     }
 
     fn cli(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_capture"));
-        cmd.args(args);
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "capture {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
+        self.app.cli(args)
     }
 
     /// A new account with a password, signed in on the website: returns (email, Cookie header).
@@ -283,21 +217,6 @@ impl App {
             req = req.bearer_auth(b);
         }
         req.send().await.unwrap()
-    }
-}
-
-impl Drop for App {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        if let Some(db) = self.pg_db.take() {
-            // Best effort; a leftover test database is harmless.
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                rt.block_on(pg_exec(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")));
-            })
-            .join();
-        }
     }
 }
 
