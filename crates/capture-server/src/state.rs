@@ -69,6 +69,13 @@ impl AppState {
         self.blobs.public_url(name).await
     }
 
+    /// The service's own URL of a stored file (`/files/NAME`, streamed from storage), which
+    /// never expires: for what is stored and sent later, like webhook events, where a
+    /// presigned URL could expire before a retry delivers it.
+    pub fn lasting_file_url(&self, name: &str) -> String {
+        format!("{}/files/{name}", self.base_url)
+    }
+
     /// Tell streams on this node (and idle workers) that a job changed.
     pub fn job_changed(&self, id: &str) {
         let _ = self.job_events.send(id.to_string());

@@ -245,7 +245,8 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             let event = serde_json::json!({
                 "screenshotId": job_id,
                 "url": job.url,
-                "publicUrl": state.file_url(&done.result_key).await,
+                // Stored and possibly retried for hours: never a presigned URL.
+                "publicUrl": state.lasting_file_url(&done.result_key),
                 "format": if opts.pdf { "pdf" } else { opts.format.as_str() },
                 "width": done.width,
                 "height": done.height,

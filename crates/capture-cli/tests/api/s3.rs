@@ -281,12 +281,16 @@ async fn capture_into_s3(moto: &Moto, site: &Site, mode: &str) -> TestApp {
             .env("CAPTURE_S3_ACCESS_KEY_ID", "AKIDTESTING")
             .env("CAPTURE_S3_SECRET_ACCESS_KEY", "moto-secret")
             .env("CAPTURE_STORAGE_PUBLIC_URLS", mode)
-            .env("CAPTURE_STORAGE_PRESIGN_TTL", "20m"),
+            .env("CAPTURE_STORAGE_PRESIGN_TTL", "20m")
+            .env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true"),
     )
     .await;
     let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["checks"]["storage"], "ok", "{ready}");
     let (_, key) = app.user_with_key("pro");
+    let hooks = crate::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let r = app.post_json(&key, "/v1/webhooks", &json!({"url": hooks.url, "events": ["screenshot.completed"]})).await;
+    assert_eq!(r.status(), 201);
 
     let job =
         app.create(&key, json!({"url": site.url("/red"), "waitUntil": "load", "width": 400, "height": 300})).await;
@@ -339,6 +343,14 @@ async fn capture_into_s3(moto: &Moto, site: &Site, mode: &str) -> TestApp {
     assert_eq!(r.bytes().await.unwrap().to_vec(), bytes);
     let r = app.client.get(app.url("/files/nothere123.png")).send().await.unwrap();
     assert_eq!(r.status(), 404);
+
+    // The webhook event, stored and possibly retried for hours, carries the service's own
+    // URL in either mode, never a presigned one that could expire first.
+    let got = hooks.wait_for(1, Duration::from_secs(30)).await;
+    let event: Value = serde_json::from_str(&got[0].body).unwrap();
+    let hooked = event["data"]["publicUrl"].as_str().unwrap();
+    assert_eq!(hooked, app.url(&format!("/files/{name}")), "{event}");
+    assert_eq!(app.fetch(hooked).await.2, bytes);
     app
 }
 
