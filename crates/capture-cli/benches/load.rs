@@ -5,7 +5,8 @@
 //! two pages each), all on loopback against a local page. Each worker node is confined to a
 //! core of its own (`taskset`), so adding a worker adds a core, as adding a machine would. For each set-up it submits
 //! `BENCH_JOBS` (default 120) jobs as fast as 16 clients can, then waits for all of them,
-//! and reports: accepted requests/s on the API, captures/s (overall and per worker), and
+//! and reports: accepted requests/s on the API (also with no worker at all, for the API
+//! node's own rate), captures/s (overall and per worker), and
 //! p50/p95 queue wait (accepted → a worker starts it) and capture time, from the jobs'
 //! own timestamps in the database. Bounded and loopback only.
 
@@ -129,6 +130,12 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
         ids.extend(h.await.unwrap());
     }
     let accepted = t0.elapsed();
+    if workers == 0 {
+        // The API alone: nothing runs the jobs.
+        drop(api);
+        pg_exec(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
+        return Cell { accepted_per_s: jobs as f64 / accepted.as_secs_f64(), captures_per_s: 0.0, wait: vec![], run: vec![] };
+    }
     wait_all(&client, &base, &key, &ids).await;
 
     // Timings from the database: accepted (created_at) → started_at → completed_at.
@@ -196,6 +203,9 @@ async fn main() {
         "{:<8} {:>12} {:>11} {:>12} {:>10} {:>10} {:>10} {:>10}",
         "workers", "accepted/s", "captures/s", "per worker", "wait p50", "wait p95", "run p50", "run p95"
     );
+    // The API node alone (no workers: jobs stay queued), for its own acceptance rate.
+    let c = cell(0, 4 * jobs, &page).await;
+    println!("{:<8} {:>12.0} {:>11} (API node and PostgreSQL alone, {} jobs)", 0, c.accepted_per_s, "-", 4 * jobs);
     let mut rates = Vec::new();
     for workers in [1usize, 2] {
         let mut c = cell(workers, jobs, &page).await;
