@@ -134,7 +134,12 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
         // The API alone: nothing runs the jobs.
         drop(api);
         pg_exec(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")).await;
-        return Cell { accepted_per_s: jobs as f64 / accepted.as_secs_f64(), captures_per_s: 0.0, wait: vec![], run: vec![] };
+        return Cell {
+            accepted_per_s: jobs as f64 / accepted.as_secs_f64(),
+            captures_per_s: 0.0,
+            wait: vec![],
+            run: vec![],
+        };
     }
     wait_all(&client, &base, &key, &ids).await;
 
