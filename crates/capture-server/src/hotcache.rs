@@ -2,8 +2,9 @@
 //! API key lookups, monthly usage for the rate-limit headers, and finished jobs.
 //!
 //! - Key lookups are trusted only while the store's [`AuthVersion`] is unchanged, so a
-//!   revocation or plan change (in this process, by the admin CLI on the same SQLite file,
-//!   or on another node via PostgreSQL NOTIFY) takes effect on the next call.
+//!   revocation or plan change (in this process, or by the admin CLI on the same SQLite
+//!   file) takes effect on the next call. On PostgreSQL there is no version (another node's
+//!   change could only be learnt a moment after it commits), so keys are looked up every time.
 //! - Usage feeds only the `X-RateLimit-*` headers: it is refreshed from the database at
 //!   most every [`USAGE_TTL`] and set directly when this process changes it. Quotas are
 //!   enforced in the database, never from this cache; the balance endpoint reads live.

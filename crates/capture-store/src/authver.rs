@@ -7,12 +7,12 @@
 //! - in this process, through an in-memory counter;
 //! - in other processes on the same SQLite file (the admin CLI), through a marker file
 //!   beside the database that is replaced on every change (one `stat` per check);
-//! - on PostgreSQL, every change sends a NOTIFY on `capture_auth` in its transaction, and
-//!   the process's [`crate::Listener`] counts them. While no listener is connected,
-//!   PostgreSQL lookups are not cacheable at all.
+//! - on PostgreSQL, never: other nodes learn of a change only when a notification arrives,
+//!   a moment after the commit, and a revoked key must fail on its very next call on every
+//!   node. So PostgreSQL lookups are not cacheable ([`Store::auth_version`] is None).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::db::{Backend, Store};
 
@@ -20,15 +20,12 @@ use crate::db::{Backend, Store};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuthVersion {
     local: u64,
-    remote: u64,
     file: Option<(u64, i64, i64)>,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct AuthState {
     local: AtomicU64,
-    remote: AtomicU64,
-    listener: AtomicBool,
     /// SQLite: the marker file beside the database (None for in-memory databases).
     marker: Option<PathBuf>,
 }
@@ -60,18 +57,13 @@ fn file_stamp(path: &PathBuf) -> Option<(u64, i64, i64)> {
 }
 
 impl Store {
-    /// The current auth version, or None when lookups must not be cached (PostgreSQL
-    /// without a connected change listener).
+    /// The current auth version, or None when lookups must not be cached (PostgreSQL).
     pub fn auth_version(&self) -> Option<AuthVersion> {
         let a = &self.auth;
-        if self.backend == Backend::Postgres && !a.listener.load(Ordering::SeqCst) {
+        if self.backend == Backend::Postgres {
             return None;
         }
-        Some(AuthVersion {
-            local: a.local.load(Ordering::SeqCst),
-            remote: a.remote.load(Ordering::SeqCst),
-            file: a.marker.as_ref().and_then(file_stamp),
-        })
+        Some(AuthVersion { local: a.local.load(Ordering::SeqCst), file: a.marker.as_ref().and_then(file_stamp) })
     }
 
     /// Record that keys or accounts changed (after the change committed).
@@ -88,20 +80,6 @@ impl Store {
                 tracing::warn!(error = %e, path = %marker.display(), "could not update the auth marker file");
             }
         }
-    }
-}
-
-impl AuthState {
-    /// A node changed keys or accounts (PostgreSQL NOTIFY).
-    pub(crate) fn changed_elsewhere(&self) {
-        self.remote.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Whether the change listener is connected (PostgreSQL). Any flip invalidates cached
-    /// lookups, since changes may have been missed while it was away.
-    pub(crate) fn set_listener(&self, connected: bool) {
-        self.remote.fetch_add(1, Ordering::SeqCst);
-        self.listener.store(connected, Ordering::SeqCst);
     }
 }
 

@@ -20,8 +20,6 @@ use crate::db::{PgUrl, Result, Store, StoreError};
 pub const WORK_CHANNEL: &str = "capture_work";
 /// Channel of "this job has a new status event" (payload: the job id).
 pub const JOB_CHANNEL: &str = "capture_job";
-/// Channel of "API keys or accounts changed": cached key lookups must be redone.
-pub const AUTH_CHANNEL: &str = "capture_auth";
 /// The advisory lock key whose holder runs the scheduler ("capture" in ASCII, then 1).
 pub const SCHEDULER_LOCK: i64 = 0x6361_7074_7572_6501;
 
@@ -57,8 +55,6 @@ pub enum Wakeup {
 /// reconnecting with backoff when the connection drops.
 pub struct Listener {
     url: PgUrl,
-    /// Told when the connection comes and goes and when keys change (see authver).
-    auth: std::sync::Arc<crate::authver::AuthState>,
     inner: Option<PgListener>,
     /// Failed connection attempts in a row (drives the backoff).
     failures: u32,
@@ -88,14 +84,13 @@ impl Listener {
             l.ignore_pool_close_event(true);
             // We reconnect ourselves, so the loss is logged and followed by a resync.
             l.eager_reconnect(false);
-            l.listen_all([WORK_CHANNEL, JOB_CHANNEL, AUTH_CHANNEL]).await?;
+            l.listen_all([WORK_CHANNEL, JOB_CHANNEL]).await?;
             Ok::<_, sqlx::Error>(l)
         };
         let l = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
             .map_err(|_| StoreError::Conflict("connecting the notification listener timed out".into()))??;
         self.inner = Some(l);
-        self.auth.set_listener(true);
         Ok(())
     }
 
@@ -127,17 +122,14 @@ impl Listener {
                 Ok(Some(n)) => match n.channel() {
                     WORK_CHANNEL => return Wakeup::Work(n.payload().to_string()),
                     JOB_CHANNEL => return Wakeup::Job(n.payload().to_string()),
-                    AUTH_CHANNEL => self.auth.changed_elsewhere(),
                     _ => {}
                 },
                 Ok(None) => {
                     tracing::warn!("notification listener lost its connection; reconnecting");
-                    self.auth.set_listener(false);
                     self.inner = None;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "notification listener failed; reconnecting");
-                    self.auth.set_listener(false);
                     self.inner = None;
                     self.failures += 1;
                 }
@@ -240,7 +232,7 @@ impl Store {
     /// A listener for the notifications of every node; None on SQLite. Not connected yet:
     /// [`Listener::connect`] (or the first [`Listener::recv`]) does that.
     pub fn listener(&self) -> Option<Listener> {
-        self.pg_url.clone().map(|url| Listener { url, auth: self.auth.clone(), inner: None, failures: 0 })
+        self.pg_url.clone().map(|url| Listener { url, inner: None, failures: 0 })
     }
 
     /// The advisory lock `key` (see [`SCHEDULER_LOCK`]), not taken yet.

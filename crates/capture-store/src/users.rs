@@ -111,9 +111,6 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         let changed = res.rows_affected() > 0;
-        if changed {
-            crate::notify::notify(&mut tx, crate::notify::AUTH_CHANNEL, "").await?;
-        }
         tx.commit().await?;
         if changed {
             self.auth_changed();
@@ -152,9 +149,6 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let changed = res.rows_affected() > 0;
-        if changed {
-            crate::notify::notify(&mut tx, crate::notify::AUTH_CHANNEL, "").await?;
-        }
         tx.commit().await?;
         if changed {
             self.auth_changed();
