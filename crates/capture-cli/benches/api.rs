@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 mod support;
-use support::{Server, median};
+use support::{Server, median, pg_exec, pg_fresh_db};
 
 fn wrk(url: &str, key: Option<&str>, secs: u64) -> f64 {
     let mut cmd = std::process::Command::new("wrk");
@@ -42,6 +42,27 @@ fn hello_world() -> String {
     rx.recv().unwrap()
 }
 
+/// A finished job to read: an uploaded PNG becomes a done job at once.
+async fn finished_job(server: &Server) -> String {
+    let mut png = Vec::new();
+    image::RgbImage::from_pixel(64, 64, image::Rgb([255, 0, 0]))
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(png).file_name("red.png").mime_str("image/png").unwrap());
+    let v: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/v1/screenshot/upload", server.base))
+        .bearer_auth(&server.key)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    v["id"].as_str().unwrap_or_else(|| panic!("upload failed: {v}")).to_string()
+}
+
 fn main() {
     if std::process::Command::new("wrk").arg("--version").output().is_err() {
         eprintln!("this benchmark needs wrk: apt-get install wrk");
@@ -53,27 +74,8 @@ fn main() {
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = server.rss_mb();
 
-    // A finished job to read: an uploaded PNG becomes a done job at once.
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let id = rt.block_on(async {
-        let mut png = Vec::new();
-        image::RgbImage::from_pixel(64, 64, image::Rgb([255, 0, 0]))
-            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-            .unwrap();
-        let form = reqwest::multipart::Form::new()
-            .part("file", reqwest::multipart::Part::bytes(png).file_name("red.png").mime_str("image/png").unwrap());
-        let v: serde_json::Value = reqwest::Client::new()
-            .post(format!("{}/v1/screenshot/upload", server.base))
-            .bearer_auth(&server.key)
-            .multipart(form)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        v["id"].as_str().unwrap_or_else(|| panic!("upload failed: {v}")).to_string()
-    });
+    let id = rt.block_on(finished_job(&server));
     let get_url = format!("{}/v1/screenshot/{id}", server.base);
     let health = format!("{}/healthz", server.base);
 
@@ -95,4 +97,24 @@ fn main() {
         get / base * 100.0
     );
     println!("API process memory: idle {idle_rss:.1} MB, after load {:.1} MB (target idle <= 60 MB)", server.rss_mb());
+    drop(server);
+
+    // The same read on PostgreSQL, where every call looks its key up (no key cache there).
+    let db = format!("capture_apibench_{}", std::process::id());
+    let pg = rt.block_on(pg_fresh_db(&db));
+    let server = Server::start("api,scheduler", &[("CAPTURE_DATABASE_URL", pg)]);
+    let id = rt.block_on(finished_job(&server));
+    let mut get = Vec::new();
+    for _ in 0..3 {
+        get.push(wrk(&format!("{}/v1/screenshot/{id}", server.base), Some(&server.key), secs));
+    }
+    let get = median(get);
+    println!(
+        "{:<52} {:>10.0} ({:.0} % of baseline)",
+        "GET /v1/screenshot/:id (API key, PostgreSQL)",
+        get,
+        get / base * 100.0
+    );
+    drop(server);
+    rt.block_on(pg_exec(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")));
 }

@@ -17,19 +17,7 @@ use serde_json::{Value, json};
 use sqlx::Connection;
 
 mod support;
-use support::{Node, ms, pct};
-
-fn pg_admin() -> String {
-    std::env::var("CAPTURE_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
-}
-
-async fn pg_exec(sql: &str) {
-    sqlx::any::install_default_drivers();
-    let mut c = sqlx::AnyConnection::connect(&pg_admin()).await.expect("PostgreSQL (CAPTURE_TEST_PG_URL)");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut c).await.unwrap();
-    let _ = c.close().await;
-}
+use support::{Node, ms, pct, pg_exec, pg_fresh_db};
 
 async fn site() -> String {
     let page = "<!doctype html><html><head><title>Load</title></head><body><h1>Load test</h1><p>A simple page.</p></body></html>";
@@ -49,10 +37,7 @@ struct Cell {
 
 async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
     let db = format!("capture_load_{}_{}", std::process::id(), workers);
-    pg_exec(&format!("DROP DATABASE IF EXISTS {db}")).await;
-    pg_exec(&format!("CREATE DATABASE {db}")).await;
-    let mut db_url = url::Url::parse(&pg_admin()).unwrap();
-    db_url.set_path(&format!("/{db}"));
+    let db_url = url::Url::parse(&pg_fresh_db(&db).await).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let envs: Vec<(String, String)> = vec![
         ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),

@@ -278,13 +278,17 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
+        // The job as created, read before commit: once committed, a worker on another node
+        // (woken by NOTIFY) may mark it processing before a later read.
+        let row =
+            sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
+        let row = row_from(&row)?;
         // Last, so the global lock (PostgreSQL) is held only for one count and the commit.
         if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
             tx.rollback().await?;
             return Ok(Err(full.into()));
         }
         tx.commit().await?;
-        let row = self.screenshot(&n.id).await?.ok_or(crate::StoreError::NotFound)?;
         Ok(Ok((row, used)))
     }
 

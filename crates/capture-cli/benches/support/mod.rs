@@ -117,6 +117,30 @@ impl Drop for Node {
     }
 }
 
+/// The PostgreSQL server the benchmarks may use (`CAPTURE_TEST_PG_URL`, as the tests).
+pub fn pg_admin() -> String {
+    std::env::var("CAPTURE_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
+}
+
+/// Run SQL on the PostgreSQL server's admin database.
+pub async fn pg_exec(sql: &str) {
+    use sqlx::Connection;
+    sqlx::any::install_default_drivers();
+    let mut c = sqlx::AnyConnection::connect(&pg_admin()).await.expect("PostgreSQL (CAPTURE_TEST_PG_URL)");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut c).await.unwrap();
+    let _ = c.close().await;
+}
+
+/// A fresh database `name` on that server (dropped first if it exists); returns its URL.
+pub async fn pg_fresh_db(name: &str) -> String {
+    pg_exec(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await;
+    pg_exec(&format!("CREATE DATABASE {name}")).await;
+    let mut u = url::Url::parse(&pg_admin()).unwrap();
+    u.set_path(&format!("/{name}"));
+    u.to_string()
+}
+
 /// Resident memory of process `pid`, in MB (0 when unknown).
 pub fn rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
