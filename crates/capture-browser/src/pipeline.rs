@@ -748,10 +748,15 @@ pub(crate) struct Prepared {
     backlog: Vec<Event>,
 }
 
+/// An event that means the page is gone: its renderer crashed or its target was closed.
+fn page_gone(method: &str) -> bool {
+    matches!(method, "Inspector.targetCrashed" | "Target.detachedFromTarget")
+}
+
 impl Prepared {
     /// Wait for each reply in turn, keeping the page's events aside; a page that crashes
-    /// or is closed meanwhile fails at once (a dead renderer never answers), as does the
-    /// deadline.
+    /// or is closed meanwhile fails at once (a dead renderer never answers), and the
+    /// deadline gives a [`CaptureError::Timeout`] like every other step of `prepare`.
     async fn await_all(
         &mut self,
         replies: Vec<(&'static str, PendingReply)>,
@@ -766,14 +771,14 @@ impl Prepared {
                         Err(e) => return Err(lost(&e, method)),
                     },
                     ev = self.events.recv() => match ev {
-                        Some(ev) if matches!(ev.method.as_str(), "Inspector.targetCrashed" | "Target.detachedFromTarget") => {
+                        Some(ev) if page_gone(&ev.method) => {
                             return Err(CaptureError::Browser("the page crashed while it was being set up".into()));
                         }
                         Some(ev) => self.backlog.push(ev),
                         None => return Err(CaptureError::Browser("the browser connection was lost".into())),
                     },
                     _ = tokio::time::sleep_until(deadline) => {
-                        return Err(CaptureError::Browser(format!("{method}: the browser did not answer in time")));
+                        return Err(CaptureError::Timeout(format!("{method}: the browser did not answer in time")));
                     }
                 }
             }
@@ -784,7 +789,7 @@ impl Prepared {
     /// Move queued events aside; false if the page crashed or was detached meanwhile.
     pub(crate) fn still_usable(&mut self) -> bool {
         while let Ok(ev) = self.events.try_recv() {
-            if matches!(ev.method.as_str(), "Inspector.targetCrashed" | "Target.detachedFromTarget") {
+            if page_gone(&ev.method) {
                 return false;
             }
             self.backlog.push(ev);

@@ -519,17 +519,19 @@ impl BrowserPool {
         let result = async {
             let prepared = match spare {
                 Some(p) => p,
-                // A page that cannot be set up within PREPARE_TIMEOUT fails this attempt
-                // (transient, so the job is retried) rather than the whole job deadline.
-                None => pipeline::prepare(&conn, deadline.min(Instant::now() + PREPARE_TIMEOUT), view).await.map_err(
-                    |e| match e {
-                        CaptureError::Timeout(_) => CaptureError::Timeout(format!(
+                None => {
+                    let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
+                    pipeline::prepare(&conn, until, view).await.map_err(|e| match e {
+                        CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(format!(
                             "capture exceeded the {} ms deadline",
                             req.deadline.as_millis()
                         )),
+                        // A page that cannot be set up within PREPARE_TIMEOUT fails this
+                        // attempt only (transient: the job is retried), not the whole job.
+                        CaptureError::Timeout(m) => CaptureError::Browser(format!("setting up a page timed out: {m}")),
                         other => other,
-                    },
-                )?,
+                    })?
+                }
             };
             pipeline::run(&conn, prepared, self.proxy.failures(), &req, deadline).await
         }
