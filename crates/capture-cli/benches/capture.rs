@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod support;
-use support::{Server, ms, pct};
+use support::{Server, ms, pct, submit, wait_done};
 
 async fn site() -> String {
     use axum::routing::get;
@@ -70,33 +70,8 @@ async fn run_cell(
             let mut lat = Vec::new();
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < jobs {
                 let t = Instant::now();
-                let job: Value = client
-                    .post(format!("{base}/v1/screenshot"))
-                    .bearer_auth(&key)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let id = job["id"].as_str().expect("job id").to_string();
-                loop {
-                    let v: Value = client
-                        .get(format!("{base}/v1/screenshot/{id}"))
-                        .bearer_auth(&key)
-                        .send()
-                        .await
-                        .unwrap()
-                        .json()
-                        .await
-                        .unwrap();
-                    match v["status"].as_str() {
-                        Some("done") => break,
-                        Some("failed") => panic!("capture failed: {v}"),
-                        _ => tokio::time::sleep(Duration::from_millis(5)).await,
-                    }
-                }
+                let id = submit(&client, &base, &key, &body).await;
+                wait_done(&client, &base, &key, &id, Duration::from_millis(5)).await;
                 lat.push(t.elapsed());
             }
             lat

@@ -13,11 +13,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::Connection;
 
 mod support;
-use support::{Node, ms, pct, pg_exec, pg_fresh_db};
+use support::{Node, create_account, ms, pct, pg_exec, pg_fresh_db, submit, wait_done};
 
 async fn site() -> String {
     let page = "<!doctype html><html><head><title>Load</title></head><body><h1>Load test</h1><p>A simple page.</p></body></html>";
@@ -51,13 +51,7 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
         ("CAPTURE_WORKER_CONCURRENCY".into(), "2".into()),
         ("CAPTURE_LOG".into(), "warn".into()),
     ];
-    Node::cli(&["migrate"], &envs);
-    Node::cli(&["admin", "user", "create", "--email", "load@example.com", "--plan", "pro"], &envs);
-    let key = Node::cli(&["admin", "key", "create", "--email", "load@example.com"], &envs)
-        .lines()
-        .last()
-        .unwrap()
-        .to_string();
+    let key = create_account(&envs);
     let api = Node::start("api,scheduler", &envs);
     let base = api.base.clone().unwrap();
     // Worker i runs on CPU i (when the machine has it): one core per worker node, as if
@@ -68,44 +62,22 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
     let client = reqwest::Client::new();
     // Let the browsers start, and warm each worker up with a couple of jobs.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let warm: Vec<String> = {
-        let mut ids = Vec::new();
-        for _ in 0..(2 * workers) {
-            let v: Value = client
-                .post(format!("{base}/v1/screenshot"))
-                .bearer_auth(&key)
-                .json(&json!({"url": page, "waitUntil": "load"}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            ids.push(v["id"].as_str().unwrap().to_string());
-        }
-        ids
-    };
+    let body = json!({"url": page, "waitUntil": "load"});
+    let mut warm = Vec::new();
+    for _ in 0..(2 * workers) {
+        warm.push(submit(&client, &base, &key, &body).await);
+    }
     wait_all(&client, &base, &key, &warm).await;
 
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let t0 = Instant::now();
     let mut hs = Vec::new();
     for _ in 0..16 {
-        let (client, base, key, next, page) =
-            (client.clone(), base.clone(), key.clone(), next.clone(), page.to_string());
+        let (client, base, key, next, body) = (client.clone(), base.clone(), key.clone(), next.clone(), body.clone());
         hs.push(tokio::spawn(async move {
             let mut ids = Vec::new();
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < jobs {
-                let r = client
-                    .post(format!("{base}/v1/screenshot"))
-                    .bearer_auth(&key)
-                    .json(&json!({"url": page, "waitUntil": "load"}))
-                    .send()
-                    .await
-                    .unwrap();
-                assert_eq!(r.status(), 202);
-                let v: Value = r.json().await.unwrap();
-                ids.push(v["id"].as_str().unwrap().to_string());
+                ids.push(submit(&client, &base, &key, &body).await);
             }
             ids
         }));
@@ -157,27 +129,8 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
 }
 
 async fn wait_all(client: &reqwest::Client, base: &str, key: &str, ids: &[String]) {
-    let deadline = Instant::now() + Duration::from_secs(600);
     for id in ids {
-        loop {
-            let v: Value = client
-                .get(format!("{base}/v1/screenshot/{id}"))
-                .bearer_auth(key)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            match v["status"].as_str() {
-                Some("done") => break,
-                Some("failed") => panic!("capture failed: {v}"),
-                _ => {
-                    assert!(Instant::now() < deadline, "jobs did not finish in time");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-            }
-        }
+        wait_done(client, base, key, id, Duration::from_millis(20)).await;
     }
 }
 

@@ -1,29 +1,24 @@
-//! What the benchmarks share: starting the release `capture serve` with a fresh data
-//! folder and a pro account with one API key.
+//! What the benchmarks share: starting the release `capture serve` (with a fresh data
+//! folder and a pro account with one API key, or as one more node of a deployment),
+//! submitting jobs and waiting for them, PostgreSQL databases, and statistics.
 
 #![allow(dead_code)]
 
 use std::io::BufRead;
 use std::time::Duration;
 
-/// A running `capture serve`; stopped with SIGTERM on drop.
+/// A running `capture serve` with a fresh data folder and a pro account; stopped with
+/// SIGTERM on drop.
 pub struct Server {
-    pub child: std::process::Child,
+    pub node: Node,
     pub base: String,
     pub key: String,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        let _ = self.child.wait();
-    }
-}
-
 impl Server {
-    /// Start `capture serve --roles <roles>` with `extra` settings over the bench defaults
-    /// (SQLite in a temporary folder, private networks allowed, quiet logs).
+    /// Start `capture serve --roles <roles>` (with the api role) with `extra` settings over
+    /// the bench defaults (SQLite in a temporary folder, private networks allowed, quiet logs).
     pub fn start(roles: &str, extra: &[(&str, String)]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let mut envs: Vec<(String, String)> = vec![
@@ -34,29 +29,55 @@ impl Server {
             ("CAPTURE_LOG".into(), "warn".into()),
         ];
         envs.extend(extra.iter().map(|(k, v)| (k.to_string(), v.clone())));
-        let bin = env!("CARGO_BIN_EXE_capture");
-        let run = |args: &[&str]| {
-            let out = std::process::Command::new(bin).args(args).envs(envs.iter().cloned()).output().unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            String::from_utf8(out.stdout).unwrap()
-        };
-        run(&["admin", "user", "create", "--email", "bench@example.com", "--plan", "pro"]);
-        let key = run(&["admin", "key", "create", "--email", "bench@example.com"]).lines().last().unwrap().to_string();
-        let mut child = std::process::Command::new(bin)
-            .args(["serve", "--roles", roles])
-            .envs(envs.iter().cloned())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        let base = line.trim().strip_prefix("listening on ").unwrap().to_string();
-        Server { child, base, key, _dir: dir }
+        let key = create_account(&envs);
+        let node = Node::start(roles, &envs);
+        let base = node.base.clone().expect("the api role");
+        Server { node, base, key, _dir: dir }
     }
 
     /// Resident memory of the server process, in MB.
     pub fn rss_mb(&self) -> f64 {
-        rss_mb(self.child.id())
+        rss_mb(self.node.child.id())
+    }
+}
+
+/// Create the pro account `bench@example.com` in the configuration `envs` and return a new
+/// API key for it.
+pub fn create_account(envs: &[(String, String)]) -> String {
+    Node::cli(&["admin", "user", "create", "--email", "bench@example.com", "--plan", "pro"], envs);
+    Node::cli(&["admin", "key", "create", "--email", "bench@example.com"], envs).lines().last().unwrap().to_string()
+}
+
+/// Submit a capture job; returns its id (asserting 202).
+pub async fn submit(client: &reqwest::Client, base: &str, key: &str, body: &serde_json::Value) -> String {
+    let r = client.post(format!("{base}/v1/screenshot")).bearer_auth(key).json(body).send().await.unwrap();
+    let status = r.status().as_u16();
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(status, 202, "{v}");
+    v["id"].as_str().expect("job id").to_string()
+}
+
+/// Poll job `id` every `every` until it is done (panics if it fails or takes 10 minutes).
+pub async fn wait_done(client: &reqwest::Client, base: &str, key: &str, id: &str, every: Duration) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        let v: serde_json::Value = client
+            .get(format!("{base}/v1/screenshot/{id}"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        match v["status"].as_str() {
+            Some("done") => return,
+            Some("failed") => panic!("capture failed: {v}"),
+            _ => {
+                assert!(std::time::Instant::now() < deadline, "job {id} did not finish in time");
+                tokio::time::sleep(every).await;
+            }
+        }
     }
 }
 
