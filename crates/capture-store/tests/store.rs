@@ -1153,6 +1153,25 @@ async fn blocked_key_update(observer: &mut PgConnection) -> i32 {
     }
 }
 
+/// Open a transaction on `locker` that holds key `key_id`'s row.
+async fn hold_key_row(locker: &mut PgConnection, key_id: &str) {
+    locker.execute("BEGIN").await.unwrap();
+    sqlx::query("SELECT id FROM api_keys WHERE id = $1 FOR NO KEY UPDATE")
+        .bind(key_id)
+        .fetch_one(&mut *locker)
+        .await
+        .unwrap();
+}
+
+/// What `create_screenshot` answers.
+type Created = Result<Result<(ScreenshotRow, i64), Refused>, StoreError>;
+
+/// `create_screenshot(n)` in a task of its own.
+fn spawn_create(store: &Store, n: &NewScreenshot) -> tokio::task::JoinHandle<Created> {
+    let (store, n) = (store.clone(), n.clone());
+    tokio::spawn(async move { store.create_screenshot(&n).await })
+}
+
 async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback(ctx: Ctx) {
     let store = &ctx.store;
     let Some(mut listener) = store.listener() else {
@@ -1169,21 +1188,13 @@ async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback
     assert_eq!(next_wakeup(&mut listener).await, Wakeup::Work("screenshot".into()));
     assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(first.id.clone()));
 
-    // Not before commit: hold the key's row so create_screenshot stops at its last statement,
+    // Not before commit: hold the key's row so create_screenshot stops at its key update,
     // after pg_notify ran for its task and its event.
     let mut locker = PgConnection::connect(&ctx.url).await.unwrap();
     let mut observer = PgConnection::connect(&ctx.url).await.unwrap();
-    locker.execute("BEGIN").await.unwrap();
-    sqlx::query("SELECT id FROM api_keys WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(&key.id)
-        .fetch_one(&mut locker)
-        .await
-        .unwrap();
+    hold_key_row(&mut locker, &key.id).await;
     let second = job(&alice, Some(&key.id), T0 + 1, Some(10));
-    let creating = tokio::spawn({
-        let (store, n) = (store.clone(), second.clone());
-        async move { store.create_screenshot(&n).await }
-    });
+    let creating = spawn_create(store, &second);
     blocked_key_update(&mut observer).await;
     no_wakeup(&mut listener, 300, "notified before the transaction committed").await;
     locker.execute("COMMIT").await.unwrap();
@@ -1192,17 +1203,9 @@ async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback
     assert_eq!(next_wakeup(&mut listener).await, Wakeup::Job(second.id.clone()));
 
     // Never on rollback: the same, but the blocked statement is cancelled.
-    locker.execute("BEGIN").await.unwrap();
-    sqlx::query("SELECT id FROM api_keys WHERE id = $1 FOR NO KEY UPDATE")
-        .bind(&key.id)
-        .fetch_one(&mut locker)
-        .await
-        .unwrap();
+    hold_key_row(&mut locker, &key.id).await;
     let third = job(&alice, Some(&key.id), T0 + 2, Some(10));
-    let creating = tokio::spawn({
-        let (store, n) = (store.clone(), third.clone());
-        async move { store.create_screenshot(&n).await }
-    });
+    let creating = spawn_create(store, &third);
     let pid = blocked_key_update(&mut observer).await;
     sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&mut observer).await.unwrap();
     assert!(creating.await.unwrap().is_err(), "the cancelled statement fails the create");
@@ -1283,13 +1286,7 @@ async fn one_process_leads_at_a_time_and_another_takes_over(ctx: Ctx) {
 
 /// Run `jobs` as concurrent creates; returns the accepted rows and the refusals.
 async fn create_concurrently(store: &Store, jobs: Vec<NewScreenshot>) -> (Vec<ScreenshotRow>, Vec<Refused>) {
-    let calls: Vec<_> = jobs
-        .into_iter()
-        .map(|n| {
-            let store = store.clone();
-            tokio::spawn(async move { store.create_screenshot(&n).await })
-        })
-        .collect();
+    let calls: Vec<_> = jobs.iter().map(|n| spawn_create(store, n)).collect();
     let (mut accepted, mut refused) = (Vec::new(), Vec::new());
     for call in calls {
         match call.await.unwrap().expect("create_screenshot") {

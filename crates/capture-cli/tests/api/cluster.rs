@@ -17,6 +17,11 @@ use crate::helpers::*;
 use crate::s3::{Moto, require_moto};
 use crate::webhooks::{Receiver, verify};
 
+/// GET `url` (on any node) with `key`, as JSON.
+async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
+    client.get(url).bearer_auth(key).send().await.unwrap().json().await.unwrap()
+}
+
 const JOBS: usize = 200;
 const CAP: usize = 180;
 
@@ -168,16 +173,7 @@ async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_onc
 
     // The cap held: the balance says exactly CAP, on either node.
     for base in &bases {
-        let b: Value = api1
-            .client
-            .get(format!("{base}/v1/account/balance"))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let b = get_json(&api1.client, &format!("{base}/v1/account/balance"), &key).await;
         assert_eq!(b["usage"]["used"], CAP, "{b}");
     }
 
@@ -185,16 +181,7 @@ async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_onc
     let keys = moto.keys("cluster", "files/").await;
     assert!(keys.len() >= 2 * CAP, "a file and a thumbnail per job: {} objects", keys.len());
     for (i, (_, id)) in accepted.iter().step_by(45).enumerate() {
-        let v: Value = api1
-            .client
-            .get(format!("{}/v1/screenshot/{id}", bases[i % 2]))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v = get_json(&api1.client, &format!("{}/v1/screenshot/{id}", bases[i % 2]), &key).await;
         let (status, _, bytes) = api1.fetch(v["publicUrl"].as_str().unwrap()).await;
         assert_eq!(status, 200);
         let img = decode(&bytes);
