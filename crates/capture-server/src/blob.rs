@@ -59,7 +59,7 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 /// `{base}/files/{name}`: the file served (proxied) by the service.
-fn proxy_url(base_url: &str, name: &str) -> String {
+pub fn proxy_url(base_url: &str, name: &str) -> String {
     format!("{}/files/{name}", base_url.trim_end_matches('/'))
 }
 

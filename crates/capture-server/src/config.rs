@@ -335,6 +335,14 @@ impl Config {
         let dur = |k: &str, def: &str| -> Result<Duration, ConfigError> {
             parse_duration(&get(k).unwrap_or_else(|| def.to_string())).map_err(|e| err(k, e))
         };
+        // A duration that must lie in `min..=max`; `rule` says so when it does not.
+        let dur_in = |k: &str, def: &str, min: Duration, max: Duration, rule: &str| -> Result<Duration, ConfigError> {
+            let d = dur(k, def)?;
+            if d < min || d > max {
+                return Err(err(k, rule));
+            }
+            Ok(d)
+        };
         let num = |k: &str, def: u64, min: u64, max: u64| -> Result<u64, ConfigError> {
             match get(k) {
                 None => Ok(def),
@@ -399,10 +407,13 @@ impl Config {
             }
             Some(v) => return Err(err("CAPTURE_STORAGE_PUBLIC_URLS", format!("'{v}' is not proxy or presigned"))),
         };
-        let presign_ttl = dur("CAPTURE_STORAGE_PRESIGN_TTL", "1h")?;
-        if presign_ttl < Duration::from_secs(1) || presign_ttl > MAX_PRESIGN_TTL {
-            return Err(err("CAPTURE_STORAGE_PRESIGN_TTL", "must be between 1s and 7d (the S3 limit)"));
-        }
+        let presign_ttl = dur_in(
+            "CAPTURE_STORAGE_PRESIGN_TTL",
+            "1h",
+            Duration::from_secs(1),
+            MAX_PRESIGN_TTL,
+            "must be between 1s and 7d (the S3 limit)",
+        )?;
         let chromium_path =
             get("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from);
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
@@ -464,14 +475,11 @@ impl Config {
         if queue_lease < Duration::from_secs(1) {
             return Err(err("CAPTURE_QUEUE_LEASE", "must be at least 1s"));
         }
-        let queue_poll = dur("CAPTURE_QUEUE_POLL", "1s")?;
-        if queue_poll < Duration::from_millis(10) || queue_poll > Duration::from_secs(3600) {
-            return Err(err("CAPTURE_QUEUE_POLL", "must be between 10ms and 1h"));
-        }
-        let leader_retry = dur("CAPTURE_LEADER_RETRY", "5s")?;
-        if leader_retry < Duration::from_millis(100) || leader_retry > Duration::from_secs(3600) {
-            return Err(err("CAPTURE_LEADER_RETRY", "must be between 100ms and 1h"));
-        }
+        let hour = Duration::from_secs(3600);
+        let queue_poll =
+            dur_in("CAPTURE_QUEUE_POLL", "1s", Duration::from_millis(10), hour, "must be between 10ms and 1h")?;
+        let leader_retry =
+            dur_in("CAPTURE_LEADER_RETRY", "5s", Duration::from_millis(100), hour, "must be between 100ms and 1h")?;
         // 0 or off: unbounded.
         let bound = |k: &str, def: u64| -> Result<Option<i64>, ConfigError> {
             let n = match get(k) {

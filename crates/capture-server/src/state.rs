@@ -73,7 +73,7 @@ impl AppState {
     /// never expires: for what is stored and sent later, like webhook events, where a
     /// presigned URL could expire before a retry delivers it.
     pub fn lasting_file_url(&self, name: &str) -> String {
-        format!("{}/files/{name}", self.base_url)
+        crate::blob::proxy_url(&self.base_url, name)
     }
 
     /// Tell streams on this node (and idle workers) that a job changed.

@@ -185,7 +185,6 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
 
     let req = request_for(&opts, source);
     let started = Instant::now();
-    let prelude = t0.elapsed();
     let capture = async {
         let mut attempt = 0;
         loop {
@@ -255,7 +254,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             match state.store.complete_screenshot(&task.id, worker, &job_id, &done, &event, now_ms()).await {
                 Ok(true) => {
                     state.job_changed(&job_id);
-                    tracing::debug!(target: "capture_server::timing", job = %job_id, ?prelude, ?captured, ?stored,
+                    tracing::debug!(target: "capture_server::timing", job = %job_id, prelude = ?(started - t0), ?captured, ?stored,
                         completed = ?t0.elapsed(), "job phases");
                 }
                 Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the result"),
