@@ -16,6 +16,7 @@
     return el ? el.getAttribute(name) : null;
   };
   const st = window.__captureAudit || null;
+  if (st && typeof st.flush === 'function') st.flush();
 
   const nav = performance.getEntriesByType('navigation')[0] || null;
   const navigation = nav

@@ -13,22 +13,35 @@
     longTasks: [],
     longTaskCount: 0,
     inputSeen: false,
+    // Bumped by every LCP candidate and layout shift: the settle step waits for it to rest.
+    changes: 0,
   };
   Object.defineProperty(window, '__captureAudit', { value: state, enumerable: false, configurable: false, writable: false });
   // The default buffer keeps 250 resource entries; an audited page may have more.
   try {
     performance.setResourceTimingBufferSize(2000);
   } catch (e) {}
+  // Observer callbacks arrive as low-priority tasks; the collector calls `flush()` to take
+  // the entries still queued, so nothing measured before collection is lost.
+  const observers = [];
   const observe = (type, cb) => {
     try {
-      new PerformanceObserver((list) => {
+      const o = new PerformanceObserver((list) => {
         for (const entry of list.getEntries()) cb(entry);
-      }).observe({ type, buffered: true });
+      });
+      o.observe({ type, buffered: true });
+      observers.push([o, cb]);
     } catch (e) {}
+  };
+  state.flush = () => {
+    for (const [o, cb] of observers) {
+      for (const entry of o.takeRecords()) cb(entry);
+    }
   };
   // LCP as web-vitals reports it: the last candidate before the first user input.
   observe('largest-contentful-paint', (e) => {
     if (state.inputSeen) return;
+    state.changes++;
     state.lcp = e.startTime;
     state.lcpSize = e.size;
     state.lcpUrl = e.url || null;
@@ -42,6 +55,7 @@
   let winLast = 0;
   observe('layout-shift', (e) => {
     if (e.hadRecentInput) return;
+    state.changes++;
     if (winValue && e.startTime - winLast < 1000 && e.startTime - winFirst < 5000) {
       winValue += e.value;
     } else {

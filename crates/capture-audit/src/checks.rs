@@ -268,7 +268,8 @@ impl PageFacts {
 
     /// Every header named `name`, joined with `, `.
     pub fn header_all(&self, name: &str) -> Option<String> {
-        let v: Vec<&str> = self.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect();
+        let v: Vec<&str> =
+            self.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str()).collect();
         (!v.is_empty()).then(|| v.join(", "))
     }
 }
@@ -331,11 +332,21 @@ impl Ctx<'_> {
     fn check(&mut self, id: &str, failed: Option<(Severity, String, String, Vec<Evidence>, u32)>) {
         match failed {
             None => self.pass(id),
-            Some((severity, title, explanation, evidence, occurrences)) => self.fail(id, severity, title, explanation, evidence, occurrences),
+            Some((severity, title, explanation, evidence, occurrences)) => {
+                self.fail(id, severity, title, explanation, evidence, occurrences)
+            }
         }
     }
 
-    fn fail(&mut self, id: &str, severity: Severity, title: String, explanation: String, mut evidence: Vec<Evidence>, occurrences: u32) {
+    fn fail(
+        &mut self,
+        id: &str,
+        severity: Severity,
+        title: String,
+        explanation: String,
+        mut evidence: Vec<Evidence>,
+        occurrences: u32,
+    ) {
         let category = check_def(id).map(|d| d.category).unwrap_or(Category::BestPractices);
         self.outcome(id, false);
         if evidence.is_empty() {
@@ -359,7 +370,11 @@ impl Ctx<'_> {
 type Failure = Option<(Severity, String, String, Vec<Evidence>, u32)>;
 
 fn kib(bytes: u64) -> String {
-    if bytes >= 1024 * 1024 { format!("{:.1} MB", bytes as f64 / 1_048_576.0) } else { format!("{} KB", bytes.div_ceil(1024)) }
+    if bytes >= 1024 * 1024 {
+        format!("{:.1} MB", bytes as f64 / 1_048_576.0)
+    } else {
+        format!("{} KB", bytes.div_ceil(1024))
+    }
 }
 
 fn count_chars(s: &str) -> usize {
@@ -402,7 +417,12 @@ pub fn check_page(facts: &PageFacts, t: &Thresholds) -> Checked {
                 Severity::Critical,
                 title,
                 explanation.into(),
-                vec![Evidence { url: url.to_owned(), value: Some(format!("HTTP {s}")), expected: Some("HTTP 200".into()), ..Evidence::default() }],
+                vec![Evidence {
+                    url: url.to_owned(),
+                    value: Some(format!("HTTP {s}")),
+                    expected: Some("HTTP 200".into()),
+                    ..Evidence::default()
+                }],
                 1,
             );
             return finish(cx);
@@ -521,7 +541,11 @@ fn check_seo(cx: &mut Ctx<'_>, facts: &PageFacts, c: &PageCollection, t: &Thresh
                     Severity::Info,
                     format!("The meta description is short ({n} characters)"),
                     "A fuller description (one or two sentences) earns more clicks from search results.".into(),
-                    vec![ev(Some(d.to_owned()), Some("meta[name=\"description\"]"), &format!("at least {} characters", t.description_min))],
+                    vec![ev(
+                        Some(d.to_owned()),
+                        Some("meta[name=\"description\"]"),
+                        &format!("at least {} characters", t.description_min),
+                    )],
                     1,
                 )
             });
@@ -544,7 +568,8 @@ fn check_seo(cx: &mut Ctx<'_>, facts: &PageFacts, c: &PageCollection, t: &Thresh
         (
             Severity::Warning,
             "The page has no main heading (h1)".into(),
-            "The h1 tells visitors and search engines what the page is about. Mark the page's main heading up as <h1>.".into(),
+            "The h1 tells visitors and search engines what the page is about. Mark the page's main heading up as <h1>."
+                .into(),
             vec![ev(Some("0 h1 elements".into()), Some("h1"), "exactly one <h1>")],
             1,
         )
@@ -555,7 +580,8 @@ fn check_seo(cx: &mut Ctx<'_>, facts: &PageFacts, c: &PageCollection, t: &Thresh
         (
             Severity::Warning,
             format!("The page has {} main headings (h1)", seo.h1_count),
-            "Several h1 headings blur what the page is about. Keep one h1 for the page's topic and make the others h2.".into(),
+            "Several h1 headings blur what the page is about. Keep one h1 for the page's topic and make the others h2."
+                .into(),
             ev1,
             seo.h1_count,
         )
@@ -582,7 +608,10 @@ fn check_seo(cx: &mut Ctx<'_>, facts: &PageFacts, c: &PageCollection, t: &Thresh
                 Severity::Warning,
                 "The page names several canonical addresses".into(),
                 "Conflicting canonical links make search engines ignore them all. Keep exactly one.".into(),
-                distinct.iter().map(|c| ev(Some((*c).clone()), Some("link[rel=\"canonical\"]"), "one canonical address")).collect(),
+                distinct
+                    .iter()
+                    .map(|c| ev(Some((*c).clone()), Some("link[rel=\"canonical\"]"), "one canonical address"))
+                    .collect(),
                 distinct.len() as u32,
             )
         });
@@ -636,7 +665,8 @@ fn check_seo(cx: &mut Ctx<'_>, facts: &PageFacts, c: &PageCollection, t: &Thresh
     });
     cx.check("noindex", noindex);
 
-    let missing_og: Vec<&str> = ["og:title", "og:description", "og:image"].into_iter().filter(|k| !seo.open_graph.contains_key(*k)).collect();
+    let missing_og: Vec<&str> =
+        ["og:title", "og:description", "og:image"].into_iter().filter(|k| !seo.open_graph.contains_key(*k)).collect();
     let og: Failure = (!missing_og.is_empty()).then(|| {
         (
             Severity::Info,
@@ -808,7 +838,12 @@ fn check_headers(cx: &mut Ctx<'_>, facts: &PageFacts) {
     if https {
         let hsts = facts.header("strict-transport-security");
         let max_age = hsts.and_then(|h| {
-            h.split(';').find_map(|p| p.trim().to_ascii_lowercase().strip_prefix("max-age=").and_then(|v| v.trim_matches('"').parse::<u64>().ok()))
+            h.split(';').find_map(|p| {
+                p.trim()
+                    .to_ascii_lowercase()
+                    .strip_prefix("max-age=")
+                    .and_then(|v| v.trim_matches('"').parse::<u64>().ok())
+            })
         });
         let f: Failure = max_age.is_none_or(|a| a == 0).then(|| {
             (
@@ -929,7 +964,8 @@ fn check_links(cx: &mut Ctx<'_>, links: &LinkReport) {
         (
             Severity::Warning,
             format!("{} broken link{}", broken.len(), if broken.len() == 1 { "" } else { "s" }),
-            "Links that lead to errors frustrate visitors and waste search engines' attention. Update or remove them.".into(),
+            "Links that lead to errors frustrate visitors and waste search engines' attention. Update or remove them."
+                .into(),
             broken
                 .iter()
                 .map(|l| Evidence {
@@ -995,8 +1031,14 @@ fn check_axe(cx: &mut Ctx<'_>, axe: Option<&AxeResults>) {
             })
             .collect();
         let id = format!("axe-{}", v.id);
-        cx.out.outcomes.push(CheckOutcome { id: id.clone(), category: Category::Accessibility, weight: axe_weight(v.impact.as_deref()), passed: false });
-        let mut evidence = if evidence.is_empty() { vec![Evidence { url: url.clone(), ..Evidence::default() }] } else { evidence };
+        cx.out.outcomes.push(CheckOutcome {
+            id: id.clone(),
+            category: Category::Accessibility,
+            weight: axe_weight(v.impact.as_deref()),
+            passed: false,
+        });
+        let mut evidence =
+            if evidence.is_empty() { vec![Evidence { url: url.clone(), ..Evidence::default() }] } else { evidence };
         evidence.truncate(MAX_EVIDENCE);
         let first = evidence.remove(0);
         let explanation = match v.nodes.first().map(|n| n.failure_summary.trim()).filter(|s| !s.is_empty()) {

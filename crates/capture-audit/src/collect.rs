@@ -5,7 +5,8 @@
 //! | when | script | how |
 //! |---|---|---|
 //! | before any page script | [`OBSERVERS_JS`] | `Page.addScriptToEvaluateOnNewDocument {source}` before `Page.navigate` |
-//! | after `load` plus a short settle (500 ms–1 s: late layout shifts and the final LCP candidate) | [`COLLECT_JS`] | `Runtime.evaluate {expression, returnByValue: true}` → [`PageCollection`] |
+//! | after `load` | [`settle_js`] (e.g. `settle_js(3000, 300)`): resolves once the first paint was observed and LCP/layout shifts have rested | `Runtime.evaluate {expression, awaitPromise: true, returnByValue: true}` → [`Settled`] |
+//! | after the settle | [`COLLECT_JS`] | `Runtime.evaluate {expression, returnByValue: true}` → [`PageCollection`] |
 //! | after [`COLLECT_JS`] | the file `axe.min.js` of the npm package `axe-core` (its path is a setting; never vendored) | `Runtime.evaluate {expression: <file>}` |
 //! | after axe is loaded | [`AXE_RUN_JS`] | `Runtime.evaluate {expression, awaitPromise: true, returnByValue: true}` → [`AxeResults`] |
 //!
@@ -26,11 +27,30 @@ use serde::{Deserialize, Serialize};
 
 /// Installs PerformanceObservers (LCP, layout shifts with CLS session windows, paint, long
 /// tasks) before any page script runs. Idempotent; defines `window.__captureAudit`.
-pub const OBSERVERS_JS: &str = concat!("(() => {\n", include_str!("../js/selector.js"), include_str!("../js/observers.js"), "})();\n");
+pub const OBSERVERS_JS: &str =
+    concat!("(() => {\n", include_str!("../js/selector.js"), include_str!("../js/observers.js"), "})();\n");
 
 /// Collects navigation timing, resources, vitals and the SEO/security facts; evaluates to a
 /// [`PageCollection`] (use `returnByValue: true`).
-pub const COLLECT_JS: &str = concat!("(() => {\n", include_str!("../js/selector.js"), include_str!("../js/collect.js"), "})()\n");
+pub const COLLECT_JS: &str =
+    concat!("(() => {\n", include_str!("../js/selector.js"), include_str!("../js/collect.js"), "})()\n");
+
+/// The settle step after `load`: resolves when the first contentful paint has been observed
+/// and no LCP candidate or layout shift came for `quiet_ms`, or after `max_ms` in all;
+/// evaluates to a [`Settled`] (use `awaitPromise: true, returnByValue: true`).
+pub fn settle_js(max_ms: u32, quiet_ms: u32) -> String {
+    include_str!("../js/settle.js").replace("__MAX__", &max_ms.to_string()).replace("__QUIET__", &quiet_ms.to_string())
+}
+
+/// What [`settle_js`] returns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settled {
+    /// How long it waited, ms.
+    pub waited_ms: f64,
+    /// Whether a contentful paint was observed (false: blank page or the cap was hit).
+    pub painted: bool,
+}
 
 /// Runs `axe.run(document, {resultTypes: ['violations']})` and evaluates to an [`AxeResults`]
 /// (use `awaitPromise: true, returnByValue: true`).

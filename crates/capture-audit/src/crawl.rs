@@ -21,7 +21,7 @@
 //!    asked for it);
 //! 10. the frontier holds at most [`CrawlConfig::max_frontier`] URLs — else `frontier_full`.
 //!
-//! [`Frontier::next`] hands out at most `max_pages` URLs; what is still queued at the end is
+//! [`Frontier::next_page`] hands out at most `max_pages` URLs; what is still queued at the end is
 //! reported as `page_limit` by [`Frontier::summary`].
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -51,7 +51,7 @@ pub fn max_pages(asked: Option<u32>) -> Result<u32, String> {
 /// Bounds of one crawl.
 #[derive(Debug, Clone)]
 pub struct CrawlConfig {
-    /// Pages handed out by [`Frontier::next`].
+    /// Pages handed out by [`Frontier::next_page`].
     pub max_pages: usize,
     /// Most path segments a URL may have.
     pub max_path_depth: usize,
@@ -200,13 +200,20 @@ impl Frontier {
         }
     }
 
+    /// Record a URL as known without queueing it (a redirect's target that was just audited).
+    pub fn mark_seen(&mut self, url: &Url) {
+        if self.scope.contains(url) {
+            self.seen.insert(dedupe_key(url));
+        }
+    }
+
     /// Record that an audited URL turned out not to be HTML (its content type).
     pub fn record_not_html(&mut self, url: &Url) {
         self.skip(url.as_str(), SkipReason::NotHtml);
     }
 
     /// The next URL to audit, or None when done (queue empty or page limit reached).
-    pub fn next(&mut self) -> Option<QueuedUrl> {
+    pub fn next_page(&mut self) -> Option<QueuedUrl> {
         if self.handed_out >= self.config.max_pages {
             return None;
         }
@@ -215,7 +222,7 @@ impl Frontier {
         Some(q)
     }
 
-    /// How many URLs [`Frontier::next`] has handed out.
+    /// How many URLs [`Frontier::next_page`] has handed out.
     pub fn handed_out(&self) -> usize {
         self.handed_out
     }
@@ -298,7 +305,8 @@ impl Frontier {
             }
             *n += 1;
         }
-        if !is_start && let Some(r) = &self.robots
+        if !is_start
+            && let Some(r) = &self.robots
             && !r.allowed(&url)
         {
             return self.skip(url.as_str(), SkipReason::RobotsDisallowed);
@@ -316,7 +324,9 @@ fn path_key(url: &Url) -> String {
 
 /// Whether a path segment is a number or a date (`2026`, `11`, `2026-11-05`, `20261105`).
 fn is_numeric_segment(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || c == '-' || c == '_' || c == '.') && s.chars().any(|c| c.is_ascii_digit())
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_digit() || c == '-' || c == '_' || c == '.')
+        && s.chars().any(|c| c.is_ascii_digit())
 }
 
 /// The pattern of a URL whose path has a numeric/date segment or whose query has values;
@@ -356,7 +366,9 @@ mod tests {
     use super::*;
 
     fn drain(f: &mut Frontier) -> Vec<String> {
-        std::iter::from_fn(|| f.next()).map(|q| q.url.path().to_owned() + q.url.query().map(|q| format!("?{q}")).as_deref().unwrap_or("")).collect()
+        std::iter::from_fn(|| f.next_page())
+            .map(|q| q.url.path().to_owned() + q.url.query().map(|q| format!("?{q}")).as_deref().unwrap_or(""))
+            .collect()
     }
 
     fn cfg(max_pages: usize) -> CrawlConfig {
@@ -374,13 +386,21 @@ mod tests {
     #[test]
     fn breadth_first_with_duplicates_counted_once() {
         let mut f = Frontier::new("https://example.com/", cfg(50), None).unwrap();
-        let start = f.next().unwrap();
+        let start = f.next_page().unwrap();
         assert_eq!(start.depth, 0);
-        f.add_sitemap_urls(["https://example.com/about", "https://www.example.com/about/", "https://example.com/?utm_source=x"]);
-        f.add_links(&start.url, 0, ["/a", "/a#top", "b", "https://example.com/a?utm_campaign=z", "mailto:x@y.z", "https://other.org/"]);
-        let a = f.next().unwrap();
+        f.add_sitemap_urls([
+            "https://example.com/about",
+            "https://www.example.com/about/",
+            "https://example.com/?utm_source=x",
+        ]);
+        f.add_links(
+            &start.url,
+            0,
+            ["/a", "/a#top", "b", "https://example.com/a?utm_campaign=z", "mailto:x@y.z", "https://other.org/"],
+        );
+        let a = f.next_page().unwrap();
         assert_eq!((a.url.path(), a.depth), ("/about", 1));
-        let next = f.next().unwrap();
+        let next = f.next_page().unwrap();
         f.add_links(&next.url, next.depth, ["/deep"]);
         assert_eq!(drain(&mut f), ["/b", "/deep"]);
         let s = f.summary();
@@ -392,7 +412,7 @@ mod tests {
     #[test]
     fn the_page_limit_stops_the_crawl_and_the_rest_is_reported() {
         let mut f = Frontier::new("https://example.com/", cfg(2), None).unwrap();
-        let s = f.next().unwrap();
+        let s = f.next_page().unwrap();
         f.add_links(&s.url, 0, ["/1a", "/2b", "/3c"]);
         assert_eq!(drain(&mut f), ["/1a"]);
         assert_eq!(f.handed_out(), 2);
@@ -406,7 +426,7 @@ mod tests {
         let mut f = Frontier::new("https://example.com/cal/2026/1", cfg(50), None).unwrap();
         let mut audited = 0;
         // Each month links to the next, forever.
-        while let Some(q) = f.next() {
+        while let Some(q) = f.next_page() {
             audited += 1;
             let segs: Vec<u32> = q.url.path().split('/').filter_map(|s| s.parse().ok()).collect();
             let (y, m) = (segs[0], segs[1]);
@@ -422,8 +442,9 @@ mod tests {
     #[test]
     fn deep_repeated_and_query_variant_paths_are_refused() {
         let mut f = Frontier::new("https://example.com/", cfg(50), None).unwrap();
-        let s = f.next().unwrap();
-        let mut links = vec!["/a/b/c/d/e/f/g/h/i".to_owned(), "/x/y/x/y/x".to_owned(), "/x/y/x".to_owned(), "/doc.pdf".to_owned()];
+        let s = f.next_page().unwrap();
+        let mut links =
+            vec!["/a/b/c/d/e/f/g/h/i".to_owned(), "/x/y/x/y/x".to_owned(), "/x/y/x".to_owned(), "/doc.pdf".to_owned()];
         for i in 0..8 {
             links.push(format!("/search?q=w{i}"));
         }
@@ -431,7 +452,12 @@ mod tests {
         let got = drain(&mut f);
         assert_eq!(got.len(), 1 + 5, "{got:?}");
         let c = f.summary().skipped_counts;
-        for want in [(SkipReason::PathTooDeep, 1), (SkipReason::RepeatedSegment, 1), (SkipReason::NotHtml, 1), (SkipReason::QueryVariants, 3)] {
+        for want in [
+            (SkipReason::PathTooDeep, 1),
+            (SkipReason::RepeatedSegment, 1),
+            (SkipReason::NotHtml, 1),
+            (SkipReason::QueryVariants, 3),
+        ] {
             assert!(c.contains(&want), "{want:?} in {c:?}");
         }
     }
@@ -440,7 +466,7 @@ mod tests {
     fn robots_disallowed_urls_are_skipped_but_the_start_url_is_audited() {
         let robots = RobotsTxt::parse("User-agent: *\nDisallow: /\nAllow: /$\nAllow: /public");
         let mut f = Frontier::new("https://example.com/private/start", cfg(50), Some(robots)).unwrap();
-        let s = f.next().unwrap();
+        let s = f.next_page().unwrap();
         f.add_links(&s.url, 0, ["/", "/private/a", "/public/b"]);
         assert_eq!(drain(&mut f), ["/", "/public/b"]);
         assert_eq!(f.summary().skipped_counts, vec![(SkipReason::RobotsDisallowed, 1)]);

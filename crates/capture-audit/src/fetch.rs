@@ -13,7 +13,8 @@
 //! [`LinkCheckOptions::total_timeout`] (30 s); links not done by then are reported as
 //! `unchecked`. Each link is asked with `HEAD`; any 4xx/5xx answer or failure of the HEAD
 //! (servers that refuse or mishandle HEAD answer 405, 501, 403, 404 or reset the connection)
-//! is confirmed with `GET` and `Range: bytes=0-0`, whose body is not read.
+//! is confirmed with `GET` and `Range: bytes=0-0`, whose body is not read. Links on the page's
+//! own site that its robots.txt disallows are not requested.
 
 use std::time::{Duration, Instant};
 
@@ -118,7 +119,12 @@ async fn send_following(
         };
         let next = match resp.url().join(loc) {
             Ok(u) if matches!(u.scheme(), "http" | "https") => u,
-            _ => return Err((format!("redirect to an invalid location: {}", loc.chars().take(200).collect::<String>()), hops)),
+            _ => {
+                return Err((
+                    format!("redirect to an invalid location: {}", loc.chars().take(200).collect::<String>()),
+                    hops,
+                ));
+            }
         };
         hops.push(Hop { url: resp.url().to_string(), status });
         if hops.len() as u32 > max_redirects {
@@ -130,7 +136,9 @@ async fn send_following(
 
 async fn get_bounded(client: &Client, url: &Url, opts: &FetchOptions, max_bytes: usize) -> Result<Fetched, String> {
     let (mut resp, _hops) =
-        send_following(client, Method::GET, url, &opts.user_agent, opts.timeout, opts.max_redirects, false).await.map_err(|(e, _)| e)?;
+        send_following(client, Method::GET, url, &opts.user_agent, opts.timeout, opts.max_redirects, false)
+            .await
+            .map_err(|(e, _)| e)?;
     let status = resp.status().as_u16();
     let final_url = resp.url().clone();
     let mut body = Vec::new();
@@ -177,7 +185,12 @@ pub async fn fetch_robots(client: &Client, site: &Url, opts: &FetchOptions) -> R
     match get_bounded(client, &url, opts, MAX_ROBOTS_BYTES).await {
         Ok(f) => {
             let body = String::from_utf8_lossy(&f.body);
-            RobotsFetch { robots: RobotsTxt::from_status(Some(f.status), &body, None), url, status: Some(f.status), error: None }
+            RobotsFetch {
+                robots: RobotsTxt::from_status(Some(f.status), &body, None),
+                url,
+                status: Some(f.status),
+                error: None,
+            }
         }
         Err(e) => RobotsFetch { robots: RobotsTxt::from_status(None, "", Some(&e)), url, status: None, error: Some(e) },
     }
@@ -396,7 +409,8 @@ async fn check_one(client: &Client, url: Url, same_site: bool, opts: &LinkCheckO
     };
     let ua = opts.user_agent.as_str();
     let work = async {
-        let head = send_following(client, Method::HEAD, &url, ua, opts.per_link_timeout, opts.max_redirects, false).await;
+        let head =
+            send_following(client, Method::HEAD, &url, ua, opts.per_link_timeout, opts.max_redirects, false).await;
         let needs_get = match &head {
             Ok((resp, _)) => resp.status().as_u16() >= 400,
             Err((e, _)) => !e.starts_with("more than"),
@@ -440,7 +454,16 @@ async fn check_one(client: &Client, url: Url, same_site: bool, opts: &LinkCheckO
 }
 
 /// Check the links found on `page` (absolute or relative hrefs, in document order).
-pub async fn check_links<S: AsRef<str>>(client: &Client, page: &Url, hrefs: &[S], opts: &LinkCheckOptions) -> LinkReport {
+/// `robots` is the page's site's robots.txt: its links that it disallows are not requested
+/// (reported `unchecked`). Other sites' robots.txt files are not consulted: a link check is
+/// one HEAD, what a visitor following the link would cause.
+pub async fn check_links<S: AsRef<str>>(
+    client: &Client,
+    page: &Url,
+    hrefs: &[S],
+    opts: &LinkCheckOptions,
+    robots: Option<&RobotsTxt>,
+) -> LinkReport {
     let scope = Scope::new(page).ok();
     let mut seen = std::collections::HashSet::new();
     let (mut same, mut other) = (Vec::new(), Vec::new());
@@ -466,16 +489,30 @@ pub async fn check_links<S: AsRef<str>>(client: &Client, page: &Url, hrefs: &[S]
         .chain(other.into_iter().take(other_quota).map(|u| (u, false)))
         .collect();
 
-    let mut slots: Vec<Option<LinkCheck>> = vec![None; picked.len()];
+    let mut slots: Vec<Option<LinkCheck>> = picked
+        .iter()
+        .map(|(u, same_site)| {
+            (*same_site && robots.is_some_and(|r| !r.allowed(u))).then(|| LinkCheck {
+                url: u.to_string(),
+                same_site: true,
+                status: None,
+                final_url: None,
+                redirects: 0,
+                method: "HEAD".into(),
+                verdict: LinkVerdict::Unchecked,
+                error: Some("not checked: robots.txt disallows it".into()),
+                elapsed_ms: 0,
+            })
+        })
+        .collect();
+    let todo: Vec<(usize, (Url, bool))> =
+        picked.clone().into_iter().enumerate().filter(|(i, _)| slots[*i].is_none()).collect();
     let deadline = tokio::time::Instant::now() + opts.total_timeout;
-    let mut stream = futures_util::stream::iter(picked.clone().into_iter().enumerate())
+    let mut stream = futures_util::stream::iter(todo)
         .map(|(i, (u, s))| async move { (i, check_one(client, u, s, opts).await) })
         .buffer_unordered(opts.concurrency.max(1));
-    loop {
-        match tokio::time::timeout_at(deadline, stream.next()).await {
-            Ok(Some((i, r))) => slots[i] = Some(r),
-            Ok(None) | Err(_) => break,
-        }
+    while let Ok(Some((i, r))) = tokio::time::timeout_at(deadline, stream.next()).await {
+        slots[i] = Some(r);
     }
     let links = slots
         .into_iter()

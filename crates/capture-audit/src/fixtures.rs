@@ -17,6 +17,7 @@
 //! | `/noindex` | `<meta name=robots content=noindex>` |
 //! | `/login` | a password form over http |
 //! | `/redirect/1` | three redirects before `/landing` |
+//! | `/hostile` | a title made of markup (`<script>…`), too long: the report must show it as text |
 //! | `/private/…` | disallowed by robots.txt |
 //! | `/cal/{year}/{month}` | an infinite calendar (each month links to the next) |
 //! | `/robots.txt` | disallows `/private/`, names `/sitemap.xml` |
@@ -51,6 +52,7 @@ pub const EXPECTED: &[(&str, &[&str])] = &[
     ("/noindex", &["noindex"]),
     ("/login", &["password-over-http"]),
     ("/redirect/1", &["redirect-chain"]),
+    ("/hostile", &["title-too-long"]),
 ];
 
 /// Site-level findings the fixture site produces (it is served over plain http).
@@ -58,10 +60,10 @@ pub const EXPECTED_SITE: &[&str] = &["no-https"];
 
 /// A tiny valid PNG (1×1, grey).
 const PNG: &[u8] = &[
-    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00, 0x01,
-    0x00, 0x00, 0x00, 0x01, 0x08, 0x00, 0x00, 0x00, 0x00, 0x3a, 0x7e, 0x9b, 0x55, 0x00, 0x00, 0x00, 0x0a, 0x49, 0x44, 0x41,
-    0x54, 0x78, 0x9c, 0x63, 0x68, 0x00, 0x00, 0x00, 0x82, 0x00, 0x81, 0x4c, 0x17, 0xd7, 0xdf, 0x00, 0x00, 0x00, 0x00, 0x49,
-    0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00, 0x00, 0x0d, 0x49, 0x48, 0x44, 0x52, 0x00, 0x00, 0x00,
+    0x01, 0x00, 0x00, 0x00, 0x01, 0x08, 0x00, 0x00, 0x00, 0x00, 0x3a, 0x7e, 0x9b, 0x55, 0x00, 0x00, 0x00, 0x0a, 0x49,
+    0x44, 0x41, 0x54, 0x78, 0x9c, 0x63, 0x68, 0x00, 0x00, 0x00, 0x82, 0x00, 0x81, 0x4c, 0x17, 0xd7, 0xdf, 0x00, 0x00,
+    0x00, 0x00, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
 ];
 
 #[derive(Clone)]
@@ -130,6 +132,7 @@ fn router(site: Site) -> Router {
         .route("/layout-shift", get(layout_shift))
         .route("/noindex", get(noindex))
         .route("/login", get(login))
+        .route("/hostile", get(hostile))
         .route("/private/secret", get(private))
         .route("/cal/{year}/{month}", get(calendar))
         .route("/redirect/{n}", get(redirect))
@@ -139,12 +142,21 @@ fn router(site: Site) -> Router {
         .route("/head-refused", get(head_refused).head(|| async { StatusCode::METHOD_NOT_ALLOWED }))
         .route("/slow", get(slow))
         .route("/img/photo.png", get(png))
-        .route("/files/brochure.pdf", get(|| async { ([(header::CONTENT_TYPE, "application/pdf")], "%PDF-1.4\n%%EOF\n") }))
+        .route(
+            "/files/brochure.pdf",
+            get(|| async { ([(header::CONTENT_TYPE, "application/pdf")], "%PDF-1.4\n%%EOF\n") }),
+        )
         .route("/robots.txt", get(robots))
         .route("/sitemap.xml", get(sitemap_index))
         .route("/sitemap-pages.xml", get(sitemap_pages))
         .route("/sitemap-more.xml.gz", get(sitemap_more))
-        .fallback(|| async { (StatusCode::NOT_FOUND, html_headers(), page("Not found", "<h1>Not found</h1><p>Nothing lives at this address.</p>", "")) })
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                html_headers(),
+                page("Not found", "<h1>Not found</h1><p>Nothing lives at this address.</p>", ""),
+            )
+        })
         .layer(axum::middleware::from_fn_with_state(site.clone(), count_and_secure))
         .with_state(site)
 }
@@ -221,6 +233,7 @@ async fn home() -> impl IntoResponse {
 <li><a href="/private/secret">Private area</a></li>
 <li><a href="/cal/2026/11">Calendar</a></li>
 <li><a href="/redirect/1">Old address</a></li>
+<li><a href="/hostile">A hostile title</a></li>
 <li><a href="/files/brochure.pdf">Brochure (PDF)</a></li>
 </ul>"#;
     (html_headers(), page("Audit fixture site — home", body, ""))
@@ -236,7 +249,10 @@ a canonical address, a language, a viewport, Open Graph tags, images with altern
 }
 
 async fn landing() -> impl IntoResponse {
-    (html_headers(), page("Landing page — audit fixture", "<h1>Landing page</h1><p>The end of a redirect chain.</p>", ""))
+    (
+        html_headers(),
+        page("Landing page — audit fixture", "<h1>Landing page</h1><p>The end of a redirect chain.</p>", ""),
+    )
 }
 
 async fn no_title() -> impl IntoResponse {
@@ -290,7 +306,11 @@ addEventListener('load', () => {
 async fn noindex() -> impl IntoResponse {
     (
         html_headers(),
-        page("Not for search engines — audit fixture", "<h1>Hidden from search</h1><p>This page asks not to be indexed.</p>", r#"<meta name="robots" content="noindex, follow">"#),
+        page(
+            "Not for search engines — audit fixture",
+            "<h1>Hidden from search</h1><p>This page asks not to be indexed.</p>",
+            r#"<meta name="robots" content="noindex, follow">"#,
+        ),
     )
 }
 
@@ -302,6 +322,18 @@ async fn login() -> impl IntoResponse {
 <p><button type="submit">Sign in</button></p>
 </form>"#;
     (html_headers(), page("Sign in — audit fixture site", body, ""))
+}
+
+async fn hostile() -> impl IntoResponse {
+    let title = "&lt;script&gt;alert(\"pwned\")&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; a title far too long for search results";
+    (
+        html_headers(),
+        page(
+            title,
+            "<h1>Hostile title</h1><p>The title of this page is markup, which a report must show as text.</p>",
+            "",
+        ),
+    )
 }
 
 async fn private() -> impl IntoResponse {
@@ -327,7 +359,11 @@ async fn redirect(Path(n): Path<u32>) -> Response {
 }
 
 async fn gone() -> impl IntoResponse {
-    (StatusCode::NOT_FOUND, html_headers(), page("Gone — audit fixture site", "<h1>Gone</h1><p>This page was removed.</p>", ""))
+    (
+        StatusCode::NOT_FOUND,
+        html_headers(),
+        page("Gone — audit fixture site", "<h1>Gone</h1><p>This page was removed.</p>", ""),
+    )
 }
 
 async fn head_refused(method: Method) -> impl IntoResponse {
@@ -346,7 +382,10 @@ async fn png() -> impl IntoResponse {
 }
 
 async fn robots(State(site): State<Site>) -> impl IntoResponse {
-    let body = format!("# Audit fixture\nUser-agent: *\nDisallow: /private/\n\nUser-agent: BadBot\nDisallow: /\n\nSitemap: {}/sitemap.xml\n", site.base);
+    let body = format!(
+        "# Audit fixture\nUser-agent: *\nDisallow: /private/\n\nUser-agent: BadBot\nDisallow: /\n\nSitemap: {}/sitemap.xml\n",
+        site.base
+    );
     ([(header::CONTENT_TYPE, "text/plain")], body)
 }
 
@@ -363,7 +402,9 @@ async fn sitemap_index(State(site): State<Site>) -> impl IntoResponse {
 }
 
 fn urlset(base: &str, paths: &[&str]) -> String {
-    let mut s = String::from(r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#);
+    let mut s = String::from(
+        r#"<?xml version="1.0" encoding="UTF-8"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">"#,
+    );
     for p in paths {
         if p.starts_with("http") {
             s.push_str(&format!("<url><loc>{p}</loc></url>"));
@@ -376,13 +417,27 @@ fn urlset(base: &str, paths: &[&str]) -> String {
 }
 
 async fn sitemap_pages(State(site): State<Site>) -> impl IntoResponse {
-    let body = urlset(&site.base, &["/", "/clean", "/no-title", "/images", "/links", "/clean?utm_source=sitemap", "https://elsewhere.example/page"]);
+    let body = urlset(
+        &site.base,
+        &[
+            "/",
+            "/clean",
+            "/no-title",
+            "/images",
+            "/links",
+            "/clean?utm_source=sitemap",
+            "https://elsewhere.example/page",
+        ],
+    );
     ([(header::CONTENT_TYPE, "application/xml")], body)
 }
 
 async fn sitemap_more(State(site): State<Site>) -> Response {
     use std::io::Write;
-    let xml = urlset(&site.base, &["/console-error", "/layout-shift", "/noindex", "/login", "/redirect/1", "/private/secret"]);
+    let xml = urlset(
+        &site.base,
+        &["/console-error", "/layout-shift", "/noindex", "/login", "/redirect/1", "/private/secret"],
+    );
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     if enc.write_all(xml.as_bytes()).is_err() {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();

@@ -12,6 +12,7 @@
 //! - [`checks`]: page and site facts → findings with evidence;
 //! - [`score`]: category scores 0–100 (documented formula, also in `docs/audits.md`);
 //! - [`report`]: the report model (JSON) and its HTML page;
+//! - [`run`]: one audit from robots.txt to report, the browser supplied by the caller;
 //! - `fixtures` (feature `fixtures`): a local website with known defects for tests.
 
 pub mod checks;
@@ -22,6 +23,7 @@ pub mod fetch;
 pub mod fixtures;
 pub mod report;
 pub mod robots;
+pub mod run;
 pub mod score;
 pub mod sitemap;
 pub mod urls;

@@ -245,7 +245,12 @@ fn summarize(pages: &[PageReport], site: &[Finding]) -> Summary {
     }
     let mut by_id: BTreeMap<&str, TopIssue> = BTreeMap::new();
     for f in pages.iter().flat_map(|p| p.findings.iter()).chain(site.iter()) {
-        let e = by_id.entry(&f.id).or_insert_with(|| TopIssue { id: f.id.clone(), title: f.title.clone(), severity: f.severity, pages: 0 });
+        let e = by_id.entry(&f.id).or_insert_with(|| TopIssue {
+            id: f.id.clone(),
+            title: f.title.clone(),
+            severity: f.severity,
+            pages: 0,
+        });
         e.pages += 1;
         e.severity = e.severity.min(f.severity);
     }
@@ -355,7 +360,8 @@ fn http_href(u: &str) -> Option<String> {
 fn image_src(u: &Option<String>) -> Option<String> {
     let u = u.as_deref()?.trim();
     let l = u.to_ascii_lowercase();
-    (l.starts_with("http://") || l.starts_with("https://") || l.starts_with('/') || l.starts_with("data:image/")).then(|| u.to_owned())
+    (l.starts_with("http://") || l.starts_with("https://") || l.starts_with('/') || l.starts_with("data:image/"))
+        .then(|| u.to_owned())
 }
 
 fn score_class(s: Option<u8>) -> &'static str {
@@ -368,20 +374,31 @@ fn score_class(s: Option<u8>) -> &'static str {
 }
 
 fn dials(s: &Scores) -> Vec<DialView> {
-    [("Performance", s.performance), ("Accessibility", s.accessibility), ("Best practices", s.best_practices), ("SEO", s.seo)]
-        .into_iter()
-        .map(|(label, score)| DialView {
-            label,
-            score,
-            class: score_class(score),
-            // Circumference of r=42 is 263.9.
-            dash: format!("{:.1} 263.9", score.map(|v| f64::from(v) * 2.639).unwrap_or(0.0)),
-        })
-        .collect()
+    [
+        ("Performance", s.performance),
+        ("Accessibility", s.accessibility),
+        ("Best practices", s.best_practices),
+        ("SEO", s.seo),
+    ]
+    .into_iter()
+    .map(|(label, score)| DialView {
+        label,
+        score,
+        class: score_class(score),
+        // Circumference of r=42 is 263.9.
+        dash: format!("{:.1} 263.9", score.map(|v| f64::from(v) * 2.639).unwrap_or(0.0)),
+    })
+    .collect()
 }
 
 fn evidence_view(e: &Evidence) -> EvidenceView {
-    EvidenceView { url: e.url.clone(), href: http_href(&e.url), selector: e.selector.clone(), value: e.value.clone(), expected: e.expected.clone() }
+    EvidenceView {
+        url: e.url.clone(),
+        href: http_href(&e.url),
+        selector: e.selector.clone(),
+        value: e.value.clone(),
+        expected: e.expected.clone(),
+    }
 }
 
 fn groups(findings: &[Finding]) -> Vec<GroupView> {
@@ -462,9 +479,21 @@ pub fn render_html(report: &Report, opts: &HtmlOptions) -> Result<String, Render
             error: p.error.clone(),
             dials: dials(&p.scores),
             metrics: vec![
-                MetricView { label: "Time to first byte", value: ms(p.timings.ttfb_ms), class: metric_class("ttfb", p) },
-                MetricView { label: "First contentful paint", value: ms(p.metrics.fcp_ms), class: metric_class("fcp", p) },
-                MetricView { label: "Largest contentful paint", value: ms(p.metrics.lcp_ms), class: metric_class("lcp", p) },
+                MetricView {
+                    label: "Time to first byte",
+                    value: ms(p.timings.ttfb_ms),
+                    class: metric_class("ttfb", p),
+                },
+                MetricView {
+                    label: "First contentful paint",
+                    value: ms(p.metrics.fcp_ms),
+                    class: metric_class("fcp", p),
+                },
+                MetricView {
+                    label: "Largest contentful paint",
+                    value: ms(p.metrics.lcp_ms),
+                    class: metric_class("lcp", p),
+                },
                 MetricView {
                     label: "Cumulative layout shift",
                     value: p.metrics.cls.map(|c| format!("{c:.3}")).unwrap_or_else(|| "–".into()),
@@ -519,7 +548,13 @@ pub fn render_html(report: &Report, opts: &HtmlOptions) -> Result<String, Render
         pages,
         crawl_discovered: report.crawl.discovered,
         crawl_skipped: report.crawl.skipped_counts.iter().map(|(r, n)| (skip_label(*r).to_owned(), *n)).collect(),
-        skipped_list: report.crawl.skipped.iter().take(30).map(|s| (s.url.clone(), skip_label(s.reason).to_owned())).collect(),
+        skipped_list: report
+            .crawl
+            .skipped
+            .iter()
+            .take(30)
+            .map(|s| (s.url.clone(), skip_label(s.reason).to_owned()))
+            .collect(),
         brand: opts.brand.clone().unwrap_or_else(|| "Capture".into()),
         pdf_url: opts.pdf_url.as_deref().and_then(|u| {
             let l = u.to_ascii_lowercase();
@@ -527,4 +562,75 @@ pub fn render_html(report: &Report, opts: &HtmlOptions) -> Result<String, Render
         }),
     };
     Ok(page.render()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::{PageCollection, SeoFacts};
+
+    fn hostile_report() -> Report {
+        let facts = PageFacts {
+            url: "https://example.com/a".into(),
+            final_url: "https://example.com/a".into(),
+            status: Some(200),
+            collection: Some(PageCollection {
+                url: "https://example.com/a".into(),
+                https: true,
+                seo: SeoFacts {
+                    title: Some(
+                        "<script>alert(1)</script> and a title that is far too long for any search result".into(),
+                    ),
+                    ..SeoFacts::default()
+                },
+                ..PageCollection::default()
+            }),
+            ..PageFacts::default()
+        };
+        let site =
+            SiteFacts { start_url: "https://example.com/a".into(), robots_status: Some(404), ..SiteFacts::default() };
+        let shots =
+            Screenshots { desktop_url: Some("javascript:alert(1)".into()), mobile_url: Some("/files/m.png".into()) };
+        build_report(
+            "https://example.com/a",
+            ReportType::SinglePage,
+            vec![PageInput { facts, screenshots: shots }],
+            &site,
+            CrawlSummary::default(),
+            Utc::now(),
+            &Thresholds::default(),
+        )
+    }
+
+    #[test]
+    fn hostile_strings_are_escaped_and_only_safe_urls_are_used() {
+        let r = hostile_report();
+        let html = render_html(&r, &HtmlOptions::default()).unwrap();
+        assert!(!html.contains("<script>alert(1)"), "raw markup leaked");
+        assert!(
+            html.contains("&#60;script&#62;alert(1)&#60;/script&#62;")
+                || html.contains("&lt;script&gt;alert(1)&lt;/script&gt;")
+        );
+        assert!(!html.contains("javascript:alert"), "a javascript: screenshot URL is dropped");
+        assert!(html.contains("src=\"/files/m.png\""));
+        // Every finding is in the page.
+        for f in r.pages[0].findings.iter().chain(&r.site_findings) {
+            assert!(html.contains(&format!("{} · {}", f.category.label(), f.id)) || html.contains(&f.id), "{}", f.id);
+        }
+        assert_eq!(html.matches("class=\"finding ").count(), r.pages[0].findings.len() + r.site_findings.len());
+    }
+
+    #[test]
+    fn summary_counts_findings_and_ranks_top_issues() {
+        let r = hostile_report();
+        let s = &r.summary;
+        let all: Vec<&Finding> = r.pages[0].findings.iter().chain(&r.site_findings).collect();
+        assert_eq!((s.critical + s.warning + s.info) as usize, all.len());
+        assert!(s.top_issues.iter().all(|t| t.severity != Severity::Info));
+        assert!(s.top_issues.windows(2).all(|w| w[0].severity <= w[1].severity));
+        assert_eq!(r.pages_audited, 1);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["reportType"], "single_page");
+        assert!(json["pages"][0]["findings"][0]["evidence"]["url"].is_string());
+    }
 }

@@ -109,11 +109,7 @@ impl RobotsTxt {
                     }
                     g.rules.push(Rule { allow: field == "allow", pattern: normalize_pattern(value) });
                 }
-                "sitemap" | "site-map" => {
-                    if !value.is_empty() {
-                        sitemaps.push(value.to_owned());
-                    }
-                }
+                "sitemap" | "site-map" if !value.is_empty() => sitemaps.push(value.to_owned()),
                 _ => {}
             }
         }
@@ -145,13 +141,9 @@ impl RobotsTxt {
     /// The rules that apply to `token`: the groups naming it, else the `*` groups.
     pub fn rules_for(&self, token: &str) -> Vec<&Rule> {
         let token = token.to_ascii_lowercase();
-        let named: Vec<&Rule> =
-            self.groups.iter().filter(|g| g.agents.iter().any(|a| *a == token)).flat_map(|g| &g.rules).collect();
-        let any_named = self.groups.iter().any(|g| g.agents.iter().any(|a| *a == token));
-        if any_named {
-            return named;
-        }
-        self.groups.iter().filter(|g| g.agents.iter().any(|a| a == "*")).flat_map(|g| &g.rules).collect()
+        let star = "*".to_owned();
+        let pick = if self.groups.iter().any(|g| g.agents.contains(&token)) { &token } else { &star };
+        self.groups.iter().filter(|g| g.agents.contains(pick)).flat_map(|g| &g.rules).collect()
     }
 
     /// Whether [`PRODUCT_TOKEN`] may fetch `url`.
@@ -291,7 +283,9 @@ mod tests {
 
     #[test]
     fn wildcards_and_end_anchors_match_path_and_query() {
-        let r = RobotsTxt::parse("User-agent: *\nDisallow: /*.pdf$\nDisallow: /*?sessionid=\nDisallow: /a*/c\nDisallow: /exact$\n");
+        let r = RobotsTxt::parse(
+            "User-agent: *\nDisallow: /*.pdf$\nDisallow: /*?sessionid=\nDisallow: /a*/c\nDisallow: /exact$\n",
+        );
         assert!(!r.allowed(&u("/docs/x.pdf")));
         assert!(r.allowed(&u("/docs/x.pdf?download=1")));
         assert!(!r.allowed(&u("/cart?sessionid=42")));
@@ -316,11 +310,16 @@ mod tests {
 
     #[test]
     fn comments_case_and_non_ascii_paths_are_handled() {
-        let r = RobotsTxt::parse("\u{feff}USER-AGENT: * # everyone\nDISALLOW: /caf\u{e9} # accents\nsitemap: /sm.xml\nSitemap: https://cdn.example.com/s.xml\n");
+        let r = RobotsTxt::parse(
+            "\u{feff}USER-AGENT: * # everyone\nDISALLOW: /caf\u{e9} # accents\nsitemap: /sm.xml\nSitemap: https://cdn.example.com/s.xml\n",
+        );
         assert!(!r.allowed(&Url::parse("https://example.com/caf%C3%A9/menu").unwrap()));
         assert!(!r.allowed(&Url::parse("https://example.com/caf\u{e9}/menu").unwrap()));
         let sm = r.sitemaps(&u("/robots.txt"));
-        assert_eq!(sm.iter().map(Url::as_str).collect::<Vec<_>>(), ["https://example.com/sm.xml", "https://cdn.example.com/s.xml"]);
+        assert_eq!(
+            sm.iter().map(Url::as_str).collect::<Vec<_>>(),
+            ["https://example.com/sm.xml", "https://cdn.example.com/s.xml"]
+        );
     }
 
     #[test]

@@ -170,7 +170,8 @@ fn weighted(outcomes: &[&CheckOutcome]) -> Option<u8> {
 
 /// A page's scores from its check outcomes (site outcomes included), axe results and collection.
 pub fn page_scores(outcomes: &[CheckOutcome], axe: Option<&AxeResults>, collection: Option<&PageCollection>) -> Scores {
-    let of = |cats: &[Category]| -> Vec<&CheckOutcome> { outcomes.iter().filter(|o| cats.contains(&o.category)).collect() };
+    let of =
+        |cats: &[Category]| -> Vec<&CheckOutcome> { outcomes.iter().filter(|o| cats.contains(&o.category)).collect() };
     let accessibility = axe.filter(|a| a.error.is_none()).and_then(|a| {
         let p = a.passed_impacts;
         let passed_from_impacts = p.critical * 10 + p.serious * 7 + p.moderate * 3 + p.minor;

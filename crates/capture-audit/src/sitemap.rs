@@ -87,10 +87,8 @@ pub fn parse_sitemap(bytes: &[u8]) -> Result<SitemapDoc, SitemapError> {
                     text.clear();
                 }
             }
-            Event::Empty(e) => {
-                if root.is_none() {
-                    root = Some(String::from_utf8_lossy(e.local_name().as_ref()).to_ascii_lowercase());
-                }
+            Event::Empty(e) if root.is_none() => {
+                root = Some(String::from_utf8_lossy(e.local_name().as_ref()).to_ascii_lowercase());
             }
             Event::Text(t) if in_loc => {
                 text.push_str(&t.decode().map_err(|e| SitemapError::Xml(e.to_string()))?);
@@ -113,13 +111,11 @@ pub fn parse_sitemap(bytes: &[u8]) -> Result<SitemapDoc, SitemapError> {
                     });
                 }
             }
-            Event::End(e) => {
-                if e.local_name().as_ref().eq_ignore_ascii_case(b"loc") && in_loc {
-                    in_loc = false;
-                    let loc = text.trim();
-                    if !loc.is_empty() && locs.len() < MAX_LOCS_PER_FILE {
-                        locs.push(loc.to_owned());
-                    }
+            Event::End(e) if in_loc && e.local_name().as_ref().eq_ignore_ascii_case(b"loc") => {
+                in_loc = false;
+                let loc = text.trim();
+                if !loc.is_empty() && locs.len() < MAX_LOCS_PER_FILE {
+                    locs.push(loc.to_owned());
                 }
             }
             Event::Eof => break,
@@ -204,6 +200,8 @@ mod tests {
             xml.push_str(&format!("<url><loc>https://e.com/{i}</loc></url>"));
         }
         xml.push_str("</urlset>");
-        assert!(matches!(parse_sitemap(xml.as_bytes()).unwrap(), SitemapDoc::UrlSet(v) if v.len() == MAX_LOCS_PER_FILE));
+        assert!(
+            matches!(parse_sitemap(xml.as_bytes()).unwrap(), SitemapDoc::UrlSet(v) if v.len() == MAX_LOCS_PER_FILE)
+        );
     }
 }

@@ -34,9 +34,33 @@ pub enum UrlError {
 
 /// Query parameter names removed by [`normalize`] (besides every `utm_*` and `mc_*`).
 pub const TRACKING_PARAMS: &[&str] = &[
-    "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "fbclid", "msclkid", "yclid", "igshid", "twclid", "ttclid",
-    "li_fat_id", "_ga", "_gl", "_hsenc", "_hsmi", "mkt_tok", "ref", "ref_src", "ref_url", "srsltid", "oly_enc_id",
-    "oly_anon_id", "vero_id", "wickedid", "rb_clickid", "s_cid",
+    "gclid",
+    "gclsrc",
+    "dclid",
+    "gbraid",
+    "wbraid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "igshid",
+    "twclid",
+    "ttclid",
+    "li_fat_id",
+    "_ga",
+    "_gl",
+    "_hsenc",
+    "_hsmi",
+    "mkt_tok",
+    "ref",
+    "ref_src",
+    "ref_url",
+    "srsltid",
+    "oly_enc_id",
+    "oly_anon_id",
+    "vero_id",
+    "wickedid",
+    "rb_clickid",
+    "s_cid",
 ];
 
 /// Whether a query parameter only tracks the visit (`utm_*`, `mc_*`, `gclid`, `fbclid`, `ref`, …).
@@ -71,8 +95,11 @@ pub fn normalize_url(mut url: Url) -> Result<Url, UrlError> {
     let _ = url.set_username("");
     let _ = url.set_password(None);
     if url.query().is_some() {
-        let mut pairs: Vec<(String, String)> =
-            url.query_pairs().filter(|(k, _)| !is_tracking_param(k)).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let mut pairs: Vec<(String, String)> = url
+            .query_pairs()
+            .filter(|(k, _)| !is_tracking_param(k))
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
         if pairs.is_empty() {
             url.set_query(None);
@@ -170,7 +197,9 @@ impl Scope {
     /// Whether `url` is inside the scope.
     pub fn contains(&self, url: &Url) -> bool {
         let Some(o) = Origin::of(url) else { return false };
-        o.scheme == self.origin.scheme && o.port == self.origin.port && bare_host(&o.host) == bare_host(&self.origin.host)
+        o.scheme == self.origin.scheme
+            && o.port == self.origin.port
+            && bare_host(&o.host) == bare_host(&self.origin.host)
     }
 }
 
@@ -179,8 +208,8 @@ pub const NON_HTML_EXTENSIONS: &[&str] = &[
     "7z", "aac", "apk", "atom", "avi", "avif", "bin", "bmp", "bz2", "css", "csv", "dmg", "doc", "docx", "eot", "epub",
     "exe", "flac", "gif", "gz", "heic", "ico", "iso", "jar", "jpeg", "jpg", "js", "json", "m4a", "m4v", "mjs", "mkv",
     "mov", "mp3", "mp4", "mpeg", "mpg", "msi", "odp", "ods", "odt", "ogg", "ogv", "otf", "pdf", "png", "ppt", "pptx",
-    "psd", "rar", "rss", "rtf", "svg", "tar", "tgz", "tif", "tiff", "ttf", "txt", "wasm", "wav", "webm", "webp", "woff",
-    "woff2", "xls", "xlsx", "xml", "xz", "zip",
+    "psd", "rar", "rss", "rtf", "svg", "tar", "tgz", "tif", "tiff", "ttf", "txt", "wasm", "wav", "webm", "webp",
+    "woff", "woff2", "xls", "xlsx", "xml", "xz", "zip",
 ];
 
 /// Whether the URL's path names a file that is not a page (by extension).
@@ -211,7 +240,10 @@ mod tests {
         assert_eq!(n("HTTP://Example.COM:80/a#top"), "http://example.com/a");
         assert_eq!(n("https://example.com:443"), "https://example.com/");
         assert_eq!(n("https://example.com:8443/x"), "https://example.com:8443/x");
-        assert_eq!(n("https://example.com/p?utm_source=x&b=2&a=1&gclid=z&fbclid=q&mc_cid=1&ref=hn"), "https://example.com/p?a=1&b=2");
+        assert_eq!(
+            n("https://example.com/p?utm_source=x&b=2&a=1&gclid=z&fbclid=q&mc_cid=1&ref=hn"),
+            "https://example.com/p?a=1&b=2"
+        );
         assert_eq!(n("https://example.com/p?utm_source=x"), "https://example.com/p");
         assert_eq!(n("https://example.com/p?"), "https://example.com/p");
         assert_eq!(n("https://u:pw@example.com/"), "https://example.com/");
@@ -249,7 +281,8 @@ mod tests {
     fn scope_is_the_origin_and_its_www_twin() {
         let scope = Scope::new(&Url::parse("https://example.com/start").unwrap()).unwrap();
         let yes = ["https://example.com/x", "https://www.example.com/y", "https://EXAMPLE.com:443/z"];
-        let no = ["http://example.com/x", "https://example.com:8443/", "https://blog.example.com/", "https://example.org/"];
+        let no =
+            ["http://example.com/x", "https://example.com:8443/", "https://blog.example.com/", "https://example.org/"];
         for u in yes {
             assert!(scope.contains(&Url::parse(u).unwrap()), "{u}");
         }
