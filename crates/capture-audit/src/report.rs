@@ -188,7 +188,11 @@ pub fn build_report(
         let Checked { findings, mut outcomes } = check_page(&p.facts, thresholds);
         outcomes.extend(site_checked.outcomes.iter().cloned());
         let c = p.facts.collection.as_ref();
-        let scores = page_scores(&outcomes, p.facts.axe.as_ref(), c);
+        // An error page's speed and accessibility say nothing about the page that should be
+        // there: it is scored on its checks (SEO, best practices) only.
+        let loaded = p.facts.status.is_some_and(|s| s < 400);
+        let scores =
+            if loaded { page_scores(&outcomes, p.facts.axe.as_ref(), c) } else { page_scores(&outcomes, None, None) };
         let metric_scores = c.map(|c| performance(c).1).unwrap_or_default();
         let nav = c.and_then(|c| c.navigation.as_ref());
         reports.push(PageReport {

@@ -13,7 +13,7 @@ use capture_audit::checks::{Severity, check_page};
 use capture_audit::crawl::{SkipReason, max_pages};
 use capture_audit::fetch::{FetchOptions, LinkCheckOptions, LinkVerdict, check_links, fetch_robots, fetch_sitemaps};
 use capture_audit::fixtures::{CLEAN_PAGE, EXPECTED, EXPECTED_SITE, FixtureSite};
-use capture_audit::report::{HtmlOptions, PageInput, ReportType, Screenshots, render_html};
+use capture_audit::report::{HtmlOptions, PageInput, ReportType, render_html};
 use capture_audit::robots::{RobotsSource, user_agent};
 use capture_audit::run::{AuditPlan, Progress, run_audit};
 use capture_audit::urls::Scope;
@@ -165,14 +165,8 @@ async fn a_full_site_audit_of_the_fixture_site_finds_every_planted_defect() {
         |url| {
             let chrome = &chrome;
             async move {
-                let facts = chrome.audit_page(url.as_str()).await;
-                PageInput {
-                    facts,
-                    screenshots: Screenshots {
-                        desktop_url: Some(format!("/files/{}-desktop.png", url.path().replace('/', "_"))),
-                        mobile_url: None,
-                    },
-                }
+                let (facts, screenshots) = chrome.audit_page(url.as_str()).await;
+                PageInput { facts, screenshots }
             }
         },
         |p| progress.push(p),
@@ -266,7 +260,7 @@ async fn a_full_site_audit_of_the_fixture_site_finds_every_planted_defect() {
     // The report's JSON is camelCase and round-trips.
     let json = serde_json::to_value(&report).unwrap();
     assert!(json["pagesAudited"].is_u64() && json["siteFindings"].is_array() && json["generatedAt"].is_string());
-    assert!(json["pages"][0]["screenshots"]["desktopUrl"].is_string());
+    assert!(json["pages"][0]["screenshots"]["desktopUrl"].as_str().unwrap().starts_with("data:image/jpeg;base64,"));
     let back: capture_audit::report::Report = serde_json::from_value(json).unwrap();
     assert_eq!(back.pages.len(), report.pages.len());
 
@@ -274,11 +268,19 @@ async fn a_full_site_audit_of_the_fixture_site_finds_every_planted_defect() {
     // of /hostile stays text.
     let html =
         render_html(&report, &HtmlOptions { brand: None, pdf_url: Some("/v1/audits/aud_x.pdf".into()) }).unwrap();
+    // To look at it: CAPTURE_AUDIT_REPORT_OUT=/tmp/report cargo test … (writes .html and .json).
+    if let Some(out) = std::env::var_os("CAPTURE_AUDIT_REPORT_OUT") {
+        let out = std::path::PathBuf::from(out);
+        std::fs::write(out.with_extension("html"), &html).unwrap();
+        std::fs::write(out.with_extension("json"), serde_json::to_vec_pretty(&report).unwrap()).unwrap();
+    }
     let total = report.pages.iter().map(|p| p.findings.len()).sum::<usize>() + report.site_findings.len();
     let dom = chrome
         .eval_in_html(
             &html,
-            r#"({
+            r#"Promise.all(Array.from(document.images).map((i) => i.decode().catch(() => null))).then(() => ({
+                shots: document.images.length,
+                shotsLoaded: Array.from(document.images).filter((i) => i.naturalWidth > 0).length,
                 findings: document.querySelectorAll('article.finding').length,
                 scripts: document.scripts.length,
                 injectedImages: document.querySelectorAll('img[src="x"]').length,
@@ -287,11 +289,14 @@ async fn a_full_site_audit_of_the_fixture_site_finds_every_planted_defect() {
                 h1: document.querySelectorAll('h1').length,
                 imgsWithoutAlt: Array.from(document.images).filter((i) => !i.alt).length,
                 wide: document.documentElement.scrollWidth,
-            })"#,
+            }))"#,
         )
         .await;
     assert_eq!(dom["findings"].as_u64().unwrap() as usize, total);
     assert_eq!(dom["scripts"], 0);
+    let with_shots = report.pages.iter().filter(|p| p.screenshots.desktop_url.is_some()).count() as u64;
+    assert_eq!(dom["shots"].as_u64().unwrap(), 2 * with_shots);
+    assert_eq!(dom["shotsLoaded"], dom["shots"]);
     assert_eq!(dom["injectedImages"], 0);
     assert!(
         dom["text"].as_str().unwrap().contains("<script>alert(\"pwned\")</script>"),
@@ -314,7 +319,7 @@ async fn a_full_site_audit_of_the_fixture_site_finds_every_planted_defect() {
 async fn the_clean_fixture_page_has_no_warning_and_tampered_facts_do() {
     let site = FixtureSite::start().await.unwrap();
     let chrome = support::chrome::Chrome::launch().await;
-    let facts = chrome.audit_page(&site.url(CLEAN_PAGE)).await;
+    let (facts, _) = chrome.audit_page(&site.url(CLEAN_PAGE)).await;
     let checked = check_page(&facts, &Default::default());
     let bad: Vec<_> = checked.findings.iter().filter(|f| f.severity != Severity::Info).collect();
     assert!(bad.is_empty(), "{bad:#?}");
@@ -342,4 +347,40 @@ async fn the_clean_fixture_page_has_no_warning_and_tampered_facts_do() {
     for id in ["title-too-long", "viewport-missing", "frame-protection-missing", "csp-missing"] {
         assert!(ids.iter().any(|i| i == id), "{id} in {ids:?}");
     }
+}
+
+/// `single_page` audits one page (robots.txt and sitemap still read for the site findings);
+/// an audit whose deadline has passed starts no page and says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_page_audit_loads_one_page_and_a_passed_deadline_none() {
+    let site = FixtureSite::start().await.unwrap();
+    let chrome = support::chrome::Chrome::launch().await;
+    let client = client();
+    let audit = |url: Url| {
+        let chrome = &chrome;
+        async move {
+            let (facts, screenshots) = chrome.audit_page(url.as_str()).await;
+            PageInput { facts, screenshots }
+        }
+    };
+    let plan = AuditPlan::new(&site.url("/links"), ReportType::SinglePage, 10, &ua());
+    let report = run_audit(&client, &plan, audit, |_| {}).await.unwrap();
+    assert_eq!(report.pages_audited, 1);
+    assert_eq!(site.hits("/clean"), 1, "only the link check touched /clean");
+    assert!(report.pages[0].findings.iter().any(|f| f.id == "broken-links"));
+    assert_eq!(report.crawl.discovered, 1);
+    assert_eq!(site.hits("/sitemap.xml"), 1);
+
+    let home_hits = site.hits("/");
+    let mut late = AuditPlan::new(&site.url("/"), ReportType::FullSite, 10, &ua());
+    late.deadline = Some(tokio::time::Instant::now());
+    let report = run_audit(&client, &late, audit, |_| {}).await.unwrap();
+    assert_eq!(report.pages_audited, 0);
+    assert!(
+        report.crawl.skipped_counts.iter().any(|(r, n)| *r == SkipReason::PageLimit && *n >= 1),
+        "{:?}",
+        report.crawl
+    );
+    assert_eq!(site.hits("/"), home_hits, "no page was loaded");
+    render_html(&report, &HtmlOptions::default()).unwrap();
 }

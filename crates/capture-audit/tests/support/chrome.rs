@@ -18,6 +18,7 @@ use capture_audit::collect::{
     settle_js,
 };
 use capture_audit::fetch::Hop;
+use capture_audit::report::Screenshots;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -191,8 +192,8 @@ impl Chrome {
     }
 
     /// Load `url` in a fresh window, run the collection scripts and axe, and return the
-    /// page's facts (without link checks).
-    pub async fn audit_page(&self, url: &str) -> PageFacts {
+    /// page's facts (without link checks) and desktop and phone screenshots as data: URLs.
+    pub async fn audit_page(&self, url: &str) -> (PageFacts, Screenshots) {
         let mut events = self.events.lock().await;
         while events.try_recv().is_ok() {}
         let ctx = self.call("Target.createBrowserContext", json!({}), None).await.unwrap();
@@ -362,9 +363,26 @@ impl Chrome {
         while let Ok(ev) = events.try_recv() {
             handle(&ev, &mut facts, &mut loaded);
         }
+        let mut shots = Screenshots::default();
+        if facts.error.is_none() {
+            shots.desktop_url = self.screenshot(&sid).await;
+            self.call(
+                "Emulation.setDeviceMetricsOverride",
+                json!({"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}),
+                s,
+            )
+            .await
+            .unwrap();
+            shots.mobile_url = self.screenshot(&sid).await;
+        }
         let _ = self.call("Target.closeTarget", json!({"targetId": target}), None).await;
         let _ = self.call("Target.disposeBrowserContext", json!({"browserContextId": ctx_id}), None).await;
-        facts
+        (facts, shots)
+    }
+
+    async fn screenshot(&self, sid: &str) -> Option<String> {
+        let r = self.call("Page.captureScreenshot", json!({"format": "jpeg", "quality": 40}), Some(sid)).await.ok()?;
+        r["data"].as_str().map(|d| format!("data:image/jpeg;base64,{d}"))
     }
 
     /// Load an HTML string and evaluate `expression` in it (for checking the report page).
