@@ -24,7 +24,7 @@
 //! [`Frontier::next_page`] hands out at most `max_pages` URLs; what is still queued at the end is
 //! reported as `page_limit` by [`Frontier::summary`].
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 use url::Url;
@@ -120,7 +120,7 @@ pub struct CrawlSummary {
     /// Links and sitemap entries that were duplicates of a known URL.
     pub duplicates: u32,
     /// How many URLs each rule skipped.
-    pub skipped_counts: Vec<(SkipReason, u32)>,
+    pub skipped_counts: BTreeMap<SkipReason, u32>,
     /// The first [`MAX_SKIPPED_LISTED`] skipped URLs.
     pub skipped: Vec<SkippedUrl>,
 }
@@ -245,8 +245,7 @@ impl Frontier {
                 skipped.push(SkippedUrl { url: q.url.to_string(), reason: SkipReason::PageLimit });
             }
         }
-        let mut skipped_counts: Vec<(SkipReason, u32)> = counts.into_iter().collect();
-        skipped_counts.sort();
+        let skipped_counts: BTreeMap<SkipReason, u32> = counts.into_iter().collect();
         CrawlSummary { discovered: self.discovered, duplicates: self.duplicates, skipped_counts, skipped }
     }
 
@@ -417,7 +416,7 @@ mod tests {
         assert_eq!(drain(&mut f), ["/1a"]);
         assert_eq!(f.handed_out(), 2);
         let sum = f.summary();
-        assert_eq!(sum.skipped_counts, vec![(SkipReason::PageLimit, 2)]);
+        assert_eq!(sum.skipped_counts, BTreeMap::from([(SkipReason::PageLimit, 2)]));
         assert_eq!(sum.skipped.len(), 2);
     }
 
@@ -436,7 +435,7 @@ mod tests {
         // The start plus five more months, then the trap rule.
         assert_eq!(audited, 1 + 5 + 2);
         let s = f.summary();
-        assert!(s.skipped_counts.contains(&(SkipReason::TrapPattern, 1)), "{:?}", s.skipped_counts);
+        assert_eq!(s.skipped_counts.get(&SkipReason::TrapPattern), Some(&1), "{:?}", s.skipped_counts);
     }
 
     #[test]
@@ -458,7 +457,7 @@ mod tests {
             (SkipReason::NotHtml, 1),
             (SkipReason::QueryVariants, 3),
         ] {
-            assert!(c.contains(&want), "{want:?} in {c:?}");
+            assert_eq!(c.get(&want.0), Some(&want.1), "{want:?} in {c:?}");
         }
     }
 
@@ -469,7 +468,7 @@ mod tests {
         let s = f.next_page().unwrap();
         f.add_links(&s.url, 0, ["/", "/private/a", "/public/b"]);
         assert_eq!(drain(&mut f), ["/", "/public/b"]);
-        assert_eq!(f.summary().skipped_counts, vec![(SkipReason::RobotsDisallowed, 1)]);
+        assert_eq!(f.summary().skipped_counts, BTreeMap::from([(SkipReason::RobotsDisallowed, 1)]));
     }
 
     #[test]
