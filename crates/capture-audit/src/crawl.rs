@@ -5,7 +5,8 @@
 //! (depth 1, in the order they were added), then their links (depth 2), … Every URL passes,
 //! in this order, and the first rule that refuses it is the reason recorded:
 //! 1. it normalises ([`crate::urls::normalize`]) — else `invalid`;
-//! 2. it is in the scope ([`crate::urls::Scope`]) — else `other_origin`;
+//! 2. it is in the scope ([`crate::urls::Scope`]: the site the start URL lands on, see
+//!    [`Frontier::new_scoped`]) — else `other_origin`;
 //! 3. it is not a duplicate ([`crate::urls::dedupe_key`]) — duplicates are only counted;
 //! 4. its path does not end in a non-page extension — else `not_html`;
 //! 5. its path has at most [`CrawlConfig::max_path_depth`] segments — else `path_too_deep`;
@@ -142,6 +143,7 @@ pub struct Frontier {
     robots: Option<RobotsTxt>,
     start_key: String,
     seen: HashSet<String>,
+    audited: HashSet<String>,
     queue: VecDeque<QueuedUrl>,
     handed_out: usize,
     query_variants: HashMap<String, usize>,
@@ -155,14 +157,27 @@ pub struct Frontier {
 impl Frontier {
     /// A frontier holding the start URL; `robots` (when known) filters what is discovered.
     pub fn new(start: &str, config: CrawlConfig, robots: Option<RobotsTxt>) -> Result<Frontier, UrlError> {
+        Frontier::new_scoped(start, start, config, robots)
+    }
+
+    /// A frontier holding the start URL whose scope is the site of `site` — where the start
+    /// URL redirects to (`http://example.com` → `https://www.example.com/`). The start URL is
+    /// queued whatever its own origin.
+    pub fn new_scoped(
+        start: &str,
+        site: &str,
+        config: CrawlConfig,
+        robots: Option<RobotsTxt>,
+    ) -> Result<Frontier, UrlError> {
         let start = normalize(start, None)?;
-        let scope = Scope::new(&start)?;
+        let scope = Scope::new(&normalize(site, None)?)?;
         let mut f = Frontier {
             config,
             scope,
             robots,
             start_key: dedupe_key(&start),
             seen: HashSet::new(),
+            audited: HashSet::new(),
             queue: VecDeque::new(),
             handed_out: 0,
             query_variants: HashMap::new(),
@@ -172,7 +187,9 @@ impl Frontier {
             counts: HashMap::new(),
             skipped: Vec::new(),
         };
-        f.offer(start.as_str(), None, 0);
+        f.seen.insert(f.start_key.clone());
+        f.discovered = 1;
+        f.queue.push_back(QueuedUrl { url: start, depth: 0 });
         Ok(f)
     }
 
@@ -200,11 +217,12 @@ impl Frontier {
         }
     }
 
-    /// Record a URL as known without queueing it (a redirect's target that was just audited).
-    pub fn mark_seen(&mut self, url: &Url) {
-        if self.scope.contains(url) {
-            self.seen.insert(dedupe_key(url));
-        }
+    /// Record that `url` was audited under another address (the target of a redirect): it is
+    /// not queued again, and a copy already queued is dropped when its turn comes.
+    pub fn mark_audited(&mut self, url: &Url) {
+        let key = dedupe_key(url);
+        self.seen.insert(key.clone());
+        self.audited.insert(key);
     }
 
     /// Record that an audited URL turned out not to be HTML (its content type).
@@ -217,9 +235,15 @@ impl Frontier {
         if self.handed_out >= self.config.max_pages {
             return None;
         }
-        let q = self.queue.pop_front()?;
-        self.handed_out += 1;
-        Some(q)
+        loop {
+            let q = self.queue.pop_front()?;
+            if self.audited.contains(&dedupe_key(&q.url)) {
+                self.duplicates += 1;
+                continue;
+            }
+            self.handed_out += 1;
+            return Some(q);
+        }
     }
 
     /// How many URLs [`Frontier::next_page`] has handed out.
@@ -479,6 +503,20 @@ mod tests {
         assert_eq!(p("https://e.com/about"), None);
         assert_eq!(p("https://e.com/s?a=1&b=2"), p("https://e.com/s?b=9&a=7"));
         assert_ne!(p("https://e.com/s?a=1"), p("https://e.com/s?b=1"));
+    }
+
+    #[test]
+    fn the_scope_follows_the_start_urls_redirect() {
+        let mut f = Frontier::new_scoped("http://example.com/", "https://www.example.com/", cfg(50), None).unwrap();
+        let s = f.next_page().unwrap();
+        assert_eq!(s.url.as_str(), "http://example.com/");
+        // The sitemap lists the landing page before the start page was audited.
+        f.add_sitemap_urls(["https://example.com/"]);
+        let landed = Url::parse("https://www.example.com/").unwrap();
+        f.mark_audited(&landed);
+        f.add_links(&landed, 0, ["/a", "https://example.com/b", "http://example.com/c", "/"]);
+        assert_eq!(drain(&mut f), ["/a", "/b"]);
+        assert_eq!(f.summary().skipped_counts, BTreeMap::from([(SkipReason::OtherOrigin, 1)]));
     }
 
     #[test]

@@ -159,6 +159,20 @@ async fn get_bounded(client: &Client, url: &Url, opts: &FetchOptions, max_bytes:
     Ok(Fetched { url: final_url, status, body, truncated })
 }
 
+/// Where `url` ends up after redirects (HEAD, else GET), or None when it cannot be reached:
+/// the crawl's site is the site the start URL lands on.
+pub async fn resolve_redirects(client: &Client, url: &Url, opts: &FetchOptions) -> Option<Url> {
+    for method in [Method::HEAD, Method::GET] {
+        let sent = send_following(client, method, url, &opts.user_agent, opts.timeout, opts.max_redirects, false).await;
+        if let Ok((resp, _)) = sent
+            && resp.status().as_u16() < 400
+        {
+            return Some(resp.url().clone());
+        }
+    }
+    None
+}
+
 /// The outcome of fetching `/robots.txt`.
 #[derive(Debug, Clone)]
 pub struct RobotsFetch {

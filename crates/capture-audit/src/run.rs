@@ -16,9 +16,9 @@ use url::Url;
 
 use crate::checks::{SiteFacts, Thresholds};
 use crate::crawl::{CrawlConfig, Frontier};
-use crate::fetch::{FetchOptions, LinkCheckOptions, check_links, fetch_robots, fetch_sitemaps};
+use crate::fetch::{FetchOptions, LinkCheckOptions, check_links, fetch_robots, fetch_sitemaps, resolve_redirects};
 use crate::report::{PageInput, Report, ReportType, build_report};
-use crate::urls::{UrlError, is_html_content_type, normalize};
+use crate::urls::{UrlError, is_html_content_type, normalize, normalize_url};
 
 /// What to audit and how.
 #[derive(Debug, Clone)]
@@ -76,16 +76,26 @@ where
     Fut: Future<Output = PageInput>,
 {
     let start = normalize(&plan.url, None)?;
-    let robots = fetch_robots(client, &start, &plan.fetch).await;
+    // The site is where the start URL lands (http → https, a bare domain → www): its
+    // robots.txt and sitemaps apply and its links are followed.
+    let site_url = match plan.report_type {
+        ReportType::FullSite => resolve_redirects(client, &start, &plan.fetch)
+            .await
+            .and_then(|u| normalize_url(u).ok())
+            .unwrap_or_else(|| start.clone()),
+        ReportType::SinglePage => start.clone(),
+    };
+    let robots = fetch_robots(client, &site_url, &plan.fetch).await;
     let mut seeds = robots.robots.sitemaps(&robots.url);
     if seeds.is_empty() {
-        seeds.push(start.join("/sitemap.xml").map_err(|e| UrlError::Invalid(e.to_string()))?);
+        seeds.push(site_url.join("/sitemap.xml").map_err(|e| UrlError::Invalid(e.to_string()))?);
     }
     let mut crawl = plan.crawl.clone();
     if plan.report_type == ReportType::SinglePage {
         crawl.max_pages = 1;
     }
-    let mut frontier = Frontier::new(start.as_str(), crawl.clone(), Some(robots.robots.clone()))?;
+    let mut frontier =
+        Frontier::new_scoped(start.as_str(), site_url.as_str(), crawl.clone(), Some(robots.robots.clone()))?;
     let sitemaps = fetch_sitemaps(client, &seeds, frontier.scope(), &plan.fetch).await;
     if plan.report_type == ReportType::FullSite {
         frontier.add_sitemap_urls(sitemaps.urls.iter().map(String::as_str));
@@ -111,7 +121,7 @@ where
         }
         let base = Url::parse(&facts.final_url).unwrap_or_else(|_| q.url.clone());
         if base != q.url {
-            frontier.mark_seen(&base);
+            frontier.mark_audited(&base);
         }
         let hrefs: Vec<String> =
             facts.collection.as_ref().map(|c| c.links.iter().map(|l| l.href.clone()).collect()).unwrap_or_default();

@@ -372,12 +372,34 @@ async fn a_single_page_audit_loads_one_page_and_a_passed_deadline_none() {
     assert_eq!(report.crawl.discovered, 1);
     assert_eq!(site.hits("/sitemap.xml"), 1);
 
+    // A start URL that redirects to another origin (like http → https): the crawl follows the
+    // site it lands on, with that site's robots.txt and sitemaps.
+    let target = site.url("/");
+    let app = Router::new().route("/", get(move || async move { axum::response::Redirect::permanent(&target) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let robots_before = site.hits("/robots.txt");
+    let moved = AuditPlan::new(&format!("http://{addr}/"), ReportType::FullSite, 4, &ua());
+    let report = run_audit(&client, &moved, audit, |_| {}).await.unwrap();
+    assert_eq!(report.pages_audited, 4, "{:?}", report.crawl);
+    assert_eq!(report.pages[0].url, format!("http://{addr}/"));
+    assert_eq!(report.pages[0].final_url, site.url("/"));
+    assert!(
+        report.pages[1..].iter().all(|p| p.url.starts_with(&site.base)),
+        "{:?}",
+        report.pages.iter().map(|p| &p.url).collect::<Vec<_>>()
+    );
+    assert!(report.pages.iter().all(|p| p.url != site.url("/")), "the landing page is not audited twice");
+    assert_eq!(site.hits("/robots.txt"), robots_before + 1);
+
     let home_hits = site.hits("/");
     let mut late = AuditPlan::new(&site.url("/"), ReportType::FullSite, 10, &ua());
     late.deadline = Some(tokio::time::Instant::now());
     let report = run_audit(&client, &late, audit, |_| {}).await.unwrap();
     assert_eq!(report.pages_audited, 0);
     assert!(report.crawl.skipped_counts.get(&SkipReason::PageLimit).is_some_and(|n| *n >= 1), "{:?}", report.crawl);
-    assert_eq!(site.hits("/"), home_hits, "no page was loaded");
+    // One HEAD finds where the start URL lands; the browser loaded nothing.
+    assert_eq!(site.hits("/"), home_hits + 1);
     render_html(&report, &HtmlOptions::default()).unwrap();
 }
