@@ -10,7 +10,7 @@
 //! | `/` | none (links to every page) |
 //! | `/clean` | none |
 //! | `/no-title` | no `<title>` |
-//! | `/images` | an image without `alt` |
+//! | `/images` | two images without `alt` (one with an id, one without) |
 //! | `/links` | a link to a 404 page (and one to a page that refuses HEAD, which is fine) |
 //! | `/console-error` | a console error, an uncaught exception, a missing image (404 request) |
 //! | `/layout-shift` | a banner pushes the content down after load (CLS ≈ 0.3+) |
@@ -170,7 +170,7 @@ async fn count_and_secure(State(site): State<Site>, req: Request, next: Next) ->
     if is_html {
         h.insert(
             header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"),
+            HeaderValue::from_static("default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'"),
         );
         h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
         h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
@@ -262,7 +262,8 @@ async fn no_title() -> impl IntoResponse {
 async fn images() -> impl IntoResponse {
     let body = r#"<h1>Images</h1>
 <p><img src="/img/photo.png" alt="A described picture" width="64" height="64"></p>
-<p><img id="hero" src="/img/photo.png?v=2" width="64" height="64"></p>"#;
+<p><img id="hero" src="/img/photo.png?v=2" width="64" height="64"></p>
+<p><img src="/img/photo.png?v=3" width="32" height="32"> <img src="/img/photo.png?v=4" alt="" width="32" height="32"></p>"#;
     (html_headers(), page("Images — audit fixture site", body, ""))
 }
 

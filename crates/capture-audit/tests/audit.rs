@@ -208,7 +208,16 @@ async fn a_full_site_audit_of_the_fixture_site_finds_every_planted_defect() {
     assert!(f.more_evidence.iter().any(|e| e.selector.is_some()), "the shifted elements are named: {f:?}");
     let images = page("/images");
     let alt = images.findings.iter().find(|f| f.id == "image-alt-missing").unwrap();
-    assert_eq!((alt.occurrences, alt.evidence.selector.as_deref()), (1, Some("#hero")));
+    assert_eq!((alt.occurrences, alt.evidence.selector.as_deref()), (2, Some("#hero")));
+    // Each selector names exactly its image on the live page (alt="" is not a defect).
+    let selectors: Vec<String> =
+        std::iter::once(&alt.evidence).chain(&alt.more_evidence).filter_map(|e| e.selector.clone()).collect();
+    assert_eq!(selectors.len(), 2);
+    let js = format!(
+        "{}.map((s) => {{ const m = document.querySelectorAll(s); return m.length === 1 && m[0].localName === 'img' && !m[0].hasAttribute('alt'); }})",
+        serde_json::to_string(&selectors).unwrap()
+    );
+    assert_eq!(chrome.eval_at(&site.url("/images"), &js).await, serde_json::json!([true, true]), "{selectors:?}");
     let console = page("/console-error");
     let ce = console.findings.iter().find(|f| f.id == "console-errors").unwrap();
     let texts: Vec<_> =

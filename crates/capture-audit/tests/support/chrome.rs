@@ -385,6 +385,26 @@ impl Chrome {
         r["data"].as_str().map(|d| format!("data:image/jpeg;base64,{d}"))
     }
 
+    /// Load `url` and evaluate `expression` once it has loaded.
+    pub async fn eval_at(&self, url: &str, expression: &str) -> Value {
+        let t = self.call("Target.createTarget", json!({"url": url, "newWindow": true}), None).await.unwrap();
+        let target = t["targetId"].as_str().unwrap().to_owned();
+        let a = self.call("Target.attachToTarget", json!({"targetId": target, "flatten": true}), None).await.unwrap();
+        let sid = a["sessionId"].as_str().unwrap().to_owned();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let state = self.eval(&sid, "location.href + ' ' + document.readyState", false).await.unwrap_or_default();
+            if state.as_str() == Some(&format!("{url} complete")) {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{url} did not load: {state}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let v = self.eval(&sid, expression, true).await.unwrap();
+        let _ = self.call("Target.closeTarget", json!({"targetId": target}), None).await;
+        v
+    }
+
     /// Load an HTML string and evaluate `expression` in it (for checking the report page).
     pub async fn eval_in_html(&self, html: &str, expression: &str) -> Value {
         let t = self.call("Target.createTarget", json!({"url": "about:blank", "newWindow": true}), None).await.unwrap();
