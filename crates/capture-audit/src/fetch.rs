@@ -78,13 +78,13 @@ fn short_error(e: &reqwest::Error) -> String {
     };
     let mut src = std::error::Error::source(e);
     let mut depth = 0;
-    while let Some(s) = src {
-        if depth == 0 || depth < 3 {
-            let t = s.to_string();
-            if !t.is_empty() && !msg.contains(&t) {
-                msg.push_str(": ");
-                msg.push_str(&t);
-            }
+    while let Some(s) = src
+        && depth < 3
+    {
+        let t = s.to_string();
+        if !t.is_empty() && !msg.contains(&t) {
+            msg.push_str(": ");
+            msg.push_str(&t);
         }
         depth += 1;
         src = s.source();

@@ -74,6 +74,9 @@ pub fn parse_sitemap(bytes: &[u8]) -> Result<SitemapDoc, SitemapError> {
     let mut locs = Vec::new();
     let mut in_loc = false;
     let mut text = String::new();
+    // Only a <loc> directly inside <url> or <sitemap> counts: the image extension's
+    // <image:loc> sits deeper, inside <image:image>.
+    let mut stack: Vec<String> = Vec::new();
     loop {
         let ev = reader.read_event_into(&mut buf).map_err(|e| SitemapError::Xml(e.to_string()))?;
         match ev {
@@ -82,10 +85,12 @@ pub fn parse_sitemap(bytes: &[u8]) -> Result<SitemapDoc, SitemapError> {
                 if root.is_none() {
                     root = Some(name.clone());
                 }
-                if name == "loc" {
+                let parent_ok = stack.last().is_some_and(|p| p == "url" || p == "sitemap");
+                if name == "loc" && parent_ok {
                     in_loc = true;
                     text.clear();
                 }
+                stack.push(name);
             }
             Event::Empty(e) if root.is_none() => {
                 root = Some(String::from_utf8_lossy(e.local_name().as_ref()).to_ascii_lowercase());
@@ -111,11 +116,14 @@ pub fn parse_sitemap(bytes: &[u8]) -> Result<SitemapDoc, SitemapError> {
                     });
                 }
             }
-            Event::End(e) if in_loc && e.local_name().as_ref().eq_ignore_ascii_case(b"loc") => {
-                in_loc = false;
-                let loc = text.trim();
-                if !loc.is_empty() && locs.len() < MAX_LOCS_PER_FILE {
-                    locs.push(loc.to_owned());
+            Event::End(e) => {
+                stack.pop();
+                if in_loc && e.local_name().as_ref().eq_ignore_ascii_case(b"loc") {
+                    in_loc = false;
+                    let loc = text.trim();
+                    if !loc.is_empty() && locs.len() < MAX_LOCS_PER_FILE {
+                        locs.push(loc.to_owned());
+                    }
                 }
             }
             Event::Eof => break,
@@ -161,6 +169,13 @@ mod tests {
     fn an_index_with_a_prefix_lists_sitemaps() {
         let xml = r#"<sm:sitemapindex xmlns:sm="http://www.sitemaps.org/schemas/sitemap/0.9"><sm:sitemap><sm:loc>https://e.com/s1.xml</sm:loc></sm:sitemap></sm:sitemapindex>"#;
         assert_eq!(parse_sitemap(xml.as_bytes()).unwrap(), SitemapDoc::Index(vec!["https://e.com/s1.xml".into()]));
+    }
+
+    #[test]
+    fn image_extension_locs_are_not_pages() {
+        let xml = r#"<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">
+<url><loc>https://e.com/p</loc><image:image><image:loc>https://e.com/i.jpg</image:loc></image:image></url></urlset>"#;
+        assert_eq!(parse_sitemap(xml.as_bytes()).unwrap(), SitemapDoc::UrlSet(vec!["https://e.com/p".into()]));
     }
 
     #[test]
