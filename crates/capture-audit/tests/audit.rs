@@ -374,7 +374,9 @@ async fn a_single_page_audit_loads_one_page_and_a_passed_deadline_none() {
         }
     };
     let plan = AuditPlan::new(&site.url("/links"), ReportType::SinglePage, 10, &ua());
+    let t0 = Instant::now();
     let report = run_audit(&client, &plan, audit, |_| {}).await.unwrap();
+    eprintln!("single-page audit in {:.2} s", t0.elapsed().as_secs_f64());
     assert_eq!(report.pages_audited, 1);
     assert_eq!(site.hits("/clean"), 1, "only the link check touched /clean");
     assert!(report.pages[0].findings.iter().any(|f| f.id == "broken-links"));
