@@ -19,6 +19,16 @@ export RUST_BACKTRACE=1
 CAPTURE_TEST_MOTO="$(bash tests/s3/moto-venv.sh)"
 export CAPTURE_TEST_MOTO
 
+# axe-core (npm, pinned by tests/audit/package-lock.json) for the audit engine's tests: the
+# browser injects its axe.min.js into audited pages; it is never copied into the repository.
+if ! command -v npm >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  $( [ "$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
+  $( [ "$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+(cd tests/audit && npm ci --no-audit --no-fund --loglevel=error)
+export CAPTURE_AXE_PATH="$PWD/tests/audit/node_modules/axe-core/axe.min.js"
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
