@@ -38,8 +38,10 @@
 use std::fmt;
 
 use chrono::{DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Utc};
-use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
+
+/// An IANA time zone (re-exported so callers need not depend on `chrono-tz` themselves).
+pub use chrono_tz::Tz;
 
 /// The zone whose calendar days the caps count in (UTC, for every sender and campaign).
 pub const COUNTING_ZONE: Tz = Tz::UTC;

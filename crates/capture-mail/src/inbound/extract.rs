@@ -146,7 +146,9 @@ fn starts_ci(s: &str, prefix: &str) -> bool {
 fn find_ci(hay: &str, needle: &str, from: usize) -> Option<usize> {
     let h = hay.as_bytes();
     let n = needle.as_bytes();
-    (from..=h.len().checked_sub(n.len())?).find(|&i| h[i..i + n.len()].eq_ignore_ascii_case(n))
+    let first = n.first()?.to_ascii_lowercase();
+    (from..=h.len().checked_sub(n.len())?)
+        .find(|&i| h[i].to_ascii_lowercase() == first && h[i..i + n.len()].eq_ignore_ascii_case(n))
 }
 
 /// The value of attribute `name` in the attribute text of a tag.
@@ -445,87 +447,145 @@ pub fn extract_links(html: Option<&str>, text: Option<&str>) -> Vec<Link> {
     links
 }
 
+/// Words that mark a one-time code nearby (lower-cased). Any word ending in `code`/`codes`
+/// counts too ("passcode", "Bestätigungscode"), except [`NOT_CODE_COMPOUNDS`].
 const CODE_WORDS: &[&str] = &[
     "code",
+    "codes",
     "verification",
     "verify",
     "otp",
-    "one-time",
-    "one time",
     "passcode",
-    "pass code",
     "pin",
     "token",
     "2fa",
-    "two-factor",
     "security",
     "confirmation",
     "código",
     "kod",
 ];
-
-/// Phrases with "code" in them that are not one-time codes.
-const NOT_CODE_WORDS: &[&str] = &[
-    "zip code",
-    "postal code",
+/// Two-word markers ("one-time", "pass code", "two-factor").
+const CODE_PAIRS: &[(&str, &str)] = &[("one", "time"), ("pass", "code"), ("two", "factor")];
+/// A word before "code" that makes it something else ("zip code", "promo code").
+const NOT_CODE_BEFORE: &[&str] = &["zip", "postal", "promo", "discount", "coupon", "area", "source", "country", "gift"];
+/// Words ending in "code" that are not about one-time codes.
+const NOT_CODE_COMPOUNDS: &[&str] = &[
     "postcode",
-    "promo code",
-    "discount code",
-    "coupon code",
-    "area code",
-    "source code",
-    "country code",
+    "zipcode",
+    "barcode",
+    "qrcode",
+    "promocode",
+    "unicode",
+    "encode",
+    "decode",
+    "opcode",
+    "geocode",
+    "encodes",
+];
+/// Words that make a nearby number a phone number.
+const PHONE_WORDS: &[&str] = &["phone", "tel", "call", "fax", "mobile", "whatsapp"];
+/// Month names and abbreviations, which make a nearby four-digit number a year.
+const MONTHS: &[&str] = &[
+    "jan",
+    "january",
+    "feb",
+    "february",
+    "mar",
+    "march",
+    "apr",
+    "april",
+    "may",
+    "jun",
+    "june",
+    "jul",
+    "july",
+    "aug",
+    "august",
+    "sep",
+    "sept",
+    "september",
+    "oct",
+    "october",
+    "nov",
+    "november",
+    "dec",
+    "december",
 ];
 
-const MONTHS: &[&str] = &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
-
-/// Positions of `word` in `hay` as a whole word (a plural `s` allowed for longer words); `code`
-/// may also end a compound ("Bestätigungscode", "passcode").
-fn word_at(hay: &str, word: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(p) = hay[from..].find(word).map(|p| p + from) {
-        let before_ok = word == "code" || hay[..p].chars().last().is_none_or(|c| !c.is_alphanumeric());
-        let after = hay[p + word.len()..].chars().next();
-        let after_ok = after.is_none_or(|c| !c.is_alphanumeric() || (c == 's' && word.len() > 3));
-        if before_ok && after_ok {
-            out.push(p);
-        }
-        from = p + word.len().max(1);
-    }
-    out
+/// What the words of a text say about the numbers in it, found in one pass over the words (a
+/// substring search per word and candidate costs far more than the whole parse).
+struct Marks {
+    /// Spans of code words.
+    code: Vec<(usize, usize)>,
+    /// End offsets of phone words.
+    phone: Vec<usize>,
+    /// Spans of month names.
+    months: Vec<(usize, usize)>,
 }
 
-/// The distance in bytes from the token at `[s, e)` to the nearest code word in `lower` (the
-/// lower-cased text), looking `before` bytes back and `after` bytes ahead; `None` if none.
-fn keyword_distance(lower: &str, s: usize, e: usize, before: usize, after: usize) -> Option<(usize, bool)> {
-    let lo = floor_boundary(lower, s.saturating_sub(before));
-    let hi = ceil_boundary(lower, e + after);
-    let window = &lower[lo..hi];
-    let negatives: Vec<(usize, usize)> = NOT_CODE_WORDS
-        .iter()
-        .flat_map(|w| window.match_indices(w).map(move |(p, _)| (lo + p, lo + p + w.len())))
-        .collect();
-    let mut best: Option<(usize, bool)> = None;
-    for w in CODE_WORDS {
-        for p in word_at(window, w) {
-            let (ks, ke) = (lo + p, lo + p + w.len());
-            if negatives.iter().any(|(ns, ne)| ks >= *ns && ke <= *ne) {
-                continue;
+fn marks(lower: &str) -> Marks {
+    let mut words: Vec<(usize, usize)> = Vec::new();
+    let mut start = None;
+    for (i, c) in lower.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, i));
+                start = None;
             }
-            let (d, is_before) = if ke <= s {
-                (s - ke, true)
-            } else if ks >= e {
-                (ks - e, false)
-            } else {
-                continue;
-            };
-            if best.is_none_or(|(bd, _)| d < bd) {
-                best = Some((d, is_before));
-            }
+            _ => {}
         }
     }
-    best
+    if let Some(s) = start {
+        words.push((s, lower.len()));
+    }
+    let mut m = Marks { code: Vec::new(), phone: Vec::new(), months: Vec::new() };
+    for (k, &(s, e)) in words.iter().enumerate() {
+        let w = &lower[s..e];
+        let prev = k.checked_sub(1).map(|j| (words[j].0, &lower[words[j].0..words[j].1]));
+        let is_code = CODE_WORDS.contains(&w)
+            || ((w.ends_with("code") || w.ends_with("codes")) && !NOT_CODE_COMPOUNDS.contains(&w));
+        let negated = matches!(w, "code" | "codes") && prev.is_some_and(|(_, p)| NOT_CODE_BEFORE.contains(&p));
+        if is_code && !negated {
+            m.code.push((s, e));
+        }
+        if let Some((ps, p)) = prev
+            && CODE_PAIRS.contains(&(p, w))
+        {
+            m.code.push((ps, e));
+        }
+        if PHONE_WORDS.contains(&w) {
+            m.phone.push(e);
+        }
+        if MONTHS.contains(&w) {
+            m.months.push((s, e));
+        }
+    }
+    m
+}
+
+/// The distance in bytes from the token at `[s, e)` to the nearest code word that lies within
+/// `before` bytes ahead of it or `after` bytes behind it, and whether that word comes first.
+fn keyword_distance(
+    spans: &[(usize, usize)],
+    s: usize,
+    e: usize,
+    before: usize,
+    after: usize,
+) -> Option<(usize, bool)> {
+    spans
+        .iter()
+        .filter(|(ks, ke)| *ks >= s.saturating_sub(before) && *ke <= e + after)
+        .filter_map(|&(ks, ke)| {
+            if ke <= s {
+                Some((s - ke, true))
+            } else if ks >= e {
+                Some((ks - e, false))
+            } else {
+                None
+            }
+        })
+        .min_by_key(|(d, _)| *d)
 }
 
 fn is_year(tok: &str) -> bool {
@@ -533,14 +593,18 @@ fn is_year(tok: &str) -> bool {
 }
 
 /// Whether the token at `[s, e)` of `text` reads as something other than a code.
-fn excluded(text: &str, lower: &str, s: usize, e: usize) -> bool {
+fn excluded(text: &str, lower: &str, marks: &Marks, s: usize, e: usize) -> bool {
     let before = &text[..s];
     let after = &text[e..];
     let prev = before.chars().last();
     let next = after.chars().next();
     let next2 = after.chars().nth(1);
     // Part of an address, URL, path or identifier; an amount, a percentage.
-    if prev.is_some_and(|c| "@/=&?#_\\.:$€£¥₹+".contains(c)) || next.is_some_and(|c| "@/=&?_\\%".contains(c)) {
+    if prev.is_some_and(|c| "@/=&?#_\\.$€£¥₹+".contains(c)) || next.is_some_and(|c| "@/=&?_\\%".contains(c)) {
+        return true;
+    }
+    // `12:30` is a time, `code:123456` is not.
+    if prev == Some(':') && before.chars().rev().nth(1).is_some_and(|c| c.is_ascii_digit()) {
         return true;
     }
     // A number with decimals, or a date or time written with separators.
@@ -560,7 +624,7 @@ fn excluded(text: &str, lower: &str, s: usize, e: usize) -> bool {
         return true;
     }
     let near_before = &lower[floor_boundary(lower, s.saturating_sub(24))..s];
-    if ["phone", "tel", "call", "fax", "mobile", "whatsapp"].iter().any(|w| !word_at(near_before, w).is_empty()) {
+    if marks.phone.iter().any(|&pe| pe <= s && s - pe <= 24) {
         return true;
     }
     // Prices: a currency just before or after.
@@ -576,11 +640,8 @@ fn excluded(text: &str, lower: &str, s: usize, e: usize) -> bool {
         return true;
     }
     // Years next to a month name.
-    if is_year(&text[s..e]) {
-        let around = &lower[floor_boundary(lower, s.saturating_sub(12))..ceil_boundary(lower, e + 12)];
-        if MONTHS.iter().any(|m| !word_at(around, m).is_empty() || around.contains(&format!("{m} "))) {
-            return true;
-        }
+    if is_year(&text[s..e]) && marks.months.iter().any(|&(ms, me)| ms + 16 >= s && me <= e + 16) {
+        return true;
     }
     false
 }
@@ -653,10 +714,14 @@ pub fn extract_codes(subject: Option<&str>, text: &str) -> Vec<OneTimeCode> {
         }
         // ASCII lower-casing keeps byte offsets, so positions in both strings agree.
         let lower = blanked.to_ascii_lowercase();
+        let marks = marks(&lower);
+        if marks.code.is_empty() {
+            continue;
+        }
         for (s, e, code) in candidates(&blanked) {
-            let Some((distance, is_before)) = keyword_distance(&lower, s, e, 80, 40) else { continue };
+            let Some((distance, is_before)) = keyword_distance(&marks.code, s, e, 80, 40) else { continue };
             let tok_digits = code.bytes().all(|c| c.is_ascii_digit());
-            if excluded(&blanked, &lower, s, e) {
+            if excluded(&blanked, &lower, &marks, s, e) {
                 continue;
             }
             if tok_digits && is_year(&code) && !(is_before && distance <= 12) {
@@ -706,6 +771,7 @@ mod tests {
             ("OTP: 998877. Do not share it.", &["998877"]),
             ("Dein Bestätigungscode lautet 552211", &["552211"]),
             ("Your code: 2024", &["2024"]),
+            ("Code:482913", &["482913"]),
         ];
         for (text, expected) in cases {
             assert_eq!(codes(text), *expected, "{text}");

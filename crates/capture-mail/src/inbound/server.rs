@@ -39,6 +39,9 @@ pub struct InboundConfig {
     pub per_ip_rate: u32,
     /// Most connections at once; more are told `421` and closed.
     pub max_connections: usize,
+    /// Most connections at once from one client address (IPv6: per /64), so one client cannot
+    /// hold every slot by idling.
+    pub max_connections_per_ip: usize,
     /// Deadline for each command (and for each read of message data).
     pub idle_timeout: Duration,
     /// Deadline for a whole message, from `354` to the final dot.
@@ -46,8 +49,8 @@ pub struct InboundConfig {
 }
 
 impl Default for InboundConfig {
-    /// 10 MiB messages, 20 recipients, 30 messages a minute per client, 100 connections, 60 s
-    /// per command, 5 min per message.
+    /// 10 MiB messages, 20 recipients, 30 messages a minute per client, 100 connections (10 per
+    /// client), 60 s per command, 5 min per message.
     fn default() -> Self {
         InboundConfig {
             hostname: "localhost".into(),
@@ -55,6 +58,7 @@ impl Default for InboundConfig {
             max_recipients: 20,
             per_ip_rate: 30,
             max_connections: 100,
+            max_connections_per_ip: 10,
             idle_timeout: Duration::from_secs(60),
             data_timeout: Duration::from_secs(300),
         }
@@ -101,6 +105,38 @@ struct Shared {
     config: InboundConfig,
     sink: Arc<dyn InboundSink>,
     limiter: RateLimiter,
+    per_ip: Mutex<HashMap<IpAddr, usize>>,
+}
+
+/// One client's open connection, counted while it lives.
+struct IpSlot {
+    shared: Arc<Shared>,
+    key: IpAddr,
+}
+
+impl IpSlot {
+    fn take(shared: &Arc<Shared>, ip: IpAddr) -> Option<IpSlot> {
+        let key = RateLimiter::key(ip);
+        let mut counts = shared.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        let n = counts.entry(key).or_insert(0);
+        if *n >= shared.config.max_connections_per_ip.max(1) {
+            return None;
+        }
+        *n += 1;
+        Some(IpSlot { shared: shared.clone(), key })
+    }
+}
+
+impl Drop for IpSlot {
+    fn drop(&mut self) {
+        let mut counts = self.shared.per_ip.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = counts.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                counts.remove(&self.key);
+            }
+        }
+    }
 }
 
 impl InboundServer {
@@ -121,7 +157,8 @@ impl InboundServer {
     ) -> io::Result<InboundServer> {
         let addr = listener.local_addr()?;
         let limiter = RateLimiter::new(config.per_ip_rate);
-        Ok(InboundServer { listener, addr, shared: Arc::new(Shared { config, sink, limiter }) })
+        let per_ip = Mutex::new(HashMap::new());
+        Ok(InboundServer { listener, addr, shared: Arc::new(Shared { config, sink, limiter, per_ip }) })
     }
 
     /// The address it listens on.
@@ -148,17 +185,23 @@ impl InboundServer {
                     continue;
                 }
             };
+            // Replies are small and pipelined clients read several in a row: without this,
+            // Nagle's algorithm and the client's delayed ACK hold the second for ~40 ms.
+            let _ = stream.set_nodelay(true);
             let shared = self.shared.clone();
             let cancel = cancel.clone();
-            match slots.clone().try_acquire_owned() {
-                Ok(permit) => {
+            match (slots.clone().try_acquire_owned(), IpSlot::take(&shared, peer.ip())) {
+                (Ok(permit), Some(ip_slot)) => {
                     tracker.spawn(async move {
-                        let _permit = permit;
+                        let _held = (permit, ip_slot);
                         Session::new(shared, stream, peer, cancel).serve().await;
                     });
                 }
-                Err(_) => {
+                (Err(_), _) => {
                     tracker.spawn(refuse(stream, "421 4.3.2 Too many connections, try again later"));
+                }
+                (Ok(_), None) => {
+                    tracker.spawn(refuse(stream, "421 4.7.0 Too many connections from your address, try again later"));
                 }
             }
         }

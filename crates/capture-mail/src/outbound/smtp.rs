@@ -347,7 +347,12 @@ impl SmtpMailer {
         self.step(conn, "DATA", Data, permanent(Stage::Data)).await?;
         // Once the content is on its way a lost reply may hide an accepted message: this is the
         // one window where a retry can deliver twice (the caller records the send before retrying).
-        let sent = timeout(self.settings.timeout * 2, conn.message(mail.raw())).await;
+        let sent = match String::from_utf8(stuffed(mail.raw())) {
+            // One write for content and final dot: lettre's `message` writes them separately,
+            // and Nagle's algorithm with the server's delayed ACK then holds the dot for ~40 ms.
+            Ok(data) => timeout(self.settings.timeout * 2, conn.command(data)).await,
+            Err(_) => timeout(self.settings.timeout * 2, conn.message(mail.raw())).await,
+        };
         match sent {
             Err(_) => Err(Failure { error: timed_out("message"), connection_ok: false, broke_before_mail: false }),
             Ok(Ok(r)) => Ok(r),
@@ -395,6 +400,24 @@ impl SmtpMailer {
             Err(_) => Err(timed_out("QUIT")),
         }
     }
+}
+
+/// The message as DATA carries it: a dot doubled at the start of every line, then
+/// `<CRLF>.<CRLF>` (the same transparency as lettre's client codec).
+fn stuffed(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + raw.len() / 64 + 5);
+    let mut line_start = true;
+    let mut after_cr = false;
+    for &b in raw {
+        if line_start && b == b'.' {
+            out.push(b'.');
+        }
+        out.push(b);
+        line_start = after_cr && b == b'\n';
+        after_cr = b == b'\r';
+    }
+    out.extend_from_slice(b"\r\n.\r\n");
+    out
 }
 
 fn reply_failure(e: lettre::transport::smtp::Error, on_5xx: impl FnOnce(u16, String) -> SendError) -> Failure {
@@ -482,6 +505,12 @@ mod tests {
             assert!(e.contains(expected), "{url}: {e}");
             assert!(!e.contains("hunter2"));
         }
+    }
+
+    #[test]
+    fn dots_are_doubled_at_line_starts_only() {
+        assert_eq!(stuffed(b".a\r\n.\r\nb.c\n.d\r\n..e"), b"..a\r\n..\r\nb.c\n.d\r\n...e\r\n.\r\n");
+        assert_eq!(stuffed(b""), b"\r\n.\r\n");
     }
 
     #[test]

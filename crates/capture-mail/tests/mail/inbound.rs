@@ -78,6 +78,7 @@ fn config() -> InboundConfig {
         max_recipients: 3,
         per_ip_rate: 100,
         max_connections: 8,
+        max_connections_per_ip: 8,
         idle_timeout: Duration::from_secs(10),
         data_timeout: Duration::from_secs(10),
     }
@@ -388,6 +389,40 @@ async fn sink_failures_are_temporary_for_the_client() {
     expect(&c.cmd("DATA").await, "354");
     expect(&c.cmd("Subject: x\r\n\r\ny\r\n.").await, "451 4.3.0");
     assert!(srv.sink.messages().is_empty());
+}
+
+/// A connection from another loopback address (127.0.0.2), a second client.
+async fn connect_from(source: &str, addr: SocketAddr) -> Client {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+    Client::from_stream(socket.connect(addr).await.unwrap())
+}
+
+#[tokio::test]
+async fn one_client_cannot_hold_every_connection() {
+    let srv = start(InboundConfig { max_connections: 3, max_connections_per_ip: 2, ..config() }).await;
+    let (mut a1, g) = Client::open(srv.addr).await;
+    expect(&g, "220");
+    let (_a2, g) = Client::open(srv.addr).await;
+    expect(&g, "220");
+    let (mut a3, g) = Client::open(srv.addr).await;
+    expect(&g, "421 4.7.0 Too many connections from your address");
+    assert!(a3.closed_within(Duration::from_secs(5)).await);
+    // Another client still gets in.
+    let mut b = connect_from("127.0.0.2", srv.addr).await;
+    expect(&b.reply().await, "220");
+    // The count goes down when a connection ends.
+    expect(&a1.cmd("QUIT").await, "221");
+    assert!(a1.closed_within(Duration::from_secs(5)).await);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (_c, g) = Client::open(srv.addr).await;
+        if g.starts_with("220") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the slot was never given back: {g}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test]

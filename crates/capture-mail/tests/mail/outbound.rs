@@ -213,3 +213,18 @@ async fn connections_are_pooled_and_bounded() {
     let rcpts: HashSet<String> = got.iter().map(|r| r.envelope["rcpt_tos"][0].as_str().unwrap().to_string()).collect();
     assert_eq!(rcpts.len(), 11);
 }
+
+#[tokio::test]
+async fn required_starttls_that_the_server_lacks_is_a_configuration_error() {
+    let Some(python) = require_aiosmtpd() else { return };
+    let sink = SmtpSink::start(&python, &[]);
+    let mailer = SmtpMailer::from_url(&sink.url("?tls=starttls")).unwrap();
+    // Never falls back to plain text: the mail is not sent and the settings are blamed.
+    let err = mailer.send(&campaign_mail("owner@site.test").build(now()).unwrap()).await.unwrap_err();
+    match &err {
+        SendError::Config { message } => assert!(message.contains("STARTTLS"), "{message}"),
+        other => panic!("expected a configuration error, got {other:?}"),
+    }
+    assert!(matches!(mailer.check().await, Err(SendError::Config { .. })));
+    assert!(sink.received().is_empty());
+}

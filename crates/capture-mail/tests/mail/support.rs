@@ -136,7 +136,11 @@ pub struct Client {
 
 impl Client {
     pub async fn connect(addr: std::net::SocketAddr) -> Client {
-        let (r, w) = TcpStream::connect(addr).await.unwrap().into_split();
+        Client::from_stream(TcpStream::connect(addr).await.unwrap())
+    }
+
+    pub fn from_stream(stream: TcpStream) -> Client {
+        let (r, w) = stream.into_split();
         Client { reader: BufReader::new(r), writer: w }
     }
 
