@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, then format check, lints and every test
 # (unit, store tests on SQLite and PostgreSQL, the browser engine, the service end to end,
-# S3 storage against a local moto server).
+# S3 storage against a local moto server, mail against a local aiosmtpd server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,6 +18,10 @@ export RUST_BACKTRACE=1
 # start and stop it themselves; under CI=true they fail rather than skip without it.
 CAPTURE_TEST_MOTO="$(bash tests/s3/moto-venv.sh)"
 export CAPTURE_TEST_MOTO
+# Python's aiosmtpd (PyPI, in a virtualenv in the target dir): the real SMTP server the outbound
+# mail tests start and stop themselves; under CI=true they fail rather than skip without it.
+CAPTURE_TEST_AIOSMTPD="$(bash tests/smtp/aiosmtpd-venv.sh)"
+export CAPTURE_TEST_AIOSMTPD
 
 # axe-core (npm, pinned by tests/audit/package-lock.json) for the audit engine's tests: the
 # browser injects its axe.min.js into audited pages; it is never copied into the repository.

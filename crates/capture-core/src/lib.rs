@@ -1,11 +1,12 @@
 //! Domain types of Capture: ids, capture options and their validation, plans, the
-//! calendar-month quota window and the stable error codes. No I/O lives here.
+//! calendar-month quota window, the sending rules of campaigns and the stable error codes. No I/O lives here.
 
 pub mod error;
 pub mod events;
 pub mod ids;
 pub mod options;
 pub mod plan;
+pub mod sending;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
