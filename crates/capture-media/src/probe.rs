@@ -261,7 +261,7 @@ fn ffmpeg_measure_args(path: &Path, start: f64, duration: f64, filter: &str) -> 
     a
 }
 
-/// Decodes the frame shown at `seconds` into RGB.
+/// Decodes the first frame at or after `seconds` into RGB.
 pub async fn frame_at(path: &Path, seconds: f64) -> Result<image::RgbImage> {
     let png = frame_png(path, seconds, None).await?;
     let img = image::load_from_memory_with_format(&png, image::ImageFormat::Png)

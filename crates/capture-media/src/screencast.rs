@@ -106,6 +106,7 @@ pub struct ScreencastRecorder {
     next_file: u32,
     received: usize,
     format: Option<FrameFormat>,
+    first_dims: Option<(u32, u32)>,
     canvas: Option<(u32, u32)>,
     total_bytes: u64,
 }
@@ -143,6 +144,7 @@ impl ScreencastRecorder {
             next_file: 0,
             received: 0,
             format: None,
+            first_dims: None,
             canvas: None,
             total_bytes: 0,
         })
@@ -202,23 +204,22 @@ impl ScreencastRecorder {
             return Err(MediaError::RecordingLimit(format!("more than {} bytes of frames", self.opts.max_total_bytes)));
         }
 
-        // One recording, one image codec (ffmpeg's concat reader cannot switch decoders
-        // mid-stream): a frame in the other format is re-encoded.
+        // ffmpeg sees one size and one codec for the whole recording: its concat reader
+        // cannot switch decoders mid-stream, and a size change re-initialises the filter
+        // graph, which loses the frames queued for timing. A frame that differs from the
+        // first (a viewport change) is letterboxed to the first frame's size and
+        // re-encoded here, off the async threads.
         let first_format = *self.format.get_or_insert(format);
-        let bytes: std::borrow::Cow<'_, [u8]> = if format == first_format {
+        let first_dims = *self.first_dims.get_or_insert((w, h));
+        let bytes: std::borrow::Cow<'_, [u8]> = if format == first_format && (w, h) == first_dims {
             data.into()
         } else {
-            let img =
-                image::load_from_memory_with_format(data, format.image_format()).map_err(|e| bad(e.to_string()))?;
-            let mut out = Vec::new();
-            match first_format {
-                FrameFormat::Jpeg => {
-                    img.to_rgb8().write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90))
-                }
-                FrameFormat::Png => img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png),
-            }
-            .map_err(|e| bad(e.to_string()))?;
-            out.into()
+            let owned = data.to_vec();
+            tokio::task::spawn_blocking(move || conform(&owned, format, first_format, first_dims))
+                .await
+                .map_err(|e| bad(format!("re-encoding panicked: {e}")))?
+                .map_err(bad)?
+                .into()
         };
         if self.canvas.is_none() {
             self.canvas = Some(canvas_for(w, h, self.opts.max_width, self.opts.max_height));
@@ -275,7 +276,8 @@ impl ScreencastRecorder {
 
         let vf = format!(
             "scale={cw}:{ch}:force_original_aspect_ratio=decrease:flags=bicubic,\
-             pad={cw}:{ch}:(ow-iw)/2:(oh-ih)/2:color=black,setsar=1,format=yuv420p"
+             pad={cw}:{ch}:(ow-iw)/2:(oh-ih)/2:color=black,setsar=1,format=yuv420p,fps={}",
+            self.opts.fps
         );
         let frames_out = (span * fps).round().max(1.0) as u64;
         let args: Vec<String> = [
@@ -291,10 +293,10 @@ impl ScreencastRecorder {
             "frames.ffconcat",
             "-vf",
             &vf,
+            // The fps filter (not the muxer's frame-rate conversion) places each frame on
+            // the nearest output tick: within half a frame of its real time.
             "-fps_mode",
-            "cfr",
-            "-r",
-            &self.opts.fps.to_string(),
+            "passthrough",
             "-frames:v",
             &frames_out.to_string(),
             "-c:v",
@@ -322,6 +324,42 @@ impl ScreencastRecorder {
         move_file(&dir.join("out.mp4"), output).await?;
         Ok(Recording { output: output.to_path_buf(), info, span, frames: self.frames.len(), encode_time })
     }
+}
+
+/// Decodes a frame and re-encodes it as `to`, letterboxed (scaled to fit, centred on
+/// black) into `dims` when its size differs.
+fn conform(data: &[u8], from: FrameFormat, to: FrameFormat, dims: (u32, u32)) -> Result<Vec<u8>, String> {
+    let img = image::load_from_memory_with_format(data, from.image_format())
+        .map_err(|e| e.to_string())?
+        .to_rgb8();
+    let img = if img.dimensions() == dims {
+        img
+    } else {
+        let (w, h) = img.dimensions();
+        let s = (f64::from(dims.0) / f64::from(w)).min(f64::from(dims.1) / f64::from(h));
+        let (sw, sh) = (
+            ((f64::from(w) * s).round() as u32).clamp(1, dims.0),
+            ((f64::from(h) * s).round() as u32).clamp(1, dims.1),
+        );
+        let scaled = image::imageops::resize(&img, sw, sh, image::imageops::FilterType::Triangle);
+        let mut canvas = image::RgbImage::new(dims.0, dims.1);
+        image::imageops::replace(
+            &mut canvas,
+            &scaled,
+            i64::from((dims.0 - sw) / 2),
+            i64::from((dims.1 - sh) / 2),
+        );
+        canvas
+    };
+    let mut out = Vec::new();
+    match to {
+        FrameFormat::Jpeg => {
+            img.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90))
+        }
+        FrameFormat::Png => img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png),
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(out)
 }
 
 /// The output size for a first frame of `w`×`h`: scaled down to fit the maximums, then
