@@ -329,9 +329,7 @@ impl ScreencastRecorder {
 /// Decodes a frame and re-encodes it as `to`, letterboxed (scaled to fit, centred on
 /// black) into `dims` when its size differs.
 fn conform(data: &[u8], from: FrameFormat, to: FrameFormat, dims: (u32, u32)) -> Result<Vec<u8>, String> {
-    let img = image::load_from_memory_with_format(data, from.image_format())
-        .map_err(|e| e.to_string())?
-        .to_rgb8();
+    let img = image::load_from_memory_with_format(data, from.image_format()).map_err(|e| e.to_string())?.to_rgb8();
     let img = if img.dimensions() == dims {
         img
     } else {
@@ -343,19 +341,12 @@ fn conform(data: &[u8], from: FrameFormat, to: FrameFormat, dims: (u32, u32)) ->
         );
         let scaled = image::imageops::resize(&img, sw, sh, image::imageops::FilterType::Triangle);
         let mut canvas = image::RgbImage::new(dims.0, dims.1);
-        image::imageops::replace(
-            &mut canvas,
-            &scaled,
-            i64::from((dims.0 - sw) / 2),
-            i64::from((dims.1 - sh) / 2),
-        );
+        image::imageops::replace(&mut canvas, &scaled, i64::from((dims.0 - sw) / 2), i64::from((dims.1 - sh) / 2));
         canvas
     };
     let mut out = Vec::new();
     match to {
-        FrameFormat::Jpeg => {
-            img.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90))
-        }
+        FrameFormat::Jpeg => img.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)),
         FrameFormat::Png => img.write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png),
     }
     .map_err(|e| e.to_string())?;

@@ -17,9 +17,7 @@ const BRAND: Rgb = Rgb::new(0xFF, 0x6A, 0x00);
 
 fn encode(img: &RgbImage, format: ImageFormat) -> Vec<u8> {
     let mut out = Vec::new();
-    image::DynamicImage::ImageRgb8(img.clone())
-        .write_to(&mut std::io::Cursor::new(&mut out), format)
-        .unwrap();
+    image::DynamicImage::ImageRgb8(img.clone()).write_to(&mut std::io::Cursor::new(&mut out), format).unwrap();
     out
 }
 
@@ -51,7 +49,11 @@ fn hero() -> RgbImage {
             return Px([0xFF, 0xFF, 0xFF]);
         }
         let t = x as f32 / 1280.0;
-        Px([(0x1E as f32 * (1.0 - t)) as u8, (0x3A as f32 + 0x3C as f32 * t) as u8, (0x8A as f32 - 0x1C as f32 * t) as u8])
+        Px([
+            (0x1E as f32 * (1.0 - t)) as u8,
+            (0x3A as f32 + 0x3C as f32 * t) as u8,
+            (0x8A as f32 - 0x1C as f32 * t) as u8,
+        ])
     })
 }
 
@@ -98,8 +100,16 @@ fn spec(size: AdSize, script: &str) -> AdSpec {
     }
 }
 
-const SCRIPT: &str = "Meet Capture. Screenshots of any web page, in seconds. \
-    Full pages, mobile views and PDFs, all through one simple API. Start free today.";
+const SCRIPT: &str = "Meet Capture. Screenshots of any web page, in seconds. Start free today.";
+
+/// Keeps a copy of a rendered file for a human to watch when CAPTURE_MEDIA_KEEP names a
+/// directory.
+fn keep(path: &Path) {
+    if let Some(dir) = std::env::var_os("CAPTURE_MEDIA_KEEP") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(path, Path::new(&dir).join(path.file_name().unwrap())).unwrap();
+    }
+}
 
 fn moov_before_mdat(path: &Path) -> bool {
     let b = std::fs::read(path).unwrap();
@@ -122,6 +132,7 @@ async fn a_portrait_ad_has_the_format_voice_music_and_brand_captions_a_viewer_ex
 
     let ad = render_ad(&spec(AdSize::Portrait, SCRIPT), &opts).await.unwrap();
     eprintln!("portrait render stages: {:?}", ad.stage_seconds);
+    keep(&out);
 
     // Container and streams, as ffprobe reads the file.
     let info = probe(&out).await.unwrap();
@@ -171,7 +182,11 @@ async fn a_portrait_ad_has_the_format_voice_music_and_brand_captions_a_viewer_ex
         // The orange text sits in the lower part of the frame, on the dark plate.
         let lower = count_near(&image::imageops::crop_imm(&frame, 0, 1000, 1080, 920).to_image(), BRAND, 60);
         assert_eq!(lower, n, "scene {k}: caption outside the lower third");
-        let plate = count_near(&image::imageops::crop_imm(&frame, 0, 1000, 1080, 920).to_image(), Rgb::new(0x10, 0x10, 0x14), 40);
+        let plate = count_near(
+            &image::imageops::crop_imm(&frame, 0, 1000, 1080, 920).to_image(),
+            Rgb::new(0x10, 0x10, 0x14),
+            40,
+        );
         assert!(plate > 5000, "scene {k}: no dark plate ({plate} px)");
     }
     assert_eq!(ad.caption_colors.plate, capture_media::color::DARK_PLATE);
@@ -199,7 +214,10 @@ async fn a_portrait_ad_has_the_format_voice_music_and_brand_captions_a_viewer_ex
     });
     assert_eq!(stages, vec![Stage::Voice, Stage::Music, Stage::Scenes, Stage::Mux, Stage::Thumbnail]);
     assert!(p.windows(2).all(|w| w[1].overall >= w[0].overall - 1e-9), "progress went back");
-    assert!(p.iter().any(|x| x.stage == Stage::Scenes && x.stage_fraction > 0.2 && x.stage_fraction < 0.9), "no progress within the encode");
+    assert!(
+        p.iter().any(|x| x.stage == Stage::Scenes && x.stage_fraction > 0.2 && x.stage_fraction < 0.9),
+        "no progress within the encode"
+    );
     assert_eq!(p.last().unwrap().overall, 1.0);
 
     assert_empty(root.path());
@@ -212,12 +230,16 @@ async fn a_landscape_music_only_ad_renders_a_hostile_caption_literally() {
     let out = out_dir.path().join("wide.mp4");
     let mut opts = RenderOptions::new(&out);
     opts.temp_root = Some(root.path().to_path_buf());
+    // The fastest x264 preset keeps this second render cheap for CI; the portrait test
+    // covers the production preset.
+    opts.preset = "ultrafast".into();
     let mut s = spec(AdSize::Landscape, "");
     s.music_id = "corporate".into();
     s.brand_color = "#00c2ff".into();
     s.scenes[0].caption = "It's 100% \"safe\": C:\\temp\\x\n[a],b;c %{pts} \\' ' \\\\ end".into();
     s.scenes.truncate(2);
     let ad = render_ad(&s, &opts).await.unwrap();
+    keep(&out);
     let info = probe(&out).await.unwrap();
     let v = info.video().unwrap();
     assert_eq!((v.width, v.height), (Some(1920), Some(1080)));
@@ -234,10 +256,14 @@ async fn a_landscape_music_only_ad_renders_a_hostile_caption_literally() {
     let n = count_near(&frame, brand, 50);
     assert!(n > 3000, "hostile caption not drawn ({n} px)");
     // Rows with caption pixels form two separate bands (two plates, two lines) or more.
-    let rows: Vec<bool> = (0..1080).map(|y| (0..1920).any(|x| {
-        let p = frame.get_pixel(x, y);
-        Rgb::new(p[0], p[1], p[2]).distance2(brand) <= 50 * 50
-    })).collect();
+    let rows: Vec<bool> = (0..1080)
+        .map(|y| {
+            (0..1920).any(|x| {
+                let p = frame.get_pixel(x, y);
+                Rgb::new(p[0], p[1], p[2]).distance2(brand) <= 50 * 50
+            })
+        })
+        .collect();
     let bands = rows.windows(2).filter(|w| !w[0] && w[1]).count();
     assert!(bands >= 2, "caption lines: {bands}");
     assert_empty(root.path());
@@ -373,10 +399,7 @@ fn centre(img: &RgbImage) -> Rgb {
 }
 
 fn rec_opts(root: &Path) -> RecorderOptions {
-    RecorderOptions {
-        temp_root: Some(root.to_path_buf()),
-        ..RecorderOptions::default()
-    }
+    RecorderOptions { temp_root: Some(root.to_path_buf()), ..RecorderOptions::default() }
 }
 
 #[tokio::test]
@@ -414,7 +437,14 @@ async fn a_screencast_keeps_real_timing_across_irregular_frames_and_an_idle_gap(
     assert!(moov_before_mdat(&out));
 
     // In the gap the screen still shows the frame before it; each frame shows at its time.
-    for (at, want) in [(0.05, [220, 30, 30]), (0.45, [30, 60, 220]), (1.5, [230, 220, 30]), (2.3, [230, 220, 30]), (2.6, [200, 40, 200]), (3.0, [30, 210, 210])] {
+    for (at, want) in [
+        (0.05, [220, 30, 30]),
+        (0.45, [30, 60, 220]),
+        (1.5, [230, 220, 30]),
+        (2.3, [230, 220, 30]),
+        (2.6, [200, 40, 200]),
+        (3.0, [30, 210, 210]),
+    ] {
         let f = frame_at(&out, at).await.unwrap();
         let got = centre(&f);
         let want = Rgb::new(want[0], want[1], want[2]);

@@ -519,10 +519,10 @@ pub async fn render_ad(spec: &AdSpec, opts: &RenderOptions) -> Result<RenderedAd
     args.extend(["-progress", "pipe:1", "-nostats", "-y", "video.mp4"].iter().map(|s| s.to_string()));
     let total_us = total * 1e6;
     let mut on_line = |line: &str| {
-        if let Some(v) = line.strip_prefix("out_time_us=").or_else(|| line.strip_prefix("out_time_ms=")) {
-            if let Ok(us) = v.trim().parse::<f64>() {
-                opts.report(Stage::Scenes, us / total_us);
-            }
+        if let Some(v) = line.strip_prefix("out_time_us=").or_else(|| line.strip_prefix("out_time_ms="))
+            && let Ok(us) = v.trim().parse::<f64>()
+        {
+            opts.report(Stage::Scenes, us / total_us);
         }
     };
     run_in(Some(dir), "ffmpeg", &args, opts.limits.scenes, Stdout::Lines(&mut on_line)).await?;
@@ -638,7 +638,7 @@ struct MixLoudness {
 
 /// Music level under the mix before ducking, in dB (the synthesiser masters to −20 dBFS
 /// RMS; espeak-ng speaks at about −19 dBFS RMS, brought up by the compressor's make-up).
-const MUSIC_GAIN_DB: f64 = -6.0;
+const MUSIC_GAIN_DB: f64 = -13.0;
 
 /// Mixes `voice.wav` (if any) over `music.wav` into `mix.wav`, ducking the music under the
 /// voice with a side-chain compressor, and measures the mix's loudness in the same run.
