@@ -163,6 +163,10 @@ async fn a_portrait_ad_has_the_format_voice_music_and_brand_captions_a_viewer_ex
     let tail_len = info.duration - 1.6 - tail_start;
     assert!(tail_len >= 1.0, "no music-only tail to compare: voice ends {ve}, ad {}", info.duration);
     let tail = audio_levels(&out, tail_start, tail_len).await.unwrap();
+    eprintln!(
+        "portrait audio: {:.1} LUFS integrated, true peak {:.1} dBTP; {:.1} dB during the voice-over, {:.1} dB music alone",
+        l.integrated_lufs, l.true_peak_db, during.mean_db, tail.mean_db
+    );
     assert!(tail.mean_db > -40.0, "the music is not audible after the voice: {tail:?}");
     assert!(
         during.mean_db - tail.mean_db >= 6.0,
