@@ -156,8 +156,8 @@ async fn a_portrait_ad_has_the_format_voice_music_and_brand_captions_a_viewer_ex
     let whole = audio_levels(&out, 0.0, info.duration).await.unwrap();
     assert!(whole.mean_db > -35.0, "audio is (nearly) silent: {whole:?}");
     let l = loudness(&out, 0.0, info.duration).await.unwrap();
-    assert!((l.integrated_lufs + 16.0).abs() <= 1.5, "integrated loudness {l:?}");
-    assert!(l.true_peak_db <= -0.5, "true peak {l:?}");
+    assert!((l.integrated_lufs + 16.0).abs() <= 1.0, "integrated loudness {l:?}");
+    assert!(l.true_peak_db <= -1.0, "true peak {l:?}");
     let during = audio_levels(&out, vs + 0.3, ve - vs - 0.6).await.unwrap();
     let tail_start = ve + 0.8;
     let tail_len = info.duration - 1.6 - tail_start;
@@ -532,7 +532,7 @@ async fn a_screencast_encoder_killed_by_its_time_limit_fails_and_leaves_nothing(
     })
     .unwrap();
     let a = encode(&solid(1280, 800, [200, 100, 30]), ImageFormat::Jpeg);
-    let b = encode(&tall_page(), ImageFormat::Jpeg);
+    let b = encode(&solid(1280, 800, [30, 100, 200]), ImageFormat::Jpeg);
     for i in 0..40 {
         rec.push_frame(if i % 2 == 0 { &a } else { &b }, f64::from(i) * 0.5).await.unwrap();
     }

@@ -532,8 +532,12 @@ pub async fn render_ad(spec: &AdSpec, opts: &RenderOptions) -> Result<RenderedAd
     // ---- mux: normalised AAC + faststart ----
     let t = Instant::now();
     opts.report(Stage::Mux, 0.0);
+    // loudnorm normalises linearly (one gain, the mix's dynamics kept) only when the target
+    // range is at least the measured one; the music-only stretches after the ducked voice
+    // make an ad's range wide (measured 18.8 LU), so the target range follows the mix.
+    let lra = (mix.range_lu + 1.0).clamp(11.0, 50.0);
     let loudnorm = format!(
-        "loudnorm=I=-16:TP=-1.5:LRA=11:measured_I={:.2}:measured_TP={:.2}:measured_LRA={:.2}:measured_thresh={:.2}:offset={:.2}:linear=true,aresample=48000",
+        "loudnorm=I=-16:TP=-1.5:LRA={lra:.1}:measured_I={:.2}:measured_TP={:.2}:measured_LRA={:.2}:measured_thresh={:.2}:offset={:.2}:linear=true,aresample=48000",
         mix.integrated_lufs.max(-70.0),
         mix.true_peak_db.max(-70.0),
         mix.range_lu.max(0.0),
@@ -638,7 +642,13 @@ struct MixLoudness {
 
 /// Music level under the mix before ducking, in dB (the synthesiser masters to −20 dBFS
 /// RMS; espeak-ng speaks at about −19 dBFS RMS, brought up by the compressor's make-up).
-const MUSIC_GAIN_DB: f64 = -13.0;
+const MUSIC_GAIN_DB: f64 = -10.0;
+
+/// Lowers the mix 6 dB and caps its peaks at −9 dBFS (a few dB of gentle limiting) before
+/// loudness is measured, so the linear second
+/// `loudnorm` pass can raise it to −16 LUFS without its true peak passing −1.5 dBTP
+/// (without it speech peaks made loudnorm hold back and the ads came out near −17 LUFS).
+const LIMITER: &str = "volume=-6dB,alimiter=limit=0.355:attack=5:release=60:level=0";
 
 /// Mixes `voice.wav` (if any) over `music.wav` into `mix.wav`, ducking the music under the
 /// voice with a side-chain compressor, and measures the mix's loudness in the same run.
@@ -652,12 +662,12 @@ async fn mix_audio(dir: &Path, has_voice: bool, total: f64, limit: Duration) -> 
              pan=stereo|c0=c0|c1=c0,asplit=2[vmix][vkey];\n\
              [1:a]aresample=48000,volume={MUSIC_GAIN_DB}dB[mus];\n\
              [mus][vkey]sidechaincompress=threshold=0.02:ratio=12:attack=20:release=450[duck];\n\
-             [vmix][duck]amix=inputs=2:duration=first:normalize=0,asplit=2[mix][meas];\n\
+             [vmix][duck]amix=inputs=2:duration=first:normalize=0,{LIMITER},asplit=2[mix][meas];\n\
              [meas]loudnorm=I=-16:TP=-1.5:LRA=11:print_format=json[measured]"
         )
     } else {
         format!(
-            "[0:a]aresample=48000,volume={MUSIC_GAIN_DB}dB,atrim=0:{total:.3},asplit=2[mix][meas];\n\
+            "[0:a]aresample=48000,volume={MUSIC_GAIN_DB}dB,atrim=0:{total:.3},{LIMITER},asplit=2[mix][meas];\n\
              [meas]loudnorm=I=-16:TP=-1.5:LRA=11:print_format=json[measured]"
         )
     };
