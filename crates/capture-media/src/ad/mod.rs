@@ -2,8 +2,8 @@
 //!
 //! Stages: the voice-over (`espeak-ng`), the music (synthesised here) mixed under it with
 //! side-chain ducking and measured for loudness, the scenes (one ffmpeg run: pans and zooms,
-//! captions, cross-fades, H.264), the mux (AAC, two-pass loudness normalisation,
-//! `+faststart`) and a thumbnail. Each subprocess has its own time limit; everything lives
+//! captions, cross-fades, H.264), the mux (AAC normalised to −16 LUFS by a measured gain
+//! and a limiter, `+faststart`) and a thumbnail. Each subprocess has its own time limit; everything lives
 //! in one temporary directory removed however the render ends (dropping the future kills
 //! the running tool and removes it too).
 
@@ -461,7 +461,7 @@ pub async fn render_ad(spec: &AdSpec, opts: &RenderOptions) -> Result<RenderedAd
         })?
         .map_err(|e| MediaError::Invalid(format!("music synthesis panicked: {e}")))??;
     opts.report(Stage::Music, 0.5);
-    let mix = mix_audio(dir, voice_secs.is_some(), total, opts.limits.music).await?;
+    let mix_gain_db = mix_audio(dir, voice_secs.is_some(), total, opts.limits.music).await?;
     opts.report(Stage::Music, 1.0);
     stage_seconds.push((Stage::Music, t.elapsed().as_secs_f64()));
 
@@ -532,18 +532,7 @@ pub async fn render_ad(spec: &AdSpec, opts: &RenderOptions) -> Result<RenderedAd
     // ---- mux: normalised AAC + faststart ----
     let t = Instant::now();
     opts.report(Stage::Mux, 0.0);
-    // loudnorm normalises linearly (one gain, the mix's dynamics kept) only when the target
-    // range is at least the measured one; the music-only stretches after the ducked voice
-    // make an ad's range wide (measured 18.8 LU), so the target range follows the mix.
-    let lra = (mix.range_lu + 1.0).clamp(11.0, 50.0);
-    let loudnorm = format!(
-        "loudnorm=I=-16:TP=-1.5:LRA={lra:.1}:measured_I={:.2}:measured_TP={:.2}:measured_LRA={:.2}:measured_thresh={:.2}:offset={:.2}:linear=true,aresample=48000",
-        mix.integrated_lufs.max(-70.0),
-        mix.true_peak_db.max(-70.0),
-        mix.range_lu.max(0.0),
-        mix.threshold_lufs.max(-80.0),
-        mix.offset,
-    );
+    let master = format!("{},aresample=48000", master_filter(mix_gain_db));
     let total_s = format!("{total:.3}");
     run_in(
         Some(dir),
@@ -564,7 +553,7 @@ pub async fn render_ad(spec: &AdSpec, opts: &RenderOptions) -> Result<RenderedAd
             "-c:v",
             "copy",
             "-af",
-            &loudnorm,
+            &master,
             "-c:a",
             "aac",
             "-b:a",
@@ -631,28 +620,27 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     std::fs::write(dir.join(name), bytes).map_err(|e| MediaError::io(format!("writing {name}"), e))
 }
 
-/// The mix's loudness as measured, for the linear second `loudnorm` pass.
-struct MixLoudness {
-    integrated_lufs: f64,
-    true_peak_db: f64,
-    range_lu: f64,
-    threshold_lufs: f64,
-    offset: f64,
-}
-
 /// Music level under the mix before ducking, in dB (the synthesiser masters to −20 dBFS
 /// RMS; espeak-ng speaks at about −19 dBFS RMS, brought up by the compressor's make-up).
-const MUSIC_GAIN_DB: f64 = -10.0;
+const MUSIC_GAIN_DB: f64 = -12.0;
 
-/// Lowers the mix 6 dB and caps its peaks at −9 dBFS (a few dB of gentle limiting) before
-/// loudness is measured, so the linear second
-/// `loudnorm` pass can raise it to −16 LUFS without its true peak passing −1.5 dBTP
-/// (without it speech peaks made loudnorm hold back and the ads came out near −17 LUFS).
+/// Lowers the mix 6 dB and caps its peaks at −9 dBFS (gentle limiting of the loudest
+/// peaks) so less is left for the final limiter.
 const LIMITER: &str = "volume=-6dB,alimiter=limit=0.355:attack=5:release=60:level=0";
 
+/// Integrated loudness ads are normalised to, in LUFS.
+pub const TARGET_LUFS: f64 = -16.0;
+
+/// The mastering chain of the final mix: one gain, then a look-ahead limiter with its
+/// ceiling at −3 dBFS so the true peak stays under −1.5 dBTP after AAC.
+fn master_filter(gain_db: f64) -> String {
+    format!("volume={gain_db:.2}dB,alimiter=limit=0.708:attack=5:release=50:level=0")
+}
+
 /// Mixes `voice.wav` (if any) over `music.wav` into `mix.wav`, ducking the music under the
-/// voice with a side-chain compressor, and measures the mix's loudness in the same run.
-async fn mix_audio(dir: &Path, has_voice: bool, total: f64, limit: Duration) -> Result<MixLoudness> {
+/// voice with a side-chain compressor, measures the mix's loudness in the same run, and
+/// returns the gain in dB that brings it to [`TARGET_LUFS`] through [`master_filter`].
+async fn mix_audio(dir: &Path, has_voice: bool, total: f64, limit: Duration) -> Result<f64> {
     let lead_ms = (VOICE_LEAD_IN * 1000.0).round() as u32;
     let graph = if has_voice {
         format!(
@@ -694,18 +682,31 @@ async fn mix_audio(dir: &Path, has_voice: bool, total: f64, limit: Duration) -> 
         "-",
     ]);
     let out = run_in(Some(dir), "ffmpeg", &args, limit, Stdout::Collect).await?;
-    let l = probe::parse_loudnorm(&out.stderr)?;
-    let offset = out
-        .stderr
-        .rsplit_once("\"target_offset\"")
-        .and_then(|(_, rest)| rest.split('"').nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    Ok(MixLoudness {
-        integrated_lufs: l.integrated_lufs,
-        true_peak_db: l.true_peak_db,
-        range_lu: l.range_lu,
-        threshold_lufs: l.threshold_lufs,
-        offset,
-    })
+    let measured = probe::parse_loudnorm(&out.stderr)?.integrated_lufs;
+    if !measured.is_finite() || measured < -70.0 {
+        // Silence (no voice, no music): nothing to normalise.
+        return Ok(0.0);
+    }
+    // Normalising is one gain then the limiter; the limiter takes some loudness back
+    // (measured 1.6 LU on a drum-heavy track), so the gain is corrected from a measurement
+    // of the limited result until it lands within 0.3 LU. loudnorm's own linear mode gives
+    // up and compresses dynamically when peaks are in the way (ads came out at −17.3 LUFS).
+    let mut gain = TARGET_LUFS - measured;
+    for _ in 0..3 {
+        let af = format!("{},loudnorm=print_format=json", master_filter(gain));
+        let out = run_in(
+            Some(dir),
+            "ffmpeg",
+            ["-hide_banner", "-nostdin", "-nostats", "-v", "info", "-i", "mix.wav", "-af", &af, "-f", "null", "-"],
+            limit,
+            Stdout::Collect,
+        )
+        .await?;
+        let got = probe::parse_loudnorm(&out.stderr)?.integrated_lufs;
+        if (got - TARGET_LUFS).abs() <= 0.3 {
+            break;
+        }
+        gain += TARGET_LUFS - got;
+    }
+    Ok(gain.clamp(-30.0, 40.0))
 }
