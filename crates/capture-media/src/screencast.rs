@@ -255,6 +255,10 @@ impl ScreencastRecorder {
         let (Some(format), Some((cw, ch))) = (self.format, self.canvas) else {
             return Err(MediaError::NoFrames);
         };
+        if self.frames.is_empty() {
+            // Every frame offered was refused.
+            return Err(MediaError::NoFrames);
+        }
         let first = self.frames[0].1;
         let last = self.frames[self.frames.len() - 1].1;
         let fps = f64::from(self.opts.fps);

@@ -354,6 +354,23 @@ async fn a_render_whose_encode_times_out_fails_and_leaves_nothing_behind() {
 }
 
 #[tokio::test]
+async fn a_script_too_long_for_thirty_seconds_is_refused_after_trying_faster_speech() {
+    let root = temp_root();
+    let out_dir = tempfile::tempdir().unwrap();
+    let mut opts = RenderOptions::new(out_dir.path().join("long.mp4"));
+    opts.temp_root = Some(root.path().to_path_buf());
+    let script = "Capture turns any web page into a picture, a PDF or a video. ".repeat(12);
+    let e = render_ad(&spec(AdSize::Portrait, &script), &opts).await.unwrap_err();
+    match &e {
+        MediaError::VoiceTooLong { seconds, max } => assert!(seconds > max, "{e}"),
+        other => panic!("expected VoiceTooLong, got {other:?}"),
+    }
+    assert!(e.is_input_error());
+    assert!(e.to_string().contains("shorten the script"), "{e}");
+    assert_empty(root.path());
+}
+
+#[tokio::test]
 async fn every_listed_voice_exists_in_this_machines_espeak_ng() {
     let ids: Vec<&str> = capture_media::voices().iter().map(|v| v.id).collect();
     let missing = capture_media::voice::missing_voices(&ids).await.unwrap();

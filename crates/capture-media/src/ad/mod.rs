@@ -350,13 +350,14 @@ fn check_image(index: usize, bytes: &[u8]) -> Result<(image::ImageFormat, u32, u
     Ok((format, w, h, keep))
 }
 
-fn check_scenes(spec: &AdSpec) -> Result<Vec<Checked>> {
-    let mut out = Vec::with_capacity(spec.scenes.len());
-    for (i, s) in spec.scenes.iter().enumerate() {
+fn check_scenes(scenes: Vec<Scene>) -> Result<Vec<Checked>> {
+    let mut out = Vec::with_capacity(scenes.len());
+    for (i, s) in scenes.into_iter().enumerate() {
         let (format, width, height, decoded) = check_image(i, &s.image)?;
+        let caption = caption::sanitize(&s.caption, MAX_CAPTION_CHARS)?;
         let (ext, bytes) = match (format, decoded) {
-            (image::ImageFormat::Png, _) => ("png", s.image.clone()),
-            (image::ImageFormat::Jpeg, _) => ("jpg", s.image.clone()),
+            (image::ImageFormat::Png, _) => ("png", s.image),
+            (image::ImageFormat::Jpeg, _) => ("jpg", s.image),
             // WebP goes to ffmpeg as PNG: Debian's ffmpeg 5 cannot decode every WebP.
             (_, Some(img)) => {
                 let mut png = Vec::new();
@@ -366,7 +367,7 @@ fn check_scenes(spec: &AdSpec) -> Result<Vec<Checked>> {
             }
             _ => unreachable!("check_image returns the decoded image for WebP"),
         };
-        out.push(Checked { ext, bytes, width, height, caption: caption::sanitize(&s.caption, MAX_CAPTION_CHARS)? });
+        out.push(Checked { ext, bytes, width, height, caption });
     }
     Ok(out)
 }
@@ -374,8 +375,8 @@ fn check_scenes(spec: &AdSpec) -> Result<Vec<Checked>> {
 /// Renders an ad. See the module documentation for the stages.
 pub async fn render_ad(spec: &AdSpec, opts: &RenderOptions) -> Result<RenderedAd> {
     let (brand, voice) = check_spec(spec)?;
-    let spec_owned = spec.clone();
-    let checked = tokio::task::spawn_blocking(move || check_scenes(&spec_owned))
+    let scenes = spec.scenes.clone();
+    let checked = tokio::task::spawn_blocking(move || check_scenes(scenes))
         .await
         .map_err(|e| MediaError::Invalid(format!("image check panicked: {e}")))??;
     let font_path = caption::find_font(opts.font.as_deref())?;
