@@ -67,9 +67,11 @@ where
     // stderr is read by its own task so what ffmpeg said before a timeout is still there.
     let err_task = tokio::spawn(read_tail(err));
     let work = async { tokio::join!(read_stdout(out, stdout), child.wait()) };
+    let started = std::time::Instant::now();
     let finished = tokio::time::timeout(limit, work).await;
     match finished {
         Err(_) => {
+            tracing::warn!(tool, limit_ms = limit.as_millis() as u64, "media tool timed out; killing it");
             // Stop the child and reap it so no zombie outlives the call.
             let _ = child.start_kill();
             let _ = child.wait().await;
@@ -82,6 +84,7 @@ where
         }
         Ok((stdout, status)) => {
             let stderr = err_task.await.unwrap_or_default();
+            tracing::debug!(tool, elapsed_ms = started.elapsed().as_millis() as u64, ok = ?status.as_ref().map(|s| s.success()), "media tool finished");
             let status = status.map_err(|e| MediaError::io(format!("waiting for {tool}"), e))?;
             let stdout = stdout.map_err(|e| MediaError::io(format!("reading {tool}'s output"), e))?;
             if !status.success() {
