@@ -261,15 +261,68 @@ fn ffmpeg_measure_args(path: &Path, start: f64, duration: f64, filter: &str) -> 
     a
 }
 
-/// Decodes the first frame at or after `seconds` into RGB.
+/// Decodes the frame a viewer sees at `seconds` (the last one starting at or before it,
+/// also in a variable-frame-rate file) into RGB.
 pub async fn frame_at(path: &Path, seconds: f64) -> Result<image::RgbImage> {
-    let png = frame_png(path, seconds, None).await?;
+    let t = seconds.max(0.0);
+    // Decode a short window ending at `t` and keep its last frame; a sparse
+    // variable-frame-rate file may need the whole start.
+    let mut png = None;
+    for window in [0.5f64, t] {
+        let from = (t - window).max(0.0);
+        let mut a: Vec<std::ffi::OsString> = Vec::new();
+        for s in ["-hide_banner", "-nostdin", "-v", "error", "-ss"] {
+            a.push(s.into());
+        }
+        a.push(format!("{from:.3}").into());
+        a.push("-i".into());
+        a.push(path.as_os_str().to_owned());
+        a.push("-t".into());
+        a.push(format!("{:.3}", t - from + 0.001).into());
+        for s in ["-an", "-f", "image2pipe", "-c:v", "png", "-compression_level", "1", "-"] {
+            a.push(s.into());
+        }
+        let out = run("ffmpeg", a, PROBE_LIMIT, Stdout::Collect).await?;
+        png = last_png(&out.stdout).map(<[u8]>::to_vec);
+        if png.is_some() || window >= t {
+            break;
+        }
+    }
+    let png = match png {
+        Some(p) => p,
+        // Before the first frame: show the first frame.
+        None => frame_png(path, seconds, None).await?,
+    };
     let img = image::load_from_memory_with_format(&png, image::ImageFormat::Png)
         .map_err(|e| MediaError::BadToolOutput { tool: "ffmpeg", reason: format!("frame is not a PNG: {e}") })?;
     Ok(img.to_rgb8())
 }
 
-/// The frame shown at `seconds` as PNG bytes, optionally scaled to `width` (height
+/// The last of several PNG files written back to back (ffmpeg's `image2pipe`), found by
+/// walking their chunks rather than searching for the signature.
+fn last_png(mut b: &[u8]) -> Option<&[u8]> {
+    const SIG: &[u8] = b"\x89PNG\r\n\x1a\n";
+    let mut last = None;
+    while b.starts_with(SIG) {
+        let mut i = SIG.len();
+        loop {
+            let len = u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?) as usize;
+            let kind = b.get(i + 4..i + 8)?;
+            i = i.checked_add(12 + len)?;
+            if i > b.len() {
+                return last;
+            }
+            if kind == b"IEND" {
+                break;
+            }
+        }
+        last = Some(&b[..i]);
+        b = &b[i..];
+    }
+    last
+}
+
+/// The first frame at or after `seconds` as PNG bytes, optionally scaled to `width` (height
 /// follows the aspect).
 pub(crate) async fn frame_png(path: &Path, seconds: f64, width: Option<u32>) -> Result<Vec<u8>> {
     let mut a: Vec<std::ffi::OsString> = Vec::new();
@@ -306,6 +359,24 @@ mod tests {
         assert!((parse_ratio("30000/1001").unwrap() - 29.97).abs() < 0.01);
         assert_eq!(parse_ratio("0/0"), None);
         assert_eq!(parse_ratio("x"), None);
+    }
+
+    #[test]
+    fn the_last_of_back_to_back_pngs_is_found() {
+        let png = |c: u8| {
+            let mut out = Vec::new();
+            image::DynamicImage::ImageRgb8(image::RgbImage::from_pixel(3, 2, image::Rgb([c, c, c])))
+                .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+                .unwrap();
+            out
+        };
+        let (a, b) = (png(10), png(200));
+        let both = [a.clone(), b.clone()].concat();
+        assert_eq!(last_png(&both), Some(&b[..]));
+        assert_eq!(last_png(&a), Some(&a[..]));
+        assert_eq!(last_png(b""), None);
+        // A truncated second file: the first complete one.
+        assert_eq!(last_png(&both[..both.len() - 5]), Some(&a[..]));
     }
 
     #[test]

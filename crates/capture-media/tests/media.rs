@@ -425,8 +425,17 @@ fn rec_opts(root: &Path) -> RecorderOptions {
 
 #[tokio::test]
 async fn a_screencast_keeps_real_timing_across_irregular_frames_and_an_idle_gap() {
+    screencast_timing(false).await;
+}
+
+#[tokio::test]
+async fn a_variable_frame_rate_screencast_keeps_the_same_timing() {
+    screencast_timing(true).await;
+}
+
+async fn screencast_timing(variable_frame_rate: bool) {
     let root = temp_root();
-    let mut rec = ScreencastRecorder::new(rec_opts(root.path())).unwrap();
+    let mut rec = ScreencastRecorder::new(RecorderOptions { variable_frame_rate, ..rec_opts(root.path()) }).unwrap();
     let spool = rec.spool_dir().to_path_buf();
     let t0 = 1_700_000_000.25; // Chromium's timestamps are epoch seconds.
     let frames = [
