@@ -306,9 +306,12 @@ fn last_png(mut b: &[u8]) -> Option<&[u8]> {
     while b.starts_with(SIG) {
         let mut i = SIG.len();
         loop {
-            let len = u32::from_be_bytes(b.get(i..i + 4)?.try_into().ok()?) as usize;
-            let kind = b.get(i + 4..i + 8)?;
-            i = i.checked_add(12 + len)?;
+            // A truncated file ends the walk at the last complete one.
+            let (Some(len), Some(kind)) = (b.get(i..i + 4), b.get(i + 4..i + 8)) else {
+                return last;
+            };
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            i += 12 + len;
             if i > b.len() {
                 return last;
             }
