@@ -19,9 +19,10 @@ use tokio_util::sync::CancellationToken;
 use crate::blob::{BlobStore, LocalBlobStore, S3BlobStore};
 use crate::config::{Config, Storage};
 use crate::crypto::MasterKey;
-use crate::error::{method_not_allowed, unknown_route};
+use crate::http::error::{method_not_allowed, unknown_route};
+use crate::http::{authenticate, request};
 use crate::state::{AppState, Inner};
-use crate::{account, docs, pipeline, screenshots, worker};
+use crate::{account, docs, jobs, screenshots};
 
 /// The full HTTP router for `state`.
 pub fn router(state: AppState) -> Router {
@@ -29,10 +30,10 @@ pub fn router(state: AppState) -> Router {
         .merge(screenshots::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
-        .route_layer(middleware::from_fn_with_state(state.clone(), pipeline::require_api_key));
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
-        .route_layer(middleware::from_fn_with_state(state.clone(), pipeline::require_api_key_or_oauth));
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key_or_oauth));
     let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
     Router::new()
         .merge(authed)
@@ -49,8 +50,8 @@ pub fn router(state: AppState) -> Router {
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(upload_limit))
-        .layer(middleware::from_fn(pipeline::organization_id))
-        .layer(middleware::from_fn_with_state(state.clone(), pipeline::request_id))
+        .layer(middleware::from_fn(request::organization_id))
+        .layer(middleware::from_fn_with_state(state.clone(), request::request_id))
         .with_state(state)
 }
 
@@ -237,11 +238,11 @@ impl Application {
         if let Some(pool) = state.browser.clone() {
             let n = state.cfg.worker_concurrency;
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            tasks.spawn(async move { worker::run(s, pool, n, st, hs).await });
+            tasks.spawn(async move { jobs::capture::run(s, pool, n, st, hs).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());
-            tasks.spawn(async move { crate::webhooks::run(s, 4, st).await });
+            tasks.spawn(async move { jobs::webhook::run(s, 4, st).await });
         }
         if state.cfg.roles.scheduler {
             let (s, st) = (state.clone(), stop.clone());

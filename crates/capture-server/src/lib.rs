@@ -1,26 +1,38 @@
 //! The Capture service: HTTP API (`/v1`, `/api`, share pages, files), capture workers,
 //! scheduler, blob storage. `capture serve` wires it up through [`app::Application`].
+//!
+//! Layout (the README's architecture section says how to add a resource):
+//! - the bottom: [`state`], [`config`], [`auth`] (credential → account), [`egress`] (the
+//!   guarded outbound client), [`blob`], [`crypto`], [`html`];
+//! - the HTTP edge: [`http`] (request id, authentication and rate-limit headers, errors,
+//!   JSON extractor) and [`idempotency`];
+//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`];
+//! - background work: [`jobs`] (a handler per queue kind), [`scheduler`], [`nodes`];
+//! - on top: the website ([`web`]), [`oauth`], [`mcp`], [`docs`] and [`app`].
 
 pub mod account;
 pub mod admin;
 pub mod app;
+pub mod auth;
 pub mod blob;
 pub mod config;
 pub mod crypto;
 pub mod docs;
-pub mod error;
+pub mod egress;
 pub mod hotcache;
+pub mod html;
+pub mod http;
+pub mod idempotency;
+pub mod jobs;
 pub mod mcp;
 pub mod metrics;
 pub mod nodes;
 pub mod oauth;
-pub mod pipeline;
 pub mod scheduler;
 pub mod screenshots;
 pub mod state;
 pub mod web;
 pub mod webhooks;
-pub mod worker;
 
 pub use app::{Application, shutdown_signal};
 pub use config::Config;

@@ -3,16 +3,13 @@
 use std::sync::Arc;
 
 use capture_browser::BrowserPool;
-use capture_core::Plan;
-use capture_core::time::MonthWindow;
-use capture_store::{Store, User};
+use capture_store::Store;
 use tokio::sync::{Notify, broadcast};
 
 use crate::blob::BlobStore;
 use crate::config::Config;
 use crate::crypto::MasterKey;
 use crate::metrics::Metrics;
-use crate::pipeline::Account;
 
 /// Everything handlers, workers and the scheduler share. Cheap to clone.
 #[derive(Clone)]
@@ -50,19 +47,6 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Build the caller's account view: admin status, plan cap, usage.
-    pub fn account_for(&self, user: User, key_id: Option<String>, used: i64, window: MonthWindow) -> Account {
-        let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
-        Account {
-            is_admin: self.cfg.is_admin(&user.email),
-            plan_limit: self.cfg.plan_limits.limit(plan),
-            user,
-            key_id,
-            used,
-            window,
-        }
-    }
-
     /// The absolute URL a client downloads a stored file from: the service's `/files/{name}`
     /// or, with `CAPTURE_STORAGE_PUBLIC_URLS=presigned`, a presigned S3 URL (the blob store decides).
     pub async fn file_url(&self, name: &str) -> String {

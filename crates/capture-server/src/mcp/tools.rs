@@ -12,8 +12,8 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotification
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use crate::error::{ApiError, ApiResult};
-use crate::pipeline::Account;
+use crate::auth::Account;
+use crate::http::{ApiError, ApiResult};
 use crate::screenshots::{self, job_json};
 use crate::state::AppState;
 

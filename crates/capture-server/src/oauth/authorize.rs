@@ -17,8 +17,8 @@ use capture_store::{OAuthClient, OAuthCode};
 use super::clients::{self, ClientError, is_loopback_redirect};
 use super::{CODE_PREFIX, CODE_TTL_MS, SCOPE, canonical_resource, hash_secret, mcp_resource, new_secret, parse_params};
 use crate::state::AppState;
-use crate::web::page::{Nav, esc, layout};
-use crate::web::session::{self, WebSession};
+use crate::web::base::layout::{Nav, csrf_field, esc, layout};
+use crate::web::base::session::{self, WebSession};
 
 /// The parameters a consent form carries back (everything but `csrf` and `decision`).
 const FORWARDED: &[&str] = &[
@@ -306,7 +306,7 @@ fn consent_page(state: &AppState, s: &WebSession, c: &Checked, p: &BTreeMap<Stri
             hidden.push_str(&format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", esc(k), esc(v)));
         }
     }
-    hidden.push_str(&crate::web::page::csrf_field(&s.csrf));
+    hidden.push_str(&csrf_field(&s.csrf));
     let body = format!(
         "<section class=\"consent\" aria-labelledby=\"consent-title\">\
          <h1 id=\"consent-title\">Allow {name} to use your Capture account?</h1>\

@@ -2,7 +2,6 @@
 //! `client_id` that is an https URL naming a JSON document about the client). Every client
 //! is public (`token_endpoint_auth_method: none`) and proves itself with PKCE.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use axum::Json;
@@ -195,7 +194,7 @@ fn is_metadata_url(client_id: &str) -> bool {
 pub enum ClientError {
     Unknown,
     Metadata(String),
-    Internal(crate::error::ApiError),
+    Internal(crate::http::ApiError),
 }
 
 impl From<capture_store::StoreError> for ClientError {
@@ -266,17 +265,10 @@ async fn fetch_metadata_document(state: &AppState, url: &str) -> Result<Map<Stri
     if u.path().split('/').any(|seg| seg == "." || seg == "..") {
         return Err("a client_id URL must not contain dot segments".into());
     }
-    // Literal addresses never reach the guarded resolver, so check them here.
-    if let Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) = u.host() {
-        let host = u.host_str().unwrap_or("").trim_start_matches('[').trim_end_matches(']');
-        if let Ok(ip) = host.parse::<IpAddr>()
-            && !allow_private
-            && capture_browser::egress::forbidden_reason(ip).is_some()
-        {
-            return Err("the client_id URL points at a private address".into());
-        }
+    if crate::egress::forbidden_literal(&u, allow_private).is_some() {
+        return Err("the client_id URL points at a private address".into());
     }
-    let client = crate::webhooks::http_client(allow_private, Duration::from_secs(5));
+    let client = crate::egress::client(allow_private, Duration::from_secs(5));
     let resp = client
         .get(u.as_str())
         .header(reqwest::header::ACCEPT, "application/json")

@@ -11,9 +11,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use capture_core::time::now_ms;
 
-use super::forms::{AnonForm, SignedForm, anon_csrf};
-use super::page::{Nav, WebError, WebResult, esc, html, layout, notice, see_other, sentence};
-use super::session;
+use super::base::forms::{AnonForm, SignedForm, anon_csrf};
+use super::base::layout::{Nav, WebError, WebResult, esc, html, layout, notice, see_other, sentence};
+use super::base::session;
 use crate::admin;
 use crate::state::AppState;
 

@@ -10,12 +10,12 @@ use capture_core::time::now_ms;
 use capture_store::{ApiKeyRow, ScreenshotRow};
 use serde_json::Value;
 
-use super::forms::{Signed, SignedForm, account};
-use super::page::{
+use super::base::forms::{Signed, SignedForm, account};
+use super::base::layout::{
     Nav, WebError, WebResult, csrf_field, date, datetime, esc, html, layout, notice, origin, post_button, secret_field,
     see_other, sentence,
 };
-use super::session::WebSession;
+use super::base::session::WebSession;
 use crate::admin::{self, AdminError};
 use crate::state::AppState;
 
@@ -236,7 +236,7 @@ pub async fn reveal_key(State(state): State<AppState>, Path(id): Path<String>, f
     let key = state
         .master
         .decrypt(&row.key_enc)
-        .ok_or_else(|| WebError::from(crate::error::ApiError::internal(format!("key {} does not decrypt", row.id))))?;
+        .ok_or_else(|| WebError::from(crate::http::ApiError::internal(format!("key {} does not decrypt", row.id))))?;
     Ok(key_page(&f.session, &row, &key, false))
 }
 

@@ -8,12 +8,12 @@ use capture_core::events::WEBHOOK_EVENTS;
 use capture_core::ids;
 use serde_json::{Map, Value, json};
 
-use super::forms::{Signed, SignedForm, account};
-use super::page::{
+use super::base::forms::{Signed, SignedForm, account};
+use super::base::layout::{
     Nav, WebResult, csrf_field, esc, html, layout, notice, post_button, secret_field, see_other, sentence,
 };
-use super::session::WebSession;
-use crate::error::ApiError;
+use super::base::session::WebSession;
+use crate::http::ApiError;
 use crate::state::AppState;
 use crate::webhooks;
 
@@ -145,7 +145,7 @@ pub async fn show(
 ) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
     let deliveries = webhooks::list_deliveries(&state, &acc, &id).await?;
-    let ep = state.store.endpoint_of(&s.user.id, &id).await?.ok_or_else(super::page::WebError::not_found)?;
+    let ep = state.store.endpoint_of(&s.user.id, &id).await?.ok_or_else(super::base::layout::WebError::not_found)?;
     let sent = q.as_deref() == Some("sent=1");
     let rows: String = deliveries["data"]
         .as_array()

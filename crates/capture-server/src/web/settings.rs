@@ -5,9 +5,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-use super::forms::{Signed, SignedForm};
-use super::page::{Nav, WebResult, date, esc, html, layout, post_button, see_other};
-use super::session;
+use super::base::forms::{Signed, SignedForm};
+use super::base::layout::{Nav, WebResult, date, esc, html, layout, post_button, see_other};
+use super::base::session;
 use crate::state::AppState;
 
 /// `GET /settings`

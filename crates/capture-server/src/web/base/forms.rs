@@ -14,12 +14,12 @@ use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use capture_core::ids;
-use capture_core::time::MonthWindow;
 
-use super::page::WebError;
+use super::layout::WebError;
 use super::session::{self, WebSession};
+use crate::auth::{self, Account};
 use crate::crypto::ct_eq;
-use crate::pipeline::{Account, read_body};
+use crate::http::json::read_body;
 use crate::state::AppState;
 
 /// Largest form body the website accepts.
@@ -150,7 +150,5 @@ pub fn anon_csrf(state: &AppState, headers: &HeaderMap) -> (String, Option<Strin
 
 /// The signed-in account as the service functions want it: plan cap and this month's usage.
 pub async fn account(state: &AppState, s: &WebSession) -> Result<Account, WebError> {
-    let window = MonthWindow::containing(capture_core::time::now_ms());
-    let used = state.store.month_usage(&s.user.id, &window.label).await?;
-    Ok(state.account_for(s.user.clone(), None, used, window))
+    Ok(auth::account_of_user(state, &s.user).await?)
 }

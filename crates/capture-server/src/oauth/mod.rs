@@ -15,18 +15,17 @@ mod token;
 use std::collections::BTreeMap;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
 use capture_core::ids;
-use capture_core::time::{MonthWindow, now_ms};
 use serde_json::{Value, json};
 
+use crate::auth::{ACCESS_PREFIX, mcp_resource};
 use crate::crypto::sha256_hex;
-use crate::error::ApiError;
-use crate::pipeline::Account;
+use crate::http::ApiError;
 use crate::state::AppState;
 
 pub use clients::{is_loopback_redirect, redirect_uri_allowed};
@@ -39,8 +38,6 @@ pub const REFRESH_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
 pub const CODE_TTL_MS: i64 = 60 * 1000;
 /// The one scope: everything the account can do through the MCP tools and the CLI.
 pub const SCOPE: &str = "capture";
-/// Prefix of access tokens (tells them apart from `sk_live_` API keys).
-pub const ACCESS_PREFIX: &str = "cap_at_";
 /// Prefix of refresh tokens.
 pub const REFRESH_PREFIX: &str = "cap_rt_";
 /// Prefix of authorization codes.
@@ -56,11 +53,6 @@ pub fn router() -> Router<AppState> {
         .route("/oauth/authorize", get(authorize::show).post(authorize::decide))
         .route("/oauth/token", post(token::token).options(preflight))
         .route("/oauth/revoke", post(token::revoke).options(preflight))
-}
-
-/// The MCP resource identifier: `{base_url}/mcp`.
-pub fn mcp_resource(state: &AppState) -> String {
-    format!("{}/mcp", state.base_url)
 }
 
 /// Where protected-resource metadata for `/mcp` lives (named in 401 challenges).
@@ -217,41 +209,6 @@ pub fn s256(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
-/// The bearer token of a request, if any.
-pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim)
-}
-
-/// Whether `token` has the shape of one of our access tokens (cheap pre-check).
-pub fn looks_like_access_token(token: &str) -> bool {
-    token.strip_prefix(ACCESS_PREFIX).is_some_and(|r| ids::is_token(r, 20, 100))
-}
-
-/// Resolve an OAuth access token to the account it acts for, when its audience is one of
-/// `audiences`. `Ok(None)` for an unknown, expired, revoked or wrong-audience token.
-pub async fn account_for_access_token(
-    state: &AppState,
-    token: &str,
-    audiences: &[&str],
-) -> Result<Option<Account>, ApiError> {
-    if !looks_like_access_token(token) {
-        return Ok(None);
-    }
-    let now = now_ms();
-    let window = MonthWindow::containing(now);
-    let Some(rec) = state.store.oauth_access(&hash_secret(token), now, &window.label).await? else {
-        return Ok(None);
-    };
-    if !rec.grant.resource.as_deref().is_some_and(|r| audiences.contains(&r)) {
-        return Ok(None);
-    }
-    Ok(Some(state.account_for(rec.user, None, rec.used, window)))
-}
-
 /// The JSON body of a token response.
 fn token_body(access: &str, refresh: &str, scope: &str) -> Value {
     json!({
@@ -280,9 +237,8 @@ mod tests {
     }
 
     #[test]
-    fn access_tokens_are_recognised_by_shape() {
-        assert!(looks_like_access_token(&new_secret(ACCESS_PREFIX)));
-        assert!(!looks_like_access_token(&new_secret(REFRESH_PREFIX)));
-        assert!(!looks_like_access_token("sk_live_abc"));
+    fn new_access_tokens_have_the_shape_authentication_recognises() {
+        assert!(crate::auth::looks_like_access_token(&new_secret(ACCESS_PREFIX)));
+        assert!(!crate::auth::looks_like_access_token(&new_secret(REFRESH_PREFIX)));
     }
 }

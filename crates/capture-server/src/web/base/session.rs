@@ -8,7 +8,7 @@ use capture_core::time::now_ms;
 use capture_store::User;
 
 use crate::crypto::{ct_eq, sha256_hex};
-use crate::error::ApiError;
+use crate::http::ApiError;
 use crate::state::AppState;
 
 /// The session cookie's name.

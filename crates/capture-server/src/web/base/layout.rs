@@ -7,8 +7,8 @@ use capture_core::time::iso;
 
 use super::session::WebSession;
 use crate::admin::AdminError;
-use crate::error::ApiError;
-pub use crate::screenshots::esc;
+pub use crate::html::esc;
+use crate::http::ApiError;
 
 /// The navigation entry a page belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

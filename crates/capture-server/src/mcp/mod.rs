@@ -28,9 +28,9 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 
-use crate::oauth::{self, mcp_resource};
-use crate::pipeline::Account;
-use crate::screenshots::esc;
+use crate::auth::{self, Account, mcp_resource};
+use crate::html::esc;
+use crate::oauth;
 use crate::state::AppState;
 
 /// Routes: the MCP endpoint (bearer-protected) and its setup page (public).
@@ -40,7 +40,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .with_json_response(true)
         .with_allowed_hosts(allowed_hosts(&state.base_url))
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
-        .with_max_request_body_bytes(crate::pipeline::JSON_LIMIT)
+        .with_max_request_body_bytes(crate::http::json::JSON_LIMIT)
         .with_cancellation_token(state.shutdown.child_token());
     let st = state.clone();
     let service = StreamableHttpService::new(
@@ -74,10 +74,10 @@ async fn require_token(State(state): State<AppState>, mut req: Request, next: Ne
     if req.method() == Method::OPTIONS {
         return oauth::preflight().await;
     }
-    let Some(token) = oauth::bearer(req.headers()).map(str::to_string) else {
+    let Some(token) = auth::bearer(req.headers()).map(str::to_string) else {
         return unauthorized(&state, None);
     };
-    match oauth::account_for_access_token(&state, &token, &[&mcp_resource(&state)]).await {
+    match auth::from_access_token(&state, &token, &[&mcp_resource(&state)]).await {
         Ok(Some(account)) => {
             req.extensions_mut().insert(account);
             oauth::cors(next.run(req).await)
@@ -85,7 +85,7 @@ async fn require_token(State(state): State<AppState>, mut req: Request, next: Ne
         Ok(None) => {
             unauthorized(&state, Some("the access token is unknown, expired, revoked or not for this MCP server"))
         }
-        Err(e) => e.into_response(),
+        Err(e) => crate::http::ApiError::from(e).into_response(),
     }
 }
 
@@ -216,8 +216,8 @@ async fn setup_page(State(state): State<AppState>) -> Response {
             "{{\n  \"mcpServers\": {{\n    \"capture\": {{ \"type\": \"http\", \"url\": \"{mcp}\" }}\n  }}\n}}"
         )),
     );
-    let doc = crate::web::page::layout("Connect an AI agent", None, crate::web::page::Nav::None, &body);
-    crate::web::page::html(StatusCode::OK, doc, None)
+    let doc = crate::web::base::layout::layout("Connect an AI agent", None, crate::web::base::layout::Nav::None, &body);
+    crate::web::base::layout::html(StatusCode::OK, doc, None)
 }
 
 #[cfg(test)]

@@ -2,16 +2,14 @@
 //! endpoints) and settings. Server-rendered HTML with no framework and no external assets;
 //! every form works without JavaScript (one small script only adds "Copy" buttons).
 //!
-//! Handlers are thin: they authenticate through the [`forms::Signed`] / [`forms::SignedForm`]
+//! Handlers are thin: they authenticate through the [`base::forms::Signed`] / [`base::forms::SignedForm`]
 //! extractors (session cookie, and the session's CSRF token on every POST) and call the same
 //! service functions as the REST API, scoped to the signed-in account.
 
 mod auth;
+pub mod base;
 mod dashboard;
-pub mod forms;
 mod hooks;
-pub mod page;
-pub mod session;
 mod settings;
 
 use axum::Router;
@@ -47,11 +45,11 @@ pub fn router() -> Router<AppState> {
 }
 
 async fn css() -> Response {
-    asset("text/css; charset=utf-8", include_str!("web/assets/web.css"))
+    asset("text/css; charset=utf-8", include_str!("assets/web.css"))
 }
 
 async fn js() -> Response {
-    asset("text/javascript; charset=utf-8", include_str!("web/assets/web.js"))
+    asset("text/javascript; charset=utf-8", include_str!("assets/web.js"))
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -6,9 +6,16 @@ use axum::{Extension, Json, Router};
 use capture_core::time::iso;
 use serde_json::{Value, json};
 
-use crate::error::ApiResult;
-use crate::pipeline::{Account, UsageAfter};
+use crate::auth::{Account, UsageAfter};
+use crate::http::ApiResult;
 use crate::state::AppState;
+
+pub mod types;
+
+/// The account paths and schemas of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(balance_handler), components(schemas(types::Balance, types::BalanceWindow, types::BalanceUsage)))]
+pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
 pub fn router() -> Router<AppState> {
@@ -40,7 +47,7 @@ pub fn balance(a: &Account) -> Value {
     })
 }
 
-#[utoipa::path(get, path = "/v1/account/balance", tag = "account", description = "Alias: GET /v1/account/usage", responses((status = 200, body = crate::docs::Balance), (status = 401, body = crate::docs::ErrorBody)), security(("api_key" = [])))]
+#[utoipa::path(get, path = "/v1/account/balance", tag = "account", description = "Alias: GET /v1/account/usage", responses((status = 200, body = crate::account::types::Balance), (status = 401, body = crate::http::error::ErrorBody)), security(("api_key" = [])))]
 /// The live monthly balance.
 pub async fn balance_handler(
     State(s): State<AppState>,

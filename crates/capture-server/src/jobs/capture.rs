@@ -1,6 +1,6 @@
-//! Capture workers: claim screenshot tasks from the durable queue, render them in the
-//! browser pool, store the files and record the outcome — fenced on the task lease, so a
-//! worker that lost its lease never overwrites a newer result.
+//! The `screenshot` queue: render each job in the browser pool, store the files and record
+//! the outcome — fenced on the task lease, so a worker that lost its lease never overwrites
+//! a newer result.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,6 +12,7 @@ use capture_core::{ImageFormat, WaitUntil};
 use capture_store::{ScreenshotDone, Task};
 use tokio_util::sync::CancellationToken;
 
+use super::claim_loop;
 use crate::blob;
 use crate::screenshots::TaskPayload;
 use crate::state::AppState;
@@ -55,26 +56,10 @@ async fn worker_loop(
     hard_stop: CancellationToken,
 ) {
     let lease_ms = state.cfg.queue_lease.as_millis() as i64;
-    while !stop.is_cancelled() {
-        let claimed = state.store.claim("screenshot", &id, now_ms(), lease_ms).await;
-        match claimed {
-            Ok(Some(task)) => process(&state, &pool, &id, task, &hard_stop).await,
-            Ok(None) => {
-                tokio::select! {
-                    _ = state.work.notified() => {}
-                    _ = tokio::time::sleep(state.cfg.queue_poll) => {}
-                    _ = stop.cancelled() => {}
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "claiming a task failed");
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = stop.cancelled() => {}
-                }
-            }
-        }
-    }
+    claim_loop(&state, "screenshot", &id, lease_ms, &state.work, &stop, |task| {
+        process(&state, &pool, &id, task, &hard_stop)
+    })
+    .await
 }
 
 fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {

@@ -1,11 +1,16 @@
 //! The one API error type. Client errors carry a stable code; unexpected failures are
 //! logged once and answered with an opaque `INTERNAL_ERROR`. The request-id middleware
 //! renders every error body so `requestId` always equals the `X-Request-ID` header.
+//!
+//! Nothing here knows about usage or rate limits: whoever builds an error may attach
+//! response extensions (the caller's usage, say), which the middleware reads.
 
-use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::http::{Extensions, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use capture_core::{ErrorCode, FieldError};
+use serde::Serialize;
 use serde_json::{Value, json};
+use utoipa::ToSchema;
 
 /// An error answered to a client.
 #[derive(Debug, Clone)]
@@ -14,8 +19,8 @@ pub struct ApiError {
     pub message: String,
     pub details: Option<Value>,
     pub headers: Vec<(HeaderName, String)>,
-    /// The caller's usage as this error found it (feeds `X-RateLimit-Remaining`).
-    pub usage_after: Option<i64>,
+    /// Response extensions for the middleware (e.g. the caller's usage as this error found it).
+    pub extensions: Extensions,
 }
 
 /// What the request-id middleware needs to render the body (kept in response extensions).
@@ -29,7 +34,7 @@ pub struct ErrorInfo {
 impl ApiError {
     /// An error with a code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        ApiError { code, message: message.into(), details: None, headers: Vec::new(), usage_after: None }
+        ApiError { code, message: message.into(), details: None, headers: Vec::new(), extensions: Extensions::new() }
     }
 
     /// Attach `details`.
@@ -41,6 +46,12 @@ impl ApiError {
     /// Attach a response header.
     pub fn header(mut self, name: HeaderName, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
+        self
+    }
+
+    /// Attach a response extension for the middleware.
+    pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
     }
 
@@ -97,10 +108,8 @@ impl IntoResponse for ApiError {
         if self.code == ErrorCode::Unauthorized {
             resp.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
+        resp.extensions_mut().extend(self.extensions);
         resp.extensions_mut().insert(info);
-        if let Some(used) = self.usage_after {
-            resp.extensions_mut().insert(crate::pipeline::UsageAfter(used));
-        }
         resp
     }
 }
@@ -121,4 +130,17 @@ pub async fn unknown_route() -> ApiError {
 /// Map a status code to `StatusCode` (helper for stored responses).
 pub fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::OK)
+}
+
+/// The error body of every /v1 error.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct ErrorBody {
+    error: String,
+    /// Stable machine code, e.g. VALIDATION_ERROR, PLAN_QUOTA_EXCEEDED.
+    code: String,
+    /// Equals the X-Request-ID header.
+    request_id: String,
+    details: Option<serde_json::Value>,
 }

@@ -1,0 +1,172 @@
+//! Who is calling: a credential (an API key, an OAuth access token, a website session's
+//! user) turned into an [`Account`], using only the store, the hot cache and the crypto
+//! helpers. The request middleware, the OAuth routes, MCP and the website all call this;
+//! it calls none of them.
+
+use axum::http::{HeaderMap, header};
+use capture_core::Plan;
+use capture_core::ids;
+use capture_core::time::{MonthWindow, now_ms};
+use capture_store::{StoreError, User};
+
+use crate::crypto::sha256_hex;
+use crate::state::AppState;
+
+/// Prefix of OAuth access tokens (tells them apart from `sk_live_` API keys).
+pub const ACCESS_PREFIX: &str = "cap_at_";
+
+/// The authenticated caller, in request extensions.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub user: User,
+    pub key_id: Option<String>,
+    pub is_admin: bool,
+    /// The plan's monthly cap (also reported for admins, who are not held to it).
+    pub plan_limit: i64,
+    pub used: i64,
+    pub window: MonthWindow,
+}
+
+impl Account {
+    /// The cap that applies: None for admins.
+    pub fn limit(&self) -> Option<i64> {
+        (!self.is_admin).then_some(self.plan_limit)
+    }
+}
+
+/// The caller's usage after a request changed it, as a response extension: the
+/// rate-limit headers report it instead of the figure the request started with.
+#[derive(Debug, Clone, Copy)]
+pub struct UsageAfter(pub i64);
+
+/// Build the caller's account view: admin status, plan cap, usage.
+pub fn account_for(state: &AppState, user: User, key_id: Option<String>, used: i64, window: MonthWindow) -> Account {
+    let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
+    Account {
+        is_admin: state.cfg.is_admin(&user.email),
+        plan_limit: state.cfg.plan_limits.limit(plan),
+        user,
+        key_id,
+        used,
+        window,
+    }
+}
+
+/// The account of a signed-in website user, with this month's usage.
+pub async fn account_of_user(state: &AppState, user: &User) -> Result<Account, StoreError> {
+    let window = MonthWindow::containing(now_ms());
+    let used = state.store.month_usage(&user.id, &window.label).await?;
+    Ok(account_for(state, user.clone(), None, used, window))
+}
+
+/// The bearer token of a request, if any.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+}
+
+/// The audience of OAuth tokens minted for the REST API (what `capture login` asks for).
+pub fn api_resource(state: &AppState) -> &str {
+    &state.base_url
+}
+
+/// The MCP resource identifier, the audience of tokens for the MCP server: `{base_url}/mcp`.
+pub fn mcp_resource(state: &AppState) -> String {
+    format!("{}/mcp", state.base_url)
+}
+
+/// Resolve an API key (`sk_live_…`) to its account. `Ok(None)` for anything that is not a
+/// live key. Lookups are cached while the store's auth version stands.
+pub async fn from_api_key(state: &AppState, token: &str) -> Result<Option<Account>, StoreError> {
+    if !token.starts_with("sk_live_") || token.len() > 200 {
+        return Ok(None);
+    }
+    let window = MonthWindow::containing(now_ms());
+    let hash = sha256_hex(token.as_bytes());
+    // Read the version before the lookup: a change committed in between makes the
+    // cached entry stale at once (see hotcache).
+    let version = state.store.auth_version();
+    if let Some(v) = version
+        && let Some((user, key_id)) = state.hot.key(&hash, v)
+    {
+        let used = match state.hot.usage(&user.id, &window.label) {
+            Some(u) => u,
+            None => {
+                let u = state.store.month_usage(&user.id, &window.label).await?;
+                state.hot.put_usage(&user.id, &window.label, u);
+                u
+            }
+        };
+        return Ok(Some(account_for(state, user, Some(key_id), used, window)));
+    }
+    let Some(rec) = state.store.authenticate(&hash, &window.label).await? else { return Ok(None) };
+    if let Some(v) = version {
+        state.hot.put_key(&hash, &rec.user, &rec.key_id, v);
+    }
+    state.hot.put_usage(&rec.user.id, &window.label, rec.used);
+    Ok(Some(account_for(state, rec.user, Some(rec.key_id), rec.used, window)))
+}
+
+/// Whether `token` has the shape of one of our access tokens (cheap pre-check).
+pub fn looks_like_access_token(token: &str) -> bool {
+    token.strip_prefix(ACCESS_PREFIX).is_some_and(|r| ids::is_token(r, 20, 100))
+}
+
+/// Resolve an OAuth access token to the account it acts for, when its audience is one of
+/// `audiences`. `Ok(None)` for an unknown, expired, revoked or wrong-audience token.
+pub async fn from_access_token(
+    state: &AppState,
+    token: &str,
+    audiences: &[&str],
+) -> Result<Option<Account>, StoreError> {
+    if !looks_like_access_token(token) {
+        return Ok(None);
+    }
+    let now = now_ms();
+    let window = MonthWindow::containing(now);
+    let Some(rec) = state.store.oauth_access(&sha256_hex(token.as_bytes()), now, &window.label).await? else {
+        return Ok(None);
+    };
+    if !rec.grant.resource.as_deref().is_some_and(|r| audiences.contains(&r)) {
+        return Ok(None);
+    }
+    Ok(Some(account_for(state, rec.user, None, rec.used, window)))
+}
+
+/// Why a credential was refused (the caller words the answer for its channel).
+#[derive(Debug)]
+pub enum Refused {
+    /// No API key, or one that is unknown or revoked.
+    ApiKey,
+    /// An access token that is unknown, expired, revoked or for another audience.
+    AccessToken,
+    /// The lookup itself failed.
+    Store(StoreError),
+}
+
+/// The account behind the request's bearer credential: an API key, or an OAuth access
+/// token whose audience is one of `audiences`.
+pub async fn from_request(state: &AppState, headers: &HeaderMap, audiences: &[&str]) -> Result<Account, Refused> {
+    match bearer(headers) {
+        Some(t) if looks_like_access_token(t) => {
+            from_access_token(state, t, audiences).await.map_err(Refused::Store)?.ok_or(Refused::AccessToken)
+        }
+        Some(t) => from_api_key(state, t).await.map_err(Refused::Store)?.ok_or(Refused::ApiKey),
+        None => Err(Refused::ApiKey),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn access_tokens_are_recognised_by_shape() {
+        assert!(looks_like_access_token(&format!("{ACCESS_PREFIX}{}", ids::random_string(43))));
+        assert!(!looks_like_access_token(&format!("cap_rt_{}", ids::random_string(43))));
+        assert!(!looks_like_access_token("sk_live_abc"));
+    }
+}

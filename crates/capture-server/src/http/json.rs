@@ -1,0 +1,53 @@
+//! The JSON body extractor: its rejections are the API's own error bodies, so malformed
+//! JSON still gets `{error, code, requestId}`.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Request};
+use axum::http::header;
+use capture_core::ErrorCode;
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+
+/// A JSON object body: 415 without a JSON content type, 413 past the limit, 400 when
+/// it is not valid JSON or not an object.
+pub struct JsonObject(pub Map<String, Value>, pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonObject {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, ApiError> {
+        let ct =
+            req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("").to_ascii_lowercase();
+        let essence = ct.split(';').next().unwrap_or("").trim().to_string();
+        if !(essence == "application/json" || essence.ends_with("+json")) {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "send the body as JSON with Content-Type: application/json",
+            ));
+        }
+        let bytes = read_body(req.into_body(), JSON_LIMIT).await?;
+        let v: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("malformed JSON: {e}")))?;
+        match v {
+            Value::Object(m) => Ok(JsonObject(m, bytes)),
+            _ => Err(ApiError::new(ErrorCode::InvalidJson, "the body must be a JSON object")),
+        }
+    }
+}
+
+/// Largest JSON body accepted (preScreenshotJs is ≤ 16 KiB, so this is generous).
+pub const JSON_LIMIT: usize = 256 * 1024;
+
+/// Read a body up to `limit` bytes, 413 beyond.
+pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let too_large = std::error::Error::source(&e).is_some_and(|s| s.to_string().contains("length limit"))
+            || e.to_string().contains("length limit");
+        if too_large {
+            ApiError::new(ErrorCode::PayloadTooLarge, format!("the body is larger than {limit} bytes"))
+        } else {
+            ApiError::new(ErrorCode::InvalidJson, "could not read the request body")
+        }
+    })
+}

@@ -1,0 +1,74 @@
+//! The outer layers of every call: the request id (echoed or minted; every error body is
+//! rendered here so `requestId` equals the header), metrics, and `X-Organization-ID`.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use capture_core::ErrorCode;
+use capture_core::ids::is_token;
+use serde_json::json;
+
+use super::error::{ApiError, ErrorInfo, error_body};
+use crate::state::AppState;
+
+/// The request id, in request extensions.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// Echo a valid inbound `X-Request-ID`, else mint `req_…`; render error bodies with it;
+/// count the request for metrics.
+pub async fn request_id(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| is_token(v, 8, 64))
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("req_{}", capture_core::ids::random_string(20)));
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let method = req.method().clone();
+    let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
+    let path_for_metrics = route.unwrap_or_else(|| metrics_route(req.uri().path()));
+    let mut resp = next.run(req).await;
+    if let Some(info) = resp.extensions_mut().remove::<ErrorInfo>() {
+        let status = resp.status();
+        let mut headers = std::mem::take(resp.headers_mut());
+        headers.remove(header::CONTENT_LENGTH);
+        let body = error_body(&info, &id);
+        resp = (status, axum::Json(body)).into_response();
+        for (k, v) in headers.iter() {
+            if k != header::CONTENT_TYPE {
+                resp.headers_mut().insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        resp.headers_mut().insert("x-request-id", v);
+    }
+    state.metrics.http_request(method.as_str(), &path_for_metrics, resp.status().as_u16());
+    resp
+}
+
+/// Bucket unmatched paths so metrics labels stay bounded.
+fn metrics_route(path: &str) -> String {
+    let first = path.trim_start_matches('/').split('/').next().unwrap_or("");
+    match first {
+        "files" => "/files/{name}".into(),
+        "s" => "/s/{token}".into(),
+        _ => "unmatched".into(),
+    }
+}
+
+/// Validate `X-Organization-ID` (`[A-Za-z0-9_-]{6,64}`); unknown values are ignored.
+pub async fn organization_id(req: Request, next: Next) -> Response {
+    if let Some(v) = req.headers().get("x-organization-id") {
+        let ok = v.to_str().is_ok_and(|s| is_token(s, 6, 64));
+        if !ok {
+            return ApiError::new(ErrorCode::InvalidOrganizationId, "X-Organization-ID must match [A-Za-z0-9_-]{6,64}")
+                .details(json!({"field": "X-Organization-ID", "reason": "must match [A-Za-z0-9_-]{6,64}"}))
+                .into_response();
+        }
+    }
+    next.run(req).await
+}

@@ -1,0 +1,54 @@
+//! Background work from the one durable queue: a handler per kind of task. Each kind runs
+//! [`claim_loop`]s: claim a task with a lease, hand it to the kind's handler (which commits
+//! its outcome fenced on that lease), and when the queue is empty wait for a wake-up (this
+//! node's, or another node's through PostgreSQL) or the poll.
+//!
+//! A new kind of work is a new file here with its handler and its `run`, started by the app.
+
+pub mod capture;
+pub mod webhook;
+
+use std::future::Future;
+use std::time::Duration;
+
+use capture_core::time::now_ms;
+use capture_store::Task;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::state::AppState;
+
+/// Claim tasks of `kind` as `worker` with a lease of `lease_ms` until `stop`, running
+/// `handle` on each; between claims on an empty queue, wait for `wake` or the poll.
+pub async fn claim_loop<F, Fut>(
+    state: &AppState,
+    kind: &str,
+    worker: &str,
+    lease_ms: i64,
+    wake: &Notify,
+    stop: &CancellationToken,
+    mut handle: F,
+) where
+    F: FnMut(Task) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    while !stop.is_cancelled() {
+        match state.store.claim(kind, worker, now_ms(), lease_ms).await {
+            Ok(Some(task)) => handle(task).await,
+            Ok(None) => {
+                tokio::select! {
+                    _ = wake.notified() => {}
+                    _ = tokio::time::sleep(state.cfg.queue_poll) => {}
+                    _ = stop.cancelled() => {}
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, kind, "claiming a task failed");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                    _ = stop.cancelled() => {}
+                }
+            }
+        }
+    }
+}

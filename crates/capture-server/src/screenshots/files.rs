@@ -1,0 +1,75 @@
+//! Stored files: `GET /files/{name}` (public, by unguessable name) and a PDF job's
+//! download as an attachment.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::service::find;
+use crate::auth::Account;
+use crate::blob;
+use crate::http::{ApiError, ApiResult};
+use crate::state::AppState;
+
+#[utoipa::path(get, path = "/api/pdf/download/{id}", tag = "screenshots", params(("id" = String, Path)), responses((status = 200, content_type = "application/pdf", description = "the PDF as an attachment"), (status = 404, body = crate::http::error::ErrorBody)), security(("api_key" = [])))]
+/// Download a PDF job's file.
+pub async fn pdf_download(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let row = find(&state, &account, &id).await?;
+    let key = match (&row.result_key, row.format.as_str(), row.status.as_str()) {
+        (Some(k), "pdf", "done") => k.clone(),
+        (_, "pdf", _) => return Err(ApiError::not_found("PDF (the job has not finished)")),
+        _ => return Err(ApiError::not_found("PDF (this job is an image)")),
+    };
+    let bytes = state.blobs.get(&key).await.map_err(ApiError::internal)?.ok_or_else(|| ApiError::not_found("PDF"))?;
+    let host = url::Url::parse(&row.url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| "capture".into());
+    let filename = format!("{}-{}.pdf", sanitize_filename(&host), row.id);
+    let mut resp = (StatusCode::OK, bytes).into_response();
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/pdf"));
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    Ok(resp)
+}
+
+/// `GET /files/{name}`: a stored file, by its unguessable name, streamed from the blob store
+/// (local folder or S3; in presigned mode too, so older links keep working).
+pub async fn serve_file(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+    if name.ends_with(".html") {
+        // Uploaded documents are inputs, never served (they would run on our origin).
+        return ApiError::not_found("file").into_response();
+    }
+    match state.blobs.open(&name).await {
+        Ok(Some(file)) => {
+            let mut r = (StatusCode::OK, axum::body::Body::from_stream(file.body)).into_response();
+            let h = r.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(blob::content_type(&name)));
+            h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
+            h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+            r
+        }
+        Ok(None) => ApiError::not_found("file").into_response(),
+        Err(e) => ApiError::internal(e).into_response(),
+    }
+}
+
+/// A file name safe in a header and a label: its last path segment, `[A-Za-z0-9._-]`.
+pub(super) fn sanitize_filename(s: &str) -> String {
+    let base = s.rsplit(['/', '\\']).next().unwrap_or(s);
+    let clean: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '_' })
+        .take(100)
+        .collect();
+    if clean.is_empty() { "upload".into() } else { clean }
+}

@@ -1,0 +1,97 @@
+//! `GET /v1/screenshot/{id}/stream`: a job's state changes as server-sent events.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::HeaderValue;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::service::{find, job_json};
+use crate::auth::Account;
+use crate::http::ApiResult;
+use crate::state::AppState;
+
+#[utoipa::path(get, path = "/v1/screenshot/{id}/stream", tag = "screenshots", params(("id" = String, Path)),
+    responses((status = 200, content_type = "text/event-stream", description = "events: status, done {publicUrl}, failed {error}, timeout; `: ping` heartbeats")), security(("api_key" = [])))]
+/// Follow a job as server-sent events.
+pub async fn stream(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let row = find(&state, &account, &id).await?;
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(16);
+    let mut changes = state.job_events.subscribe();
+    let st = state.clone();
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + st.cfg.sse_max_duration;
+        let mut last_event = 0i64;
+        let mut poll = tokio::time::interval(st.cfg.queue_poll);
+        let mut ping =
+            tokio::time::interval_at(tokio::time::Instant::now() + st.cfg.sse_heartbeat, st.cfg.sse_heartbeat);
+        loop {
+            match st.store.events_after(&row.id, last_event).await {
+                Ok(events) => {
+                    for (eid, _ty, data) in events {
+                        last_event = eid;
+                        let data: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
+                        let status = data["status"].as_str().unwrap_or("").to_string();
+                        let ev = Event::default().event("status").data(json!({"status": status}).to_string());
+                        if tx.send(Ok(ev)).await.is_err() {
+                            return;
+                        }
+                        if status == "done" || status == "failed" {
+                            let job = st.store.screenshot(&row.id).await.ok().flatten();
+                            let body = match (&job, status.as_str()) {
+                                (Some(j), "done") => {
+                                    let v = job_json(&st, j).await;
+                                    json!({"status": "done", "screenshotId": j.id, "publicUrl": v["publicUrl"], "thumbnailUrl": v["thumbnailUrl"], "job": v})
+                                }
+                                (j, _) => {
+                                    json!({"status": "failed", "screenshotId": row.id, "error": j.as_ref().and_then(|j| j.error.clone()).or_else(|| data["error"].as_str().map(str::to_string))})
+                                }
+                            };
+                            let _ = tx.send(Ok(Event::default().event(status.as_str()).data(body.to_string()))).await;
+                            return;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(error = %e, "stream: reading events failed");
+                }
+            }
+            // Wait for a reason to read the events again: a change to this job (or to any,
+            // after a gap), or the poll. Other jobs' changes (every node's, on PostgreSQL)
+            // are skipped without a query.
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => {
+                        let _ = tx.send(Ok(Event::default().event("timeout").data(json!({"status": "timeout", "screenshotId": row.id}).to_string()))).await;
+                        return;
+                    }
+                    _ = ping.tick() => {
+                        if tx.send(Ok(Event::default().comment("ping"))).await.is_err() { return; }
+                    }
+                    r = changes.recv() => match r {
+                        Ok(id) if id != row.id && !id.is_empty() => {}
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        _ => break,
+                    },
+                    _ = poll.tick() => break,
+                    _ = tx.closed() => return,
+                    // The node is shutting down: end the stream so the client reconnects elsewhere.
+                    _ = st.shutdown.cancelled() => return,
+                }
+            }
+        }
+    });
+    let s = tokio_stream::wrappers::ReceiverStream::new(rx);
+    let mut resp = Sse::new(s).keep_alive(KeepAlive::new().interval(Duration::from_secs(3600))).into_response();
+    resp.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
+    resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(resp)
+}

@@ -1,0 +1,319 @@
+//! `POST /v1/screenshot/upload`: a PNG, JPEG, WebP or PDF stored as a finished job, or an
+//! HTML document queued for rendering. The body is read (and past the limit drained) here,
+//! the file sniffed by its bytes, thumbnails made off the async threads.
+
+use std::time::Duration;
+
+use axum::Extension;
+use axum::extract::{Multipart, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use capture_core::options::CaptureOptions;
+use capture_core::time::{iso, now_ms};
+use capture_core::{ErrorCode, FieldError, ids};
+use capture_store::{NewScreenshot, QueueLimits, Refused, ScreenshotDone};
+
+use super::files::sanitize_filename;
+use super::service::{create_job, job_json, queue_full_error, quota_error};
+use crate::auth::Account;
+use crate::blob;
+use crate::http::{ApiError, ApiResult};
+use crate::idempotency::idempotent;
+use crate::state::AppState;
+
+/// Detected kind of an uploaded file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UploadKind {
+    Png,
+    Jpeg,
+    Webp,
+    Pdf,
+    Html,
+}
+
+fn sniff(bytes: &[u8], filename: &str, content_type: &str) -> Option<UploadKind> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        return Some(UploadKind::Png);
+    }
+    if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        return Some(UploadKind::Jpeg);
+    }
+    if bytes.len() > 12 && &bytes[0..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        return Some(UploadKind::Webp);
+    }
+    if bytes.starts_with(b"%PDF-") {
+        return Some(UploadKind::Pdf);
+    }
+    let name = filename.to_ascii_lowercase();
+    let head = String::from_utf8_lossy(&bytes[..bytes.len().min(1024)]).to_ascii_lowercase();
+    let head = head.trim_start_matches('\u{feff}').trim_start();
+    let htmlish = content_type.starts_with("text/html")
+        || name.ends_with(".html")
+        || name.ends_with(".htm")
+        || head.starts_with("<!doctype html")
+        || head.starts_with("<html");
+    (htmlish && std::str::from_utf8(bytes).is_ok()).then_some(UploadKind::Html)
+}
+
+/// Make a ≤320 px wide PNG thumbnail of an image (off the async threads).
+async fn image_thumbnail(bytes: Vec<u8>) -> Result<(Vec<u8>, u32, u32), String> {
+    tokio::task::spawn_blocking(move || {
+        let img = image::load_from_memory(&bytes).map_err(|e| format!("the image could not be decoded: {e}"))?;
+        let (w, h) = (img.width(), img.height());
+        let tw = w.min(320);
+        let th = ((h as u64 * tw as u64) / w.max(1) as u64).clamp(1, 4096) as u32;
+        let thumb = image::imageops::thumbnail(&img, tw, th);
+        let mut out = std::io::Cursor::new(Vec::new());
+        thumb.write_to(&mut out, image::ImageFormat::Png).map_err(|e| e.to_string())?;
+        Ok((out.into_inner(), w, h))
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// First page of a PDF as a 320 px wide PNG, via poppler's `pdftoppm` when installed.
+async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
+    let dir = std::env::temp_dir().join(format!("capture-pdf-{}", ids::random_string(12)));
+    tokio::fs::create_dir_all(&dir).await.ok()?;
+    let input = dir.join("in.pdf");
+    tokio::fs::write(&input, pdf).await.ok()?;
+    let out = dir.join("thumb");
+    let status = tokio::time::timeout(
+        Duration::from_secs(20),
+        tokio::process::Command::new("pdftoppm")
+            .args(["-png", "-f", "1", "-l", "1", "-singlefile", "-scale-to-x", "320", "-scale-to-y", "-1"])
+            .arg(&input)
+            .arg(&out)
+            .kill_on_drop(true)
+            .status(),
+    )
+    .await;
+    let bytes = match status {
+        Ok(Ok(s)) if s.success() => tokio::fs::read(dir.join("thumb.png")).await.ok(),
+        _ => None,
+    };
+    let _ = tokio::fs::remove_dir_all(&dir).await;
+    bytes
+}
+
+#[utoipa::path(post, path = "/v1/screenshot/upload", tag = "screenshots", request_body(content_type = "multipart/form-data", description = "`file` (PNG, JPEG, WebP, PDF or HTML) plus capture options as fields for HTML"),
+    responses((status = 201, description = "image or PDF stored as a done job", body = crate::screenshots::types::Job), (status = 202, description = "HTML queued for rendering", body = crate::screenshots::types::Job),
+    (status = 400, body = crate::http::error::ErrorBody), (status = 413, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody),
+    (status = 503, body = crate::http::error::ErrorBody, description = "HTML only: the whole queue is full")), security(("api_key" = [])))]
+/// Upload a file as a job.
+pub async fn upload(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    headers: HeaderMap,
+    req: Request,
+) -> Response {
+    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !ct.to_ascii_lowercase().starts_with("multipart/form-data") {
+        return ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "send the upload as multipart/form-data with a 'file' part",
+        )
+        .into_response();
+    }
+    let limit = state.cfg.max_upload_bytes;
+    // Read the body ourselves: past the limit keep draining (bounded) so the client gets
+    // a clean 413 instead of a connection reset in the middle of its upload.
+    let (parts, body) = req.into_parts();
+    let raw = match read_draining(body, limit + 64 * 1024).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let req = Request::from_parts(parts, axum::body::Body::from(raw));
+    let mut mp = match <Multipart as axum::extract::FromRequest<AppState>>::from_request(req, &state).await {
+        Ok(m) => m,
+        Err(e) => {
+            return ApiError::new(ErrorCode::InvalidJson, format!("malformed multipart body: {e}")).into_response();
+        }
+    };
+    let (file, fields) = match read_multipart(&mut mp, limit).await {
+        Ok(x) => x,
+        Err(e) => return e.into_response(),
+    };
+    let Some((filename, file_ct, bytes)) = file else {
+        return ApiError::validation(FieldError::new("file", "is required (a PNG, JPEG, WebP, PDF or HTML file)"))
+            .into_response();
+    };
+    let Some(kind) = sniff(&bytes, &filename, &file_ct) else {
+        return ApiError::validation(FieldError::new(
+            "file",
+            "unsupported file type: upload a PNG, JPEG, WebP, PDF or HTML document",
+        ))
+        .into_response();
+    };
+    if bytes.is_empty() {
+        return ApiError::validation(FieldError::new("file", "is empty")).into_response();
+    }
+    let mut hasher_input = Vec::with_capacity(bytes.len() + 256);
+    for (k, v) in &fields {
+        hasher_input.extend_from_slice(k.as_bytes());
+        hasher_input.push(0);
+        hasher_input.extend_from_slice(v.as_bytes());
+        hasher_input.push(0);
+    }
+    hasher_input.extend_from_slice(filename.as_bytes());
+    hasher_input.push(0);
+    hasher_input.extend_from_slice(&bytes);
+    let hash = crate::crypto::sha256_hex(&hasher_input);
+    drop(hasher_input);
+    idempotent(&state, &account, &headers, "POST /v1/screenshot/upload", hash, || async {
+        let label = format!("upload://{}", sanitize_filename(&filename));
+        if kind == UploadKind::Html {
+            let opts = CaptureOptions::from_json(&CaptureOptions::form_to_json(&fields), false)?;
+            if opts.url.is_some() {
+                return Err(FieldError::new("url", "must not be sent with an HTML upload").into());
+            }
+            let name = blob::new_name("html");
+            state.blobs.put(&name, bytes, "text/html").await.map_err(ApiError::internal)?;
+            let (row, used) = create_job(&state, &account, &opts, Some(label), Some(name)).await?;
+            return Ok((StatusCode::ACCEPTED, job_json(&state, &row).await, used));
+        }
+        let (format, ext, width, height, thumb) = match kind {
+            UploadKind::Pdf => ("pdf", "pdf", None, None, pdf_thumbnail(&bytes).await),
+            _ => {
+                let (thumb, w, h) = image_thumbnail(bytes.clone())
+                    .await
+                    .map_err(|e| ApiError::validation(FieldError::new("file", e)))?;
+                let (f, e) = match kind {
+                    UploadKind::Png => ("png", "png"),
+                    UploadKind::Jpeg => ("jpeg", "jpeg"),
+                    _ => ("webp", "webp"),
+                };
+                (f, e, Some(i64::from(w)), Some(i64::from(h)), Some(thumb))
+            }
+        };
+        let name = blob::new_name(ext);
+        state.blobs.put(&name, bytes, blob::content_type(&name)).await.map_err(ApiError::internal)?;
+        let thumb_key = match thumb {
+            Some(t) => {
+                let n = blob::new_name("png");
+                state.blobs.put(&n, t, "image/png").await.map_err(ApiError::internal)?;
+                Some(n)
+            }
+            None => None,
+        };
+        let id = ids::new_id(ids::SCREENSHOT);
+        let n = NewScreenshot {
+            id: id.clone(),
+            user_id: account.user.id.clone(),
+            key_id: account.key_id.clone(),
+            url: label,
+            options: "{}".into(),
+            format: format.into(),
+            actions: 1,
+            month: account.window.label.clone(),
+            limit: account.limit(),
+            reset_at: iso(account.window.reset_ms),
+            now: now_ms(),
+            done: Some(ScreenshotDone {
+                result_key: name,
+                thumb_key,
+                page_title: Some(filename.clone()),
+                tags: vec!["upload".into()],
+                width,
+                height,
+            }),
+            task_payload: String::new(),
+            // Done at once: nothing waits in the queue.
+            queue_limits: QueueLimits::default(),
+        };
+        match state.store.create_screenshot(&n).await? {
+            Ok((row, used)) => {
+                state.job_changed(&row.id);
+                Ok((StatusCode::CREATED, job_json(&state, &row).await, used))
+            }
+            Err(Refused::Quota(q)) => Err(quota_error(&account, q.used)),
+            Err(Refused::QueueFull(q)) => Err(queue_full_error(&state, q)),
+        }
+    })
+    .await
+}
+
+type UploadedFile = (String, String, Vec<u8>);
+
+/// Read at most `limit` bytes of `body`. A larger body is drained and discarded (up to
+/// 8 × the limit or 30 s) before answering 413, so the client can read the answer.
+async fn read_draining(body: axum::body::Body, limit: usize) -> ApiResult<bytes::Bytes> {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0usize;
+    let too_large = || ApiError::new(ErrorCode::PayloadTooLarge, format!("the upload is larger than {limit} bytes"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let next = tokio::time::timeout_at(deadline, stream.next()).await;
+        match next {
+            Err(_) if total > limit => return Err(too_large()),
+            Err(_) => return Err(ApiError::new(ErrorCode::InvalidJson, "the upload took too long")),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::new(ErrorCode::InvalidJson, format!("could not read the upload: {e}")));
+            }
+            Ok(Some(Ok(chunk))) => {
+                total += chunk.len();
+                if total <= limit {
+                    buf.extend_from_slice(&chunk);
+                } else if total > limit * 8 {
+                    return Err(too_large());
+                }
+            }
+        }
+    }
+    if total > limit {
+        return Err(too_large());
+    }
+    Ok(buf.freeze())
+}
+
+async fn read_multipart(mp: &mut Multipart, limit: usize) -> ApiResult<(Option<UploadedFile>, Vec<(String, String)>)> {
+    let too_large = || ApiError::new(ErrorCode::PayloadTooLarge, format!("the upload is larger than {limit} bytes"));
+    let mut file = None;
+    let mut fields = Vec::new();
+    loop {
+        let field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large()),
+            Err(e) => return Err(ApiError::new(ErrorCode::InvalidJson, format!("malformed multipart body: {e}"))),
+        };
+        let name = field.name().unwrap_or("").to_string();
+        if name == "file" {
+            let filename = field.file_name().unwrap_or("upload").to_string();
+            let ct = field.content_type().unwrap_or("").to_ascii_lowercase();
+            let mut buf = Vec::new();
+            let mut field = field;
+            loop {
+                match field.chunk().await {
+                    Ok(Some(c)) => {
+                        if buf.len() + c.len() > limit {
+                            return Err(too_large());
+                        }
+                        buf.extend_from_slice(&c);
+                    }
+                    Ok(None) => break,
+                    Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => return Err(too_large()),
+                    Err(e) => {
+                        return Err(ApiError::new(ErrorCode::InvalidJson, format!("malformed multipart body: {e}")));
+                    }
+                }
+            }
+            file = Some((filename, ct, buf));
+        } else if CaptureOptions::field_names().contains(&name.as_str()) {
+            let v = field
+                .text()
+                .await
+                .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("malformed multipart field: {e}")))?;
+            if v.len() > 32 * 1024 {
+                return Err(FieldError::new(name, "is too long").into());
+            }
+            fields.push((name, v));
+        } else {
+            return Err(FieldError::new(name, "is not a known field (file or a capture option)").into());
+        }
+    }
+    Ok((file, fields))
+}
