@@ -35,6 +35,8 @@ async fn main() {
     let page = "<html><head><title>Bench</title><style>body{font-family:sans-serif;margin:40px;background:#f4f4f8}</style></head><body><h1>Simple page</h1><p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p></body></html>";
     let srv = Server::start(Arc::new(move |path: &str, _c: &str| match path {
         "/img.png" => Resp::Full(200, "image/png", solid_png(64, 64, [0, 150, 0]), 20),
+        // Incompressible pixels: a full-page capture of it is tens of MB.
+        "/noise" => html(NOISE_PAGE),
         "/lazy" => {
             let mut s = String::from("<html><body style='margin:0'>");
             for _ in 0..30 {
@@ -50,6 +52,17 @@ async fn main() {
 
     // A 4th argument picks one part: "floor" or "seq" (for CPU accounting with `time`).
     let only = args.get(4).cloned().unwrap_or_default();
+    if only == "transport" {
+        // Big DevTools messages alone: a 48 MB string returned by value, then a small one.
+        let mut b = capture_browser::floor::FloorBrowser::launch(&chromium_path(), dir.path()).await.unwrap();
+        for (name, expr) in [("evaluate 48 MB string", "'x'.repeat(48 << 20)"), ("evaluate small", "'x'")] {
+            b.evaluate_loop(expr, 1).await.unwrap();
+            let (v, size) = b.evaluate_loop(expr, n).await.unwrap();
+            stats(&format!("{name} ({size} B)"), v, None);
+        }
+        b.shutdown().await;
+        return;
+    }
     if only.is_empty() || only == "floor" {
         let floor =
             capture_browser::floor::bare_devtools_capture_loop(&chromium_path(), dir.path(), &url, n).await.unwrap();
@@ -70,6 +83,32 @@ async fn main() {
         r.wait_until = wait;
         r
     };
+    if only == "big" {
+        // Big DevTools messages: full-page captures of a 1280x8000 noise page.
+        for (name, fmt) in
+            [("full page noise 1280x8000 jpeg", ImageFormat::Jpeg), ("full page noise 1280x8000 png", ImageFormat::Png)]
+        {
+            let mut v = Vec::new();
+            let mut size = 0;
+            for _ in 0..4 {
+                let mut r = url_req(srv.url("/noise"));
+                r.width = 1280;
+                r.height = 800;
+                r.full_page = true;
+                r.format = fmt;
+                r.deadline = Duration::from_secs(120);
+                r.timeout_ms = 60_000;
+                let t = Instant::now();
+                let out = pool.capture(r).await.unwrap();
+                v.push(t.elapsed());
+                assert_eq!(out.height, Some(8000));
+                size = out.bytes.len();
+            }
+            stats(&format!("{name} ({} MB)", size >> 20), v, None);
+        }
+        pool.shutdown().await;
+        return;
+    }
     if only == "idle" {
         // CPU of a pool that sits idle (with its spare pages) for 10 s.
         tokio::time::sleep(Duration::from_secs(10)).await;
@@ -139,6 +178,9 @@ async fn main() {
     println!("restarts: {}", pool.restarts());
     pool.shutdown().await;
 }
+
+/// A 1280x8000 canvas of random pixels.
+const NOISE_PAGE: &str = "<html><body style='margin:0'><canvas id=c width=1280 height=8000 style='display:block'></canvas><script>const c=document.getElementById('c').getContext('2d');const d=c.createImageData(1280,8000);const a=d.data;let x=12345;for(let i=0;i<a.length;i++){x^=x<<13;x^=x>>>17;x^=x<<5;x>>>=0;a[i]=(i&3)===3?255:x&255;}c.putImageData(d,0,0);</script></body></html>";
 
 /// CPU seconds per process (own, and reaped children), from /proc (Linux).
 fn cpu_report() {

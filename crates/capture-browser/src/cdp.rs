@@ -1,5 +1,9 @@
-//! A minimal Chrome DevTools Protocol client: one websocket per browser, flattened
+//! A minimal Chrome DevTools Protocol client: one connection per browser, flattened
 //! sessions, responses routed by id and events routed by session id.
+//!
+//! The transport is Chromium's `--remote-debugging-pipe`: JSON messages each ended by a
+//! NUL byte, over any byte stream ([`Conn::start`]); in production two FIFOs that Chromium
+//! has as fds 3 (it reads) and 4 (it writes). No TCP port exists that a page could reach.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -8,12 +12,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
-use futures_util::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{mpsc, oneshot, watch};
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+
+/// The largest message accepted from the browser (a full-page PNG of 16384 px at 3840 px
+/// wide is about 250 MB raw; base64 adds a third). A bigger one closes the connection.
+const MAX_MESSAGE: u64 = 512 << 20;
+/// Read buffer of the pipe: big screenshots arrive in few reads.
+const READ_BUF: usize = 1 << 20;
+/// A message buffer grown past this by a big message is not kept for the next one.
+const KEEP_BUF: usize = 4 << 20;
 
 /// A failed DevTools call.
 #[derive(Debug, Clone)]
@@ -51,7 +61,10 @@ struct Inner {
 
 /// A DevTools connection to one browser.
 pub(crate) struct Conn {
-    out: mpsc::UnboundedSender<Message>,
+    out: mpsc::UnboundedSender<Vec<u8>>,
+    /// The writer task: aborted when the browser's side closes (a write to a pipe nobody
+    /// reads any more would block forever).
+    writer: Mutex<Option<tokio::task::AbortHandle>>,
     next_id: AtomicU64,
     inner: Mutex<Inner>,
     closed_tx: watch::Sender<bool>,
@@ -87,56 +100,70 @@ struct ProtoError {
 }
 
 impl Conn {
-    /// Connect to a browser's DevTools websocket.
-    pub(crate) async fn connect(ws_url: &str) -> Result<Arc<Conn>, String> {
-        let config = WebSocketConfig::default().max_message_size(Some(512 << 20)).max_frame_size(Some(512 << 20));
-        let (ws, _) = tokio_tungstenite::connect_async_with_config(ws_url, Some(config), true)
-            .await
-            .map_err(|e| format!("DevTools websocket connect failed: {e}"))?;
-        let (mut sink, mut stream) = ws.split();
-        let (out, mut out_rx) = mpsc::unbounded_channel::<Message>();
+    /// Start a connection over a NUL-framed byte stream: `reader` carries the browser's
+    /// messages, `writer` ours.
+    pub(crate) fn start<R, W>(reader: R, writer: W) -> Arc<Conn>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
         let (closed_tx, _) = watch::channel(false);
-        let conn = Arc::new(Conn { out, next_id: AtomicU64::new(1), inner: Mutex::new(Inner::default()), closed_tx });
+        let conn = Arc::new(Conn {
+            out,
+            writer: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            inner: Mutex::new(Inner::default()),
+            closed_tx,
+        });
 
-        // Writer: batch whatever is queued, then flush once.
-        tokio::spawn(async move {
+        // Writer: write whatever is queued, then flush once.
+        let write_task = tokio::spawn(async move {
+            let mut w = BufWriter::with_capacity(64 * 1024, writer);
             while let Some(msg) = out_rx.recv().await {
-                if sink.feed(msg).await.is_err() {
+                if w.write_all(&msg).await.is_err() || w.write_all(b"\0").await.is_err() {
                     return;
                 }
                 while let Ok(msg) = out_rx.try_recv() {
-                    if sink.feed(msg).await.is_err() {
+                    if w.write_all(&msg).await.is_err() || w.write_all(b"\0").await.is_err() {
                         return;
                     }
                 }
-                if sink.flush().await.is_err() {
+                if w.flush().await.is_err() {
                     return;
                 }
             }
-            let _ = sink.close().await;
+            let _ = w.shutdown().await;
         });
+        *conn.writer.lock().unwrap() = Some(write_task.abort_handle());
 
         // Reader: route responses by id and events by session id.
-        let reader = conn.clone();
+        let reader_conn = conn.clone();
         tokio::spawn(async move {
-            while let Some(msg) = stream.next().await {
-                let text = match msg {
-                    Ok(Message::Text(t)) => t,
-                    Ok(Message::Binary(b)) => match String::from_utf8(b.to_vec()) {
-                        Ok(s) => s.into(),
-                        Err(_) => continue,
-                    },
-                    Ok(Message::Close(_)) | Err(_) => break,
-                    Ok(_) => continue,
-                };
-                let Ok(inc) = serde_json::from_str::<Incoming>(text.as_str()) else {
-                    continue;
-                };
-                reader.dispatch(inc);
+            let mut r = BufReader::with_capacity(READ_BUF, reader);
+            let mut buf = Vec::with_capacity(64 * 1024);
+            loop {
+                buf.clear();
+                match (&mut r).take(MAX_MESSAGE + 1).read_until(0, &mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                if buf.pop() != Some(0) {
+                    if buf.len() as u64 > MAX_MESSAGE {
+                        tracing::warn!("a DevTools message passed {} MB: closing the connection", MAX_MESSAGE >> 20);
+                    }
+                    break;
+                }
+                if let Ok(inc) = serde_json::from_slice::<Incoming>(&buf) {
+                    reader_conn.dispatch(inc);
+                }
+                if buf.capacity() > KEEP_BUF {
+                    buf = Vec::with_capacity(64 * 1024);
+                }
             }
-            reader.mark_closed();
+            reader_conn.mark_closed();
         });
-        Ok(conn)
+        conn
     }
 
     fn dispatch(&self, inc: Incoming) {
@@ -187,23 +214,25 @@ impl Conn {
             let _ = tx.send(Err(CdpError::Closed));
         }
         drop(sessions);
+        if let Some(w) = self.writer.lock().unwrap().take() {
+            w.abort();
+        }
         self.closed_tx.send_replace(true);
     }
 
-    /// True once the websocket has closed.
+    /// True once the connection has closed.
     pub(crate) fn is_closed(&self) -> bool {
         *self.closed_tx.borrow()
     }
 
-    /// Resolves when the websocket closes.
+    /// Resolves when the connection closes.
     pub(crate) async fn closed(&self) {
         let mut rx = self.closed_tx.subscribe();
         let _ = rx.wait_for(|c| *c).await;
     }
 
-    fn encode(&self, id: u64, method: &str, params: &Value, session: Option<&str>) -> Message {
-        let text = serde_json::to_string(&Outgoing { id, method, params, session_id: session }).unwrap_or_default();
-        Message::Text(text.into())
+    fn encode(&self, id: u64, method: &str, params: &Value, session: Option<&str>) -> Vec<u8> {
+        serde_json::to_vec(&Outgoing { id, method, params, session_id: session }).unwrap_or_default()
     }
 
     /// Send a command; the returned future resolves with its reply.

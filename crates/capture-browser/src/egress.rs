@@ -1,12 +1,15 @@
 //! The egress guard: a checking forward proxy that every Chromium connection goes
-//! through, plus the address policy shared with other outbound components (webhooks).
+//! through. The address policy itself ([`EgressPolicy`], pure) lives in
+//! `capture_core::egress`, shared with the other outbound components (webhooks, OAuth
+//! metadata fetches, audits, mail); it is re-exported here.
 //!
 //! Each connection's host is resolved once, every resolved address is checked, and the
 //! proxy connects to the checked address itself, so DNS rebinding and redirects to
-//! private addresses are covered.
+//! private addresses are covered. The proxy refuses its own address whatever the
+//! allowlist says.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,105 +22,9 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_HEAD: usize = 64 * 1024;
 const COPY_BUF: usize = 64 * 1024;
 
-/// Why `ip` may not be reached from a capture, or None when it is a public address.
-pub fn forbidden_reason(ip: IpAddr) -> Option<&'static str> {
-    match ip {
-        IpAddr::V4(v4) => forbidden_v4(v4),
-        IpAddr::V6(v6) => forbidden_v6(v6),
-    }
-}
-
-fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, c, _] = ip.octets();
-    if ip.is_unspecified() {
-        return Some("an unspecified address");
-    }
-    if ip.is_broadcast() {
-        return Some("a broadcast address");
-    }
-    if a == 127 {
-        return Some("a loopback address");
-    }
-    if a == 10 || (a == 172 && (16..=31).contains(&b)) || (a == 192 && b == 168) {
-        return Some("a private address");
-    }
-    if a == 100 && (64..=127).contains(&b) {
-        return Some("a shared (carrier-grade NAT) address");
-    }
-    if a == 169 && b == 254 {
-        if ip == Ipv4Addr::new(169, 254, 169, 254) {
-            return Some("the cloud metadata address");
-        }
-        return Some("a link-local address");
-    }
-    if (224..=239).contains(&a) {
-        return Some("a multicast address");
-    }
-    if a == 0
-        || a >= 240
-        || (a == 192 && b == 0 && c == 0)
-        || (a == 192 && b == 0 && c == 2)
-        || (a == 198 && (b == 18 || b == 19))
-        || (a == 198 && b == 51 && c == 100)
-        || (a == 203 && b == 0 && c == 113)
-        || (a == 192 && b == 88 && c == 99)
-    {
-        return Some("a reserved address");
-    }
-    None
-}
-
-fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    let s = ip.segments();
-    if ip.is_unspecified() {
-        return Some("an unspecified address");
-    }
-    if ip.is_loopback() {
-        return Some("a loopback address");
-    }
-    // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return forbidden_v4(v4);
-    }
-    if s[..6] == [0, 0, 0, 0, 0, 0] {
-        return forbidden_v4(embedded_v4(&s[6..8]));
-    }
-    // NAT64 64:ff9b::/96 embeds an IPv4 address; 64:ff9b:1::/48 is local-use.
-    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        return forbidden_v4(embedded_v4(&s[6..8]));
-    }
-    if s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1 {
-        return Some("a reserved address");
-    }
-    // 6to4 2002::/16 embeds an IPv4 address in bits 16..48.
-    if s[0] == 0x2002 {
-        return forbidden_v4(embedded_v4(&s[1..3]));
-    }
-    if (s[0] & 0xfe00) == 0xfc00 {
-        return Some("a private (unique local) address");
-    }
-    if (s[0] & 0xffc0) == 0xfe80 {
-        return Some("a link-local address");
-    }
-    if (s[0] & 0xffc0) == 0xfec0 {
-        return Some("a private (site-local) address");
-    }
-    if (s[0] & 0xff00) == 0xff00 {
-        return Some("a multicast address");
-    }
-    // Teredo 2001::/32, documentation 2001:db8::/32, discard 100::/64, ORCHIDs.
-    let teredo_doc_orchid =
-        s[0] == 0x2001 && (s[1] == 0 || s[1] == 0xdb8 || (s[1] & 0xfff0) == 0x0010 || (s[1] & 0xfff0) == 0x0020);
-    let discard = s[0] == 0x0100 && s[1] == 0 && s[2] == 0 && s[3] == 0;
-    if teredo_doc_orchid || discard {
-        return Some("a reserved address");
-    }
-    None
-}
-
-fn embedded_v4(s: &[u16]) -> Ipv4Addr {
-    Ipv4Addr::new((s[0] >> 8) as u8, s[0] as u8, (s[1] >> 8) as u8, s[1] as u8)
-}
+pub use capture_core::egress::{
+    AddressKind, EgressAllow, EgressAllowError, EgressPolicy, EgressRefusal, classify, forbidden_reason,
+};
 
 /// A refused or failed outbound connection.
 #[derive(Debug, Clone)]
@@ -136,7 +43,7 @@ impl Refusal {
     }
 }
 
-async fn resolve_checked(host: &str, port: u16, allow_private: bool) -> Result<Vec<SocketAddr>, Refusal> {
+async fn resolve_checked(host: &str, port: u16, policy: &EgressPolicy) -> Result<Vec<SocketAddr>, Refusal> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     if host.is_empty() {
         return Err(Refusal::Failed("empty host name".into()));
@@ -153,20 +60,54 @@ async fn resolve_checked(host: &str, port: u16, allow_private: bool) -> Result<V
     if addrs.is_empty() {
         return Err(Refusal::Failed(format!("DNS lookup failed for {host}")));
     }
-    if !allow_private {
-        for a in &addrs {
-            if let Some(reason) = forbidden_reason(a.ip()) {
-                return Err(Refusal::Policy(format!("blocked by egress policy: {} is {reason}", a.ip())));
-            }
-        }
-    }
+    policy.check_all(host, &addrs).map_err(|e| Refusal::Policy(e.to_string()))?;
     Ok(addrs)
 }
 
-/// Resolve `host` (5 s DNS timeout) and check every address against the egress policy.
-/// Connect to one of the returned addresses (do not resolve again).
+/// Resolve `host` (5 s DNS timeout) and check every address against `policy`. Connect
+/// to one of the returned addresses (do not resolve again).
+pub async fn resolve_checked_host(policy: &EgressPolicy, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
+    resolve_checked(host, port, policy).await.map_err(|r| r.message().to_owned())
+}
+
+/// [`resolve_checked_host`] under the old all-or-nothing switch
+/// ([`EgressPolicy::from_allow_private_networks`]), for callers not yet given a policy.
 pub async fn check_url_host(host: &str, port: u16, allow_private: bool) -> Result<Vec<SocketAddr>, String> {
-    resolve_checked(host, port, allow_private).await.map_err(|r| r.message().to_owned())
+    resolve_checked_host(&EgressPolicy::from_allow_private_networks(allow_private), host, port).await
+}
+
+/// This host's own interface addresses (Linux: `/proc/net/fib_trie` and
+/// `/proc/net/if_inet6`), where a listener bound to `0.0.0.0`/`[::]` can be reached:
+/// give them to [`EgressPolicy::with_local_addrs`]. Empty where `/proc` cannot be read.
+pub fn local_addresses() -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    if let Ok(trie) = std::fs::read_to_string("/proc/net/fib_trie") {
+        // "|-- 10.0.2.15" followed by "/32 host LOCAL" marks a local address.
+        let mut last: Option<Ipv4Addr> = None;
+        for line in trie.lines() {
+            let t = line.trim();
+            if let Some(a) = t.strip_prefix("|-- ") {
+                last = a.trim().parse().ok();
+            } else if t.contains("host LOCAL")
+                && let Some(a) = last
+                && !out.contains(&IpAddr::V4(a))
+            {
+                out.push(IpAddr::V4(a));
+            }
+        }
+    }
+    if let Ok(v6) = std::fs::read_to_string("/proc/net/if_inet6") {
+        for line in v6.lines() {
+            let Some(hex) = line.split_whitespace().next() else { continue };
+            if let Ok(n) = u128::from_str_radix(hex, 16) {
+                let a = IpAddr::V6(std::net::Ipv6Addr::from(n));
+                if !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The latest failure per host, so a capture can explain a generic browser error.
@@ -214,10 +155,14 @@ pub struct EgressProxy {
 }
 
 impl EgressProxy {
-    /// Listen on 127.0.0.1:0 and serve until dropped.
-    pub async fn start(allow_private: bool) -> std::io::Result<EgressProxy> {
+    /// Listen on 127.0.0.1:0 and serve until dropped, checking every connection against
+    /// `policy` (plus the proxy's own address, refused whatever the policy allows).
+    pub async fn start(policy: EgressPolicy) -> std::io::Result<EgressProxy> {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
+        let mut policy = policy;
+        policy.deny_listener(addr);
+        let policy = Arc::new(policy);
         let failures = Arc::new(FailureLog::default());
         let log = failures.clone();
         let task = tokio::spawn(async move {
@@ -227,8 +172,9 @@ impl EgressProxy {
                     continue;
                 };
                 let log = log.clone();
+                let policy = policy.clone();
                 tokio::spawn(async move {
-                    let _ = handle(stream, allow_private, &log).await;
+                    let _ = handle(stream, &policy, &log).await;
                 });
             }
         })
@@ -294,8 +240,8 @@ async fn refuse(client: &mut TcpStream, refusal: &Refusal) {
     let _ = client.shutdown().await;
 }
 
-async fn connect_checked(host: &str, port: u16, allow_private: bool) -> Result<TcpStream, Refusal> {
-    let addrs = resolve_checked(host, port, allow_private).await?;
+async fn connect_checked(host: &str, port: u16, policy: &EgressPolicy) -> Result<TcpStream, Refusal> {
+    let addrs = resolve_checked(host, port, policy).await?;
     let mut last = String::new();
     for addr in addrs {
         match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
@@ -330,7 +276,7 @@ fn split_authority(auth: &str, default_port: u16) -> Option<(String, u16)> {
     }
 }
 
-async fn handle(mut client: TcpStream, allow_private: bool, log: &FailureLog) -> std::io::Result<()> {
+async fn handle(mut client: TcpStream, policy: &EgressPolicy, log: &FailureLog) -> std::io::Result<()> {
     let _ = client.set_nodelay(true);
     let mut buf = Vec::with_capacity(4096);
     let head_len = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut client, &mut buf)).await {
@@ -360,7 +306,7 @@ async fn handle(mut client: TcpStream, allow_private: bool, log: &FailureLog) ->
             refuse(&mut client, &Refusal::Failed("malformed CONNECT target".into())).await;
             return Ok(());
         };
-        let mut upstream = match connect_checked(&host, port, allow_private).await {
+        let mut upstream = match connect_checked(&host, port, policy).await {
             Ok(s) => s,
             Err(r) => {
                 log.record(&host, r.message());
@@ -392,7 +338,7 @@ async fn handle(mut client: TcpStream, allow_private: bool, log: &FailureLog) ->
         return Ok(());
     };
     let port = url.port_or_known_default().unwrap_or(80);
-    let mut upstream = match connect_checked(&host, port, allow_private).await {
+    let mut upstream = match connect_checked(&host, port, policy).await {
         Ok(s) => s,
         Err(r) => {
             log.record(&host, r.message());
@@ -515,73 +461,6 @@ where
 mod tests {
     use super::*;
 
-    fn ip(s: &str) -> IpAddr {
-        s.parse().unwrap()
-    }
-
-    #[test]
-    fn forbidden_ranges() {
-        for s in [
-            "127.0.0.1",
-            "127.255.0.9",
-            "10.0.0.1",
-            "10.255.255.255",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.168.1.1",
-            "100.64.0.1",
-            "100.127.255.254",
-            "169.254.169.254",
-            "169.254.1.1",
-            "224.0.0.1",
-            "239.255.255.250",
-            "0.0.0.0",
-            "0.1.2.3",
-            "255.255.255.255",
-            "240.0.0.1",
-            "192.0.2.1",
-            "198.18.0.1",
-            "::1",
-            "::",
-            "fc00::1",
-            "fd12:3456::1",
-            "fe80::1",
-            "febf::1",
-            "ff02::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.1.2.3",
-            "::ffff:169.254.169.254",
-            "::127.0.0.1",
-            "::10.0.0.1",
-            "64:ff9b::7f00:1",
-            "64:ff9b::a9fe:a9fe",
-            "64:ff9b::192.168.0.1",
-            "2002:7f00:1::1",
-            "2001:db8::1",
-        ] {
-            assert!(forbidden_reason(ip(s)).is_some(), "{s} should be forbidden");
-        }
-        for s in [
-            "8.8.8.8",
-            "1.1.1.1",
-            "172.15.255.255",
-            "172.32.0.1",
-            "100.63.255.255",
-            "100.128.0.1",
-            "169.253.1.1",
-            "93.184.216.34",
-            "2606:4700:4700::1111",
-            "2001:4860:4860::8888",
-            "::ffff:8.8.8.8",
-            "64:ff9b::808:808",
-        ] {
-            assert!(forbidden_reason(ip(s)).is_none(), "{s} should be allowed");
-        }
-        assert_eq!(forbidden_reason(ip("10.0.0.1")), Some("a private address"));
-        assert_eq!(forbidden_reason(ip("127.0.0.1")), Some("a loopback address"));
-        assert_eq!(forbidden_reason(ip("169.254.169.254")), Some("the cloud metadata address"));
-    }
-
     #[test]
     fn authority() {
         assert_eq!(split_authority("a.com:443", 1), Some(("a.com".into(), 443)));
@@ -595,7 +474,26 @@ mod tests {
         assert!(check_url_host("localhost", 80, false).await.is_err());
         assert!(check_url_host("127.0.0.1", 80, true).await.is_ok());
         assert!(check_url_host("[::1]", 80, false).await.is_err());
+        // The old switch no longer opens the metadata address.
+        assert!(check_url_host("169.254.169.254", 80, true).await.unwrap_err().contains("metadata"));
         let e = check_url_host("host.invalid", 80, false).await.unwrap_err();
         assert!(e.contains("DNS lookup failed for host.invalid"), "{e}");
+        // Names resolved by the system resolver are checked as addresses: `localhost`
+        // is allowed by name, a numeric spelling of 127.0.0.1 only by an address entry.
+        let by_name = EgressPolicy::new(EgressAllow::parse("localhost").unwrap(), vec![]);
+        assert!(resolve_checked_host(&by_name, "localhost", 80).await.is_ok());
+        assert!(resolve_checked_host(&by_name, "2130706433", 80).await.is_err());
+        let by_addr = EgressPolicy::new(EgressAllow::parse("127.0.0.1").unwrap(), vec![]);
+        assert!(resolve_checked_host(&by_addr, "2130706433", 80).await.is_ok());
+        let listener: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let denied = EgressPolicy::new(EgressAllow::parse("127.0.0.1").unwrap(), vec![listener]);
+        let e = resolve_checked_host(&denied, "127.0.0.1", 8080).await.unwrap_err();
+        assert!(e.contains("own listener"), "{e}");
+    }
+
+    #[test]
+    fn local_addresses_include_loopback() {
+        let local = local_addresses();
+        assert!(local.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)), "{local:?}");
     }
 }

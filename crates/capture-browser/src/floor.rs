@@ -27,8 +27,7 @@ impl FloorBrowser {
     /// Launch Chromium (profile under `work_dir`) and open one page with Page events on.
     pub async fn launch(chromium_path: &Path, work_dir: &Path) -> Result<FloorBrowser, String> {
         let dir = work_dir.join(format!("floor-{}-{:08x}", std::process::id(), rand::random::<u32>()));
-        let chromium = Chromium::launch(chromium_path, dir, None).await?;
-        let conn = Conn::connect(&chromium.ws_url).await?;
+        let (chromium, conn) = Chromium::launch(chromium_path, dir, None).await?;
         let t = conn
             .call("Target.createTarget", json!({ "url": "about:blank", "newWindow": true }), None)
             .await
@@ -77,6 +76,24 @@ impl FloorBrowser {
             out.push(t0.elapsed());
         }
         Ok(out)
+    }
+
+    /// Evaluate `expression` (by value) `n` times; per-call latencies and the reply's size.
+    /// With a big string result this times the DevTools transport with big messages.
+    pub async fn evaluate_loop(&mut self, expression: &str, n: usize) -> Result<(Vec<Duration>, usize), String> {
+        let mut out = Vec::with_capacity(n);
+        let mut size = 0;
+        for _ in 0..n {
+            let t0 = Instant::now();
+            let r = self
+                .conn
+                .call("Runtime.evaluate", json!({ "expression": expression, "returnByValue": true }), Some(&self.sid))
+                .await
+                .map_err(cdp_err)?;
+            out.push(t0.elapsed());
+            size = r["result"]["value"].as_str().map_or(0, str::len);
+        }
+        Ok((out, size))
     }
 
     /// Kill the browser and remove its profile.

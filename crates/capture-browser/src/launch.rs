@@ -5,14 +5,56 @@
 //! namespace) → its helpers. Killing Chromium collapses the namespace, so no helper is
 //! ever orphaned (re-parented to the machine's init); the shell reaps what it started.
 //! Without namespaces, the whole process group is killed instead.
+//!
+//! DevTools runs over `--remote-debugging-pipe` (no TCP port a page could reach): two
+//! FIFOs in the profile folder, `cdp-in` (Chromium's fd 3, it reads) and `cdp-out` (its
+//! fd 4, it writes). We open our ends first (so the shell's opens do not block), then the
+//! watchdog shell redirects them onto Chromium's fds 3 and 4.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
+
+use crate::cdp::Conn;
+
+/// The FIFO Chromium reads DevTools commands from (its fd 3).
+const PIPE_IN: &str = "cdp-in";
+/// The FIFO Chromium writes DevTools replies and events to (its fd 4).
+const PIPE_OUT: &str = "cdp-out";
+
+/// Make the two DevTools FIFOs in `dir` and open our ends: the write end of `cdp-in`
+/// (opened read-write, so it opens before Chromium does and its open does not block) and
+/// the read end of `cdp-out` (which sees end-of-file once Chromium is gone).
+async fn open_pipes(dir: &Path) -> Result<(pipe::Sender, pipe::Receiver), String> {
+    let (fifo_in, fifo_out) = (dir.join(PIPE_IN), dir.join(PIPE_OUT));
+    let status = Command::new("mkfifo")
+        .arg("-m")
+        .arg("600")
+        .arg(&fifo_in)
+        .arg(&fifo_out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run mkfifo: {e}"))?;
+    if !status.status.success() {
+        return Err(format!("mkfifo failed: {}", String::from_utf8_lossy(&status.stderr).trim()));
+    }
+    let to_browser = pipe::OpenOptions::new()
+        .read_write(true)
+        .open_sender(&fifo_in)
+        .map_err(|e| format!("cannot open {}: {e}", fifo_in.display()))?;
+    let from_browser = pipe::OpenOptions::new()
+        .open_receiver(&fifo_out)
+        .map_err(|e| format!("cannot open {}: {e}", fifo_out.display()))?;
+    Ok((to_browser, from_browser))
+}
 
 /// Flags every Chromium of the pool gets (besides profile and proxy).
 const BASE_FLAGS: &[&str] = &[
@@ -53,14 +95,15 @@ const BASE_FLAGS: &[&str] = &[
     // every context serves one page. HttpsUpgrades: capture the URL that was asked for.
     "--disable-features=Translate,MediaRouter,OptimizationHints,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,DialMediaRouteProvider,GlobalMediaControls,DestroyProfileOnBrowserClose,PaintHolding,AcceptCHFrame,LensOverlay,BackForwardCache,HttpsUpgrades,PrivacySandboxSettings4,Prerender2,SpareRendererForSitePerProcess",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-    "--remote-debugging-port=0",
+    "--remote-debugging-pipe",
 ];
 
-/// `sh -c WATCHDOG program args...`. The shell starts the program, prints its pid, and
-/// waits for it (so it is reaped, never orphaned). A background reader watches the
-/// shell's stdin: when our end closes (we exited, even by SIGKILL) it kills the
-/// program's children (the namespace init) and the program itself.
-const WATCHDOG: &str = r#"exec 3<&0; "$0" "$@" </dev/null 3<&- & c=$!; echo "capture-child $c" >&2; (read -r _ <&3; for p in $(cat /proc/$c/task/$c/children 2>/dev/null); do kill -9 $p; done; kill -9 $c) & w=$!; exec 3<&-; wait $c; kill -9 $w 2>/dev/null; wait $w"#;
+/// `sh -c WATCHDOG program args...`. The shell starts the program with the DevTools FIFOs
+/// as its fds 3 and 4, prints its pid, and waits for it (so it is reaped, never
+/// orphaned). A background reader watches the shell's stdin (kept as fd 5): when our end
+/// closes (we exited, even by SIGKILL) it kills the program's children (the namespace
+/// init) and the program itself.
+const WATCHDOG: &str = r#"exec 5<&0; "$0" "$@" </dev/null 5<&- 3<"$CAPTURE_CDP_IN" 4>"$CAPTURE_CDP_OUT" & c=$!; echo "capture-child $c" >&2; (read -r _ <&5; for p in $(cat /proc/$c/task/$c/children 2>/dev/null); do kill -9 $p; done; kill -9 $c) & w=$!; exec 5<&-; wait $c; kill -9 $w 2>/dev/null; wait $w"#;
 
 /// Whether `unshare --pid --fork --kill-child` works here (root or user namespaces).
 fn pid_namespaces() -> bool {
@@ -92,8 +135,6 @@ pub(crate) struct Chromium {
     namespaced: bool,
     /// The profile folder (unique; also used to find strays).
     pub profile_dir: PathBuf,
-    /// `ws://127.0.0.1:PORT/devtools/browser/UUID`.
-    pub ws_url: String,
 }
 
 fn run_quiet(cmd: &str, args: &[&str]) {
@@ -114,14 +155,22 @@ fn children_of(pid: u32) -> Vec<u32> {
 }
 
 impl Chromium {
-    /// Start Chromium with a fresh profile folder and wait for its DevTools address.
+    /// Start Chromium with a fresh profile folder, connect to it over the DevTools pipe
+    /// and wait until it answers.
     pub(crate) async fn launch(
         chromium_path: &Path,
         profile_dir: PathBuf,
         proxy: Option<std::net::SocketAddr>,
-    ) -> Result<Chromium, String> {
+    ) -> Result<(Chromium, Arc<Conn>), String> {
         let chromium_path = resolve_binary(chromium_path)?;
         std::fs::create_dir_all(&profile_dir).map_err(|e| format!("cannot create {}: {e}", profile_dir.display()))?;
+        let (to_browser, from_browser) = match open_pipes(&profile_dir).await {
+            Ok(p) => p,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&profile_dir);
+                return Err(e);
+            }
+        };
         let namespaced = pid_namespaces();
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c").arg(WATCHDOG);
@@ -133,6 +182,8 @@ impl Chromium {
             cmd.arg(format!("--proxy-server=http://{proxy}")).arg("--proxy-bypass-list=<-loopback>");
         }
         cmd.arg("about:blank")
+            .env("CAPTURE_CDP_IN", profile_dir.join(PIPE_IN))
+            .env("CAPTURE_CDP_OUT", profile_dir.join(PIPE_OUT))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -155,52 +206,59 @@ impl Chromium {
             launcher_pid: None,
             namespaced,
             profile_dir,
-            ws_url: String::new(),
         };
         let Some(stderr) = stderr else {
             this.kill().await;
             return Err("Chromium stderr unavailable".into());
         };
-        let mut lines = BufReader::new(stderr).lines();
-        let mut tail: Vec<String> = Vec::new();
-        let mut launcher = None;
-        let found = tokio::time::timeout(Duration::from_secs(30), async {
+        // Keep draining stderr (Chromium must never block on a full pipe); remember the
+        // launcher's pid and the last lines, for an error message.
+        let tail: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (pid_tx, pid_rx) = tokio::sync::oneshot::channel::<u32>();
+        let tail_w = tail.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            let mut pid_tx = Some(pid_tx);
             while let Ok(Some(line)) = lines.next_line().await {
-                let line = line.trim();
-                if let Some(rest) = line.strip_prefix("DevTools listening on ") {
-                    return Some(rest.trim().to_owned());
-                }
-                if let Some(p) = line.strip_prefix("capture-child ") {
-                    launcher = p.trim().parse().ok();
+                if let Some(p) = line.trim().strip_prefix("capture-child ")
+                    && let (Some(tx), Ok(p)) = (pid_tx.take(), p.trim().parse())
+                {
+                    let _ = tx.send(p);
                     continue;
                 }
-                if tail.len() >= 8 {
-                    tail.remove(0);
-                }
-                tail.push(line.to_owned());
-            }
-            None
-        })
-        .await;
-        this.launcher_pid = launcher;
-        match found {
-            Ok(Some(url)) => this.ws_url = url,
-            Ok(None) => {
-                this.kill().await;
-                return Err(format!("Chromium exited before DevTools was ready: {}", tail.join(" | ")));
-            }
-            Err(_) => {
-                this.kill().await;
-                return Err("Chromium did not start DevTools within 30 s".into());
-            }
-        }
-        // Keep draining stderr so Chromium never blocks on a full pipe.
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = lines.next_line().await {
                 tracing::trace!(target: "chromium", "{line}");
+                let mut t = tail_w.lock().unwrap();
+                if t.len() >= 8 {
+                    t.remove(0);
+                }
+                t.push(line);
             }
         });
-        Ok(this)
+        this.launcher_pid = tokio::time::timeout(Duration::from_secs(30), pid_rx).await.ok().and_then(Result::ok);
+        let conn = Conn::start(from_browser, to_browser);
+        let ready = tokio::select! {
+            r = conn.call("Browser.getVersion", serde_json::json!({}), None) => r.map(|_| ()).map_err(|e| e.to_string()),
+            () = tokio::time::sleep(Duration::from_secs(30)) => Err("Chromium did not answer over DevTools within 30 s".into()),
+        };
+        if let Err(e) = ready {
+            // Let it finish writing why it exited.
+            let child = this.child.lock().unwrap().take();
+            if let Some(mut child) = child {
+                let exited = tokio::time::timeout(Duration::from_secs(2), child.wait()).await.is_ok();
+                *this.child.lock().unwrap() = Some(child);
+                if exited {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+            this.kill().await;
+            let tail = tail.lock().unwrap().join(" | ");
+            return Err(if conn.is_closed() {
+                format!("Chromium exited before DevTools was ready: {tail}")
+            } else {
+                format!("{e}: {tail}")
+            });
+        }
+        Ok((this, conn))
     }
 
     /// The top of the browser's process tree: `unshare` (in a PID namespace) or Chromium
@@ -293,7 +351,6 @@ impl Handles {
             launcher_pid: self.launcher_pid,
             namespaced: self.namespaced,
             profile_dir: self.profile_dir.clone(),
-            ws_url: String::new(),
         }
     }
 

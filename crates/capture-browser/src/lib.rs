@@ -5,7 +5,8 @@
 //!
 //! How it works, in short:
 //! - [`BrowserPool`] runs `browsers` Chromium processes, each reached over one DevTools
-//!   websocket with flattened sessions. Each process runs in its own PID namespace
+//!   pipe (`--remote-debugging-pipe`: no TCP port exists that a page could reach) with
+//!   flattened sessions. Each process runs in its own PID namespace
 //!   (`unshare`, when available) under a small `sh` watchdog, so killing or losing a
 //!   browser never orphans its helper processes, and they die with us.
 //! - The engine is Debian's `chromium-headless-shell` when installed (see
@@ -16,7 +17,10 @@
 //! - PNG captures use Chromium's fast encoder and are re-deflated here (smaller than
 //!   Chromium's default encoder, much faster overall); thumbnails are scaled from the
 //!   decoded capture.
-//! - All browser traffic goes through [`egress`], which checks every resolved address.
+//! - All browser traffic goes through [`egress`], which checks every resolved address
+//!   against the [`EgressPolicy`] (an allowlist of non-public destinations; the service's
+//!   own listeners are refused whatever it says). Only `http`/`https` URLs are navigated
+//!   to; `file:` and every other scheme are refused.
 //! - A memory guard samples each browser's whole process tree every 2 s (see
 //!   [`MemoryLimit`]): past the limit the browser takes no new jobs and is restarted once
 //!   its captures finish; past 1.5 × the limit it is restarted at once.
@@ -39,6 +43,7 @@ mod pipeline;
 mod pool;
 mod scripts;
 
+pub use capture_core::egress::{EgressAllow, EgressPolicy};
 pub use pool::{BrowserPool, PoolStats, RestartReason};
 
 /// Chromium builds to look for, best first: the headless shell (Debian's
@@ -71,8 +76,10 @@ pub struct BrowserConfig {
     pub recycle_after: u64,
     /// Restart a browser whose process tree uses too much memory (None: never).
     pub memory_limit: Option<MemoryLimit>,
-    /// Let pages reach loopback/private/link-local addresses (tests, trusted setups).
-    pub allow_private_networks: bool,
+    /// What pages may reach: the allowlist of non-public destinations and the service's
+    /// own listeners (refused whatever the allowlist says). The egress proxy adds its own
+    /// address and the pool adds this host's interface addresses.
+    pub egress: EgressPolicy,
     /// Parent folder for per-browser profile folders (created and removed by the pool).
     pub work_dir: PathBuf,
 }

@@ -351,6 +351,7 @@ impl<'a> Page<'a> {
         let mut loader: Option<String> = None;
         match &req.source {
             PageSource::Url(url) => {
+                check_scheme(url)?;
                 let reply = self.send("Page.navigate", &json!({ "url": url }));
                 let res = match self.reply_until(reply, nav_until).await {
                     Ok(Ok(v)) => v,
@@ -693,6 +694,19 @@ fn finish_image(shot: Vec<u8>, png: bool, top_px: u32) -> (Vec<u8>, Option<Vec<u
     let mut out = std::io::Cursor::new(Vec::with_capacity(32 * 1024));
     let thumb = thumb.write_to(&mut out, image::ImageFormat::Png).ok().map(|()| out.into_inner());
     (bytes, thumb)
+}
+
+/// Only `http` and `https` pages are loaded: `file:` would read the machine's files, and
+/// `chrome:`, `devtools:`, `data:`… are no pages of the web.
+pub(crate) fn check_scheme(url: &str) -> Result<(), CaptureError> {
+    match url::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(()),
+        Ok(u) => Err(CaptureError::Navigation(format!(
+            "only http and https URLs can be loaded ({}: URLs are refused)",
+            u.scheme()
+        ))),
+        Err(e) => Err(CaptureError::Navigation(format!("not a valid URL: {e}"))),
+    }
 }
 
 fn decode_data(v: &Value, what: &str) -> Result<Vec<u8>, CaptureError> {

@@ -171,7 +171,8 @@ impl BrowserPool {
         std::fs::create_dir_all(&cfg.work_dir)
             .map_err(|e| CaptureError::Browser(format!("cannot create {}: {e}", cfg.work_dir.display())))?;
         crate::launch::remove_stale_profiles(&cfg.work_dir);
-        let proxy = EgressProxy::start(cfg.allow_private_networks)
+        let policy = cfg.egress.clone().with_local_addrs(crate::egress::local_addresses());
+        let proxy = EgressProxy::start(policy)
             .await
             .map_err(|e| CaptureError::Browser(format!("cannot start the egress proxy: {e}")))?;
         let pool = Arc::new_cyclic(|me| BrowserPool {
@@ -302,14 +303,7 @@ impl BrowserPool {
             std::process::id(),
             rand::random::<u32>()
         ));
-        let chromium = Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
-        let conn = match Conn::connect(&chromium.ws_url).await {
-            Ok(c) => c,
-            Err(e) => {
-                chromium.kill().await;
-                return Err(e);
-            }
-        };
+        let (chromium, conn) = Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
         Ok(Arc::new(Instance { id, chromium, conn, spares: Mutex::new(Vec::new()), warming: Default::default() }))
     }
 

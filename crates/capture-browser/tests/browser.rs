@@ -5,7 +5,10 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use capture_browser::{BrowserPool, CaptureError, ImageFormat, MemoryLimit, PageSource, RestartReason, WaitUntil};
+use capture_browser::{
+    BrowserPool, CaptureError, EgressAllow, EgressPolicy, ImageFormat, MemoryLimit, PageSource, RestartReason,
+    WaitUntil,
+};
 use support::*;
 
 /// A pool plus its own work dir; shut down at the end of each test.
@@ -614,4 +617,218 @@ async fn shutdown_and_drop_leave_no_processes_or_profiles() {
     for d in &dirs {
         assert!(!d.exists(), "{} still exists", d.display());
     }
+}
+
+/// The browser's whole process tree: every process naming the pool's work folder, and
+/// their descendants.
+fn browser_tree(work: &str) -> Vec<u32> {
+    let mut all = Vec::new();
+    for root in pids_naming(work) {
+        for p in process_tree(root) {
+            if !all.contains(&p) {
+                all.push(p);
+            }
+        }
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devtools_has_no_port_a_page_could_reach() {
+    let srv = fixtures().await;
+    let f = pool().await;
+    // A capture first, so every helper process (network service, renderers) is running.
+    ok(f.pool.capture(url_req(srv.url("/red"))).await);
+    let work = f.dir.path().display().to_string();
+    let tree = browser_tree(&work);
+    let main: Vec<u32> = tree
+        .iter()
+        .copied()
+        .filter(|p| {
+            let cmd = String::from_utf8_lossy(&std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default())
+                .replace('\0', " ");
+            cmd.contains("chromium")
+                && !cmd.contains("--type=")
+                && !cmd.starts_with("/bin/sh")
+                && !cmd.starts_with("unshare")
+        })
+        .collect();
+    assert_eq!(main.len(), 1, "main browser process in {tree:?}");
+    let mut inodes = Vec::new();
+    let mut readable = 0;
+    for p in &tree {
+        if let Some(i) = socket_inodes(*p) {
+            readable += 1;
+            inodes.extend(i);
+        }
+    }
+    // The main process's fds were read (it holds IPC sockets), so an empty answer below
+    // is not a blind one.
+    assert!(socket_inodes(main[0]).is_some_and(|i| !i.is_empty()), "cannot read the browser's fds");
+    assert!(readable >= 3, "read the fds of {readable} of {} processes", tree.len());
+    let listening: Vec<u16> =
+        tcp_listeners().into_iter().filter(|(_, inode)| inodes.contains(inode)).map(|(port, _)| port).collect();
+    // A page would ask every port the browser listens on for its DevTools targets.
+    let mut probes = String::new();
+    for port in &listening {
+        for path in ["/json/list", "/json/version"] {
+            probes.push_str(&format!("fetch('http://127.0.0.1:{port}{path}').then(r=>r.text()).then(t=>{{document.title+=t.length}},()=>{{}});"));
+        }
+    }
+    let page = format!("<html><head><title></title></head><body><script>{probes}</script></body></html>");
+    let mut r = req(PageSource::Html(page));
+    r.delay_ms = 300;
+    let out = ok(f.pool.capture(r).await);
+    assert_eq!(out.page_title, "", "a page read a DevTools endpoint");
+    assert!(listening.is_empty(), "the browser listens on TCP ports {listening:?}");
+    let cmd = String::from_utf8_lossy(&std::fs::read(format!("/proc/{}/cmdline", main[0])).unwrap()).replace('\0', " ");
+    assert!(cmd.contains("--remote-debugging-pipe"), "{cmd}");
+    assert!(!cmd.contains("--remote-debugging-port"), "{cmd}");
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_listeners_and_the_proxy_are_refused_even_when_loopback_is_allowed() {
+    let srv = fixtures().await;
+    // Stands in for the API: allowed by the allowlist's 127.0.0.1, refused as a listener.
+    let service = fixtures().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path().to_path_buf(), true);
+    cfg.browsers = 1;
+    cfg.egress = EgressPolicy::new(EgressAllow::parse("127.0.0.1,localhost").unwrap(), vec![service.addr]);
+    let pool = BrowserPool::start(cfg).await.expect("pool starts");
+    let proxy = pool.egress_addr();
+    let sport = service.addr.port();
+
+    // The page itself.
+    match pool.capture(url_req(service.url("/red"))).await {
+        Err(CaptureError::Navigation(m)) => {
+            assert_eq!(m, format!("blocked by egress policy: 127.0.0.1:{sport} is this service's own listener"))
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|o| o.tags)),
+    }
+    match pool.capture(url_req(format!("http://127.0.0.1:{}/", proxy.port()))).await {
+        Err(CaptureError::Navigation(m)) => assert!(m.contains("own listener"), "{m}"),
+        other => panic!("expected a refusal, got {:?}", other.map(|o| o.tags)),
+    }
+    // Sub-requests of an allowed page, in every spelling that reaches the listener.
+    // Each spelling also asks the allowed fixture (a control: the same request to a port
+    // that is no listener goes through, so a refusal below is the policy's).
+    let hosts = ["127.0.0.1", "localhost", "0.0.0.0", "[::ffff:127.0.0.1]", "2130706433", "0x7f.1", "127.1"];
+    let mut targets = Vec::new();
+    for host in hosts {
+        targets.push(format!("http://{host}:{sport}/red"));
+        targets.push(format!("http://{host}:{}/", proxy.port()));
+        targets.push(format!("http://{host}:{}/control/{}", srv.addr.port(), host.replace(['[', ']', ':'], "")));
+    }
+    let fetches: String = targets
+        .iter()
+        .map(|t| format!("fetch('{t}',{{mode:'no-cors'}}).catch(()=>{{}});new Image().src='{t}';"))
+        .collect();
+    let page = format!(
+        "<html><body style='margin:0;background:rgb(0,255,0)'><img src='{}' style='width:10px;height:10px'><script>{fetches}</script></body></html>",
+        srv.url("/blue.png")
+    );
+    let mut r = url_req(srv.url("/red"));
+    r.source = PageSource::Html(page);
+    r.wait_until = WaitUntil::NetworkIdle;
+    let out = ok(pool.capture(r).await);
+    assert_px(&decode(&out.bytes), 400, 300, [0, 255, 0], 2);
+    // The allowed fixture was reached (so the page did run), the service never was.
+    assert_eq!(srv.hits("/blue.png"), 1);
+    for host in hosts {
+        let control = srv.hits(&format!("/control/{}", host.replace(['[', ']', ':'], "")));
+        // 0.0.0.0 needs an exact allowlist entry; every other spelling is 127.0.0.1.
+        if host == "0.0.0.0" {
+            assert_eq!(control, 0, "{host}");
+        } else {
+            assert!(control >= 1, "the control request through {host} did not arrive");
+        }
+    }
+    assert_eq!(service.hits("/red"), 0);
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn file_urls_are_refused_as_pages_frames_and_redirects() {
+    let srv = Server::start(Arc::new(|path: &str, _c: &str| match path {
+        "/frame" => html("<html><body style='margin:0;background:rgb(255,255,255)'><iframe src='file:///etc/passwd' style='display:block;width:800px;height:600px;border:0'></iframe></body></html>"),
+        "/jump" => html("<html><body style='margin:0;background:rgb(255,0,0)'><script>location.href='file:///etc/passwd'</script></body></html>"),
+        "/open" => html("<html><body style='margin:0;background:rgb(255,0,0)'><script>window.open('file:///etc/passwd')</script></body></html>"),
+        _ => Resp::Full(404, "text/plain", b"no".to_vec(), 0),
+    }))
+    .await;
+    let f = pool().await;
+    for url in [
+        "file:///etc/passwd",
+        "FILE:///etc/passwd",
+        "file://localhost/etc/passwd",
+        "chrome://version",
+        "data:text/html,hi",
+    ] {
+        match f.pool.capture(url_req(url.into())).await {
+            Err(CaptureError::Navigation(m)) => assert!(m.contains("only http and https URLs"), "{url}: {m}"),
+            other => panic!("{url}: expected a refusal, got {:?}", other.map(|o| o.final_url)),
+        }
+    }
+    // A frame: the file is not shown (its text would be dark pixels on white).
+    let white_frame = |out: &capture_browser::CaptureOutput| {
+        let img = decode(&out.bytes);
+        let dark = img.pixels().filter(|p| p.0[0] < 128 && p.0[1] < 128 && p.0[2] < 128).count();
+        assert_eq!(dark, 0, "the frame shows something");
+    };
+    white_frame(&ok(f.pool.capture(url_req(srv.url("/frame"))).await));
+    let page = "<html><body style='margin:0;background:rgb(255,255,255)'><iframe src='file:///etc/passwd' style='display:block;width:800px;height:600px;border:0'></iframe></body></html>";
+    white_frame(&ok(f.pool.capture(req(PageSource::Html(page.into()))).await));
+    // A page that sends itself or a popup to a file stays where it was.
+    for path in ["/jump", "/open"] {
+        let mut r = url_req(srv.url(path));
+        r.delay_ms = 300;
+        let out = ok(f.pool.capture(r).await);
+        assert_eq!(out.final_url, srv.url(path));
+        assert_px(&decode(&out.bytes), 400, 300, [255, 0, 0], 2);
+    }
+    f.pool.shutdown().await;
+}
+
+/// A 1280x8000 canvas of pseudo-random pixels (incompressible: its PNG is tens of MB).
+const NOISE_PAGE: &str = "<html><body style='margin:0'><canvas id=c width=1280 height=8000 style='display:block'></canvas><script>const c=document.getElementById('c').getContext('2d');const d=c.createImageData(1280,8000);const a=d.data;let x=12345;for(let i=0;i<a.length;i++){x^=x<<13;x^=x>>>17;x^=x<<5;x>>>=0;a[i]=(i&3)===3?255:x&255;}c.putImageData(d,0,0);</script></body></html>";
+
+/// The pixel NOISE_PAGE draws at (x, y).
+fn noise_px(x: u32, y: u32) -> [u8; 3] {
+    let want = (y as usize * 1280 + x as usize) * 4;
+    let mut v: u32 = 12345;
+    let mut out = [0u8; 3];
+    for i in 0..want + 3 {
+        v ^= v << 13;
+        v ^= v >> 17;
+        v ^= v << 5;
+        if i >= want {
+            out[i - want] = v as u8;
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_page_capture_of_tens_of_megabytes_comes_through_the_pipe() {
+    let f = pool().await;
+    let mut r = req(PageSource::Html(NOISE_PAGE.into()));
+    r.width = 1280;
+    r.height = 800;
+    r.full_page = true;
+    r.deadline = Duration::from_secs(120);
+    let t = Instant::now();
+    let out = ok(f.pool.capture(r).await);
+    eprintln!("{} MB in {:?}", out.bytes.len() >> 20, t.elapsed());
+    assert!(out.bytes.len() > 20 << 20, "{} bytes", out.bytes.len());
+    assert_eq!((out.width, out.height), (Some(1280), Some(8000)));
+    let img = decode(&out.bytes);
+    for (x, y) in [(0, 0), (1279, 0), (640, 4000), (17, 7999)] {
+        assert_px(&img, x, y, noise_px(x, y), 2);
+    }
+    // The pool goes on with ordinary captures.
+    let out = ok(f.pool.capture(req(PageSource::Html("<body style='margin:0;background:rgb(255,0,0)'>".into()))).await);
+    assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
+    f.pool.shutdown().await;
 }

@@ -1,6 +1,7 @@
 //! Domain types of Capture: ids, capture options and their validation, plans, the
 //! calendar-month quota window, the sending rules of campaigns and the stable error codes. No I/O lives here.
 
+pub mod egress;
 pub mod error;
 pub mod events;
 pub mod ids;

@@ -173,7 +173,7 @@ impl Application {
                 pages_per_browser: cfg.worker_concurrency.div_ceil(browsers).max(1),
                 recycle_after: cfg.browser_recycle_after,
                 memory_limit: cfg.browser_max_memory.map(MemoryLimit::new),
-                allow_private_networks: cfg.allow_private_networks,
+                egress: capture_browser::EgressPolicy::from_allow_private_networks(cfg.allow_private_networks),
                 work_dir: cfg.data_dir.join("browser"),
             })
             .await

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capture_browser::{BrowserConfig, CaptureRequest, ImageFormat, PageSource, WaitUntil};
+use capture_browser::{BrowserConfig, CaptureRequest, EgressAllow, EgressPolicy, ImageFormat, PageSource, WaitUntil};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -15,14 +15,24 @@ pub fn chromium_path() -> PathBuf {
     std::env::var_os("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from)
 }
 
-pub fn config(work_dir: PathBuf, allow_private: bool) -> BrowserConfig {
+/// The policy tests run under: the fixture servers on 127.0.0.1 allowed (`allow_local`),
+/// or public addresses only.
+pub fn egress(allow_local: bool) -> EgressPolicy {
+    if allow_local {
+        EgressPolicy::new(EgressAllow::parse("127.0.0.1").unwrap(), Vec::new())
+    } else {
+        EgressPolicy::strict()
+    }
+}
+
+pub fn config(work_dir: PathBuf, allow_local: bool) -> BrowserConfig {
     BrowserConfig {
         chromium_path: chromium_path(),
         browsers: 2,
         pages_per_browser: 2,
         recycle_after: 1000,
         memory_limit: None,
-        allow_private_networks: allow_private,
+        egress: egress(allow_local),
         work_dir,
     }
 }
@@ -175,4 +185,71 @@ pub fn solid_png(w: u32, h: u32, rgb: [u8; 3]) -> Vec<u8> {
     let mut out = std::io::Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Png).unwrap();
     out.into_inner()
+}
+
+/// Pids of every process whose command line names `pattern` (the browser's profile folder
+/// names its whole tree: the watchdog shell, `unshare`, Chromium and its helpers).
+pub fn pids_naming(pattern: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else { continue };
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmd).contains(pattern) && pid != std::process::id() {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// The process tree under `root` (root included), through each thread's children.
+pub fn process_tree(root: u32) -> Vec<u32> {
+    let mut order = vec![root];
+    let mut i = 0;
+    while i < order.len() {
+        let pid = order[i];
+        i += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { continue };
+        for t in tasks.flatten() {
+            let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+            for c in list.split_whitespace().filter_map(|p| p.parse::<u32>().ok()) {
+                if !order.contains(&c) {
+                    order.push(c);
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Socket inodes held open by `pid` (None when its fds cannot be read).
+pub fn socket_inodes(pid: u32) -> Option<Vec<u64>> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    let mut out = Vec::new();
+    for fd in dir.flatten() {
+        if let Ok(target) = std::fs::read_link(fd.path())
+            && let Some(n) = target.to_str().and_then(|t| t.strip_prefix("socket:[")).and_then(|t| t.strip_suffix(']'))
+            && let Ok(n) = n.parse()
+        {
+            out.push(n);
+        }
+    }
+    Some(out)
+}
+
+/// Listening TCP sockets of this network namespace: (local port, inode), from
+/// `/proc/net/tcp` and `/proc/net/tcp6`.
+pub fn tcp_listeners() -> Vec<(u16, u64)> {
+    let mut out = Vec::new();
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            if f.len() > 9 && f[3] == "0A" {
+                let port = f[1].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()).unwrap_or(0);
+                out.push((port, f[9].parse().unwrap_or(0)));
+            }
+        }
+    }
+    out
 }
