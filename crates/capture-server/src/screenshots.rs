@@ -161,7 +161,20 @@ pub async fn create_job(
         }
         Err(Refused::Quota(q)) => Err(quota_error(account, q.used)),
         Err(Refused::QueueFull(q)) => Err(queue_full_error(state, q)),
+        Err(Refused::IdempotencyTakenOver) => Err(idempotency_in_flight()),
     }
+}
+
+/// How long a request owns its Idempotency-Key before a retry may take over a key whose
+/// request never finished (its process died).
+pub const IDEMPOTENCY_LEASE_MS: i64 = 60_000;
+
+fn idempotency_in_flight() -> ApiError {
+    ApiError::new(
+        ErrorCode::IdempotencyInFlight,
+        "a request with this Idempotency-Key is still in progress; retry shortly",
+    )
+    .header(header::RETRY_AFTER, "1")
 }
 
 /// Run `f` under the Idempotency-Key of `headers` (if any): replay a stored response,
@@ -198,15 +211,13 @@ where
         };
     };
     const TTL_MS: i64 = 24 * 3600 * 1000;
-    let begin = state.store.idem_begin(&account.user.id, route, &key, &request_hash, now_ms(), TTL_MS).await;
+    let begin = state
+        .store
+        .idem_begin(&account.user.id, route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS)
+        .await;
     match begin {
         Err(e) => ApiError::from(e).into_response(),
-        Ok(IdemBegin::InFlight) => ApiError::new(
-            ErrorCode::IdempotencyInFlight,
-            "a request with this Idempotency-Key is still in progress; retry shortly",
-        )
-        .header(header::RETRY_AFTER, "1")
-        .into_response(),
+        Ok(IdemBegin::InFlight) => idempotency_in_flight().into_response(),
         Ok(IdemBegin::Mismatch) => ApiError::new(
             ErrorCode::IdempotencyKeyReused,
             "this Idempotency-Key was used with a different request body",
@@ -218,17 +229,15 @@ where
             r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
             r
         }
-        Ok(IdemBegin::Owned) => match f().await {
+        Ok(IdemBegin::Owned(claim)) => match f().await {
             Ok((status, body, used)) => {
-                if let Err(e) =
-                    state.store.idem_complete(&account.user.id, route, &key, status.as_u16(), &body.to_string()).await
-                {
+                if let Err(e) = state.store.idem_complete(&claim, status.as_u16(), &body.to_string()).await {
                     tracing::error!(error = %e, "storing idempotent response failed");
                 }
                 with_usage((status, Json(body)).into_response(), used)
             }
             Err(e) => {
-                if let Err(err) = state.store.idem_abort(&account.user.id, route, &key).await {
+                if let Err(err) = state.store.idem_abort(&claim).await {
                     tracing::error!(error = %err, "releasing idempotency key failed");
                 }
                 e.into_response()
@@ -640,6 +649,7 @@ pub async fn upload(
             }
             Err(Refused::Quota(q)) => Err(quota_error(&account, q.used)),
             Err(Refused::QueueFull(q)) => Err(queue_full_error(&state, q)),
+            Err(Refused::IdempotencyTakenOver) => Err(idempotency_in_flight()),
         }
     })
     .await
