@@ -56,9 +56,18 @@ impl PlanLimits {
         }
     }
 
+    /// Tasks one account may have running at once, by plan (`CAPTURE_MAX_RUNNING_PER_ACCOUNT`):
+    /// below the worker count, so one tenant's slow or hanging pages never hold every worker.
+    pub const RUNNING_DEFAULT: PlanLimits = PlanLimits { free: 2, starter: 4, pro: 8 };
+
     /// Parse `free=100,starter=2000,pro=10000` (any subset; the rest keep defaults).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let mut out = PlanLimits::default();
+        Self::parse_over(s, PlanLimits::default())
+    }
+
+    /// Parse `plan=number,…` over `defaults` (plans not named keep theirs).
+    pub fn parse_over(s: &str, defaults: PlanLimits) -> Result<Self, String> {
+        let mut out = defaults;
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| format!("'{part}' is not plan=number"))?;
             let n: i64 = v.trim().parse().map_err(|_| format!("'{v}' is not a number"))?;

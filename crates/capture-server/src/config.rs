@@ -127,6 +127,8 @@ pub struct Config {
     /// Bounds on pending + processing screenshot jobs (None = unbounded).
     pub queue_max_pending: Option<i64>,
     pub queue_max_pending_per_account: Option<i64>,
+    /// Capture tasks one account may have running at once, by plan (fair share).
+    pub max_running_per_account: PlanLimits,
     pub shutdown_grace: Duration,
     pub max_upload_bytes: usize,
     pub roles: Roles,
@@ -234,6 +236,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_LEADER_RETRY",
     "CAPTURE_QUEUE_MAX_PENDING",
     "CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT",
+    "CAPTURE_MAX_RUNNING_PER_ACCOUNT",
     "CAPTURE_SHUTDOWN_GRACE",
     "CAPTURE_MAX_UPLOAD_BYTES",
     "CAPTURE_ROLES",
@@ -490,6 +493,17 @@ impl Config {
         };
         let queue_max_pending = bound("CAPTURE_QUEUE_MAX_PENDING", 10_000)?;
         let queue_max_pending_per_account = bound("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", 500)?;
+        let max_running_per_account = {
+            const VAR: &str = "CAPTURE_MAX_RUNNING_PER_ACCOUNT";
+            let l = match get(VAR) {
+                None => PlanLimits::RUNNING_DEFAULT,
+                Some(v) => PlanLimits::parse_over(&v, PlanLimits::RUNNING_DEFAULT).map_err(|e| err(VAR, e))?,
+            };
+            if l.free < 1 || l.starter < 1 || l.pro < 1 {
+                return Err(err(VAR, "every plan needs at least 1 running task"));
+            }
+            l
+        };
         let shutdown_grace = dur("CAPTURE_SHUTDOWN_GRACE", "25s")?;
         let max_upload_bytes = num("CAPTURE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, 1024, 1 << 30)? as usize;
         let roles = match get("CAPTURE_ROLES") {
@@ -524,6 +538,7 @@ impl Config {
             leader_retry,
             queue_max_pending,
             queue_max_pending_per_account,
+            max_running_per_account,
             shutdown_grace,
             max_upload_bytes,
             roles,
@@ -564,6 +579,15 @@ impl Config {
     /// The queue bounds as the store checks them.
     pub fn queue_limits(&self) -> capture_store::QueueLimits {
         capture_store::QueueLimits { per_account: self.queue_max_pending_per_account, global: self.queue_max_pending }
+    }
+
+    /// The fair share of browser work: running tasks per account by plan.
+    pub fn fair_share(&self) -> capture_store::FairShare {
+        let l = self.max_running_per_account;
+        capture_store::FairShare {
+            per_plan: vec![("free".into(), l.free), ("starter".into(), l.starter), ("pro".into(), l.pro)],
+            default: Some(l.free),
+        }
     }
 
     /// Is this e-mail an administrator (unlimited)?

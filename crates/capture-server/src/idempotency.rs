@@ -2,21 +2,45 @@
 //! refuse a concurrent duplicate (409) or the same key with another body (422), and store
 //! the first success for 24 hours. A create handler hashes its request and hands its
 //! operation to [`idempotent`].
+//!
+//! The operation runs in a task of its own, so a client that disconnects right after
+//! sending does not cancel it half-way: the work finishes and its response is stored (the
+//! creates store it in the very transaction that makes the change, given the
+//! [`IdemClaim`]), ready to be replayed when the client retries with the same key. A key
+//! whose request never finished (its process died) is held only for
+//! [`IDEMPOTENCY_LEASE_MS`]; after that a retry takes it over.
 
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_core::time::now_ms;
 use capture_core::{ErrorCode, ids};
-use capture_store::IdemBegin;
+use capture_store::{IdemBegin, IdemClaim};
 use serde_json::Value;
 
 use crate::auth::{Account, UsageAfter};
 use crate::http::{ApiError, ApiResult};
 use crate::state::AppState;
 
+/// How long a request owns its Idempotency-Key before a retry may take over a key whose
+/// request never finished.
+pub const IDEMPOTENCY_LEASE_MS: i64 = 60_000;
+/// How long a stored response is replayed.
+const TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// 409: another request with this key is still running.
+pub fn in_flight() -> ApiError {
+    ApiError::new(
+        ErrorCode::IdempotencyInFlight,
+        "a request with this Idempotency-Key is still in progress; retry shortly",
+    )
+    .header(header::RETRY_AFTER, "1")
+}
+
 /// Run `f` under the Idempotency-Key of `headers` (if any): replay a stored response,
-/// refuse a concurrent duplicate or a different body, store the first success.
+/// refuse a concurrent duplicate or a different body, run and store the first request.
+/// `f` gets the key it owns (None without a key) and runs to the end even if the client
+/// goes away.
 pub async fn idempotent<F, Fut>(
     state: &AppState,
     account: &Account,
@@ -26,8 +50,8 @@ pub async fn idempotent<F, Fut>(
     f: F,
 ) -> Response
 where
-    F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ApiResult<(StatusCode, Value, i64)>>,
+    F: FnOnce(Option<IdemClaim>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ApiResult<(StatusCode, Value, i64)>> + Send + 'static,
 {
     let key = match headers.get("idempotency-key") {
         None => None,
@@ -43,21 +67,15 @@ where
         },
     };
     let Some(key) = key else {
-        return match f().await {
-            Ok((status, body, used)) => with_usage((status, Json(body)).into_response(), used),
-            Err(e) => e.into_response(),
-        };
+        return respond(tokio::spawn(f(None)).await);
     };
-    const TTL_MS: i64 = 24 * 3600 * 1000;
-    let begin = state.store.idem_begin(&account.user.id, route, &key, &request_hash, now_ms(), TTL_MS).await;
+    let begin = state
+        .store
+        .idem_begin(&account.user.id, route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS)
+        .await;
     match begin {
         Err(e) => ApiError::from(e).into_response(),
-        Ok(IdemBegin::InFlight) => ApiError::new(
-            ErrorCode::IdempotencyInFlight,
-            "a request with this Idempotency-Key is still in progress; retry shortly",
-        )
-        .header(header::RETRY_AFTER, "1")
-        .into_response(),
+        Ok(IdemBegin::InFlight) => in_flight().into_response(),
         Ok(IdemBegin::Mismatch) => ApiError::new(
             ErrorCode::IdempotencyKeyReused,
             "this Idempotency-Key was used with a different request body",
@@ -69,26 +87,36 @@ where
             r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
             r
         }
-        Ok(IdemBegin::Owned) => match f().await {
-            Ok((status, body, used)) => {
-                if let Err(e) =
-                    state.store.idem_complete(&account.user.id, route, &key, status.as_u16(), &body.to_string()).await
-                {
-                    tracing::error!(error = %e, "storing idempotent response failed");
+        Ok(IdemBegin::Owned(claim)) => {
+            let st = state.clone();
+            let work = tokio::spawn(async move {
+                let result = f(Some(claim.clone())).await;
+                // A create has already stored its response with its change (then this is a
+                // no-op); anything else is stored here. A failure releases the key.
+                let settled = match &result {
+                    Ok((status, body, _)) => {
+                        st.store.idem_complete(&claim, status.as_u16(), &body.to_string()).await.map(|_| ())
+                    }
+                    Err(_) => st.store.idem_abort(&claim).await,
+                };
+                if let Err(e) = settled {
+                    tracing::error!(error = %e, "settling an idempotency key failed; its lease will expire");
                 }
-                with_usage((status, Json(body)).into_response(), used)
-            }
-            Err(e) => {
-                if let Err(err) = state.store.idem_abort(&account.user.id, route, &key).await {
-                    tracing::error!(error = %err, "releasing idempotency key failed");
-                }
-                e.into_response()
-            }
-        },
+                result
+            });
+            respond(work.await)
+        }
     }
 }
 
-fn with_usage(mut r: Response, used: i64) -> Response {
-    r.extensions_mut().insert(UsageAfter(used));
-    r
+fn respond(joined: Result<ApiResult<(StatusCode, Value, i64)>, tokio::task::JoinError>) -> Response {
+    match joined {
+        Ok(Ok((status, body, used))) => {
+            let mut r = (status, Json(body)).into_response();
+            r.extensions_mut().insert(UsageAfter(used));
+            r
+        }
+        Ok(Err(e)) => e.into_response(),
+        Err(e) => ApiError::internal(format!("the request's task failed: {e}")).into_response(),
+    }
 }

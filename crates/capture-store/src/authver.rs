@@ -28,19 +28,27 @@ pub(crate) struct AuthState {
     local: AtomicU64,
     /// SQLite: the marker file beside the database (None for in-memory databases).
     marker: Option<PathBuf>,
+    /// SQLite: the database file (None for in-memory databases).
+    db_file: Option<PathBuf>,
 }
 
 impl AuthState {
     pub(crate) fn new(backend: Backend, url: &str) -> AuthState {
-        let marker = match backend {
-            Backend::Sqlite => sqlite_path(url).map(|p| {
-                let mut m = p.into_os_string();
-                m.push("-authv");
-                PathBuf::from(m)
-            }),
+        let db_file = match backend {
+            Backend::Sqlite => sqlite_path(url),
             Backend::Postgres => None,
         };
-        AuthState { marker, ..AuthState::default() }
+        let marker = db_file.as_ref().map(|p| {
+            let mut m = p.clone().into_os_string();
+            m.push("-authv");
+            PathBuf::from(m)
+        });
+        AuthState { marker, db_file, ..AuthState::default() }
+    }
+
+    /// The SQLite database file (None for PostgreSQL and in-memory databases).
+    pub(crate) fn db_file(&self) -> Option<PathBuf> {
+        self.db_file.clone()
     }
 }
 

@@ -102,6 +102,17 @@ impl Store {
         Ok(())
     }
 
+    /// Whether this store's connections to the database are encrypted (PostgreSQL over TLS;
+    /// always false for SQLite). Readiness and tests report it.
+    pub async fn connection_uses_tls(&self) -> Result<bool> {
+        if self.backend == Backend::Sqlite {
+            return Ok(false);
+        }
+        let (ssl,): (bool,) =
+            sqlx::query_as("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetch_one(&self.pool).await?;
+        Ok(ssl)
+    }
+
     /// Close the pool.
     pub async fn close(&self) {
         self.pool.close().await;

@@ -79,6 +79,17 @@ pub enum Refused {
     Quota(QuotaExceeded),
     /// Too many jobs are waiting for or in capture (the account's or everyone's).
     QueueFull(QueueFull),
+    /// The request's Idempotency-Key was taken over by a later request (this one outlived
+    /// its lease): that request answers for the key.
+    IdempotencyTakenOver,
+}
+
+/// How a create stores the response of an idempotent request in its own transaction: the
+/// key it owns and how to render the response from the created row.
+pub struct IdemResponse<'a, R> {
+    pub claim: &'a crate::IdemClaim,
+    /// `(status, JSON body)` of the response to store and replay.
+    pub render: &'a (dyn Fn(&R) -> (u16, String) + Send + Sync),
 }
 
 impl From<QuotaExceeded> for Refused {
@@ -209,6 +220,15 @@ impl Store {
         &self,
         n: &NewScreenshot,
     ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
+        self.create_screenshot_with(n, None).await
+    }
+
+    /// [`Store::create_screenshot`], storing the idempotent response in the same transaction.
+    pub async fn create_screenshot_with(
+        &self,
+        n: &NewScreenshot,
+        idem: Option<IdemResponse<'_, ScreenshotRow>>,
+    ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
         let queued = n.done.is_none();
         let limits = if queued { n.queue_limits } else { QueueLimits::default() };
@@ -267,7 +287,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if n.done.is_none() {
-            crate::queue::enqueue(&mut tx, "screenshot", &n.id, &n.task_payload, n.now).await?;
+            crate::queue::enqueue(&mut tx, "screenshot", &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
         }
         append_event(&mut tx, &n.user_id, &n.id, "screenshot.status", &serde_json::json!({ "status": status }), n.now)
             .await?;
@@ -283,6 +303,13 @@ impl Store {
         let row =
             sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
         let row = row_from(&row)?;
+        if let Some(idem) = idem {
+            let (status, body) = (idem.render)(&row);
+            if !Self::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
+                tx.rollback().await?;
+                return Ok(Err(Refused::IdempotencyTakenOver));
+            }
+        }
         // Last, so the global lock (PostgreSQL) is held only for one count and the commit.
         if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
             tx.rollback().await?;

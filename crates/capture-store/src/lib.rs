@@ -32,13 +32,13 @@ mod webhooks;
 pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
-pub use idempotency::IdemBegin;
-pub use jobs::{NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
+pub use idempotency::{IdemBegin, IdemClaim};
+pub use jobs::{IdemResponse, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };
-pub use queue::Task;
+pub use queue::{FairShare, Task};
 pub use sessions::WebSessionRow;
 pub use users::{ApiKeyRow, AuthRecord, User};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};

@@ -1,272 +1,129 @@
-//! Schema migrations. Each step is written once with `{serial}` standing for the
-//! backend's auto-increment key; applied steps are recorded in `schema_migrations`.
+//! Schema migrations: one folder of numbered SQL files per backend
+//! (`migrations/sqlite`, `migrations/postgres`, vaultwarden's layout), embedded at compile
+//! time by `sqlx::migrate!` and applied by sqlx's migrator, which records each step with its
+//! checksum in `_sqlx_migrations` (a changed, already applied file stops start-up) and, on
+//! PostgreSQL, serialises concurrent migrators with an advisory lock.
+//!
+//! Two things sqlx does not do, done here:
+//! - **SQLite has no migration lock** in sqlx, so several processes starting at once on one
+//!   file could both apply a step. A file lock beside the database (`<db>-migrate.lock`)
+//!   serialises them (and tasks of one process, since `flock` locks belong to each open).
+//! - **Databases made before this layout** recorded their steps in `schema_migrations`
+//!   (versions 1–4, the same DDL as the first four files here). They are adopted in place:
+//!   each recorded version is entered in `_sqlx_migrations` with the checksum of its file,
+//!   then the old table is dropped, so nothing is applied twice and no data moves.
 
 use sqlx::Executor;
+use sqlx::migrate::{Migrate, Migrator};
 
-use crate::db::{Backend, Result, Store};
+use crate::db::{Backend, Result, Store, StoreError};
 
-/// (version, description, statements separated by `;`)
-const STEPS: &[(i64, &str, &str)] = &[
-    (
-        1,
-        "core: users, keys, screenshots, tasks, usage, idempotency, events",
-        r#"
-CREATE TABLE users (
-    id TEXT PRIMARY KEY,
-    email TEXT NOT NULL UNIQUE,
-    password_hash TEXT,
-    plan TEXT NOT NULL,
-    legacy_free BIGINT NOT NULL DEFAULT 0,
-    created_at BIGINT NOT NULL
-);
-CREATE TABLE api_keys (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL REFERENCES users(id),
-    name TEXT NOT NULL,
-    key_hash TEXT NOT NULL UNIQUE,
-    key_enc TEXT NOT NULL,
-    prefix TEXT NOT NULL,
-    created_at BIGINT NOT NULL,
-    revoked_at BIGINT,
-    last_used_at BIGINT
-);
-CREATE INDEX api_keys_user ON api_keys(user_id);
-CREATE TABLE screenshots (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL REFERENCES users(id),
-    key_id TEXT,
-    status TEXT NOT NULL,
-    url TEXT NOT NULL,
-    options TEXT NOT NULL,
-    format TEXT NOT NULL,
-    result_key TEXT,
-    thumb_key TEXT,
-    page_title TEXT,
-    tags TEXT NOT NULL DEFAULT '[]',
-    width BIGINT,
-    height BIGINT,
-    error TEXT,
-    actions BIGINT NOT NULL,
-    usage_month TEXT NOT NULL,
-    share_token TEXT UNIQUE,
-    created_at BIGINT NOT NULL,
-    started_at BIGINT,
-    completed_at BIGINT
-);
-CREATE INDEX screenshots_user_created ON screenshots(user_id, created_at, id);
-CREATE TABLE tasks (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    subject_id TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    status TEXT NOT NULL,
-    attempts BIGINT NOT NULL DEFAULT 0,
-    run_at BIGINT NOT NULL,
-    locked_until BIGINT,
-    locked_by TEXT,
-    last_error TEXT,
-    created_at BIGINT NOT NULL,
-    finished_at BIGINT
-);
-CREATE INDEX tasks_ready ON tasks(status, run_at);
-CREATE INDEX tasks_lease ON tasks(status, locked_until);
-CREATE TABLE usage_counters (
-    user_id TEXT NOT NULL,
-    month TEXT NOT NULL,
-    used BIGINT NOT NULL DEFAULT 0,
-    PRIMARY KEY (user_id, month)
-);
-CREATE TABLE usage_ledger (
-    id {serial},
-    user_id TEXT NOT NULL,
-    key_id TEXT,
-    operation TEXT NOT NULL,
-    actions BIGINT NOT NULL,
-    subject_id TEXT,
-    month TEXT NOT NULL,
-    created_at BIGINT NOT NULL
-);
-CREATE INDEX usage_ledger_user_month ON usage_ledger(user_id, month);
-CREATE TABLE idempotency_keys (
-    user_id TEXT NOT NULL,
-    route TEXT NOT NULL,
-    idem_key TEXT NOT NULL,
-    request_hash TEXT NOT NULL,
-    state TEXT NOT NULL,
-    response_status BIGINT,
-    response_body TEXT,
-    created_at BIGINT NOT NULL,
-    PRIMARY KEY (user_id, route, idem_key)
-);
-CREATE TABLE events (
-    id {serial},
-    user_id TEXT NOT NULL,
-    subject_id TEXT NOT NULL,
-    event_type TEXT NOT NULL,
-    data TEXT NOT NULL,
-    created_at BIGINT NOT NULL
-);
-CREATE INDEX events_subject ON events(subject_id, id)
-"#,
-    ),
-    (
-        2,
-        "webhooks: endpoints, deliveries (outbox), attempts, quota warnings",
-        r#"
-CREATE TABLE webhook_endpoints (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL REFERENCES users(id),
-    url TEXT NOT NULL,
-    events TEXT NOT NULL,
-    description TEXT,
-    secret_enc TEXT NOT NULL,
-    created_at BIGINT NOT NULL,
-    deleted_at BIGINT
-);
-CREATE INDEX webhook_endpoints_user ON webhook_endpoints(user_id, created_at);
-CREATE TABLE webhook_deliveries (
-    id TEXT PRIMARY KEY,
-    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints(id),
-    user_id TEXT NOT NULL,
-    event_type TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    status TEXT NOT NULL,
-    attempts BIGINT NOT NULL DEFAULT 0,
-    response_code BIGINT,
-    error_message TEXT,
-    created_at BIGINT NOT NULL,
-    last_attempt_at BIGINT,
-    next_attempt_at BIGINT
-);
-CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries(endpoint_id, created_at);
-CREATE TABLE webhook_attempts (
-    id {serial},
-    delivery_id TEXT NOT NULL,
-    attempted_at BIGINT NOT NULL,
-    status_code BIGINT,
-    error TEXT,
-    duration_ms BIGINT NOT NULL
-);
-CREATE INDEX webhook_attempts_delivery ON webhook_attempts(delivery_id, id);
-CREATE TABLE quota_warnings (
-    user_id TEXT NOT NULL,
-    month TEXT NOT NULL,
-    threshold BIGINT NOT NULL,
-    created_at BIGINT NOT NULL,
-    PRIMARY KEY (user_id, month, threshold)
-)
-"#,
-    ),
-    (
-        3,
-        "website sessions, sign-in throttling, OAuth 2.1 clients, codes and tokens",
-        r#"
-CREATE TABLE web_sessions (
-    id_hash TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL REFERENCES users(id),
-    csrf_token TEXT NOT NULL,
-    created_at BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL,
-    last_seen_at BIGINT NOT NULL
-);
-CREATE INDEX web_sessions_user ON web_sessions(user_id);
-CREATE TABLE login_attempts (
-    id {serial},
-    attempt_key TEXT NOT NULL,
-    succeeded BIGINT NOT NULL,
-    created_at BIGINT NOT NULL
-);
-CREATE INDEX login_attempts_key ON login_attempts(attempt_key, created_at);
-CREATE TABLE oauth_clients (
-    client_id TEXT PRIMARY KEY,
-    client_name TEXT,
-    redirect_uris TEXT NOT NULL,
-    token_endpoint_auth_method TEXT NOT NULL,
-    client_secret_hash TEXT,
-    metadata_url TEXT,
-    metadata TEXT,
-    created_at BIGINT NOT NULL
-);
-CREATE TABLE oauth_codes (
-    code_hash TEXT PRIMARY KEY,
-    client_id TEXT NOT NULL,
-    user_id TEXT NOT NULL REFERENCES users(id),
-    redirect_uri TEXT NOT NULL,
-    code_challenge TEXT NOT NULL,
-    scope TEXT NOT NULL,
-    resource TEXT,
-    expires_at BIGINT NOT NULL,
-    used_at BIGINT,
-    created_at BIGINT NOT NULL
-);
-CREATE TABLE oauth_tokens (
-    token_hash TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    client_id TEXT NOT NULL,
-    user_id TEXT NOT NULL REFERENCES users(id),
-    scope TEXT NOT NULL,
-    resource TEXT,
-    family_id TEXT NOT NULL,
-    expires_at BIGINT NOT NULL,
-    revoked_at BIGINT,
-    created_at BIGINT NOT NULL
-);
-CREATE INDEX oauth_tokens_family ON oauth_tokens(family_id);
-CREATE INDEX oauth_tokens_user ON oauth_tokens(user_id)
-"#,
-    ),
-    (
-        4,
-        "back-pressure: index of the jobs waiting for or in capture",
-        // Partial, so counting an account's (or everyone's) active jobs at each create reads
-        // only those, however many finished jobs there are. The predicate is written exactly
-        // as the queries write it (admission.rs), which SQLite needs to use the index.
-        r#"
-CREATE INDEX screenshots_active ON screenshots(user_id) WHERE status IN ('pending', 'processing')
-"#,
-    ),
-];
+static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// The advisory lock id that serialised migrators before sqlx's migrator (and still guards
+/// the adoption of the old bookkeeping).
+const LEGACY_LOCK: i64 = 7245019;
+/// The last version the old bookkeeping (`schema_migrations`) could have recorded.
+const LEGACY_LAST: i64 = 4;
 
 impl Store {
-    /// Apply every migration not yet applied (idempotent; safe to call at each start).
+    fn migrator(&self) -> &'static Migrator {
+        match self.backend {
+            Backend::Sqlite => &SQLITE,
+            Backend::Postgres => &POSTGRES,
+        }
+    }
+
+    /// Apply every migration not yet applied (idempotent; safe to call at each start, from
+    /// several processes at once).
     pub async fn migrate(&self) -> Result<()> {
-        let serial = match self.backend {
-            Backend::Sqlite => "INTEGER PRIMARY KEY AUTOINCREMENT",
-            Backend::Postgres => "BIGSERIAL PRIMARY KEY",
+        let _lock = match self.auth.db_file() {
+            Some(db) => Some(MigrationLock::acquire(db).await?),
+            None => None,
         };
+        self.adopt_legacy_bookkeeping().await?;
+        let migrator = self.migrator();
+        migrator.run(&self.pool).await.map_err(|e| StoreError::Conflict(format!("migrating the database: {e}")))?;
+        Ok(())
+    }
+
+    /// Versions recorded by sqlx's migrator (tests, `capture migrate`).
+    pub async fn applied_migrations(&self) -> Result<Vec<i64>> {
+        let rows: Vec<(i64,)> = sqlx::query_as("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(|(v,)| v).collect())
+    }
+
+    /// The newest migration this build knows.
+    pub fn latest_migration(&self) -> i64 {
+        self.migrator().iter().map(|m| m.version).max().unwrap_or(0)
+    }
+
+    /// Move the old `schema_migrations` records into `_sqlx_migrations` (see the module docs).
+    async fn adopt_legacy_bookkeeping(&self) -> Result<()> {
         let mut tx = self.begin_write().await?;
         if self.backend == Backend::Postgres {
-            // Serialise concurrent migrators (several nodes starting at once).
-            tx.execute("SELECT pg_advisory_xact_lock(7245019)").await?;
+            tx.execute(sqlx::AssertSqlSafe(format!("SELECT pg_advisory_xact_lock({LEGACY_LOCK})"))).await?;
         }
-        tx.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, \
-             description TEXT NOT NULL, applied_at BIGINT NOT NULL)",
-        )
-        .await?;
-        for (version, desc, sql) in STEPS {
-            let done: Option<(i64,)> = sqlx::query_as("SELECT version FROM schema_migrations WHERE version = $1")
-                .bind(*version)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if done.is_some() {
-                continue;
+        let exists_sql = match self.backend {
+            Backend::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+            Backend::Postgres => {
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
             }
-            let ddl = sql.replace("{serial}", serial);
-            for stmt in ddl.split(';') {
-                if !stmt.trim().is_empty() {
-                    tx.execute(sqlx::AssertSqlSafe(stmt.to_string())).await?;
-                }
-            }
-            sqlx::query("INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, $2, $3)")
-                .bind(*version)
-                .bind(*desc)
-                .bind(capture_core::time::now_ms())
-                .execute(&mut *tx)
-                .await?;
-            tracing::info!(version, desc, "applied migration");
+        };
+        let (n,): (i64,) = sqlx::query_as(exists_sql).fetch_one(&mut *tx).await?;
+        if n == 0 {
+            tx.rollback().await?;
+            return Ok(());
         }
+        let old: Vec<(i64,)> =
+            sqlx::query_as("SELECT version FROM schema_migrations ORDER BY version").fetch_all(&mut *tx).await?;
+        (*tx).ensure_migrations_table("_sqlx_migrations").await.map_err(|e| StoreError::Conflict(e.to_string()))?;
+        for (version,) in old {
+            if version > LEGACY_LAST {
+                return Err(StoreError::Corrupt(format!(
+                    "schema_migrations records version {version}, which this build does not know"
+                )));
+            }
+            let m = self
+                .migrator()
+                .iter()
+                .find(|m| m.version == version)
+                .ok_or_else(|| StoreError::Corrupt(format!("no migration file for recorded version {version}")))?;
+            sqlx::query(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                 VALUES ($1, $2, TRUE, $3, 0)",
+            )
+            .bind(m.version)
+            .bind(m.description.to_string())
+            .bind(m.checksum.to_vec())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.execute("DROP TABLE schema_migrations").await?;
         tx.commit().await?;
+        tracing::info!("adopted the old migration records into _sqlx_migrations");
         Ok(())
+    }
+}
+
+/// An exclusive lock on `<db>-migrate.lock`, held while migrating a SQLite file.
+struct MigrationLock(#[allow(dead_code)] std::fs::File);
+
+impl MigrationLock {
+    async fn acquire(db: std::path::PathBuf) -> Result<MigrationLock> {
+        tokio::task::spawn_blocking(move || {
+            let mut path = db.into_os_string();
+            path.push("-migrate.lock");
+            let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path)?;
+            file.lock()?;
+            Ok(MigrationLock(file))
+        })
+        .await
+        .map_err(|e| StoreError::Conflict(format!("migration lock task failed: {e}")))?
+        .map_err(|e: std::io::Error| StoreError::Conflict(format!("migration lock: {e}")))
     }
 }

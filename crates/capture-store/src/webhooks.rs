@@ -142,7 +142,7 @@ pub(crate) async fn emit(
         .bind(now)
         .execute(&mut **tx)
         .await?;
-        crate::queue::enqueue(tx, "webhook", &id, "{}", now).await?;
+        crate::queue::enqueue(tx, "webhook", &id, Some(user_id), "{}", now).await?;
         ids.push(id);
     }
     Ok(ids)

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    ApiKeyRow, IdemBegin, Listener, NewScreenshot, QueueFull, QueueLimits, QueueScope, QuotaExceeded, Refused,
-    SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store, StoreError, User, Wakeup,
+    ApiKeyRow, FairShare, IdemBegin, IdemClaim, IdemResponse, Listener, NewScreenshot, QueueFull, QueueLimits,
+    QueueScope, QuotaExceeded, Refused, SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store, StoreError, User, Wakeup,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
@@ -222,6 +222,11 @@ on_both_backends! {
     idempotency_owns_replays_and_expires_keys => idempotency_owns_replays_and_expires_keys_sqlite, idempotency_owns_replays_and_expires_keys_postgres;
     idempotency_admits_one_owner_under_concurrency => idempotency_admits_one_owner_under_concurrency_sqlite, idempotency_admits_one_owner_under_concurrency_postgres;
     idempotency_abort_and_purge_forget_keys => idempotency_abort_and_purge_forget_keys_sqlite, idempotency_abort_and_purge_forget_keys_postgres;
+    abandoned_in_flight_keys_are_taken_over_after_their_lease => abandoned_in_flight_keys_are_taken_over_after_their_lease_sqlite, abandoned_in_flight_keys_are_taken_over_after_their_lease_postgres;
+    a_job_that_ran_into_its_own_deadline_keeps_its_charge => a_job_that_ran_into_its_own_deadline_keeps_its_charge_sqlite, a_job_that_ran_into_its_own_deadline_keeps_its_charge_postgres;
+    fair_claims_serve_the_least_busy_account_within_its_cap => fair_claims_serve_the_least_busy_account_within_its_cap_sqlite, fair_claims_serve_the_least_busy_account_within_its_cap_postgres;
+    fair_claim_caps_hold_under_concurrency => fair_claim_caps_hold_under_concurrency_sqlite, fair_claim_caps_hold_under_concurrency_postgres;
+    databases_from_before_sqlx_migrations_upgrade_in_place => databases_from_before_sqlx_migrations_upgrade_in_place_sqlite, databases_from_before_sqlx_migrations_upgrade_in_place_postgres;
     share_tokens_are_stable_and_owner_only => share_tokens_are_stable_and_owner_only_sqlite, share_tokens_are_stable_and_owner_only_postgres;
     screenshot_of_hides_other_users_jobs => screenshot_of_hides_other_users_jobs_sqlite, screenshot_of_hides_other_users_jobs_postgres;
     notifications_reach_listeners_when_changes_commit_and_never_on_rollback => notifications_reach_listeners_when_changes_commit_and_never_on_rollback_sqlite, notifications_reach_listeners_when_changes_commit_and_never_on_rollback_postgres;
@@ -380,14 +385,12 @@ async fn concurrent_first_starts_migrate_once(ctx: Ctx) {
     assert_eq!(ctx.store.user_by_email("alice@example.com").await.unwrap(), None);
 }
 
-/// `(rows, distinct versions)` of `schema_migrations`, read without the store.
+/// `(rows, distinct versions)` of `_sqlx_migrations`, read without the store.
 async fn migration_rows(url: &str) -> (i64, i64) {
     sqlx::any::install_default_drivers();
     let raw = AnyPool::connect(url).await.expect("raw pool");
-    let counts = sqlx::query_as("SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations")
-        .fetch_one(&raw)
-        .await
-        .unwrap();
+    let counts =
+        sqlx::query_as("SELECT COUNT(*), COUNT(DISTINCT version) FROM _sqlx_migrations").fetch_one(&raw).await.unwrap();
     raw.close().await;
     counts
 }
@@ -630,7 +633,10 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     assert_eq!(task.subject_id, jobs[0].id, "oldest first");
     assert!(store.mark_processing(&task.subject_id, T0 + 20).await.unwrap());
     assert!(
-        store.fail_screenshot(&task.id, "w1", &task.subject_id, "net::ERR_NAME_NOT_RESOLVED", T0 + 30).await.unwrap()
+        store
+            .fail_screenshot(&task.id, "w1", &task.subject_id, "net::ERR_NAME_NOT_RESOLVED", true, T0 + 30)
+            .await
+            .unwrap()
     );
 
     let failed = job_row(store, &task.subject_id).await;
@@ -647,7 +653,7 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     assert_eq!(store.usage_by_key(&alice.id, MONTH).await.unwrap(), vec![(key.id.clone(), 4)]);
 
     // Failing again (the task is closed) neither writes nor refunds twice.
-    assert!(!store.fail_screenshot(&task.id, "w1", &task.subject_id, "again", T0 + 40).await.unwrap());
+    assert!(!store.fail_screenshot(&task.id, "w1", &task.subject_id, "again", true, T0 + 40).await.unwrap());
     assert!(
         !store
             .complete_screenshot(&task.id, "w1", &task.subject_id, &done_fields("x"), &serde_json::json!({}), T0 + 40)
@@ -821,7 +827,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
             .await
             .unwrap()
     );
-    assert!(!store.fail_screenshot(&t1.id, "w1", &job_id, "stale", T0 + 2100).await.unwrap());
+    assert!(!store.fail_screenshot(&t1.id, "w1", &job_id, "stale", true, T0 + 2100).await.unwrap());
     assert!(!store.release(&t1.id, "w1", &job_id, T0 + 2100).await.unwrap());
     assert_eq!(job_row(store, &job_id).await, processing);
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1, "no refund");
@@ -969,6 +975,21 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
     assert_eq!(store.count_by_status().await.unwrap(), vec![("done".to_string(), 30)]);
 }
 
+/// How long a request owns an idempotency key before another may take it over.
+const LEASE: i64 = 30_000;
+
+/// The claim of an `Owned` outcome (panics otherwise).
+fn owned(b: IdemBegin) -> IdemClaim {
+    match b {
+        IdemBegin::Owned(c) => c,
+        other => panic!("expected to own the key, got {other:?}"),
+    }
+}
+
+fn is_owned(b: &IdemBegin) -> bool {
+    matches!(b, IdemBegin::Owned(_))
+}
+
 async fn idempotency_owns_replays_and_expires_keys(ctx: Ctx) {
     let store = &ctx.store;
     let alice = new_user(store, "alice@example.com").await;
@@ -979,37 +1000,39 @@ async fn idempotency_owns_replays_and_expires_keys(ctx: Ctx) {
     let begin = |user: &str, route: &str, key: &str, hash: &str, now: i64| {
         let (store, user, route, key, hash) =
             (store.clone(), user.to_string(), route.to_string(), key.to_string(), hash.to_string());
-        async move { store.idem_begin(&user, &route, &key, &hash, now, ttl).await.unwrap() }
+        async move { store.idem_begin(&user, &route, &key, &hash, now, ttl, LEASE).await.unwrap() }
     };
 
-    assert_eq!(begin(&alice.id, route, "k1", "h1", T0).await, IdemBegin::Owned);
+    let k1 = owned(begin(&alice.id, route, "k1", "h1", T0).await);
     assert_eq!(begin(&alice.id, route, "k1", "h1", T0 + 1).await, IdemBegin::InFlight);
     assert_eq!(begin(&alice.id, route, "k1", "h2", T0 + 1).await, IdemBegin::Mismatch);
     // Keys are scoped by user and route.
-    assert_eq!(begin(&bob.id, route, "k1", "h2", T0 + 1).await, IdemBegin::Owned);
-    assert_eq!(begin(&alice.id, "POST /v1/pdf", "k1", "h2", T0 + 1).await, IdemBegin::Owned);
+    let bob_k1 = owned(begin(&bob.id, route, "k1", "h2", T0 + 1).await);
+    assert!(is_owned(&begin(&alice.id, "POST /v1/pdf", "k1", "h2", T0 + 1).await));
 
     let body = r#"{"id":"scr_123","status":"pending"}"#;
-    store.idem_complete(&alice.id, route, "k1", 202, body).await.unwrap();
+    assert!(store.idem_complete(&k1, 202, body).await.unwrap());
     assert_eq!(begin(&alice.id, route, "k1", "h1", T0 + 2).await, IdemBegin::Replay(202, body.into()));
     assert_eq!(begin(&alice.id, route, "k1", "h2", T0 + 2).await, IdemBegin::Mismatch);
-    // Aborting a completed key does nothing.
-    store.idem_abort(&alice.id, route, "k1").await.unwrap();
+    // Aborting or completing a completed key does nothing.
+    store.idem_abort(&k1).await.unwrap();
+    assert!(!store.idem_complete(&k1, 500, "{}").await.unwrap());
     assert_eq!(
         begin(&alice.id, route, "k1", "h1", T0 + ttl - 1).await,
         IdemBegin::Replay(202, body.into()),
         "still inside the TTL"
     );
-    // Bob's key is his own, still in flight.
+    // Bob's key is his own, still in flight within its lease.
     assert_eq!(begin(&bob.id, route, "k1", "h2", T0 + 3).await, IdemBegin::InFlight);
+    drop(bob_k1);
 
     // After the TTL the key is fresh again, whatever the body.
-    assert_eq!(begin(&alice.id, route, "k1", "h3", T0 + ttl).await, IdemBegin::Owned);
+    let k1b = owned(begin(&alice.id, route, "k1", "h3", T0 + ttl).await);
     assert_eq!(begin(&alice.id, route, "k1", "h3", T0 + ttl + 1).await, IdemBegin::InFlight);
-    store.idem_complete(&alice.id, route, "k1", 400, "{}").await.unwrap();
+    assert!(store.idem_complete(&k1b, 400, "{}").await.unwrap());
     assert_eq!(begin(&alice.id, route, "k1", "h3", T0 + ttl + 2).await, IdemBegin::Replay(400, "{}".into()));
     // An abandoned in-flight key expires too.
-    assert_eq!(begin(&bob.id, route, "k1", "h9", T0 + ttl + 1).await, IdemBegin::Owned);
+    assert!(is_owned(&begin(&bob.id, route, "k1", "h9", T0 + ttl + 1).await));
 }
 
 async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
@@ -1020,7 +1043,7 @@ async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
             let store = store.clone();
             let user = alice.id.clone();
             tokio::spawn(async move {
-                store.idem_begin(&user, "POST /v1/screenshots", "same-key", "h1", T0 + i, DAY_MS).await.unwrap()
+                store.idem_begin(&user, "POST /v1/screenshots", "same-key", "h1", T0 + i, DAY_MS, LEASE).await.unwrap()
             })
         })
         .collect();
@@ -1028,8 +1051,27 @@ async fn idempotency_admits_one_owner_under_concurrency(ctx: Ctx) {
     for c in calls {
         outcomes.push(c.await.unwrap());
     }
-    assert_eq!(outcomes.iter().filter(|o| **o == IdemBegin::Owned).count(), 1, "{outcomes:?}");
+    assert_eq!(outcomes.iter().filter(|o| is_owned(o)).count(), 1, "{outcomes:?}");
     assert_eq!(outcomes.iter().filter(|o| **o == IdemBegin::InFlight).count(), 11, "{outcomes:?}");
+
+    // Past the lease, many takers at once: one takes the abandoned key over.
+    let takers: Vec<_> = (0..8)
+        .map(|i| {
+            let store = store.clone();
+            let user = alice.id.clone();
+            tokio::spawn(async move {
+                store
+                    .idem_begin(&user, "POST /v1/screenshots", "same-key", "h1", T0 + LEASE + 20 + i, DAY_MS, LEASE)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for c in takers {
+        outcomes.push(c.await.unwrap());
+    }
+    assert_eq!(outcomes.iter().filter(|o| is_owned(o)).count(), 1, "{outcomes:?}");
 }
 
 async fn idempotency_abort_and_purge_forget_keys(ctx: Ctx) {
@@ -1038,30 +1080,96 @@ async fn idempotency_abort_and_purge_forget_keys(ctx: Ctx) {
     let route = "POST /v1/screenshots";
     let begin = |key: &str, hash: &str, now: i64| {
         let (store, user, key, hash) = (store.clone(), alice.id.clone(), key.to_string(), hash.to_string());
-        async move { store.idem_begin(&user, route, &key, &hash, now, DAY_MS).await.unwrap() }
+        async move { store.idem_begin(&user, route, &key, &hash, now, DAY_MS, LEASE).await.unwrap() }
     };
 
     // Abort lets a retry (even with another body) own the key.
-    assert_eq!(begin("retry", "h1", T0).await, IdemBegin::Owned);
-    store.idem_abort(&alice.id, route, "retry").await.unwrap();
-    assert_eq!(begin("retry", "h2", T0 + 1).await, IdemBegin::Owned);
+    let retry = owned(begin("retry", "h1", T0).await);
+    store.idem_abort(&retry).await.unwrap();
+    let retry2 = owned(begin("retry", "h2", T0 + 1).await);
     assert_eq!(begin("retry", "h2", T0 + 2).await, IdemBegin::InFlight);
-    store.idem_abort(&alice.id, route, "unknown").await.unwrap();
+    // A stale claim (the first owner's) cannot release the new owner's key.
+    store.idem_abort(&retry).await.unwrap();
+    assert_eq!(begin("retry", "h2", T0 + 3).await, IdemBegin::InFlight);
+    drop(retry2);
 
     // Purge deletes records created before the cutoff, done or not.
-    assert_eq!(begin("old-done", "h", T0 - 2 * DAY_MS).await, IdemBegin::Owned);
-    store.idem_complete(&alice.id, route, "old-done", 200, "{}").await.unwrap();
-    assert_eq!(begin("old-open", "h", T0 - 2 * DAY_MS + 5).await, IdemBegin::Owned);
-    assert_eq!(begin("recent", "h", T0 - 1000).await, IdemBegin::Owned);
-    store.idem_complete(&alice.id, route, "recent", 201, "{\"ok\":true}").await.unwrap();
+    let old_done = owned(begin("old-done", "h", T0 - 2 * DAY_MS).await);
+    assert!(store.idem_complete(&old_done, 200, "{}").await.unwrap());
+    assert!(is_owned(&begin("old-open", "h", T0 - 2 * DAY_MS + 5).await));
+    let recent = owned(begin("recent", "h", T0 - 1000).await);
+    assert!(store.idem_complete(&recent, 201, "{\"ok\":true}").await.unwrap());
 
     assert_eq!(store.idem_purge(T0 - DAY_MS).await.unwrap(), 2);
     assert_eq!(store.idem_purge(T0 - DAY_MS).await.unwrap(), 0);
     // Purged keys are fresh (a huge TTL shows they are gone, not merely expired).
-    let fresh = store.idem_begin(&alice.id, route, "old-done", "other", T0, 10 * DAY_MS).await.unwrap();
-    assert_eq!(fresh, IdemBegin::Owned);
+    let fresh = store.idem_begin(&alice.id, route, "old-done", "other", T0, 10 * DAY_MS, LEASE).await.unwrap();
+    assert!(is_owned(&fresh));
     assert_eq!(begin("recent", "h", T0).await, IdemBegin::Replay(201, "{\"ok\":true}".into()));
-    assert_eq!(begin("retry", "h2", T0 + 3).await, IdemBegin::InFlight, "newer than the cutoff");
+    assert_eq!(begin("retry", "h2", T0 + 4).await, IdemBegin::InFlight, "newer than the cutoff");
+}
+
+async fn abandoned_in_flight_keys_are_taken_over_after_their_lease(ctx: Ctx) {
+    // A client that disconnected while its process died left the key in flight: the next
+    // request with the key waits out the lease, then owns it; the old owner is fenced.
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let route = "POST /v1/screenshot";
+    let first = owned(store.idem_begin(&alice.id, route, "k", "h", T0, DAY_MS, LEASE).await.unwrap());
+    assert_eq!(
+        store.idem_begin(&alice.id, route, "k", "h", T0 + LEASE - 1, DAY_MS, LEASE).await.unwrap(),
+        IdemBegin::InFlight
+    );
+    let second = owned(store.idem_begin(&alice.id, route, "k", "h", T0 + LEASE, DAY_MS, LEASE).await.unwrap());
+    assert_ne!(first.owner, second.owner);
+    assert_eq!(
+        store.idem_begin(&alice.id, route, "k", "h", T0 + LEASE + 1, DAY_MS, LEASE).await.unwrap(),
+        IdemBegin::InFlight
+    );
+    // The first owner comes back late: its response is not stored.
+    assert!(!store.idem_complete(&first, 202, "{\"late\":true}").await.unwrap());
+    // A create under the stale claim writes nothing at all.
+    let render = |r: &ScreenshotRow| (202u16, format!("{{\"id\":\"{}\"}}", r.id));
+    let stale = store
+        .create_screenshot_with(
+            &job(&alice, None, T0 + LEASE + 2, Some(10)),
+            Some(IdemResponse { claim: &first, render: &render }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(stale, Err(Refused::IdempotencyTakenOver));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 0, "nothing charged");
+    assert_eq!(store.queue_depth().await.unwrap(), 0, "nothing queued");
+    // The new owner's create stores its response in the same transaction as the job.
+    let (row, used) = store
+        .create_screenshot_with(
+            &job(&alice, None, T0 + LEASE + 3, Some(10)),
+            Some(IdemResponse { claim: &second, render: &render }),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(used, 1);
+    assert_eq!(
+        store.idem_begin(&alice.id, route, "k", "h", T0 + LEASE + 4, DAY_MS, LEASE).await.unwrap(),
+        IdemBegin::Replay(202, format!("{{\"id\":\"{}\"}}", row.id))
+    );
+    // Legacy records (no lease stored) count their lease from their creation.
+    sqlx::any::install_default_drivers();
+    let raw = AnyPool::connect(&ctx.url).await.unwrap();
+    sqlx::query("INSERT INTO idempotency_keys (user_id, route, idem_key, request_hash, state, created_at) VALUES ($1, $2, 'legacy', 'h', 'in_flight', $3)")
+        .bind(&alice.id)
+        .bind(route)
+        .bind(T0)
+        .execute(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    assert_eq!(
+        store.idem_begin(&alice.id, route, "legacy", "h", T0 + 1, DAY_MS, LEASE).await.unwrap(),
+        IdemBegin::InFlight
+    );
+    assert!(is_owned(&store.idem_begin(&alice.id, route, "legacy", "h", T0 + LEASE, DAY_MS, LEASE).await.unwrap()));
 }
 
 async fn share_tokens_are_stable_and_owner_only(ctx: Ctx) {
@@ -1337,7 +1445,7 @@ async fn account_queue_bound_admits_exactly_the_limit_under_concurrency(ctx: Ctx
 
     // So does a failed one.
     let t = store.claim("screenshot", "w1", T0 + 300, 60_000).await.unwrap().unwrap();
-    assert!(store.fail_screenshot(&t.id, "w1", &t.subject_id, "net::ERR_FAILED", T0 + 301).await.unwrap());
+    assert!(store.fail_screenshot(&t.id, "w1", &t.subject_id, "net::ERR_FAILED", true, T0 + 301).await.unwrap());
     create(store, &bounded_job(&alice, T0 + 302, limits)).await;
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 6, "5 + 1 done + 1 new - 1 refunded");
 
@@ -1402,4 +1510,189 @@ async fn global_queue_bound_admits_exactly_the_limit_under_concurrency(ctx: Ctx)
     let (accepted, refused) =
         create_concurrently(store, (0..6).map(|i| bounded_job(&users[i % 4], T0 + 200, global_only)).collect()).await;
     assert_eq!((accepted.len(), refused), (1, vec![full; 5]));
+}
+
+async fn a_job_that_ran_into_its_own_deadline_keeps_its_charge(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let j = create(store, &job(&alice, None, T0, Some(5))).await;
+    let task = store.claim("screenshot", "w1", T0 + 1, 60_000).await.unwrap().unwrap();
+    assert_eq!(task.subject_id, j.id);
+    assert!(store.fail_screenshot(&task.id, "w1", &j.id, "capture exceeded 33000 ms", false, T0 + 2).await.unwrap());
+    let failed = job_row(store, &j.id).await;
+    assert_eq!((failed.status.as_str(), failed.error.as_deref()), ("failed", Some("capture exceeded 33000 ms")));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1, "charged");
+    // The failure is still reported like any other.
+    assert_eq!(statuses(store, &j.id).await, ["pending", "failed"]);
+}
+
+fn share(free: i64, pro: i64) -> FairShare {
+    FairShare { per_plan: vec![("free".into(), free), ("pro".into(), pro)], default: Some(free) }
+}
+
+async fn new_user_on(store: &Store, email: &str, plan: &str) -> User {
+    let mut u = new_user(store, email).await;
+    store.set_plan(&u.email, plan).await.expect("set plan");
+    u.plan = plan.to_string();
+    u
+}
+
+async fn fair_claims_serve_the_least_busy_account_within_its_cap(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await; // free: 2 at once
+    let bob = new_user(store, "bob@example.com").await;
+    let carol = new_user_on(store, "carol@example.com", "pro").await; // pro: 3 at once
+    let mut alices = Vec::new();
+    for i in 0..6 {
+        alices.push(create(store, &job(&alice, None, T0 + i, None)).await.id);
+    }
+    let b = create(store, &job(&bob, None, T0 + 10, None)).await.id;
+    let c = create(store, &job(&carol, None, T0 + 11, None)).await.id;
+    let kinds = ["screenshot"];
+    let fs = share(2, 3);
+    let now = T0 + 100;
+    let claim = |w: &'static str| {
+        let store = store.clone();
+        let fs = fs.clone();
+        async move { store.claim_fair(&kinds, w, now, 60_000, &fs).await.unwrap().map(|t| (t.id, t.subject_id)) }
+    };
+    let (t1, s1) = claim("w1").await.unwrap();
+    assert_eq!(s1, alices[0], "oldest first when nobody runs anything");
+    assert_eq!(claim("w2").await.unwrap().1, b, "bob runs nothing yet: he goes before alice's second");
+    assert_eq!(claim("w3").await.unwrap().1, c);
+    assert_eq!(claim("w4").await.unwrap().1, alices[1]);
+    assert_eq!(claim("w5").await, None, "alice is at her cap of 2; nobody else waits");
+    // A plain claim (no fair share) ignores the cap, as webhooks do.
+    // An account's task that ends frees its place.
+    assert!(store.complete_screenshot(&t1, "w1", &s1, &done_fields("a"), &serde_json::json!({}), now).await.unwrap());
+    assert_eq!(claim("w6").await.unwrap().1, alices[2]);
+    assert_eq!(claim("w7").await, None);
+    // A running task whose lease expired no longer counts, and is itself claimable again.
+    let later = now + 60_001;
+    let again = store.claim_fair(&kinds, "w8", later, 60_000, &fs).await.unwrap().unwrap();
+    assert!(alices[1..3].contains(&again.subject_id), "an expired alice task is claimed again");
+    assert_eq!(again.attempts, 2);
+    // Without a cap every waiting task is claimable.
+    let open = FairShare::default();
+    let mut rest = 0;
+    while store.claim_fair(&kinds, "w9", later, 60_000, &open).await.unwrap().is_some() {
+        rest += 1;
+    }
+    assert_eq!(rest, 6, "alice's three never claimed, her other expired one, and bob's and carol's (expired too)");
+    assert_eq!(store.claim_fair(&["webhook"], "w", later, 1, &fs).await.unwrap(), None, "other kinds are apart");
+}
+
+async fn fair_claim_caps_hold_under_concurrency(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    for i in 0..12 {
+        create(store, &job(&alice, None, T0 + i, None)).await;
+    }
+    for i in 0..3 {
+        create(store, &job(&bob, None, T0 + 20 + i, None)).await;
+    }
+    let fs = share(2, 3);
+    let claims: Vec<_> = (0..10)
+        .map(|i| {
+            let (store, fs) = (store.clone(), fs.clone());
+            tokio::spawn(async move {
+                store.claim_fair(&["screenshot"], &format!("w{i}"), T0 + 100, 60_000, &fs).await.unwrap()
+            })
+        })
+        .collect();
+    let mut got = 0;
+    for c in claims {
+        if c.await.unwrap().is_some() {
+            got += 1;
+        }
+    }
+    assert_eq!(got, 4, "two for each account, never more");
+    let running = store.running_by_account("screenshot", T0 + 100).await.unwrap();
+    let mut expected = vec![(Some(alice.id.clone()), 2), (Some(bob.id.clone()), 2)];
+    expected.sort();
+    assert_eq!(running, expected);
+}
+
+async fn databases_from_before_sqlx_migrations_upgrade_in_place(ctx: Ctx) {
+    // A database made by the old migration runner: steps 1-4 recorded in
+    // `schema_migrations`, with data in it.
+    let url = ctx.dbs.fresh_url().await;
+    let files: [&str; 4] = match ctx.store.backend() {
+        capture_store::Backend::Sqlite => [
+            include_str!("../migrations/sqlite/0001_core.sql"),
+            include_str!("../migrations/sqlite/0002_webhooks.sql"),
+            include_str!("../migrations/sqlite/0003_web_oauth.sql"),
+            include_str!("../migrations/sqlite/0004_screenshots_active.sql"),
+        ],
+        capture_store::Backend::Postgres => [
+            include_str!("../migrations/postgres/0001_core.sql"),
+            include_str!("../migrations/postgres/0002_webhooks.sql"),
+            include_str!("../migrations/postgres/0003_web_oauth.sql"),
+            include_str!("../migrations/postgres/0004_screenshots_active.sql"),
+        ],
+    };
+    sqlx::any::install_default_drivers();
+    let raw =
+        AnyPool::connect(&format!("{url}{}", if url.starts_with("sqlite") { "?mode=rwc" } else { "" })).await.unwrap();
+    raw.execute(
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, description TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+    )
+    .await
+    .unwrap();
+    for (i, sql) in files.iter().enumerate() {
+        for stmt in sql.split(';').filter(|s| !s.trim().is_empty()) {
+            raw.execute(AssertSqlSafe(stmt.to_string())).await.unwrap();
+        }
+        sqlx::query("INSERT INTO schema_migrations (version, description, applied_at) VALUES ($1, 'old', 0)")
+            .bind(i as i64 + 1)
+            .execute(&raw)
+            .await
+            .unwrap();
+    }
+    sqlx::query("INSERT INTO users (id, email, plan, legacy_free, created_at) VALUES ('usr_old', 'old@example.com', 'pro', 0, 1)")
+        .execute(&raw)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO screenshots (id, user_id, status, url, options, format, actions, usage_month, created_at) \
+         VALUES ('scr_old', 'usr_old', 'pending', 'https://example.com', '{}', 'png', 1, '2025-06', 1)",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO tasks (id, kind, subject_id, payload, status, attempts, run_at, created_at) \
+         VALUES ('tsk_old', 'screenshot', 'scr_old', '{}', 'queued', 0, 1, 1)",
+    )
+    .execute(&raw)
+    .await
+    .unwrap();
+    raw.close().await;
+
+    // The new build starts on it (twice, at once): nothing applied twice, the data stays.
+    let a = tokio::spawn({
+        let url = url.clone();
+        async move { Store::connect(&url, 2).await }
+    });
+    let b = tokio::spawn({
+        let url = url.clone();
+        async move { Store::connect(&url, 2).await }
+    });
+    let store = a.await.unwrap().expect("upgrade");
+    let other = b.await.unwrap().expect("concurrent upgrade");
+    other.close().await;
+    let applied = store.applied_migrations().await.unwrap();
+    assert_eq!(applied, (1..=store.latest_migration()).collect::<Vec<_>>());
+    let user = store.user_by_email("old@example.com").await.unwrap().expect("the old user is still there");
+    assert_eq!(user.plan, "pro");
+    // The new column was filled in for the old task: it is claimed fairly for its account.
+    let task = store.claim_fair(&["screenshot"], "w", 10, 1000, &share(1, 1)).await.unwrap().unwrap();
+    assert_eq!(task.id, "tsk_old");
+    assert_eq!(store.running_by_account("screenshot", 10).await.unwrap(), vec![(Some("usr_old".to_string()), 1)]);
+    // The old bookkeeping is gone; starting again is a no-op.
+    store.close().await;
+    let again = Store::connect(&url, 2).await.unwrap();
+    assert_eq!(again.applied_migrations().await.unwrap().len() as i64, again.latest_migration());
+    again.close().await;
 }

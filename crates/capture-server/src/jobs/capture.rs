@@ -56,7 +56,8 @@ async fn worker_loop(
     hard_stop: CancellationToken,
 ) {
     let lease_ms = state.cfg.queue_lease.as_millis() as i64;
-    claim_loop(&state, "screenshot", &id, lease_ms, &state.work, &stop, |task| {
+    let share = state.cfg.fair_share();
+    claim_loop(&state, "screenshot", &id, lease_ms, Some(&share), &state.work, &stop, |task| {
         process(&state, &pool, &id, task, &hard_stop)
     })
     .await
@@ -94,14 +95,24 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
     }
 }
 
+/// Whether a failed capture keeps its action: the job held a worker for its own sake — it
+/// ran into its deadline or a timeout of its own options, or its own script or selector
+/// failed. Everything else is given back: pages that could not be reached at all (nothing
+/// rendered), refusals of the egress guard, browser crashes after the retries, interruptions
+/// and storage failures.
+pub fn charged(e: &CaptureError) -> bool {
+    matches!(e, CaptureError::Timeout(_) | CaptureError::Script(_))
+}
+
 async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task, hard_stop: &CancellationToken) {
     let job_id = task.subject_id.clone();
     let t0 = Instant::now();
-    let fail = |msg: String| {
+    // `refund`: whether the job's action is given back (see `charged`).
+    let fail = |msg: String, refund: bool| {
         let state = state.clone();
         let (tid, w, jid) = (task.id.clone(), worker.to_string(), job_id.clone());
         async move {
-            match state.store.fail_screenshot(&tid, &w, &jid, &msg, now_ms()).await {
+            match state.store.fail_screenshot(&tid, &w, &jid, &msg, refund, now_ms()).await {
                 Ok(true) => state.job_changed(&jid),
                 Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
                 Err(e) => tracing::error!(job = %jid, error = %e, "recording a failure failed"),
@@ -109,12 +120,12 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
         }
     };
     if task.attempts > MAX_CLAIMS {
-        fail("the capture was interrupted too many times (worker restarts)".into()).await;
+        fail("the capture was interrupted too many times (worker restarts)".into(), true).await;
         return;
     }
     let job = match state.store.screenshot(&job_id).await {
         Ok(Some(j)) => j,
-        Ok(None) => return fail("the job no longer exists".into()).await,
+        Ok(None) => return fail("the job no longer exists".into(), true).await,
         Err(e) => {
             tracing::error!(error = %e, "loading job failed; the lease will expire and it will be retried");
             return;
@@ -122,23 +133,23 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
     };
     let payload: TaskPayload = match serde_json::from_str(&task.payload) {
         Ok(p) => p,
-        Err(e) => return fail(format!("corrupt task payload: {e}")).await,
+        Err(e) => return fail(format!("corrupt task payload: {e}"), true).await,
     };
     let opts: CaptureOptions = match serde_json::from_str(&job.options) {
         Ok(o) => o,
-        Err(e) => return fail(format!("corrupt job options: {e}")).await,
+        Err(e) => return fail(format!("corrupt job options: {e}"), true).await,
     };
     let source = match (&payload.html_blob, &opts.url) {
         (Some(name), _) => match state.blobs.get(name).await {
             Ok(Some(b)) => PageSource::Html(String::from_utf8_lossy(&b).into_owned()),
-            Ok(None) => return fail("the uploaded document is missing".into()).await,
+            Ok(None) => return fail("the uploaded document is missing".into(), true).await,
             Err(e) => {
                 tracing::error!(error = %e, "reading uploaded HTML failed");
                 return;
             }
         },
         (None, Some(u)) => PageSource::Url(u.clone()),
-        (None, None) => return fail("the job has no URL".into()).await,
+        (None, None) => return fail("the job has no URL".into(), true).await,
     };
     match state.store.mark_processing(&job_id, now_ms()).await {
         Ok(_) => state.job_changed(&job_id),
@@ -248,7 +259,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
         }
         Err(e) => {
             state.metrics.capture(started.elapsed().as_secs_f64(), false);
-            fail(e.to_string()).await;
+            fail(e.to_string(), !charged(&e)).await;
         }
     }
 }

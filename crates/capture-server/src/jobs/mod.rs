@@ -12,19 +12,22 @@ use std::future::Future;
 use std::time::Duration;
 
 use capture_core::time::now_ms;
-use capture_store::Task;
+use capture_store::{FairShare, Task};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::state::AppState;
 
 /// Claim tasks of `kind` as `worker` with a lease of `lease_ms` until `stop`, running
-/// `handle` on each; between claims on an empty queue, wait for `wake` or the poll.
+/// `handle` on each; between claims on an empty queue, wait for `wake` or the poll. With a
+/// `share`, claims are fair across accounts and capped per account (browser work).
+#[allow(clippy::too_many_arguments)]
 pub async fn claim_loop<F, Fut>(
     state: &AppState,
     kind: &str,
     worker: &str,
     lease_ms: i64,
+    share: Option<&FairShare>,
     wake: &Notify,
     stop: &CancellationToken,
     mut handle: F,
@@ -33,7 +36,11 @@ pub async fn claim_loop<F, Fut>(
     Fut: Future<Output = ()>,
 {
     while !stop.is_cancelled() {
-        match state.store.claim(kind, worker, now_ms(), lease_ms).await {
+        let claimed = match share {
+            Some(share) => state.store.claim_fair(&[kind], worker, now_ms(), lease_ms, share).await,
+            None => state.store.claim(kind, worker, now_ms(), lease_ms).await,
+        };
+        match claimed {
             Ok(Some(task)) => handle(task).await,
             Ok(None) => {
                 tokio::select! {

@@ -257,7 +257,7 @@ async fn take_screenshot(
     let opts = CaptureOptions::from_json(&args, true)?;
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
-    let (row, _used) = screenshots::create_job(state, account, &opts, None, None).await?;
+    let (row, _used) = screenshots::create_job(state, account, &opts, None, None, None).await?;
     let wait = WAIT_MARGIN + Duration::from_millis(opts.timeout_ms + opts.delay);
     let deadline = tokio::time::Instant::now() + wait;
     let progress = ctx.meta.get_progress_token();

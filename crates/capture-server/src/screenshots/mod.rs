@@ -73,9 +73,10 @@ pub async fn create(
     };
     // serde_json maps are ordered by key, so this is a canonical form of the body.
     let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    idempotent(&state, &account, &headers, "POST /v1/screenshot", hash, || async {
-        let (row, used) = create_job(&state, &account, &opts, None, None).await?;
-        Ok((StatusCode::ACCEPTED, job_json(&state, &row).await, used))
+    let (st, acc) = (state.clone(), account.clone());
+    idempotent(&state, &account, &headers, "POST /v1/screenshot", hash, move |claim| async move {
+        let (row, used) = create_job(&st, &acc, &opts, None, None, claim.as_ref()).await?;
+        Ok((StatusCode::ACCEPTED, job_json(&st, &row).await, used))
     })
     .await
 }

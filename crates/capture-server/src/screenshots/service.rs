@@ -5,7 +5,7 @@ use axum::http::header;
 use capture_core::options::CaptureOptions;
 use capture_core::time::{iso, now_ms, parse_iso};
 use capture_core::{ErrorCode, FieldError, ids};
-use capture_store::{NewScreenshot, QueueFull, QueueScope, Refused, ScreenshotRow};
+use capture_store::{IdemClaim, IdemResponse, NewScreenshot, QueueFull, QueueScope, Refused, ScreenshotRow};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -25,6 +25,12 @@ pub async fn job_json(state: &AppState, r: &ScreenshotRow) -> Value {
         Some(k) => Some(state.file_url(k).await),
         None => None,
     };
+    job_json_with(r, public_url, thumbnail_url)
+}
+
+/// The job object with its file URLs already made (the create transaction renders the
+/// idempotent response with it, where nothing can be awaited).
+pub fn job_json_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: Option<String>) -> Value {
     json!({
         "id": r.id,
         "screenshotId": r.id,
@@ -98,12 +104,15 @@ pub(crate) fn queue_full_error(state: &AppState, q: QueueFull) -> ApiError {
 
 /// Create a capture job (quota reserved and queue bounds checked atomically). Returns the
 /// job and usage after it.
+/// With `idem`, the response (the pending job, 202) is stored for the Idempotency-Key in the
+/// same transaction that creates the job.
 pub async fn create_job(
     state: &AppState,
     account: &Account,
     opts: &CaptureOptions,
     url_label: Option<String>,
     html_blob: Option<String>,
+    idem: Option<&IdemClaim>,
 ) -> ApiResult<(ScreenshotRow, i64)> {
     let id = ids::new_id(ids::SCREENSHOT);
     let now = now_ms();
@@ -124,14 +133,24 @@ pub async fn create_job(
         task_payload: serde_json::to_string(&payload).map_err(ApiError::internal)?,
         queue_limits: state.cfg.queue_limits(),
     };
-    match state.store.create_screenshot(&n).await? {
+    let render = |r: &ScreenshotRow| (202, job_json_with(r, None, None).to_string());
+    let idem = idem.map(|claim| IdemResponse { claim, render: &render });
+    match state.store.create_screenshot_with(&n, idem).await? {
         Ok((row, used)) => {
             state.work.notify_one();
             state.job_changed(&row.id);
             Ok((row, used))
         }
-        Err(Refused::Quota(q)) => Err(quota_error(account, q.used)),
-        Err(Refused::QueueFull(q)) => Err(queue_full_error(state, q)),
+        Err(refused) => Err(refused_error(state, account, refused)),
+    }
+}
+
+/// The answer to a create the store refused (nothing was written).
+pub(crate) fn refused_error(state: &AppState, account: &Account, refused: Refused) -> ApiError {
+    match refused {
+        Refused::Quota(q) => quota_error(account, q.used),
+        Refused::QueueFull(q) => queue_full_error(state, q),
+        Refused::IdempotencyTakenOver => crate::idempotency::in_flight(),
     }
 }
 

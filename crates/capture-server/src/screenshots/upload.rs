@@ -11,10 +11,10 @@ use axum::response::{IntoResponse, Response};
 use capture_core::options::CaptureOptions;
 use capture_core::time::{iso, now_ms};
 use capture_core::{ErrorCode, FieldError, ids};
-use capture_store::{NewScreenshot, QueueLimits, Refused, ScreenshotDone};
+use capture_store::{IdemResponse, NewScreenshot, QueueLimits, ScreenshotDone, ScreenshotRow};
 
 use super::files::sanitize_filename;
-use super::service::{create_job, job_json, queue_full_error, quota_error};
+use super::service::{create_job, job_json, job_json_with, refused_error};
 use crate::auth::Account;
 use crate::blob;
 use crate::http::{ApiError, ApiResult};
@@ -160,7 +160,9 @@ pub async fn upload(
     hasher_input.extend_from_slice(&bytes);
     let hash = crate::crypto::sha256_hex(&hasher_input);
     drop(hasher_input);
-    idempotent(&state, &account, &headers, "POST /v1/screenshot/upload", hash, || async {
+    let (state2, account2) = (state.clone(), account.clone());
+    idempotent(&state, &account, &headers, "POST /v1/screenshot/upload", hash, move |claim| async move {
+        let (state, account) = (state2, account2);
         let label = format!("upload://{}", sanitize_filename(&filename));
         if kind == UploadKind::Html {
             let opts = CaptureOptions::from_json(&CaptureOptions::form_to_json(&fields), false)?;
@@ -169,7 +171,7 @@ pub async fn upload(
             }
             let name = blob::new_name("html");
             state.blobs.put(&name, bytes, "text/html").await.map_err(ApiError::internal)?;
-            let (row, used) = create_job(&state, &account, &opts, Some(label), Some(name)).await?;
+            let (row, used) = create_job(&state, &account, &opts, Some(label), Some(name), claim.as_ref()).await?;
             return Ok((StatusCode::ACCEPTED, job_json(&state, &row).await, used));
         }
         let (format, ext, width, height, thumb) = match kind {
@@ -221,13 +223,21 @@ pub async fn upload(
             // Done at once: nothing waits in the queue.
             queue_limits: QueueLimits::default(),
         };
-        match state.store.create_screenshot(&n).await? {
+        // The response is stored with the job (Idempotency-Key): its file URLs are made first.
+        let public_url = state.file_url(&n.done.as_ref().map(|d| d.result_key.clone()).unwrap_or_default()).await;
+        let thumbnail_url = match n.done.as_ref().and_then(|d| d.thumb_key.clone()) {
+            Some(t) => Some(state.file_url(&t).await),
+            None => None,
+        };
+        let render =
+            |r: &ScreenshotRow| (201, job_json_with(r, Some(public_url.clone()), thumbnail_url.clone()).to_string());
+        let idem = claim.as_ref().map(|claim| IdemResponse { claim, render: &render });
+        match state.store.create_screenshot_with(&n, idem).await? {
             Ok((row, used)) => {
                 state.job_changed(&row.id);
                 Ok((StatusCode::CREATED, job_json(&state, &row).await, used))
             }
-            Err(Refused::Quota(q)) => Err(quota_error(&account, q.used)),
-            Err(Refused::QueueFull(q)) => Err(queue_full_error(&state, q)),
+            Err(refused) => Err(refused_error(&state, &account, refused)),
         }
     })
     .await
