@@ -335,7 +335,8 @@ impl Client {
                 Decision::OutOfAttempts => {
                     let mut e = failure.into_error();
                     if attempt > 1 {
-                        e.message.push_str(&format!("; gave up after {attempt} attempts"));
+                        let took = human(started.elapsed());
+                        e.message.push_str(&format!("; gave up after {attempt} attempts in {took}"));
                     }
                     return Err(e);
                 }

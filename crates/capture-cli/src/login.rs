@@ -271,9 +271,12 @@ async fn callback(State(slot): State<Slot>, Query(q): Query<HashMap<String, Stri
              Run <code>capture login</code> again.",
             Err(ClientError::new(exit::AUTH, "the sign-in answer did not match this login (state mismatch)")),
         ),
-        (Some(code), _) => {
-            (StatusCode::OK, "Signed in", "You can close this window and go back to the terminal.", Ok(code.clone()))
-        }
+        (Some(code), _) => (
+            StatusCode::OK,
+            "Signed in",
+            "You can close this window; the terminal shows when the session is saved.",
+            Ok(code.clone()),
+        ),
         (None, Some(err)) => (
             StatusCode::OK,
             "Sign-in cancelled",
