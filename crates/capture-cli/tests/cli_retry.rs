@@ -152,13 +152,14 @@ async fn gets_retry_unknown_codes_and_timeouts_but_not_known_client_errors() {
     // A server slower than --request-timeout: the attempt is abandoned and made again.
     s.on(
         "GET /v1/account/balance",
-        vec![Reply::json(200, balance.clone()).delay(Duration::from_secs(5)), Reply::json(200, balance.clone())],
+        vec![Reply::json(200, balance.clone()).delay(Duration::from_secs(6)), Reply::json(200, balance.clone())],
     );
-    let run = client(home.path(), &s.base, KEY, &["balance", "--request-timeout", "1"]).await;
+    let run = client(home.path(), &s.base, KEY, &["balance", "--request-timeout", "2"]).await;
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("3 of 100 actions"), "{}", run.stdout);
     assert!(run.stderr.contains("did not answer in time"), "{}", run.stderr);
-    assert_eq!(s.seen("GET /v1/account/balance").len(), 4);
+    // At least one more attempt (more only if a loaded machine is slower than the timeout).
+    assert!(s.seen("GET /v1/account/balance").len() >= 4);
 
     // A known client error is final: one attempt, the invalid-request exit code.
     s.on("GET /v1/webhooks", vec![Reply::error(400, "VALIDATION_ERROR")]);
