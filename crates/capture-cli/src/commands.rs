@@ -42,17 +42,29 @@ pub struct ShotArgs {
     pub output: Option<PathBuf>,
     pub options: Map<String, Value>,
     pub quiet: bool,
+    /// The Idempotency-Key of every attempt to create the job.
+    pub idempotency_key: String,
 }
 
-/// `capture shot URL`: create the job, follow its event stream, save the file.
+/// `capture shot URL`: create the job (retried under one Idempotency-Key, so a lost answer
+/// never makes a second job), follow its event stream, save the file.
 pub async fn shot(c: &Client, a: ShotArgs) -> Result<()> {
     let mut body = a.options;
     body.insert("url".into(), json!(a.url));
-    let job = c.post("/v1/screenshot", Some(&Value::Object(body))).await?;
+    let created = c.post_idempotent("/v1/screenshot", &Value::Object(body), &a.idempotency_key).await?;
+    let job = created.body;
     let id =
         job["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no job id"))?.to_string();
     if !a.quiet {
-        eprintln!("job {id}: pending");
+        if created.replayed {
+            eprintln!(
+                "job {id}: {} (replayed: Idempotency-Key {} was used before)",
+                job["status"].as_str().unwrap_or("pending"),
+                a.idempotency_key
+            );
+        } else {
+            eprintln!("job {id}: pending");
+        }
     }
     let finished = follow(c, &id, a.quiet).await?;
     if finished["status"] != "done" {
@@ -63,7 +75,7 @@ pub async fn shot(c: &Client, a: ShotArgs) -> Result<()> {
         finished["publicUrl"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the job has no publicUrl"))?;
     let ext = public.rsplit('.').next().filter(|e| e.len() <= 4).unwrap_or("png");
     let out = a.output.unwrap_or_else(|| PathBuf::from(format!("{id}.{ext}")));
-    let bytes = c.get_raw(public).await?.bytes().await?;
+    let bytes = c.get_bytes(public).await?;
     std::fs::write(&out, &bytes)
         .map_err(|e| ClientError::new(exit::FAILURE, format!("writing {}: {e}", out.display())))?;
     println!("{}", out.display());

@@ -1,26 +1,74 @@
 //! `capture login`: OAuth 2.1 authorization code flow with PKCE (S256) as a native public
 //! client (RFC 8252): discovery (RFC 8414), dynamic registration (RFC 7591), a loopback
 //! redirect on 127.0.0.1, the code exchanged for tokens, the session stored with mode 0600.
+//!
+//! The `oauth2` crate makes the PKCE pair, the state, the authorization URL and the token
+//! requests. Its reqwest integration is for reqwest 0.12 while the workspace uses 0.13, so
+//! its requests go through [`send`], a few lines over our client. Discovery and registration
+//! are not part of `oauth2`; revocation is, but it refuses `http://` endpoints, and a server
+//! on the loopback address is the first thing people sign in to: both stay hand-written.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::Rng;
-use rand::distributions::Alphanumeric;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Html;
+use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
+use oauth2::{
+    AuthUrl, AuthorizationCode, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, RefreshToken, RequestTokenError,
+    TokenResponse, TokenUrl,
+};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
 
 use crate::client::{ClientError, Result, Session, exit, load_session, now_secs, save_session, session_path};
 
-fn random(n: usize) -> String {
-    rand::thread_rng().sample_iter(&Alphanumeric).take(n).map(char::from).collect()
+/// Send one of `oauth2`'s requests with our reqwest (which must not follow redirects: a
+/// token endpoint that redirects is refused rather than followed with the code).
+async fn send(
+    http: &reqwest::Client,
+    req: oauth2::HttpRequest,
+) -> std::result::Result<oauth2::HttpResponse, reqwest::Error> {
+    let (parts, body) = req.into_parts();
+    let r = http.request(parts.method, parts.uri.to_string()).headers(parts.headers).body(body).send().await?;
+    let status = r.status();
+    let headers = r.headers().clone();
+    let mut resp = oauth2::HttpResponse::new(r.bytes().await?.to_vec());
+    *resp.status_mut() = status;
+    *resp.headers_mut() = headers;
+    Ok(resp)
 }
 
-/// The PKCE S256 challenge of a verifier.
-pub fn challenge(verifier: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+type TokenError = RequestTokenError<reqwest::Error, BasicErrorResponse>;
+
+/// A token request's failure for people: the server's OAuth error, or why there was none.
+fn token_error(what: &str, e: TokenError) -> ClientError {
+    match e {
+        RequestTokenError::ServerResponse(r) => ClientError::new(
+            exit::AUTH,
+            format!("{what} failed: {} {}", r.error(), r.error_description().map_or("", String::as_str)),
+        ),
+        RequestTokenError::Request(e) => ClientError::from(e),
+        RequestTokenError::Parse(e, _) => {
+            ClientError::new(exit::FAILURE, format!("{what} failed: the token response is malformed: {e}"))
+        }
+        RequestTokenError::Other(e) => ClientError::new(exit::FAILURE, format!("{what} failed: {e}")),
+    }
+}
+
+fn bad_endpoint(name: &str, e: impl std::fmt::Display) -> ClientError {
+    ClientError::new(exit::FAILURE, format!("the server's {name} is not a URL: {e}"))
+}
+
+/// The session fields a token response sets.
+fn apply_tokens(t: &BasicTokenResponse, previous_refresh: Option<String>) -> (String, Option<String>, i64) {
+    (
+        t.access_token().secret().clone(),
+        t.refresh_token().map(|r| r.secret().clone()).or(previous_refresh),
+        now_secs() + t.expires_in().map_or(3600, |d| d.as_secs() as i64),
+    )
 }
 
 async fn discover(http: &reqwest::Client, server: &str) -> Result<Value> {
@@ -56,11 +104,9 @@ pub async fn login(server: &str, no_browser: bool, wait: Duration) -> Result<()>
     let token_ep = endpoint(&meta, "token_endpoint")?;
     let register = endpoint(&meta, "registration_endpoint")?;
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .map_err(|e| ClientError::new(exit::FAILURE, format!("cannot open a loopback port for the redirect: {e}")))?;
-    let port = listener.local_addr().map_err(|e| ClientError::new(exit::FAILURE, e.to_string()))?.port();
-    let redirect_uri = format!("http://127.0.0.1:{port}/callback");
+    let state = CsrfToken::new_random();
+    let callback = Callback::start(state.secret().clone()).await?;
+    let redirect_uri = callback.redirect_uri.clone();
 
     let reg = http
         .post(&register)
@@ -79,18 +125,17 @@ pub async fn login(server: &str, no_browser: bool, wait: Duration) -> Result<()>
         .ok_or_else(|| ClientError::new(exit::FAILURE, "registration returned no client_id"))?
         .to_string();
 
-    let verifier = random(64);
-    let state = random(32);
-    let mut url = url::Url::parse(&authorize)
-        .map_err(|e| ClientError::new(exit::FAILURE, format!("bad authorization endpoint: {e}")))?;
-    url.query_pairs_mut()
-        .append_pair("response_type", "code")
-        .append_pair("client_id", &client_id)
-        .append_pair("redirect_uri", &redirect_uri)
-        .append_pair("code_challenge", &challenge(&verifier))
-        .append_pair("code_challenge_method", "S256")
-        .append_pair("state", &state)
-        .append_pair("resource", &server);
+    let oauth = BasicClient::new(ClientId::new(client_id.clone()))
+        .set_auth_uri(AuthUrl::new(authorize).map_err(|e| bad_endpoint("authorization_endpoint", e))?)
+        .set_token_uri(TokenUrl::new(token_ep.clone()).map_err(|e| bad_endpoint("token_endpoint", e))?)
+        .set_redirect_uri(RedirectUrl::new(redirect_uri).map_err(|e| bad_endpoint("redirect URI", e))?);
+    let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+    let (url, _) = oauth
+        .authorize_url(|| state.clone())
+        .set_pkce_challenge(challenge)
+        // RFC 8707: the tokens are for this server's API (the audience check on the server).
+        .add_extra_param("resource", &server)
+        .url();
     println!("To sign in, open this address in a browser:\n{url}");
     use std::io::Write;
     let _ = std::io::stdout().flush();
@@ -102,99 +147,161 @@ pub async fn login(server: &str, no_browser: bool, wait: Duration) -> Result<()>
             .spawn();
     }
 
-    let (code, got_state) = tokio::time::timeout(wait, receive_code(&listener))
+    let code = callback.wait(wait).await?;
+    let via = |req| send(&http, req);
+    let tokens = oauth
+        .exchange_code(AuthorizationCode::new(code))
+        .set_pkce_verifier(verifier)
+        .add_extra_param("resource", &server)
+        .request_async(&via)
         .await
-        .map_err(|_| ClientError::new(exit::AUTH, "timed out waiting for the sign-in to finish"))??;
-    if got_state != state {
-        return Err(ClientError::new(exit::AUTH, "the sign-in answer did not match this login (state mismatch)"));
-    }
-    let r = http
-        .post(&token_ep)
-        .form(&[
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("redirect_uri", redirect_uri.as_str()),
-            ("client_id", client_id.as_str()),
-            ("code_verifier", verifier.as_str()),
-            ("resource", server.as_str()),
-        ])
-        .send()
-        .await?;
-    let status = r.status();
-    let v: Value = r.json().await.unwrap_or(Value::Null);
-    if !status.is_success() {
-        return Err(ClientError::new(
-            exit::AUTH,
-            format!(
-                "the token exchange failed: {} {}",
-                v["error"].as_str().unwrap_or(""),
-                v["error_description"].as_str().unwrap_or("")
-            ),
-        ));
+        .map_err(|e| token_error("the token exchange", e))?;
+    let (access_token, refresh_token, expires_at) = apply_tokens(&tokens, None);
+    if access_token.is_empty() {
+        return Err(ClientError::new(exit::AUTH, "the server returned no access token"));
     }
     let session = Session {
         server: server.clone(),
         client_id,
-        access_token: v["access_token"].as_str().unwrap_or_default().to_string(),
-        refresh_token: v["refresh_token"].as_str().map(str::to_string),
-        expires_at: now_secs() + v["expires_in"].as_i64().unwrap_or(3600),
+        access_token,
+        refresh_token,
+        expires_at,
         token_endpoint: token_ep,
         revocation_endpoint: meta["revocation_endpoint"].as_str().map(str::to_string),
     };
-    if session.access_token.is_empty() {
-        return Err(ClientError::new(exit::AUTH, "the server returned no access token"));
-    }
     save_session(&session)?;
     println!("Signed in to {server}. Session saved to {}", session_path().display());
     Ok(())
 }
 
-/// Accept connections on the loopback listener until one carries `code` (or `error`).
-async fn receive_code(listener: &tokio::net::TcpListener) -> Result<(String, String)> {
-    loop {
-        let (mut sock, _) = listener.accept().await.map_err(|e| ClientError::new(exit::FAILURE, e.to_string()))?;
-        let mut buf = vec![0u8; 8192];
-        let mut n = 0;
-        while n < buf.len() {
-            match tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf[n..])).await {
-                Ok(Ok(0)) | Err(_) | Ok(Err(_)) => break,
-                Ok(Ok(k)) => {
-                    n += k;
-                    if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
-                        break;
-                    }
-                }
-            }
+/// Use the refresh token for a new access token (the refresh token rotates) and save it.
+pub async fn refresh(http: &reqwest::Client, s: Session) -> Result<Session> {
+    let Some(rt) = s.refresh_token.clone() else {
+        return Err(ClientError::new(exit::AUTH, "the session expired: run `capture login` again"));
+    };
+    let oauth = BasicClient::new(ClientId::new(s.client_id.clone()))
+        .set_token_uri(TokenUrl::new(s.token_endpoint.clone()).map_err(|e| bad_endpoint("token_endpoint", e))?);
+    let via = |req| send(http, req);
+    let tokens = match oauth.exchange_refresh_token(&RefreshToken::new(rt)).request_async(&via).await {
+        Ok(t) => t,
+        Err(RequestTokenError::ServerResponse(_)) => {
+            return Err(ClientError::new(exit::AUTH, "the session expired or was revoked: run `capture login` again"));
         }
-        let head = String::from_utf8_lossy(&buf[..n]).to_string();
-        let target = head.lines().next().and_then(|l| l.split_whitespace().nth(1)).unwrap_or("/").to_string();
-        let url = url::Url::parse(&format!("http://127.0.0.1{target}")).ok();
-        let param =
-            |k: &str| url.as_ref().and_then(|u| u.query_pairs().find(|(n, _)| n == k).map(|(_, v)| v.into_owned()));
-        let (status, body, result) =
-            match (url.as_ref().map(|u| u.path() == "/callback"), param("code"), param("error")) {
-                (Some(true), Some(code), _) => (
-                    "200 OK",
-                    "<h1>Signed in</h1><p>You can close this window and go back to the terminal.</p>",
-                    Some(Ok((code, param("state").unwrap_or_default()))),
-                ),
-                (Some(true), None, Some(err)) => (
-                    "200 OK",
-                    "<h1>Sign-in cancelled</h1><p>Go back to the terminal.</p>",
-                    Some(Err(ClientError::new(exit::AUTH, format!("the sign-in was not completed: {err}")))),
-                ),
-                _ => ("404 Not Found", "<h1>Not found</h1>", None),
-            };
-        let resp = format!(
-            "HTTP/1.1 {status}\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        );
-        let _ = sock.write_all(resp.as_bytes()).await;
-        let _ = sock.shutdown().await;
-        if let Some(r) = result {
-            return r;
+        Err(e) => return Err(token_error("refreshing the session", e)),
+    };
+    let (access_token, refresh_token, expires_at) = apply_tokens(&tokens, s.refresh_token.clone());
+    let new = Session { access_token, refresh_token, expires_at, ..s };
+    save_session(&new)?;
+    Ok(new)
+}
+
+/// What the loopback redirect brought: the code, or why there is none.
+type Outcome = std::result::Result<String, ClientError>;
+
+/// The loopback redirect target: a small HTTP server on `127.0.0.1:<random port>` that
+/// takes one answer on `/callback` and then stops.
+struct Callback {
+    redirect_uri: String,
+    outcome: oneshot::Receiver<Outcome>,
+    stop: oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+/// What the callback handler holds: the state this login sent, and the sender for the
+/// first answer (later ones find it taken).
+#[derive(Clone)]
+struct Slot {
+    state: Arc<str>,
+    answer: Arc<Mutex<Option<oneshot::Sender<Outcome>>>>,
+}
+
+impl Callback {
+    /// Listen on a random loopback port for the answer to the login that sent `state`.
+    async fn start(state: String) -> Result<Callback> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| {
+            ClientError::new(exit::FAILURE, format!("cannot open a loopback port for the redirect: {e}"))
+        })?;
+        let port = listener.local_addr().map_err(|e| ClientError::new(exit::FAILURE, e.to_string()))?.port();
+        let (tx, outcome) = oneshot::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let slot = Slot { state: state.into(), answer: Arc::new(Mutex::new(Some(tx))) };
+        let app = axum::Router::new().route("/callback", axum::routing::get(callback)).with_state(slot);
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Ok(Callback { redirect_uri: format!("http://127.0.0.1:{port}/callback"), outcome, stop, server })
+    }
+
+    /// Wait up to `wait` for the answer and stop the server; returns the authorization code.
+    async fn wait(self, wait: Duration) -> Result<String> {
+        let outcome = tokio::time::timeout(wait, self.outcome).await;
+        let _ = self.stop.send(());
+        // The page has been answered; a browser's idle keep-alive connection must not hold
+        // the command open.
+        let mut server = self.server;
+        if tokio::time::timeout(Duration::from_secs(2), &mut server).await.is_err() {
+            server.abort();
+        }
+        match outcome {
+            Err(_) => Err(ClientError::new(exit::AUTH, "timed out waiting for the sign-in to finish")),
+            Ok(Err(_)) => Err(ClientError::new(exit::FAILURE, "the loopback server stopped")),
+            Ok(Ok(r)) => r,
         }
     }
+}
+
+const PAGE_STYLE: &str =
+    "<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}</style>";
+
+async fn callback(State(slot): State<Slot>, Query(q): Query<HashMap<String, String>>) -> (StatusCode, Html<String>) {
+    let Some(tx) = slot.answer.lock().ok().and_then(|mut s| s.take()) else {
+        return page(StatusCode::CONFLICT, "Already answered", "This sign-in has already finished; close this window.");
+    };
+    // The state is in the address bar, so it is no secret to compare in constant time; it
+    // proves the answer comes from the sign-in this command started, not a forged link.
+    let (status, title, text, outcome) = match (q.get("code"), q.get("error")) {
+        _ if q.get("state").map(String::as_str) != Some(&*slot.state) => (
+            StatusCode::BAD_REQUEST,
+            "Sign-in refused",
+            "This answer does not belong to the sign-in started in your terminal, so it was refused. \
+             Run <code>capture login</code> again.",
+            Err(ClientError::new(exit::AUTH, "the sign-in answer did not match this login (state mismatch)")),
+        ),
+        (Some(code), _) => (
+            StatusCode::OK,
+            "Signed in",
+            "You can close this window; the terminal shows when the session is saved.",
+            Ok(code.clone()),
+        ),
+        (None, Some(err)) => (
+            StatusCode::OK,
+            "Sign-in cancelled",
+            "Go back to the terminal.",
+            Err(ClientError::new(exit::AUTH, format!("the sign-in was not completed: {err}"))),
+        ),
+        (None, None) => (
+            StatusCode::BAD_REQUEST,
+            "Not a sign-in answer",
+            "This address expects the answer of the sign-in page. Run <code>capture login</code> again.",
+            Err(ClientError::new(exit::AUTH, "the sign-in answer carried neither a code nor an error")),
+        ),
+    };
+    let _ = tx.send(outcome);
+    page(status, title, text)
+}
+
+fn page(status: StatusCode, title: &str, text: &str) -> (StatusCode, Html<String>) {
+    (
+        status,
+        Html(format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Capture: {title}</title>\
+             {PAGE_STYLE}</head><body><h1>{title}</h1><p>{text}</p></body></html>"
+        )),
+    )
 }
 
 /// `capture logout`: revoke the tokens (best effort) and delete the stored session.
@@ -218,16 +325,4 @@ pub async fn logout() -> Result<()> {
         .map_err(|e| ClientError::new(exit::FAILURE, format!("{}: {e}", session_path().display())))?;
     println!("Signed out of {}.", s.server);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn pkce_challenge_matches_rfc_7636_example() {
-        // RFC 7636 appendix B.
-        assert_eq!(
-            super::challenge("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
-        );
-    }
 }

@@ -4,6 +4,8 @@
 mod client;
 mod commands;
 mod login;
+mod logs;
+mod retry;
 
 use std::path::PathBuf;
 
@@ -76,11 +78,41 @@ enum Cmd {
 #[derive(clap::Args, Clone)]
 struct Conn {
     /// Server base URL (default: the signed-in server, else http://127.0.0.1:8080).
-    #[arg(long, env = "CAPTURE_SERVER")]
+    #[arg(long, env = "CAPTURE_SERVER", global = true)]
     server: Option<String>,
     /// An API key instead of the stored session.
-    #[arg(long, env = "CAPTURE_API_KEY", hide_env_values = true)]
+    #[arg(long, env = "CAPTURE_API_KEY", hide_env_values = true, global = true)]
     api_key: Option<String>,
+    #[command(flatten)]
+    retry: RetryArgs,
+}
+
+/// How requests that are safe to repeat are retried (5xx, 429, lost connections).
+#[derive(clap::Args, Clone)]
+struct RetryArgs {
+    /// Attempts per request in all (1: no retries).
+    #[arg(long, global = true, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    max_attempts: u32,
+    /// Give up retrying when the next wait would end later than this many seconds after the
+    /// first attempt (a longer Retry-After is reported, not waited for).
+    #[arg(long, global = true, default_value_t = 120, value_name = "SECS")]
+    max_retry_time: u64,
+    /// The longest one attempt may take, in seconds.
+    #[arg(long, global = true, default_value_t = 30, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    request_timeout: u64,
+}
+
+impl Conn {
+    async fn connect(self, quiet: bool) -> Result<client::Client, client::ClientError> {
+        let policy = retry::RetryPolicy {
+            max_attempts: self.retry.max_attempts,
+            max_elapsed: std::time::Duration::from_secs(self.retry.max_retry_time),
+            quiet,
+            ..retry::RetryPolicy::default()
+        };
+        let timeout = std::time::Duration::from_secs(self.retry.request_timeout);
+        client::Client::connect(self.api_key, self.server, policy, timeout).await
+    }
 }
 
 #[derive(clap::Args)]
@@ -125,9 +157,14 @@ struct ShotCmd {
     /// JavaScript evaluated right before the capture.
     #[arg(long)]
     js: Option<String>,
-    /// Print only the saved file's path.
+    /// Print only the saved file's path (no progress, no retry notices).
     #[arg(short, long)]
     quiet: bool,
+    /// The Idempotency-Key sent with every attempt to create the job ([A-Za-z0-9_-]{8,128});
+    /// default: a new random key for this run. Running again with the same key within 24 h
+    /// returns the same job instead of a new one.
+    #[arg(long, value_name = "KEY")]
+    idempotency_key: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -242,29 +279,32 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-fn init_logs() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CAPTURE_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
-}
-
 fn is_client(cmd: &Cmd) -> bool {
     matches!(cmd, Cmd::Login { .. } | Cmd::Logout | Cmd::Balance { .. } | Cmd::Shot(_) | Cmd::Webhooks { .. })
 }
 
 async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
-    use client::Client;
     match cmd {
         Cmd::Login { server, no_browser, timeout } => {
             login::login(&server, no_browser, std::time::Duration::from_secs(timeout)).await
         }
         Cmd::Logout => login::logout().await,
         Cmd::Balance { conn, json } => {
-            let c = Client::connect(conn.api_key, conn.server).await?;
+            let c = conn.connect(false).await?;
             commands::balance(&c, json).await
         }
         Cmd::Shot(a) => {
-            let c = Client::connect(a.conn.api_key.clone(), a.conn.server.clone()).await?;
+            let idempotency_key = match a.idempotency_key {
+                Some(k) if retry::valid_idempotency_key(&k) => k,
+                Some(k) => {
+                    return Err(client::ClientError::new(
+                        client::exit::INVALID,
+                        format!("--idempotency-key '{k}' must be 8 to 128 of A-Z a-z 0-9 _ -"),
+                    ));
+                }
+                None => retry::new_idempotency_key(),
+            };
+            let c = a.conn.connect(a.quiet).await?;
             let mut o = serde_json::Map::new();
             let mut put = |k: &str, v: serde_json::Value| {
                 o.insert(k.to_string(), v);
@@ -311,10 +351,11 @@ async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
             if let Some(v) = a.js {
                 put("preScreenshotJs", v.into());
             }
-            commands::shot(&c, commands::ShotArgs { url: a.url, output: a.output, options: o, quiet: a.quiet }).await
+            let args = commands::ShotArgs { url: a.url, output: a.output, options: o, quiet: a.quiet, idempotency_key };
+            commands::shot(&c, args).await
         }
         Cmd::Webhooks { conn, json, cmd } => {
-            let c = Client::connect(conn.api_key, conn.server).await?;
+            let c = conn.connect(false).await?;
             let cmd = match cmd {
                 WebhooksCmd::List => commands::WebhookCmd::List,
                 WebhooksCmd::Create { url, events, description } => {
@@ -332,8 +373,10 @@ async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    init_logs();
+    // Settings first: the log format is one of them, and a bad value is reported on stderr
+    // before any log line.
     let mut cfg = Config::load(cli.config.as_deref())?;
+    logs::init(cfg.log_format);
     match cli.cmd {
         Cmd::Serve { roles } => {
             if let Some(r) = roles {

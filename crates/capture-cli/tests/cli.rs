@@ -177,6 +177,18 @@ async fn login_through_the_sign_in_page_then_use_the_session() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("of 100 actions"), "{text}");
 
+    // An access token about to expire is refreshed first (and the refresh token rotates).
+    let read_session = || serde_json::from_slice::<Value>(&std::fs::read(&session).unwrap()).unwrap();
+    let mut saved = read_session();
+    saved["expires_at"] = 0.into();
+    std::fs::write(&session, saved.to_string()).unwrap();
+    let out = client_cmd(&app, home.path(), &["balance", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let renewed = read_session();
+    assert_ne!(renewed["access_token"], saved["access_token"]);
+    assert_ne!(renewed["refresh_token"], saved["refresh_token"]);
+    assert!(renewed["expires_at"].as_i64().unwrap() > 1_000_000_000);
+
     let file = home.path().join("shot.png");
     let out = client_cmd(
         &app,
@@ -193,9 +205,12 @@ async fn login_through_the_sign_in_page_then_use_the_session() {
     assert_px(&img, 150, 100, [255, 0, 0]);
 
     // 4. Sign out: the session is gone and commands say so with the auth exit code.
+    let access = read_session()["access_token"].as_str().unwrap().to_string();
     let out = client_cmd(&app, home.path(), &["logout"]).output().unwrap();
     assert!(out.status.success());
     assert!(!session.exists());
+    let r = reqwest::Client::new().get(app.url("/v1/account/balance")).bearer_auth(&access).send().await.unwrap();
+    assert_eq!(r.status(), 401, "logout revoked the access token");
     let out = client_cmd(&app, home.path(), &["balance"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3));
     assert!(String::from_utf8_lossy(&out.stderr).contains("capture login"));

@@ -1,9 +1,10 @@
 //! Stable machine error codes shared by every channel (REST, MCP, CLI).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-/// A stable error code with its HTTP status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// A stable error code with its HTTP status. Deserialize lets clients tell the codes they
+/// know from new ones (the contract's rule 1: an unknown code is transient).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ErrorCode {
     ValidationError,

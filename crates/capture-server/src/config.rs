@@ -89,6 +89,15 @@ pub enum PublicUrls {
     Presigned,
 }
 
+/// How log lines are written to stderr (`CAPTURE_LOG_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    /// Lines for people (coloured only on a terminal).
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
 /// The longest lifetime an AWS SigV4 presigned URL may have.
 pub const MAX_PRESIGN_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
@@ -132,6 +141,7 @@ pub struct Config {
     pub shutdown_grace: Duration,
     pub max_upload_bytes: usize,
     pub roles: Roles,
+    pub log_format: LogFormat,
 }
 
 /// A configuration error naming the variable.
@@ -240,6 +250,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_SHUTDOWN_GRACE",
     "CAPTURE_MAX_UPLOAD_BYTES",
     "CAPTURE_ROLES",
+    "CAPTURE_LOG_FORMAT",
 ];
 
 /// Standard AWS variables read from the environment (never from the TOML file) when the
@@ -510,6 +521,11 @@ impl Config {
             None => Roles::all(),
             Some(r) => Roles::parse(&r).map_err(|e| err("CAPTURE_ROLES", e))?,
         };
+        let log_format = match get("CAPTURE_LOG_FORMAT").map(|v| v.to_ascii_lowercase()).as_deref() {
+            None | Some("text") => LogFormat::Text,
+            Some("json") => LogFormat::Json,
+            Some(v) => return Err(err("CAPTURE_LOG_FORMAT", format!("'{v}' is not text or json"))),
+        };
         Ok(Config {
             listen,
             base_url,
@@ -542,6 +558,7 @@ impl Config {
             shutdown_grace,
             max_upload_bytes,
             roles,
+            log_format,
         })
     }
 
@@ -647,6 +664,7 @@ mod tests {
             ("CAPTURE_BROWSER_MAX_MEMORY", "2PB"),
             ("CAPTURE_QUEUE_MAX_PENDING", "-1"),
             ("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "many"),
+            ("CAPTURE_LOG_FORMAT", "xml"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.var, k, "{v}");

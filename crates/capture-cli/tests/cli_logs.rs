@@ -1,0 +1,68 @@
+//! `capture serve`'s log lines as an operator's collector receives them (stderr piped):
+//! `CAPTURE_LOG_FORMAT=json` gives one JSON object per line, text has no colour codes, and a
+//! bad value stops start-up naming the variable.
+
+#[allow(dead_code)]
+mod cli_support;
+
+use cli_support::Serve;
+use serde_json::Value;
+
+/// Start an api node, make it log a few requests, stop it: its whole stderr.
+async fn serve_and_stop(env: &[(&str, &str)]) -> String {
+    let app = Serve::start("api", env).await;
+    let http = reqwest::Client::new();
+    for path in ["/healthz", "/readyz", "/v1/account/balance"] {
+        let r = http.get(format!("{}{path}", app.base)).send().await.unwrap();
+        assert!(r.status().as_u16() < 500, "{path}: {}", r.status());
+    }
+    app.stop().await
+}
+
+#[tokio::test]
+async fn json_logs_are_one_object_per_line() {
+    let stderr = serve_and_stop(&[("CAPTURE_LOG_FORMAT", "json"), ("CAPTURE_LOG", "debug,sqlx=warn,hyper=info")]).await;
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() >= 2, "start-up and shutdown at least:\n{stderr}");
+    let mut messages = Vec::new();
+    for line in &lines {
+        let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+        assert!(v["timestamp"].as_str().is_some_and(|t| t.len() >= 20 && t.contains('T')), "{line}");
+        assert!(["TRACE", "DEBUG", "INFO", "WARN", "ERROR"].contains(&v["level"].as_str().unwrap_or("")), "{line}");
+        assert!(v["target"].as_str().is_some_and(|t| !t.is_empty()), "{line}");
+        assert!(v["message"].is_string(), "{line}");
+        messages.push(v);
+    }
+    // The line that says where the service listens carries the address as a field.
+    let serving = messages.iter().find(|v| v["message"] == "serving").expect("a serving line");
+    assert!(serving["addr"].as_str().is_some_and(|a| a.starts_with("127.0.0.1:")), "{serving}");
+    assert!(!stderr.contains("\x1b["), "no colour codes in JSON");
+}
+
+#[tokio::test]
+async fn text_logs_into_a_pipe_have_no_colour_codes() {
+    let stderr = serve_and_stop(&[("CAPTURE_LOG_FORMAT", "text")]).await;
+    assert!(stderr.contains("serving"), "{stderr}");
+    assert!(stderr.contains(" INFO "), "{stderr}");
+    assert!(!stderr.contains("\x1b["), "{stderr:?}");
+    // The default is text as well.
+    let stderr = serve_and_stop(&[]).await;
+    assert!(stderr.contains("serving") && !stderr.contains("\x1b["), "{stderr:?}");
+    assert!(serde_json::from_str::<Value>(stderr.lines().next().unwrap()).is_err(), "text, not JSON");
+}
+
+#[test]
+fn a_bad_log_format_stops_start_up_naming_the_variable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
+        .args(["serve", "--roles", "api"])
+        .env("CAPTURE_LOG_FORMAT", "xml")
+        .env("CAPTURE_LISTEN", "127.0.0.1:0")
+        .env("CAPTURE_DATA_DIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("CAPTURE_LOG_FORMAT") && err.contains("'xml' is not text or json"), "{err}");
+    assert!(out.stdout.is_empty(), "it never listened");
+}
