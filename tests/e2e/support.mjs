@@ -38,7 +38,7 @@ export async function startService() {
       CAPTURE_LISTEN: '127.0.0.1:0',
       CAPTURE_DATA_DIR: join(dir, 'data'),
       CAPTURE_DATABASE_URL: `sqlite://${join(dir, 'capture.db')}`,
-      CAPTURE_ALLOW_PRIVATE_NETWORKS: 'true',
+      CAPTURE_EGRESS_ALLOW: '127.0.0.1',
       CAPTURE_BROWSERS: '1',
       CAPTURE_WORKER_CONCURRENCY: '1',
       CAPTURE_LOG: process.env.CAPTURE_LOG ?? 'warn',

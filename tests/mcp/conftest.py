@@ -49,7 +49,7 @@ def service():
         "CAPTURE_LISTEN": "127.0.0.1:0",
         "CAPTURE_DATA_DIR": str(Path(tmp.name) / "data"),
         "CAPTURE_DATABASE_URL": f"sqlite://{Path(tmp.name) / 'capture.db'}",
-        "CAPTURE_ALLOW_PRIVATE_NETWORKS": "true",
+        "CAPTURE_EGRESS_ALLOW": "127.0.0.1",
         "CAPTURE_WEBHOOK_ALLOW_HTTP": "true",
         "CAPTURE_BROWSERS": "1",
         "CAPTURE_WORKER_CONCURRENCY": "1",

@@ -45,7 +45,7 @@ async fn cell(workers: usize, jobs: usize, page: &str) -> Cell {
         ("CAPTURE_DATA_DIR".into(), dir.path().join("data").display().to_string()),
         ("CAPTURE_DATABASE_URL".into(), db_url.to_string()),
         ("CAPTURE_MASTER_KEY".into(), "11".repeat(32)),
-        ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
+        ("CAPTURE_EGRESS_ALLOW".into(), "127.0.0.1".into()),
         ("CAPTURE_PLAN_LIMITS".into(), "pro=100000000".into()),
         ("CAPTURE_BROWSERS".into(), "1".into()),
         ("CAPTURE_WORKER_CONCURRENCY".into(), "2".into()),

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router, middleware};
 use capture_browser::{BrowserConfig, BrowserPool, MemoryLimit};
+use capture_core::egress::EgressPolicy;
 use capture_store::{Listener, Store};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -165,6 +166,14 @@ impl Application {
                 Arc::new(store)
             }
         };
+        // What captures, webhooks and fetches may reach: the allowlist, never the service's
+        // own listeners (the API here, or the configured one on a node without the api role;
+        // the browser pool adds its egress proxy, the inbound mail server its port).
+        let mut egress = EgressPolicy::new(cfg.egress_allow.clone(), Vec::new())
+            .with_local_addrs(capture_browser::egress::local_addresses());
+        if let Some(a) = addr.or_else(|| cfg.listen.parse().ok()) {
+            egress.deny_listener(a);
+        }
         let browser = if cfg.roles.worker {
             let browsers = cfg.browsers.max(1);
             let pool = BrowserPool::start(BrowserConfig {
@@ -173,7 +182,7 @@ impl Application {
                 pages_per_browser: cfg.worker_concurrency.div_ceil(browsers).max(1),
                 recycle_after: cfg.browser_recycle_after,
                 memory_limit: cfg.browser_max_memory.map(MemoryLimit::new),
-                egress: capture_browser::EgressPolicy::from_allow_private_networks(cfg.allow_private_networks),
+                egress: egress.clone(),
                 work_dir: cfg.data_dir.join("browser"),
             })
             .await
@@ -195,6 +204,7 @@ impl Application {
             metrics: Default::default(),
             hot: Default::default(),
             browser,
+            egress: Arc::new(egress),
             shutdown: CancellationToken::new(),
         }));
         Ok(Application { state, listener, addr, notifications })

@@ -117,7 +117,9 @@ pub struct Config {
     pub browser_recycle_after: u64,
     /// Restart a browser whose process tree uses more memory than this (bytes; None = off).
     pub browser_max_memory: Option<u64>,
-    pub allow_private_networks: bool,
+    /// Non-public destinations captures, webhooks and fetches may reach
+    /// (`CAPTURE_EGRESS_ALLOW`); the service's own listeners stay refused whatever it says.
+    pub egress_allow: capture_core::egress::EgressAllow,
     pub webhook_allow_http: bool,
     pub admin_emails: Vec<String>,
     pub plan_limits: PlanLimits,
@@ -231,7 +233,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_BROWSERS",
     "CAPTURE_BROWSER_RECYCLE_AFTER",
     "CAPTURE_BROWSER_MAX_MEMORY",
-    "CAPTURE_ALLOW_PRIVATE_NETWORKS",
+    "CAPTURE_EGRESS_ALLOW",
     "CAPTURE_WEBHOOK_ALLOW_HTTP",
     "CAPTURE_ADMIN_EMAILS",
     "CAPTURE_PLAN_LIMITS",
@@ -444,8 +446,19 @@ impl Config {
             }
             size
         };
-        let allow_private_networks =
-            parse_bool("CAPTURE_ALLOW_PRIVATE_NETWORKS", &get("CAPTURE_ALLOW_PRIVATE_NETWORKS").unwrap_or_default())?;
+        if get("CAPTURE_ALLOW_PRIVATE_NETWORKS").is_some() {
+            return Err(err(
+                "CAPTURE_ALLOW_PRIVATE_NETWORKS",
+                "was replaced by CAPTURE_EGRESS_ALLOW, an allowlist of hosts, CIDRs and host:port \
+                 (e.g. CAPTURE_EGRESS_ALLOW=127.0.0.1,10.0.0.0/8,intranet.example:8443)",
+            ));
+        }
+        let egress_allow = match get("CAPTURE_EGRESS_ALLOW") {
+            None => capture_core::egress::EgressAllow::none(),
+            Some(v) => v
+                .parse()
+                .map_err(|e: capture_core::egress::EgressAllowError| err("CAPTURE_EGRESS_ALLOW", e.to_string()))?,
+        };
         let webhook_allow_http =
             parse_bool("CAPTURE_WEBHOOK_ALLOW_HTTP", &get("CAPTURE_WEBHOOK_ALLOW_HTTP").unwrap_or_default())?;
         let admin_emails = get("CAPTURE_ADMIN_EMAILS")
@@ -539,7 +552,7 @@ impl Config {
             browsers,
             browser_recycle_after,
             browser_max_memory,
-            allow_private_networks,
+            egress_allow,
             webhook_allow_http,
             admin_emails,
             plan_limits,
@@ -630,7 +643,7 @@ mod tests {
         assert_eq!(c.sse_heartbeat, Duration::from_secs(15));
         assert_eq!(c.sse_max_duration, Duration::from_secs(300));
         assert_eq!(c.webhook_retry_delays[4], Duration::from_secs(12 * 3600));
-        assert!(!c.allow_private_networks);
+        assert!(c.egress_allow.is_empty());
         assert_eq!(c.queue_poll, Duration::from_secs(1));
         assert_eq!(c.leader_retry, Duration::from_secs(5));
     }
@@ -641,7 +654,8 @@ mod tests {
             ("CAPTURE_LISTEN", "nope"),
             ("CAPTURE_SSE_HEARTBEAT", "10 parsecs"),
             ("CAPTURE_PLAN_LIMITS", "free=lots"),
-            ("CAPTURE_ALLOW_PRIVATE_NETWORKS", "maybe"),
+            ("CAPTURE_EGRESS_ALLOW", "10.0.0.0/33"),
+            ("CAPTURE_ALLOW_PRIVATE_NETWORKS", "true"),
             ("CAPTURE_DATABASE_URL", "mysql://x"),
             ("CAPTURE_WORKER_CONCURRENCY", "0"),
             ("CAPTURE_BASE_URL", "ftp://x"),

@@ -35,6 +35,8 @@ pub struct Inner {
     pub hot: crate::hotcache::HotCache,
     /// The browser pool (worker role only).
     pub browser: Option<Arc<BrowserPool>>,
+    /// What the service's own outbound requests may reach (see `egress`).
+    pub egress: Arc<capture_core::egress::EgressPolicy>,
     /// Cancelled when the process starts shutting down (ends event streams, stops claims).
     pub shutdown: tokio_util::sync::CancellationToken,
 }

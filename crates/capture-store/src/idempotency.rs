@@ -106,9 +106,8 @@ impl Store {
             if hash != request_hash {
                 return Ok(IdemBegin::Mismatch);
             }
-            match (state.as_str(), status, body) {
-                ("done", Some(s), Some(b)) => return Ok(IdemBegin::Replay(s as u16, b)),
-                _ => {}
+            if let ("done", Some(s), Some(b)) = (state.as_str(), status, body) {
+                return Ok(IdemBegin::Replay(s as u16, b));
             }
             // In flight. Records from before leases existed count from their creation.
             let lease_end = locked_until.unwrap_or(created + lease_ms);

@@ -24,7 +24,7 @@ impl Server {
         let mut envs: Vec<(String, String)> = vec![
             ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
             ("CAPTURE_DATA_DIR".into(), dir.path().join("data").display().to_string()),
-            ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
+            ("CAPTURE_EGRESS_ALLOW".into(), "127.0.0.1".into()),
             ("CAPTURE_PLAN_LIMITS".into(), "pro=100000000".into()),
             ("CAPTURE_LOG".into(), "warn".into()),
         ];

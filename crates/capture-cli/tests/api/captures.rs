@@ -261,7 +261,7 @@ async fn a_crashed_tab_fails_its_job_after_retries_and_the_browser_goes_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_egress_guard_blocks_private_addresses_by_default() {
     let site = Site::start(pages()).await;
-    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_ALLOW_PRIVATE_NETWORKS", "false")).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_EGRESS_ALLOW", "")).await;
     let (_, key) = app.user_with_key("free");
     // Only loopback targets: tests never send traffic to other private ranges, even ones
     // the guard is expected to block (the ranges themselves are unit-tested in capture-browser).

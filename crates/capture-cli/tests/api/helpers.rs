@@ -92,7 +92,7 @@ impl TestApp {
             ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
             ("CAPTURE_DATA_DIR".into(), data_dir.display().to_string()),
             ("CAPTURE_DATABASE_URL".into(), db_url.clone()),
-            ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
+            ("CAPTURE_EGRESS_ALLOW".into(), "127.0.0.1,::1".into()),
             ("CAPTURE_BROWSERS".into(), "1".into()),
             ("CAPTURE_WORKER_CONCURRENCY".into(), "2".into()),
             ("CAPTURE_LOG".into(), "warn,capture_server=info".into()),

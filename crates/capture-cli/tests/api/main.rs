@@ -9,6 +9,7 @@ mod backpressure;
 mod captures;
 mod cluster;
 mod durability;
+mod hardening;
 mod nodes;
 mod quotas;
 mod s3;

@@ -314,7 +314,7 @@ both_dbs!(deleting_an_endpoint_stops_its_deliveries);
 async fn endpoint_urls_are_validated_and_private_targets_blocked() {
     let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
     // Default policy: https only, no private addresses.
-    let app = TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_ALLOW_PRIVATE_NETWORKS", "false")).await;
+    let app = TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_EGRESS_ALLOW", "")).await;
     let (_, key) = app.user_with_key("free");
     for (body, field) in [
         (json!({"url": "http://example.com/hook"}), "url"),
@@ -335,10 +335,9 @@ async fn endpoint_urls_are_validated_and_private_targets_blocked() {
     drop(app);
     // Plain http allowed, private networks not: a name that resolves to loopback is
     // refused at connect time and the receiver never hears from us.
-    let app = TestApp::spawn(
-        Opts::api(Db::Sqlite).env("CAPTURE_ALLOW_PRIVATE_NETWORKS", "false").env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true"),
-    )
-    .await;
+    let app =
+        TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_EGRESS_ALLOW", "").env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true"))
+            .await;
     let (_, key) = app.user_with_key("free");
     // The machine's own host name resolves to a loopback address on Debian (/etc/hosts).
     let host =

@@ -12,7 +12,7 @@ use crate::webhooks::delivery::deliver;
 
 /// Run `n` delivery loops until `stop`.
 pub async fn run(state: AppState, n: usize, stop: CancellationToken) {
-    let client = crate::egress::client(state.cfg.allow_private_networks, state.cfg.webhook_timeout);
+    let client = crate::egress::client(state.egress.clone(), state.cfg.webhook_timeout);
     let node = ids::random_string(8);
     let mut handles = Vec::new();
     for i in 0..n {

@@ -248,10 +248,10 @@ pub async fn resolve(state: &AppState, client_id: &str) -> Result<OAuthClient, C
 /// followed; the document's `client_id` must equal the URL.
 async fn fetch_metadata_document(state: &AppState, url: &str) -> Result<Map<String, Value>, String> {
     let u = url::Url::parse(url).map_err(|e| format!("client_id is not a valid URL ({e})"))?;
-    let allow_private = state.cfg.allow_private_networks;
     match u.scheme() {
         "https" => {}
-        "http" if allow_private && is_loopback_redirect(&u) => {}
+        // Plain http only where the operator allowed the (loopback) address: local testing.
+        "http" if is_loopback_redirect(&u) && crate::egress::check_url(&u, &state.egress).is_ok() => {}
         _ => return Err("a client_id URL must use https".into()),
     }
     if u.path() == "/"
@@ -265,10 +265,10 @@ async fn fetch_metadata_document(state: &AppState, url: &str) -> Result<Map<Stri
     if u.path().split('/').any(|seg| seg == "." || seg == "..") {
         return Err("a client_id URL must not contain dot segments".into());
     }
-    if crate::egress::forbidden_literal(&u, allow_private).is_some() {
+    if crate::egress::check_url(&u, &state.egress).is_err() {
         return Err("the client_id URL points at a private address".into());
     }
-    let client = crate::egress::client(allow_private, Duration::from_secs(5));
+    let client = crate::egress::client(state.egress.clone(), Duration::from_secs(5));
     let resp = client
         .get(u.as_str())
         .header(reqwest::header::ACCEPT, "application/json")

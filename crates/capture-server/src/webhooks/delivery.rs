@@ -83,11 +83,11 @@ pub async fn send_once(
     let timeout = state.cfg.webhook_timeout;
     // A literal address never reaches the resolver: check it here.
     if let Ok(u) = url::Url::parse(url)
-        && let Some((ip, reason)) = crate::egress::forbidden_literal(&u, state.cfg.allow_private_networks)
+        && let Err(refusal) = crate::egress::check_url(&u, &state.egress)
     {
         return AttemptOutcome {
             status_code: None,
-            error: Some(format!("blocked by egress policy: {ip} is {reason}")),
+            error: Some(refusal.to_string()),
             duration_ms: 0,
             succeeded: false,
         };

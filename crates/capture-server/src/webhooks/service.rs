@@ -62,13 +62,11 @@ pub fn validate_url(state: &AppState, raw: &str) -> Result<String, FieldError> {
     if host.is_empty() {
         return Err(FieldError::new("url", "must have a host"));
     }
-    if !state.cfg.allow_private_networks {
-        let private = crate::egress::forbidden_literal(&u, false).is_some()
-            || host.eq_ignore_ascii_case("localhost")
-            || host.to_ascii_lowercase().ends_with(".localhost");
-        if private {
-            return Err(FieldError::new("url", "must not point at a loopback, private or link-local address"));
-        }
+    if let Err(e) = crate::egress::check_url(&u, &state.egress) {
+        return Err(FieldError::new(
+            "url",
+            format!("must not point at a loopback, private or link-local address, or at this service ({e})"),
+        ));
     }
     if raw.len() > 2048 {
         return Err(FieldError::new("url", "must be at most 2048 characters"));
