@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::protocol::Command;
 
 /// The largest message accepted from the browser (a full-page PNG of 16384 px at 3840 px
 /// wide is about 250 MB raw; base64 adds a third). A bigger one closes the connection.
@@ -71,10 +74,10 @@ pub(crate) struct Conn {
 }
 
 #[derive(Serialize)]
-struct Outgoing<'a> {
+struct Outgoing<'a, P: Serialize + ?Sized> {
     id: u64,
     method: &'a str,
-    params: &'a Value,
+    params: &'a P,
     #[serde(rename = "sessionId", skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
 }
@@ -205,6 +208,9 @@ impl Conn {
     }
 
     fn mark_closed(&self) {
+        // Closed first: whoever sees a failed reply or an ended event stream next must
+        // find the connection closed (the pool must not hand this browser another job).
+        self.closed_tx.send_replace(true);
         let (pending, sessions) = {
             let mut inner = self.inner.lock().unwrap();
             inner.closed = true;
@@ -217,7 +223,6 @@ impl Conn {
         if let Some(w) = self.writer.lock().unwrap().take() {
             w.abort();
         }
-        self.closed_tx.send_replace(true);
     }
 
     /// True once the connection has closed.
@@ -231,12 +236,27 @@ impl Conn {
         let _ = rx.wait_for(|c| *c).await;
     }
 
-    fn encode(&self, id: u64, method: &str, params: &Value, session: Option<&str>) -> Vec<u8> {
+    fn encode<P: Serialize + ?Sized>(&self, id: u64, method: &str, params: &P, session: Option<&str>) -> Vec<u8> {
         serde_json::to_vec(&Outgoing { id, method, params, session_id: session }).unwrap_or_default()
     }
 
-    /// Send a command; the returned future resolves with its reply.
-    pub(crate) fn send(self: &Arc<Self>, method: &str, params: &Value, session: Option<&str>) -> PendingReply {
+    /// Send a typed command; the returned future resolves with its typed reply.
+    pub(crate) fn cmd<C: Command>(self: &Arc<Self>, cmd: &C, session: Option<&str>) -> Typed<C::Response> {
+        Typed { reply: self.send(C::METHOD, cmd, session), method: C::METHOD, _t: PhantomData }
+    }
+
+    /// Send a command whose reply nobody waits for (cleanup, dialogs).
+    pub(crate) fn cmd_forget<C: Command>(&self, cmd: &C, session: Option<&str>) {
+        self.send_forget(C::METHOD, cmd, session);
+    }
+
+    /// Send a command; the returned future resolves with its raw reply.
+    pub(crate) fn send<P: Serialize + ?Sized>(
+        self: &Arc<Self>,
+        method: &str,
+        params: &P,
+        session: Option<&str>,
+    ) -> PendingReply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -256,13 +276,8 @@ impl Conn {
         PendingReply { rx, id, conn: self.clone() }
     }
 
-    /// Send a command and wait for its reply.
-    pub(crate) async fn call(self: &Arc<Self>, method: &str, params: Value, session: Option<&str>) -> Reply {
-        self.send(method, &params, session).await
-    }
-
-    /// Send a command whose reply nobody waits for (cleanup, dialogs).
-    pub(crate) fn send_forget(&self, method: &str, params: &Value, session: Option<&str>) {
+    /// Send a raw command whose reply nobody waits for.
+    pub(crate) fn send_forget<P: Serialize + ?Sized>(&self, method: &str, params: &P, session: Option<&str>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let _ = self.out.send(self.encode(id, method, params, session));
     }
@@ -302,5 +317,24 @@ impl Drop for PendingReply {
         if let Ok(mut inner) = self.conn.inner.lock() {
             inner.pending.remove(&self.id);
         }
+    }
+}
+
+/// The typed reply of one command; dropping it forgets the command.
+pub(crate) struct Typed<T> {
+    reply: PendingReply,
+    method: &'static str,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: serde::de::DeserializeOwned> Future for Typed<T> {
+    type Output = Result<T, CdpError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let method = self.method;
+        Pin::new(&mut self.reply).poll(cx).map(|r| {
+            r.and_then(|v| {
+                serde_json::from_value(v).map_err(|e| CdpError::Protocol(format!("unexpected reply to {method}: {e}")))
+            })
+        })
     }
 }

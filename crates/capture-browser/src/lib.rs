@@ -16,7 +16,10 @@
 //!   disposed after the job, so context creation is off the job's critical path.
 //! - PNG captures use Chromium's fast encoder and are re-deflated here (smaller than
 //!   Chromium's default encoder, much faster overall); thumbnails are scaled from the
-//!   decoded capture.
+//!   decoded capture. Decoding is bounded ([`encode`]): an image of more than
+//!   [`encode::MAX_DECODE_PIXELS`] (25 megapixels) is never decoded in this process (it
+//!   keeps Chromium's encoding and Chromium scales its thumbnail), and at most
+//!   [`encode::max_concurrent_decodes`] decodes run at once.
 //! - All browser traffic goes through [`egress`], which checks every resolved address
 //!   against the [`EgressPolicy`] (an allowlist of non-public destinations; the service's
 //!   own listeners are refused whatever it says). Only `http`/`https` URLs are navigated
@@ -24,6 +27,11 @@
 //! - A memory guard samples each browser's whole process tree every 2 s (see
 //!   [`MemoryLimit`]): past the limit the browser takes no new jobs and is restarted once
 //!   its captures finish; past 1.5 × the limit it is restarted at once.
+//!
+//! Inside: `cdp` (the connection), `protocol` (the DevTools commands and events used,
+//! typed), `launch` (one Chromium process tree), `pool`, `prepare` (spare pages),
+//! `page` (event state and the deadline-bounded pump; navigation; actions; full-page
+//! preparation), `pipeline` (one capture), [`encode`], [`egress`] (the proxy).
 //!
 //! Tags a capture can carry: `http-<status>` (main document status ≥ 400),
 //! `consent-dismissed`, `consent-hidden`, `wait-for-timeout`, `fullpage-truncated`,
@@ -35,12 +43,16 @@ use std::time::Duration;
 
 mod cdp;
 pub mod egress;
+pub mod encode;
 pub mod floor;
 mod imgsize;
 mod launch;
 mod memory;
+mod page;
 mod pipeline;
 mod pool;
+mod prepare;
+mod protocol;
 mod scripts;
 
 pub use capture_core::egress::{EgressAllow, EgressPolicy};

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 use crate::cdp::Conn;
 use crate::egress::EgressProxy;
 use crate::launch::Chromium;
+use crate::prepare::{self, Prepared, View};
 use crate::{BrowserConfig, CaptureError, CaptureOutput, CaptureRequest};
 use crate::{memory, pipeline};
 
@@ -71,9 +72,11 @@ struct Instance {
     chromium: Chromium,
     conn: Arc<Conn>,
     /// Fresh contexts with a page, created ahead of jobs (never reused).
-    spares: Mutex<Vec<pipeline::Prepared>>,
+    spares: Mutex<Vec<Prepared>>,
     /// Spares being created right now.
     warming: std::sync::atomic::AtomicUsize,
+    /// Set when the memory guard kills this browser: why its captures fail.
+    killed_for_memory: Mutex<Option<String>>,
 }
 
 /// How long creating a spare page may take.
@@ -81,7 +84,7 @@ const PREPARE_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Instance {
     /// A spare page that is still alive, if any (dead ones are dropped).
-    fn take_spare(&self) -> Option<pipeline::Prepared> {
+    fn take_spare(&self) -> Option<Prepared> {
         loop {
             let mut p = self.spares.lock().unwrap().pop()?;
             if p.still_usable() {
@@ -91,7 +94,7 @@ impl Instance {
     }
 
     /// Top the spare pages up to `want` in the background, set up for `view`.
-    fn refill(self: &Arc<Self>, want: usize, view: pipeline::View) {
+    fn refill(self: &Arc<Self>, want: usize, view: View) {
         if self.conn.is_closed() {
             return;
         }
@@ -101,7 +104,7 @@ impl Instance {
             let me = Arc::downgrade(self);
             let conn = self.conn.clone();
             tokio::spawn(async move {
-                let r = pipeline::prepare(&conn, Instant::now() + PREPARE_TIMEOUT, view).await;
+                let r = prepare::prepare(&conn, Instant::now() + PREPARE_TIMEOUT, view).await;
                 if let Some(inst) = me.upgrade() {
                     if let Ok(p) = r
                         && !inst.conn.is_closed()
@@ -143,8 +146,10 @@ pub struct BrowserPool {
     shutting_down: AtomicBool,
     restarts_running: tokio_util::task::TaskTracker,
     /// The most recent job's emulation; spare pages are set up for it.
-    last_view: Mutex<pipeline::View>,
+    last_view: Mutex<View>,
     proxy: EgressProxy,
+    /// Bounds the captures decoded and re-encoded at once (see [`crate::encode`]).
+    decodes: Arc<Semaphore>,
 }
 
 /// A claimed page slot on one browser; released on drop.
@@ -186,8 +191,9 @@ impl BrowserPool {
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             restarts_running: tokio_util::task::TaskTracker::new(),
-            last_view: Mutex::new(pipeline::View::default()),
+            last_view: Mutex::new(View::default()),
             proxy,
+            decodes: Arc::new(Semaphore::new(crate::encode::max_concurrent_decodes())),
         });
         let launches = (0..browsers).map(|i| pool.launch(i));
         let results = futures_util::future::join_all(launches).await;
@@ -267,6 +273,13 @@ impl BrowserPool {
                 captures = s.active,
                 "browser far over its memory limit: restarting it now, its captures will be retried"
             );
+            if let Some(b) = &s.browser {
+                *b.killed_for_memory.lock().unwrap() = Some(format!(
+                    "the page exceeded the browser memory limit: the browser used {} MB (limit {} MB) and was restarted",
+                    mb(bytes),
+                    mb(limit.drain_above)
+                ));
+            }
             return Some(format!("its memory ({} MB) passed 1.5 × the limit", mb(bytes)));
         }
         if bytes <= limit.drain_above {
@@ -304,7 +317,14 @@ impl BrowserPool {
             rand::random::<u32>()
         ));
         let (chromium, conn) = Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
-        Ok(Arc::new(Instance { id, chromium, conn, spares: Mutex::new(Vec::new()), warming: Default::default() }))
+        Ok(Arc::new(Instance {
+            id,
+            chromium,
+            conn,
+            spares: Mutex::new(Vec::new()),
+            warming: Default::default(),
+            killed_for_memory: Mutex::new(None),
+        }))
     }
 
     /// Put a fresh instance into a slot and watch its connection.
@@ -502,7 +522,7 @@ impl BrowserPool {
             }
         };
         let conn = lease.browser.conn.clone();
-        let view = pipeline::View::of(&req);
+        let view = View::of(&req);
         *self.last_view.lock().unwrap() = view;
         let spare = lease.browser.take_spare();
         let spare_missing = spare.is_none();
@@ -515,7 +535,7 @@ impl BrowserPool {
                 Some(p) => p,
                 None => {
                     let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
-                    pipeline::prepare(&conn, until, view).await.map_err(|e| match e {
+                    prepare::prepare(&conn, until, view).await.map_err(|e| match e {
                         CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(format!(
                             "capture exceeded the {} ms deadline",
                             req.deadline.as_millis()
@@ -527,10 +547,12 @@ impl BrowserPool {
                     })?
                 }
             };
-            pipeline::run(&conn, prepared, self.proxy.failures(), &req, deadline).await
+            pipeline::run(&conn, prepared, self.proxy.failures(), &self.decodes, &req, deadline).await
         }
         .await;
+        let killed = lease.browser.killed_for_memory.lock().unwrap().clone();
         let result = match result {
+            Err(_) if killed.is_some() => Err(CaptureError::Browser(killed.unwrap_or_default())),
             Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => {
                 Err(CaptureError::Browser("the browser exited during the capture".into()))
             }
@@ -561,11 +583,8 @@ impl BrowserPool {
             let Some(b) = b else {
                 return Err(format!("browser {slot} is restarting"));
             };
-            let r = tokio::time::timeout(
-                Duration::from_secs(2),
-                b.conn.call("Browser.getVersion", serde_json::json!({}), None),
-            )
-            .await;
+            let r =
+                tokio::time::timeout(Duration::from_secs(2), b.conn.cmd(&crate::protocol::GetVersion {}, None)).await;
             match r {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => {
