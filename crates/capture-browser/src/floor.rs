@@ -70,6 +70,7 @@ impl FloorBrowser {
                 clip: None,
                 from_surface: true,
                 optimize_for_speed: false,
+                capture_beyond_viewport: false,
             };
             let shot = self.conn.cmd(&png, Some(&self.sid)).await.map_err(cdp_err)?;
             if shot.data.is_empty() {
@@ -94,6 +95,7 @@ impl FloorBrowser {
                 user_gesture: false,
                 repl_mode: false,
                 silent: false,
+                object_group: None,
             };
             let r = self.conn.cmd(&eval, Some(&self.sid)).await.map_err(cdp_err)?;
             out.push(t0.elapsed());

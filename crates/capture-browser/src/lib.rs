@@ -28,6 +28,13 @@
 //!   [`MemoryLimit`]): past the limit the browser takes no new jobs and is restarted once
 //!   its captures finish; past 1.5 × the limit it is restarted at once.
 //!
+//! Besides one-shot captures ([`BrowserPool::capture`]), the pool opens
+//! [`session::Session`]s ([`BrowserPool::open_session`]): a fresh context driven step by
+//! step (navigate, evaluate, screenshots and PDFs, device emulation, mouse, touch and
+//! keyboard input, dialogs, cookies and storage, the accessibility tree, console and
+//! network logs, screencast, raw page commands) for audits, runs and the MCP tools; see
+//! the [`session`] module.
+//!
 //! Inside: `cdp` (the connection), `protocol` (the DevTools commands and events used,
 //! typed), `launch` (one Chromium process tree), `pool`, `prepare` (spare pages),
 //! `page` (event state and the deadline-bounded pump; navigation; actions; full-page
@@ -54,6 +61,7 @@ mod pool;
 mod prepare;
 mod protocol;
 mod scripts;
+pub mod session;
 
 pub use capture_core::egress::{EgressAllow, EgressPolicy};
 pub use pool::{BrowserPool, PoolStats, RestartReason};
@@ -196,6 +204,12 @@ pub enum CaptureError {
     /// The browser or the tab crashed or the DevTools connection dropped: worth a retry.
     #[error("{0}")]
     Browser(String),
+    /// A session ended (its deadline, `close`, a crash): it takes no more operations.
+    #[error("{0}")]
+    Closed(String),
+    /// A command or URL a session's policy refuses (see [`session::filter`]).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl CaptureError {

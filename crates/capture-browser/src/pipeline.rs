@@ -24,6 +24,7 @@ fn thumbnail_params(req: &CaptureRequest) -> p::CaptureScreenshot {
         clip: Some(p::Clip { x: 0.0, y: 0.0, width: f64::from(req.width), height: f64::from(req.height), scale }),
         from_surface: true,
         optimize_for_speed: false,
+        capture_beyond_viewport: false,
     }
 }
 
@@ -83,6 +84,8 @@ pub(crate) async fn run(
                 prefer_css_page_size: true,
                 paper_width: 8.27,
                 paper_height: 11.69,
+                landscape: false,
+                scale: None,
             })
             .await?;
         let bytes = crate::encode::decode_base64(&pdf.data, "PDF")?;
@@ -106,6 +109,7 @@ pub(crate) async fn run(
             clip: None,
             from_surface: true,
             optimize_for_speed: png,
+            capture_beyond_viewport: false,
         };
         let shot = page.screenshot(&params).await?;
         mark("shot");

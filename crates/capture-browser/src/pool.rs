@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::cdp::Conn;
@@ -79,6 +79,23 @@ struct Instance {
     killed_for_memory: Mutex<Option<String>>,
 }
 
+/// A failed job's error as its caller should see it: the memory guard's reason when it
+/// killed the browser, else "the browser exited" when the connection is gone.
+pub(crate) fn browser_error(e: CaptureError, lease: &Lease) -> CaptureError {
+    if let Some(why) = lease.killed_for_memory() {
+        return CaptureError::Browser(why);
+    }
+    match e {
+        e if lease.conn().is_closed() && !matches!(e, CaptureError::Browser(_)) => {
+            CaptureError::Browser("the browser exited during the capture".into())
+        }
+        CaptureError::Browser(m) if lease.conn().is_closed() => {
+            CaptureError::Browser(format!("the browser exited during the capture ({m})"))
+        }
+        other => other,
+    }
+}
+
 /// How long creating a spare page may take.
 const PREPARE_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -136,7 +153,7 @@ pub struct BrowserPool {
     cfg: BrowserConfig,
     me: Weak<BrowserPool>,
     slots: Mutex<Vec<SlotState>>,
-    sem: Semaphore,
+    sem: Arc<Semaphore>,
     changed: Notify,
     /// Restarts by [`RestartReason`].
     restarts: [AtomicU64; 4],
@@ -153,16 +170,38 @@ pub struct BrowserPool {
 }
 
 /// A claimed page slot on one browser; released on drop.
-struct Lease<'a> {
-    pool: &'a BrowserPool,
+pub(crate) struct Lease {
+    pool: Arc<BrowserPool>,
     /// This is the browser's last job before it is recycled.
     draining: bool,
     slot: usize,
     browser: Arc<Instance>,
-    _permit: SemaphorePermit<'a>,
+    _permit: OwnedSemaphorePermit,
 }
 
-impl Drop for Lease<'_> {
+impl Lease {
+    /// The DevTools connection of the leased browser.
+    pub(crate) fn conn(&self) -> &Arc<Conn> {
+        &self.browser.conn
+    }
+
+    /// Why the memory guard killed this browser, if it did.
+    pub(crate) fn killed_for_memory(&self) -> Option<String> {
+        self.browser.killed_for_memory.lock().unwrap().clone()
+    }
+
+    /// The pool's egress failure log.
+    pub(crate) fn failures(&self) -> &Arc<crate::egress::FailureLog> {
+        self.pool.proxy.failures()
+    }
+
+    /// The pool's decode budget.
+    pub(crate) fn decodes(&self) -> &Arc<Semaphore> {
+        &self.pool.decodes
+    }
+}
+
+impl Drop for Lease {
     fn drop(&mut self) {
         self.pool.release(self.slot, &self.browser);
     }
@@ -184,7 +223,7 @@ impl BrowserPool {
             cfg: BrowserConfig { browsers, pages_per_browser: pages, ..cfg },
             me: me.clone(),
             slots: Mutex::new((0..browsers).map(|_| SlotState::default()).collect()),
-            sem: Semaphore::new(browsers * pages),
+            sem: Arc::new(Semaphore::new(browsers * pages)),
             changed: Notify::new(),
             restarts: Default::default(),
             warned_low_limit: AtomicBool::new(false),
@@ -476,9 +515,13 @@ impl BrowserPool {
         s.browser.as_ref().is_none_or(|b| b.id != id) || s.draining
     }
 
-    async fn acquire(&self) -> Result<Lease<'_>, CaptureError> {
-        let permit =
-            self.sem.acquire().await.map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
+    async fn acquire(self: &Arc<Self>) -> Result<Lease, CaptureError> {
+        let permit = self
+            .sem
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -487,7 +530,7 @@ impl BrowserPool {
                 return Err(CaptureError::Browser("the browser pool is shut down".into()));
             }
             if let Some((slot, browser, draining)) = self.try_claim() {
-                return Ok(Lease { draining, pool: self, slot, browser, _permit: permit });
+                return Ok(Lease { draining, pool: self.clone(), slot, browser, _permit: permit });
             }
             notified.await;
         }
@@ -505,24 +548,24 @@ impl BrowserPool {
         if slots.iter().all(|s| s.browser.is_none()) { slots.iter().find_map(|s| s.last_error.clone()) } else { None }
     }
 
-    /// Run one capture; waits for a free page slot. Never panics; every DevTools call
-    /// is bounded by `req.deadline`.
-    pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
-        let deadline = Instant::now() + req.deadline;
-        let lease = match tokio::time::timeout_at(deadline, self.acquire()).await {
+    /// Claim a page slot and a fresh page set up for `view` (a warm spare when there is
+    /// one), both by `deadline`. `what` names the deadline in its error.
+    pub(crate) async fn lease_page(
+        &self,
+        deadline: Instant,
+        view: View,
+        what: &str,
+    ) -> Result<(Lease, Prepared, bool), CaptureError> {
+        let me = self.me.upgrade().ok_or_else(|| CaptureError::Browser("the browser pool is shut down".into()))?;
+        let lease = match tokio::time::timeout_at(deadline, me.acquire()).await {
             Ok(r) => r?,
             Err(_) => {
                 if let Some(e) = self.launch_error() {
                     return Err(CaptureError::Browser(format!("no browser available: {e}")));
                 }
-                return Err(CaptureError::Timeout(format!(
-                    "capture exceeded the {} ms deadline",
-                    req.deadline.as_millis()
-                )));
+                return Err(CaptureError::Timeout(what.to_owned()));
             }
         };
-        let conn = lease.browser.conn.clone();
-        let view = View::of(&req);
         *self.last_view.lock().unwrap() = view;
         let spare = lease.browser.take_spare();
         let spare_missing = spare.is_none();
@@ -530,42 +573,45 @@ impl BrowserPool {
             // Nothing warm left: start warming now rather than after this job.
             lease.browser.refill(self.spares_wanted(), view);
         }
-        let result = async {
-            let prepared = match spare {
-                Some(p) => p,
-                None => {
-                    let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
-                    prepare::prepare(&conn, until, view).await.map_err(|e| match e {
-                        CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(format!(
-                            "capture exceeded the {} ms deadline",
-                            req.deadline.as_millis()
-                        )),
-                        // A page that cannot be set up within PREPARE_TIMEOUT fails this
-                        // attempt only (transient: the job is retried), not the whole job.
-                        CaptureError::Timeout(m) => CaptureError::Browser(format!("setting up a page timed out: {m}")),
-                        other => other,
-                    })?
-                }
-            };
-            pipeline::run(&conn, prepared, self.proxy.failures(), &self.decodes, &req, deadline).await
-        }
-        .await;
-        let killed = lease.browser.killed_for_memory.lock().unwrap().clone();
-        let result = match result {
-            Err(_) if killed.is_some() => Err(CaptureError::Browser(killed.unwrap_or_default())),
-            Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => {
-                Err(CaptureError::Browser("the browser exited during the capture".into()))
+        let prepared = match spare {
+            Some(p) => p,
+            None => {
+                let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
+                prepare::prepare(lease.conn(), until, view).await.map_err(|e| match e {
+                    CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(what.to_owned()),
+                    // A page that cannot be set up within PREPARE_TIMEOUT fails this
+                    // attempt only (transient: the job is retried), not the whole job.
+                    CaptureError::Timeout(m) => CaptureError::Browser(format!("setting up a page timed out: {m}")),
+                    other => browser_error(other, &lease),
+                })?
             }
-            Err(CaptureError::Browser(m)) if conn.is_closed() => {
-                Err(CaptureError::Browser(format!("the browser exited during the capture ({m})")))
-            }
-            other => other,
         };
-        // Warm the next page after this job, so it does not compete with it for CPU (not
-        // on a browser that will be restarted: the memory guard may have drained it meanwhile).
-        if !spare_missing && !lease.draining && !self.draining(lease.slot, lease.browser.id) {
-            lease.browser.refill(self.spares_wanted(), view);
+        Ok((lease, prepared, spare_missing))
+    }
+
+    /// After a job on `lease`: warm the next page, so it does not compete with the job for
+    /// CPU (not on a browser that will be restarted: the memory guard may have drained it
+    /// meanwhile).
+    pub(crate) fn after_job(&self, lease: &Lease, spare_was_missing: bool) {
+        if !spare_was_missing && !lease.draining && !self.draining(lease.slot, lease.browser.id) {
+            lease.browser.refill(self.spares_wanted(), *self.last_view.lock().unwrap());
         }
+    }
+
+    /// Run one capture; waits for a free page slot. Never panics; every DevTools call
+    /// is bounded by `req.deadline`.
+    pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
+        let deadline = Instant::now() + req.deadline;
+        let what = format!("capture exceeded the {} ms deadline", req.deadline.as_millis());
+        let view = View::of(&req);
+        let (lease, prepared, spare_missing) = self.lease_page(deadline, view, &what).await?;
+        let conn = lease.conn().clone();
+        let result = pipeline::run(&conn, prepared, lease.failures(), lease.decodes(), &req, deadline).await;
+        let result = match result {
+            Err(e) => Err(browser_error(e, &lease)),
+            ok => ok,
+        };
+        self.after_job(&lease, spare_missing);
         drop(lease);
         result
     }

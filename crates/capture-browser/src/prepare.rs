@@ -39,7 +39,13 @@ impl View {
     }
 
     pub(crate) fn metrics(&self, height: u64) -> p::SetDeviceMetricsOverride {
-        p::SetDeviceMetricsOverride { width: self.width, height, device_scale_factor: self.dsf, mobile: false }
+        p::SetDeviceMetricsOverride {
+            width: self.width,
+            height,
+            device_scale_factor: self.dsf,
+            mobile: false,
+            screen_orientation: None,
+        }
     }
 
     pub(crate) fn media(&self) -> p::SetEmulatedMedia {
@@ -177,6 +183,7 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
                 clip: Some(p::Clip { x: 0.0, y: 0.0, width: 8.0, height: 8.0, scale: 1.0 }),
                 from_surface: true,
                 optimize_for_speed: false,
+                capture_beyond_viewport: false,
             },
             &sid,
         ),

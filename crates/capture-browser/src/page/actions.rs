@@ -34,6 +34,7 @@ impl Page {
             y,
             button,
             click_count: if kind == "mouseMoved" { 0 } else { clicks },
+            ..Default::default()
         };
         // Pipelined: one round trip.
         let r1 = self.send(&ev("mouseMoved", "none"));

@@ -22,8 +22,13 @@ impl Page {
         dsf: f64,
         tags: &mut Vec<String>,
     ) -> Result<(), CaptureError> {
-        let metrics =
-            |h: u64| p::SetDeviceMetricsOverride { width, height: h, device_scale_factor: dsf, mobile: false };
+        let metrics = |h: u64| p::SetDeviceMetricsOverride {
+            width,
+            height: h,
+            device_scale_factor: dsf,
+            mobile: false,
+            screen_orientation: None,
+        };
         let dsf = dsf.max(0.1);
         let cap_css = (MAX_OUTPUT_HEIGHT / dsf).floor().max(1.0) as u64;
         let measured = match self.eval_job(&scripts::scroll_through(cap_css)).await? {

@@ -49,7 +49,7 @@ pub(crate) struct Page {
     /// Every wait and call stops here.
     pub(crate) deadline: Instant,
     /// What went over the deadline, for its error ("capture exceeded the 2000 ms deadline").
-    deadline_msg: String,
+    pub(crate) deadline_msg: String,
     // Tracked page state.
     pub(crate) inflight: HashSet<String>,
     pub(crate) last_net_change: Instant,
@@ -60,6 +60,10 @@ pub(crate) struct Page {
     crashed: Option<&'static str>,
     pub(crate) loading: bool,
     pub(crate) started_loading: u32,
+    /// The main frame's newest document (its loader), as last committed.
+    pub(crate) last_loader: Option<String>,
+    /// What a session adds: logs, dialog handling, screencast (None for a capture).
+    pub(crate) hooks: Option<Box<crate::session::Hooks>>,
 }
 
 /// A lost connection or a protocol error, as a capture error naming the command.
@@ -98,6 +102,8 @@ impl Page {
             crashed: None,
             loading: false,
             started_loading: 0,
+            last_loader: None,
+            hooks: None,
         };
         for ev in std::mem::take(&mut page.prepared.backlog) {
             page.on_event(PageEvent::decode(&ev.method, ev.params));
@@ -114,7 +120,10 @@ impl Page {
         if until >= self.deadline { self.deadline_err() } else { what }
     }
 
-    fn on_event(&mut self, ev: PageEvent) {
+    pub(crate) fn on_event(&mut self, ev: PageEvent) {
+        if let Some(h) = self.hooks.as_deref_mut() {
+            h.recorder.on_event(&ev, &self.frame_id);
+        }
         match ev {
             PageEvent::RequestWillBeSent(r) => {
                 self.inflight.insert(r.request_id);
@@ -144,14 +153,33 @@ impl Page {
             }
             PageEvent::FrameNavigated(n) if n.frame.id == self.frame_id => {
                 self.mark_lifecycle(&n.frame.loader_id, LC_COMMIT);
+                self.last_loader = Some(n.frame.loader_id);
             }
             PageEvent::FrameStartedLoading(f) if f.frame_id == self.frame_id => {
                 self.loading = true;
                 self.started_loading += 1;
             }
             PageEvent::FrameStoppedLoading(f) if f.frame_id == self.frame_id => self.loading = false,
-            PageEvent::DialogOpening => {
-                self.conn.cmd_forget(&p::HandleDialog { accept: true }, Some(&self.sid));
+            PageEvent::DialogOpening(d) => {
+                let accept = match self.hooks.as_deref_mut() {
+                    None => Some(true),
+                    Some(h) => h.dialog_opened(&d),
+                };
+                if let Some(accept) = accept {
+                    self.conn.cmd_forget(&p::HandleDialog { accept, prompt_text: None }, Some(&self.sid));
+                }
+            }
+            PageEvent::DialogClosed => {
+                if let Some(h) = self.hooks.as_deref_mut() {
+                    h.open_dialog = None;
+                }
+            }
+            PageEvent::ScreencastFrame(f) => {
+                // Unacknowledged, Chromium sends no more frames.
+                self.conn.cmd_forget(&p::session::ScreencastFrameAck { session_id: f.session_id }, Some(&self.sid));
+                if let Some(h) = self.hooks.as_deref_mut() {
+                    h.frame(f);
+                }
             }
             PageEvent::TargetCrashed => self.crashed = Some("the page crashed"),
             PageEvent::Detached => self.crashed = Some("the page was closed by the browser"),
@@ -178,7 +206,7 @@ impl Page {
         self.lifecycle.iter().any(|(l, f)| l == loader && f & flag != 0)
     }
 
-    fn crash_err(&self) -> Option<CaptureError> {
+    pub(crate) fn crash_err(&self) -> Option<CaptureError> {
         self.crashed.map(|c| CaptureError::Browser(c.to_owned()))
     }
 
@@ -230,6 +258,12 @@ impl Page {
                         if let Some(e) = self.crash_err() {
                             return Err(Stop::Fail(e));
                         }
+                        // A dialog left open for the caller blocks the page: stop waiting.
+                        if let Some(d) = self.hooks.as_deref_mut().and_then(|h| h.take_new_dialog()) {
+                            return Err(Stop::Fail(CaptureError::Script(format!(
+                                "a JavaScript {} dialog opened: {}", d.kind, d.message
+                            ))));
+                        }
                     }
                     None => return Err(Stop::Fail(self.gone_err())),
                 },
@@ -274,6 +308,7 @@ impl Page {
             user_gesture: true,
             repl_mode: user,
             silent: false,
+            object_group: None,
         };
         let reply = self.send(&cmd);
         match self.reply_until(reply, until).await? {

@@ -55,14 +55,15 @@ impl Page {
     }
 
     /// Load `source` and wait per `wait_until`, within `timeout_ms` (and the deadline).
-    /// Tags `networkidle-timeout` and `http-<status>` (≥ 400).
+    /// Tags `networkidle-timeout` and `http-<status>` (≥ 400). Returns the new document's
+    /// loader (None for uploaded HTML).
     pub(crate) async fn navigate(
         &mut self,
         source: &PageSource,
         wait_until: WaitUntil,
         timeout_ms: u64,
         tags: &mut Vec<String>,
-    ) -> Result<(), CaptureError> {
+    ) -> Result<Option<String>, CaptureError> {
         let nav_start = Instant::now();
         let nav_std = std::time::Instant::now();
         let nav_until = (nav_start + Duration::from_millis(timeout_ms)).min(self.deadline);
@@ -141,7 +142,8 @@ impl Page {
             }
             tags.push("networkidle-timeout".into());
         }
-        self.check_main_response(tags)
+        self.check_main_response(tags)?;
+        Ok(loader)
     }
 
     /// The main document's answer: refused by the egress guard (an error), or an HTTP

@@ -5,6 +5,8 @@
 
 use std::collections::HashMap;
 
+pub(crate) mod session;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,6 +46,8 @@ pub(crate) struct Version {
     pub product: String,
     #[serde(default)]
     pub protocol_version: String,
+    #[serde(default)]
+    pub user_agent: String,
 }
 command!(GetVersion, "Browser.getVersion", Version);
 
@@ -155,6 +159,16 @@ pub(crate) struct SetDeviceMetricsOverride {
     pub height: u64,
     pub device_scale_factor: f64,
     pub mobile: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screen_orientation: Option<ScreenOrientation>,
+}
+
+/// The screen's orientation, as `screen.orientation` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct ScreenOrientation {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub angle: u32,
 }
 command!(SetDeviceMetricsOverride, "Emulation.setDeviceMetricsOverride", Empty);
 
@@ -199,8 +213,11 @@ command!(Navigate<'_>, "Page.navigate", Navigated);
 
 /// `Page.handleJavaScriptDialog`.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct HandleDialog {
     pub accept: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_text: Option<String>,
 }
 command!(HandleDialog, "Page.handleJavaScriptDialog", Empty);
 
@@ -226,6 +243,8 @@ pub(crate) struct CaptureScreenshot {
     pub from_surface: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub optimize_for_speed: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub capture_beyond_viewport: bool,
 }
 /// Base64 data (a screenshot, a PDF).
 #[derive(Debug, Deserialize)]
@@ -243,6 +262,10 @@ pub(crate) struct PrintToPdf {
     pub prefer_css_page_size: bool,
     pub paper_width: f64,
     pub paper_height: f64,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub landscape: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale: Option<f64>,
 }
 command!(PrintToPdf, "Page.printToPDF", Data);
 
@@ -259,22 +282,37 @@ pub(crate) struct Evaluate<'a> {
     pub repl_mode: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub silent: bool,
+    /// Objects kept for later calls (`returnByValue: false`) belong to this group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_group: Option<&'a str>,
 }
 /// A JavaScript value as DevTools describes it (`returnByValue` fills `value`).
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct RemoteObject {
+    #[serde(rename = "type", default)]
+    pub kind: String,
     #[serde(default)]
     pub value: Option<Value>,
     #[serde(default)]
     pub description: Option<String>,
+    #[serde(default)]
+    pub object_id: Option<String>,
+    #[serde(default)]
+    pub unserializable_value: Option<String>,
 }
 /// A thrown exception.
 #[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct ExceptionDetails {
     #[serde(default)]
     pub text: String,
     #[serde(default)]
     pub exception: Option<RemoteObject>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub line_number: Option<u64>,
 }
 /// `Runtime.evaluate`'s reply.
 #[derive(Debug, Deserialize)]
@@ -305,7 +343,7 @@ impl ExceptionDetails {
 }
 
 /// `Input.dispatchMouseEvent`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct DispatchMouseEvent {
     #[serde(rename = "type")]
@@ -314,16 +352,40 @@ pub(crate) struct DispatchMouseEvent {
     pub y: f64,
     pub button: &'static str,
     pub click_count: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_x: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delta_y: Option<f64>,
 }
 command!(DispatchMouseEvent, "Input.dispatchMouseEvent", Empty);
 
 // ---- Events ----------------------------------------------------------------------------
+
+/// A request as `Network.requestWillBeSent` describes it.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct RequestInfo {
+    #[serde(default)]
+    pub url: String,
+    #[serde(default)]
+    pub method: String,
+}
 
 /// `Network.requestWillBeSent` (the parts the engine reads).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestWillBeSent {
     pub request_id: String,
+    #[serde(default)]
+    pub loader_id: String,
+    #[serde(default)]
+    pub frame_id: Option<String>,
+    #[serde(rename = "type", default)]
+    pub resource_type: String,
+    #[serde(default)]
+    pub request: RequestInfo,
+    /// Set when this request follows a redirect: the redirect's response.
+    #[serde(default)]
+    pub redirect_response: Option<Response>,
 }
 
 /// `Network.loadingFinished` / `Network.loadingFailed`.
@@ -331,21 +393,36 @@ pub(crate) struct RequestWillBeSent {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct LoadingDone {
     pub request_id: String,
+    /// Bytes received over the network (headers and body, as transferred).
+    #[serde(default)]
+    pub encoded_data_length: f64,
+    #[serde(default)]
+    pub error_text: Option<String>,
+    #[serde(default)]
+    pub canceled: bool,
+    #[serde(default)]
+    pub blocked_reason: Option<String>,
 }
 
 /// A response as `Network.responseReceived` describes it.
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct Response {
     #[serde(default)]
     pub status: f64,
     #[serde(default)]
     pub headers: HashMap<String, Value>,
+    #[serde(default)]
+    pub mime_type: String,
+    #[serde(default)]
+    pub from_disk_cache: bool,
 }
 
 /// `Network.responseReceived`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ResponseReceived {
+    pub request_id: String,
     #[serde(default)]
     pub frame_id: Option<String>,
     #[serde(rename = "type", default)]
@@ -404,7 +481,11 @@ pub(crate) enum PageEvent {
     FrameStartedLoading(FrameLoading),
     FrameStoppedLoading(FrameLoading),
     LoadEventFired,
-    DialogOpening,
+    DialogOpening(session::DialogOpening),
+    DialogClosed,
+    ConsoleApiCalled(session::ConsoleApiCalled),
+    ExceptionThrown(session::ExceptionThrown),
+    ScreencastFrame(session::ScreencastFrame),
     /// `Inspector.targetCrashed`: the renderer died.
     TargetCrashed,
     /// `Target.detachedFromTarget`: the page is gone (closed, or its browser restarted).
@@ -430,7 +511,11 @@ impl PageEvent {
             "Page.frameStartedLoading" => decode(params, PageEvent::FrameStartedLoading),
             "Page.frameStoppedLoading" => decode(params, PageEvent::FrameStoppedLoading),
             "Page.loadEventFired" => PageEvent::LoadEventFired,
-            "Page.javascriptDialogOpening" => PageEvent::DialogOpening,
+            "Page.javascriptDialogOpening" => decode(params, PageEvent::DialogOpening),
+            "Page.javascriptDialogClosed" => PageEvent::DialogClosed,
+            "Runtime.consoleAPICalled" => decode(params, PageEvent::ConsoleApiCalled),
+            "Runtime.exceptionThrown" => decode(params, PageEvent::ExceptionThrown),
+            "Page.screencastFrame" => decode(params, PageEvent::ScreencastFrame),
             "Inspector.targetCrashed" => PageEvent::TargetCrashed,
             "Target.detachedFromTarget" => PageEvent::Detached,
             _ => PageEvent::Other,
@@ -456,14 +541,21 @@ mod tests {
             clip: Some(Clip { x: 0.0, y: 0.0, width: 8.0, height: 8.0, scale: 1.0 }),
             from_surface: true,
             optimize_for_speed: true,
+            capture_beyond_viewport: false,
         };
         assert_eq!(
             serde_json::to_value(&shot).unwrap(),
             json!({ "format": "png", "clip": { "x": 0.0, "y": 0.0, "width": 8.0, "height": 8.0, "scale": 1.0 },
                     "fromSurface": true, "optimizeForSpeed": true })
         );
-        let pdf =
-            PrintToPdf { print_background: true, prefer_css_page_size: true, paper_width: 8.27, paper_height: 11.69 };
+        let pdf = PrintToPdf {
+            print_background: true,
+            prefer_css_page_size: true,
+            paper_width: 8.27,
+            paper_height: 11.69,
+            landscape: false,
+            scale: None,
+        };
         assert_eq!(
             serde_json::to_value(&pdf).unwrap(),
             json!({ "printBackground": true, "preferCSSPageSize": true, "paperWidth": 8.27, "paperHeight": 11.69 })
@@ -479,7 +571,14 @@ mod tests {
             serde_json::to_value(&t).unwrap(),
             json!({ "url": "about:blank", "browserContextId": "C", "newWindow": true, "width": 1 })
         );
-        let m = DispatchMouseEvent { kind: "mousePressed", x: 1.0, y: 2.0, button: "left", click_count: 1 };
+        let m = DispatchMouseEvent {
+            kind: "mousePressed",
+            x: 1.0,
+            y: 2.0,
+            button: "left",
+            click_count: 1,
+            ..Default::default()
+        };
         assert_eq!(serde_json::to_value(&m).unwrap()["type"], "mousePressed");
     }
 
