@@ -46,19 +46,57 @@ impl std::fmt::Display for CdpError {
     }
 }
 
-/// One DevTools event delivered to a session.
+/// One DevTools event delivered to a session (or, for the relay, a routed reply).
 #[derive(Debug)]
 pub(crate) struct Event {
     pub method: String,
     pub params: Value,
+    /// The session it came on (None: browser-level).
+    pub session_id: Option<String>,
+    /// A reply routed into an event stream ([`Conn::send_routed`]): its tag and outcome.
+    pub reply: Option<(u64, Reply)>,
 }
 
-type Reply = Result<Value, CdpError>;
+impl Event {
+    fn new(method: String, params: Value, session_id: Option<String>) -> Event {
+        Event { method, params, session_id, reply: None }
+    }
+}
+
+pub(crate) type Reply = Result<Value, CdpError>;
+
+/// Who waits for a command's reply.
+enum Waiter {
+    Once(oneshot::Sender<Reply>),
+    /// Delivered into an event stream, in order with the events around it.
+    Routed(mpsc::UnboundedSender<Event>, u64),
+}
+
+impl Waiter {
+    fn deliver(self, r: Reply) {
+        match self {
+            Waiter::Once(tx) => {
+                let _ = tx.send(r);
+            }
+            Waiter::Routed(tx, tag) => {
+                let _ = tx.send(Event {
+                    method: String::new(),
+                    params: Value::Null,
+                    session_id: None,
+                    reply: Some((tag, r)),
+                });
+            }
+        }
+    }
+}
 
 #[derive(Default)]
 struct Inner {
-    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    pending: HashMap<u64, Waiter>,
     sessions: HashMap<String, mpsc::UnboundedSender<Event>>,
+    /// Receivers of browser-level events (live relays), by subscription id.
+    browser_subs: Vec<(u64, mpsc::UnboundedSender<Event>)>,
+    next_sub: u64,
     closed: bool,
 }
 
@@ -171,8 +209,8 @@ impl Conn {
 
     fn dispatch(&self, inc: Incoming) {
         if let Some(id) = inc.id {
-            let tx = self.inner.lock().unwrap().pending.remove(&id);
-            if let Some(tx) = tx {
+            let waiter = self.inner.lock().unwrap().pending.remove(&id);
+            if let Some(waiter) = waiter {
                 let reply = match inc.error {
                     Some(e) => Err(CdpError::Protocol(match e.data {
                         Some(d) if !d.is_empty() => format!("{} ({d})", e.message),
@@ -180,46 +218,122 @@ impl Conn {
                     })),
                     None => Ok(inc.result.unwrap_or(Value::Null)),
                 };
-                let _ = tx.send(reply);
+                waiter.deliver(reply);
             }
             return;
         }
         let Some(method) = inc.method else { return };
         match inc.session_id {
             Some(sid) => {
-                let inner = self.inner.lock().unwrap();
-                if let Some(tx) = inner.sessions.get(&sid) {
-                    let _ = tx.send(Event { method, params: inc.params });
+                let mut inner = self.inner.lock().unwrap();
+                let Some(tx) = inner.sessions.get(&sid).cloned() else { return };
+                // A session's child (auto-attached frame, worker, a tab's page) is routed
+                // where its parent is, from its first event on.
+                let child = inc.params.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+                match (method.as_str(), child) {
+                    ("Target.attachedToTarget", Some(child)) => {
+                        inner.sessions.insert(child, tx.clone());
+                    }
+                    ("Target.detachedFromTarget", Some(child)) => {
+                        inner.sessions.remove(&child);
+                    }
+                    _ => {}
                 }
+                drop(inner);
+                let _ = tx.send(Event::new(method, inc.params, Some(sid)));
             }
             None => {
-                // Browser-level events: a detached session is a dead tab for its job.
-                if method == "Target.detachedFromTarget" {
-                    let sid = inc.params.get("sessionId").and_then(Value::as_str);
-                    if let Some(sid) = sid {
-                        let tx = self.inner.lock().unwrap().sessions.remove(sid);
-                        if let Some(tx) = tx {
-                            let _ = tx.send(Event { method, params: inc.params });
-                        }
-                    }
+                let mut inner = self.inner.lock().unwrap();
+                // A detached session is a dead tab for its job (or its relay).
+                if method == "Target.detachedFromTarget"
+                    && let Some(sid) = inc.params.get("sessionId").and_then(Value::as_str)
+                    && let Some(tx) = inner.sessions.remove(sid)
+                {
+                    drop(inner);
+                    let _ = tx.send(Event::new(method, inc.params, None));
+                    return;
+                }
+                if inner.browser_subs.is_empty() {
+                    return;
+                }
+                inner.browser_subs.retain(|(_, tx)| !tx.is_closed());
+                for (_, tx) in &inner.browser_subs {
+                    let _ = tx.send(Event::new(method.clone(), inc.params.clone(), None));
                 }
             }
         }
+    }
+
+    /// Send a command whose reply arrives in `tx`, tagged `tag`, in order with the
+    /// events routed there (the relay's stream).
+    pub(crate) fn send_routed<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        session: Option<&str>,
+        tx: &mpsc::UnboundedSender<Event>,
+        tag: u64,
+    ) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let waiter = Waiter::Routed(tx.clone(), tag);
+        {
+            let mut inner = self.inner.lock().unwrap();
+            if inner.closed {
+                drop(inner);
+                waiter.deliver(Err(CdpError::Closed));
+                return;
+            }
+            inner.pending.insert(id, waiter);
+        }
+        if self.out.send(self.encode(id, method, params, session)).is_err()
+            && let Some(w) = self.inner.lock().unwrap().pending.remove(&id)
+        {
+            w.deliver(Err(CdpError::Closed));
+        }
+    }
+
+    /// Route a session's events (and its children's) into `tx`.
+    pub(crate) fn route_session(&self, sid: &str, tx: mpsc::UnboundedSender<Event>) {
+        let mut inner = self.inner.lock().unwrap();
+        if !inner.closed {
+            inner.sessions.insert(sid.to_owned(), tx);
+        }
+    }
+
+    /// Receive every browser-level event (until [`unsubscribe_browser`](Self::unsubscribe_browser)).
+    pub(crate) fn subscribe_browser(&self, tx: mpsc::UnboundedSender<Event>) -> u64 {
+        let mut inner = self.inner.lock().unwrap();
+        inner.next_sub += 1;
+        let id = inner.next_sub;
+        if !inner.closed {
+            inner.browser_subs.push((id, tx));
+        }
+        id
+    }
+
+    /// Stop a browser-level subscription.
+    pub(crate) fn unsubscribe_browser(&self, id: u64) {
+        self.inner.lock().unwrap().browser_subs.retain(|(i, _)| *i != id);
     }
 
     fn mark_closed(&self) {
         // Closed first: whoever sees a failed reply or an ended event stream next must
         // find the connection closed (the pool must not hand this browser another job).
         self.closed_tx.send_replace(true);
-        let (pending, sessions) = {
+        let (pending, sessions, subs) = {
             let mut inner = self.inner.lock().unwrap();
             inner.closed = true;
-            (std::mem::take(&mut inner.pending), std::mem::take(&mut inner.sessions))
+            (
+                std::mem::take(&mut inner.pending),
+                std::mem::take(&mut inner.sessions),
+                std::mem::take(&mut inner.browser_subs),
+            )
         };
-        for (_, tx) in pending {
-            let _ = tx.send(Err(CdpError::Closed));
+        for (_, waiter) in pending {
+            waiter.deliver(Err(CdpError::Closed));
         }
         drop(sessions);
+        drop(subs);
         if let Some(w) = self.writer.lock().unwrap().take() {
             w.abort();
         }
@@ -266,12 +380,12 @@ impl Conn {
                 let _ = tx.send(Err(CdpError::Closed));
                 return PendingReply { rx, id, conn: self.clone() };
             }
-            inner.pending.insert(id, tx);
+            inner.pending.insert(id, Waiter::Once(tx));
         }
         if self.out.send(self.encode(id, method, params, session)).is_err()
-            && let Some(tx) = self.inner.lock().unwrap().pending.remove(&id)
+            && let Some(w) = self.inner.lock().unwrap().pending.remove(&id)
         {
-            let _ = tx.send(Err(CdpError::Closed));
+            w.deliver(Err(CdpError::Closed));
         }
         PendingReply { rx, id, conn: self.clone() }
     }

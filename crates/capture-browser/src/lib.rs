@@ -33,7 +33,9 @@
 //! step (navigate, evaluate, screenshots and PDFs, device emulation, mouse, touch and
 //! keyboard input, dialogs, cookies and storage, the accessibility tree, console and
 //! network logs, screencast, raw page commands) for audits, runs and the MCP tools; see
-//! the [`session`] module.
+//! the [`session`] module. A live session can be handed to a DevTools client
+//! (puppeteer, Playwright) through the [`relay`], which shows it a browser whose only
+//! context is the session's.
 //!
 //! Inside: `cdp` (the connection), `protocol` (the DevTools commands and events used,
 //! typed), `launch` (one Chromium process tree), `pool`, `prepare` (spare pages),
@@ -60,6 +62,7 @@ mod pipeline;
 mod pool;
 mod prepare;
 mod protocol;
+pub mod relay;
 mod scripts;
 pub mod session;
 

@@ -9,7 +9,9 @@
 //! |---|---|
 //! | `Browser.*`, `Target.*` | the whole browser, other contexts (the relay answers its own `Target.*`) |
 //! | `SystemInfo.*` | the machine's GPU and process list |
-//! | `Tracing.*`, `IO.*` | traces and streams written to and read from disk |
+//! | `Tracing.*` | browser-wide traces, written to disk |
+//! | `Network.loadNetworkResource` | loads any URL, `file:` included, outside the page |
+//! | `Input.dispatchDragEvent` with files, `Fetch.continueRequest`/`Network.continueInterceptedRequest` to a non-http(s) URL | local files |
 //! | `Storage.*` | takes any origin or context (the session's cookie calls use its own context) |
 //! | `Memory.*` | browser-wide memory pressure and sampling |
 //! | `Security.setIgnoreCertificateErrors` | browser-wide |
@@ -20,7 +22,8 @@
 //! | `Page.close` | closes the session's page (end the session instead) |
 //! | `Network.setAcceptedEncodings` | browser-wide |
 //!
-//! Allowed, for example: `Runtime.*`, `DOM.*` (but the one above), `Input.*`,
+//! Allowed, for example: `Runtime.*`, `DOM.*` (but the one above), `Input.*`, `IO.read`
+//! (the streams a page's own `Page.printToPDF` returns),
 //! `Emulation.*`, `Network.*` (requests still go through the egress guard), `Fetch.*`,
 //! `Page.crash` (the session's own renderer), `Accessibility.*`, `Performance.*`.
 
@@ -32,7 +35,6 @@ const DENIED_DOMAINS: &[&str] = &[
     "Target",
     "SystemInfo",
     "Tracing",
-    "IO",
     "Storage",
     "Memory",
     "BackgroundService",
@@ -46,6 +48,8 @@ const DENIED_DOMAINS: &[&str] = &[
 /// Single commands refused.
 const DENIED_METHODS: &[&str] = &[
     "DOM.setFileInputFiles",
+    "Network.loadNetworkResource",
+    "IO.resolveBlob",
     "Page.setDownloadBehavior",
     "Page.close",
     "Security.setIgnoreCertificateErrors",
@@ -60,9 +64,23 @@ pub fn check_page_command(method: &str, params: &Value) -> Result<(), String> {
     if DENIED_DOMAINS.contains(&domain) || DENIED_METHODS.contains(&method) {
         return Err(format!("{method} is not allowed in a session"));
     }
-    if method == "Page.navigate" {
-        let url = params.get("url").and_then(Value::as_str).unwrap_or("");
-        check_url(url).map_err(|e| format!("{method}: {e}"))?;
+    match method {
+        "Page.navigate" => {
+            let url = params.get("url").and_then(Value::as_str).unwrap_or("");
+            check_url(url).map_err(|e| format!("{method}: {e}"))?;
+        }
+        "Fetch.continueRequest" | "Network.continueInterceptedRequest" => {
+            if let Some(url) = params.get("url").and_then(Value::as_str) {
+                check_url(url).map_err(|e| format!("{method}: {e}"))?;
+            }
+        }
+        "Input.dispatchDragEvent" => {
+            let files = params.pointer("/data/files").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+            if files {
+                return Err(format!("{method} with local files is not allowed in a session"));
+            }
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -93,7 +111,8 @@ mod tests {
             "Target.attachToTarget",
             "SystemInfo.getProcessInfo",
             "Tracing.start",
-            "IO.read",
+            "IO.resolveBlob",
+            "Network.loadNetworkResource",
             "Storage.getCookies",
             "Memory.simulatePressureNotification",
             "DOM.setFileInputFiles",
@@ -115,6 +134,14 @@ mod tests {
             assert!(check_page_command(m, &json!({})).is_ok(), "{m}");
         }
         assert!(check_page_command("Page.navigate", &json!({ "url": "https://example.com/" })).is_ok());
+        assert!(check_page_command("IO.read", &json!({ "handle": "1" })).is_ok());
+        assert!(
+            check_page_command("Fetch.continueRequest", &json!({ "requestId": "1", "url": "file:///etc/passwd" }))
+                .is_err()
+        );
+        assert!(check_page_command("Fetch.continueRequest", &json!({ "requestId": "1" })).is_ok());
+        let drag = json!({ "type": "drop", "x": 1, "y": 1, "data": { "items": [], "files": ["/etc/passwd"], "dragOperationsMask": 1 } });
+        assert!(check_page_command("Input.dispatchDragEvent", &drag).is_err());
         assert!(check_page_command("Page.navigate", &json!({ "url": "about:blank" })).is_ok());
         for url in [
             "file:///etc/passwd",

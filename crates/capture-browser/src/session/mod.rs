@@ -541,6 +541,7 @@ struct Shared {
     ended: Mutex<Option<String>>,
     context_id: String,
     target_id: String,
+    conn: Arc<crate::cdp::Conn>,
     done: tokio::sync::watch::Receiver<bool>,
 }
 
@@ -606,7 +607,7 @@ impl BrowserPool {
         }
         let (tx, rx) = mpsc::channel::<Op>(64);
         let (done_tx, done) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, done });
+        let shared = Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, conn, done });
         tokio::spawn(drive(sp, rx, shared.clone(), done_tx));
         Ok(Session { ops: tx, shared })
     }
@@ -685,6 +686,17 @@ impl Session {
     /// The DevTools target id of the session's page.
     pub fn target_id(&self) -> &str {
         &self.shared.target_id
+    }
+
+    /// The browser connection the session's page lives on (the relay forwards to it).
+    pub(crate) fn conn(&self) -> &Arc<crate::cdp::Conn> {
+        &self.shared.conn
+    }
+
+    /// Resolves once the session has ended.
+    pub async fn ended(&self) {
+        let mut done = self.shared.done.clone();
+        let _ = done.wait_for(|d| *d).await;
     }
 
     /// True once the session has ended.
