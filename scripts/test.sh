@@ -37,6 +37,18 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --locked --workspace --all-targets -q -- -D warnings
+# The engine's live-session relay tests drive real puppeteer-core and playwright-core
+# (crates/capture-browser/tests/relay, from its lock file; never a browser download).
+if ! command -v npm >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  $( [ "$(id -u)" = 0 ] || echo sudo ) apt-get update -qq
+  $( [ "$(id -u)" = 0 ] || echo sudo ) apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+(
+  cd crates/capture-browser/tests/relay
+  PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error
+)
+
 echo "== cargo test"
 cargo test --locked --workspace -- --test-threads="${CAPTURE_TEST_THREADS:-4}"
 

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::protocol::Command;
 
 /// The largest message accepted from the browser (a full-page PNG of 16384 px at 3840 px
 /// wide is about 250 MB raw; base64 adds a third). A bigger one closes the connection.
@@ -43,19 +46,57 @@ impl std::fmt::Display for CdpError {
     }
 }
 
-/// One DevTools event delivered to a session.
+/// One DevTools event delivered to a session (or, for the relay, a routed reply).
 #[derive(Debug)]
 pub(crate) struct Event {
     pub method: String,
     pub params: Value,
+    /// The session it came on (None: browser-level).
+    pub session_id: Option<String>,
+    /// A reply routed into an event stream ([`Conn::send_routed`]): its tag and outcome.
+    pub reply: Option<(u64, Reply)>,
 }
 
-type Reply = Result<Value, CdpError>;
+impl Event {
+    fn new(method: String, params: Value, session_id: Option<String>) -> Event {
+        Event { method, params, session_id, reply: None }
+    }
+}
+
+pub(crate) type Reply = Result<Value, CdpError>;
+
+/// Who waits for a command's reply.
+enum Waiter {
+    Once(oneshot::Sender<Reply>),
+    /// Delivered into an event stream, in order with the events around it.
+    Routed(mpsc::UnboundedSender<Event>, u64),
+}
+
+impl Waiter {
+    fn deliver(self, r: Reply) {
+        match self {
+            Waiter::Once(tx) => {
+                let _ = tx.send(r);
+            }
+            Waiter::Routed(tx, tag) => {
+                let _ = tx.send(Event {
+                    method: String::new(),
+                    params: Value::Null,
+                    session_id: None,
+                    reply: Some((tag, r)),
+                });
+            }
+        }
+    }
+}
 
 #[derive(Default)]
 struct Inner {
-    pending: HashMap<u64, oneshot::Sender<Reply>>,
+    pending: HashMap<u64, Waiter>,
     sessions: HashMap<String, mpsc::UnboundedSender<Event>>,
+    /// Receivers of browser-level events (live relays), by subscription id.
+    browser_subs: Vec<(u64, mpsc::UnboundedSender<Event>)>,
+    next_sub: u64,
     closed: bool,
 }
 
@@ -71,10 +112,10 @@ pub(crate) struct Conn {
 }
 
 #[derive(Serialize)]
-struct Outgoing<'a> {
+struct Outgoing<'a, P: Serialize + ?Sized> {
     id: u64,
     method: &'a str,
-    params: &'a Value,
+    params: &'a P,
     #[serde(rename = "sessionId", skip_serializing_if = "Option::is_none")]
     session_id: Option<&'a str>,
 }
@@ -168,8 +209,8 @@ impl Conn {
 
     fn dispatch(&self, inc: Incoming) {
         if let Some(id) = inc.id {
-            let tx = self.inner.lock().unwrap().pending.remove(&id);
-            if let Some(tx) = tx {
+            let waiter = self.inner.lock().unwrap().pending.remove(&id);
+            if let Some(waiter) = waiter {
                 let reply = match inc.error {
                     Some(e) => Err(CdpError::Protocol(match e.data {
                         Some(d) if !d.is_empty() => format!("{} ({d})", e.message),
@@ -177,47 +218,125 @@ impl Conn {
                     })),
                     None => Ok(inc.result.unwrap_or(Value::Null)),
                 };
-                let _ = tx.send(reply);
+                waiter.deliver(reply);
             }
             return;
         }
         let Some(method) = inc.method else { return };
         match inc.session_id {
             Some(sid) => {
-                let inner = self.inner.lock().unwrap();
-                if let Some(tx) = inner.sessions.get(&sid) {
-                    let _ = tx.send(Event { method, params: inc.params });
+                let mut inner = self.inner.lock().unwrap();
+                let Some(tx) = inner.sessions.get(&sid).cloned() else { return };
+                // A session's child (auto-attached frame, worker, a tab's page) is routed
+                // where its parent is, from its first event on.
+                let child = inc.params.get("sessionId").and_then(Value::as_str).map(str::to_owned);
+                match (method.as_str(), child) {
+                    ("Target.attachedToTarget", Some(child)) => {
+                        inner.sessions.insert(child, tx.clone());
+                    }
+                    ("Target.detachedFromTarget", Some(child)) => {
+                        inner.sessions.remove(&child);
+                    }
+                    _ => {}
                 }
+                drop(inner);
+                let _ = tx.send(Event::new(method, inc.params, Some(sid)));
             }
             None => {
-                // Browser-level events: a detached session is a dead tab for its job.
-                if method == "Target.detachedFromTarget" {
-                    let sid = inc.params.get("sessionId").and_then(Value::as_str);
-                    if let Some(sid) = sid {
-                        let tx = self.inner.lock().unwrap().sessions.remove(sid);
-                        if let Some(tx) = tx {
-                            let _ = tx.send(Event { method, params: inc.params });
-                        }
-                    }
+                let mut inner = self.inner.lock().unwrap();
+                // A detached session is a dead tab for its job (or its relay).
+                if method == "Target.detachedFromTarget"
+                    && let Some(sid) = inc.params.get("sessionId").and_then(Value::as_str)
+                    && let Some(tx) = inner.sessions.remove(sid)
+                {
+                    drop(inner);
+                    let _ = tx.send(Event::new(method, inc.params, None));
+                    return;
+                }
+                if inner.browser_subs.is_empty() {
+                    return;
+                }
+                inner.browser_subs.retain(|(_, tx)| !tx.is_closed());
+                for (_, tx) in &inner.browser_subs {
+                    let _ = tx.send(Event::new(method.clone(), inc.params.clone(), None));
                 }
             }
         }
     }
 
+    /// Send a command whose reply arrives in `tx`, tagged `tag`, in order with the
+    /// events routed there (the relay's stream).
+    pub(crate) fn send_routed<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        session: Option<&str>,
+        tx: &mpsc::UnboundedSender<Event>,
+        tag: u64,
+    ) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let waiter = Waiter::Routed(tx.clone(), tag);
+        {
+            let mut inner = self.inner.lock().unwrap();
+            if inner.closed {
+                drop(inner);
+                waiter.deliver(Err(CdpError::Closed));
+                return;
+            }
+            inner.pending.insert(id, waiter);
+        }
+        if self.out.send(self.encode(id, method, params, session)).is_err()
+            && let Some(w) = self.inner.lock().unwrap().pending.remove(&id)
+        {
+            w.deliver(Err(CdpError::Closed));
+        }
+    }
+
+    /// Route a session's events (and its children's) into `tx`.
+    pub(crate) fn route_session(&self, sid: &str, tx: mpsc::UnboundedSender<Event>) {
+        let mut inner = self.inner.lock().unwrap();
+        if !inner.closed {
+            inner.sessions.insert(sid.to_owned(), tx);
+        }
+    }
+
+    /// Receive every browser-level event (until [`unsubscribe_browser`](Self::unsubscribe_browser)).
+    pub(crate) fn subscribe_browser(&self, tx: mpsc::UnboundedSender<Event>) -> u64 {
+        let mut inner = self.inner.lock().unwrap();
+        inner.next_sub += 1;
+        let id = inner.next_sub;
+        if !inner.closed {
+            inner.browser_subs.push((id, tx));
+        }
+        id
+    }
+
+    /// Stop a browser-level subscription.
+    pub(crate) fn unsubscribe_browser(&self, id: u64) {
+        self.inner.lock().unwrap().browser_subs.retain(|(i, _)| *i != id);
+    }
+
     fn mark_closed(&self) {
-        let (pending, sessions) = {
+        // Closed first: whoever sees a failed reply or an ended event stream next must
+        // find the connection closed (the pool must not hand this browser another job).
+        self.closed_tx.send_replace(true);
+        let (pending, sessions, subs) = {
             let mut inner = self.inner.lock().unwrap();
             inner.closed = true;
-            (std::mem::take(&mut inner.pending), std::mem::take(&mut inner.sessions))
+            (
+                std::mem::take(&mut inner.pending),
+                std::mem::take(&mut inner.sessions),
+                std::mem::take(&mut inner.browser_subs),
+            )
         };
-        for (_, tx) in pending {
-            let _ = tx.send(Err(CdpError::Closed));
+        for (_, waiter) in pending {
+            waiter.deliver(Err(CdpError::Closed));
         }
         drop(sessions);
+        drop(subs);
         if let Some(w) = self.writer.lock().unwrap().take() {
             w.abort();
         }
-        self.closed_tx.send_replace(true);
     }
 
     /// True once the connection has closed.
@@ -231,12 +350,27 @@ impl Conn {
         let _ = rx.wait_for(|c| *c).await;
     }
 
-    fn encode(&self, id: u64, method: &str, params: &Value, session: Option<&str>) -> Vec<u8> {
+    fn encode<P: Serialize + ?Sized>(&self, id: u64, method: &str, params: &P, session: Option<&str>) -> Vec<u8> {
         serde_json::to_vec(&Outgoing { id, method, params, session_id: session }).unwrap_or_default()
     }
 
-    /// Send a command; the returned future resolves with its reply.
-    pub(crate) fn send(self: &Arc<Self>, method: &str, params: &Value, session: Option<&str>) -> PendingReply {
+    /// Send a typed command; the returned future resolves with its typed reply.
+    pub(crate) fn cmd<C: Command>(self: &Arc<Self>, cmd: &C, session: Option<&str>) -> Typed<C::Response> {
+        Typed { reply: self.send(C::METHOD, cmd, session), method: C::METHOD, _t: PhantomData }
+    }
+
+    /// Send a command whose reply nobody waits for (cleanup, dialogs).
+    pub(crate) fn cmd_forget<C: Command>(&self, cmd: &C, session: Option<&str>) {
+        self.send_forget(C::METHOD, cmd, session);
+    }
+
+    /// Send a command; the returned future resolves with its raw reply.
+    pub(crate) fn send<P: Serialize + ?Sized>(
+        self: &Arc<Self>,
+        method: &str,
+        params: &P,
+        session: Option<&str>,
+    ) -> PendingReply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         {
@@ -246,23 +380,18 @@ impl Conn {
                 let _ = tx.send(Err(CdpError::Closed));
                 return PendingReply { rx, id, conn: self.clone() };
             }
-            inner.pending.insert(id, tx);
+            inner.pending.insert(id, Waiter::Once(tx));
         }
         if self.out.send(self.encode(id, method, params, session)).is_err()
-            && let Some(tx) = self.inner.lock().unwrap().pending.remove(&id)
+            && let Some(w) = self.inner.lock().unwrap().pending.remove(&id)
         {
-            let _ = tx.send(Err(CdpError::Closed));
+            w.deliver(Err(CdpError::Closed));
         }
         PendingReply { rx, id, conn: self.clone() }
     }
 
-    /// Send a command and wait for its reply.
-    pub(crate) async fn call(self: &Arc<Self>, method: &str, params: Value, session: Option<&str>) -> Reply {
-        self.send(method, &params, session).await
-    }
-
-    /// Send a command whose reply nobody waits for (cleanup, dialogs).
-    pub(crate) fn send_forget(&self, method: &str, params: &Value, session: Option<&str>) {
+    /// Send a raw command whose reply nobody waits for.
+    pub(crate) fn send_forget<P: Serialize + ?Sized>(&self, method: &str, params: &P, session: Option<&str>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let _ = self.out.send(self.encode(id, method, params, session));
     }
@@ -302,5 +431,24 @@ impl Drop for PendingReply {
         if let Ok(mut inner) = self.conn.inner.lock() {
             inner.pending.remove(&self.id);
         }
+    }
+}
+
+/// The typed reply of one command; dropping it forgets the command.
+pub(crate) struct Typed<T> {
+    reply: PendingReply,
+    method: &'static str,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T: serde::de::DeserializeOwned> Future for Typed<T> {
+    type Output = Result<T, CdpError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let method = self.method;
+        Pin::new(&mut self.reply).poll(cx).map(|r| {
+            r.and_then(|v| {
+                serde_json::from_value(v).map_err(|e| CdpError::Protocol(format!("unexpected reply to {method}: {e}")))
+            })
+        })
     }
 }

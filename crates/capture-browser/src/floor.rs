@@ -6,10 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use crate::cdp::Conn;
 use crate::launch::Chromium;
+use crate::protocol::{self as p, PageEvent};
 
 /// A bare Chromium with one warm page (its own window).
 pub struct FloorBrowser {
@@ -28,18 +27,18 @@ impl FloorBrowser {
     pub async fn launch(chromium_path: &Path, work_dir: &Path) -> Result<FloorBrowser, String> {
         let dir = work_dir.join(format!("floor-{}-{:08x}", std::process::id(), rand::random::<u32>()));
         let (chromium, conn) = Chromium::launch(chromium_path, dir, None).await?;
-        let t = conn
-            .call("Target.createTarget", json!({ "url": "about:blank", "newWindow": true }), None)
-            .await
-            .map_err(cdp_err)?;
-        let target_id = t["targetId"].as_str().unwrap_or_default().to_owned();
-        let a = conn
-            .call("Target.attachToTarget", json!({ "targetId": target_id, "flatten": true }), None)
-            .await
-            .map_err(cdp_err)?;
-        let sid = a["sessionId"].as_str().unwrap_or_default().to_owned();
+        let create = p::CreateTarget {
+            url: "about:blank",
+            browser_context_id: None,
+            new_window: true,
+            width: None,
+            height: None,
+        };
+        let target_id = conn.cmd(&create, None).await.map_err(cdp_err)?.target_id;
+        let attach = p::AttachToTarget { target_id: &target_id, flatten: true };
+        let sid = conn.cmd(&attach, None).await.map_err(cdp_err)?.session_id;
         let events = conn.register_session(&sid);
-        conn.call("Page.enable", json!({}), Some(&sid)).await.map_err(cdp_err)?;
+        conn.cmd(&p::PageEnable {}, Some(&sid)).await.map_err(cdp_err)?;
         Ok(FloorBrowser { chromium, conn, sid, events })
     }
 
@@ -49,13 +48,13 @@ impl FloorBrowser {
         for _ in 0..n {
             while self.events.try_recv().is_ok() {}
             let t0 = Instant::now();
-            let nav = self.conn.call("Page.navigate", json!({ "url": url }), Some(&self.sid)).await.map_err(cdp_err)?;
-            if let Some(e) = nav["errorText"].as_str() {
+            let nav = self.conn.cmd(&p::Navigate { url }, Some(&self.sid)).await.map_err(cdp_err)?;
+            if let Some(e) = nav.error_text {
                 return Err(format!("navigation failed: {e}"));
             }
             let wait = async {
                 while let Some(ev) = self.events.recv().await {
-                    if ev.method == "Page.loadEventFired" {
+                    if matches!(PageEvent::decode(&ev.method, ev.params), PageEvent::LoadEventFired) {
                         return true;
                     }
                 }
@@ -65,12 +64,16 @@ impl FloorBrowser {
                 Ok(true) => {}
                 _ => return Err("no load event".into()),
             }
-            let shot = self
-                .conn
-                .call("Page.captureScreenshot", json!({ "format": "png" }), Some(&self.sid))
-                .await
-                .map_err(cdp_err)?;
-            if shot["data"].as_str().is_none_or(str::is_empty) {
+            let png = p::CaptureScreenshot {
+                format: "png",
+                quality: None,
+                clip: None,
+                from_surface: true,
+                optimize_for_speed: false,
+                capture_beyond_viewport: false,
+            };
+            let shot = self.conn.cmd(&png, Some(&self.sid)).await.map_err(cdp_err)?;
+            if shot.data.is_empty() {
                 return Err("empty screenshot".into());
             }
             out.push(t0.elapsed());
@@ -85,13 +88,18 @@ impl FloorBrowser {
         let mut size = 0;
         for _ in 0..n {
             let t0 = Instant::now();
-            let r = self
-                .conn
-                .call("Runtime.evaluate", json!({ "expression": expression, "returnByValue": true }), Some(&self.sid))
-                .await
-                .map_err(cdp_err)?;
+            let eval = p::Evaluate {
+                expression,
+                await_promise: false,
+                return_by_value: true,
+                user_gesture: false,
+                repl_mode: false,
+                silent: false,
+                object_group: None,
+            };
+            let r = self.conn.cmd(&eval, Some(&self.sid)).await.map_err(cdp_err)?;
             out.push(t0.elapsed());
-            size = r["result"]["value"].as_str().map_or(0, str::len);
+            size = r.result.value.as_ref().and_then(serde_json::Value::as_str).map_or(0, str::len);
         }
         Ok((out, size))
     }

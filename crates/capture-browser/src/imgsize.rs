@@ -13,7 +13,7 @@ fn le24(b: &[u8], i: usize) -> Option<u32> {
 }
 
 /// (width, height) of a PNG, JPEG or WebP image, read from its header.
-pub(crate) fn image_size(b: &[u8]) -> Option<(u32, u32)> {
+pub fn image_size(b: &[u8]) -> Option<(u32, u32)> {
     if b.starts_with(b"\x89PNG\r\n\x1a\n") && b.get(12..16) == Some(b"IHDR") {
         let w = u32::from_be_bytes(b.get(16..20)?.try_into().ok()?);
         let h = u32::from_be_bytes(b.get(20..24)?.try_into().ok()?);

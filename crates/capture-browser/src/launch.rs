@@ -237,7 +237,9 @@ impl Chromium {
         this.launcher_pid = tokio::time::timeout(Duration::from_secs(30), pid_rx).await.ok().and_then(Result::ok);
         let conn = Conn::start(from_browser, to_browser);
         let ready = tokio::select! {
-            r = conn.call("Browser.getVersion", serde_json::json!({}), None) => r.map(|_| ()).map_err(|e| e.to_string()),
+            r = conn.cmd(&crate::protocol::GetVersion {}, None) => r.map(|v| {
+                tracing::debug!(product = %v.product, protocol = %v.protocol_version, "Chromium is ready");
+            }).map_err(|e| e.to_string()),
             () = tokio::time::sleep(Duration::from_secs(30)) => Err("Chromium did not answer over DevTools within 30 s".into()),
         };
         if let Err(e) = ready {
@@ -300,7 +302,7 @@ impl Chromium {
         let Some(mut child) = child else { return };
         let mut exited = false;
         if let Some(conn) = conn.filter(|c| !c.is_closed()) {
-            conn.send_forget("Browser.close", &serde_json::json!({}), None);
+            conn.cmd_forget(&crate::protocol::CloseBrowser {}, None);
             exited = tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_ok();
         }
         if !exited {

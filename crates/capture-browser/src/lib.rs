@@ -16,7 +16,10 @@
 //!   disposed after the job, so context creation is off the job's critical path.
 //! - PNG captures use Chromium's fast encoder and are re-deflated here (smaller than
 //!   Chromium's default encoder, much faster overall); thumbnails are scaled from the
-//!   decoded capture.
+//!   decoded capture. Decoding is bounded ([`encode`]): an image of more than
+//!   [`encode::MAX_DECODE_PIXELS`] (25 megapixels) is never decoded in this process (it
+//!   keeps Chromium's encoding and Chromium scales its thumbnail), and at most
+//!   [`encode::max_concurrent_decodes`] decodes run at once.
 //! - All browser traffic goes through [`egress`], which checks every resolved address
 //!   against the [`EgressPolicy`] (an allowlist of non-public destinations; the service's
 //!   own listeners are refused whatever it says). Only `http`/`https` URLs are navigated
@@ -24,6 +27,20 @@
 //! - A memory guard samples each browser's whole process tree every 2 s (see
 //!   [`MemoryLimit`]): past the limit the browser takes no new jobs and is restarted once
 //!   its captures finish; past 1.5 × the limit it is restarted at once.
+//!
+//! Besides one-shot captures ([`BrowserPool::capture`]), the pool opens
+//! [`session::Session`]s ([`BrowserPool::open_session`]): a fresh context driven step by
+//! step (navigate, evaluate, screenshots and PDFs, device emulation, mouse, touch and
+//! keyboard input, dialogs, cookies and storage, the accessibility tree, console and
+//! network logs, screencast, raw page commands) for audits, runs and the MCP tools; see
+//! the [`session`] module. A live session can be handed to a DevTools client
+//! (puppeteer, Playwright) through the [`relay`], which shows it a browser whose only
+//! context is the session's.
+//!
+//! Inside: `cdp` (the connection), `protocol` (the DevTools commands and events used,
+//! typed), `launch` (one Chromium process tree), `pool`, `prepare` (spare pages),
+//! `page` (event state and the deadline-bounded pump; navigation; actions; full-page
+//! preparation), `pipeline` (one capture), [`encode`], [`egress`] (the proxy).
 //!
 //! Tags a capture can carry: `http-<status>` (main document status ≥ 400),
 //! `consent-dismissed`, `consent-hidden`, `wait-for-timeout`, `fullpage-truncated`,
@@ -35,13 +52,19 @@ use std::time::Duration;
 
 mod cdp;
 pub mod egress;
+pub mod encode;
 pub mod floor;
 mod imgsize;
 mod launch;
 mod memory;
+mod page;
 mod pipeline;
 mod pool;
+mod prepare;
+mod protocol;
+pub mod relay;
 mod scripts;
+pub mod session;
 
 pub use capture_core::egress::{EgressAllow, EgressPolicy};
 pub use pool::{BrowserPool, PoolStats, RestartReason};
@@ -184,6 +207,12 @@ pub enum CaptureError {
     /// The browser or the tab crashed or the DevTools connection dropped: worth a retry.
     #[error("{0}")]
     Browser(String),
+    /// A session ended (its deadline, `close`, a crash): it takes no more operations.
+    #[error("{0}")]
+    Closed(String),
+    /// A command or URL a session's policy refuses (see [`session::filter`]).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl CaptureError {

@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use tokio::sync::{Notify, Semaphore, SemaphorePermit};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::cdp::Conn;
 use crate::egress::EgressProxy;
 use crate::launch::Chromium;
+use crate::prepare::{self, Prepared, View};
 use crate::{BrowserConfig, CaptureError, CaptureOutput, CaptureRequest};
 use crate::{memory, pipeline};
 
@@ -71,9 +72,28 @@ struct Instance {
     chromium: Chromium,
     conn: Arc<Conn>,
     /// Fresh contexts with a page, created ahead of jobs (never reused).
-    spares: Mutex<Vec<pipeline::Prepared>>,
+    spares: Mutex<Vec<Prepared>>,
     /// Spares being created right now.
     warming: std::sync::atomic::AtomicUsize,
+    /// Set when the memory guard kills this browser: why its captures fail.
+    killed_for_memory: Mutex<Option<String>>,
+}
+
+/// A failed job's error as its caller should see it: the memory guard's reason when it
+/// killed the browser, else "the browser exited" when the connection is gone.
+pub(crate) fn browser_error(e: CaptureError, lease: &Lease) -> CaptureError {
+    if let Some(why) = lease.killed_for_memory() {
+        return CaptureError::Browser(why);
+    }
+    match e {
+        e if lease.conn().is_closed() && !matches!(e, CaptureError::Browser(_)) => {
+            CaptureError::Browser("the browser exited during the capture".into())
+        }
+        CaptureError::Browser(m) if lease.conn().is_closed() => {
+            CaptureError::Browser(format!("the browser exited during the capture ({m})"))
+        }
+        other => other,
+    }
 }
 
 /// How long creating a spare page may take.
@@ -81,7 +101,7 @@ const PREPARE_TIMEOUT: Duration = Duration::from_secs(15);
 
 impl Instance {
     /// A spare page that is still alive, if any (dead ones are dropped).
-    fn take_spare(&self) -> Option<pipeline::Prepared> {
+    fn take_spare(&self) -> Option<Prepared> {
         loop {
             let mut p = self.spares.lock().unwrap().pop()?;
             if p.still_usable() {
@@ -91,7 +111,7 @@ impl Instance {
     }
 
     /// Top the spare pages up to `want` in the background, set up for `view`.
-    fn refill(self: &Arc<Self>, want: usize, view: pipeline::View) {
+    fn refill(self: &Arc<Self>, want: usize, view: View) {
         if self.conn.is_closed() {
             return;
         }
@@ -101,7 +121,7 @@ impl Instance {
             let me = Arc::downgrade(self);
             let conn = self.conn.clone();
             tokio::spawn(async move {
-                let r = pipeline::prepare(&conn, Instant::now() + PREPARE_TIMEOUT, view).await;
+                let r = prepare::prepare(&conn, Instant::now() + PREPARE_TIMEOUT, view).await;
                 if let Some(inst) = me.upgrade() {
                     if let Ok(p) = r
                         && !inst.conn.is_closed()
@@ -133,7 +153,7 @@ pub struct BrowserPool {
     cfg: BrowserConfig,
     me: Weak<BrowserPool>,
     slots: Mutex<Vec<SlotState>>,
-    sem: Semaphore,
+    sem: Arc<Semaphore>,
     changed: Notify,
     /// Restarts by [`RestartReason`].
     restarts: [AtomicU64; 4],
@@ -143,21 +163,45 @@ pub struct BrowserPool {
     shutting_down: AtomicBool,
     restarts_running: tokio_util::task::TaskTracker,
     /// The most recent job's emulation; spare pages are set up for it.
-    last_view: Mutex<pipeline::View>,
+    last_view: Mutex<View>,
     proxy: EgressProxy,
+    /// Bounds the captures decoded and re-encoded at once (see [`crate::encode`]).
+    decodes: Arc<Semaphore>,
 }
 
 /// A claimed page slot on one browser; released on drop.
-struct Lease<'a> {
-    pool: &'a BrowserPool,
+pub(crate) struct Lease {
+    pool: Arc<BrowserPool>,
     /// This is the browser's last job before it is recycled.
     draining: bool,
     slot: usize,
     browser: Arc<Instance>,
-    _permit: SemaphorePermit<'a>,
+    _permit: OwnedSemaphorePermit,
 }
 
-impl Drop for Lease<'_> {
+impl Lease {
+    /// The DevTools connection of the leased browser.
+    pub(crate) fn conn(&self) -> &Arc<Conn> {
+        &self.browser.conn
+    }
+
+    /// Why the memory guard killed this browser, if it did.
+    pub(crate) fn killed_for_memory(&self) -> Option<String> {
+        self.browser.killed_for_memory.lock().unwrap().clone()
+    }
+
+    /// The pool's egress failure log.
+    pub(crate) fn failures(&self) -> &Arc<crate::egress::FailureLog> {
+        self.pool.proxy.failures()
+    }
+
+    /// The pool's decode budget.
+    pub(crate) fn decodes(&self) -> &Arc<Semaphore> {
+        &self.pool.decodes
+    }
+}
+
+impl Drop for Lease {
     fn drop(&mut self) {
         self.pool.release(self.slot, &self.browser);
     }
@@ -179,15 +223,16 @@ impl BrowserPool {
             cfg: BrowserConfig { browsers, pages_per_browser: pages, ..cfg },
             me: me.clone(),
             slots: Mutex::new((0..browsers).map(|_| SlotState::default()).collect()),
-            sem: Semaphore::new(browsers * pages),
+            sem: Arc::new(Semaphore::new(browsers * pages)),
             changed: Notify::new(),
             restarts: Default::default(),
             warned_low_limit: AtomicBool::new(false),
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             restarts_running: tokio_util::task::TaskTracker::new(),
-            last_view: Mutex::new(pipeline::View::default()),
+            last_view: Mutex::new(View::default()),
             proxy,
+            decodes: Arc::new(Semaphore::new(crate::encode::max_concurrent_decodes())),
         });
         let launches = (0..browsers).map(|i| pool.launch(i));
         let results = futures_util::future::join_all(launches).await;
@@ -267,6 +312,13 @@ impl BrowserPool {
                 captures = s.active,
                 "browser far over its memory limit: restarting it now, its captures will be retried"
             );
+            if let Some(b) = &s.browser {
+                *b.killed_for_memory.lock().unwrap() = Some(format!(
+                    "the page exceeded the browser memory limit: the browser used {} MB (limit {} MB) and was restarted",
+                    mb(bytes),
+                    mb(limit.drain_above)
+                ));
+            }
             return Some(format!("its memory ({} MB) passed 1.5 × the limit", mb(bytes)));
         }
         if bytes <= limit.drain_above {
@@ -304,7 +356,14 @@ impl BrowserPool {
             rand::random::<u32>()
         ));
         let (chromium, conn) = Chromium::launch(&self.cfg.chromium_path, dir, Some(self.proxy.addr())).await?;
-        Ok(Arc::new(Instance { id, chromium, conn, spares: Mutex::new(Vec::new()), warming: Default::default() }))
+        Ok(Arc::new(Instance {
+            id,
+            chromium,
+            conn,
+            spares: Mutex::new(Vec::new()),
+            warming: Default::default(),
+            killed_for_memory: Mutex::new(None),
+        }))
     }
 
     /// Put a fresh instance into a slot and watch its connection.
@@ -456,9 +515,13 @@ impl BrowserPool {
         s.browser.as_ref().is_none_or(|b| b.id != id) || s.draining
     }
 
-    async fn acquire(&self) -> Result<Lease<'_>, CaptureError> {
-        let permit =
-            self.sem.acquire().await.map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
+    async fn acquire(self: &Arc<Self>) -> Result<Lease, CaptureError> {
+        let permit = self
+            .sem
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| CaptureError::Browser("the browser pool is shut down".into()))?;
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -467,7 +530,7 @@ impl BrowserPool {
                 return Err(CaptureError::Browser("the browser pool is shut down".into()));
             }
             if let Some((slot, browser, draining)) = self.try_claim() {
-                return Ok(Lease { draining, pool: self, slot, browser, _permit: permit });
+                return Ok(Lease { draining, pool: self.clone(), slot, browser, _permit: permit });
             }
             notified.await;
         }
@@ -485,24 +548,24 @@ impl BrowserPool {
         if slots.iter().all(|s| s.browser.is_none()) { slots.iter().find_map(|s| s.last_error.clone()) } else { None }
     }
 
-    /// Run one capture; waits for a free page slot. Never panics; every DevTools call
-    /// is bounded by `req.deadline`.
-    pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
-        let deadline = Instant::now() + req.deadline;
-        let lease = match tokio::time::timeout_at(deadline, self.acquire()).await {
+    /// Claim a page slot and a fresh page set up for `view` (a warm spare when there is
+    /// one), both by `deadline`. `what` names the deadline in its error.
+    pub(crate) async fn lease_page(
+        &self,
+        deadline: Instant,
+        view: View,
+        what: &str,
+    ) -> Result<(Lease, Prepared, bool), CaptureError> {
+        let me = self.me.upgrade().ok_or_else(|| CaptureError::Browser("the browser pool is shut down".into()))?;
+        let lease = match tokio::time::timeout_at(deadline, me.acquire()).await {
             Ok(r) => r?,
             Err(_) => {
                 if let Some(e) = self.launch_error() {
                     return Err(CaptureError::Browser(format!("no browser available: {e}")));
                 }
-                return Err(CaptureError::Timeout(format!(
-                    "capture exceeded the {} ms deadline",
-                    req.deadline.as_millis()
-                )));
+                return Err(CaptureError::Timeout(what.to_owned()));
             }
         };
-        let conn = lease.browser.conn.clone();
-        let view = pipeline::View::of(&req);
         *self.last_view.lock().unwrap() = view;
         let spare = lease.browser.take_spare();
         let spare_missing = spare.is_none();
@@ -510,40 +573,45 @@ impl BrowserPool {
             // Nothing warm left: start warming now rather than after this job.
             lease.browser.refill(self.spares_wanted(), view);
         }
-        let result = async {
-            let prepared = match spare {
-                Some(p) => p,
-                None => {
-                    let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
-                    pipeline::prepare(&conn, until, view).await.map_err(|e| match e {
-                        CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(format!(
-                            "capture exceeded the {} ms deadline",
-                            req.deadline.as_millis()
-                        )),
-                        // A page that cannot be set up within PREPARE_TIMEOUT fails this
-                        // attempt only (transient: the job is retried), not the whole job.
-                        CaptureError::Timeout(m) => CaptureError::Browser(format!("setting up a page timed out: {m}")),
-                        other => other,
-                    })?
-                }
-            };
-            pipeline::run(&conn, prepared, self.proxy.failures(), &req, deadline).await
-        }
-        .await;
-        let result = match result {
-            Err(e) if conn.is_closed() && !matches!(e, CaptureError::Browser(_)) => {
-                Err(CaptureError::Browser("the browser exited during the capture".into()))
+        let prepared = match spare {
+            Some(p) => p,
+            None => {
+                let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
+                prepare::prepare(lease.conn(), until, view).await.map_err(|e| match e {
+                    CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(what.to_owned()),
+                    // A page that cannot be set up within PREPARE_TIMEOUT fails this
+                    // attempt only (transient: the job is retried), not the whole job.
+                    CaptureError::Timeout(m) => CaptureError::Browser(format!("setting up a page timed out: {m}")),
+                    other => browser_error(other, &lease),
+                })?
             }
-            Err(CaptureError::Browser(m)) if conn.is_closed() => {
-                Err(CaptureError::Browser(format!("the browser exited during the capture ({m})")))
-            }
-            other => other,
         };
-        // Warm the next page after this job, so it does not compete with it for CPU (not
-        // on a browser that will be restarted: the memory guard may have drained it meanwhile).
-        if !spare_missing && !lease.draining && !self.draining(lease.slot, lease.browser.id) {
-            lease.browser.refill(self.spares_wanted(), view);
+        Ok((lease, prepared, spare_missing))
+    }
+
+    /// After a job on `lease`: warm the next page, so it does not compete with the job for
+    /// CPU (not on a browser that will be restarted: the memory guard may have drained it
+    /// meanwhile).
+    pub(crate) fn after_job(&self, lease: &Lease, spare_was_missing: bool) {
+        if !spare_was_missing && !lease.draining && !self.draining(lease.slot, lease.browser.id) {
+            lease.browser.refill(self.spares_wanted(), *self.last_view.lock().unwrap());
         }
+    }
+
+    /// Run one capture; waits for a free page slot. Never panics; every DevTools call
+    /// is bounded by `req.deadline`.
+    pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
+        let deadline = Instant::now() + req.deadline;
+        let what = format!("capture exceeded the {} ms deadline", req.deadline.as_millis());
+        let view = View::of(&req);
+        let (lease, prepared, spare_missing) = self.lease_page(deadline, view, &what).await?;
+        let conn = lease.conn().clone();
+        let result = pipeline::run(&conn, prepared, lease.failures(), lease.decodes(), &req, deadline).await;
+        let result = match result {
+            Err(e) => Err(browser_error(e, &lease)),
+            ok => ok,
+        };
+        self.after_job(&lease, spare_missing);
         drop(lease);
         result
     }
@@ -561,11 +629,8 @@ impl BrowserPool {
             let Some(b) = b else {
                 return Err(format!("browser {slot} is restarting"));
             };
-            let r = tokio::time::timeout(
-                Duration::from_secs(2),
-                b.conn.call("Browser.getVersion", serde_json::json!({}), None),
-            )
-            .await;
+            let r =
+                tokio::time::timeout(Duration::from_secs(2), b.conn.cmd(&crate::protocol::GetVersion {}, None)).await;
             match r {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => {

@@ -498,6 +498,9 @@ async fn a_browser_far_over_its_memory_limit_is_restarted_during_its_capture() {
         Err(e @ CaptureError::Browser(_)) => {
             assert!(e.is_transient(), "callers retry it");
             eprintln!("after {:?}: {e}", t.elapsed());
+            let m = e.to_string();
+            assert!(m.starts_with("the page exceeded the browser memory limit: the browser used "), "{m}");
+            assert!(m.ends_with(" MB (limit 30 MB) and was restarted"), "{m}");
         }
         other => panic!("expected a browser error, got {:?}", other.map(|o| o.tags)),
     }
@@ -817,6 +820,8 @@ async fn a_full_page_capture_of_tens_of_megabytes_comes_through_the_pipe() {
     r.width = 1280;
     r.height = 800;
     r.full_page = true;
+    // Drawing 10 million random pixels takes seconds on a busy machine.
+    r.timeout_ms = 90_000;
     r.deadline = Duration::from_secs(120);
     let t = Instant::now();
     let out = ok(f.pool.capture(r).await);

@@ -8,8 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capture_browser::{BrowserConfig, CaptureRequest, EgressAllow, EgressPolicy, ImageFormat, PageSource, WaitUntil};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use futures_util::StreamExt;
 
 pub fn chromium_path() -> PathBuf {
     std::env::var_os("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from)
@@ -52,7 +51,8 @@ pub fn html(body: &str) -> Resp {
 
 pub type Router = Arc<dyn Fn(&str, &str) -> Resp + Send + Sync>;
 
-/// A fixture HTTP server on 127.0.0.1 (one request per connection).
+/// A fixture HTTP server on 127.0.0.1 (axum), answering every path through a router
+/// closure and counting the requests per path.
 pub struct Server {
     pub addr: SocketAddr,
     hits: Arc<Mutex<HashMap<String, usize>>>,
@@ -69,72 +69,57 @@ impl Server {
 
     /// Start serving on the current runtime.
     pub async fn start(router: Router) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let hits: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
         let h = hits.clone();
+        let app = axum::Router::new().fallback(move |req: axum::extract::Request| {
+            let router = router.clone();
+            let hits = h.clone();
+            async move { respond(req, &router, &hits).await }
+        });
         tokio::spawn(async move {
-            loop {
-                let Ok((s, _)) = listener.accept().await else {
-                    continue;
-                };
-                let router = router.clone();
-                let hits = h.clone();
-                tokio::spawn(async move {
-                    let _ = serve_conn(s, router, hits).await;
-                });
-            }
+            let _ = axum::serve(listener, app).await;
         });
         Server { addr, hits }
     }
 }
 
-async fn serve_conn(mut s: TcpStream, router: Router, hits: Arc<Mutex<HashMap<String, usize>>>) -> std::io::Result<()> {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 4096];
-    let head_end = loop {
-        let n = s.read(&mut tmp).await?;
-        if n == 0 {
-            return Ok(());
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut parts = head.split_whitespace();
-    let _method = parts.next().unwrap_or("");
-    let target = parts.next().unwrap_or("/").to_string();
-    let path = target.split('?').next().unwrap_or("/").to_string();
-    let cookie = head
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("cookie:"))
-        .map(|l| l[7..].trim().to_string())
-        .unwrap_or_default();
+async fn respond(
+    req: axum::extract::Request,
+    router: &Router,
+    hits: &Mutex<HashMap<String, usize>>,
+) -> axum::response::Response {
+    use axum::http::{StatusCode, header};
+    use axum::response::IntoResponse;
+    let path = req.uri().path().to_owned();
+    let cookie = req.headers().get(header::COOKIE).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     *hits.lock().unwrap().entry(path.clone()).or_default() += 1;
     match router(&path, &cookie) {
         Resp::Full(status, ctype, body, delay) => {
             if delay > 0 {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
             }
-            let head = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            s.write_all(head.as_bytes()).await?;
-            s.write_all(&body).await?;
-            s.shutdown().await?;
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, [(header::CONTENT_TYPE, ctype), (header::CACHE_CONTROL, "no-store")], body).into_response()
         }
         Resp::Hang => {
-            s.write_all(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n<html><body>loading",
+            // The head and a little of the body, then nothing more, ever.
+            let first = futures_util::stream::once(async {
+                Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"<html><body>loading"))
+            });
+            let body = axum::body::Body::from_stream(first.chain(futures_util::stream::pending()));
+            (
+                [
+                    (header::CONTENT_TYPE, "text/html"),
+                    (header::CONTENT_LENGTH, "100000"),
+                    (header::CACHE_CONTROL, "no-store"),
+                ],
+                body,
             )
-            .await?;
-            tokio::time::sleep(Duration::from_secs(60)).await;
+                .into_response()
         }
     }
-    Ok(())
 }
 
 pub fn req(source: PageSource) -> CaptureRequest {

@@ -1,0 +1,70 @@
+//! Full-page preparation: scroll through (lazy content), grow the viewport to the page's
+//! height (capped at [`MAX_OUTPUT_HEIGHT`] output pixels), wait for fonts and images.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::Page;
+use crate::protocol as p;
+use crate::{CaptureError, scripts};
+
+/// Tallest output image, in output pixels.
+pub(crate) const MAX_OUTPUT_HEIGHT: f64 = 16384.0;
+
+impl Page {
+    /// Grow the viewport of a `width`×… page at `dsf` to its full height; tags
+    /// `fullpage-truncated` when it is taller than the cap.
+    pub(crate) async fn prepare_full_page(
+        &mut self,
+        width: u32,
+        height: u32,
+        dsf: f64,
+        tags: &mut Vec<String>,
+    ) -> Result<(), CaptureError> {
+        let metrics = |h: u64| p::SetDeviceMetricsOverride {
+            width,
+            height: h,
+            device_scale_factor: dsf,
+            mobile: false,
+            screen_orientation: None,
+        };
+        let dsf = dsf.max(0.1);
+        let cap_css = (MAX_OUTPUT_HEIGHT / dsf).floor().max(1.0) as u64;
+        let measured = match self.eval_job(&scripts::scroll_through(cap_css)).await? {
+            Ok(v) => v.as_f64().unwrap_or(f64::from(height)).ceil() as u64,
+            Err(_) => u64::from(height),
+        };
+        let mut truncated = measured > cap_css;
+        let mut grown = measured.clamp(1, cap_css);
+        self.call(&metrics(grown)).await?;
+        for round in 0..2 {
+            let settled = match self.eval_job(scripts::SETTLE).await? {
+                Ok(v) => v.as_f64().unwrap_or(grown as f64).ceil() as u64,
+                Err(_) => grown,
+            };
+            if settled > cap_css {
+                truncated = true;
+            }
+            let next = settled.clamp(1, cap_css);
+            if next <= grown || round == 1 {
+                break;
+            }
+            grown = next;
+            self.call(&metrics(grown)).await?;
+        }
+        // Let requests the growth started (lazy backgrounds) finish, briefly.
+        let until = (Instant::now() + Duration::from_secs(3)).min(self.deadline);
+        while !self.inflight.is_empty() {
+            match self.pump_until(until).await {
+                Ok(()) => {}
+                Err(super::Stop::Elapsed) => break,
+                Err(super::Stop::Fail(e)) => return Err(e),
+            }
+        }
+        if truncated {
+            tags.push("fullpage-truncated".into());
+        }
+        Ok(())
+    }
+}
