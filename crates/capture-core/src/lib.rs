@@ -6,8 +6,11 @@ pub mod events;
 pub mod ids;
 pub mod options;
 pub mod plan;
+pub mod states;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
-pub use options::{CaptureOptions, ImageFormat, WaitUntil};
+pub use ids::{DeliveryId, EndpointId, KeyId, ScreenshotId, TypedId, UserId};
+pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
+pub use states::{DeliveryStatus, JobStatus, OutputFormat};

@@ -9,6 +9,7 @@ use axum::response::{IntoResponse, Response};
 use capture_core::time::now_ms;
 use capture_core::{ErrorCode, ids};
 use capture_store::IdemBegin;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::{Account, UsageAfter};
@@ -17,7 +18,9 @@ use crate::state::AppState;
 
 /// Run `f` under the Idempotency-Key of `headers` (if any): replay a stored response,
 /// refuse a concurrent duplicate or a different body, store the first success.
-pub async fn idempotent<F, Fut>(
+///
+/// `f` answers the status, the body and the caller's usage after the operation.
+pub async fn idempotent<T, F, Fut>(
     state: &AppState,
     account: &Account,
     headers: &HeaderMap,
@@ -26,9 +29,16 @@ pub async fn idempotent<F, Fut>(
     f: F,
 ) -> Response
 where
+    T: Serialize,
     F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ApiResult<(StatusCode, Value, i64)>>,
+    Fut: std::future::Future<Output = ApiResult<(StatusCode, T, i64)>>,
 {
+    // The body as a value: stored for replays, and sent with the same (sorted) keys.
+    let run = || async {
+        let (status, body, used) = f().await?;
+        let body = serde_json::to_value(&body).map_err(ApiError::internal)?;
+        Ok::<_, ApiError>((status, body, used))
+    };
     let key = match headers.get("idempotency-key") {
         None => None,
         Some(v) => match v.to_str().ok().filter(|k| ids::is_token(k, 8, 128)) {
@@ -43,7 +53,7 @@ where
         },
     };
     let Some(key) = key else {
-        return match f().await {
+        return match run().await {
             Ok((status, body, used)) => with_usage((status, Json(body)).into_response(), used),
             Err(e) => e.into_response(),
         };
@@ -69,7 +79,7 @@ where
             r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
             r
         }
-        Ok(IdemBegin::Owned) => match f().await {
+        Ok(IdemBegin::Owned) => match run().await {
             Ok((status, body, used)) => {
                 if let Err(e) =
                     state.store.idem_complete(&account.user.id, route, &key, status.as_u16(), &body.to_string()).await

@@ -5,7 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_core::ids;
 
-use super::service::job_json;
+use super::service::{share_url, view};
 use crate::html::esc;
 use crate::http::ApiError;
 use crate::state::AppState;
@@ -28,12 +28,12 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
         }
         Err(e) => return ApiError::internal(e).into_response(),
     };
-    let v = job_json(&state, &row).await;
+    let job = view(&state, &row).await;
     let title = row.page_title.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| row.url.clone());
-    let public = v["publicUrl"].as_str().unwrap_or("");
-    let thumb = v["thumbnailUrl"].as_str().unwrap_or("");
+    let public = job.public_url.as_deref().unwrap_or("");
+    let thumb = job.thumbnail_url.as_deref().unwrap_or("");
     let og_image = if row.format == "pdf" { thumb } else { public };
-    let share_url = format!("{}/s/{token}", state.base_url);
+    let share_url = share_url(&state, &token);
     let meta = format!(
         "<meta property=\"og:type\" content=\"website\">\n<meta property=\"og:title\" content=\"{t}\">\n\
          <meta property=\"og:description\" content=\"Capture of {u}\">\n<meta property=\"og:url\" content=\"{s}\">\n\

@@ -1,22 +1,23 @@
 //! The dashboard: this month's usage, API keys (create, reveal, revoke), recent
 //! screenshots (share, unshare, PDF download).
 
-use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use capture_core::ids;
 use capture_core::time::now_ms;
 use capture_store::{ApiKeyRow, ScreenshotRow};
-use serde_json::Value;
 
-use super::base::forms::{Signed, SignedForm, account};
+use super::base::forms::{Signed, SignedForm, account, web_id};
 use super::base::layout::{
     Nav, WebError, WebResult, csrf_field, date, datetime, esc, html, layout, notice, origin, post_button, secret_field,
     see_other, sentence,
 };
 use super::base::session::WebSession;
+use crate::account::types::Balance;
 use crate::admin::{self, AdminError};
+use crate::screenshots::pdf_response;
+use crate::screenshots::service as screenshots;
 use crate::state::AppState;
 
 /// Most live keys one account may hold.
@@ -32,7 +33,7 @@ pub async fn show(State(state): State<AppState>, Signed(s): Signed) -> WebResult
 /// The dashboard page, with an error above the key form when `error` is set.
 async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Option<&str>) -> WebResult<Response> {
     let acc = account(state, s).await?;
-    let balance = crate::account::balance(&acc);
+    let balance = crate::account::service::balance_of(&acc);
     let keys = state.store.list_keys(&s.user.id).await?;
     let usage = state.store.usage_by_key(&s.user.id, &acc.window.label).await?;
     let shots = state.store.list_screenshots(&s.user.id, None, RECENT_SCREENSHOTS).await?;
@@ -46,25 +47,25 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
 }
 
 /// Usage against the plan, from the same object `GET /v1/account/balance` returns.
-fn usage_section(b: &Value) -> String {
-    let u = &b["usage"];
-    let used = u["used"].as_i64().unwrap_or(0);
-    let reset = b["window"]["resetAt"].as_str().unwrap_or("");
+fn usage_section(b: &Balance) -> String {
+    let u = &b.usage;
+    let used = u.used;
+    let reset = b.window.reset_at.as_str();
     let reset_text = format!(
         "<p>The allowance resets on <time id=\"usage-reset\" datetime=\"{r}\">{d}</time> (00:00 UTC).</p>",
         r = esc(reset),
         d = esc(reset.get(..10).unwrap_or(reset))
     );
-    let plan = esc(b["plan"].as_str().unwrap_or(""));
-    let main = if u["unlimited"].as_bool().unwrap_or(false) {
+    let plan = esc(&b.plan);
+    let main = if u.unlimited {
         format!(
             "<p id=\"usage-summary\"><strong>{used}</strong> actions used this month. \
              This is an administrator account: no monthly cap applies ({plan} plan).</p>"
         )
     } else {
-        let limit = u["limit"].as_i64().unwrap_or(0);
-        let remaining = u["remaining"].as_i64().unwrap_or(0);
-        let pct = u["percentUsed"].as_f64().unwrap_or(0.0);
+        let limit = u.limit.unwrap_or(0);
+        let remaining = u.remaining.unwrap_or(0);
+        let pct = u.percent_used.unwrap_or(0.0);
         format!(
             "<p id=\"usage-summary\"><strong>{used}</strong> of <strong>{limit}</strong> actions used \
              on the <strong>{plan}</strong> plan ({pct}%), <strong>{remaining}</strong> left.</p>\
@@ -129,14 +130,14 @@ fn keys_section(s: &WebSession, keys: &[ApiKeyRow], usage: &[(String, i64)], err
 async fn screenshots_section(state: &AppState, s: &WebSession, shots: &[ScreenshotRow]) -> String {
     let mut jobs = Vec::with_capacity(shots.len());
     for r in shots {
-        jobs.push(crate::screenshots::job_json(state, r).await);
+        jobs.push(screenshots::view(state, r).await);
     }
     let rows: String = shots
         .iter()
         .zip(&jobs)
         .map(|(r, v)| {
-            let public = v["publicUrl"].as_str();
-            let thumb = match v["thumbnailUrl"].as_str() {
+            let public = v.public_url.as_deref();
+            let thumb = match v.thumbnail_url.as_deref() {
                 Some(t) => format!("<img src=\"{}\" alt=\"Thumbnail of {}\" width=\"160\" loading=\"lazy\">", esc(t), esc(&r.url)),
                 None => "<span class=\"hint\">no preview</span>".into(),
             };
@@ -147,7 +148,7 @@ async fn screenshots_section(state: &AppState, s: &WebSession, shots: &[Screensh
             };
             let share = match &r.share_token {
                 Some(t) => {
-                    let url = format!("{}/s/{t}", state.base_url);
+                    let url = screenshots::share_url(state, t);
                     format!(
                         "<a class=\"share-link\" href=\"{u}\">{u}</a>{}",
                         post_button(&format!("/dashboard/screenshots/{}/unshare", r.id), &s.csrf, "Unshare", ""),
@@ -250,16 +251,14 @@ pub async fn revoke_key(State(state): State<AppState>, Path(id): Path<String>, f
 /// `POST /dashboard/screenshots/{id}/share`: mint the public link (or keep the one in force).
 pub async fn share(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    crate::screenshots::find(&state, &acc, &id).await?;
-    state.store.share(&acc.user.id, &id, &ids::random_string(32)).await?.ok_or_else(WebError::not_found)?;
+    screenshots::share(&state, &acc, &web_id(&id)?).await?;
     Ok(see_other("/dashboard#screenshots", None))
 }
 
 /// `POST /dashboard/screenshots/{id}/unshare`: the public link stops working.
 pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    crate::screenshots::find(&state, &acc, &id).await?;
-    state.store.unshare(&acc.user.id, &id).await?;
+    screenshots::unshare(&state, &acc, &web_id(&id)?).await?;
     Ok(see_other("/dashboard#screenshots", None))
 }
 
@@ -267,5 +266,5 @@ pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: S
 /// (the same operation as `GET /api/pdf/download/{id}`, which needs an API key).
 pub async fn pdf(State(state): State<AppState>, Path(id): Path<String>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
-    Ok(crate::screenshots::pdf_download(State(state), Extension(acc), Path(id)).await?)
+    Ok(pdf_response(screenshots::pdf(&state, &acc, &web_id(&id)?).await?))
 }

@@ -4,18 +4,18 @@
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use capture_core::EndpointId;
 use capture_core::events::WEBHOOK_EVENTS;
-use capture_core::ids;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
-use super::base::forms::{Signed, SignedForm, account};
+use super::base::forms::{Signed, SignedForm, account, web_id};
 use super::base::layout::{
     Nav, WebResult, csrf_field, esc, html, layout, notice, post_button, secret_field, see_other, sentence,
 };
 use super::base::session::WebSession;
-use crate::http::ApiError;
+use crate::error::Error;
 use crate::state::AppState;
-use crate::webhooks;
+use crate::webhooks::service as webhooks;
 
 /// `GET /dashboard/webhooks`
 pub async fn list(State(state): State<AppState>, Signed(s): Signed) -> WebResult<Response> {
@@ -31,19 +31,18 @@ async fn render_list(
     description: &str,
 ) -> WebResult<Response> {
     let acc = account(state, s).await?;
-    let eps = webhooks::list_endpoints(state, &acc).await?;
-    let eps = eps["data"].as_array().cloned().unwrap_or_default();
+    let eps = webhooks::list_endpoints(state, &acc).await?.data;
     let rows: String = eps
         .iter()
         .map(|e| {
             format!(
                 "<tr><th scope=\"row\"><a href=\"/dashboard/webhooks/{id}\">{url}</a></th><td>{events}</td>\
                  <td>{desc}</td><td>{created}</td></tr>",
-                id = esc(e["id"].as_str().unwrap_or("")),
-                url = esc(e["url"].as_str().unwrap_or("")),
-                events = esc(&events_text(&e["events"])),
-                desc = esc(e["description"].as_str().unwrap_or("")),
-                created = esc(e["createdAt"].as_str().unwrap_or("").get(..10).unwrap_or("")),
+                id = esc(e.id.as_str()),
+                url = esc(&e.url),
+                events = esc(&e.events.join(", ")),
+                desc = esc(e.description.as_deref().unwrap_or("")),
+                created = esc(e.created_at.get(..10).unwrap_or("")),
             )
         })
         .collect();
@@ -88,10 +87,6 @@ async fn render_list(
     Ok(html(status, layout("Webhooks", Some(s), Nav::Webhooks, &body), None))
 }
 
-fn events_text(v: &Value) -> String {
-    v.as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()
-}
-
 /// `POST /dashboard/webhooks`: create an endpoint and show its secret once.
 pub async fn create(State(state): State<AppState>, f: SignedForm) -> WebResult<Response> {
     let s = &f.session;
@@ -108,21 +103,25 @@ pub async fn create(State(state): State<AppState>, f: SignedForm) -> WebResult<R
     if !description.is_empty() {
         body.insert("description".into(), json!(description));
     }
-    match webhooks::create_endpoint(&state, &acc, &body).await {
+    let created = match webhooks::parse_endpoint(&state, &body) {
+        Ok(input) => webhooks::create_endpoint(&state, &acc, input).await,
+        Err(e) => Err(e.into()),
+    };
+    match created {
         Ok(ep) => {
-            let id = ep["id"].as_str().unwrap_or("");
             let intro = "The endpoint is created. Copy its signing secret now: it is shown only this once (you can rotate it later).";
-            Ok(secret_page(s, "Endpoint created", intro, id, ep["secret"].as_str().unwrap_or("")))
+            Ok(secret_page(s, "Endpoint created", intro, ep.endpoint.id.as_str(), &ep.secret))
         }
         Err(e) if is_client_error(&e) => {
-            render_list(&state, s, StatusCode::BAD_REQUEST, Some(&sentence(&e.message)), url, description).await
+            render_list(&state, s, StatusCode::BAD_REQUEST, Some(&sentence(&e.to_string())), url, description).await
         }
         Err(e) => Err(e.into()),
     }
 }
 
-fn is_client_error(e: &ApiError) -> bool {
-    (400..500).contains(&e.code.status()) && e.code.status() != 404
+fn is_client_error(e: &Error) -> bool {
+    let status = e.code().status();
+    (400..500).contains(&status) && status != 404
 }
 
 fn secret_page(s: &WebSession, title: &str, intro: &str, id: &str, secret: &str) -> Response {
@@ -144,27 +143,24 @@ pub async fn show(
     Signed(s): Signed,
 ) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
-    let deliveries = webhooks::list_deliveries(&state, &acc, &id).await?;
-    let ep = state.store.endpoint_of(&s.user.id, &id).await?.ok_or_else(super::base::layout::WebError::not_found)?;
+    let id: EndpointId = web_id(&id)?;
+    let deliveries = webhooks::list_deliveries(&state, &acc, &id).await?.data;
+    let ep = webhooks::get_endpoint(&state, &acc, &id).await?;
     let sent = q.as_deref() == Some("sent=1");
-    let rows: String = deliveries["data"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
+    let rows: String = deliveries
         .iter()
         .map(|d| {
-            let t = |k: &str| esc(d[k].as_str().unwrap_or(""));
             format!(
                 "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>\
                  <td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-                t("eventType"),
-                t("status"),
-                d["attempts"].as_i64().unwrap_or(0),
-                d["responseCode"].as_i64().map(|c| c.to_string()).unwrap_or_else(|| "—".into()),
-                t("errorMessage"),
-                t("createdAt"),
-                t("lastAttemptAt"),
-                t("id"),
+                esc(&d.event_type),
+                esc(d.status.as_str()),
+                d.attempts,
+                d.response_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into()),
+                esc(d.error_message.as_deref().unwrap_or("")),
+                esc(&d.created_at),
+                esc(d.last_attempt_at.as_deref().unwrap_or("")),
+                esc(d.id.as_str()),
             )
         })
         .collect();
@@ -190,7 +186,7 @@ pub async fn show(
         url = esc(&ep.url),
         events = esc(&ep.events.join(", ")),
         desc = esc(ep.description.as_deref().unwrap_or("—")),
-        id = esc(&ep.id),
+        id = esc(ep.id.as_str()),
         base = esc(&base),
         test = post_button(&format!("{base}/test"), &s.csrf, "Send test", ""),
         rotate = post_button(&format!("{base}/rotate"), &s.csrf, "Rotate secret", ""),
@@ -202,26 +198,22 @@ pub async fn show(
 /// `POST /dashboard/webhooks/{id}/rotate`: a new secret, shown once; the old one stops signing.
 pub async fn rotate(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    let v = webhooks::rotate_secret(&state, &acc, &id).await?;
+    let v = webhooks::rotate_secret(&state, &acc, &web_id(&id)?).await?;
     let intro = "The endpoint has a new signing secret; the old one no longer signs deliveries. Copy it now: it is shown only this once.";
-    Ok(secret_page(&f.session, "New signing secret", intro, &id, v["secret"].as_str().unwrap_or("")))
+    Ok(secret_page(&f.session, "New signing secret", intro, v.id.as_str(), &v.secret))
 }
 
 /// `POST /dashboard/webhooks/{id}/test`: queue a `test.ping`.
 pub async fn test(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
+    let id: EndpointId = web_id(&id)?;
     webhooks::send_test(&state, &acc, &id).await?;
-    Ok(see_other(&format!("/dashboard/webhooks/{}?sent=1", safe_id(&id)), None))
+    Ok(see_other(&format!("/dashboard/webhooks/{id}?sent=1"), None))
 }
 
 /// `POST /dashboard/webhooks/{id}/delete`
 pub async fn delete(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    webhooks::delete_endpoint(&state, &acc, &id).await?;
+    webhooks::delete_endpoint(&state, &acc, &web_id(&id)?).await?;
     Ok(see_other("/dashboard/webhooks", None))
-}
-
-/// An id already checked by the service (`whe_…`), safe in a Location header.
-fn safe_id(id: &str) -> &str {
-    if ids::looks_like("whe", id) { id } else { "" }
 }

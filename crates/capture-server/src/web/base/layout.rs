@@ -185,6 +185,12 @@ impl From<ApiError> for WebError {
     }
 }
 
+impl From<crate::error::Error> for WebError {
+    fn from(e: crate::error::Error) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
 impl From<capture_store::StoreError> for WebError {
     fn from(e: capture_store::StoreError) -> Self {
         ApiError::from(e).into()
