@@ -1,6 +1,7 @@
 //! Webhook endpoints on the website: create (the secret shown once), rotate the secret,
 //! send a test, list deliveries, delete. Every operation is the REST API's service function.
 
+use askama::Template;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -9,13 +10,12 @@ use capture_core::events::WEBHOOK_EVENTS;
 use serde_json::{Map, json};
 
 use super::base::forms::{Signed, SignedForm, account, web_id};
-use super::base::layout::{
-    Nav, WebResult, csrf_field, esc, html, layout, notice, post_button, secret_field, see_other, sentence,
-};
+use super::base::layout::{Chrome, Nav, SecretPage, WebResult, page, see_other, sentence};
 use super::base::session::WebSession;
 use crate::error::Error;
 use crate::state::AppState;
 use crate::webhooks::service as webhooks;
+use crate::webhooks::types::{Delivery, Endpoint};
 
 /// `GET /dashboard/webhooks`
 pub async fn list(State(state): State<AppState>, Signed(s): Signed) -> WebResult<Response> {
@@ -31,60 +31,46 @@ async fn render_list(
     description: &str,
 ) -> WebResult<Response> {
     let acc = account(state, s).await?;
-    let eps = webhooks::list_endpoints(state, &acc).await?.data;
-    let rows: String = eps
-        .iter()
-        .map(|e| {
-            format!(
-                "<tr><th scope=\"row\"><a href=\"/dashboard/webhooks/{id}\">{url}</a></th><td>{events}</td>\
-                 <td>{desc}</td><td>{created}</td></tr>",
-                id = esc(e.id.as_str()),
-                url = esc(&e.url),
-                events = esc(&e.events.join(", ")),
-                desc = esc(e.description.as_deref().unwrap_or("")),
-                created = esc(e.created_at.get(..10).unwrap_or("")),
-            )
-        })
-        .collect();
-    let table = if eps.is_empty() {
-        "<p>No endpoints yet.</p>".to_string()
-    } else {
-        format!(
-            "<table><caption>Your webhook endpoints</caption><thead><tr><th scope=\"col\">URL</th>\
-             <th scope=\"col\">Events</th><th scope=\"col\">Description</th><th scope=\"col\">Created</th></tr>\
-             </thead><tbody>{rows}</tbody></table>"
-        )
+    let list = WebhooksPage {
+        chrome: Chrome::signed("Webhooks", s, Nav::Webhooks),
+        csrf: &s.csrf,
+        endpoints: webhooks::list_endpoints(state, &acc).await?.data,
+        events: WEBHOOK_EVENTS,
+        error,
+        url,
+        description,
     };
-    let boxes: String = WEBHOOK_EVENTS
-        .iter()
-        .map(|e| {
-            format!(
-                "<label class=\"check\"><input type=\"checkbox\" name=\"events\" value=\"{e}\"> <code>{e}</code></label>"
-            )
-        })
-        .collect();
-    let form = format!(
-        "<form method=\"post\" action=\"/dashboard/webhooks\" class=\"stack\">{csrf}{err}\
-         <label for=\"wh-url\">Endpoint URL</label>\
-         <input id=\"wh-url\" name=\"url\" type=\"url\" required maxlength=\"2048\" placeholder=\"https://example.com/webhooks/capture\" value=\"{url}\">\
-         <fieldset><legend>Events</legend>\
-         <label class=\"check\"><input type=\"checkbox\" name=\"events\" value=\"*\" checked> All events (<code>*</code>, including future ones)</label>\
-         {boxes}</fieldset>\
-         <label for=\"wh-desc\">Description (optional)</label>\
-         <input id=\"wh-desc\" name=\"description\" maxlength=\"500\" value=\"{desc}\">\
-         <button type=\"submit\">Create endpoint</button></form>",
-        csrf = csrf_field(&s.csrf),
-        err = error.map(|e| notice("error", e)).unwrap_or_default(),
-        url = esc(url),
-        desc = esc(description),
-    );
-    let body = format!(
-        "<h1>Webhooks</h1><p>Signed deliveries of <code>screenshot.completed</code>, <code>screenshot.failed</code>, \
-         <code>quota.warning</code> and more. Verify the <code>Webhook-Signature</code> header with the endpoint's secret.</p>\
-         <section aria-labelledby=\"eps-h\"><h2 id=\"eps-h\">Endpoints</h2>{table}</section>\
-         <section aria-labelledby=\"new-h\"><h2 id=\"new-h\">Add an endpoint</h2>{form}</section>"
-    );
-    Ok(html(status, layout("Webhooks", Some(s), Nav::Webhooks, &body), None))
+    Ok(page(status, &list, None))
+}
+
+/// `templates/web/webhooks.html`: the endpoints and the form to add one (refilled with
+/// `url` and `description` after an error).
+#[derive(Template)]
+#[template(path = "web/webhooks.html")]
+struct WebhooksPage<'a> {
+    chrome: Chrome<'a>,
+    csrf: &'a str,
+    endpoints: Vec<Endpoint>,
+    events: &'a [&'a str],
+    error: Option<&'a str>,
+    url: &'a str,
+    description: &'a str,
+}
+
+/// `templates/web/webhook.html`: one endpoint, its actions and its deliveries.
+#[derive(Template)]
+#[template(path = "web/webhook.html")]
+struct WebhookPage<'a> {
+    chrome: Chrome<'a>,
+    csrf: &'a str,
+    endpoint: Endpoint,
+    deliveries: Vec<Delivery>,
+    /// A test was just queued.
+    sent: bool,
+    base: String,
+    test_action: String,
+    rotate_action: String,
+    delete_action: String,
 }
 
 /// `POST /dashboard/webhooks`: create an endpoint and show its secret once.
@@ -125,14 +111,17 @@ fn is_client_error(e: &Error) -> bool {
 }
 
 fn secret_page(s: &WebSession, title: &str, intro: &str, id: &str, secret: &str) -> Response {
-    let body = format!(
-        "<h1>{}</h1>{}{}<p><a href=\"/dashboard/webhooks/{}\">Back to the endpoint</a></p>",
-        esc(title),
-        notice("ok", intro),
-        secret_field("wh-secret", "Signing secret", secret),
-        esc(id)
-    );
-    html(StatusCode::OK, layout(title, Some(s), Nav::Webhooks, &body), None)
+    let back = format!("/dashboard/webhooks/{id}");
+    let page_ = SecretPage {
+        chrome: Chrome::signed(title, s, Nav::Webhooks),
+        intro,
+        field_id: "wh-secret",
+        field_label: "Signing secret",
+        secret,
+        back_href: &back,
+        back_label: "Back to the endpoint",
+    };
+    page(StatusCode::OK, &page_, None)
 }
 
 /// `GET /dashboard/webhooks/{id}`: the endpoint, its actions and its last 50 deliveries.
@@ -145,54 +134,20 @@ pub async fn show(
     let acc = account(&state, &s).await?;
     let id: EndpointId = web_id(&id)?;
     let deliveries = webhooks::list_deliveries(&state, &acc, &id).await?.data;
-    let ep = webhooks::get_endpoint(&state, &acc, &id).await?;
-    let sent = q.as_deref() == Some("sent=1");
-    let rows: String = deliveries
-        .iter()
-        .map(|d| {
-            format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-                esc(&d.event_type),
-                esc(d.status.as_str()),
-                d.attempts,
-                d.response_code.map(|c| c.to_string()).unwrap_or_else(|| "—".into()),
-                esc(d.error_message.as_deref().unwrap_or("")),
-                esc(&d.created_at),
-                esc(d.last_attempt_at.as_deref().unwrap_or("")),
-                esc(d.id.as_str()),
-            )
-        })
-        .collect();
-    let table = if rows.is_empty() {
-        "<p>No deliveries yet. Send a test to try the endpoint.</p>".to_string()
-    } else {
-        format!(
-            "<table><caption>Last 50 deliveries, newest first</caption><thead><tr><th scope=\"col\">Event</th>\
-             <th scope=\"col\">Status</th><th scope=\"col\">Attempts</th><th scope=\"col\">Response code</th>\
-             <th scope=\"col\">Error</th><th scope=\"col\">Created</th><th scope=\"col\">Last attempt</th>\
-             <th scope=\"col\">Delivery id (Webhook-Id)</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
+    let endpoint = webhooks::get_endpoint(&state, &acc, &id).await?;
+    let base = format!("/dashboard/webhooks/{id}");
+    let show = WebhookPage {
+        chrome: Chrome::signed("Webhook endpoint", &s, Nav::Webhooks),
+        csrf: &s.csrf,
+        endpoint,
+        deliveries,
+        sent: q.as_deref() == Some("sent=1"),
+        test_action: format!("{base}/test"),
+        rotate_action: format!("{base}/rotate"),
+        delete_action: format!("{base}/delete"),
+        base,
     };
-    let base = format!("/dashboard/webhooks/{}", ep.id);
-    let body = format!(
-        "<h1>Webhook endpoint</h1>{sent}<dl><dt>URL</dt><dd><code>{url}</code></dd><dt>Events</dt><dd>{events}</dd>\
-         <dt>Description</dt><dd>{desc}</dd><dt>Id</dt><dd><code>{id}</code></dd></dl>\
-         <div class=\"actions\">{test}{rotate}{delete}</div>\
-         <section aria-labelledby=\"del-h\"><h2 id=\"del-h\">Deliveries</h2>\
-         <p><a href=\"{base}\">Refresh</a> (deliveries are sent in the background)</p>{table}</section>\
-         <p><a href=\"/dashboard/webhooks\">All endpoints</a></p>",
-        sent = if sent { notice("ok", "A test.ping delivery is queued.") } else { String::new() },
-        url = esc(&ep.url),
-        events = esc(&ep.events.join(", ")),
-        desc = esc(ep.description.as_deref().unwrap_or("—")),
-        id = esc(ep.id.as_str()),
-        base = esc(&base),
-        test = post_button(&format!("{base}/test"), &s.csrf, "Send test", ""),
-        rotate = post_button(&format!("{base}/rotate"), &s.csrf, "Rotate secret", ""),
-        delete = post_button(&format!("{base}/delete"), &s.csrf, "Delete endpoint", "danger"),
-    );
-    Ok(html(StatusCode::OK, layout("Webhook endpoint", Some(&s), Nav::Webhooks, &body), None))
+    Ok(page(StatusCode::OK, &show, None))
 }
 
 /// `POST /dashboard/webhooks/{id}/rotate`: a new secret, shown once; the old one stops signing.
