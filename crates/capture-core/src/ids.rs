@@ -1,4 +1,7 @@
-//! Typed, prefixed random identifiers (`scr_…`, `usr_…`, `key_…`) and secrets.
+//! Typed, prefixed random identifiers (`scr_…`, `whe_…`, `msg_…`, …) and secrets.
+//!
+//! Requests turn ids into their typed form once, at the edge ([`ScreenshotId::parse`] and
+//! its siblings), so a service function can never be handed a webhook id for a screenshot.
 
 use rand::Rng;
 use rand::distributions::Alphanumeric;
@@ -21,6 +24,10 @@ pub const USER: &str = "usr";
 pub const KEY: &str = "key";
 /// Prefix of background task ids.
 pub const TASK: &str = "tsk";
+/// Prefix of webhook endpoint ids.
+pub const ENDPOINT: &str = "whe";
+/// Prefix of webhook delivery ids (the `Webhook-Id` header).
+pub const DELIVERY: &str = "msg";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -37,6 +44,153 @@ pub fn looks_like(prefix: &str, s: &str) -> bool {
     s.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')).is_some_and(|r| is_token(r, 1, 64))
 }
 
+/// What every typed id offers, for code generic over them (path extractors, say).
+pub trait TypedId: Sized {
+    /// What the id names, in words ("screenshot").
+    const NOUN: &'static str;
+    /// `s` when it has this id's shape, else `None`.
+    fn parse_id(s: &str) -> Option<Self>;
+}
+
+/// Declares a typed id: a string of the form `{prefix}_{token}`, parsed once at the edge
+/// (like svix's `create_id_type!`). Serialized as the plain string.
+#[macro_export]
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident, $prefix:expr, $noun:expr) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, ::serde::Serialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The prefix of this kind of id (before the `_`).
+            pub const PREFIX: &'static str = $prefix;
+            /// What the id names, in words ("screenshot"), for "… not found".
+            pub const NOUN: &'static str = $noun;
+
+            /// A new random id.
+            pub fn new() -> Self {
+                $name($crate::ids::new_id($prefix))
+            }
+
+            /// `s` when it has this id's shape (a cheap check before any query), else `None`.
+            pub fn parse(s: &str) -> Option<Self> {
+                $crate::ids::looks_like($prefix, s).then(|| $name(s.to_string()))
+            }
+
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// Wrap an id read from storage, which holds only ids this type made.
+            pub fn from_stored(s: String) -> Self {
+                $name(s)
+            }
+        }
+
+        impl $crate::ids::TypedId for $name {
+            const NOUN: &'static str = $noun;
+            fn parse_id(s: &str) -> Option<Self> {
+                $name::parse(s)
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        #[cfg(feature = "schema")]
+        impl ::schemars::JsonSchema for $name {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
+                ::schemars::json_schema!({
+                    "type": "string",
+                    "description": format!("A {} id ({}_…).", $noun, $prefix),
+                })
+            }
+        }
+
+        #[cfg(feature = "schema")]
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                ::utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(::utoipa::openapi::schema::Type::String)
+                    .description(Some(format!("A {} id ({}_…).", $noun, $prefix)))
+                    .into()
+            }
+        }
+
+        #[cfg(feature = "schema")]
+        impl ::utoipa::ToSchema for $name {}
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(d)?;
+                $name::parse(&s).ok_or_else(|| {
+                    ::serde::de::Error::custom(format!("not a {} id ({}_…)", stringify!($name), $prefix))
+                })
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A screenshot job (`scr_…`).
+    ScreenshotId,
+    SCREENSHOT,
+    "screenshot"
+);
+id_type!(
+    /// A webhook endpoint (`whe_…`).
+    EndpointId,
+    ENDPOINT,
+    "webhook endpoint"
+);
+id_type!(
+    /// A webhook delivery (`msg_…`), sent as `Webhook-Id`.
+    DeliveryId,
+    DELIVERY,
+    "webhook delivery"
+);
+id_type!(
+    /// An account (`usr_…`).
+    UserId,
+    USER,
+    "account"
+);
+id_type!(
+    /// An API key's record (`key_…`; not the key itself).
+    KeyId,
+    KEY,
+    "API key"
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +204,16 @@ mod tests {
         assert!(!looks_like("usr", &id));
         let k = new_api_key();
         assert!(k.starts_with("sk_live_") && k.len() == 48);
+    }
+
+    #[test]
+    fn typed_ids_parse_only_their_own_prefix() {
+        let id = ScreenshotId::new();
+        assert_eq!(ScreenshotId::parse(id.as_str()), Some(id.clone()));
+        assert_eq!(EndpointId::parse(id.as_str()), None);
+        assert_eq!(serde_json::to_string(&id).unwrap(), format!("\"{id}\""));
+        assert!(serde_json::from_str::<ScreenshotId>("\"whe_abc\"").is_err());
+        assert_eq!(ScreenshotId::NOUN, "screenshot");
     }
 
     #[test]

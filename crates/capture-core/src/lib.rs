@@ -8,8 +8,11 @@ pub mod ids;
 pub mod options;
 pub mod plan;
 pub mod sending;
+pub mod states;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
-pub use options::{CaptureOptions, ImageFormat, WaitUntil};
+pub use ids::{DeliveryId, EndpointId, KeyId, ScreenshotId, TypedId, UserId};
+pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
+pub use states::{DeliveryStatus, JobStatus, OutputFormat};

@@ -4,9 +4,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::FieldError;
+use crate::states::OutputFormat;
 
 /// Raster output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ImageFormat {
     Png,
@@ -27,11 +29,22 @@ impl ImageFormat {
 
 /// When navigation counts as finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum WaitUntil {
     Networkidle,
     Load,
     Domcontentloaded,
+    None,
+}
+
+/// `cookieConsent` on the wire: `auto` dismisses common consent banners, `none` leaves them
+/// (stored in [`CaptureOptions::cookie_consent`] as a bool).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum CookieConsent {
+    Auto,
     None,
 }
 
@@ -56,6 +69,17 @@ pub struct CaptureOptions {
     pub pre_screenshot_js: Option<String>,
     pub device_scale_factor: f64,
     pub click_before: Option<String>,
+}
+
+/// Defaults of the options a request leaves out.
+pub mod defaults {
+    pub const WIDTH: u32 = 1280;
+    pub const HEIGHT: u32 = 800;
+    pub const DELAY: u64 = 0;
+    pub const TIMEOUT_MS: u64 = 10_000;
+    pub const DEVICE_SCALE_FACTOR: f64 = 1.0;
+    pub const FORMAT: super::ImageFormat = super::ImageFormat::Png;
+    pub const WAIT_UNTIL: super::WaitUntil = super::WaitUntil::Networkidle;
 }
 
 /// Bounds from DESIGN.md.
@@ -106,17 +130,19 @@ impl CaptureOptions {
             Some(Value::String(s)) => Some(validate_url(s)?),
             Some(_) => return Err(FieldError::new("url", "must be a string")),
         };
-        let width = int(obj, "width", 1280, bounds::WIDTH.0 as i64, bounds::WIDTH.1 as i64)? as u32;
-        let height = int(obj, "height", 800, bounds::HEIGHT.0 as i64, bounds::HEIGHT.1 as i64)? as u32;
+        let width = int(obj, "width", defaults::WIDTH as i64, bounds::WIDTH.0 as i64, bounds::WIDTH.1 as i64)? as u32;
+        let height =
+            int(obj, "height", defaults::HEIGHT as i64, bounds::HEIGHT.0 as i64, bounds::HEIGHT.1 as i64)? as u32;
         let full_page = boolean(obj, "fullPage", false)?;
         let format = match string(obj, "format")?.as_deref() {
-            None | Some("png") => ImageFormat::Png,
+            None => defaults::FORMAT,
+            Some("png") => ImageFormat::Png,
             Some("jpeg") | Some("jpg") => ImageFormat::Jpeg,
             Some("webp") => ImageFormat::Webp,
             Some(_) => return Err(FieldError::new("format", "must be one of png, jpeg, webp")),
         };
         let pdf = boolean(obj, "pdf", false)?;
-        let delay = int(obj, "delay", 0, 0, bounds::DELAY_MAX as i64)? as u64;
+        let delay = int(obj, "delay", defaults::DELAY as i64, 0, bounds::DELAY_MAX as i64)? as u64;
         let dark_mode = boolean(obj, "darkMode", false)?;
         let cookie_consent = match string(obj, "cookieConsent")?.as_deref() {
             None | Some("auto") => true,
@@ -125,7 +151,8 @@ impl CaptureOptions {
         };
         let wait_for = selector(obj, "waitFor")?;
         let wait_until = match string(obj, "waitUntil")?.as_deref() {
-            None | Some("networkidle") => WaitUntil::Networkidle,
+            None => defaults::WAIT_UNTIL,
+            Some("networkidle") => WaitUntil::Networkidle,
             Some("load") => WaitUntil::Load,
             Some("domcontentloaded") => WaitUntil::Domcontentloaded,
             Some("none") => WaitUntil::None,
@@ -133,7 +160,9 @@ impl CaptureOptions {
                 return Err(FieldError::new("waitUntil", "must be one of networkidle, load, domcontentloaded, none"));
             }
         };
-        let timeout_ms = int(obj, "timeoutMs", 10_000, bounds::TIMEOUT.0 as i64, bounds::TIMEOUT.1 as i64)? as u64;
+        let timeout_ms =
+            int(obj, "timeoutMs", defaults::TIMEOUT_MS as i64, bounds::TIMEOUT.0 as i64, bounds::TIMEOUT.1 as i64)?
+                as u64;
         let pre_screenshot_js = match string(obj, "preScreenshotJs")? {
             Some(s) if s.len() > bounds::JS_MAX => {
                 return Err(FieldError::new("preScreenshotJs", "must be at most 16384 bytes"));
@@ -142,7 +171,7 @@ impl CaptureOptions {
             other => other,
         };
         let device_scale_factor = match obj.get("deviceScaleFactor") {
-            None | Some(Value::Null) => 1.0,
+            None | Some(Value::Null) => defaults::DEVICE_SCALE_FACTOR,
             Some(Value::Number(n)) => {
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if !(bounds::DSF.0..=bounds::DSF.1).contains(&f) {
@@ -195,9 +224,14 @@ impl CaptureOptions {
         m
     }
 
-    /// The result's format name: `pdf` or the image format.
-    pub fn format_name(&self) -> &'static str {
-        if self.pdf { "pdf" } else { self.format.as_str() }
+    /// The result's format: `pdf` or the image format.
+    pub fn output_format(&self) -> OutputFormat {
+        match (self.pdf, self.format) {
+            (true, _) => OutputFormat::Pdf,
+            (false, ImageFormat::Png) => OutputFormat::Png,
+            (false, ImageFormat::Jpeg) => OutputFormat::Jpeg,
+            (false, ImageFormat::Webp) => OutputFormat::Webp,
+        }
     }
 }
 

@@ -18,7 +18,11 @@ pub fn router() -> Router<AppState> {
     info(title = "Capture API", description = "Render web pages to PNG, JPEG, WebP or PDF through asynchronous jobs."),
     components(schemas(crate::http::error::ErrorBody)),
     modifiers(&BearerAuth),
-    tags((name = "screenshots", description = "Capture jobs"), (name = "account", description = "Balance and usage"))
+    tags(
+        (name = "screenshots", description = "Capture jobs"),
+        (name = "webhooks", description = "Signed event deliveries"),
+        (name = "account", description = "Balance and usage")
+    )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
 struct Frame;
@@ -27,6 +31,7 @@ struct Frame;
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = Frame::openapi();
     doc.merge(crate::screenshots::ApiDoc::openapi());
+    doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc
 }
@@ -40,5 +45,27 @@ impl Modify for BearerAuth {
             "api_key",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("sk_live_…").build()),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_describes_each_resource_with_its_request_schemas() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        for path in ["/v1/screenshot", "/v1/screenshots", "/v1/webhooks", "/v1/account/balance"] {
+            assert!(doc["paths"][path].is_object(), "{path} is documented");
+        }
+        // The capture options come from their JSON Schema, bounds included.
+        let shot = &doc["components"]["schemas"]["ScreenshotRequest"];
+        assert_eq!(shot["properties"]["width"]["maximum"], 3840, "{shot}");
+        assert_eq!(shot["properties"]["format"]["enum"], serde_json::json!(["png", "jpeg", "webp", null]), "{shot}");
+        assert_eq!(shot["required"], serde_json::json!(["url"]));
+        let hook = &doc["components"]["schemas"]["WebhookEndpointRequest"];
+        assert_eq!(hook["properties"]["description"]["maxLength"], 500, "{hook}");
+        let job = &doc["components"]["schemas"]["Job"];
+        assert!(job["properties"]["status"].is_object(), "{job}");
     }
 }

@@ -11,11 +11,12 @@
 //! [`IDEMPOTENCY_LEASE_MS`]; after that a retry takes it over.
 
 use axum::Json;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use capture_core::time::now_ms;
 use capture_core::{ErrorCode, ids};
 use capture_store::{IdemBegin, IdemClaim};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::auth::{Account, UsageAfter};
@@ -29,19 +30,15 @@ pub const IDEMPOTENCY_LEASE_MS: i64 = 60_000;
 const TTL_MS: i64 = 24 * 3600 * 1000;
 
 /// 409: another request with this key is still running.
-pub fn in_flight() -> ApiError {
-    ApiError::new(
-        ErrorCode::IdempotencyInFlight,
-        "a request with this Idempotency-Key is still in progress; retry shortly",
-    )
-    .header(header::RETRY_AFTER, "1")
+fn in_flight() -> ApiError {
+    crate::error::Error::IdempotencyInFlight.into()
 }
 
 /// Run `f` under the Idempotency-Key of `headers` (if any): replay a stored response,
 /// refuse a concurrent duplicate or a different body, run and store the first request.
-/// `f` gets the key it owns (None without a key) and runs to the end even if the client
-/// goes away.
-pub async fn idempotent<F, Fut>(
+/// `f` gets the key it owns (None without a key), answers the status, the body and the
+/// caller's usage after the operation, and runs to the end even if the client goes away.
+pub async fn idempotent<T, F, Fut>(
     state: &AppState,
     account: &Account,
     headers: &HeaderMap,
@@ -50,9 +47,16 @@ pub async fn idempotent<F, Fut>(
     f: F,
 ) -> Response
 where
+    T: Serialize + Send + 'static,
     F: FnOnce(Option<IdemClaim>) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ApiResult<(StatusCode, Value, i64)>> + Send + 'static,
+    Fut: std::future::Future<Output = ApiResult<(StatusCode, T, i64)>> + Send + 'static,
 {
+    // The body as a value: stored for replays, and sent with the same (sorted) keys.
+    let run = move |claim: Option<IdemClaim>| async move {
+        let (status, body, used) = f(claim).await?;
+        let body = serde_json::to_value(&body).map_err(ApiError::internal)?;
+        Ok::<_, ApiError>((status, body, used))
+    };
     let key = match headers.get("idempotency-key") {
         None => None,
         Some(v) => match v.to_str().ok().filter(|k| ids::is_token(k, 8, 128)) {
@@ -67,7 +71,7 @@ where
         },
     };
     let Some(key) = key else {
-        return respond(tokio::spawn(f(None)).await);
+        return respond(tokio::spawn(run(None)).await);
     };
     let begin = state
         .store
@@ -90,7 +94,7 @@ where
         Ok(IdemBegin::Owned(claim)) => {
             let st = state.clone();
             let work = tokio::spawn(async move {
-                let result = f(Some(claim.clone())).await;
+                let result = run(Some(claim.clone())).await;
                 // A create has already stored its response with its change (then this is a
                 // no-op); anything else is stored here. A failure releases the key.
                 let settled = match &result {

@@ -2,11 +2,13 @@
 //! scheduler, blob storage. `capture serve` wires it up through [`app::Application`].
 //!
 //! Layout (the README's architecture section says how to add a resource):
-//! - the bottom: [`state`], [`config`], [`auth`] (credential → account), [`egress`] (the
-//!   guarded outbound client), [`blob`], [`crypto`], [`html`];
+//! - the bottom: [`state`], [`config`], [`auth`] (credential → account), [`error`] (the
+//!   domain error of every service operation), [`schema`] (one derive, the OpenAPI and MCP
+//!   views), [`egress`] (the guarded outbound client), [`blob`], [`crypto`], [`html`];
 //! - the HTTP edge: [`http`] (request id, authentication and rate-limit headers, errors,
 //!   JSON extractor) and [`idempotency`];
-//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`];
+//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`], each with its
+//!   `types.rs` (the wire contract), `service.rs` (typed operations) and `mod.rs` (routes);
 //! - background work: [`jobs`] (a handler per queue kind), [`scheduler`], [`nodes`];
 //! - on top: the website ([`web`]), [`oauth`], [`mcp`], [`docs`] and [`app`].
 
@@ -19,6 +21,7 @@ pub mod config;
 pub mod crypto;
 pub mod docs;
 pub mod egress;
+pub mod error;
 pub mod hotcache;
 pub mod html;
 pub mod http;
@@ -29,6 +32,7 @@ pub mod metrics;
 pub mod nodes;
 pub mod oauth;
 pub mod scheduler;
+pub mod schema;
 pub mod screenshots;
 pub mod state;
 pub mod web;

@@ -1,43 +1,59 @@
-//! The wire types of the account's balance.
+//! The wire types of the account's balance (`GET /v1/account/balance`, the
+//! `account_balance` tool, the dashboard's usage).
 
-use serde::Serialize;
+use capture_core::UserId;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// The live monthly balance.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 pub struct Balance {
-    user_id: String,
-    plan: String,
-    is_admin: bool,
+    pub user_id: UserId,
+    pub plan: String,
+    pub is_admin: bool,
     /// Always "actions".
-    unit: String,
-    window: BalanceWindow,
-    usage: BalanceUsage,
+    pub unit: &'static str,
+    pub window: BalanceWindow,
+    pub usage: BalanceUsage,
 }
 
 /// The calendar month (UTC).
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 pub struct BalanceWindow {
-    interval: String,
-    started_at: String,
-    reset_at: String,
-    reset_seconds: i64,
+    /// Always "month".
+    pub interval: &'static str,
+    pub started_at: String,
+    pub reset_at: String,
+    pub reset_seconds: i64,
 }
 
 /// Usage in the window.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 pub struct BalanceUsage {
-    used: i64,
-    limit: Option<i64>,
-    remaining: Option<i64>,
-    unlimited: bool,
-    percent_used: Option<f64>,
-    /// plan-limit or admin-unlimited.
-    policy: String,
+    pub used: i64,
+    /// Null for an administrator (no cap applies).
+    pub limit: Option<i64>,
+    pub remaining: Option<i64>,
+    pub unlimited: bool,
+    pub percent_used: Option<f64>,
+    pub policy: UsagePolicy,
 }
+
+/// Which rule the usage is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum UsagePolicy {
+    /// The plan's monthly cap.
+    PlanLimit,
+    /// An administrator: no cap.
+    AdminUnlimited,
+}
+
+/// The input of tools that take no arguments.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct NoArgs {}

@@ -2,15 +2,18 @@
 //! logged once and answered with an opaque `INTERNAL_ERROR`. The request-id middleware
 //! renders every error body so `requestId` always equals the `X-Request-ID` header.
 //!
-//! Nothing here knows about usage or rate limits: whoever builds an error may attach
-//! response extensions (the caller's usage, say), which the middleware reads.
+//! The error type knows nothing about usage or rate limits: whoever builds an error may
+//! attach response extensions (the quota refusal attaches the caller's usage), which the
+//! rate-limit middleware reads.
 
-use axum::http::{Extensions, HeaderName, HeaderValue, StatusCode};
+use axum::http::{Extensions, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_core::{ErrorCode, FieldError};
 use serde::Serialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
+
+use crate::auth::UsageAfter;
 
 /// An error answered to a client.
 #[derive(Debug, Clone)]
@@ -73,6 +76,32 @@ impl ApiError {
     }
 }
 
+/// A service operation's error as the API answers it: its code, message and details, plus
+/// `Retry-After` on the transient refusals and, on a quota refusal, the caller's usage for
+/// the rate-limit headers.
+impl From<crate::error::Error> for ApiError {
+    fn from(e: crate::error::Error) -> Self {
+        use crate::error::{Error, QUEUE_FULL_RETRY_ACCOUNT, QUEUE_FULL_RETRY_GLOBAL};
+        let mut a = ApiError::new(e.code(), e.to_string());
+        a.details = e.details();
+        match &e {
+            Error::QuotaExceeded(q) => {
+                let retry = (q.reset_ms - capture_core::time::now_ms()).max(0) / 1000 + 1;
+                a.header(header::RETRY_AFTER, retry.to_string()).extension(UsageAfter(q.used))
+            }
+            Error::QueueFull(q) => {
+                let retry = match q.scope {
+                    capture_store::QueueScope::Account => QUEUE_FULL_RETRY_ACCOUNT,
+                    capture_store::QueueScope::Global => QUEUE_FULL_RETRY_GLOBAL,
+                };
+                a.header(header::RETRY_AFTER, retry.to_string())
+            }
+            Error::IdempotencyInFlight => a.header(header::RETRY_AFTER, "1"),
+            _ => a,
+        }
+    }
+}
+
 impl From<capture_store::StoreError> for ApiError {
     fn from(e: capture_store::StoreError) -> Self {
         ApiError::internal(e)
@@ -85,13 +114,14 @@ impl From<FieldError> for ApiError {
     }
 }
 
-/// Render the JSON error body.
-pub fn error_body(info: &ErrorInfo, request_id: &str) -> Value {
-    let mut v = json!({"error": info.message, "code": info.code.as_str(), "requestId": request_id});
-    if let Some(d) = &info.details {
-        v["details"] = d.clone();
+/// The JSON error body of `info` for the request `request_id`.
+pub fn error_body(info: &ErrorInfo, request_id: &str) -> ErrorBody {
+    ErrorBody {
+        error: info.message.clone(),
+        code: info.code,
+        request_id: request_id.to_string(),
+        details: info.details.clone(),
     }
-    v
 }
 
 impl IntoResponse for ApiError {
@@ -99,7 +129,7 @@ impl IntoResponse for ApiError {
         let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let info = ErrorInfo { code: self.code, message: self.message, details: self.details };
         // Body without requestId for callers outside the middleware; the middleware re-renders it.
-        let mut resp = (status, axum::Json(error_body(&info, ""))).into_response();
+        let mut resp = (status, super::Json(error_body(&info, ""))).into_response();
         for (k, v) in self.headers {
             if let Ok(v) = HeaderValue::from_str(&v) {
                 resp.headers_mut().insert(k, v);
@@ -133,14 +163,16 @@ pub fn status(code: u16) -> StatusCode {
 }
 
 /// The error body of every /v1 error.
-#[derive(Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 pub struct ErrorBody {
-    error: String,
+    pub error: String,
     /// Stable machine code, e.g. VALIDATION_ERROR, PLAN_QUOTA_EXCEEDED.
-    code: String,
+    #[schema(value_type = String)]
+    pub code: ErrorCode,
     /// Equals the X-Request-ID header.
-    request_id: String,
-    details: Option<serde_json::Value>,
+    pub request_id: String,
+    /// Present for some codes (e.g. `{field, reason}` for VALIDATION_ERROR).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
 }

@@ -1,10 +1,12 @@
-//! The JSON body extractor: its rejections are the API's own error bodies, so malformed
-//! JSON still gets `{error, code, requestId}`.
+//! JSON in and out: the body extractor, whose rejections are the API's own error bodies
+//! (so malformed JSON still gets `{error, code, requestId}`), and the response type.
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use capture_core::ErrorCode;
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
@@ -50,4 +52,19 @@ pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
             ApiError::new(ErrorCode::InvalidJson, "could not read the request body")
         }
     })
+}
+
+/// A typed JSON response. Its object keys come out in alphabetical order, as every
+/// response of the API has since the first release (they were built as `serde_json` maps),
+/// so a typed response is byte-for-byte what clients and stored idempotent replays know.
+#[derive(Debug, Clone)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        match serde_json::to_value(&self.0) {
+            Ok(v) => axum::Json(v).into_response(),
+            Err(e) => ApiError::internal(e).into_response(),
+        }
+    }
 }

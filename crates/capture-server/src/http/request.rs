@@ -36,7 +36,7 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
         let mut headers = std::mem::take(resp.headers_mut());
         headers.remove(header::CONTENT_LENGTH);
         let body = error_body(&info, &id);
-        resp = (status, axum::Json(body)).into_response();
+        resp = (status, super::Json(body)).into_response();
         for (k, v) in headers.iter() {
             if k != header::CONTENT_TYPE {
                 resp.headers_mut().insert(k.clone(), v.clone());

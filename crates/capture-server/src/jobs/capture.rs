@@ -8,13 +8,14 @@ use std::time::{Duration, Instant};
 use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
 use capture_core::options::CaptureOptions;
 use capture_core::time::now_ms;
-use capture_core::{ImageFormat, WaitUntil};
+use capture_core::{ImageFormat, ScreenshotId, WaitUntil};
 use capture_store::{ScreenshotDone, Task};
 use tokio_util::sync::CancellationToken;
 
 use super::claim_loop;
 use crate::blob;
-use crate::screenshots::TaskPayload;
+use crate::screenshots::service::TaskPayload;
+use crate::screenshots::types::ScreenshotCompleted;
 use crate::state::AppState;
 
 /// Claims beyond this many (crashed workers, lost leases) fail the job for good.
@@ -237,15 +238,19 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
                 height: out.height.map(i64::from),
             };
             state.metrics.capture(started.elapsed().as_secs_f64(), true);
-            let event = serde_json::json!({
-                "screenshotId": job_id,
-                "url": job.url,
+            let completed = ScreenshotCompleted {
+                screenshot_id: ScreenshotId::from_stored(job_id.clone()),
+                url: job.url.clone(),
                 // Stored and possibly retried for hours: never a presigned URL.
-                "publicUrl": state.lasting_file_url(&done.result_key),
-                "format": if opts.pdf { "pdf" } else { opts.format.as_str() },
-                "width": done.width,
-                "height": done.height,
-            });
+                public_url: state.lasting_file_url(&done.result_key),
+                format: opts.output_format(),
+                width: done.width,
+                height: done.height,
+            };
+            let event = match serde_json::to_value(&completed) {
+                Ok(v) => v,
+                Err(e) => return fail(format!("the completion event does not serialize: {e}"), true).await,
+            };
             let stored = t0.elapsed();
             match state.store.complete_screenshot(&task.id, worker, &job_id, &done, &event, now_ms()).await {
                 Ok(true) => {

@@ -12,6 +12,7 @@ mod tools;
 use std::sync::Arc;
 use std::time::Duration;
 
+use askama::Template;
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
@@ -29,9 +30,9 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use serde_json::json;
 
 use crate::auth::{self, Account, mcp_resource};
-use crate::html::esc;
 use crate::oauth;
 use crate::state::AppState;
+use crate::web::base::layout::{Chrome, page};
 
 /// Routes: the MCP endpoint (bearer-protected) and its setup page (public).
 pub fn router(state: AppState) -> Router<AppState> {
@@ -172,52 +173,31 @@ impl ServerHandler for CaptureMcp {
 
 /// `GET /mcp/setup`: how to add the server to common MCP clients.
 async fn setup_page(State(state): State<AppState>) -> Response {
-    let mcp = mcp_resource(&state);
-    let b = &state.base_url;
-    let tool_list: String = tools::catalogue()
+    let tools = tools::catalogue()
         .iter()
         .map(|t| {
-            format!(
-                "<li><code>{}</code> — {}</li>",
-                esc(&t.name),
-                esc(t.description.as_deref().unwrap_or("").split(". ").next().unwrap_or(""))
-            )
+            let summary = t.description.as_deref().unwrap_or("").split(". ").next().unwrap_or("").to_string();
+            (t.name.to_string(), summary)
         })
         .collect();
-    let block = |s: &str| format!("<pre><code>{}</code></pre>", esc(s));
-    let body = format!(
-        "<h1>Connect an AI agent to Capture</h1>\
-         <p>Capture is an MCP server at <code>{mcp}</code> (Streamable HTTP). Your MCP client signs in with OAuth: \
-         the first time it connects it opens the Capture <a href=\"{b}/login\">sign-in page</a>, asks you to allow access, \
-         and keeps a short-lived session that it renews by itself. No API key is needed.</p>\
-         <h2>Claude Code</h2>{claude}<p>Then run <code>/mcp</code> in Claude Code and choose <em>Authenticate</em>.</p>\
-         <h2>Codex</h2><p>Add to <code>~/.codex/config.toml</code>:</p>{codex}<p>then sign in with</p>{codex_login}\
-         <h2>Cursor</h2><p>Add to <code>~/.cursor/mcp.json</code> (or the project's <code>.cursor/mcp.json</code>):</p>{cursor}\
-         <h2>VS Code</h2><p>Add to <code>.vscode/mcp.json</code>, or run <em>MCP: Add Server…</em> and choose HTTP:</p>{vscode}\
-         <h2>Other clients</h2><p>Any client that supports Streamable HTTP with OAuth works with this configuration:</p>{generic}\
-         <p>Clients discover everything else by themselves: the protected-resource metadata at \
-         <code>{b}/.well-known/oauth-protected-resource/mcp</code> and the authorization server metadata at \
-         <code>{b}/.well-known/oauth-authorization-server</code> (dynamic client registration and client ID metadata \
-         documents are both supported).</p>\
-         <h2>Tools</h2><ul>{tool_list}</ul>\
-         <p>Each capture uses one action of your monthly plan, as through the REST API. \
-         A client's access token lasts one hour and the client renews it by itself; signing out in the client \
-         revokes it.</p>",
-        mcp = esc(&mcp),
-        b = esc(b),
-        claude = block(&format!("claude mcp add --transport http capture {mcp}")),
-        codex = block(&format!("[mcp_servers.capture]\nurl = \"{mcp}\"")),
-        codex_login = block("codex mcp login capture"),
-        cursor = block(&format!("{{\n  \"mcpServers\": {{\n    \"capture\": {{ \"url\": \"{mcp}\" }}\n  }}\n}}")),
-        vscode = block(&format!(
-            "{{\n  \"servers\": {{\n    \"capture\": {{ \"type\": \"http\", \"url\": \"{mcp}\" }}\n  }}\n}}"
-        )),
-        generic = block(&format!(
-            "{{\n  \"mcpServers\": {{\n    \"capture\": {{ \"type\": \"http\", \"url\": \"{mcp}\" }}\n  }}\n}}"
-        )),
-    );
-    let doc = crate::web::base::layout::layout("Connect an AI agent", None, crate::web::base::layout::Nav::None, &body);
-    crate::web::base::layout::html(StatusCode::OK, doc, None)
+    let setup = SetupPage {
+        chrome: Chrome::public("Connect an AI agent"),
+        mcp: mcp_resource(&state),
+        base: &state.base_url,
+        tools,
+    };
+    page(StatusCode::OK, &setup, None)
+}
+
+/// `templates/mcp/setup.html`
+#[derive(Template)]
+#[template(path = "mcp/setup.html")]
+struct SetupPage<'a> {
+    chrome: Chrome<'a>,
+    mcp: String,
+    base: &'a str,
+    /// Each tool's name and the first sentence of its description.
+    tools: Vec<(String, String)>,
 }
 
 #[cfg(test)]

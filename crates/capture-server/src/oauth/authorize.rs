@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -17,7 +18,7 @@ use capture_store::{OAuthClient, OAuthCode};
 use super::clients::{self, ClientError, is_loopback_redirect};
 use super::{CODE_PREFIX, CODE_TTL_MS, SCOPE, canonical_resource, hash_secret, mcp_resource, new_secret, parse_params};
 use crate::state::AppState;
-use crate::web::base::layout::{Nav, csrf_field, esc, layout};
+use crate::web::base::layout::{Chrome, Nav};
 use crate::web::base::session::{self, WebSession};
 
 /// The parameters a consent form carries back (everything but `csrf` and `decision`).
@@ -258,13 +259,45 @@ fn html(status: StatusCode, doc: String, form_target: Option<&str>) -> Response 
     r
 }
 
-fn error_page(status: StatusCode, msg: &str) -> Response {
-    let body = format!(
-        "<h1>Cannot continue</h1><p class=\"notice error\" role=\"alert\">{}</p>\
-         <p>Return to the application and start connecting again.</p>",
-        esc(msg)
-    );
-    html(status, layout("Cannot continue", None, Nav::None, &body), None)
+/// `templates/oauth/error.html`
+#[derive(Template)]
+#[template(path = "oauth/error.html")]
+struct ErrorPage<'a> {
+    chrome: Chrome<'a>,
+    message: &'a str,
+}
+
+fn error_page(status: StatusCode, message: &str) -> Response {
+    render(status, &ErrorPage { chrome: Chrome::public("Cannot continue"), message }, None)
+}
+
+/// `templates/oauth/consent.html`
+#[derive(Template)]
+#[template(path = "oauth/consent.html")]
+struct ConsentPage<'a> {
+    chrome: Chrome<'a>,
+    /// The application's name as it gave it.
+    name: &'a str,
+    /// The client ID metadata document that identifies it, if any.
+    metadata_url: Option<&'a str>,
+    email: &'a str,
+    /// Through which door the application acts.
+    audience: &'a str,
+    destination: String,
+    /// The request's parameters, carried back by the form.
+    forwarded: Vec<(&'a str, &'a str)>,
+    csrf: &'a str,
+}
+
+/// A page with the protections of [`html`].
+fn render(status: StatusCode, page: &impl Template, form_target: Option<&str>) -> Response {
+    match page.render() {
+        Ok(doc) => html(status, doc, form_target),
+        Err(e) => {
+            tracing::error!(error = %e, "rendering an authorization page failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+        }
+    }
 }
 
 /// The CSP source matching a redirect URI: its origin, or its scheme for a native app's
@@ -293,40 +326,18 @@ fn destination(redirect_uri: &str) -> String {
 }
 
 fn consent_page(state: &AppState, s: &WebSession, c: &Checked, p: &BTreeMap<String, String>) -> Response {
-    let name = c.client.client_name.clone().filter(|n| !n.trim().is_empty()).unwrap_or_else(|| "An application".into());
-    let identity = match &c.client.metadata_url {
-        Some(u) => format!("Identified by <code>{}</code>.", esc(u)),
-        None => "The application registered itself; Capture has not verified its name.".to_string(),
-    };
+    let name = c.client.client_name.as_deref().filter(|n| !n.trim().is_empty()).unwrap_or("An application");
     let audience =
         if c.resource == mcp_resource(state) { "through the Capture MCP server" } else { "through the Capture API" };
-    let mut hidden = String::new();
-    for k in FORWARDED {
-        if let Some(v) = p.get(*k) {
-            hidden.push_str(&format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", esc(k), esc(v)));
-        }
-    }
-    hidden.push_str(&csrf_field(&s.csrf));
-    let body = format!(
-        "<section class=\"consent\" aria-labelledby=\"consent-title\">\
-         <h1 id=\"consent-title\">Allow {name} to use your Capture account?</h1>\
-         <p>{identity}</p>\
-         <p>Signed in as <strong>{email}</strong>. If you allow it, <strong>{name}</strong> can act for this account \
-         {audience} until it signs out:</p>\
-         <ul><li>see your balance and usage</li><li>take screenshots and PDFs, which count against your monthly actions</li>\
-         <li>list, read and share your screenshots</li><li>list, create and test webhook endpoints</li></ul>\
-         <p>After you choose, your browser goes to <strong>{dest}</strong>.</p>\
-         <form method=\"post\" action=\"/oauth/authorize\" aria-label=\"Authorize {name}\">{hidden}\
-         <button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button> \
-         <button type=\"submit\" name=\"decision\" value=\"deny\" class=\"secondary\">Deny</button>\
-         </form></section>",
-        name = esc(&name),
-        email = esc(&s.user.email),
-        dest = esc(&destination(&c.redirect_uri)),
-    );
-    html(
-        StatusCode::OK,
-        layout("Authorize an application", Some(s), Nav::None, &body),
-        csp_source(&c.redirect_uri).as_deref(),
-    )
+    let consent = ConsentPage {
+        chrome: Chrome::signed("Authorize an application", s, Nav::None),
+        name,
+        metadata_url: c.client.metadata_url.as_deref(),
+        email: &s.user.email,
+        audience,
+        destination: destination(&c.redirect_uri),
+        forwarded: FORWARDED.iter().filter_map(|k| p.get(*k).map(|v| (*k, v.as_str()))).collect(),
+        csrf: &s.csrf,
+    };
+    render(StatusCode::OK, &consent, csp_source(&c.redirect_uri).as_deref())
 }

@@ -5,11 +5,12 @@ use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use capture_core::ScreenshotId;
 
-use super::service::find;
+use super::service::{self, PdfFile};
 use crate::auth::Account;
 use crate::blob;
-use crate::http::{ApiError, ApiResult};
+use crate::http::{ApiError, ApiResult, Id};
 use crate::state::AppState;
 
 #[utoipa::path(get, path = "/api/pdf/download/{id}", tag = "screenshots", params(("id" = String, Path)), responses((status = 200, content_type = "application/pdf", description = "the PDF as an attachment"), (status = 404, body = crate::http::error::ErrorBody)), security(("api_key" = [])))]
@@ -17,28 +18,21 @@ use crate::state::AppState;
 pub async fn pdf_download(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Path(id): Path<String>,
+    Id(id): Id<ScreenshotId>,
 ) -> ApiResult<Response> {
-    let row = find(&state, &account, &id).await?;
-    let key = match (&row.result_key, row.format.as_str(), row.status.as_str()) {
-        (Some(k), "pdf", "done") => k.clone(),
-        (_, "pdf", _) => return Err(ApiError::not_found("PDF (the job has not finished)")),
-        _ => return Err(ApiError::not_found("PDF (this job is an image)")),
-    };
-    let bytes = state.blobs.get(&key).await.map_err(ApiError::internal)?.ok_or_else(|| ApiError::not_found("PDF"))?;
-    let host = url::Url::parse(&row.url)
-        .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
-        .unwrap_or_else(|| "capture".into());
-    let filename = format!("{}-{}.pdf", sanitize_filename(&host), row.id);
-    let mut resp = (StatusCode::OK, bytes).into_response();
+    Ok(pdf_response(service::pdf(&state, &account, &id).await?))
+}
+
+/// A PDF as a private attachment (the API's download and the website's).
+pub fn pdf_response(file: PdfFile) -> Response {
+    let mut resp = (StatusCode::OK, file.bytes).into_response();
     let h = resp.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/pdf"));
-    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{filename}\"")) {
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{}\"", file.filename)) {
         h.insert(header::CONTENT_DISPOSITION, v);
     }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
-    Ok(resp)
+    resp
 }
 
 /// `GET /files/{name}`: a stored file, by its unguessable name, streamed from the blob store
@@ -61,15 +55,4 @@ pub async fn serve_file(State(state): State<AppState>, Path(name): Path<String>)
         Ok(None) => ApiError::not_found("file").into_response(),
         Err(e) => ApiError::internal(e).into_response(),
     }
-}
-
-/// A file name safe in a header and a label: its last path segment, `[A-Za-z0-9._-]`.
-pub(super) fn sanitize_filename(s: &str) -> String {
-    let base = s.rsplit(['/', '\\']).next().unwrap_or(s);
-    let clean: String = base
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '_' })
-        .take(100)
-        .collect();
-    if clean.is_empty() { "upload".into() } else { clean }
 }

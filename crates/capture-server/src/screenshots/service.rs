@@ -1,22 +1,128 @@
-//! The screenshot operations, scoped to the calling account: create a capture job, find,
-//! list. Plain async fns shared by the REST handlers, the MCP tools and the website.
+//! The screenshot operations, scoped to the calling account: create a job, find, view,
+//! list, share, unshare, fetch a PDF. Plain async fns returning typed results and the
+//! domain [`Error`], shared by the REST handlers, the MCP tools and the website.
 
-use axum::http::header;
 use capture_core::options::CaptureOptions;
 use capture_core::time::{iso, now_ms, parse_iso};
-use capture_core::{ErrorCode, FieldError, ids};
-use capture_store::{IdemClaim, IdemResponse, NewScreenshot, QueueFull, QueueScope, Refused, ScreenshotRow};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId, ids};
+use capture_store::{IdemClaim, IdemResponse, NewScreenshot, QueueLimits, Refused, ScreenshotDone, ScreenshotRow};
+use serde::{Deserialize, Serialize};
 
-use crate::auth::{Account, UsageAfter};
-use crate::http::{ApiError, ApiResult};
+use super::types::{DEFAULT_PAGE, Job, JobList, ListQuery, MAX_PAGE, ShareLink};
+use crate::auth::Account;
+use crate::error::{Error, QuotaExceeded, Result};
 use crate::state::AppState;
 
-/// The job object: one shape everywhere. File URLs come from the blob store (proxied or
+/// What a `screenshot` task needs from the worker (the task's payload).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPayload {
+    pub screenshot_id: ScreenshotId,
+    /// Blob name of an uploaded HTML document to render instead of a URL.
+    #[serde(default)]
+    pub html_blob: Option<String>,
+}
+
+/// What a new job is made of.
+#[derive(Debug, Clone)]
+pub enum NewJob<'a> {
+    /// Capture a page: `opts.url`, or an uploaded HTML document stored as `html_blob`
+    /// (then `label` names it, `upload://…`).
+    Capture { opts: &'a CaptureOptions, label: Option<String>, html_blob: Option<String> },
+    /// A file uploaded whole and stored already: the job is done at once.
+    Stored { label: String, format: OutputFormat, done: ScreenshotDone },
+}
+
+/// A job just accepted, and the caller's usage after it.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub job: Job,
+    pub used: i64,
+}
+
+/// Create a job for one action. The quota is reserved and, for a capture, the queue bounds
+/// are checked in the same transaction, so concurrent requests never pass the cap. With
+/// `idem`, the response (the job as created) is stored for that Idempotency-Key in the same
+/// transaction, so a job never exists without the answer that names it.
+pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: Option<&IdemClaim>) -> Result<Created> {
+    let id = ScreenshotId::new();
+    let (url, options, format, done, task_payload, queue_limits) = match new {
+        NewJob::Capture { opts, label, html_blob } => {
+            let payload = TaskPayload { screenshot_id: id.clone(), html_blob };
+            (
+                label.or_else(|| opts.url.clone()).unwrap_or_default(),
+                serde_json::to_string(opts).map_err(Error::internal)?,
+                opts.output_format(),
+                None,
+                serde_json::to_string(&payload).map_err(Error::internal)?,
+                state.cfg.queue_limits(),
+            )
+        }
+        // Done at once: nothing waits in the queue.
+        NewJob::Stored { label, format, done } => {
+            (label, "{}".to_string(), format, Some(done), String::new(), QueueLimits::default())
+        }
+    };
+    let queued = done.is_none();
+    let n = NewScreenshot {
+        id: id.to_string(),
+        user_id: account.user.id.clone(),
+        key_id: account.key_id.clone(),
+        url,
+        options,
+        format: format.as_str().to_string(),
+        actions: 1,
+        month: account.window.label.clone(),
+        limit: account.limit(),
+        reset_at: iso(account.window.reset_ms),
+        now: now_ms(),
+        done,
+        task_payload,
+        queue_limits,
+    };
+    // The file URLs of a stored upload are made before the transaction, which cannot await.
+    let (public_url, thumbnail_url) = match &n.done {
+        Some(d) => (
+            Some(state.file_url(&d.result_key).await),
+            match &d.thumb_key {
+                Some(t) => Some(state.file_url(t).await),
+                None => None,
+            },
+        ),
+        None => (None, None),
+    };
+    let status: u16 = if queued { 202 } else { 201 };
+    let render = |r: &ScreenshotRow| {
+        let job = view_with(r, public_url.clone(), thumbnail_url.clone());
+        (status, serde_json::to_value(&job).map(|v| v.to_string()).unwrap_or_default())
+    };
+    let idem = idem.map(|claim| IdemResponse { claim, render: &render });
+    match state.store.create_screenshot_with(&n, idem).await? {
+        Ok((row, used)) => {
+            if queued {
+                state.work.notify_one();
+            }
+            state.job_changed(&row.id);
+            Ok(Created { job: view(state, &row).await, used })
+        }
+        Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
+        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(QuotaExceeded {
+            used: q.used,
+            limit: account.plan_limit,
+            plan: account.user.plan.clone(),
+            reset_ms: account.window.reset_ms,
+        })),
+        Err(Refused::QueueFull(q)) => {
+            state.metrics.queue_refused(q.scope);
+            Err(Error::QueueFull(q))
+        }
+    }
+}
+
+/// The job as every channel shows it. File URLs come from the blob store (proxied or
 /// presigned), so they are made fresh each time a job is shown.
-pub async fn job_json(state: &AppState, r: &ScreenshotRow) -> Value {
-    let done = r.status == "done";
+pub async fn view(state: &AppState, r: &ScreenshotRow) -> Job {
+    let done = r.status == JobStatus::Done.as_str();
     let public_url = match r.result_key.as_ref().filter(|_| done) {
         Some(k) => Some(state.file_url(k).await),
         None => None,
@@ -25,187 +131,79 @@ pub async fn job_json(state: &AppState, r: &ScreenshotRow) -> Value {
         Some(k) => Some(state.file_url(k).await),
         None => None,
     };
-    job_json_with(r, public_url, thumbnail_url)
+    view_with(r, public_url, thumbnail_url)
 }
 
-/// The job object with its file URLs already made (the create transaction renders the
-/// idempotent response with it, where nothing can be awaited).
-pub fn job_json_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: Option<String>) -> Value {
-    json!({
-        "id": r.id,
-        "screenshotId": r.id,
-        "status": r.status,
-        "url": r.url,
-        "format": r.format,
-        "publicUrl": public_url,
-        "thumbnailUrl": thumbnail_url,
-        "pageTitle": r.page_title,
-        "tags": r.tags,
-        "width": r.width,
-        "height": r.height,
-        "error": r.error,
-        "createdAt": iso(r.created_at),
-        "completedAt": r.completed_at.map(iso),
-    })
-}
-
-/// What a job needs from the worker.
-#[derive(Debug, Clone, serde::Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TaskPayload {
-    pub screenshot_id: String,
-    /// Blob name of an uploaded HTML document to render instead of a URL.
-    #[serde(default)]
-    pub html_blob: Option<String>,
-}
-
-pub(crate) fn quota_error(a: &Account, used: i64) -> ApiError {
-    let retry = (a.window.reset_ms - now_ms()).max(0) / 1000 + 1;
-    ApiError::new(
-        ErrorCode::PlanQuotaExceeded,
-        format!("monthly quota of {} actions reached; it resets at {}", a.plan_limit, iso(a.window.reset_ms)),
-    )
-    .details(json!({"used": used, "limit": a.plan_limit, "plan": a.user.plan, "resetAt": iso(a.window.reset_ms)}))
-    .header(header::RETRY_AFTER, retry.to_string())
-    .extension(UsageAfter(used))
-}
-
-/// `Retry-After` (seconds) of a refusal because the account's jobs fill its share of the queue.
-pub const QUEUE_FULL_RETRY_ACCOUNT: u64 = 5;
-/// `Retry-After` (seconds) of a refusal because the whole queue is full.
-pub const QUEUE_FULL_RETRY_GLOBAL: u64 = 10;
-
-/// Back-pressure: the account's share of the queue (429 `QUEUE_FULL`) or the whole queue
-/// (503 `SERVICE_UNAVAILABLE`) is full. Both are transient and carry `Retry-After`. The
-/// global refusal does not tell one tenant how busy the others keep the service.
-pub(crate) fn queue_full_error(state: &AppState, q: QueueFull) -> ApiError {
-    state.metrics.queue_refused(q.scope);
-    match q.scope {
-        QueueScope::Account => ApiError::new(
-            ErrorCode::QueueFull,
-            format!(
-                "{} of your jobs are waiting for or in capture, the most allowed at once; retry in {} seconds",
-                q.pending, QUEUE_FULL_RETRY_ACCOUNT
-            ),
-        )
-        .details(json!({"pending": q.pending, "limit": q.limit, "scope": "account"}))
-        .header(header::RETRY_AFTER, QUEUE_FULL_RETRY_ACCOUNT.to_string()),
-        QueueScope::Global => ApiError::new(
-            ErrorCode::ServiceUnavailable,
-            format!(
-                "the capture queue is full (workers are not keeping up); retry in {} seconds",
-                QUEUE_FULL_RETRY_GLOBAL
-            ),
-        )
-        .details(json!({"reason": "queue_full", "scope": "global"}))
-        .header(header::RETRY_AFTER, QUEUE_FULL_RETRY_GLOBAL.to_string()),
-    }
-}
-
-/// Create a capture job (quota reserved and queue bounds checked atomically). Returns the
-/// job and usage after it.
-/// With `idem`, the response (the pending job, 202) is stored for the Idempotency-Key in the
-/// same transaction that creates the job.
-pub async fn create_job(
-    state: &AppState,
-    account: &Account,
-    opts: &CaptureOptions,
-    url_label: Option<String>,
-    html_blob: Option<String>,
-    idem: Option<&IdemClaim>,
-) -> ApiResult<(ScreenshotRow, i64)> {
-    let id = ids::new_id(ids::SCREENSHOT);
-    let now = now_ms();
-    let payload = TaskPayload { screenshot_id: id.clone(), html_blob };
-    let n = NewScreenshot {
+/// The job with its file URLs already made (the create transaction renders the idempotent
+/// response with it, where nothing can be awaited).
+pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: Option<String>) -> Job {
+    let status = JobStatus::parse(&r.status).unwrap_or_else(|| {
+        tracing::error!(job = %r.id, status = %r.status, "a job has a status this version does not know");
+        JobStatus::Failed
+    });
+    let id = ScreenshotId::from_stored(r.id.clone());
+    Job {
         id: id.clone(),
-        user_id: account.user.id.clone(),
-        key_id: account.key_id.clone(),
-        url: url_label.or_else(|| opts.url.clone()).unwrap_or_default(),
-        options: serde_json::to_string(opts).map_err(ApiError::internal)?,
-        format: opts.format_name().to_string(),
-        actions: 1,
-        month: account.window.label.clone(),
-        limit: account.limit(),
-        reset_at: iso(account.window.reset_ms),
-        now,
-        done: None,
-        task_payload: serde_json::to_string(&payload).map_err(ApiError::internal)?,
-        queue_limits: state.cfg.queue_limits(),
-    };
-    let render = |r: &ScreenshotRow| (202, job_json_with(r, None, None).to_string());
-    let idem = idem.map(|claim| IdemResponse { claim, render: &render });
-    match state.store.create_screenshot_with(&n, idem).await? {
-        Ok((row, used)) => {
-            state.work.notify_one();
-            state.job_changed(&row.id);
-            Ok((row, used))
-        }
-        Err(refused) => Err(refused_error(state, account, refused)),
+        screenshot_id: id,
+        status,
+        url: r.url.clone(),
+        format: OutputFormat::parse(&r.format).unwrap_or(OutputFormat::Png),
+        public_url,
+        thumbnail_url,
+        page_title: r.page_title.clone(),
+        tags: r.tags.clone(),
+        width: r.width,
+        height: r.height,
+        error: r.error.clone(),
+        created_at: iso(r.created_at),
+        completed_at: r.completed_at.map(iso),
     }
 }
 
-/// The answer to a create the store refused (nothing was written).
-pub(crate) fn refused_error(state: &AppState, account: &Account, refused: Refused) -> ApiError {
-    match refused {
-        Refused::Quota(q) => quota_error(account, q.used),
-        Refused::QueueFull(q) => queue_full_error(state, q),
-        Refused::IdempotencyTakenOver => crate::idempotency::in_flight(),
-    }
-}
-
-/// A job of the caller, or 404.
-pub async fn find(state: &AppState, account: &Account, id: &str) -> ApiResult<ScreenshotRow> {
-    if !ids::looks_like(ids::SCREENSHOT, id) {
-        return Err(ApiError::not_found("screenshot"));
-    }
-    if let Some(row) = state.hot.job(id, &account.user.id) {
+/// A job of the caller (its stored row), or `NotFound`.
+pub async fn find(state: &AppState, account: &Account, id: &ScreenshotId) -> Result<ScreenshotRow> {
+    if let Some(row) = state.hot.job(id.as_str(), &account.user.id) {
         return Ok((*row).clone());
     }
-    let row =
-        state.store.screenshot_of(&account.user.id, id).await?.ok_or_else(|| ApiError::not_found("screenshot"))?;
+    let row = state
+        .store
+        .screenshot_of(&account.user.id, id.as_str())
+        .await?
+        .ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
     state.hot.put_job(&row);
     Ok(row)
 }
 
-#[derive(Deserialize)]
-/// The query of `GET /v1/screenshots` (kept as text: the service checks it).
-pub struct ListQuery {
-    pub limit: Option<String>,
-    pub before: Option<String>,
+/// A job of the caller, as shown.
+pub async fn get(state: &AppState, account: &Account, id: &ScreenshotId) -> Result<Job> {
+    let row = find(state, account, id).await?;
+    Ok(view(state, &row).await)
 }
 
-/// List the caller's jobs, newest first: `{data, nextCursor}`.
-pub async fn list_jobs(
-    state: &AppState,
-    account: &Account,
-    limit: Option<&str>,
-    before: Option<&str>,
-) -> ApiResult<Value> {
-    let limit = match limit {
-        None | Some("") => 20,
+/// The caller's jobs, newest first, a page at a time.
+pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<JobList> {
+    let limit = match q.limit.as_deref() {
+        None | Some("") => DEFAULT_PAGE,
         Some(s) => match s.parse::<i64>() {
-            Ok(n) if (1..=100).contains(&n) => n,
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
             _ => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
         },
     };
-    let before = match before.filter(|b| !b.is_empty()) {
+    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
         None => None,
-        Some(b) => Some(parse_cursor(b).ok_or_else(|| {
-            ApiError::from(FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))
-        })?),
+        Some(b) => Some(
+            parse_cursor(b)
+                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
+        ),
     };
     let rows = state.store.list_screenshots(&account.user.id, before, limit).await?;
-    let next =
+    let next_cursor =
         (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
     let mut data = Vec::with_capacity(rows.len());
     for r in &rows {
-        data.push(job_json(state, r).await);
+        data.push(view(state, r).await);
     }
-    Ok(json!({
-        "data": data,
-        "nextCursor": next,
-    }))
+    Ok(JobList { data, next_cursor })
 }
 
 /// `ts~id` (our cursor) or a bare ISO timestamp.
@@ -215,4 +213,61 @@ fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
         Some(_) => None,
         None => Some((parse_iso(s)?, None)),
     }
+}
+
+/// The public page of a share token.
+pub fn share_url(state: &AppState, token: &str) -> String {
+    format!("{}/s/{token}", state.base_url)
+}
+
+/// Mint the job's public share link (or return the one in force).
+pub async fn share(state: &AppState, account: &Account, id: &ScreenshotId) -> Result<ShareLink> {
+    find(state, account, id).await?;
+    let token = state
+        .store
+        .share(&account.user.id, id.as_str(), &ids::random_string(32))
+        .await?
+        .ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
+    Ok(ShareLink { share_url: share_url(state, &token), screenshot_id: id.clone() })
+}
+
+/// Revoke the job's share link: the public page stops working.
+pub async fn unshare(state: &AppState, account: &Account, id: &ScreenshotId) -> Result<()> {
+    find(state, account, id).await?;
+    state.store.unshare(&account.user.id, id.as_str()).await?;
+    Ok(())
+}
+
+/// A PDF job's file, with the name to download it as.
+#[derive(Debug, Clone)]
+pub struct PdfFile {
+    pub bytes: Vec<u8>,
+    pub filename: String,
+}
+
+/// The file of a finished PDF job of the caller.
+pub async fn pdf(state: &AppState, account: &Account, id: &ScreenshotId) -> Result<PdfFile> {
+    let row = find(state, account, id).await?;
+    let key = match (&row.result_key, row.format.as_str(), row.status.as_str()) {
+        (Some(k), "pdf", "done") => k.clone(),
+        (_, "pdf", _) => return Err(Error::not_found("PDF (the job has not finished)")),
+        _ => return Err(Error::not_found("PDF (this job is an image)")),
+    };
+    let bytes = state.blobs.get(&key).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found("PDF"))?;
+    let host = url::Url::parse(&row.url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+        .unwrap_or_else(|| "capture".into());
+    Ok(PdfFile { bytes, filename: format!("{}-{}.pdf", sanitize_filename(&host), row.id) })
+}
+
+/// A file name safe in a header and a label: its last path segment, `[A-Za-z0-9._-]`.
+pub fn sanitize_filename(s: &str) -> String {
+    let base = s.rsplit(['/', '\\']).next().unwrap_or(s);
+    let clean: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' { c } else { '_' })
+        .take(100)
+        .collect();
+    if clean.is_empty() { "upload".into() } else { clean }
 }

@@ -4,16 +4,23 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderValue;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
+use capture_core::{JobStatus, ScreenshotId};
+use serde_json::Value;
 
-use super::service::{find, job_json};
+use super::service::{find, view};
+use super::types::StreamEvent;
 use crate::auth::Account;
-use crate::http::ApiResult;
+use crate::http::{ApiResult, Id};
 use crate::state::AppState;
+
+/// An SSE event carrying `e` as its data.
+fn event(e: &StreamEvent) -> Event {
+    Event::default().event(e.name()).data(serde_json::to_value(e).map(|v| v.to_string()).unwrap_or_default())
+}
 
 #[utoipa::path(get, path = "/v1/screenshot/{id}/stream", tag = "screenshots", params(("id" = String, Path)),
     responses((status = 200, content_type = "text/event-stream", description = "events: status, done {publicUrl}, failed {error}, timeout; `: ping` heartbeats")), security(("api_key" = [])))]
@@ -21,7 +28,7 @@ use crate::state::AppState;
 pub async fn stream(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Path(id): Path<String>,
+    Id(id): Id<ScreenshotId>,
 ) -> ApiResult<Response> {
     let row = find(&state, &account, &id).await?;
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(16);
@@ -39,23 +46,36 @@ pub async fn stream(
                     for (eid, _ty, data) in events {
                         last_event = eid;
                         let data: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                        let status = data["status"].as_str().unwrap_or("").to_string();
-                        let ev = Event::default().event("status").data(json!({"status": status}).to_string());
-                        if tx.send(Ok(ev)).await.is_err() {
+                        let Some(status) = data["status"].as_str().and_then(JobStatus::parse) else {
+                            tracing::warn!(job = %id, event = eid, "a job event without a known status");
+                            continue;
+                        };
+                        if tx.send(Ok(event(&StreamEvent::Status { status }))).await.is_err() {
                             return;
                         }
-                        if status == "done" || status == "failed" {
+                        if status.is_final() {
                             let job = st.store.screenshot(&row.id).await.ok().flatten();
-                            let body = match (&job, status.as_str()) {
-                                (Some(j), "done") => {
-                                    let v = job_json(&st, j).await;
-                                    json!({"status": "done", "screenshotId": j.id, "publicUrl": v["publicUrl"], "thumbnailUrl": v["thumbnailUrl"], "job": v})
+                            let last = match (&job, status) {
+                                (Some(j), JobStatus::Done) => {
+                                    let job = view(&st, j).await;
+                                    StreamEvent::Done {
+                                        status,
+                                        screenshot_id: job.id.clone(),
+                                        public_url: job.public_url.clone(),
+                                        thumbnail_url: job.thumbnail_url.clone(),
+                                        job,
+                                    }
                                 }
-                                (j, _) => {
-                                    json!({"status": "failed", "screenshotId": row.id, "error": j.as_ref().and_then(|j| j.error.clone()).or_else(|| data["error"].as_str().map(str::to_string))})
-                                }
+                                (j, _) => StreamEvent::Failed {
+                                    status: JobStatus::Failed,
+                                    screenshot_id: id.clone(),
+                                    error: j
+                                        .as_ref()
+                                        .and_then(|j| j.error.clone())
+                                        .or_else(|| data["error"].as_str().map(str::to_string)),
+                                },
                             };
-                            let _ = tx.send(Ok(Event::default().event(status.as_str()).data(body.to_string()))).await;
+                            let _ = tx.send(Ok(event(&last))).await;
                             return;
                         }
                     }
@@ -70,7 +90,8 @@ pub async fn stream(
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep_until(deadline) => {
-                        let _ = tx.send(Ok(Event::default().event("timeout").data(json!({"status": "timeout", "screenshotId": row.id}).to_string()))).await;
+                        let timeout = StreamEvent::Timeout { status: "timeout", screenshot_id: id.clone() };
+                        let _ = tx.send(Ok(event(&timeout))).await;
                         return;
                     }
                     _ = ping.tick() => {

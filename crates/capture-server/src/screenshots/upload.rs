@@ -9,14 +9,14 @@ use axum::extract::{Multipart, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_core::options::CaptureOptions;
-use capture_core::time::{iso, now_ms};
-use capture_core::{ErrorCode, FieldError, ids};
-use capture_store::{IdemResponse, NewScreenshot, QueueLimits, ScreenshotDone, ScreenshotRow};
+use capture_core::{ErrorCode, FieldError, OutputFormat, ids};
+use capture_store::{IdemClaim, ScreenshotDone};
 
-use super::files::sanitize_filename;
-use super::service::{create_job, job_json, job_json_with, refused_error};
+use super::service::{self, Created, NewJob, sanitize_filename};
+use super::types::ScreenshotIn;
 use crate::auth::Account;
 use crate::blob;
+use crate::error::Error;
 use crate::http::{ApiError, ApiResult};
 use crate::idempotency::idempotent;
 use crate::state::AppState;
@@ -97,7 +97,7 @@ async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[utoipa::path(post, path = "/v1/screenshot/upload", tag = "screenshots", request_body(content_type = "multipart/form-data", description = "`file` (PNG, JPEG, WebP, PDF or HTML) plus capture options as fields for HTML"),
-    responses((status = 201, description = "image or PDF stored as a done job", body = crate::screenshots::types::Job), (status = 202, description = "HTML queued for rendering", body = crate::screenshots::types::Job),
+    responses((status = 201, description = "image or PDF stored as a done job", body = super::types::Job), (status = 202, description = "HTML queued for rendering", body = super::types::Job),
     (status = 400, body = crate::http::error::ErrorBody), (status = 413, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody),
     (status = 503, body = crate::http::error::ErrorBody, description = "HTML only: the whole queue is full")), security(("api_key" = [])))]
 /// Upload a file as a job.
@@ -160,87 +160,77 @@ pub async fn upload(
     hasher_input.extend_from_slice(&bytes);
     let hash = crate::crypto::sha256_hex(&hasher_input);
     drop(hasher_input);
-    let (state2, account2) = (state.clone(), account.clone());
+    let (st, acc) = (state.clone(), account.clone());
     idempotent(&state, &account, &headers, "POST /v1/screenshot/upload", hash, move |claim| async move {
-        let (state, account) = (state2, account2);
-        let label = format!("upload://{}", sanitize_filename(&filename));
-        if kind == UploadKind::Html {
-            let opts = CaptureOptions::from_json(&CaptureOptions::form_to_json(&fields), false)?;
-            if opts.url.is_some() {
-                return Err(FieldError::new("url", "must not be sent with an HTML upload").into());
-            }
-            let name = blob::new_name("html");
-            state.blobs.put(&name, bytes, "text/html").await.map_err(ApiError::internal)?;
-            let (row, used) = create_job(&state, &account, &opts, Some(label), Some(name), claim.as_ref()).await?;
-            return Ok((StatusCode::ACCEPTED, job_json(&state, &row).await, used));
-        }
-        let (format, ext, width, height, thumb) = match kind {
-            UploadKind::Pdf => ("pdf", "pdf", None, None, pdf_thumbnail(&bytes).await),
-            _ => {
-                let (thumb, w, h) = image_thumbnail(bytes.clone())
-                    .await
-                    .map_err(|e| ApiError::validation(FieldError::new("file", e)))?;
-                let (f, e) = match kind {
-                    UploadKind::Png => ("png", "png"),
-                    UploadKind::Jpeg => ("jpeg", "jpeg"),
-                    _ => ("webp", "webp"),
-                };
-                (f, e, Some(i64::from(w)), Some(i64::from(h)), Some(thumb))
-            }
-        };
-        let name = blob::new_name(ext);
-        state.blobs.put(&name, bytes, blob::content_type(&name)).await.map_err(ApiError::internal)?;
-        let thumb_key = match thumb {
-            Some(t) => {
-                let n = blob::new_name("png");
-                state.blobs.put(&n, t, "image/png").await.map_err(ApiError::internal)?;
-                Some(n)
-            }
-            None => None,
-        };
-        let id = ids::new_id(ids::SCREENSHOT);
-        let n = NewScreenshot {
-            id: id.clone(),
-            user_id: account.user.id.clone(),
-            key_id: account.key_id.clone(),
-            url: label,
-            options: "{}".into(),
-            format: format.into(),
-            actions: 1,
-            month: account.window.label.clone(),
-            limit: account.limit(),
-            reset_at: iso(account.window.reset_ms),
-            now: now_ms(),
-            done: Some(ScreenshotDone {
-                result_key: name,
-                thumb_key,
-                page_title: Some(filename.clone()),
-                tags: vec!["upload".into()],
-                width,
-                height,
-            }),
-            task_payload: String::new(),
-            // Done at once: nothing waits in the queue.
-            queue_limits: QueueLimits::default(),
-        };
-        // The response is stored with the job (Idempotency-Key): its file URLs are made first.
-        let public_url = state.file_url(&n.done.as_ref().map(|d| d.result_key.clone()).unwrap_or_default()).await;
-        let thumbnail_url = match n.done.as_ref().and_then(|d| d.thumb_key.clone()) {
-            Some(t) => Some(state.file_url(&t).await),
-            None => None,
-        };
-        let render =
-            |r: &ScreenshotRow| (201, job_json_with(r, Some(public_url.clone()), thumbnail_url.clone()).to_string());
-        let idem = claim.as_ref().map(|claim| IdemResponse { claim, render: &render });
-        match state.store.create_screenshot_with(&n, idem).await? {
-            Ok((row, used)) => {
-                state.job_changed(&row.id);
-                Ok((StatusCode::CREATED, job_json(&state, &row).await, used))
-            }
-            Err(refused) => Err(refused_error(&state, &account, refused)),
-        }
+        let upload = Upload { filename, kind, bytes, fields };
+        Ok(match accept(&st, &acc, upload, claim.as_ref()).await? {
+            Accepted::Queued(c) => (StatusCode::ACCEPTED, c.job, c.used),
+            Accepted::Stored(c) => (StatusCode::CREATED, c.job, c.used),
+        })
     })
     .await
+}
+
+/// A checked upload: the file, what its bytes say it is, and the form's capture options.
+struct Upload {
+    filename: String,
+    kind: UploadKind,
+    bytes: Vec<u8>,
+    fields: Vec<(String, String)>,
+}
+
+/// What became of an upload.
+enum Accepted {
+    /// An HTML document, queued for rendering with the form's options.
+    Queued(Created),
+    /// An image or a PDF, stored as a finished job.
+    Stored(Created),
+}
+
+/// Store the upload and create its job (one action either way).
+async fn accept(state: &AppState, account: &Account, u: Upload, idem: Option<&IdemClaim>) -> Result<Accepted, Error> {
+    let label = format!("upload://{}", sanitize_filename(&u.filename));
+    if u.kind == UploadKind::Html {
+        let opts = ScreenshotIn::parse(&CaptureOptions::form_to_json(&u.fields), false)?;
+        if opts.url.is_some() {
+            return Err(FieldError::new("url", "must not be sent with an HTML upload").into());
+        }
+        let name = blob::new_name("html");
+        state.blobs.put(&name, u.bytes, "text/html").await.map_err(Error::internal)?;
+        let new = NewJob::Capture { opts: &opts, label: Some(label), html_blob: Some(name) };
+        return Ok(Accepted::Queued(service::create(state, account, new, idem).await?));
+    }
+    let (format, width, height, thumb) = match u.kind {
+        UploadKind::Pdf => (OutputFormat::Pdf, None, None, pdf_thumbnail(&u.bytes).await),
+        _ => {
+            let (thumb, w, h) = image_thumbnail(u.bytes.clone()).await.map_err(|e| FieldError::new("file", e))?;
+            let f = match u.kind {
+                UploadKind::Png => OutputFormat::Png,
+                UploadKind::Jpeg => OutputFormat::Jpeg,
+                _ => OutputFormat::Webp,
+            };
+            (f, Some(i64::from(w)), Some(i64::from(h)), Some(thumb))
+        }
+    };
+    let name = blob::new_name(format.as_str());
+    state.blobs.put(&name, u.bytes, blob::content_type(&name)).await.map_err(Error::internal)?;
+    let thumb_key = match thumb {
+        Some(t) => {
+            let n = blob::new_name("png");
+            state.blobs.put(&n, t, "image/png").await.map_err(Error::internal)?;
+            Some(n)
+        }
+        None => None,
+    };
+    let done = ScreenshotDone {
+        result_key: name,
+        thumb_key,
+        page_title: Some(u.filename),
+        tags: vec!["upload".into()],
+        width,
+        height,
+    };
+    Ok(Accepted::Stored(service::create(state, account, NewJob::Stored { label, format, done }, idem).await?))
 }
 
 type UploadedFile = (String, String, Vec<u8>);

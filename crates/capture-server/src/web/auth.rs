@@ -6,13 +6,14 @@
 //! and the answer does not tell whether the guess was right). The window slides: the pause
 //! ends 15 minutes after the failures.
 
+use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use capture_core::time::now_ms;
 
 use super::base::forms::{AnonForm, SignedForm, anon_csrf};
-use super::base::layout::{Nav, WebError, WebResult, esc, html, layout, notice, see_other, sentence};
+use super::base::layout::{Chrome, WebError, WebResult, page, see_other, sentence};
 use super::base::session;
 use crate::admin;
 use crate::state::AppState;
@@ -48,10 +49,29 @@ pub async fn home(State(state): State<AppState>, headers: HeaderMap) -> WebResul
     if session::current(&state, &headers).await?.is_some() {
         return Ok(see_other("/dashboard", None));
     }
-    let body = "<h1>Capture</h1><p>Turn web pages into PNG, JPEG, WebP or PDF files through a simple API, \
-                with webhooks, an MCP server for AI agents and a command-line client.</p>\
-                <p><a class=\"button\" href=\"/signup\">Create account</a> or <a href=\"/login\">sign in</a>.</p>";
-    Ok(html(StatusCode::OK, layout("Welcome", None, Nav::None, body), None))
+    Ok(page(StatusCode::OK, &HomePage { chrome: Chrome::public("Welcome") }, None))
+}
+
+/// `templates/web/home.html`
+#[derive(Template)]
+#[template(path = "web/home.html")]
+struct HomePage<'a> {
+    chrome: Chrome<'a>,
+}
+
+/// `templates/web/auth_form.html`: the sign-in or sign-up form.
+#[derive(Template)]
+#[template(path = "web/auth_form.html")]
+struct AuthForm<'a> {
+    chrome: Chrome<'a>,
+    sign_up: bool,
+    csrf: &'a str,
+    email: &'a str,
+    next: Option<&'a str>,
+    /// `?next=…` for the link to the other form (or nothing).
+    next_query: String,
+    error: Option<&'a str>,
+    max_password: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -71,44 +91,20 @@ fn auth_page(
     error: Option<&str>,
 ) -> Response {
     let (csrf, cookie) = anon_csrf(state, headers);
-    let next_q = next
+    let next_query = next
         .map(|n| format!("?next={}", url::form_urlencoded::byte_serialize(n.as_bytes()).collect::<String>()))
         .unwrap_or_default();
-    let (title, action, button, pw_auto, other) = match kind {
-        Kind::SignIn => (
-            "Sign in",
-            "/login",
-            "Sign in",
-            "current-password",
-            format!("<p>No account yet? <a href=\"/signup{}\">Create one</a>.</p>", esc(&next_q)),
-        ),
-        Kind::SignUp => (
-            "Create account",
-            "/signup",
-            "Create account",
-            "new-password",
-            format!("<p>Already have an account? <a href=\"/login{}\">Sign in</a>.</p>", esc(&next_q)),
-        ),
+    let form = AuthForm {
+        chrome: Chrome::public(if kind == Kind::SignUp { "Create account" } else { "Sign in" }),
+        sign_up: kind == Kind::SignUp,
+        csrf: &csrf,
+        email,
+        next,
+        next_query,
+        error,
+        max_password: MAX_PASSWORD,
     };
-    let hint =
-        if kind == Kind::SignUp { "<p class=\"hint\" id=\"password-hint\">At least 8 characters.</p>" } else { "" };
-    let described = if kind == Kind::SignUp { " aria-describedby=\"password-hint\" minlength=\"8\"" } else { "" };
-    let body = format!(
-        "<h1>{title}</h1>{err}\
-         <form method=\"post\" action=\"{action}\" class=\"stack narrow\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">{next_field}\
-         <label for=\"email\">Email</label>\
-         <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required maxlength=\"254\" value=\"{email}\">\
-         <label for=\"password\">Password</label>\
-         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"{pw_auto}\" required maxlength=\"{MAX_PASSWORD}\"{described}>{hint}\
-         <button type=\"submit\">{button}</button></form>{other}",
-        err = error.map(|e| notice("error", e)).unwrap_or_default(),
-        csrf = esc(&csrf),
-        next_field =
-            next.map(|n| format!("<input type=\"hidden\" name=\"next\" value=\"{}\">", esc(n))).unwrap_or_default(),
-        email = esc(email),
-    );
-    let mut r = html(status, layout(title, None, Nav::None, &body), None);
+    let mut r = page(status, &form, None);
     if let Some(c) = cookie.and_then(|c| axum::http::HeaderValue::from_str(&c).ok()) {
         r.headers_mut().append(axum::http::header::SET_COOKIE, c);
     }

@@ -1,22 +1,23 @@
 //! The dashboard: this month's usage, API keys (create, reveal, revoke), recent
 //! screenshots (share, unshare, PDF download).
 
-use axum::Extension;
+use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use capture_core::ids;
-use capture_core::time::now_ms;
+use capture_core::time::{iso, now_ms};
+use capture_core::{JobStatus, OutputFormat, ids};
 use capture_store::{ApiKeyRow, ScreenshotRow};
-use serde_json::Value;
 
-use super::base::forms::{Signed, SignedForm, account};
+use super::base::forms::{Signed, SignedForm, account, web_id};
 use super::base::layout::{
-    Nav, WebError, WebResult, csrf_field, date, datetime, esc, html, layout, notice, origin, post_button, secret_field,
-    see_other, sentence,
+    Chrome, Nav, SecretPage, WebError, WebResult, date, minute, origin, page, see_other, sentence,
 };
 use super::base::session::WebSession;
+use crate::account::types::Balance;
 use crate::admin::{self, AdminError};
+use crate::screenshots::pdf_response;
+use crate::screenshots::service as screenshots;
 use crate::state::AppState;
 
 /// Most live keys one account may hold.
@@ -32,159 +33,150 @@ pub async fn show(State(state): State<AppState>, Signed(s): Signed) -> WebResult
 /// The dashboard page, with an error above the key form when `error` is set.
 async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Option<&str>) -> WebResult<Response> {
     let acc = account(state, s).await?;
-    let balance = crate::account::balance(&acc);
+    let balance = crate::account::service::balance_of(&acc);
     let keys = state.store.list_keys(&s.user.id).await?;
     let usage = state.store.usage_by_key(&s.user.id, &acc.window.label).await?;
-    let shots = state.store.list_screenshots(&s.user.id, None, RECENT_SCREENSHOTS).await?;
-    let body = format!(
-        "<h1>Dashboard</h1>{}{}{}",
-        usage_section(&balance),
-        keys_section(s, &keys, &usage, error),
-        screenshots_section(state, s, &shots).await
-    );
-    Ok(html(status, layout("Dashboard", Some(s), Nav::Dashboard, &body), origin(&state.base_url).as_deref()))
+    let rows = state.store.list_screenshots(&s.user.id, None, RECENT_SCREENSHOTS).await?;
+    let mut shots = Vec::with_capacity(rows.len());
+    for r in &rows {
+        shots.push(ShotRow::new(state, r).await);
+    }
+    let dashboard = DashboardPage {
+        chrome: Chrome::signed("Dashboard", s, Nav::Dashboard),
+        csrf: &s.csrf,
+        usage: UsageView::new(&balance),
+        error,
+        keys: keys.iter().map(|k| KeyRow::new(k, &usage)).collect(),
+        shots,
+        recent: RECENT_SCREENSHOTS,
+    };
+    Ok(page(status, &dashboard, origin(&state.base_url).as_deref()))
+}
+
+/// `templates/web/dashboard.html`
+#[derive(Template)]
+#[template(path = "web/dashboard.html")]
+struct DashboardPage<'a> {
+    chrome: Chrome<'a>,
+    csrf: &'a str,
+    usage: UsageView<'a>,
+    /// Shown above the key form.
+    error: Option<&'a str>,
+    keys: Vec<KeyRow<'a>>,
+    shots: Vec<ShotRow>,
+    recent: i64,
 }
 
 /// Usage against the plan, from the same object `GET /v1/account/balance` returns.
-fn usage_section(b: &Value) -> String {
-    let u = &b["usage"];
-    let used = u["used"].as_i64().unwrap_or(0);
-    let reset = b["window"]["resetAt"].as_str().unwrap_or("");
-    let reset_text = format!(
-        "<p>The allowance resets on <time id=\"usage-reset\" datetime=\"{r}\">{d}</time> (00:00 UTC).</p>",
-        r = esc(reset),
-        d = esc(reset.get(..10).unwrap_or(reset))
-    );
-    let plan = esc(b["plan"].as_str().unwrap_or(""));
-    let main = if u["unlimited"].as_bool().unwrap_or(false) {
-        format!(
-            "<p id=\"usage-summary\"><strong>{used}</strong> actions used this month. \
-             This is an administrator account: no monthly cap applies ({plan} plan).</p>"
-        )
-    } else {
-        let limit = u["limit"].as_i64().unwrap_or(0);
-        let remaining = u["remaining"].as_i64().unwrap_or(0);
-        let pct = u["percentUsed"].as_f64().unwrap_or(0.0);
-        format!(
-            "<p id=\"usage-summary\"><strong>{used}</strong> of <strong>{limit}</strong> actions used \
-             on the <strong>{plan}</strong> plan ({pct}%), <strong>{remaining}</strong> left.</p>\
-             <meter id=\"usage-meter\" aria-label=\"Monthly usage\" min=\"0\" max=\"{limit}\" value=\"{used}\" \
-             low=\"{low}\" high=\"{high}\" optimum=\"0\">{used} of {limit}</meter>",
-            low = limit * 80 / 100,
-            high = limit * 95 / 100,
-        )
-    };
-    format!("<section aria-labelledby=\"usage-h\"><h2 id=\"usage-h\">Usage this month</h2>{main}{reset_text}</section>")
+struct UsageView<'a> {
+    unlimited: bool,
+    used: i64,
+    limit: i64,
+    remaining: i64,
+    percent: f64,
+    /// Where the meter turns "high" and then "too high".
+    low: i64,
+    high: i64,
+    plan: &'a str,
+    reset_at: &'a str,
+    reset_date: &'a str,
 }
 
-fn keys_section(s: &WebSession, keys: &[ApiKeyRow], usage: &[(String, i64)], error: Option<&str>) -> String {
-    let form = format!(
-        "<form method=\"post\" action=\"/dashboard/keys\" class=\"row\">{}\
-         <label for=\"key-name\">Key name</label>\
-         <input id=\"key-name\" name=\"name\" required maxlength=\"100\" placeholder=\"e.g. production\">\
-         <button type=\"submit\">Create key</button></form>",
-        csrf_field(&s.csrf)
-    );
-    let rows: String = keys
-        .iter()
-        .map(|k| {
-            let used = usage.iter().find(|(id, _)| *id == k.id).map_or(0, |(_, n)| *n);
-            let (status, actions) = match k.revoked_at {
-                Some(t) => (format!("Revoked {}", date(t)), String::new()),
-                None => (
-                    "Active".to_string(),
-                    format!(
-                        "{}{}",
-                        post_button(&format!("/dashboard/keys/{}/reveal", k.id), &s.csrf, "Reveal", ""),
-                        post_button(&format!("/dashboard/keys/{}/revoke", k.id), &s.csrf, "Revoke", "danger")
-                    ),
-                ),
-            };
-            format!(
-                "<tr><th scope=\"row\">{name}</th><td><code>{prefix}…</code></td><td>{created}</td>\
-                 <td class=\"num\">{used}</td><td>{status}</td><td class=\"actions\">{actions}</td></tr>",
-                name = esc(&k.name),
-                prefix = esc(&k.prefix),
-                created = date(k.created_at),
-            )
-        })
-        .collect();
-    let table = if keys.is_empty() {
-        "<p>No keys yet. Create one to call the API.</p>".to_string()
-    } else {
-        format!(
-            "<table><caption>Your API keys</caption><thead><tr><th scope=\"col\">Name</th><th scope=\"col\">Key</th>\
-             <th scope=\"col\">Created</th><th scope=\"col\">Used this month</th><th scope=\"col\">Status</th>\
-             <th scope=\"col\">Actions</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    };
-    format!(
-        "<section id=\"keys\" aria-labelledby=\"keys-h\"><h2 id=\"keys-h\">API keys</h2>\
-         <p>Send a key as <code>Authorization: Bearer …</code>. Revoking a key takes effect on the next call.</p>\
-         {}{form}{table}</section>",
-        error.map(|e| notice("error", e)).unwrap_or_default()
-    )
-}
-
-async fn screenshots_section(state: &AppState, s: &WebSession, shots: &[ScreenshotRow]) -> String {
-    let mut jobs = Vec::with_capacity(shots.len());
-    for r in shots {
-        jobs.push(crate::screenshots::job_json(state, r).await);
+impl<'a> UsageView<'a> {
+    fn new(b: &'a Balance) -> Self {
+        let u = &b.usage;
+        let limit = u.limit.unwrap_or(0);
+        let reset_at = b.window.reset_at.as_str();
+        UsageView {
+            unlimited: u.unlimited,
+            used: u.used,
+            limit,
+            remaining: u.remaining.unwrap_or(0),
+            percent: u.percent_used.unwrap_or(0.0),
+            low: limit * 80 / 100,
+            high: limit * 95 / 100,
+            plan: &b.plan,
+            reset_at,
+            reset_date: reset_at.get(..10).unwrap_or(reset_at),
+        }
     }
-    let rows: String = shots
-        .iter()
-        .zip(&jobs)
-        .map(|(r, v)| {
-            let public = v["publicUrl"].as_str();
-            let thumb = match v["thumbnailUrl"].as_str() {
-                Some(t) => format!("<img src=\"{}\" alt=\"Thumbnail of {}\" width=\"160\" loading=\"lazy\">", esc(t), esc(&r.url)),
-                None => "<span class=\"hint\">no preview</span>".into(),
-            };
-            let title = r.page_title.as_deref().filter(|t| !t.is_empty()).unwrap_or(&r.url);
-            let status = match &r.error {
-                Some(e) if r.status == "failed" => format!("failed<div class=\"hint\">{}</div>", esc(e)),
-                _ => esc(&r.status),
-            };
-            let share = match &r.share_token {
-                Some(t) => {
-                    let url = format!("{}/s/{t}", state.base_url);
-                    format!(
-                        "<a class=\"share-link\" href=\"{u}\">{u}</a>{}",
-                        post_button(&format!("/dashboard/screenshots/{}/unshare", r.id), &s.csrf, "Unshare", ""),
-                        u = esc(&url)
-                    )
-                }
-                None => post_button(&format!("/dashboard/screenshots/{}/share", r.id), &s.csrf, "Share", ""),
-            };
-            let file = match (r.format.as_str(), public) {
-                ("pdf", Some(_)) => format!("<a href=\"/dashboard/screenshots/{}/pdf\" download>Download PDF</a>", esc(&r.id)),
-                (_, Some(p)) => format!("<a href=\"{}\">Open image</a>", esc(p)),
-                _ => String::new(),
-            };
-            format!(
-                "<tr><td>{thumb}</td><th scope=\"row\">{title}<div class=\"hint\"><code>{url}</code></div></th>\
-                 <td>{status}</td><td>{format}</td><td>{created}</td><td class=\"actions\">{share}</td><td>{file}</td></tr>",
-                title = esc(title),
-                url = esc(&r.url),
-                format = esc(&r.format),
-                created = datetime(r.created_at),
-            )
-        })
-        .collect();
-    let table = if shots.is_empty() {
-        "<p>No screenshots yet. Create one with <code>POST /v1/screenshot</code> or <code>capture shot URL</code>.</p>"
-            .to_string()
-    } else {
-        format!(
-            "<table><caption>Your {RECENT_SCREENSHOTS} most recent screenshots</caption><thead><tr>\
-             <th scope=\"col\">Preview</th><th scope=\"col\">Page</th><th scope=\"col\">Status</th>\
-             <th scope=\"col\">Format</th><th scope=\"col\">Created</th><th scope=\"col\">Sharing</th>\
-             <th scope=\"col\">File</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
-    };
-    format!(
-        "<section id=\"screenshots\" aria-labelledby=\"shots-h\"><h2 id=\"shots-h\">Recent screenshots</h2>{table}</section>"
-    )
+}
+
+/// A row of the keys table.
+struct KeyRow<'a> {
+    name: &'a str,
+    prefix: &'a str,
+    created: String,
+    used: i64,
+    /// The date it was revoked.
+    revoked: Option<String>,
+    reveal_action: String,
+    revoke_action: String,
+}
+
+impl<'a> KeyRow<'a> {
+    fn new(k: &'a ApiKeyRow, usage: &[(String, i64)]) -> Self {
+        KeyRow {
+            name: &k.name,
+            prefix: &k.prefix,
+            created: date(k.created_at),
+            used: usage.iter().find(|(id, _)| *id == k.id).map_or(0, |(_, n)| *n),
+            revoked: k.revoked_at.map(date),
+            reveal_action: format!("/dashboard/keys/{}/reveal", k.id),
+            revoke_action: format!("/dashboard/keys/{}/revoke", k.id),
+        }
+    }
+}
+
+/// A row of the screenshots table.
+struct ShotRow {
+    url: String,
+    /// The page title, else the URL.
+    title: String,
+    status: JobStatus,
+    /// Why it failed, for a failed job.
+    failure: Option<String>,
+    format: OutputFormat,
+    created_at: String,
+    created_text: String,
+    thumbnail_url: Option<String>,
+    share_url: Option<String>,
+    share_action: String,
+    unshare_action: String,
+    file: ShotFile,
+}
+
+/// How a finished job's file is offered.
+enum ShotFile {
+    /// Downloaded through the website (the owner's session, no API key).
+    Pdf(String),
+    Image(String),
+    None,
+}
+
+impl ShotRow {
+    async fn new(state: &AppState, r: &ScreenshotRow) -> Self {
+        let job = screenshots::view(state, r).await;
+        let file = match (job.format, job.public_url.clone()) {
+            (OutputFormat::Pdf, Some(_)) => ShotFile::Pdf(format!("/dashboard/screenshots/{}/pdf", job.id)),
+            (_, Some(p)) => ShotFile::Image(p),
+            _ => ShotFile::None,
+        };
+        ShotRow {
+            title: job.page_title.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| job.url.clone()),
+            failure: job.error.clone().filter(|_| job.status == JobStatus::Failed),
+            created_at: iso(r.created_at),
+            created_text: minute(r.created_at),
+            share_url: r.share_token.as_deref().map(|t| screenshots::share_url(state, t)),
+            share_action: format!("/dashboard/screenshots/{}/share", job.id),
+            unshare_action: format!("/dashboard/screenshots/{}/unshare", job.id),
+            file,
+            url: job.url,
+            status: job.status,
+            format: job.format,
+            thumbnail_url: job.thumbnail_url,
+        }
+    }
 }
 
 /// `POST /dashboard/keys`: create a key and show it in full.
@@ -211,13 +203,16 @@ fn key_page(s: &WebSession, row: &ApiKeyRow, key: &str, new: bool) -> Response {
     } else {
         (format!("API key “{}”", row.name), "Keep this key secret. If it leaked, revoke it and create a new one.")
     };
-    let body = format!(
-        "<h1>{}</h1>{}{}<p><a href=\"/dashboard#keys\">Back to the dashboard</a></p>",
-        esc(&title),
-        notice("ok", intro),
-        secret_field("api-key", "API key", key)
-    );
-    html(StatusCode::OK, layout(&title, Some(s), Nav::Dashboard, &body), None)
+    let secret = SecretPage {
+        chrome: Chrome::signed(&title, s, Nav::Dashboard),
+        intro,
+        field_id: "api-key",
+        field_label: "API key",
+        secret: key,
+        back_href: "/dashboard#keys",
+        back_label: "Back to the dashboard",
+    };
+    page(StatusCode::OK, &secret, None)
 }
 
 async fn own_key(state: &AppState, s: &WebSession, id: &str) -> WebResult<ApiKeyRow> {
@@ -250,16 +245,14 @@ pub async fn revoke_key(State(state): State<AppState>, Path(id): Path<String>, f
 /// `POST /dashboard/screenshots/{id}/share`: mint the public link (or keep the one in force).
 pub async fn share(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    crate::screenshots::find(&state, &acc, &id).await?;
-    state.store.share(&acc.user.id, &id, &ids::random_string(32)).await?.ok_or_else(WebError::not_found)?;
+    screenshots::share(&state, &acc, &web_id(&id)?).await?;
     Ok(see_other("/dashboard#screenshots", None))
 }
 
 /// `POST /dashboard/screenshots/{id}/unshare`: the public link stops working.
 pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    crate::screenshots::find(&state, &acc, &id).await?;
-    state.store.unshare(&acc.user.id, &id).await?;
+    screenshots::unshare(&state, &acc, &web_id(&id)?).await?;
     Ok(see_other("/dashboard#screenshots", None))
 }
 
@@ -267,5 +260,5 @@ pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: S
 /// (the same operation as `GET /api/pdf/download/{id}`, which needs an API key).
 pub async fn pdf(State(state): State<AppState>, Path(id): Path<String>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
-    Ok(crate::screenshots::pdf_download(State(state), Extension(acc), Path(id)).await?)
+    Ok(pdf_response(screenshots::pdf(&state, &acc, &web_id(&id)?).await?))
 }

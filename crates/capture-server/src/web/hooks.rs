@@ -1,21 +1,21 @@
 //! Webhook endpoints on the website: create (the secret shown once), rotate the secret,
 //! send a test, list deliveries, delete. Every operation is the REST API's service function.
 
+use askama::Template;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use capture_core::EndpointId;
 use capture_core::events::WEBHOOK_EVENTS;
-use capture_core::ids;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 
-use super::base::forms::{Signed, SignedForm, account};
-use super::base::layout::{
-    Nav, WebResult, csrf_field, esc, html, layout, notice, post_button, secret_field, see_other, sentence,
-};
+use super::base::forms::{Signed, SignedForm, account, web_id};
+use super::base::layout::{Chrome, Nav, SecretPage, WebResult, page, see_other, sentence};
 use super::base::session::WebSession;
-use crate::http::ApiError;
+use crate::error::Error;
 use crate::state::AppState;
-use crate::webhooks;
+use crate::webhooks::service as webhooks;
+use crate::webhooks::types::{Delivery, Endpoint};
 
 /// `GET /dashboard/webhooks`
 pub async fn list(State(state): State<AppState>, Signed(s): Signed) -> WebResult<Response> {
@@ -31,65 +31,46 @@ async fn render_list(
     description: &str,
 ) -> WebResult<Response> {
     let acc = account(state, s).await?;
-    let eps = webhooks::list_endpoints(state, &acc).await?;
-    let eps = eps["data"].as_array().cloned().unwrap_or_default();
-    let rows: String = eps
-        .iter()
-        .map(|e| {
-            format!(
-                "<tr><th scope=\"row\"><a href=\"/dashboard/webhooks/{id}\">{url}</a></th><td>{events}</td>\
-                 <td>{desc}</td><td>{created}</td></tr>",
-                id = esc(e["id"].as_str().unwrap_or("")),
-                url = esc(e["url"].as_str().unwrap_or("")),
-                events = esc(&events_text(&e["events"])),
-                desc = esc(e["description"].as_str().unwrap_or("")),
-                created = esc(e["createdAt"].as_str().unwrap_or("").get(..10).unwrap_or("")),
-            )
-        })
-        .collect();
-    let table = if eps.is_empty() {
-        "<p>No endpoints yet.</p>".to_string()
-    } else {
-        format!(
-            "<table><caption>Your webhook endpoints</caption><thead><tr><th scope=\"col\">URL</th>\
-             <th scope=\"col\">Events</th><th scope=\"col\">Description</th><th scope=\"col\">Created</th></tr>\
-             </thead><tbody>{rows}</tbody></table>"
-        )
+    let list = WebhooksPage {
+        chrome: Chrome::signed("Webhooks", s, Nav::Webhooks),
+        csrf: &s.csrf,
+        endpoints: webhooks::list_endpoints(state, &acc).await?.data,
+        events: WEBHOOK_EVENTS,
+        error,
+        url,
+        description,
     };
-    let boxes: String = WEBHOOK_EVENTS
-        .iter()
-        .map(|e| {
-            format!(
-                "<label class=\"check\"><input type=\"checkbox\" name=\"events\" value=\"{e}\"> <code>{e}</code></label>"
-            )
-        })
-        .collect();
-    let form = format!(
-        "<form method=\"post\" action=\"/dashboard/webhooks\" class=\"stack\">{csrf}{err}\
-         <label for=\"wh-url\">Endpoint URL</label>\
-         <input id=\"wh-url\" name=\"url\" type=\"url\" required maxlength=\"2048\" placeholder=\"https://example.com/webhooks/capture\" value=\"{url}\">\
-         <fieldset><legend>Events</legend>\
-         <label class=\"check\"><input type=\"checkbox\" name=\"events\" value=\"*\" checked> All events (<code>*</code>, including future ones)</label>\
-         {boxes}</fieldset>\
-         <label for=\"wh-desc\">Description (optional)</label>\
-         <input id=\"wh-desc\" name=\"description\" maxlength=\"500\" value=\"{desc}\">\
-         <button type=\"submit\">Create endpoint</button></form>",
-        csrf = csrf_field(&s.csrf),
-        err = error.map(|e| notice("error", e)).unwrap_or_default(),
-        url = esc(url),
-        desc = esc(description),
-    );
-    let body = format!(
-        "<h1>Webhooks</h1><p>Signed deliveries of <code>screenshot.completed</code>, <code>screenshot.failed</code>, \
-         <code>quota.warning</code> and more. Verify the <code>Webhook-Signature</code> header with the endpoint's secret.</p>\
-         <section aria-labelledby=\"eps-h\"><h2 id=\"eps-h\">Endpoints</h2>{table}</section>\
-         <section aria-labelledby=\"new-h\"><h2 id=\"new-h\">Add an endpoint</h2>{form}</section>"
-    );
-    Ok(html(status, layout("Webhooks", Some(s), Nav::Webhooks, &body), None))
+    Ok(page(status, &list, None))
 }
 
-fn events_text(v: &Value) -> String {
-    v.as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")).unwrap_or_default()
+/// `templates/web/webhooks.html`: the endpoints and the form to add one (refilled with
+/// `url` and `description` after an error).
+#[derive(Template)]
+#[template(path = "web/webhooks.html")]
+struct WebhooksPage<'a> {
+    chrome: Chrome<'a>,
+    csrf: &'a str,
+    endpoints: Vec<Endpoint>,
+    events: &'a [&'a str],
+    error: Option<&'a str>,
+    url: &'a str,
+    description: &'a str,
+}
+
+/// `templates/web/webhook.html`: one endpoint, its actions and its deliveries.
+#[derive(Template)]
+#[template(path = "web/webhook.html")]
+struct WebhookPage<'a> {
+    chrome: Chrome<'a>,
+    csrf: &'a str,
+    endpoint: Endpoint,
+    deliveries: Vec<Delivery>,
+    /// A test was just queued.
+    sent: bool,
+    base: String,
+    test_action: String,
+    rotate_action: String,
+    delete_action: String,
 }
 
 /// `POST /dashboard/webhooks`: create an endpoint and show its secret once.
@@ -108,32 +89,39 @@ pub async fn create(State(state): State<AppState>, f: SignedForm) -> WebResult<R
     if !description.is_empty() {
         body.insert("description".into(), json!(description));
     }
-    match webhooks::create_endpoint(&state, &acc, &body).await {
+    let created = match webhooks::parse_endpoint(&state, &body) {
+        Ok(input) => webhooks::create_endpoint(&state, &acc, input).await,
+        Err(e) => Err(e.into()),
+    };
+    match created {
         Ok(ep) => {
-            let id = ep["id"].as_str().unwrap_or("");
             let intro = "The endpoint is created. Copy its signing secret now: it is shown only this once (you can rotate it later).";
-            Ok(secret_page(s, "Endpoint created", intro, id, ep["secret"].as_str().unwrap_or("")))
+            Ok(secret_page(s, "Endpoint created", intro, ep.endpoint.id.as_str(), &ep.secret))
         }
         Err(e) if is_client_error(&e) => {
-            render_list(&state, s, StatusCode::BAD_REQUEST, Some(&sentence(&e.message)), url, description).await
+            render_list(&state, s, StatusCode::BAD_REQUEST, Some(&sentence(&e.to_string())), url, description).await
         }
         Err(e) => Err(e.into()),
     }
 }
 
-fn is_client_error(e: &ApiError) -> bool {
-    (400..500).contains(&e.code.status()) && e.code.status() != 404
+fn is_client_error(e: &Error) -> bool {
+    let status = e.code().status();
+    (400..500).contains(&status) && status != 404
 }
 
 fn secret_page(s: &WebSession, title: &str, intro: &str, id: &str, secret: &str) -> Response {
-    let body = format!(
-        "<h1>{}</h1>{}{}<p><a href=\"/dashboard/webhooks/{}\">Back to the endpoint</a></p>",
-        esc(title),
-        notice("ok", intro),
-        secret_field("wh-secret", "Signing secret", secret),
-        esc(id)
-    );
-    html(StatusCode::OK, layout(title, Some(s), Nav::Webhooks, &body), None)
+    let back = format!("/dashboard/webhooks/{id}");
+    let page_ = SecretPage {
+        chrome: Chrome::signed(title, s, Nav::Webhooks),
+        intro,
+        field_id: "wh-secret",
+        field_label: "Signing secret",
+        secret,
+        back_href: &back,
+        back_label: "Back to the endpoint",
+    };
+    page(StatusCode::OK, &page_, None)
 }
 
 /// `GET /dashboard/webhooks/{id}`: the endpoint, its actions and its last 50 deliveries.
@@ -144,84 +132,43 @@ pub async fn show(
     Signed(s): Signed,
 ) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
-    let deliveries = webhooks::list_deliveries(&state, &acc, &id).await?;
-    let ep = state.store.endpoint_of(&s.user.id, &id).await?.ok_or_else(super::base::layout::WebError::not_found)?;
-    let sent = q.as_deref() == Some("sent=1");
-    let rows: String = deliveries["data"]
-        .as_array()
-        .map(|a| a.as_slice())
-        .unwrap_or_default()
-        .iter()
-        .map(|d| {
-            let t = |k: &str| esc(d[k].as_str().unwrap_or(""));
-            format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td>\
-                 <td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
-                t("eventType"),
-                t("status"),
-                d["attempts"].as_i64().unwrap_or(0),
-                d["responseCode"].as_i64().map(|c| c.to_string()).unwrap_or_else(|| "—".into()),
-                t("errorMessage"),
-                t("createdAt"),
-                t("lastAttemptAt"),
-                t("id"),
-            )
-        })
-        .collect();
-    let table = if rows.is_empty() {
-        "<p>No deliveries yet. Send a test to try the endpoint.</p>".to_string()
-    } else {
-        format!(
-            "<table><caption>Last 50 deliveries, newest first</caption><thead><tr><th scope=\"col\">Event</th>\
-             <th scope=\"col\">Status</th><th scope=\"col\">Attempts</th><th scope=\"col\">Response code</th>\
-             <th scope=\"col\">Error</th><th scope=\"col\">Created</th><th scope=\"col\">Last attempt</th>\
-             <th scope=\"col\">Delivery id (Webhook-Id)</th></tr></thead><tbody>{rows}</tbody></table>"
-        )
+    let id: EndpointId = web_id(&id)?;
+    let deliveries = webhooks::list_deliveries(&state, &acc, &id).await?.data;
+    let endpoint = webhooks::get_endpoint(&state, &acc, &id).await?;
+    let base = format!("/dashboard/webhooks/{id}");
+    let show = WebhookPage {
+        chrome: Chrome::signed("Webhook endpoint", &s, Nav::Webhooks),
+        csrf: &s.csrf,
+        endpoint,
+        deliveries,
+        sent: q.as_deref() == Some("sent=1"),
+        test_action: format!("{base}/test"),
+        rotate_action: format!("{base}/rotate"),
+        delete_action: format!("{base}/delete"),
+        base,
     };
-    let base = format!("/dashboard/webhooks/{}", ep.id);
-    let body = format!(
-        "<h1>Webhook endpoint</h1>{sent}<dl><dt>URL</dt><dd><code>{url}</code></dd><dt>Events</dt><dd>{events}</dd>\
-         <dt>Description</dt><dd>{desc}</dd><dt>Id</dt><dd><code>{id}</code></dd></dl>\
-         <div class=\"actions\">{test}{rotate}{delete}</div>\
-         <section aria-labelledby=\"del-h\"><h2 id=\"del-h\">Deliveries</h2>\
-         <p><a href=\"{base}\">Refresh</a> (deliveries are sent in the background)</p>{table}</section>\
-         <p><a href=\"/dashboard/webhooks\">All endpoints</a></p>",
-        sent = if sent { notice("ok", "A test.ping delivery is queued.") } else { String::new() },
-        url = esc(&ep.url),
-        events = esc(&ep.events.join(", ")),
-        desc = esc(ep.description.as_deref().unwrap_or("—")),
-        id = esc(&ep.id),
-        base = esc(&base),
-        test = post_button(&format!("{base}/test"), &s.csrf, "Send test", ""),
-        rotate = post_button(&format!("{base}/rotate"), &s.csrf, "Rotate secret", ""),
-        delete = post_button(&format!("{base}/delete"), &s.csrf, "Delete endpoint", "danger"),
-    );
-    Ok(html(StatusCode::OK, layout("Webhook endpoint", Some(&s), Nav::Webhooks, &body), None))
+    Ok(page(StatusCode::OK, &show, None))
 }
 
 /// `POST /dashboard/webhooks/{id}/rotate`: a new secret, shown once; the old one stops signing.
 pub async fn rotate(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    let v = webhooks::rotate_secret(&state, &acc, &id).await?;
+    let v = webhooks::rotate_secret(&state, &acc, &web_id(&id)?).await?;
     let intro = "The endpoint has a new signing secret; the old one no longer signs deliveries. Copy it now: it is shown only this once.";
-    Ok(secret_page(&f.session, "New signing secret", intro, &id, v["secret"].as_str().unwrap_or("")))
+    Ok(secret_page(&f.session, "New signing secret", intro, v.id.as_str(), &v.secret))
 }
 
 /// `POST /dashboard/webhooks/{id}/test`: queue a `test.ping`.
 pub async fn test(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
+    let id: EndpointId = web_id(&id)?;
     webhooks::send_test(&state, &acc, &id).await?;
-    Ok(see_other(&format!("/dashboard/webhooks/{}?sent=1", safe_id(&id)), None))
+    Ok(see_other(&format!("/dashboard/webhooks/{id}?sent=1"), None))
 }
 
 /// `POST /dashboard/webhooks/{id}/delete`
 pub async fn delete(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
-    webhooks::delete_endpoint(&state, &acc, &id).await?;
+    webhooks::delete_endpoint(&state, &acc, &web_id(&id)?).await?;
     Ok(see_other("/dashboard/webhooks", None))
-}
-
-/// An id already checked by the service (`whe_…`), safe in a Location header.
-fn safe_id(id: &str) -> &str {
-    if ids::looks_like("whe", id) { id } else { "" }
 }

@@ -4,18 +4,40 @@
 
 pub mod delivery;
 pub mod service;
+pub mod types;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
-use serde_json::{Value, json};
+use axum::{Extension, Router};
+use capture_core::EndpointId;
 
-pub use service::{create_endpoint, delete_endpoint, list_deliveries, list_endpoints, rotate_secret, send_test};
-
+use self::types::{
+    CreatedEndpoint, Delivery, DeliveryList, Endpoint, EndpointIn, EndpointList, EndpointWithSecret, RotatedSecret,
+    TestPing,
+};
 use crate::auth::Account;
-use crate::http::{ApiResult, JsonObject};
+use crate::http::error::ErrorBody;
+use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
 use crate::state::AppState;
+
+/// The webhook paths and schemas of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(create_handler, list_handler, delete_handler, rotate_handler, test_handler, deliveries_handler),
+    components(schemas(
+        EndpointIn,
+        Endpoint,
+        EndpointWithSecret,
+        CreatedEndpoint,
+        EndpointList,
+        RotatedSecret,
+        TestPing,
+        Delivery,
+        DeliveryList
+    ))
+)]
+pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
 pub fn router() -> Router<AppState> {
@@ -27,47 +49,69 @@ pub fn router() -> Router<AppState> {
         .route("/v1/webhooks/{id}/deliveries", get(deliveries_handler))
 }
 
+#[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = EndpointIn,
+    responses((status = 201, body = CreatedEndpoint), (status = 400, body = ErrorBody)), security(("api_key" = [])))]
+/// Create an endpoint; the answer carries its signing secret, shown this once.
 async fn create_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     JsonObject(body, _): JsonObject,
-) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((StatusCode::CREATED, Json(json!({"endpoint": create_endpoint(&state, &account, &body).await?}))))
+) -> ApiResult<(StatusCode, Json<CreatedEndpoint>)> {
+    let input = service::parse_endpoint(&state, &body).map_err(ApiError::validation)?;
+    let endpoint = service::create_endpoint(&state, &account, input).await?;
+    Ok((StatusCode::CREATED, Json(CreatedEndpoint { endpoint })))
 }
 
-async fn list_handler(State(state): State<AppState>, Extension(account): Extension<Account>) -> ApiResult<Json<Value>> {
-    Ok(Json(list_endpoints(&state, &account).await?))
+#[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks", responses((status = 200, body = EndpointList)), security(("api_key" = [])))]
+/// The caller's endpoints (no secrets).
+async fn list_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+) -> ApiResult<Json<EndpointList>> {
+    Ok(Json(service::list_endpoints(&state, &account).await?))
 }
 
+#[utoipa::path(post, path = "/v1/webhooks/{id}/rotate", tag = "webhooks", params(("id" = String, Path)),
+    responses((status = 200, body = RotatedSecret), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Replace the signing secret; the new one is shown this once.
 async fn rotate_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(rotate_secret(&state, &account, &id).await?))
+    Id(id): Id<EndpointId>,
+) -> ApiResult<Json<RotatedSecret>> {
+    Ok(Json(service::rotate_secret(&state, &account, &id).await?))
 }
 
+#[utoipa::path(post, path = "/v1/webhooks/{id}/test", tag = "webhooks", params(("id" = String, Path)),
+    responses((status = 202, body = TestPing), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Queue a `test.ping` delivery.
 async fn test_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Path(id): Path<String>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
-    Ok((StatusCode::ACCEPTED, Json(send_test(&state, &account, &id).await?)))
+    Id(id): Id<EndpointId>,
+) -> ApiResult<(StatusCode, Json<TestPing>)> {
+    Ok((StatusCode::ACCEPTED, Json(service::send_test(&state, &account, &id).await?)))
 }
 
+#[utoipa::path(get, path = "/v1/webhooks/{id}/deliveries", tag = "webhooks", params(("id" = String, Path)),
+    responses((status = 200, body = DeliveryList), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// The endpoint's last 50 deliveries, newest first.
 async fn deliveries_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(list_deliveries(&state, &account, &id).await?))
+    Id(id): Id<EndpointId>,
+) -> ApiResult<Json<DeliveryList>> {
+    Ok(Json(service::list_deliveries(&state, &account, &id).await?))
 }
 
+#[utoipa::path(delete, path = "/v1/webhooks/{id}", tag = "webhooks", params(("id" = String, Path)),
+    responses((status = 204), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Delete an endpoint; nothing more is delivered to it.
 async fn delete_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Path(id): Path<String>,
+    Id(id): Id<EndpointId>,
 ) -> ApiResult<StatusCode> {
-    delete_endpoint(&state, &account, &id).await?;
+    service::delete_endpoint(&state, &account, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

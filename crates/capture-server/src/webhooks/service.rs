@@ -3,12 +3,15 @@
 
 use capture_core::events::{WEBHOOK_EVENTS, is_subscribable};
 use capture_core::time::{iso, now_ms};
-use capture_core::{FieldError, ids};
-use capture_store::{Delivery, Endpoint};
-use serde_json::{Map, Value, json};
+use capture_core::{DeliveryId, DeliveryStatus, EndpointId, FieldError, ids};
+use serde_json::{Map, Value};
 
+use super::types::{
+    DESCRIPTION_MAX, Delivery, DeliveryList, Endpoint, EndpointIn, EndpointList, EndpointWithSecret, RotatedSecret,
+    TestPing, URL_MAX,
+};
 use crate::auth::Account;
-use crate::http::{ApiError, ApiResult};
+use crate::error::{Error, Result};
 use crate::state::AppState;
 
 /// Most endpoints one account may have.
@@ -19,33 +22,36 @@ pub fn new_secret() -> String {
     format!("whsec_{}", ids::random_string(40))
 }
 
-fn endpoint_json(e: &Endpoint) -> Value {
-    json!({
-        "id": e.id,
-        "url": e.url,
-        "events": e.events,
-        "description": e.description,
-        "createdAt": iso(e.created_at),
-    })
+fn endpoint(e: &capture_store::Endpoint) -> Endpoint {
+    Endpoint {
+        id: EndpointId::from_stored(e.id.clone()),
+        url: e.url.clone(),
+        events: e.events.clone(),
+        description: e.description.clone(),
+        created_at: iso(e.created_at),
+    }
 }
 
-fn delivery_json(d: &Delivery) -> Value {
-    json!({
-        "id": d.id,
-        "eventType": d.event_type,
-        "status": d.status,
-        "attempts": d.attempts,
-        "responseCode": d.response_code,
-        "errorMessage": d.error_message,
-        "createdAt": iso(d.created_at),
-        "lastAttemptAt": d.last_attempt_at.map(iso),
-        "nextAttemptAt": d.next_attempt_at.map(iso),
-    })
+fn delivery(d: &capture_store::Delivery) -> Delivery {
+    Delivery {
+        id: DeliveryId::from_stored(d.id.clone()),
+        event_type: d.event_type.clone(),
+        status: DeliveryStatus::parse(&d.status).unwrap_or_else(|| {
+            tracing::error!(delivery = %d.id, status = %d.status, "a delivery has a status this version does not know");
+            DeliveryStatus::Pending
+        }),
+        attempts: d.attempts,
+        response_code: d.response_code,
+        error_message: d.error_message.clone(),
+        created_at: iso(d.created_at),
+        last_attempt_at: d.last_attempt_at.map(iso),
+        next_attempt_at: d.next_attempt_at.map(iso),
+    }
 }
 
 /// Check an endpoint URL: http(s), HTTPS unless allowed, no literal private address
 /// unless allowed (names are checked again, on the resolved address, at every delivery).
-pub fn validate_url(state: &AppState, raw: &str) -> Result<String, FieldError> {
+pub fn validate_url(state: &AppState, raw: &str) -> std::result::Result<String, FieldError> {
     let u = url::Url::parse(raw.trim()).map_err(|e| FieldError::new("url", format!("is not a valid URL ({e})")))?;
     match u.scheme() {
         "https" => {}
@@ -68,13 +74,13 @@ pub fn validate_url(state: &AppState, raw: &str) -> Result<String, FieldError> {
             format!("must not point at a loopback, private or link-local address, or at this service ({e})"),
         ));
     }
-    if raw.len() > 2048 {
-        return Err(FieldError::new("url", "must be at most 2048 characters"));
+    if raw.len() > URL_MAX {
+        return Err(FieldError::new("url", format!("must be at most {URL_MAX} characters")));
     }
     Ok(u.to_string())
 }
 
-fn parse_events(v: Option<&Value>) -> Result<Vec<String>, FieldError> {
+fn parse_events(v: Option<&Value>) -> std::result::Result<Vec<String>, FieldError> {
     let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(vec!["*".into()]) };
     let arr = v.as_array().ok_or_else(|| FieldError::new("events", "must be an array of event names"))?;
     if arr.is_empty() {
@@ -96,89 +102,98 @@ fn parse_events(v: Option<&Value>) -> Result<Vec<String>, FieldError> {
     Ok(out)
 }
 
-/// Create an endpoint; returns its JSON with the secret (shown this once).
-pub async fn create_endpoint(state: &AppState, account: &Account, body: &Map<String, Value>) -> ApiResult<Value> {
+/// Check a request's JSON object field by field, in order, with the contract's messages:
+/// the URL (see [`validate_url`]), the events (default `*`), the description.
+pub fn parse_endpoint(state: &AppState, body: &Map<String, Value>) -> Result<EndpointIn, FieldError> {
     let url = match body.get("url") {
         Some(Value::String(s)) => validate_url(state, s)?,
-        None | Some(Value::Null) => return Err(FieldError::new("url", "is required").into()),
-        Some(_) => return Err(FieldError::new("url", "must be a string").into()),
+        None | Some(Value::Null) => return Err(FieldError::new("url", "is required")),
+        Some(_) => return Err(FieldError::new("url", "must be a string")),
     };
     let events = parse_events(body.get("events"))?;
     let description = match body.get("description") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.len() <= 500 => Some(s.clone()),
-        Some(Value::String(_)) => return Err(FieldError::new("description", "must be at most 500 characters").into()),
-        Some(_) => return Err(FieldError::new("description", "must be a string").into()),
+        Some(Value::String(s)) if s.len() <= DESCRIPTION_MAX => Some(s.clone()),
+        Some(Value::String(_)) => {
+            return Err(FieldError::new("description", format!("must be at most {DESCRIPTION_MAX} characters")));
+        }
+        Some(_) => return Err(FieldError::new("description", "must be a string")),
     };
+    Ok(EndpointIn { url, events, description })
+}
+
+/// Create an endpoint from a checked request; its secret is in the answer this once.
+pub async fn create_endpoint(state: &AppState, account: &Account, input: EndpointIn) -> Result<EndpointWithSecret> {
     if state.store.list_endpoints(&account.user.id).await?.len() >= MAX_ENDPOINTS {
-        return Err(ApiError::validation(FieldError::new(
-            "url",
-            format!("an account may have at most {MAX_ENDPOINTS} endpoints"),
-        )));
+        return Err(FieldError::new("url", format!("an account may have at most {MAX_ENDPOINTS} endpoints")).into());
     }
     let secret = new_secret();
-    let ep = Endpoint {
-        id: ids::new_id("whe"),
+    let ep = capture_store::Endpoint {
+        id: EndpointId::new().into(),
         user_id: account.user.id.clone(),
-        url,
-        events,
-        description,
+        url: input.url,
+        events: input.events,
+        description: input.description,
         secret_enc: state.master.encrypt(&secret),
         created_at: now_ms(),
     };
     state.store.create_endpoint(&ep).await?;
-    let mut v = endpoint_json(&ep);
-    v["secret"] = json!(secret);
-    Ok(v)
+    Ok(EndpointWithSecret { endpoint: endpoint(&ep), secret })
 }
 
 /// The caller's endpoints (no secrets).
-pub async fn list_endpoints(state: &AppState, account: &Account) -> ApiResult<Value> {
+pub async fn list_endpoints(state: &AppState, account: &Account) -> Result<EndpointList> {
     let eps = state.store.list_endpoints(&account.user.id).await?;
-    Ok(json!({"data": eps.iter().map(endpoint_json).collect::<Vec<_>>()}))
+    Ok(EndpointList { data: eps.iter().map(endpoint).collect() })
 }
 
-async fn own_endpoint(state: &AppState, account: &Account, id: &str) -> ApiResult<Endpoint> {
-    if !ids::looks_like("whe", id) {
-        return Err(ApiError::not_found("webhook endpoint"));
-    }
-    state.store.endpoint_of(&account.user.id, id).await?.ok_or_else(|| ApiError::not_found("webhook endpoint"))
+/// An endpoint of the caller, or `NotFound`.
+pub async fn get_endpoint(state: &AppState, account: &Account, id: &EndpointId) -> Result<Endpoint> {
+    Ok(endpoint(&own_endpoint(state, account, id).await?))
 }
 
-/// Replace the signing secret; returns the new one (shown this once).
-pub async fn rotate_secret(state: &AppState, account: &Account, id: &str) -> ApiResult<Value> {
+async fn own_endpoint(state: &AppState, account: &Account, id: &EndpointId) -> Result<capture_store::Endpoint> {
+    state.store.endpoint_of(&account.user.id, id.as_str()).await?.ok_or_else(|| Error::not_found(EndpointId::NOUN))
+}
+
+/// Replace the signing secret; the new one is in the answer this once.
+pub async fn rotate_secret(state: &AppState, account: &Account, id: &EndpointId) -> Result<RotatedSecret> {
     own_endpoint(state, account, id).await?;
     let secret = new_secret();
-    if !state.store.rotate_endpoint_secret(&account.user.id, id, &state.master.encrypt(&secret)).await? {
-        return Err(ApiError::not_found("webhook endpoint"));
+    if !state.store.rotate_endpoint_secret(&account.user.id, id.as_str(), &state.master.encrypt(&secret)).await? {
+        return Err(Error::not_found(EndpointId::NOUN));
     }
-    Ok(json!({"id": id, "secret": secret}))
+    Ok(RotatedSecret { id: id.clone(), secret })
 }
 
 /// Queue a `test.ping` to the endpoint.
-pub async fn send_test(state: &AppState, account: &Account, id: &str) -> ApiResult<Value> {
+pub async fn send_test(state: &AppState, account: &Account, id: &EndpointId) -> Result<TestPing> {
     own_endpoint(state, account, id).await?;
     let delivery = state
         .store
-        .send_test_ping(&account.user.id, id, now_ms())
+        .send_test_ping(&account.user.id, id.as_str(), now_ms())
         .await?
-        .ok_or_else(|| ApiError::not_found("webhook endpoint"))?;
+        .ok_or_else(|| Error::not_found(EndpointId::NOUN))?;
     state.webhook_work.notify_one();
-    Ok(json!({"deliveryId": delivery, "eventType": "test.ping", "status": "pending"}))
+    Ok(TestPing {
+        delivery_id: DeliveryId::from_stored(delivery),
+        event_type: "test.ping",
+        status: DeliveryStatus::Pending,
+    })
 }
 
 /// The last 50 deliveries of an endpoint, newest first.
-pub async fn list_deliveries(state: &AppState, account: &Account, id: &str) -> ApiResult<Value> {
+pub async fn list_deliveries(state: &AppState, account: &Account, id: &EndpointId) -> Result<DeliveryList> {
     own_endpoint(state, account, id).await?;
-    let ds = state.store.list_deliveries(&account.user.id, id, 50).await?;
-    Ok(json!({"data": ds.iter().map(delivery_json).collect::<Vec<_>>()}))
+    let ds = state.store.list_deliveries(&account.user.id, id.as_str(), 50).await?;
+    Ok(DeliveryList { data: ds.iter().map(delivery).collect() })
 }
 
 /// Delete an endpoint; nothing more is delivered to it.
-pub async fn delete_endpoint(state: &AppState, account: &Account, id: &str) -> ApiResult<()> {
+pub async fn delete_endpoint(state: &AppState, account: &Account, id: &EndpointId) -> Result<()> {
     own_endpoint(state, account, id).await?;
-    if !state.store.delete_endpoint(&account.user.id, id, now_ms()).await? {
-        return Err(ApiError::not_found("webhook endpoint"));
+    if !state.store.delete_endpoint(&account.user.id, id.as_str(), now_ms()).await? {
+        return Err(Error::not_found(EndpointId::NOUN));
     }
     Ok(())
 }
@@ -186,6 +201,8 @@ pub async fn delete_endpoint(state: &AppState, account: &Account, id: &str) -> A
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use serde_json::json;
 
     #[test]
     fn events_default_to_everything_and_unknown_names_are_refused() {

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
-use capture_core::ids;
+use capture_core::ids::{self, TypedId};
 
 use super::layout::WebError;
 use super::session::{self, WebSession};
@@ -146,6 +146,12 @@ pub fn anon_csrf(state: &AppState, headers: &HeaderMap) -> (String, Option<Strin
     let secure = if name.starts_with("__Host-") { "; Secure" } else { "" };
     let cookie = format!("{name}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400{secure}");
     (token, Some(cookie))
+}
+
+/// A typed id from a website path: anything else is the 404 page, as for another
+/// account's id.
+pub fn web_id<T: TypedId>(raw: &str) -> Result<T, WebError> {
+    T::parse_id(raw).ok_or_else(WebError::not_found)
 }
 
 /// The signed-in account as the service functions want it: plan cap and this month's usage.

@@ -1,13 +1,15 @@
-//! The one page layout, HTML responses with the website's security headers, and the
+//! What every page shares: the layout's [`Chrome`] (the template is
+//! `templates/layout.html`), HTML responses with the website's security headers, and the
 //! website's error type (rendered as an HTML page, never as the API's JSON body).
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use capture_core::time::iso;
 
+use askama::Template;
+
 use super::session::WebSession;
 use crate::admin::AdminError;
-pub use crate::html::esc;
 use crate::http::ApiError;
 
 /// The navigation entry a page belongs to.
@@ -19,74 +21,48 @@ pub enum Nav {
     None,
 }
 
-/// A whole HTML document: the shared header (with navigation and "Sign out" when signed in),
-/// `body` (already escaped HTML) and the footer.
-pub fn layout(title: &str, session: Option<&WebSession>, nav: Nav, body: &str) -> String {
-    let header = match session {
-        Some(s) => {
-            let link = |n: Nav, href: &str, label: &str| {
-                let current = if n == nav { " aria-current=\"page\"" } else { "" };
-                format!("<a href=\"{href}\"{current}>{label}</a>")
-            };
-            format!(
-                "<nav aria-label=\"Main\">{}{}{}</nav>\
-                 <div class=\"who\"><span>{}</span>{}</div>",
-                link(Nav::Dashboard, "/dashboard", "Dashboard"),
-                link(Nav::Webhooks, "/dashboard/webhooks", "Webhooks"),
-                link(Nav::Settings, "/settings", "Settings"),
-                esc(&s.user.email),
-                post_button("/logout", &s.csrf, "Sign out", "link"),
-            )
+/// What the shared layout (`templates/layout.html`) shows around a page: its title, the
+/// signed-in visitor (navigation and "Sign out") and the current navigation entry.
+#[derive(Debug, Clone, Copy)]
+pub struct Chrome<'a> {
+    pub title: &'a str,
+    pub session: Option<&'a WebSession>,
+    pub nav: Nav,
+}
+
+impl<'a> Chrome<'a> {
+    /// A page for a signed-in visitor under `nav`.
+    pub fn signed(title: &'a str, session: &'a WebSession, nav: Nav) -> Self {
+        Chrome { title, session: Some(session), nav }
+    }
+
+    /// A page outside the signed-in part of the site.
+    pub fn public(title: &'a str) -> Self {
+        Chrome { title, session: None, nav: Nav::None }
+    }
+}
+
+impl Nav {
+    /// The entry's name, as the layout compares it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Nav::Dashboard => "dashboard",
+            Nav::Webhooks => "webhooks",
+            Nav::Settings => "settings",
+            Nav::None => "",
         }
-        None => "<nav aria-label=\"Main\"><a href=\"/login\">Sign in</a><a href=\"/signup\">Create account</a></nav>"
-            .to_string(),
-    };
-    format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{title} · Capture</title><link rel=\"stylesheet\" href=\"/assets/web.css\">\
-         <script src=\"/assets/web.js\" defer></script></head>\
-         <body><header class=\"top\"><a class=\"brand\" href=\"/\">Capture</a>{header}</header>\
-         <main>{body}</main><footer><a href=\"/docs\">API reference</a></footer></body></html>\n",
-        title = esc(title),
-    )
+    }
 }
 
-/// A one-button POST form carrying the CSRF token (`class` styles the button).
-pub fn post_button(action: &str, csrf: &str, label: &str, class: &str) -> String {
-    format!(
-        "<form method=\"post\" action=\"{}\" class=\"inline\">{}<button type=\"submit\" class=\"{}\">{}</button></form>",
-        esc(action),
-        csrf_field(csrf),
-        esc(class),
-        esc(label)
-    )
-}
-
-/// The hidden CSRF field of a form.
-pub fn csrf_field(token: &str) -> String {
-    format!("<input type=\"hidden\" name=\"csrf\" value=\"{}\">", esc(token))
-}
-
-/// A secret shown in a read-only, labelled field with a "Copy" button (shown by the script;
-/// without JavaScript the text stays selectable).
-pub fn secret_field(id: &str, label: &str, value: &str) -> String {
-    format!(
-        "<div class=\"secret\"><label for=\"{id}\">{label}</label>\
-         <input id=\"{id}\" type=\"text\" readonly spellcheck=\"false\" autocomplete=\"off\" value=\"{value}\">\
-         <button type=\"button\" data-copy=\"{id}\" hidden>Copy</button>\
-         <span id=\"{id}-status\" role=\"status\" class=\"hint\"></span>\
-         <noscript><p class=\"hint\">Select the text above and copy it.</p></noscript></div>",
-        id = esc(id),
-        label = esc(label),
-        value = esc(value)
-    )
-}
-
-/// A notice paragraph (`kind` is `error` or `ok`).
-pub fn notice(kind: &str, text: &str) -> String {
-    let role = if kind == "error" { "alert" } else { "status" };
-    format!("<p class=\"notice {kind}\" role=\"{role}\">{}</p>", esc(text))
+/// Render a page template as an HTML response with the website's headers (see [`html`]).
+pub fn page(status: StatusCode, template: &impl Template, img_origin: Option<&str>) -> Response {
+    match template.render() {
+        Ok(doc) => html(status, doc, img_origin),
+        Err(e) => {
+            tracing::error!(error = %e, "rendering a page failed");
+            (StatusCode::INTERNAL_SERVER_ERROR, "internal error").into_response()
+        }
+    }
 }
 
 /// A service message as a sentence: capital first letter, final full stop.
@@ -112,10 +88,10 @@ pub fn date(ms: i64) -> String {
     iso(ms)[..10].to_string()
 }
 
-/// `<time>` with the date and minute in UTC.
-pub fn datetime(ms: i64) -> String {
+/// The date and minute in UTC, as shown in a `<time>`: `2026-05-01 14:03 UTC`.
+pub fn minute(ms: i64) -> String {
     let t = iso(ms);
-    format!("<time datetime=\"{t}\">{} {} UTC</time>", &t[..10], &t[11..16])
+    format!("{} {} UTC", &t[..10], &t[11..16])
 }
 
 /// An HTML response with the website's headers: never cached, never framed, scripts and
@@ -185,6 +161,12 @@ impl From<ApiError> for WebError {
     }
 }
 
+impl From<crate::error::Error> for WebError {
+    fn from(e: crate::error::Error) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
 impl From<capture_store::StoreError> for WebError {
     fn from(e: capture_store::StoreError) -> Self {
         ApiError::from(e).into()
@@ -243,12 +225,7 @@ impl IntoResponse for WebError {
                 (status, title, text, None)
             }
         };
-        let body = format!(
-            "<h1>{}</h1>{}<p><a href=\"/dashboard\">Back to the dashboard</a></p>",
-            esc(title),
-            notice("error", &text)
-        );
-        let mut r = html(status, layout(title, None, Nav::None, &body), None);
+        let mut r = page(status, &ErrorPage { chrome: Chrome::public(title), text: &text }, None);
         if let Some((k, v)) = extra
             && let Ok(v) = HeaderValue::from_str(&v)
         {
@@ -256,4 +233,26 @@ impl IntoResponse for WebError {
         }
         r
     }
+}
+
+/// The page of a [`WebError`].
+#[derive(Template)]
+#[template(path = "web/error.html")]
+struct ErrorPage<'a> {
+    chrome: Chrome<'a>,
+    text: &'a str,
+}
+
+/// `templates/web/secret.html`: a secret shown once (a new API key, a webhook signing
+/// secret), with the way back.
+#[derive(Template)]
+#[template(path = "web/secret.html")]
+pub struct SecretPage<'a> {
+    pub chrome: Chrome<'a>,
+    pub intro: &'a str,
+    pub field_id: &'a str,
+    pub field_label: &'a str,
+    pub secret: &'a str,
+    pub back_href: &'a str,
+    pub back_label: &'a str,
 }

@@ -1,0 +1,119 @@
+//! The domain error of every service operation, whatever the channel: the REST handlers
+//! map it to [`ApiError`](crate::http::ApiError), the MCP tools to a tool error, the
+//! website to a page. It carries the stable [`ErrorCode`], a message for people and, for
+//! some, details; it knows nothing of HTTP.
+
+use capture_core::time::iso;
+use capture_core::{ErrorCode, FieldError};
+use capture_store::{QueueFull, QueueScope, StoreError};
+use serde_json::{Value, json};
+
+/// `Retry-After` (seconds) of a refusal because the account's jobs fill its share of the queue.
+pub const QUEUE_FULL_RETRY_ACCOUNT: u64 = 5;
+/// `Retry-After` (seconds) of a refusal because the whole queue is full.
+pub const QUEUE_FULL_RETRY_GLOBAL: u64 = 10;
+
+/// Why an operation did not happen.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum Error {
+    /// A field of the request is invalid (`VALIDATION_ERROR`, `details: {field, reason}`).
+    #[error("invalid {}: {}", .0.field, .0.reason)]
+    Invalid(FieldError),
+    /// The thing does not exist for this account (never says whether it exists for another).
+    #[error("{0} not found")]
+    NotFound(String),
+    /// The monthly quota is used up.
+    #[error("monthly quota of {} actions reached; it resets at {}", .0.limit, iso(.0.reset_ms))]
+    QuotaExceeded(QuotaExceeded),
+    /// Back-pressure: the account's share of the queue, or the whole queue, is full.
+    #[error("{}", queue_full_message(.0))]
+    QueueFull(QueueFull),
+    /// The request's Idempotency-Key is owned by another request still running (this one
+    /// outlived its lease and was taken over).
+    #[error("a request with this Idempotency-Key is still in progress; retry shortly")]
+    IdempotencyInFlight,
+    /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
+    #[error("internal error")]
+    Internal,
+}
+
+/// The figures of a quota refusal.
+#[derive(Debug, Clone)]
+pub struct QuotaExceeded {
+    pub used: i64,
+    pub limit: i64,
+    pub plan: String,
+    pub reset_ms: i64,
+}
+
+fn queue_full_message(q: &QueueFull) -> String {
+    match q.scope {
+        QueueScope::Account => format!(
+            "{} of your jobs are waiting for or in capture, the most allowed at once; retry in {} seconds",
+            q.pending, QUEUE_FULL_RETRY_ACCOUNT
+        ),
+        QueueScope::Global => format!(
+            "the capture queue is full (workers are not keeping up); retry in {} seconds",
+            QUEUE_FULL_RETRY_GLOBAL
+        ),
+    }
+}
+
+impl Error {
+    /// 404 for `what` ("screenshot", "webhook endpoint", …).
+    pub fn not_found(what: impl Into<String>) -> Self {
+        Error::NotFound(what.into())
+    }
+
+    /// An unexpected failure: logged here with its cause, opaque to the client.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Error::Internal
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Invalid(_) => ErrorCode::ValidationError,
+            Error::NotFound(_) => ErrorCode::NotFound,
+            Error::QuotaExceeded(_) => ErrorCode::PlanQuotaExceeded,
+            Error::QueueFull(q) => match q.scope {
+                QueueScope::Account => ErrorCode::QueueFull,
+                QueueScope::Global => ErrorCode::ServiceUnavailable,
+            },
+            Error::IdempotencyInFlight => ErrorCode::IdempotencyInFlight,
+            Error::Internal => ErrorCode::InternalError,
+        }
+    }
+
+    /// Machine-readable details, for the codes that have them.
+    pub fn details(&self) -> Option<Value> {
+        match self {
+            Error::Invalid(e) => Some(json!({"field": e.field, "reason": e.reason})),
+            Error::QuotaExceeded(q) => {
+                Some(json!({"used": q.used, "limit": q.limit, "plan": q.plan, "resetAt": iso(q.reset_ms)}))
+            }
+            Error::QueueFull(q) => Some(match q.scope {
+                QueueScope::Account => json!({"pending": q.pending, "limit": q.limit, "scope": "account"}),
+                // The global refusal does not tell one tenant how busy the others keep the service.
+                QueueScope::Global => json!({"reason": "queue_full", "scope": "global"}),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl From<FieldError> for Error {
+    fn from(e: FieldError) -> Self {
+        Error::Invalid(e)
+    }
+}
+
+impl From<StoreError> for Error {
+    fn from(e: StoreError) -> Self {
+        Error::internal(e)
+    }
+}
+
+/// Result alias of service operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
