@@ -450,7 +450,10 @@ impl Config {
             Some(p) => {
                 let p = PathBuf::from(p);
                 if !p.is_file() {
-                    return Err(err("CAPTURE_AXE_PATH", format!("{} is not a file (axe-core's axe.min.js)", p.display())));
+                    return Err(err(
+                        "CAPTURE_AXE_PATH",
+                        format!("{} is not a file (axe-core's axe.min.js)", p.display()),
+                    ));
                 }
                 Some(p)
             }

@@ -57,7 +57,15 @@ mod tests {
     #[test]
     fn the_document_describes_each_resource_with_its_request_schemas() {
         let doc = serde_json::to_value(openapi()).unwrap();
-        for path in ["/v1/screenshot", "/v1/screenshots", "/v1/webhooks", "/v1/account/balance", "/v1/audits", "/v1/audits/{id}", "/v1/audits/{id}/stream"] {
+        for path in [
+            "/v1/screenshot",
+            "/v1/screenshots",
+            "/v1/webhooks",
+            "/v1/account/balance",
+            "/v1/audits",
+            "/v1/audits/{id}",
+            "/v1/audits/{id}/stream",
+        ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
         // The capture options come from their JSON Schema, bounds included.

@@ -159,16 +159,25 @@ impl Store {
         idem: Option<IdemResponse<'_, AuditRow>>,
     ) -> Result<std::result::Result<(AuditRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
-        let used =
-            match reserve(&mut tx, &n.user_id, n.key_id.as_deref(), "audit", &n.id, n.actions, &n.month, n.limit, n.now)
-                .await?
-            {
-                Ok(used) => used,
-                Err(q) => {
-                    tx.rollback().await?;
-                    return Ok(Err(q.into()));
-                }
-            };
+        let used = match reserve(
+            &mut tx,
+            &n.user_id,
+            n.key_id.as_deref(),
+            "audit",
+            &n.id,
+            n.actions,
+            &n.month,
+            n.limit,
+            n.now,
+        )
+        .await?
+        {
+            Ok(used) => used,
+            Err(q) => {
+                tx.rollback().await?;
+                return Ok(Err(q.into()));
+            }
+        };
         if let Some(limit) = n.limit {
             crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }
@@ -190,8 +199,7 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         crate::queue::enqueue(&mut tx, "audit", &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
-        append_event(&mut tx, &n.user_id, &n.id, AUDIT_EVENT, &serde_json::json!({"status": "pending"}), n.now)
-            .await?;
+        append_event(&mut tx, &n.user_id, &n.id, AUDIT_EVENT, &serde_json::json!({"status": "pending"}), n.now).await?;
         if n.key_id.is_some() {
             sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
                 .bind(n.now)

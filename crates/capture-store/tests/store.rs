@@ -1813,13 +1813,13 @@ async fn audits_charge_pages_audited_and_give_back_the_rest(ctx: Ctx) {
 async fn failed_audits_give_everything_back_and_quota_refuses_the_page_cap(ctx: Ctx) {
     let store = &ctx.store;
     let bob = new_user(store, "bob@example.com").await;
-    subscribe_everything(store, &bob).await;
     // 12 actions a month: a 10-page audit fits once, not twice.
     let first = audit(&bob, T0, 10, Some(12));
     store.create_audit_with(&first, None).await.unwrap().unwrap();
     let refused = store.create_audit_with(&audit(&bob, T0 + 1, 10, Some(12)), None).await.unwrap();
     assert_eq!(refused.map(|(r, _)| r.id), Err(Refused::Quota(QuotaExceeded { used: 10 })));
     assert_eq!(store.queue_depth().await.unwrap(), 1, "a refusal queues nothing");
+    subscribe_everything(store, &bob).await;
 
     let task = store.claim("audit", "w1", T0 + 2, 60_000).await.unwrap().unwrap();
     store.mark_audit_processing(&first.id, T0 + 3).await.unwrap();

@@ -23,13 +23,17 @@ const PDF_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `/r/{token}` and `/r/{token}.pdf` (one route: a path parameter cannot end in a suffix).
 pub async fn report_page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
-    let (token, pdf) = match token.strip_suffix(".pdf") {
-        Some(t) => (t.to_string(), true),
-        None => (token, false),
-    };
+    let pdf = token.ends_with(".pdf");
+    let token = if pdf { token.trim_end_matches(".pdf").to_string() } else { token };
     let row = match by_token(&state, &token).await {
         Ok(Some(row)) => row,
-        Ok(None) => return page(&state, StatusCode::NOT_FOUND, simple_page("Report not found", "There is no report at this address.")),
+        Ok(None) => {
+            return page(
+                &state,
+                StatusCode::NOT_FOUND,
+                simple_page("Report not found", "There is no report at this address."),
+            );
+        }
         Err(e) => return ApiError::from(e).into_response(),
     };
     let status = JobStatus::parse(&row.status).unwrap_or(JobStatus::Failed);
@@ -81,8 +85,10 @@ pub async fn report_page(State(state): State<AppState>, Path(token): Path<String
 
 /// The stored report of a finished audit.
 fn report_of(row: &AuditRow) -> Result<Report> {
-    let text = row.report.as_deref().ok_or_else(|| Error::internal(format!("audit {} is done without a report", row.id)))?;
-    serde_json::from_str(text).map_err(|e| Error::internal(format!("audit {}: the stored report does not parse: {e}", row.id)))
+    let text =
+        row.report.as_deref().ok_or_else(|| Error::internal(format!("audit {} is done without a report", row.id)))?;
+    serde_json::from_str(text)
+        .map_err(|e| Error::internal(format!("audit {}: the stored report does not parse: {e}", row.id)))
 }
 
 /// The report's PDF: the one rendered before, or rendered now by the browser pool (with the

@@ -79,7 +79,10 @@ impl AuditIn {
     pub fn parse(body: &Map<String, Value>) -> Result<AuditOptions, FieldError> {
         for k in body.keys() {
             if !["url", "reportType", "maxPages"].contains(&k.as_str()) {
-                return Err(FieldError::new(k.clone(), "is not a field of an audit request (url, reportType, maxPages)"));
+                return Err(FieldError::new(
+                    k.clone(),
+                    "is not a field of an audit request (url, reportType, maxPages)",
+                ));
             }
         }
         let url = match body.get("url") {
@@ -263,7 +266,8 @@ mod tests {
         let full = parse(serde_json::json!({"url": "https://example.com", "reportType": "full_site"})).unwrap();
         assert_eq!(full.max_pages, DEFAULT_MAX_PAGES);
         let capped =
-            parse(serde_json::json!({"url": "https://example.com", "reportType": "full_site", "maxPages": 50})).unwrap();
+            parse(serde_json::json!({"url": "https://example.com", "reportType": "full_site", "maxPages": 50}))
+                .unwrap();
         assert_eq!(capped.max_pages, 50);
         for (body, field) in [
             (serde_json::json!({}), "url"),

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use capture_audit::checks::PageFacts;
 use capture_audit::collect::{
-    AXE_RUN_JS, AxeResults, COLLECT_JS, ConsoleMessage, FailedRequest, PageCollection, OBSERVERS_JS, clip, settle_js,
+    AXE_RUN_JS, AxeResults, COLLECT_JS, ConsoleMessage, FailedRequest, OBSERVERS_JS, PageCollection, clip, settle_js,
 };
 use capture_audit::fetch::Hop;
 use capture_audit::report::{PageInput, Report, Screenshots};
@@ -190,8 +190,7 @@ async fn process(
     let max_pages = row.max_pages.clamp(1, i64::from(capture_audit::crawl::MAX_PAGES)) as u32;
     let mut plan = AuditPlan::new(&row.url, report_type.engine(), max_pages, &ua);
     plan.deadline = Some(tokio::time::Instant::now() + audit_budget(max_pages));
-    let client = match crate::egress::builder(state.egress.clone(), plan.fetch.timeout).user_agent(ua.clone()).build()
-    {
+    let client = match crate::egress::builder(state.egress.clone(), plan.fetch.timeout).user_agent(ua.clone()).build() {
         Ok(c) => c,
         Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
     };
@@ -368,7 +367,10 @@ async fn gather(
                 }),
                 Err(e) => AxeResults { error: Some(e.to_string()), ..AxeResults::default() },
             },
-            Err(e) => AxeResults { error: Some(format!("axe-core could not be loaded in the page: {e}")), ..AxeResults::default() },
+            Err(e) => AxeResults {
+                error: Some(format!("axe-core could not be loaded in the page: {e}")),
+                ..AxeResults::default()
+            },
         },
         Err(why) => AxeResults { error: Some(why.clone()), ..AxeResults::default() },
     });
