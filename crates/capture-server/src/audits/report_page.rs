@@ -108,14 +108,11 @@ async fn pdf_of(state: &AppState, row: &AuditRow, report: &Report) -> Result<Vec
             if let Some(url) = shot.as_ref()
                 && let Some(name) = url.rsplit_once("/files/").map(|(_, n)| n.to_string())
             {
-                *shot = match state.blobs.get(&name).await.map_err(Error::internal)? {
-                    Some(b) => Some(format!(
-                        "data:{};base64,{}",
-                        crate::blob::content_type(&name),
-                        base64::engine::general_purpose::STANDARD.encode(b)
-                    )),
-                    None => None,
-                };
+                let bytes = state.blobs.get(&name).await.map_err(Error::internal)?;
+                *shot = bytes.map(|b| {
+                    let data = base64::engine::general_purpose::STANDARD.encode(b);
+                    format!("data:{};base64,{data}", crate::blob::content_type(&name))
+                });
             }
         }
     }
