@@ -367,3 +367,60 @@ async fn an_unreachable_site_fails_free_and_bad_requests_get_stable_errors() {
     let list: Value = app.get(&other, "/v1/audits").await.json().await.unwrap();
     assert_eq!(list["data"], json!([]));
 }
+
+/// A site with a page that never finishes loading and a page answering 500: the audit ends
+/// within its bound, reports both (the hanging page with a clear error, the 500 as critical),
+/// charges the pages it audited and gives the rest back — and captures go on meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hanging_page_and_a_5xx_page_are_reported_and_the_worker_goes_on() {
+    use axum::routing::get;
+    let home = "<!doctype html><html lang=\"en\"><head><title>Home of a broken site</title></head><body><h1>Home</h1>\
+        <a href=\"/hang\">hangs</a> <a href=\"/boom\">fails</a></body></html>";
+    let router = axum::Router::new()
+        .route("/", get(move || async move { axum::response::Html(home) }))
+        .route(
+            "/hang",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                "never"
+            }),
+        )
+        .route("/boom", get(|| async { (axum::http::StatusCode::INTERNAL_SERVER_ERROR, "boom") }))
+        .route("/red", get(|| async { axum::response::Html(solid("#ff0000")) }));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, router).await });
+
+    let app = TestApp::spawn(opts(Db::Postgres)).await;
+    let (_, key) = app.user_with_key("pro");
+    let r = post_audit(&app, &key, &json!({"url": format!("{base}/"), "reportType": "full_site", "maxPages": 5}), None)
+        .await;
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let t0 = Instant::now();
+    // While the audit waits on the hanging page, a capture is served.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let job = app.create(&key, json!({"url": format!("{base}/red")})).await;
+    let shot = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(shot["status"], "done", "{shot}");
+    let audit_then: Value = app.get(&key, &format!("/v1/audits/{id}")).await.json().await.unwrap();
+    assert_eq!(audit_then["status"], "processing", "the capture did not wait for the audit");
+
+    let audit = wait_audit(&app, &key, &id, Duration::from_secs(240)).await;
+    let took = t0.elapsed();
+    assert_eq!(audit["status"], "done", "{audit}");
+    assert!(took < Duration::from_secs(150), "bounded: {took:?}");
+    assert_eq!(audit["pagesAudited"], 3, "{}", audit["report"]["pages"]);
+    let pages = audit["report"]["pages"].as_array().unwrap();
+    let page = |p: &str| pages.iter().find(|x| x["url"] == format!("{base}{p}").as_str()).unwrap().clone();
+    let hang = page("/hang");
+    assert!(hang["error"].as_str().unwrap().contains("did not finish loading"), "{hang}");
+    assert!(finding_ids(&hang).contains(&"http-status".to_string()), "{hang}");
+    let boom = page("/boom");
+    assert_eq!(boom["status"], 500);
+    let status = boom["findings"].as_array().unwrap().iter().find(|f| f["id"] == "http-status").unwrap();
+    assert_eq!(status["severity"], "critical");
+    // 3 pages audited, the capture's action, and nothing more.
+    assert_eq!(audit["actions"], 3);
+    assert_eq!(used(&app, &key).await, 3 + 1);
+}
