@@ -424,3 +424,68 @@ async fn a_hanging_page_and_a_5xx_page_are_reported_and_the_worker_goes_on() {
     assert_eq!(audit["actions"], 3);
     assert_eq!(used(&app, &key).await, 3 + 1);
 }
+
+/// Seconds per audited page through the whole service (POST → done), a single page and a
+/// 10-page crawl of the fixture site, beside Lighthouse's CLI on the same page in the same
+/// run when `CAPTURE_LIGHTHOUSE` names its `cli/index.js` (`npm install lighthouse`).
+/// `cargo test -p capture --test api audits::benchmark -- --ignored --nocapture`
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a benchmark: run it on purpose"]
+async fn benchmark_seconds_per_audited_page() {
+    let site = FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(opts(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro");
+    let run = |body: Value| {
+        let (app, key) = (&app, &key);
+        async move {
+            let t0 = Instant::now();
+            let r = post_audit(app, key, &body, None).await;
+            let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+            loop {
+                let v: Value = app.get(key, &format!("/v1/audits/{id}")).await.json().await.unwrap();
+                if v["status"] == "done" {
+                    return (t0.elapsed().as_secs_f64(), v["pagesAudited"].as_f64().unwrap());
+                }
+                assert_ne!(v["status"], "failed", "{v}");
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+        }
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let clean = site.url(CLEAN_PAGE);
+    run(json!({"url": clean})).await; // warm-up: the browser's first contexts
+    let mut single = Vec::new();
+    for _ in 0..5 {
+        single.push(run(json!({"url": clean})).await.0);
+    }
+    let mut per_page = Vec::new();
+    for _ in 0..2 {
+        let (secs, pages) = run(json!({"url": site.url("/"), "reportType": "full_site", "maxPages": 10})).await;
+        assert_eq!(pages, 10.0);
+        per_page.push(secs / pages);
+    }
+    eprintln!("capture single_page {CLEAN_PAGE}: runs {single:.2?} s, median {:.2} s", median(single.clone()));
+    eprintln!("capture full_site 10 pages: {per_page:.2?} s/page, median {:.2} s/page", median(per_page.clone()));
+    let Ok(lighthouse) = std::env::var("CAPTURE_LIGHTHOUSE") else {
+        eprintln!("CAPTURE_LIGHTHOUSE not set: Lighthouse not run");
+        return;
+    };
+    let mut lh = Vec::new();
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let out = std::process::Command::new("node")
+            .arg(&lighthouse)
+            .arg(&clean)
+            .args(["--preset=desktop", "--output=json", "--output-path=/dev/null", "--quiet"])
+            .arg("--chrome-flags=--headless=new --no-sandbox")
+            .env("CHROME_PATH", "/usr/bin/chromium")
+            .output()
+            .expect("node runs lighthouse");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        lh.push(t0.elapsed().as_secs_f64());
+    }
+    eprintln!("lighthouse --preset=desktop {CLEAN_PAGE}: runs {lh:.2?} s, median {:.2} s", median(lh.clone()));
+}
