@@ -489,3 +489,46 @@ async fn benchmark_seconds_per_audited_page() {
     }
     eprintln!("lighthouse --preset=desktop {CLEAN_PAGE}: runs {lh:.2?} s, median {:.2} s", median(lh.clone()));
 }
+
+/// The egress guard covers every fetch of an audit: a link to an address outside the
+/// allowlist (127.0.0.2 here; only 127.0.0.1 is allowed) is never requested by the link
+/// checker, and an audit of such an address fails without a single request reaching it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_egress_guard_covers_the_crawl_and_the_link_checks() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::routing::get;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    let inside = axum::Router::new().fallback(move || {
+        h.fetch_add(1, Ordering::SeqCst);
+        async { "internal" }
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.2:0").await.unwrap();
+    let internal = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, inside).await });
+    let page = format!(
+        "<!doctype html><html lang=\"en\"><head><title>Links to the inside</title></head><body><h1>Links</h1>\
+         <a href=\"{internal}/secret\">internal</a></body></html>"
+    );
+    let router = axum::Router::new().route("/", get(move || async move { axum::response::Html(page) }));
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, router).await });
+
+    let app = TestApp::spawn(opts(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro");
+    let r = post_audit(&app, &key, &json!({"url": format!("{base}/")}), None).await;
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let audit = wait_audit(&app, &key, &id, Duration::from_secs(120)).await;
+    assert_eq!(audit["status"], "done", "{audit}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "the link checker never reached the internal address");
+
+    let r = post_audit(&app, &key, &json!({"url": format!("{internal}/"), "reportType": "full_site"}), None).await;
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let audit = wait_audit(&app, &key, &id, Duration::from_secs(120)).await;
+    assert_eq!(audit["status"], "failed", "{audit}");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "neither robots.txt, the sitemap nor the page was fetched");
+    assert_eq!(used(&app, &key).await, 1, "only the first audit's page is charged");
+}

@@ -2,8 +2,9 @@
 //! browser pool, store its screenshots as files, report progress, and record the outcome —
 //! fenced on the task lease — with the actions settled in the same transaction.
 //!
-//! - Every fetch goes through the egress guard: pages and their sub-requests through the
-//!   browser pool's proxy, robots.txt, sitemaps and link checks through the guarded client.
+//! - Every fetch goes through the egress guard: pages and their sub-requests, and the
+//!   engine's own requests (robots.txt, sitemaps, link checks, by the guarded client), all
+//!   through the browser pool's egress proxy, which checks every resolved address.
 //! - Each page gets a fresh session (context) of the pool: loaded at 1280×800 with the
 //!   engine's observers installed before any page script, settled, collected, checked with
 //!   axe-core (`CAPTURE_AXE_PATH`), screenshotted, then emulated as a phone (390×844, DPR 3,
@@ -190,7 +191,11 @@ async fn process(
     let max_pages = row.max_pages.clamp(1, i64::from(capture_audit::crawl::MAX_PAGES)) as u32;
     let mut plan = AuditPlan::new(&row.url, report_type.engine(), max_pages, &ua);
     plan.deadline = Some(tokio::time::Instant::now() + audit_budget(max_pages));
-    let client = match crate::egress::builder(state.egress.clone(), plan.fetch.timeout).user_agent(ua.clone()).build() {
+    // Through the pool's egress proxy: it checks every address, literal ones included (the
+    // guarded resolver alone never sees a URL whose host is an IP address).
+    let client = match reqwest::Proxy::all(format!("http://{}", pool.egress_addr())).and_then(|proxy| {
+        crate::egress::builder(state.egress.clone(), plan.fetch.timeout).proxy(proxy).user_agent(ua.clone()).build()
+    }) {
         Ok(c) => c,
         Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
     };
