@@ -287,6 +287,11 @@ async fn a_single_page_audit_costs_one_action_replays_and_has_a_report_page_and_
     // The second request serves the same file.
     let (_, _, again) = app.fetch(audit["pdfUrl"].as_str().unwrap()).await;
     assert_eq!(again, pdf);
+    // The worker made it when the audit finished: a node without a browser serves it too.
+    let api_node = app.node("api", &[]).await;
+    let path = audit["pdfUrl"].as_str().unwrap().strip_prefix(app.base.as_str()).unwrap().to_string();
+    let (status, _, from_node) = app.fetch(&api_node.url(&path)).await;
+    assert_eq!((status, from_node == pdf), (200, true));
 }
 
 /// An unreachable site fails with a clear error and costs nothing; `audit.failed` is

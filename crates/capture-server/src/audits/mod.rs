@@ -3,7 +3,7 @@
 //! [`service`], shared by REST, the MCP tools and the website; the work is done by the
 //! `audit` queue's handler ([`crate::jobs::audit`]) with the engine of `capture-audit`.
 
-mod report_page;
+pub(crate) mod report_page;
 pub mod service;
 mod stream;
 pub mod types;

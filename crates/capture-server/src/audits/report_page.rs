@@ -1,6 +1,7 @@
 //! `GET /r/{token}`: the public report page of an audit (the engine's self-contained HTML
 //! report, readable on a phone), and `GET /r/{token}.pdf`: the same page printed by the
-//! service's own Chromium (rendered once, then kept with the audit).
+//! service's own Chromium — by the worker when the audit finishes (so any node serves it),
+//! or on first request by a node with a browser if that failed — and kept with the audit.
 
 use std::time::Duration;
 
@@ -9,6 +10,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use capture_audit::report::{HtmlOptions, Report, render_html};
+use capture_browser::BrowserPool;
 use capture_browser::session::{PdfSpec, SessionOptions};
 use capture_core::JobStatus;
 use capture_store::AuditRow;
@@ -91,8 +93,8 @@ fn report_of(row: &AuditRow) -> Result<Report> {
         .map_err(|e| Error::internal(format!("audit {}: the stored report does not parse: {e}", row.id)))
 }
 
-/// The report's PDF: the one rendered before, or rendered now by the browser pool (with the
-/// screenshots inlined, since the page's own address is out of the browser's reach) and kept.
+/// The report's PDF: the one rendered when the audit finished, or rendered now by this
+/// node's browser pool (when that failed) and kept.
 async fn pdf_of(state: &AppState, row: &AuditRow, report: &Report) -> Result<Vec<u8>> {
     if let Some(key) = &row.pdf_key
         && let Some(bytes) = state.blobs.get(key).await.map_err(Error::internal)?
@@ -100,8 +102,16 @@ async fn pdf_of(state: &AppState, row: &AuditRow, report: &Report) -> Result<Vec
         return Ok(bytes);
     }
     let Some(pool) = state.browser.clone() else {
-        return Err(Error::not_found("PDF (this node has no browser to render it; ask a worker node)"));
+        return Err(Error::not_found("PDF (it is being made; retry in a moment)"));
     };
+    let bytes = render_pdf(state, &pool, report).await?;
+    store_pdf(state, &row.id, bytes.clone()).await;
+    Ok(bytes)
+}
+
+/// Print the report's page to an A4 PDF in a fresh context of `pool`, the screenshots inlined
+/// (the service's own address is out of the browser's reach).
+pub(crate) async fn render_pdf(state: &AppState, pool: &BrowserPool, report: &Report) -> Result<Vec<u8>> {
     let mut inlined = report.clone();
     for p in &mut inlined.pages {
         for shot in [&mut p.screenshots.desktop_url, &mut p.screenshots.mobile_url] {
@@ -138,17 +148,20 @@ async fn pdf_of(state: &AppState, row: &AuditRow, report: &Report) -> Result<Vec
     }
     .await;
     session.close().await;
-    let bytes = rendered.map_err(Error::internal)?;
+    rendered.map_err(Error::internal)
+}
+
+/// Keep a rendered PDF with its audit (best effort: it can be rendered again).
+pub(crate) async fn store_pdf(state: &AppState, audit_id: &str, bytes: Vec<u8>) {
     let key = crate::blob::new_name("pdf");
-    match state.blobs.put(&key, bytes.clone(), "application/pdf").await {
+    match state.blobs.put(&key, bytes, "application/pdf").await {
         Ok(()) => {
-            if let Err(e) = state.store.set_audit_pdf(&row.id, &key).await {
-                tracing::warn!(audit = %row.id, error = %e, "remembering a report's PDF failed");
+            if let Err(e) = state.store.set_audit_pdf(audit_id, &key).await {
+                tracing::warn!(audit = %audit_id, error = %e, "remembering a report's PDF failed");
             }
         }
-        Err(e) => tracing::warn!(audit = %row.id, error = %e, "storing a report's PDF failed"),
+        Err(e) => tracing::warn!(audit = %audit_id, error = %e, "storing a report's PDF failed"),
     }
-    Ok(bytes)
 }
 
 /// A public report response: never cached by others, never framed, no scripts at all;

@@ -231,6 +231,13 @@ async fn process(
     if let Some(why) = unreachable(&report) {
         return fail(Some(row), why).await;
     }
+    // The PDF is made here, while the browser is at hand, so every node can serve it.
+    match crate::audits::report_page::render_pdf(state, pool, &report).await {
+        Ok(pdf) => crate::audits::report_page::store_pdf(state, &audit_id, pdf).await,
+        Err(e) => {
+            tracing::warn!(audit = %audit_id, error = %e, "rendering the report's PDF failed; it is made on request")
+        }
+    }
     complete(state, &task, worker, &row, report_type, &report).await;
 }
 
