@@ -7,6 +7,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
+use crate::admission::{self, QueueFull, QueueLimits, QueueScope};
 use crate::db::{Result, Store};
 use crate::jobs::{IdemResponse, Refused, append_event, reserve};
 
@@ -63,6 +64,8 @@ pub struct NewAudit {
     pub now: i64,
     /// The `audit` task's payload.
     pub task_payload: String,
+    /// Bounds on audits waiting or running (the screenshots' settings, counted separately).
+    pub queue_limits: QueueLimits,
 }
 
 /// What a finished audit records.
@@ -112,6 +115,37 @@ fn row_from(r: &AnyRow) -> Result<AuditRow> {
     })
 }
 
+/// Refuse when the account's audits waiting or running reach `per_account` (exact: the
+/// account's creates are serialised), or everyone's reach `global` (a count without a global
+/// lock: on PostgreSQL a burst of creates may pass it by a few).
+async fn check_queue(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    limits: QueueLimits,
+) -> Result<std::result::Result<(), QueueFull>> {
+    const ACTIVE: &str = "status IN ('pending', 'processing')";
+    if let Some(limit) = limits.per_account {
+        let (pending,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM audits WHERE user_id = $1 AND {ACTIVE}"))
+            .bind(user_id)
+            .fetch_one(&mut **tx)
+            .await?;
+        if pending >= limit {
+            return Ok(Err(QueueFull { scope: QueueScope::Account, pending, limit }));
+        }
+    }
+    if let Some(limit) = limits.global {
+        let (pending,): (i64,) =
+            sqlx::query_as(sqlf!("SELECT COUNT(*) FROM (SELECT 1 FROM audits WHERE {ACTIVE} LIMIT $1) active"))
+                .bind(limit)
+                .fetch_one(&mut **tx)
+                .await?;
+        if pending >= limit {
+            return Ok(Err(QueueFull { scope: QueueScope::Global, pending, limit }));
+        }
+    }
+    Ok(Ok(()))
+}
+
 /// Give `actions` back to the month the audit was charged in, with a ledger entry.
 async fn give_back(
     tx: &mut Transaction<'static, Any>,
@@ -159,6 +193,9 @@ impl Store {
         idem: Option<IdemResponse<'_, AuditRow>>,
     ) -> Result<std::result::Result<(AuditRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
+        if n.queue_limits.per_account.is_some() {
+            admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
+        }
         let used = match reserve(
             &mut tx,
             &n.user_id,
@@ -178,6 +215,11 @@ impl Store {
                 return Ok(Err(q.into()));
             }
         };
+        // The quota comes first: a client out of actions learns that, not "retry later".
+        if let Err(full) = check_queue(&mut tx, &n.user_id, n.queue_limits).await? {
+            tx.rollback().await?;
+            return Ok(Err(full.into()));
+        }
         if let Some(limit) = n.limit {
             crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }

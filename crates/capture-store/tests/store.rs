@@ -1705,6 +1705,7 @@ on_both_backends! {
     audits_charge_pages_audited_and_give_back_the_rest => audits_charge_pages_audited_and_give_back_the_rest_sqlite, audits_charge_pages_audited_and_give_back_the_rest_postgres;
     failed_audits_give_everything_back_and_quota_refuses_the_page_cap => failed_audits_give_everything_back_and_quota_refuses_the_page_cap_sqlite, failed_audits_give_everything_back_and_quota_refuses_the_page_cap_postgres;
     audits_list_newest_first_store_idempotent_responses_and_stay_owner_only => audits_list_newest_first_store_idempotent_responses_and_stay_owner_only_sqlite, audits_list_newest_first_store_idempotent_responses_and_stay_owner_only_postgres;
+    audits_waiting_per_account_are_bounded => audits_waiting_per_account_are_bounded_sqlite, audits_waiting_per_account_are_bounded_postgres;
 }
 
 /// A full-site audit of `user` reserving `actions` at `now`.
@@ -1724,6 +1725,7 @@ fn audit(user: &User, now: i64, actions: i64, limit: Option<i64>) -> capture_sto
         limit,
         reset_at: "2026-12-01T00:00:00.000Z".into(),
         now,
+        queue_limits: QueueLimits::default(),
     }
 }
 
@@ -1880,4 +1882,28 @@ async fn audits_list_newest_first_store_idempotent_responses_and_stay_owner_only
     assert_eq!(page2.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), ids[2..]);
     assert!(store.audit_of(&eve.id, &first.id).await.unwrap().is_none(), "someone else's audit is not found");
     assert_eq!(store.audit_of(&alice.id, &first.id).await.unwrap().unwrap().url, "https://example.com/");
+}
+
+async fn audits_waiting_per_account_are_bounded(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let bounded = |user: &User, now: i64| {
+        let mut n = audit(user, now, 1, None);
+        n.queue_limits = QueueLimits { per_account: Some(2), global: Some(3) };
+        n
+    };
+    store.create_audit_with(&bounded(&alice, T0), None).await.unwrap().unwrap();
+    store.create_audit_with(&bounded(&alice, T0 + 1), None).await.unwrap().unwrap();
+    let refused = store.create_audit_with(&bounded(&alice, T0 + 2), None).await.unwrap().map(|(r, _)| r.id);
+    assert_eq!(refused, Err(Refused::QueueFull(QueueFull { scope: QueueScope::Account, pending: 2, limit: 2 })));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 2, "a refusal charges nothing");
+    store.create_audit_with(&bounded(&bob, T0 + 3), None).await.unwrap().unwrap();
+    let refused = store.create_audit_with(&bounded(&bob, T0 + 4), None).await.unwrap().map(|(r, _)| r.id);
+    assert_eq!(refused, Err(Refused::QueueFull(QueueFull { scope: QueueScope::Global, pending: 3, limit: 3 })));
+    // An audit that ends frees its place.
+    let task = store.claim("audit", "w1", T0 + 5, 60_000).await.unwrap().unwrap();
+    let ev = serde_json::json!({});
+    store.fail_audit(&task.id, "w1", &task.subject_id, "x", &ev, T0 + 6).await.unwrap();
+    store.create_audit_with(&bounded(&bob, T0 + 7), None).await.unwrap().unwrap();
 }

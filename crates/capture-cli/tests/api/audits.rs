@@ -537,3 +537,19 @@ async fn the_egress_guard_covers_the_crawl_and_the_link_checks() {
     assert_eq!(hits.load(Ordering::SeqCst), 0, "neither robots.txt, the sitemap nor the page was fetched");
     assert_eq!(used(&app, &key).await, 1, "only the first audit's page is charged");
 }
+
+/// Back-pressure as for captures: past the account's bound of audits waiting or running, a
+/// new one gets 429 QUEUE_FULL with Retry-After, and nothing is charged for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn audits_waiting_per_account_are_bounded_like_captures() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "1")).await;
+    let (_, key) = app.user_with_key("free");
+    let body = json!({"url": "https://example.com/"});
+    assert_eq!(post_audit(&app, &key, &body, None).await.status(), 202);
+    let r = post_audit(&app, &key, &body, None).await;
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().contains_key("retry-after") && r.headers().contains_key("x-ratelimit-limit"));
+    let v: Value = r.json().await.unwrap();
+    assert_eq!((v["code"].as_str(), v["details"]["scope"].as_str()), (Some("QUEUE_FULL"), Some("account")), "{v}");
+    assert_eq!(used(&app, &key).await, 1);
+}

@@ -53,7 +53,8 @@ pub fn public_router() -> Router<AppState> {
     responses((status = 202, body = Audit, description = "Accepted: 1 action reserved per page of the page cap (1 for single_page); the unused part is given back when the audit ends, everything when it fails"),
     (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
     (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
-    (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED: fewer actions left than the audit's page cap")),
+    (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED: fewer actions left than the audit's page cap; or QUEUE_FULL: too many of the account's audits wait or run; Retry-After"),
+    (status = 503, body = ErrorBody, description = "SERVICE_UNAVAILABLE: too many audits wait or run in all; Retry-After")),
     security(("api_key" = [])))]
 /// Start a website audit.
 pub async fn create(

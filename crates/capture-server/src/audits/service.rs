@@ -55,6 +55,7 @@ pub async fn create(
         reset_at: iso(account.window.reset_ms),
         now: now_ms(),
         task_payload: serde_json::to_string(&payload).map_err(Error::internal)?,
+        queue_limits: state.cfg.queue_limits(),
     };
     let render = |r: &AuditRow| {
         let audit = view(state, r, false);
@@ -74,7 +75,10 @@ pub async fn create(
             plan: account.user.plan.clone(),
             reset_ms: account.window.reset_ms,
         })),
-        Err(Refused::QueueFull(q)) => Err(Error::QueueFull(q)),
+        Err(Refused::QueueFull(q)) => {
+            state.metrics.queue_refused(q.scope);
+            Err(Error::QueueFull(q))
+        }
     }
 }
 

@@ -23,3 +23,5 @@ CREATE TABLE audits (
 );
 
 CREATE INDEX audits_user_created ON audits(user_id, created_at, id);
+
+CREATE INDEX audits_active ON audits(user_id) WHERE status IN ('pending', 'processing');
