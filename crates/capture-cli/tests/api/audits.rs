@@ -158,6 +158,8 @@ async fn a_full_site_audit_finds_the_planted_defects_and_charges_the_pages_audit
         ("/noindex", &["noindex"][..]),
         ("/login", &["password-over-http"][..]),
         ("/redirect/1", &["redirect-chain"][..]),
+        ("/layout-shift", &["high-cls"][..]),
+        ("/hostile", &["title-too-long"][..]),
     ] {
         let found = finding_ids(page(path));
         for want in ids {
