@@ -28,6 +28,8 @@ pub const TASK: &str = "tsk";
 pub const ENDPOINT: &str = "whe";
 /// Prefix of webhook delivery ids (the `Webhook-Id` header).
 pub const DELIVERY: &str = "msg";
+/// Prefix of website audit ids.
+pub const AUDIT: &str = "aud";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -177,6 +179,12 @@ id_type!(
     DeliveryId,
     DELIVERY,
     "webhook delivery"
+);
+id_type!(
+    /// A website audit (`aud_…`).
+    AuditId,
+    AUDIT,
+    "audit"
 );
 id_type!(
     /// An account (`usr_…`).

@@ -29,6 +29,7 @@ use crate::{account, docs, jobs, screenshots};
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
+        .merge(crate::audits::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
@@ -44,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
+        .merge(crate::audits::public_router())
         .merge(docs::router())
         .merge(crate::web::router())
         .merge(crate::oauth::router())
@@ -201,6 +203,7 @@ impl Application {
             job_events,
             work: tokio::sync::Notify::new(),
             webhook_work: tokio::sync::Notify::new(),
+            audit_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             hot: Default::default(),
             browser,
@@ -248,7 +251,12 @@ impl Application {
         if let Some(pool) = state.browser.clone() {
             let n = state.cfg.worker_concurrency;
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            tasks.spawn(async move { jobs::capture::run(s, pool, n, st, hs).await });
+            let capture_pool = pool.clone();
+            tasks.spawn(async move { jobs::capture::run(s, capture_pool, n, st, hs).await });
+            // Audits load their pages one after another; half the slots keep captures flowing.
+            let n = (state.cfg.worker_concurrency / 2).max(1);
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            tasks.spawn(async move { jobs::audit::run(s, pool, n, st, hs).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());

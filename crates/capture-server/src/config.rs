@@ -112,6 +112,9 @@ pub struct Config {
     pub public_urls: PublicUrls,
     pub presign_ttl: Duration,
     pub chromium_path: PathBuf,
+    /// axe-core's `axe.min.js` for audits' accessibility checks (`CAPTURE_AXE_PATH`; None:
+    /// not found, audits then report accessibility as not checked).
+    pub axe_path: Option<PathBuf>,
     pub worker_concurrency: usize,
     pub browsers: usize,
     pub browser_recycle_after: u64,
@@ -215,6 +218,16 @@ pub fn parse_size(s: &str) -> Result<Option<u64>, String> {
     Ok(if bytes == 0.0 { None } else { Some(bytes as u64) })
 }
 
+/// Where axe-core's `axe.min.js` is looked for when `CAPTURE_AXE_PATH` is not set: the npm
+/// package installed by `scripts/setup.sh` / `scripts/test.sh` (never copied into the repository).
+const AXE_CANDIDATES: &[&str] = &[
+    "node_modules/axe-core/axe.min.js",
+    "tests/audit/node_modules/axe-core/axe.min.js",
+    "/usr/lib/node_modules/axe-core/axe.min.js",
+    "/usr/local/lib/node_modules/axe-core/axe.min.js",
+    "/usr/share/nodejs/axe-core/axe.min.js",
+];
+
 /// Every setting this version reads (for the defaults file, docs and unknown-key checks).
 pub const KEYS: &[&str] = &[
     "CAPTURE_LISTEN",
@@ -229,6 +242,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_S3_ACCESS_KEY_ID",
     "CAPTURE_S3_SECRET_ACCESS_KEY",
     "CAPTURE_CHROMIUM_PATH",
+    "CAPTURE_AXE_PATH",
     "CAPTURE_WORKER_CONCURRENCY",
     "CAPTURE_BROWSERS",
     "CAPTURE_BROWSER_RECYCLE_AFTER",
@@ -432,6 +446,19 @@ impl Config {
         )?;
         let chromium_path =
             get("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from);
+        let axe_path = match get("CAPTURE_AXE_PATH") {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                if !p.is_file() {
+                    return Err(err(
+                        "CAPTURE_AXE_PATH",
+                        format!("{} is not a file (axe-core's axe.min.js)", p.display()),
+                    ));
+                }
+                Some(p)
+            }
+            None => AXE_CANDIDATES.iter().map(PathBuf::from).find(|p| p.is_file()),
+        };
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
         let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;
@@ -548,6 +575,7 @@ impl Config {
             public_urls,
             presign_ttl,
             chromium_path,
+            axe_path,
             worker_concurrency,
             browsers,
             browser_recycle_after,

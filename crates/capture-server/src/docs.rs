@@ -20,6 +20,7 @@ pub fn router() -> Router<AppState> {
     modifiers(&BearerAuth),
     tags(
         (name = "screenshots", description = "Capture jobs"),
+        (name = "audits", description = "Website audits: scores, findings with evidence, a public report and its PDF"),
         (name = "webhooks", description = "Signed event deliveries"),
         (name = "account", description = "Balance and usage")
     )
@@ -31,6 +32,7 @@ struct Frame;
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = Frame::openapi();
     doc.merge(crate::screenshots::ApiDoc::openapi());
+    doc.merge(crate::audits::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc
@@ -55,7 +57,15 @@ mod tests {
     #[test]
     fn the_document_describes_each_resource_with_its_request_schemas() {
         let doc = serde_json::to_value(openapi()).unwrap();
-        for path in ["/v1/screenshot", "/v1/screenshots", "/v1/webhooks", "/v1/account/balance"] {
+        for path in [
+            "/v1/screenshot",
+            "/v1/screenshots",
+            "/v1/webhooks",
+            "/v1/account/balance",
+            "/v1/audits",
+            "/v1/audits/{id}",
+            "/v1/audits/{id}/stream",
+        ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
         // The capture options come from their JSON Schema, bounds included.

@@ -7,6 +7,7 @@
 //! memory between requests, so any number of API nodes can serve one client; the only
 //! state, the OAuth grant, is in the database.
 
+mod audit_tools;
 mod tools;
 
 use std::sync::Arc;
@@ -129,7 +130,8 @@ pub struct CaptureMcp {
 const INSTRUCTIONS: &str = "Capture renders web pages into PNG, JPEG, WebP or PDF. Use take_screenshot to capture \
 a page (it waits for the result and returns the image and its public URL), get_screenshot and list_screenshots to \
 find earlier captures, share_screenshot for a public link, account_balance for the monthly actions left (each \
-capture costs one), and the webhook tools to manage endpoints that receive screenshot.completed and other events.";
+capture costs one), the webhook tools to manage endpoints that receive screenshot.completed and other events, and run_audit / \
+get_audit for website audits (scores, findings with evidence, a public report and its PDF; one action per page).";
 
 impl ServerHandler for CaptureMcp {
     fn get_info(&self) -> ServerConfig {

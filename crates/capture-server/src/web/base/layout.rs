@@ -17,6 +17,7 @@ use crate::http::ApiError;
 pub enum Nav {
     Dashboard,
     Webhooks,
+    Audits,
     Settings,
     None,
 }
@@ -48,6 +49,7 @@ impl Nav {
         match self {
             Nav::Dashboard => "dashboard",
             Nav::Webhooks => "webhooks",
+            Nav::Audits => "audits",
             Nav::Settings => "settings",
             Nav::None => "",
         }
