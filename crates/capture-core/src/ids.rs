@@ -28,6 +28,8 @@ pub const TASK: &str = "tsk";
 pub const ENDPOINT: &str = "whe";
 /// Prefix of webhook delivery ids (the `Webhook-Id` header).
 pub const DELIVERY: &str = "msg";
+/// Prefix of browser session run ids.
+pub const RUN: &str = "run";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -177,6 +179,12 @@ id_type!(
     DeliveryId,
     DELIVERY,
     "webhook delivery"
+);
+id_type!(
+    /// A browser session run (`run_…`).
+    RunId,
+    RUN,
+    "run"
 );
 id_type!(
     /// An account (`usr_…`).

@@ -31,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .merge(screenshots::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
+        .merge(crate::runs::v1_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
@@ -44,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
+        .merge(crate::runs::devtools_router())
         .merge(docs::router())
         .merge(crate::web::router())
         .merge(crate::oauth::router())
@@ -249,6 +251,13 @@ impl Application {
             let n = state.cfg.worker_concurrency;
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
             tasks.spawn(async move { jobs::capture::run(s, pool, n, st, hs).await });
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            let pool = state.browser.clone().expect("the worker role has a pool");
+            tasks.spawn(async move { jobs::run::run(s, pool, n, st, hs).await });
+        }
+        if state.cfg.roles.scheduler || state.cfg.roles.worker {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { jobs::run::sweep(s, st).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());

@@ -33,6 +33,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::screenshots::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
+    doc.merge(crate::runs::ApiDoc::openapi());
     doc
 }
 

@@ -31,6 +31,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod nodes;
 pub mod oauth;
+pub mod runs;
 pub mod scheduler;
 pub mod schema;
 pub mod screenshots;
