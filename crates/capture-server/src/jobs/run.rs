@@ -341,6 +341,7 @@ pub async fn finalize(
     task: Option<(String, String)>,
 ) {
     let end_ts = epoch_secs();
+    let ended_ms = now_ms();
     let ran_ms = started.elapsed().as_millis() as i64;
     let mut fin_err = outcome.finalization_error;
     let (page_title, final_url) = match session.title_url(Duration::from_secs(5)).await {
@@ -399,7 +400,7 @@ pub async fn finalize(
         finalization_error: fin_err,
         charged: actions_for(ran_ms),
         task,
-        now: now_ms(),
+        now: ended_ms,
         ..Default::default()
     };
     set_event(state, &mut end, final_url, page_title, video_key);

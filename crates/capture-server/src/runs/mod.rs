@@ -5,6 +5,7 @@
 pub mod live;
 pub mod service;
 mod stream;
+pub mod tools;
 pub mod types;
 
 use axum::extract::{Query, State};
