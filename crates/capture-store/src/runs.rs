@@ -396,8 +396,8 @@ impl Store {
              RETURNING stop_requested",
         )
         .bind(lease_until)
-        .bind(worker)
         .bind(id)
+        .bind(worker)
         .fetch_optional(&self.pool)
         .await?;
         Ok(row.map(|(s,)| s != 0))
