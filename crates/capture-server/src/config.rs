@@ -541,8 +541,7 @@ impl Config {
         let shutdown_grace = dur("CAPTURE_SHUTDOWN_GRACE", "25s")?;
         let max_upload_bytes = num("CAPTURE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, 1024, 1 << 30)? as usize;
         let runs_max_active_per_account = bound("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", 3)?;
-        let run_lease =
-            dur_in("CAPTURE_RUN_LEASE", "15s", Duration::from_secs(2), hour, "must be between 2s and 1h")?;
+        let run_lease = dur_in("CAPTURE_RUN_LEASE", "15s", Duration::from_secs(2), hour, "must be between 2s and 1h")?;
         let run_connect_ttl =
             dur_in("CAPTURE_RUN_CONNECT_TTL", "60s", Duration::from_secs(1), hour, "must be between 1s and 1h")?;
         let roles = match get("CAPTURE_ROLES") {

@@ -180,7 +180,13 @@ fn row_from(r: &AnyRow) -> Result<RunRow> {
     })
 }
 
-async fn status_event(tx: &mut Transaction<'static, Any>, user_id: &str, id: &str, data: &Value, now: i64) -> Result<()> {
+async fn status_event(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    id: &str,
+    data: &Value,
+    now: i64,
+) -> Result<()> {
     append_event(tx, user_id, id, "run.status", data, now).await
 }
 
@@ -197,11 +203,10 @@ impl Store {
         let mut tx = self.begin_write().await?;
         crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
         if let Some(limit) = n.max_active {
-            let (active,): (i64,) =
-                sqlx::query_as(sqlf!("SELECT COUNT(*) FROM runs WHERE user_id = $1 AND {ACTIVE}"))
-                    .bind(&n.user_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
+            let (active,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM runs WHERE user_id = $1 AND {ACTIVE}"))
+                .bind(&n.user_id)
+                .fetch_one(&mut *tx)
+                .await?;
             if active >= limit {
                 tx.rollback().await?;
                 return Ok(Err(RunRefused::TooManyActive { active, limit }));
@@ -297,7 +302,8 @@ impl Store {
 
     /// A run by id, whoever owns it (workers, the relay endpoint after its token check).
     pub async fn run(&self, id: &str) -> Result<Option<RunRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
+        let row =
+            sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(row_from).transpose()
     }
 

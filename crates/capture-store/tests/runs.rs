@@ -279,7 +279,10 @@ async fn live_tokens_are_single_use_and_expire(store: Store) {
     assert!(store.claim_live_run(&r.id, "wrong", "w", T0 + 60_000, T0 + 1).await.unwrap().is_none());
     let claimed = store.claim_live_run(&r.id, "hash-a", "node-1", T0 + 60_000, T0 + 2).await.unwrap().unwrap();
     assert_eq!((claimed.status.as_str(), claimed.connect_token_hash), ("running", None));
-    assert!(store.claim_live_run(&r.id, "hash-a", "node-2", T0 + 60_000, T0 + 3).await.unwrap().is_none(), "single use");
+    assert!(
+        store.claim_live_run(&r.id, "hash-a", "node-2", T0 + 60_000, T0 + 3).await.unwrap().is_none(),
+        "single use"
+    );
     // Expired before anyone connected: refused, and the sweeper finds it after the grace.
     let mut n2 = new_run(&user, T0, 1, None);
     n2.kind = "live".into();

@@ -59,7 +59,8 @@ fn opts(db: Db) -> Opts {
 }
 
 async fn hook(app: &TestApp, key: &str, rx: &Receiver) -> String {
-    let r = app.post_json(key, "/v1/webhooks", &json!({"url": rx.url, "events": ["run.completed", "run.failed"]})).await;
+    let r =
+        app.post_json(key, "/v1/webhooks", &json!({"url": rx.url, "events": ["run.completed", "run.failed"]})).await;
     assert_eq!(r.status().as_u16(), 201);
     let v: Value = r.json().await.unwrap();
     v["endpoint"]["secret"].as_str().unwrap().to_string()
@@ -217,7 +218,8 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
     assert_eq!(run["pageTitle"], "Done");
     assert_eq!(run["consoleErrorCount"], 3, "{}", run["consoleErrors"]);
     assert_eq!(run["networkErrorCount"], 2, "{}", run["networkErrors"]);
-    let texts: Vec<&str> = run["consoleErrors"].as_array().unwrap().iter().map(|c| c["text"].as_str().unwrap()).collect();
+    let texts: Vec<&str> =
+        run["consoleErrors"].as_array().unwrap().iter().map(|c| c["text"].as_str().unwrap()).collect();
     assert!(texts.contains(&"first error") && texts.contains(&"second error"), "{texts:?}");
     assert!(texts.iter().any(|t| t.contains("boom later")), "{texts:?}");
     let failed: Vec<&str> =
@@ -277,7 +279,12 @@ async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
     } else {
         // The first had already ended (it is quick); the live one waits for a client: stop it.
         assert_eq!(status, 202, "{v}");
-        app.client.post(app.url(&format!("/v1/runs/{}/stop", v["id"].as_str().unwrap()))).bearer_auth(&key).send().await.unwrap();
+        app.client
+            .post(app.url(&format!("/v1/runs/{}/stop", v["id"].as_str().unwrap())))
+            .bearer_auth(&key)
+            .send()
+            .await
+            .unwrap();
     }
     let events = stream(&app, &key, id).await;
     let run = wait_end(&app, &key, id).await;
@@ -307,7 +314,11 @@ async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
         let r = app.post_json(&key, "/v1/runs", &body).await;
         assert_eq!(r.status().as_u16(), 400);
         let v: Value = r.json().await.unwrap();
-        assert_eq!((v["code"].as_str(), v["details"]["field"].as_str()), (Some("VALIDATION_ERROR"), Some(field)), "{v}");
+        assert_eq!(
+            (v["code"].as_str(), v["details"]["field"].as_str()),
+            (Some("VALIDATION_ERROR"), Some(field)),
+            "{v}"
+        );
     }
     let r = app.get(&key, "/v1/runs/run_doesnotexist").await;
     assert_eq!(r.status().as_u16(), 404);
@@ -387,9 +398,15 @@ async fn puppeteer_drives_a_live_session(db: Db) {
     let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "device": "desktop-1280"})).await;
     let post_ms = t0.elapsed().as_millis();
     let id = run["id"].as_str().unwrap();
-    assert_eq!((run["kind"].as_str(), run["timeoutMs"].as_i64(), run["actionsReserved"].as_i64()), (Some("live"), Some(300_000), Some(5)));
+    assert_eq!(
+        (run["kind"].as_str(), run["timeoutMs"].as_i64(), run["actionsReserved"].as_i64()),
+        (Some("live"), Some(300_000), Some(5))
+    );
     let endpoint = run["connectUrl"].as_str().unwrap().to_string();
-    assert!(endpoint.starts_with(&format!("ws://{}/v1/runs/{id}/devtools?token=", app.base.trim_start_matches("http://"))), "{endpoint}");
+    assert!(
+        endpoint.starts_with(&format!("ws://{}/v1/runs/{id}/devtools?token=", app.base.trim_start_matches("http://"))),
+        "{endpoint}"
+    );
     // The connect URL is only in the create answer.
     assert!(get_run(&app, &key, id).await.get("connectUrl").is_none());
     let out = node(&clients_dir().join("puppeteer.mjs"), &[endpoint.clone(), site.base.clone()]).await;
@@ -414,7 +431,16 @@ async fn puppeteer_drives_a_live_session(db: Db) {
     eprintln!("video {secs:.2}s, session {ran:.2}s");
     assert!((secs - ran).abs() < 2.0, "video {secs}s vs session {ran}s");
     // The token was single-use.
-    let again = app.client.get(endpoint.replace("ws://", "http://")).header("upgrade", "websocket").header("connection", "upgrade").header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==").header("sec-websocket-version", "13").send().await.unwrap();
+    let again = app
+        .client
+        .get(endpoint.replace("ws://", "http://"))
+        .header("upgrade", "websocket")
+        .header("connection", "upgrade")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("sec-websocket-version", "13")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(again.status().as_u16(), 401);
     let v: Value = again.json().await.unwrap();
     assert_eq!(v["code"], "UNAUTHORIZED");
@@ -463,7 +489,10 @@ async fn a_hostile_live_client_is_refused_and_the_pool_unharmed(db: Db) {
     assert_eq!(out["pageGoesOn"], 42);
     let run = wait_end(&app, &key, id).await;
     assert_eq!(run["status"], "completed", "{run}");
-    assert!(run["networkErrors"].as_array().unwrap().iter().any(|r| r["failure"].as_str().unwrap_or("").contains("egress")), "{run}");
+    assert!(
+        run["networkErrors"].as_array().unwrap().iter().any(|r| r["failure"].as_str().unwrap_or("").contains("egress")),
+        "{run}"
+    );
     // The pool is unharmed: a scripted run and a capture afterwards.
     let after = start(
         &app,

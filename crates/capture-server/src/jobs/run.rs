@@ -12,7 +12,9 @@
 use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use capture_browser::session::{Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea, Target, WaitFor};
+use capture_browser::session::{
+    Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea, Target, WaitFor,
+};
 use capture_browser::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
 use capture_core::time::now_ms;
 use capture_media::{RecorderOptions, ScreencastRecorder};
@@ -45,7 +47,13 @@ pub fn node_id() -> &'static str {
 
 /// Run `n` worker loops until `stop`; in-flight runs go on until `hard_stop`, then they are
 /// ended (failed, "the service shut down").
-pub async fn run(state: AppState, pool: Arc<BrowserPool>, n: usize, stop: CancellationToken, hard_stop: CancellationToken) {
+pub async fn run(
+    state: AppState,
+    pool: Arc<BrowserPool>,
+    n: usize,
+    stop: CancellationToken,
+    hard_stop: CancellationToken,
+) {
     let mut handles = Vec::new();
     for i in 0..n.max(1) {
         let (st, p, s, hs) = (state.clone(), pool.clone(), stop.clone(), hard_stop.clone());
@@ -232,7 +240,8 @@ pub struct Hold {
 
 impl Hold {
     pub fn start(state: &AppState, run_id: &str, worker: &str) -> Hold {
-        let hold = Hold { stop: CancellationToken::new(), lost: CancellationToken::new(), done: CancellationToken::new() };
+        let hold =
+            Hold { stop: CancellationToken::new(), lost: CancellationToken::new(), done: CancellationToken::new() };
         let (st, id, w) = (state.clone(), run_id.to_string(), worker.to_string());
         let (stop, lost, done) = (hold.stop.clone(), hold.lost.clone(), hold.done.clone());
         tokio::spawn(async move {
@@ -407,7 +416,9 @@ pub async fn finalize(
     match state.store.finish_run(&end).await {
         Ok(true) => state.job_changed(&row.id),
         Ok(false) => tracing::info!(run = %row.id, "the run had already ended elsewhere"),
-        Err(e) => tracing::error!(run = %row.id, error = %e, "recording the end of a run failed; the sweep will end it"),
+        Err(e) => {
+            tracing::error!(run = %row.id, error = %e, "recording the end of a run failed; the sweep will end it")
+        }
     }
 }
 

@@ -66,7 +66,10 @@ pub async fn devtools(
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
     let key = req.headers().get("sec-websocket-key").cloned();
     let (Some(key), true) = (key, is_ws) else {
-        return refuse(ErrorCode::ValidationError, "connect with a DevTools (WebSocket) client to the run's connectUrl");
+        return refuse(
+            ErrorCode::ValidationError,
+            "connect with a DevTools (WebSocket) client to the run's connectUrl",
+        );
     };
     let Some(pool) = state.browser.clone() else {
         return refuse(

@@ -208,8 +208,11 @@ fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
 /// finalises it like any other end (video, counts, `run.completed`). Stopping an ended run
 /// changes nothing. Returns the run as it is now.
 pub async fn stop(state: &AppState, account: &Account, id: &RunId) -> Result<Run> {
-    let row =
-        state.store.request_run_stop(&account.user.id, id.as_str()).await?.ok_or_else(|| Error::not_found(RunId::NOUN))?;
+    let row = state
+        .store
+        .request_run_stop(&account.user.id, id.as_str())
+        .await?
+        .ok_or_else(|| Error::not_found(RunId::NOUN))?;
     if row.status == "pending" {
         let mut end = ended(state, &row, "stopped", "stopped", None, None);
         end.only_if_pending = true;

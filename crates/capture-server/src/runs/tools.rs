@@ -18,7 +18,11 @@ use crate::state::AppState;
 const WAIT_MARGIN: Duration = Duration::from_secs(60);
 
 fn annotations(title: &str, read_only: bool, destructive: bool) -> ToolAnnotations {
-    ToolAnnotations::with_title(title).read_only(read_only).destructive(destructive).idempotent(read_only).open_world(!read_only)
+    ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(read_only)
+        .open_world(!read_only)
 }
 
 /// The run tools.

@@ -295,14 +295,20 @@ impl RunIn {
         if steps.len() > bounds::STEPS_MAX {
             return Err(FieldError::new("steps", format!("at most {} steps", bounds::STEPS_MAX)));
         }
-        let timeout_ms =
-            self.timeout_ms.unwrap_or(if live { bounds::LIVE_TIMEOUT } else { bounds::SCRIPTED_TIMEOUT });
+        let timeout_ms = self.timeout_ms.unwrap_or(if live { bounds::LIVE_TIMEOUT } else { bounds::SCRIPTED_TIMEOUT });
         within("timeoutMs", timeout_ms, bounds::TIMEOUT)?;
         for (i, step) in steps.iter().enumerate() {
             check_step(i, step)?;
         }
         let device = device_spec(self.device.as_ref())?;
-        Ok(RunSpec { live, start_url: self.start_url, device, record_video: self.record_video.unwrap_or(true), timeout_ms, steps })
+        Ok(RunSpec {
+            live,
+            start_url: self.start_url,
+            device,
+            record_video: self.record_video.unwrap_or(true),
+            timeout_ms,
+            steps,
+        })
     }
 }
 
@@ -599,7 +605,10 @@ mod tests {
         ]);
         let spec = parse(json!({"startUrl": "http://a.test/", "steps": steps, "device": "iphone-15"})).unwrap();
         assert_eq!(spec.steps.len(), 14);
-        assert_eq!(spec.steps[8], Step::WaitFor { selector: None, text: Some("Done".into()), url: None, timeout_ms: None });
+        assert_eq!(
+            spec.steps[8],
+            Step::WaitFor { selector: None, text: Some("Done".into()), url: None, timeout_ms: None }
+        );
         assert_eq!((spec.device.width, spec.device.touch, spec.timeout_ms), (393, true, 60_000));
         assert!(spec.record_video);
         let bad = |v: Value, field: &str| {
@@ -607,7 +616,10 @@ mod tests {
             assert_eq!(e.field, field, "{e:?}");
         };
         bad(json!({"startUrl": "file:///etc/passwd", "live": true}), "startUrl");
-        bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "click", "selector": "#a", "timeoutMs": 60001}]}), "steps[0].timeoutMs");
+        bad(
+            json!({"startUrl": "http://a.test/", "steps": [{"action": "click", "selector": "#a", "timeoutMs": 60001}]}),
+            "steps[0].timeoutMs",
+        );
         bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "fly"}]}), "steps[0]");
         bad(json!({"startUrl": "http://a.test/", "timeoutMs": "soon", "live": true}), "timeoutMs");
         bad(json!({"startUrl": "http://a.test/", "live": true, "colour": "red"}), "colour");
@@ -616,12 +628,26 @@ mod tests {
         bad(json!({"startUrl": "http://a.test/"}), "steps");
         bad(json!({"startUrl": "http://a.test/", "live": true, "timeoutMs": 1_800_001}), "timeoutMs");
         bad(json!({"startUrl": "http://a.test/", "live": true, "device": "nokia-3310"}), "device");
-        bad(json!({"startUrl": "http://a.test/", "live": true, "device": {"viewport": {"width": 50, "height": 800}}}), "device.viewport.width");
+        bad(
+            json!({"startUrl": "http://a.test/", "live": true, "device": {"viewport": {"width": 50, "height": 800}}}),
+            "device.viewport.width",
+        );
         bad(json!({"live": true}), "startUrl");
         let custom = parse(json!({"startUrl": "http://a.test/", "live": true,
             "device": {"viewport": {"width": 500, "height": 900}, "deviceScaleFactor": 2, "touch": true, "userAgent": "Bot/1"}}))
         .unwrap();
-        assert_eq!(custom.device, DeviceSpec { preset: None, width: 500, height: 900, device_scale_factor: 2.0, mobile: true, touch: true, user_agent: Some("Bot/1".into()) });
+        assert_eq!(
+            custom.device,
+            DeviceSpec {
+                preset: None,
+                width: 500,
+                height: 900,
+                device_scale_factor: 2.0,
+                mobile: true,
+                touch: true,
+                user_agent: Some("Bot/1".into())
+            }
+        );
         assert_eq!(custom.timeout_ms, 300_000);
     }
 }
