@@ -233,7 +233,7 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
     // Charged for the minute it ran; the reserved rest came back.
     assert_eq!((run["actionsReserved"].as_i64(), run["actionsCharged"].as_i64()), (Some(2), Some(1)));
     let balance: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
-    assert_eq!(balance["used"], 1, "{balance}");
+    assert_eq!(balance["usage"]["used"], 1, "{balance}");
     // The stream: pending/running, a step event per step, then completed with the run.
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names.iter().filter(|n| **n == "step").count(), 17, "{names:?}");

@@ -144,31 +144,92 @@ pub struct DeviceSpec {
 #[serde(tag = "action", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
 pub enum Step {
     /// Load a URL and wait for its load event.
-    Goto { url: String, timeout_ms: Option<u64> },
+    Goto {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Click the first element matching a CSS selector (waits for it).
-    Click { selector: String, timeout_ms: Option<u64> },
+    Click {
+        selector: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Focus an element and type text into it, key by key.
-    Type { selector: String, text: String, timeout_ms: Option<u64> },
+    Type {
+        selector: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Press a key or chord (`Enter`, `Tab`, `Control+a`).
-    Press { key: String, timeout_ms: Option<u64> },
+    Press {
+        key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Choose an option of a `<select>` by value (or label).
-    Select { selector: String, value: String, timeout_ms: Option<u64> },
+    Select {
+        selector: String,
+        value: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Move the mouse over an element.
-    Hover { selector: String, timeout_ms: Option<u64> },
+    Hover {
+        selector: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Scroll by `y` CSS pixels, or bring `selector` into view.
-    Scroll { y: Option<f64>, selector: Option<String>, timeout_ms: Option<u64> },
+    Scroll {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        y: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Wait until an element exists, the page shows a text, or the URL matches (one of them).
-    WaitFor { selector: Option<String>, text: Option<String>, url: Option<String>, timeout_ms: Option<u64> },
+    WaitFor {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Wait `ms` milliseconds (at most 60000).
     Wait { ms: u64 },
     /// A PNG of the viewport (or the whole page), stored like a screenshot job's file.
-    Screenshot { full_page: Option<bool>, timeout_ms: Option<u64> },
+    Screenshot {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        full_page: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// Evaluate a JavaScript expression (promises are awaited); its value is the result.
-    Evaluate { expression: String, timeout_ms: Option<u64> },
+    Evaluate {
+        expression: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// The page's (or an element's) visible text contains `text`.
-    AssertText { text: String, selector: Option<String>, timeout_ms: Option<u64> },
+    AssertText {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
     /// The URL equals `url` (absolute) or contains it.
-    AssertUrl { url: String, timeout_ms: Option<u64> },
+    AssertUrl {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
 }
 
 impl Step {
