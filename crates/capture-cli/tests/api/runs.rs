@@ -337,7 +337,7 @@ async fn stop_ends_a_running_run_cleanly(db: Db) {
     assert_eq!(r.status().as_u16(), 202);
     let stopped_at = Instant::now();
     let run = wait_end(&app, &key, id).await;
-    assert!(stopped_at.elapsed() < Duration::from_secs(15), "stopped promptly");
+    assert!(stopped_at.elapsed() < Duration::from_secs(15), "stopped promptly: {run}");
     assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("stopped"), Some("stopped")), "{run}");
     assert_eq!(run["pageTitle"], "Ticker");
     assert_eq!((run["actionsReserved"].as_i64(), run["actionsCharged"].as_i64()), (Some(2), Some(1)));

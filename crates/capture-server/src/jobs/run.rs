@@ -581,7 +581,12 @@ async fn do_step(state: &AppState, s: &Session, step: &Step) -> Result<Option<Va
             };
             s.wait_for(what, t).await.map(|_| None).map_err(e)
         }
-        Step::Wait { ms } => s.wait(Duration::from_millis(*ms)).await.map(|_| None).map_err(e),
+        // Not an operation of the session (which keeps handling the page's events between
+        // operations anyway): a stop or the run's timeout cuts it short at once.
+        Step::Wait { ms } => {
+            tokio::time::sleep(Duration::from_millis(*ms)).await;
+            Ok(None)
+        }
         Step::Screenshot { full_page, .. } => {
             let area = if full_page.unwrap_or(false) { ShotArea::FullPage } else { ShotArea::Viewport };
             let img = s.screenshot(ScreenshotSpec { area, ..Default::default() }, t).await.map_err(e)?;
