@@ -56,7 +56,14 @@ mod tests {
     #[test]
     fn the_document_describes_each_resource_with_its_request_schemas() {
         let doc = serde_json::to_value(openapi()).unwrap();
-        for path in ["/v1/screenshot", "/v1/screenshots", "/v1/webhooks", "/v1/account/balance"] {
+        for path in [
+            "/v1/screenshot",
+            "/v1/screenshots",
+            "/v1/webhooks",
+            "/v1/account/balance",
+            "/v1/runs",
+            "/v1/runs/{id}/stop",
+        ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
         // The capture options come from their JSON Schema, bounds included.
@@ -66,6 +73,9 @@ mod tests {
         assert_eq!(shot["required"], serde_json::json!(["url"]));
         let hook = &doc["components"]["schemas"]["WebhookEndpointRequest"];
         assert_eq!(hook["properties"]["description"]["maxLength"], 500, "{hook}");
+        let run = &doc["components"]["schemas"]["RunRequest"];
+        assert_eq!(run["properties"]["timeoutMs"]["maximum"], 1_800_000, "{run}");
+        assert_eq!(run["required"], serde_json::json!(["startUrl"]));
         let job = &doc["components"]["schemas"]["Job"];
         assert!(job["properties"]["status"].is_object(), "{job}");
     }

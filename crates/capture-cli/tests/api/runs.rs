@@ -450,11 +450,8 @@ async fn puppeteer_drives_a_live_session(db: Db) {
     assert_eq!(body["data"]["consoleErrorCount"], 3);
 
     // Figures: a live session's start beside a browserless-style puppeteer.launch, same run.
-    let launch = node(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runs/launch.mjs"),
-        &[clients_dir().display().to_string(), chromium(), site.url("/blank")],
-    )
-    .await;
+    let launch =
+        node(&script("launch.mjs"), &[clients_dir().display().to_string(), chromium(), site.url("/blank")]).await;
     eprintln!(
         "FIGURES live session: POST {post_ms} ms, connect {} ms, connect to first command {} ms; \
          puppeteer.launch: launch {} ms, first command {} ms, first page load {} ms",
@@ -534,9 +531,97 @@ async fn a_worker_killed_mid_run_ends_it_exactly_once(db: Db) {
     assert_eq!((body["type"].as_str(), body["data"]["runId"].as_str()), (Some("run.failed"), Some(id.as_str())));
 }
 
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runs").join(name)
+}
+
+async fn playwright_connects_over_cdp(db: Db) {
+    let site = site().await;
+    let app = TestApp::spawn(opts(db)).await;
+    let (_, key) = app.user_with_key("pro");
+    let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "recordVideo": false})).await;
+    let id = run["id"].as_str().unwrap();
+    let out =
+        node(&clients_dir().join("playwright.mjs"), &[run["connectUrl"].as_str().unwrap().into(), site.base.clone()])
+            .await;
+    eprintln!("playwright: {out}");
+    assert_eq!((out["contexts"].as_i64(), out["pages"].as_i64()), (Some(1), Some(1)));
+    assert_eq!(out["text"], "name=Grace+Hopper&plan=pro");
+    assert_eq!(out["eval"], 42);
+    assert!(out["newContext"].as_str().unwrap().contains("not allowed"), "{out}");
+    let run = wait_end(&app, &key, id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("completed"), Some("disconnected")), "{run}");
+    assert_eq!(run["pageTitle"], "Done");
+}
+
+async fn a_live_session_ends_at_its_timeout_and_on_stop(db: Db) {
+    let site = site().await;
+    let app = TestApp::spawn(opts(db)).await;
+    let (_, key) = app.user_with_key("pro");
+    let clients = clients_dir().display().to_string();
+    // The timeout ends the session: the client is disconnected, the run completes.
+    let run = start(&app, &key, json!({"startUrl": site.url("/ticker"), "live": true, "timeoutMs": 3000})).await;
+    let id = run["id"].as_str().unwrap();
+    let out = node(&script("hold.mjs"), &[clients.clone(), run["connectUrl"].as_str().unwrap().into()]).await;
+    assert_eq!(out["url"], site.url("/ticker"));
+    let held = out["connectedMs"].as_u64().unwrap();
+    assert!((2_000..10_000).contains(&held), "connected for {held} ms");
+    let run = wait_end(&app, &key, id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("completed"), Some("timeout")), "{run}");
+    assert_eq!(run["pageTitle"], "Ticker");
+    let secs = video_seconds(&app, run["videoUrl"].as_str().unwrap()).await;
+    assert!((2.0..4.5).contains(&secs), "a 3 s session's video lasts {secs} s");
+    // Stop ends a connected session: the client is disconnected, the run is stopped.
+    let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "recordVideo": false})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let endpoint = run["connectUrl"].as_str().unwrap().to_string();
+    let client = tokio::spawn(async move { node(&script("hold.mjs"), &[clients, endpoint]).await });
+    wait_status(&app, &key, &id, &["running"], 60).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = app.client.post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let out =
+        tokio::time::timeout(Duration::from_secs(20), client).await.expect("the client was disconnected").unwrap();
+    assert_eq!(out["url"], site.url("/blank"));
+    let run = wait_end(&app, &key, &id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("stopped"), Some("stopped")), "{run}");
+    assert_eq!(run["actionsCharged"], 1);
+}
+
+/// The figures: a live session's start (POST to first page load, connect to first
+/// command) beside a browserless-style `puppeteer.launch`, medians of 5 rounds each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn live_session_start_latency_beside_puppeteer_launch() {
+    let site = site().await;
+    let app = TestApp::spawn(opts(Db::Sqlite).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "20")).await;
+    let (_, key) = app.user_with_key("pro");
+    let out = node(
+        &script("latency.mjs"),
+        &[
+            clients_dir().display().to_string(),
+            app.base.clone(),
+            key.clone(),
+            site.url("/blank"),
+            chromium(),
+            "5".into(),
+        ],
+    )
+    .await;
+    eprintln!("FIGURES {out}");
+    assert_eq!(out["rounds"], 5);
+    assert!(out["live"]["postToLoaded"].as_u64().unwrap() > 0 && out["launch"]["loaded"].as_u64().unwrap() > 0);
+    let list: Value = app.get(&key, "/v1/runs?limit=5").await.json().await.unwrap();
+    for r in list["data"].as_array().unwrap() {
+        let r = wait_end(&app, &key, r["id"].as_str().unwrap()).await;
+        assert_eq!(r["endReason"], "disconnected", "{r}");
+    }
+}
+
 crate::both_dbs!(a_scripted_run_of_every_step_kind);
 crate::both_dbs!(a_failing_step_is_named_and_the_run_fails);
 crate::both_dbs!(stop_ends_a_running_run_cleanly);
 crate::both_dbs!(puppeteer_drives_a_live_session);
 crate::both_dbs!(a_hostile_live_client_is_refused_and_the_pool_unharmed);
 crate::both_dbs!(a_worker_killed_mid_run_ends_it_exactly_once);
+crate::both_dbs!(playwright_connects_over_cdp);
+crate::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);

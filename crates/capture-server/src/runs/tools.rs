@@ -97,3 +97,39 @@ pub async fn get_run(state: &AppState, account: &Account, args: &Map<String, Val
 pub async fn stop_run(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
     structured(&service::stop(state, account, &id_arg(args)?).await?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tools take the REST request's schema: every step kind, the device, live.
+    #[test]
+    fn the_run_tools_describe_the_request() {
+        let tools = catalogue();
+        let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["start_run", "get_run", "stop_run"]);
+        let schema = serde_json::to_value(&*tools[0].input_schema).unwrap();
+        for p in ["startUrl", "device", "recordVideo", "timeoutMs", "steps", "live"] {
+            assert!(schema["properties"][p].is_object(), "{p}: {schema}");
+        }
+        let text = schema["properties"]["steps"].to_string();
+        for action in [
+            "goto",
+            "click",
+            "type",
+            "press",
+            "select",
+            "hover",
+            "scroll",
+            "waitFor",
+            "wait",
+            "screenshot",
+            "evaluate",
+            "assertText",
+            "assertUrl",
+        ] {
+            assert!(text.contains(&format!("\"{action}\"")), "{action} is in the steps schema");
+        }
+        assert_eq!(tools[1].input_schema["required"], serde_json::json!(["id"]));
+    }
+}
