@@ -136,6 +136,27 @@ async fn stream(app: &TestApp, key: &str, id: &str) -> Vec<(String, Value)> {
     out
 }
 
+/// The one webhook event of run `id`, its signature verified.
+async fn event_of(rx: &Receiver, secret: &str, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let mine: Vec<Value> = rx
+            .all()
+            .iter()
+            .map(|r| verify(secret, r).expect("the signature verifies"))
+            .filter(|b| b["data"]["runId"] == id)
+            .collect();
+        if !mine.is_empty() {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let again = rx.all().iter().filter(|r| r.body.contains(id)).count();
+            assert_eq!(again, 1, "exactly one event for {id}");
+            return mine[0].clone();
+        }
+        assert!(Instant::now() < deadline, "no event for {id}: {:?}", rx.all());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 fn every_step(site: &Site) -> Value {
     json!([
         {"action": "goto", "url": site.url("/start")},
@@ -260,7 +281,9 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
 async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
     let site = site().await;
     let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
-    let app = TestApp::spawn(opts(db).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "1")).await;
+    let app =
+        TestApp::spawn(opts(db).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "1").env("CAPTURE_RUN_CONNECT_TTL", "2s"))
+            .await;
     let (_, key) = app.user_with_key("pro");
     let secret = hook(&app, &key, &rx).await;
     let steps = json!([
@@ -300,10 +323,22 @@ async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
     let (last, data) = events.last().unwrap();
     assert_eq!(last, "failed");
     assert_eq!(data["error"], error);
-    let got = rx.wait_for(1, Duration::from_secs(30)).await;
-    let body = verify(&secret, &got[0]).unwrap();
+    let body = event_of(&rx, &secret, id).await;
     assert_eq!(body["type"], "run.failed");
     assert_eq!(body["data"]["finalizationError"], error);
+    // A live run nobody connects to ends failed once its token expires, and costs nothing.
+    let lonely = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true})).await;
+    let lonely_id = lonely["id"].as_str().unwrap();
+    let lonely = wait_end(&app, &key, lonely_id).await;
+    assert_eq!(
+        (lonely["status"].as_str(), lonely["endReason"].as_str()),
+        (Some("failed"), Some("not_connected")),
+        "{lonely}"
+    );
+    assert_eq!(lonely["actionsCharged"], 0);
+    let body = event_of(&rx, &secret, lonely_id).await;
+    assert_eq!(body["type"], "run.failed");
+    assert!(body["data"]["finalizationError"].as_str().unwrap().contains("no client connected"), "{body}");
     // Bad requests name their field; nothing is created.
     for (body, field) in [
         (json!({"startUrl": "file:///etc/passwd", "live": true}), "startUrl"),
@@ -617,6 +652,43 @@ async fn live_session_start_latency_beside_puppeteer_launch() {
     }
 }
 
+async fn runs_reserve_their_minutes_and_give_back_the_rest(db: Db) {
+    let site = site().await;
+    let app = TestApp::spawn(opts(db).env("CAPTURE_PLAN_LIMITS", "free=2,starter=2000,pro=10000")).await;
+    let (_, key) = app.user_with_key("free");
+    let steps = json!([{"action": "wait", "ms": 1500}]);
+    // Two minutes of timeout reserve both actions of the month…
+    let first = start(
+        &app,
+        &key,
+        json!({"startUrl": site.url("/blank"), "steps": steps, "timeoutMs": 120_000, "recordVideo": false}),
+    )
+    .await;
+    assert_eq!(first["actionsReserved"], 2);
+    // …so nothing is left while it runs.
+    let r = app.post_json(&key, "/v1/runs", &json!({"startUrl": site.url("/blank"), "live": true})).await;
+    assert_eq!(r.status().as_u16(), 429);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "PLAN_QUOTA_EXCEEDED", "{v}");
+    // It ran for under a minute: charged 1, the other given back.
+    let first = wait_end(&app, &key, first["id"].as_str().unwrap()).await;
+    assert_eq!((first["status"].as_str(), first["actionsCharged"].as_i64()), (Some("completed"), Some(1)), "{first}");
+    let balance: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    assert_eq!(balance["usage"]["used"], 1, "{balance}");
+    // A three-minute run now gets the one minute left (it would be cut off cleanly then).
+    let second = start(
+        &app,
+        &key,
+        json!({"startUrl": site.url("/blank"), "steps": steps, "timeoutMs": 180_000, "recordVideo": false}),
+    )
+    .await;
+    assert_eq!(second["actionsReserved"], 1);
+    let second = wait_end(&app, &key, second["id"].as_str().unwrap()).await;
+    assert_eq!((second["status"].as_str(), second["actionsCharged"].as_i64()), (Some("completed"), Some(1)));
+    let balance: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    assert_eq!(balance["usage"]["used"], 2, "{balance}");
+}
+
 crate::both_dbs!(a_scripted_run_of_every_step_kind);
 crate::both_dbs!(a_failing_step_is_named_and_the_run_fails);
 crate::both_dbs!(stop_ends_a_running_run_cleanly);
@@ -625,3 +697,4 @@ crate::both_dbs!(a_hostile_live_client_is_refused_and_the_pool_unharmed);
 crate::both_dbs!(a_worker_killed_mid_run_ends_it_exactly_once);
 crate::both_dbs!(playwright_connects_over_cdp);
 crate::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);
+crate::both_dbs!(runs_reserve_their_minutes_and_give_back_the_rest);
