@@ -10,6 +10,7 @@ mod visitor;
 
 mod auth;
 mod dashboard;
+mod runs;
 
 use helpers::{Db, Opts, TestApp, rand_suffix};
 use serde_json::Value;
