@@ -175,7 +175,8 @@ fn every_step(site: &Site) -> Value {
         {"action": "assertUrl", "url": site.url("/done?name=Ada&plan=pro")},
         {"action": "waitFor", "text": "name=Ada"},
         {"action": "assertText", "text": "plan=pro"},
-        {"action": "press", "key": "Tab"}
+        {"action": "press", "key": "Tab"},
+        {"action": "evaluate", "expression": "[navigator.userAgent, navigator.maxTouchPoints > 0, screen.width, devicePixelRatio]"}
     ])
 }
 
@@ -221,7 +222,8 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
             "assertUrl",
             "waitFor",
             "assertText",
-            "press"
+            "press",
+            "evaluate"
         ]
     );
     assert!(results.iter().all(|r| r["ok"] == true && r["durationMs"].is_u64()), "{results:?}");
@@ -229,6 +231,11 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
     assert_eq!(results[0]["result"]["status"], 200);
     assert_eq!(results[3]["result"], json!(["pro"]));
     assert_eq!(results[9]["result"], "Sign up 42");
+    // The preset's device: its user agent, touch, screen and DPR (a page without a meta
+    // viewport lays out 980 px wide on a phone, as on the real one).
+    let device = &results[17]["result"];
+    assert!(device[0].as_str().unwrap().contains("Pixel 8"), "{device}");
+    assert_eq!((device[1].as_bool(), device[2].as_i64(), device[3].as_f64()), (Some(true), Some(412), Some(2.625)));
     let shot_url = results[8]["result"]["url"].as_str().unwrap();
     let (status, ct, png) = app.fetch(shot_url).await;
     assert_eq!((status, ct.as_str()), (200, "image/png"));
@@ -257,7 +264,7 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
     assert_eq!(balance["usage"]["used"], 1, "{balance}");
     // The stream: pending/running, a step event per step, then completed with the run.
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names.iter().filter(|n| **n == "step").count(), 17, "{names:?}");
+    assert_eq!(names.iter().filter(|n| **n == "step").count(), 18, "{names:?}");
     assert_eq!(names.last(), Some(&"completed"), "{names:?}");
     assert_eq!(events.last().unwrap().1["run"]["status"], "completed");
     // run.completed, once, signed.
@@ -430,8 +437,32 @@ async fn puppeteer_drives_a_live_session(db: Db) {
     let (_, key) = app.user_with_key("pro");
     let secret = hook(&app, &key, &rx).await;
     let t0 = Instant::now();
-    let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "device": "desktop-1280"})).await;
+    let body = json!({"startUrl": site.url("/blank"), "live": true, "device": "desktop-1280"});
+    let r = app
+        .client
+        .post(app.url("/v1/runs"))
+        .bearer_auth(&key)
+        .header("idempotency-key", "live-run-0001")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let post_ms = t0.elapsed().as_millis();
+    assert_eq!(r.status().as_u16(), 202);
+    let run: Value = r.json().await.unwrap();
+    // A retry with the same key replays the answer (the same run, the same connect URL).
+    let r = app
+        .client
+        .post(app.url("/v1/runs"))
+        .bearer_auth(&key)
+        .header("idempotency-key", "live-run-0001")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((r.status().as_u16(), r.headers()["idempotency-replayed"].to_str().unwrap()), (202, "true"));
+    let replay: Value = r.json().await.unwrap();
+    assert_eq!((&replay["id"], &replay["connectUrl"]), (&run["id"], &run["connectUrl"]));
     let id = run["id"].as_str().unwrap();
     assert_eq!(
         (run["kind"].as_str(), run["timeoutMs"].as_i64(), run["actionsReserved"].as_i64()),
@@ -689,6 +720,92 @@ async fn runs_reserve_their_minutes_and_give_back_the_rest(db: Db) {
     assert_eq!(balance["usage"]["used"], 2, "{balance}");
 }
 
+/// A live run is served by the node its client connects to: a node without a browser
+/// refuses (503) and leaves the token unspent; the client then connects to a worker node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_without_a_browser_refuses_live_clients_and_keeps_the_token() {
+    let site = site().await;
+    let app = TestApp::spawn(opts(Db::Postgres)).await;
+    let api_only = app.node("api,scheduler", &[]).await;
+    let (_, key) = app.user_with_key("pro");
+    // Created through the API-only node: its connect URL names that node…
+    let r = app
+        .client
+        .post(api_only.url("/v1/runs"))
+        .bearer_auth(&key)
+        .json(&json!({"startUrl": site.url("/blank"), "live": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 202);
+    let run: Value = r.json().await.unwrap();
+    let id = run["id"].as_str().unwrap();
+    let endpoint = run["connectUrl"].as_str().unwrap().to_string();
+    let there = endpoint.replace("ws://", "http://");
+    // …which has no browser: 503, the token unspent.
+    let r = app
+        .client
+        .get(&there)
+        .header("upgrade", "websocket")
+        .header("connection", "upgrade")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("sec-websocket-version", "13")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "SERVICE_UNAVAILABLE", "{v}");
+    assert_eq!(get_run(&app, &key, id).await["status"], "pending");
+    // The same token on a node with the worker role.
+    let here = endpoint.replace(
+        api_only.base.as_deref().unwrap().trim_start_matches("http://"),
+        app.base.trim_start_matches("http://"),
+    );
+    let (hold, args) = (script("hold.mjs"), [clients_dir().display().to_string(), here]);
+    let out = node(&hold, &args);
+    let stop = async {
+        wait_status(&app, &key, id, &["running"], 60).await;
+        let r = app.client.post(api_only.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 202, "any node takes the stop");
+    };
+    let (out, ()) = tokio::join!(out, stop);
+    assert_eq!(out["url"], site.url("/blank"));
+    let run = wait_end(&app, &key, id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("stopped"), Some("stopped")), "{run}");
+}
+
+async fn a_failing_encoder_fails_the_run_with_its_finalization_error(db: Db) {
+    let site = site().await;
+    let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
+    // An ffmpeg that always fails, first on the service's PATH.
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("ffmpeg");
+    std::fs::write(&fake, "#!/bin/sh\necho 'encoder exploded' >&2\nexit 1\n").unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let app = TestApp::spawn(opts(db).env("PATH", &path)).await;
+    let (_, key) = app.user_with_key("pro");
+    let secret = hook(&app, &key, &rx).await;
+    let steps = json!([{"action": "goto", "url": site.url("/start")}, {"action": "wait", "ms": 300}]);
+    let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "steps": steps})).await;
+    let id = run["id"].as_str().unwrap();
+    let run = wait_end(&app, &key, id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("failed"), Some("finished")), "{run}");
+    let why = run["finalizationError"].as_str().unwrap();
+    assert!(why.contains("encoding the video failed") && why.contains("encoder exploded"), "{why}");
+    assert!(run["error"].is_null() && run["videoUrl"].is_null());
+    // What was known is kept: the steps, the page, the counts.
+    assert!(run["stepResults"].as_array().unwrap().iter().all(|r| r["ok"] == true));
+    assert_eq!((run["pageTitle"].as_str(), run["consoleErrorCount"].as_i64()), (Some("Sign up"), Some(3)));
+    let body = event_of(&rx, &secret, id).await;
+    assert_eq!(body["type"], "run.failed");
+    let data = &body["data"];
+    assert_eq!((data["finalizationError"].as_str(), data["pageTitle"].as_str()), (Some(why), Some("Sign up")));
+    assert_eq!((data["consoleErrorCount"].as_i64(), data["networkErrorCount"].as_i64()), (Some(3), Some(2)));
+    assert!(data["videoUrl"].is_null());
+}
+
 crate::both_dbs!(a_scripted_run_of_every_step_kind);
 crate::both_dbs!(a_failing_step_is_named_and_the_run_fails);
 crate::both_dbs!(stop_ends_a_running_run_cleanly);
@@ -698,3 +815,4 @@ crate::both_dbs!(a_worker_killed_mid_run_ends_it_exactly_once);
 crate::both_dbs!(playwright_connects_over_cdp);
 crate::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);
 crate::both_dbs!(runs_reserve_their_minutes_and_give_back_the_rest);
+crate::both_dbs!(a_failing_encoder_fails_the_run_with_its_finalization_error);
