@@ -12,6 +12,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 if [ "${CI:-}" = "true" ] && [ -z "${CARGO_TARGET_DIR:-}" ]; then
   export CARGO_TARGET_DIR=/var/tmp/capture-ci-target
 fi
+# A fresh clone's workspace crates are rebuilt anyway: incremental state only costs disk there.
+if [ "${CI:-}" = "true" ]; then export CARGO_INCREMENTAL=0; fi
 export CAPTURE_TEST_PG_URL="${CAPTURE_TEST_PG_URL:-postgres://postgres:postgres@127.0.0.1:5432/postgres}"
 export RUST_BACKTRACE=1
 # moto's S3 server (PyPI, in a virtualenv in the target dir) for the S3 storage tests, which

@@ -53,6 +53,7 @@ use std::time::Duration;
 mod cdp;
 pub mod egress;
 pub mod encode;
+#[cfg(feature = "bench")]
 pub mod floor;
 mod imgsize;
 mod launch;

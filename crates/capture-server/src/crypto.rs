@@ -18,10 +18,9 @@ pub fn sha256_hex(s: &[u8]) -> String {
 
 /// Constant-time equality of two byte strings.
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    // `subtle` keeps the optimiser from short-circuiting the comparison; lengths are public.
+    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
 /// The 32-byte key that encrypts stored secrets.

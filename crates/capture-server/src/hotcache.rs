@@ -10,86 +10,99 @@
 //!   enforced in the database, never from this cache; the balance endpoint reads live.
 //! - Finished (done/failed) jobs never change, so their rows are kept; others are not.
 //!
-//! Each map is bounded: when full it is cleared (cheap, and refilled by the next reads).
+//! Each cache is bounded (`quick_cache`, which evicts the least useful entries one at a time
+//! instead of dropping everything when full) and its entries expire after a TTL, so a burst of
+//! new keys never sends every lookup back to the database at once.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture_store::{AuthVersion, ScreenshotRow, User};
+use quick_cache::sync::Cache;
 
 /// How stale the usage behind the rate-limit headers may be (changes made elsewhere).
 pub const USAGE_TTL: Duration = Duration::from_secs(1);
-const MAX_ENTRIES: usize = 50_000;
+/// How long a key lookup is trusted even at an unchanged [`AuthVersion`].
+const KEY_TTL: Duration = Duration::from_secs(300);
+/// How long a finished job row is kept.
+const JOB_TTL: Duration = Duration::from_secs(600);
+const MAX_KEYS: usize = 50_000;
+const MAX_USAGE: usize = 50_000;
+const MAX_JOBS: usize = 10_000;
 
 struct KeyEntry {
     user: User,
     key_id: String,
     version: AuthVersion,
+    at: Instant,
 }
 
+#[derive(Clone)]
 struct UsageEntry {
     month: String,
     used: i64,
     at: Instant,
 }
 
-/// The caches; one per process.
-#[derive(Default)]
-pub struct HotCache {
-    keys: RwLock<HashMap<String, KeyEntry>>,
-    usage: RwLock<HashMap<String, UsageEntry>>,
-    jobs: RwLock<HashMap<String, Arc<ScreenshotRow>>>,
+#[derive(Clone)]
+struct JobEntry {
+    row: Arc<ScreenshotRow>,
+    at: Instant,
 }
 
-fn bounded_insert<V>(map: &RwLock<HashMap<String, V>>, k: String, v: V) {
-    let mut m = map.write().unwrap();
-    if m.len() >= MAX_ENTRIES && !m.contains_key(&k) {
-        m.clear();
+/// The caches; one per process.
+pub struct HotCache {
+    keys: Cache<String, Arc<KeyEntry>>,
+    usage: Cache<String, UsageEntry>,
+    jobs: Cache<String, JobEntry>,
+}
+
+impl Default for HotCache {
+    fn default() -> Self {
+        HotCache { keys: Cache::new(MAX_KEYS), usage: Cache::new(MAX_USAGE), jobs: Cache::new(MAX_JOBS) }
     }
-    m.insert(k, v);
 }
 
 impl HotCache {
     /// The account and key id behind key hash `hash`, if cached at `version`.
     pub fn key(&self, hash: &str, version: AuthVersion) -> Option<(User, String)> {
-        let m = self.keys.read().unwrap();
-        m.get(hash).filter(|e| e.version == version).map(|e| (e.user.clone(), e.key_id.clone()))
+        let e = self.keys.get(hash)?;
+        if e.at.elapsed() >= KEY_TTL {
+            self.keys.remove(hash);
+            return None;
+        }
+        (e.version == version).then(|| (e.user.clone(), e.key_id.clone()))
     }
 
     /// Remember a successful lookup made after reading `version`.
     pub fn put_key(&self, hash: &str, user: &User, key_id: &str, version: AuthVersion) {
-        bounded_insert(
-            &self.keys,
-            hash.to_owned(),
-            KeyEntry { user: user.clone(), key_id: key_id.to_owned(), version },
-        );
+        let e = KeyEntry { user: user.clone(), key_id: key_id.to_owned(), version, at: Instant::now() };
+        self.keys.insert(hash.to_owned(), Arc::new(e));
     }
 
     /// The account's usage in `month`, if known and fresh.
     pub fn usage(&self, user_id: &str, month: &str) -> Option<i64> {
-        let m = self.usage.read().unwrap();
-        m.get(user_id).filter(|e| e.month == month && e.at.elapsed() < USAGE_TTL).map(|e| e.used)
+        self.usage.get(user_id).filter(|e| e.month == month && e.at.elapsed() < USAGE_TTL).map(|e| e.used)
     }
 
     /// Record the account's usage in `month` as just read or changed.
     pub fn put_usage(&self, user_id: &str, month: &str, used: i64) {
-        bounded_insert(
-            &self.usage,
-            user_id.to_owned(),
-            UsageEntry { month: month.to_owned(), used, at: Instant::now() },
-        );
+        self.usage.insert(user_id.to_owned(), UsageEntry { month: month.to_owned(), used, at: Instant::now() });
     }
 
     /// Forget an account's usage (it changed here in a way not worth computing).
     pub fn forget_usage(&self, user_id: &str) {
-        self.usage.write().unwrap().remove(user_id);
+        self.usage.remove(user_id);
     }
 
     /// A finished job of `user_id`, if cached.
     pub fn job(&self, id: &str, user_id: &str) -> Option<Arc<ScreenshotRow>> {
-        let m = self.jobs.read().unwrap();
-        m.get(id).filter(|r| r.user_id == user_id).cloned()
+        let e = self.jobs.get(id)?;
+        if e.at.elapsed() >= JOB_TTL {
+            self.jobs.remove(id);
+            return None;
+        }
+        (e.row.user_id == user_id).then_some(e.row)
     }
 
     /// Keep a job row if it is finished (done or failed); others are ignored. The share
@@ -97,7 +110,7 @@ impl HotCache {
     pub fn put_job(&self, row: &ScreenshotRow) {
         if row.status == "done" || row.status == "failed" {
             let row = ScreenshotRow { share_token: None, ..row.clone() };
-            bounded_insert(&self.jobs, row.id.clone(), Arc::new(row));
+            self.jobs.insert(row.id.clone(), JobEntry { row: Arc::new(row), at: Instant::now() });
         }
     }
 }
@@ -149,5 +162,18 @@ mod tests {
         assert_eq!(c.usage("usr_1", "2026-12"), None);
         c.forget_usage("usr_1");
         assert_eq!(c.usage("usr_1", "2026-11"), None);
+    }
+
+    #[test]
+    fn a_full_cache_evicts_some_entries_not_all() {
+        let c = HotCache::default();
+        for i in 0..(MAX_JOBS + 500) {
+            let mut r = row("done");
+            r.id = format!("scr_{i}");
+            c.put_job(&r);
+        }
+        let kept = (0..(MAX_JOBS + 500)).filter(|i| c.job(&format!("scr_{i}"), "usr_1").is_some()).count();
+        assert!(kept > MAX_JOBS / 2 && kept <= MAX_JOBS, "kept {kept}");
+        assert!(c.job(&format!("scr_{}", MAX_JOBS + 499), "usr_1").is_some(), "the newest entry is kept");
     }
 }

@@ -73,27 +73,29 @@ where
     let Some(key) = key else {
         return respond(tokio::spawn(run(None)).await);
     };
-    let begin = state
-        .store
-        .idem_begin(&account.user.id, route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS)
-        .await;
-    match begin {
-        Err(e) => ApiError::from(e).into_response(),
-        Ok(IdemBegin::InFlight) => in_flight().into_response(),
-        Ok(IdemBegin::Mismatch) => ApiError::new(
-            ErrorCode::IdempotencyKeyReused,
-            "this Idempotency-Key was used with a different request body",
-        )
-        .into_response(),
-        Ok(IdemBegin::Replay(status, body)) => {
-            let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-            let mut r = (crate::http::error::status(status), Json(v)).into_response();
-            r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
-            r
-        }
-        Ok(IdemBegin::Owned(claim)) => {
-            let st = state.clone();
-            let work = tokio::spawn(async move {
+    // Everything from here runs in a task of its own: a client that hangs up while the key
+    // is being claimed must not leave it claimed by a request that will never run.
+    let st = state.clone();
+    let user_id = account.user.id.clone();
+    let route = route.to_string();
+    let task = tokio::spawn(async move {
+        let begin =
+            st.store.idem_begin(&user_id, &route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS).await;
+        match begin {
+            Err(e) => ApiError::from(e).into_response(),
+            Ok(IdemBegin::InFlight) => in_flight().into_response(),
+            Ok(IdemBegin::Mismatch) => ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was used with a different request body",
+            )
+            .into_response(),
+            Ok(IdemBegin::Replay(status, body)) => {
+                let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let mut r = (crate::http::error::status(status), Json(v)).into_response();
+                r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
+                r
+            }
+            Ok(IdemBegin::Owned(claim)) => {
                 let result = run(Some(claim.clone())).await;
                 // A create has already stored its response with its change (then this is a
                 // no-op); anything else is stored here. A failure releases the key.
@@ -106,10 +108,13 @@ where
                 if let Err(e) = settled {
                     tracing::error!(error = %e, "settling an idempotency key failed; its lease will expire");
                 }
-                result
-            });
-            respond(work.await)
+                respond(Ok(result))
+            }
         }
+    });
+    match task.await {
+        Ok(r) => r,
+        Err(e) => ApiError::internal(format!("the request's task failed: {e}")).into_response(),
     }
 }
 

@@ -32,7 +32,7 @@ impl Serve {
             ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
             ("CAPTURE_DATA_DIR".into(), tmp.path().join("data").display().to_string()),
             ("CAPTURE_DATABASE_URL".into(), format!("sqlite://{}", tmp.path().join("capture.db").display())),
-            ("CAPTURE_ALLOW_PRIVATE_NETWORKS".into(), "true".into()),
+            ("CAPTURE_EGRESS_ALLOW".into(), "127.0.0.1,::1".into()),
             ("CAPTURE_BROWSERS".into(), "1".into()),
             ("CAPTURE_WORKER_CONCURRENCY".into(), "1".into()),
             ("CAPTURE_LOG".into(), "info".into()),
