@@ -265,6 +265,31 @@ async def connect_and_use(service: Service, account: Account, site: Site) -> Non
             expected_mac = hmac.new(endpoint["secret"].encode(), signed, hashlib.sha256).hexdigest()
             assert hmac.compare_digest(signature["v1"], expected_mac)
 
+            # Browser runs: a scripted run is waited for and comes back finished; a live one
+            # comes back at once with its single-use connect URL, and stop_run ends it.
+            assert {"start_run", "get_run", "stop_run"} <= set(tools)
+            assert "steps" in tools["start_run"].input_schema["properties"]
+            steps = [{"action": "evaluate", "expression": "6 * 7"}, {"action": "assertUrl", "url": "/page"}]
+            started = await client.call_tool(
+                "start_run", {"startUrl": f"{site.base}/page", "recordVideo": False, "steps": steps}
+            )
+            assert not started.is_error, text_of(started)
+            run = started.structured_content
+            assert run["id"].startswith("run_") and run["status"] == "completed", run
+            assert run["stepResults"][0]["result"] == 42 and run["actionsCharged"] == 1
+            got = await client.call_tool("get_run", {"id": run["id"]})
+            assert got.structured_content["status"] == "completed"
+            live = await client.call_tool("start_run", {"startUrl": f"{site.base}/page", "live": True})
+            assert not live.is_error, text_of(live)
+            assert live.structured_content["connectUrl"].startswith("ws://")
+            stopped = await client.call_tool("stop_run", {"id": live.structured_content["id"]})
+            assert stopped.structured_content["status"] == "stopped"
+            assert stopped.structured_content["actionsCharged"] == 0
+            missing_run = await client.call_tool("get_run", {"id": "run_doesnotexist"})
+            assert missing_run.is_error and missing_run.structured_content["code"] == "NOT_FOUND"
+            bad_run = await client.call_tool("start_run", {"startUrl": f"{site.base}/page", "steps": [{"action": "fly"}]})
+            assert bad_run.is_error and bad_run.structured_content["code"] == "VALIDATION_ERROR"
+
             # Refresh: once the access token is due, the SDK refreshes before the next request
             # (the expiry is moved instead of waiting an hour).
             first = storage.tokens

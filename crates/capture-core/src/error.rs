@@ -22,6 +22,8 @@ pub enum ErrorCode {
     InvalidOrganizationId,
     PlanQuotaExceeded,
     QueueFull,
+    /// Too many of the account's runs are active at once.
+    ConcurrencyLimit,
     InternalError,
     ServiceUnavailable,
 }
@@ -40,7 +42,7 @@ impl ErrorCode {
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             IdempotencyKeyReused => 422,
-            PlanQuotaExceeded | QueueFull => 429,
+            PlanQuotaExceeded | QueueFull | ConcurrencyLimit => 429,
             InternalError => 500,
             ServiceUnavailable => 503,
         }
@@ -65,6 +67,7 @@ impl ErrorCode {
             InvalidOrganizationId => "INVALID_ORGANIZATION_ID",
             PlanQuotaExceeded => "PLAN_QUOTA_EXCEEDED",
             QueueFull => "QUEUE_FULL",
+            ConcurrencyLimit => "CONCURRENCY_LIMIT",
             InternalError => "INTERNAL_ERROR",
             ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }

@@ -30,6 +30,8 @@ pub const ENDPOINT: &str = "whe";
 pub const DELIVERY: &str = "msg";
 /// Prefix of website audit ids.
 pub const AUDIT: &str = "aud";
+/// Prefix of browser session run ids.
+pub const RUN: &str = "run";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -185,6 +187,12 @@ id_type!(
     AuditId,
     AUDIT,
     "audit"
+);
+id_type!(
+    /// A browser session run (`run_…`).
+    RunId,
+    RUN,
+    "run"
 );
 id_type!(
     /// An account (`usr_…`).

@@ -12,7 +12,7 @@ pub mod states;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
-pub use ids::{AuditId, DeliveryId, EndpointId, KeyId, ScreenshotId, TypedId, UserId};
+pub use ids::{AuditId, DeliveryId, EndpointId, KeyId, RunId, ScreenshotId, TypedId, UserId};
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
 pub use states::{DeliveryStatus, JobStatus, OutputFormat};

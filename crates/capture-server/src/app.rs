@@ -32,6 +32,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::audits::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
+        .merge(crate::runs::v1_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
@@ -46,6 +47,7 @@ pub fn router(state: AppState) -> Router {
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
         .merge(crate::audits::public_router())
+        .merge(crate::runs::devtools_router())
         .merge(docs::router())
         .merge(crate::web::router())
         .merge(crate::oauth::router())
@@ -253,10 +255,18 @@ impl Application {
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
             let capture_pool = pool.clone();
             tasks.spawn(async move { jobs::capture::run(s, capture_pool, n, st, hs).await });
+            // Runs hold their page for the session; they get the same number of slots.
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            let run_pool = pool.clone();
+            tasks.spawn(async move { jobs::run::run(s, run_pool, n, st, hs).await });
             // Audits load their pages one after another; half the slots keep captures flowing.
             let n = (state.cfg.worker_concurrency / 2).max(1);
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
             tasks.spawn(async move { jobs::audit::run(s, pool, n, st, hs).await });
+        }
+        if state.cfg.roles.scheduler || state.cfg.roles.worker {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { jobs::run::sweep(s, st).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());

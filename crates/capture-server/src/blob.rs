@@ -283,6 +283,7 @@ pub fn content_type(name: &str) -> &'static str {
         Some("webp") => "image/webp",
         Some("pdf") => "application/pdf",
         Some("html") => "text/html; charset=utf-8",
+        Some("mp4") => "video/mp4",
         _ => "application/octet-stream",
     }
 }

@@ -145,6 +145,13 @@ pub struct Config {
     pub max_running_per_account: PlanLimits,
     pub shutdown_grace: Duration,
     pub max_upload_bytes: usize,
+    /// Browser session runs one account may have pending or running at once (None = unbounded).
+    pub runs_max_active_per_account: Option<i64>,
+    /// How long a node's hold on a run lasts without a heartbeat; a run whose node died is
+    /// failed this long after (plus the sweep's period).
+    pub run_lease: Duration,
+    /// How long a live session's connect token is good for.
+    pub run_connect_ttl: Duration,
     pub roles: Roles,
     pub log_format: LogFormat,
 }
@@ -265,6 +272,9 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_MAX_RUNNING_PER_ACCOUNT",
     "CAPTURE_SHUTDOWN_GRACE",
     "CAPTURE_MAX_UPLOAD_BYTES",
+    "CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT",
+    "CAPTURE_RUN_LEASE",
+    "CAPTURE_RUN_CONNECT_TTL",
     "CAPTURE_ROLES",
     "CAPTURE_LOG_FORMAT",
 ];
@@ -557,6 +567,10 @@ impl Config {
         };
         let shutdown_grace = dur("CAPTURE_SHUTDOWN_GRACE", "25s")?;
         let max_upload_bytes = num("CAPTURE_MAX_UPLOAD_BYTES", 20 * 1024 * 1024, 1024, 1 << 30)? as usize;
+        let runs_max_active_per_account = bound("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", 3)?;
+        let run_lease = dur_in("CAPTURE_RUN_LEASE", "15s", Duration::from_secs(2), hour, "must be between 2s and 1h")?;
+        let run_connect_ttl =
+            dur_in("CAPTURE_RUN_CONNECT_TTL", "60s", Duration::from_secs(1), hour, "must be between 1s and 1h")?;
         let roles = match get("CAPTURE_ROLES") {
             None => Roles::all(),
             Some(r) => Roles::parse(&r).map_err(|e| err("CAPTURE_ROLES", e))?,
@@ -598,6 +612,9 @@ impl Config {
             max_running_per_account,
             shutdown_grace,
             max_upload_bytes,
+            runs_max_active_per_account,
+            run_lease,
+            run_connect_ttl,
             roles,
             log_format,
         })

@@ -35,6 +35,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::audits::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
+    doc.merge(crate::runs::ApiDoc::openapi());
     doc
 }
 
@@ -65,6 +66,8 @@ mod tests {
             "/v1/audits",
             "/v1/audits/{id}",
             "/v1/audits/{id}/stream",
+            "/v1/runs",
+            "/v1/runs/{id}/stop",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
@@ -75,6 +78,9 @@ mod tests {
         assert_eq!(shot["required"], serde_json::json!(["url"]));
         let hook = &doc["components"]["schemas"]["WebhookEndpointRequest"];
         assert_eq!(hook["properties"]["description"]["maxLength"], 500, "{hook}");
+        let run = &doc["components"]["schemas"]["RunRequest"];
+        assert_eq!(run["properties"]["timeoutMs"]["maximum"], 1_800_000, "{run}");
+        assert_eq!(run["required"], serde_json::json!(["startUrl"]));
         let job = &doc["components"]["schemas"]["Job"];
         assert!(job["properties"]["status"].is_object(), "{job}");
     }

@@ -32,6 +32,12 @@ pub enum Error {
     /// outlived its lease and was taken over).
     #[error("a request with this Idempotency-Key is still in progress; retry shortly")]
     IdempotencyInFlight,
+    /// The account has as many runs active as it may (`CONCURRENCY_LIMIT`, 429).
+    #[error("{active} of your runs are active, the most allowed at once; retry when one ends")]
+    TooManyRuns { active: i64, limit: i64 },
+    /// Refused with this code and message (no details).
+    #[error("{1}")]
+    Refused(ErrorCode, String),
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -82,6 +88,8 @@ impl Error {
                 QueueScope::Global => ErrorCode::ServiceUnavailable,
             },
             Error::IdempotencyInFlight => ErrorCode::IdempotencyInFlight,
+            Error::TooManyRuns { .. } => ErrorCode::ConcurrencyLimit,
+            Error::Refused(code, _) => *code,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -98,6 +106,7 @@ impl Error {
                 // The global refusal does not tell one tenant how busy the others keep the service.
                 QueueScope::Global => json!({"reason": "queue_full", "scope": "global"}),
             }),
+            Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
             _ => None,
         }
     }

@@ -7,7 +7,7 @@
 //!   views), [`egress`] (the guarded outbound client), [`blob`], [`crypto`], [`html`];
 //! - the HTTP edge: [`http`] (request id, authentication and rate-limit headers, errors,
 //!   JSON extractor) and [`idempotency`];
-//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`], each with its
+//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`], [`runs`], each with its
 //!   `types.rs` (the wire contract), `service.rs` (typed operations) and `mod.rs` (routes);
 //! - background work: [`jobs`] (a handler per queue kind), [`scheduler`], [`nodes`];
 //! - on top: the website ([`web`]), [`oauth`], [`mcp`], [`docs`] and [`app`].
@@ -32,6 +32,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod nodes;
 pub mod oauth;
+pub mod runs;
 pub mod scheduler;
 pub mod schema;
 pub mod screenshots;

@@ -25,6 +25,7 @@ mod migrations;
 mod notify;
 mod oauth;
 mod queue;
+mod runs;
 mod sessions;
 mod users;
 mod web_store;
@@ -41,6 +42,7 @@ pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };
 pub use queue::{FairShare, Task};
+pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
 pub use sessions::WebSessionRow;
 pub use users::{ApiKeyRow, AuthRecord, User};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};

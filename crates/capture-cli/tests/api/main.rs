@@ -13,5 +13,6 @@ mod durability;
 mod hardening;
 mod nodes;
 mod quotas;
+mod runs;
 mod s3;
 mod webhooks;

@@ -97,6 +97,7 @@ impl From<crate::error::Error> for ApiError {
                 a.header(header::RETRY_AFTER, retry.to_string())
             }
             Error::IdempotencyInFlight => a.header(header::RETRY_AFTER, "1"),
+            Error::TooManyRuns { .. } => a.header(header::RETRY_AFTER, "5"),
             _ => a,
         }
     }

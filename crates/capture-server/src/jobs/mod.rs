@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod capture;
+pub mod run;
 pub mod webhook;
 
 use std::future::Future;

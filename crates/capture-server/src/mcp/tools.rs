@@ -99,6 +99,7 @@ pub fn catalogue() -> Vec<Tool> {
         .annotate(annotations("Test a webhook endpoint", false, false, true)),
     ];
     all.extend(super::audit_tools::catalogue());
+    all.extend(crate::runs::tools::catalogue());
     all
 }
 
@@ -122,6 +123,9 @@ pub async fn call(
         "list_webhooks" => crate::webhooks::service::list_endpoints(state, account).await.map(|l| structured(&l)),
         "create_webhook" => create_webhook(state, account, &args).await,
         "test_webhook" => test_webhook(state, account, &args).await,
+        "start_run" => crate::runs::tools::start_run(state, account, args).await,
+        "get_run" => crate::runs::tools::get_run(state, account, &args).await,
+        "stop_run" => crate::runs::tools::stop_run(state, account, &args).await,
         other => return Err(rmcp::ErrorData::invalid_params(format!("unknown tool '{other}'"), None)),
     };
     Ok(out.unwrap_or_else(tool_error))

@@ -24,6 +24,8 @@ use crate::state::AppState;
 const MAX_LIVE_KEYS: usize = 50;
 /// Screenshots listed on the dashboard.
 const RECENT_SCREENSHOTS: i64 = 20;
+/// Browser runs listed on the dashboard.
+const RECENT_RUNS: i64 = 10;
 
 /// `GET /dashboard`
 pub async fn show(State(state): State<AppState>, Signed(s): Signed) -> WebResult<Response> {
@@ -41,6 +43,10 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
     for r in &rows {
         shots.push(ShotRow::new(state, r).await);
     }
+    let mut runs = Vec::new();
+    for r in state.store.list_runs(&s.user.id, None, RECENT_RUNS).await? {
+        runs.push(RunLine::new(state, &r).await);
+    }
     let dashboard = DashboardPage {
         chrome: Chrome::signed("Dashboard", s, Nav::Dashboard),
         csrf: &s.csrf,
@@ -49,6 +55,7 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
         keys: keys.iter().map(|k| KeyRow::new(k, &usage)).collect(),
         shots,
         recent: RECENT_SCREENSHOTS,
+        runs,
     };
     Ok(page(status, &dashboard, origin(&state.base_url).as_deref()))
 }
@@ -65,6 +72,45 @@ struct DashboardPage<'a> {
     keys: Vec<KeyRow<'a>>,
     shots: Vec<ShotRow>,
     recent: i64,
+    runs: Vec<RunLine>,
+}
+
+/// A browser run as the dashboard lists it.
+struct RunLine {
+    id: String,
+    kind: String,
+    status: String,
+    /// The final page's title, else its URL, else the start URL.
+    page: String,
+    created_at: String,
+    created_text: String,
+    video_url: Option<String>,
+    /// Console errors and failed requests, in words.
+    errors: String,
+    /// The step error or finalisation error of a failed run.
+    failure: Option<String>,
+}
+
+impl RunLine {
+    async fn new(state: &AppState, r: &capture_store::RunRow) -> Self {
+        let run = crate::runs::service::view(state, r).await;
+        RunLine {
+            id: r.id.clone(),
+            kind: run.kind.clone(),
+            status: run.status.clone(),
+            page: run
+                .page_title
+                .clone()
+                .filter(|t| !t.is_empty())
+                .or_else(|| run.final_url.clone())
+                .unwrap_or_else(|| run.start_url.clone()),
+            created_at: iso(r.created_at),
+            created_text: minute(r.created_at),
+            video_url: run.video_url.clone(),
+            errors: format!("{} console, {} network", run.console_error_count, run.network_error_count),
+            failure: run.error.clone().or_else(|| run.finalization_error.clone()),
+        }
+    }
 }
 
 /// Usage against the plan, from the same object `GET /v1/account/balance` returns.

@@ -1,0 +1,229 @@
+//! `GET /v1/runs/{id}/devtools?token=…`: a live run's DevTools endpoint. A client
+//! (`puppeteer.connect({browserWSEndpoint})`, Playwright's `chromium.connectOverCDP`)
+//! connects with the `connectUrl` of the create answer; the single-use token is spent, the
+//! run starts on **this node** — the one that received the connection, which must have the
+//! worker role (a browser pool) — in a fresh context of its pool, and the DevTools protocol
+//! is relayed to it through `capture_browser::relay` (no other context or target, no
+//! `Browser.close`/`crash`, no downloads, no `file:` URLs; the egress guard sees every
+//! request). The session ends when the client disconnects, on `stop`, or at `timeoutMs`,
+//! and is then finalised like a scripted run (video, counts, `run.completed`).
+//!
+//! Why this node: the session's page lives in this process's Chromium, reached over a pipe
+//! that has no network address, so the node that holds the run must be the one the client's
+//! socket reaches. Claiming at connect time (not at create) makes that automatic behind any
+//! load balancer that sends `/v1/runs/*/devtools` to nodes with the worker role; a node
+//! without a browser answers 503 and leaves the token unspent.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use capture_browser::relay::{RelayEnd, RelayOptions};
+use capture_browser::{BrowserPool, WaitUntil};
+use capture_core::time::now_ms;
+use capture_core::{ErrorCode, RunId};
+use capture_store::RunRow;
+use futures_util::{SinkExt, StreamExt};
+use hyper_util::rt::TokioIo;
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::Role;
+
+use crate::error::Error;
+use crate::http::ApiError;
+use crate::jobs::run::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::runs::service::ended;
+use crate::state::AppState;
+
+/// How long the start page of a live session may take to load before the client gets it anyway.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn refuse(code: ErrorCode, msg: &str) -> Response {
+    ApiError::from(Error::Refused(code, msg.to_string())).into_response()
+}
+
+#[utoipa::path(get, path = "/v1/runs/{id}/devtools", tag = "runs",
+    params(("id" = String, Path), ("token" = String, Query, description = "the single-use token of the run's connectUrl")),
+    responses((status = 101, description = "WebSocket: the DevTools protocol of a browser whose only context is the run's"),
+    (status = 400, body = crate::http::error::ErrorBody, description = "not a WebSocket handshake"),
+    (status = 401, body = crate::http::error::ErrorBody, description = "the token is missing, wrong, used or expired"),
+    (status = 503, body = crate::http::error::ErrorBody, description = "this node has no browser (worker role)")))]
+/// Connect a DevTools client to a live run.
+pub async fn devtools(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+    mut req: Request,
+) -> Response {
+    let is_ws = req
+        .headers()
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"));
+    let key = req.headers().get("sec-websocket-key").cloned();
+    let (Some(key), true) = (key, is_ws) else {
+        return refuse(
+            ErrorCode::ValidationError,
+            "connect with a DevTools (WebSocket) client to the run's connectUrl",
+        );
+    };
+    let Some(pool) = state.browser.clone() else {
+        return refuse(
+            ErrorCode::ServiceUnavailable,
+            "this node runs no browser: live sessions are served by the node that receives their connection (the worker role)",
+        );
+    };
+    let Some(token) = q.get("token").filter(|t| !t.is_empty()) else {
+        return refuse(ErrorCode::Unauthorized, "the connect token is missing (use the run's connectUrl)");
+    };
+    let Some(id) = RunId::parse(&id) else {
+        return ApiError::from(Error::not_found(RunId::NOUN)).into_response();
+    };
+    let Some(on_upgrade) = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>() else {
+        return refuse(ErrorCode::ValidationError, "this connection cannot be upgraded to a WebSocket");
+    };
+    let hash = crate::crypto::sha256_hex(token.as_bytes());
+    let lease_until = now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let row = match state.store.claim_live_run(id.as_str(), &hash, node_id(), lease_until, now_ms()).await {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            return refuse(ErrorCode::Unauthorized, "this connect token is wrong, already used, or expired");
+        }
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    state.job_changed(&row.id);
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    tokio::spawn(serve(state, pool, row, on_upgrade));
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
+    }
+    resp
+}
+
+/// Drive a live run held by this node: open its session, record, load the start page,
+/// relay the client until it leaves (or stop, or the timeout), finalise.
+async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, on_upgrade: hyper::upgrade::OnUpgrade) {
+    let (budget, cut_by_actions) = budget(&row);
+    let hold = Hold::start(&state, &row.id, node_id());
+    let session = match pool.open_session(session_options(&row, budget)).await {
+        Ok(s) => s,
+        Err(e) => {
+            let mut end = ended(
+                &state,
+                &row,
+                "failed",
+                "browser_failed",
+                None,
+                Some(format!("no browser session could be opened: {e}")),
+            );
+            end.charged = 0;
+            if let Ok(true) = state.store.finish_run(&end).await {
+                state.job_changed(&row.id);
+            }
+            return;
+        }
+    };
+    let started = Instant::now();
+    let mut video_err = None;
+    let video = if row.record_video {
+        match Video::start(&state, &session, budget).await {
+            Ok(v) => Some(v),
+            Err(e) => {
+                video_err = Some(format!("recording could not start: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    if let Err(e) = session.goto(&row.start_url, WaitUntil::Load, START_TIMEOUT).await {
+        // The client gets the session anyway and may navigate elsewhere.
+        tracing::info!(run = %row.id, error = %e, "a live session's start page did not load");
+    }
+    let outcome = match on_upgrade.await {
+        Err(e) => Outcome {
+            status: "failed",
+            reason: "disconnected",
+            error: None,
+            finalization_error: Some(format!("the client's connection failed: {e}")),
+        },
+        Ok(upgraded) => {
+            let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+            let (mut sink, mut source) = ws.split();
+            let (in_tx, in_rx) = mpsc::channel::<String>(256);
+            let (out_tx, mut out_rx) = mpsc::channel::<String>(256);
+            let reader = tokio::spawn(async move {
+                while let Some(msg) = source.next().await {
+                    let text = match msg {
+                        Ok(Message::Text(t)) => t.to_string(),
+                        Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
+                        Ok(Message::Close(_)) | Err(_) => break,
+                        Ok(_) => continue,
+                    };
+                    if in_tx.send(text).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            let writer = tokio::spawn(async move {
+                while let Some(text) = out_rx.recv().await {
+                    if sink.send(Message::Text(text.into())).await.is_err() {
+                        return;
+                    }
+                }
+                let _ = sink.close().await;
+            });
+            let relay = capture_browser::relay::run(&session, in_rx, out_tx, RelayOptions::default());
+            let outcome = tokio::select! {
+                end = relay => match end {
+                    RelayEnd::ClientClosed => Outcome { status: "completed", reason: "disconnected", error: None, finalization_error: None },
+                    RelayEnd::SessionEnded(why) => Outcome {
+                        status: "failed",
+                        reason: "browser_failed",
+                        error: None,
+                        finalization_error: Some(format!("the browser session ended: {why}")),
+                    },
+                    RelayEnd::BrowserGone => Outcome {
+                        status: "failed",
+                        reason: "browser_failed",
+                        error: None,
+                        finalization_error: Some("the browser went away during the session".into()),
+                    },
+                },
+                _ = tokio::time::sleep(budget) => if cut_by_actions {
+                    Outcome { status: "stopped", reason: "quota", error: None, finalization_error: None }
+                } else {
+                    Outcome { status: "completed", reason: "timeout", error: None, finalization_error: None }
+                },
+                _ = hold.stop.cancelled() => Outcome { status: "stopped", reason: "stopped", error: None, finalization_error: None },
+                _ = hold.lost.cancelled() => {
+                    reader.abort();
+                    session.close().await;
+                    return;
+                }
+                _ = state.shutdown.cancelled() => Outcome {
+                    status: "failed",
+                    reason: "shutdown",
+                    error: None,
+                    finalization_error: Some("the service shut down during the session".into()),
+                },
+            };
+            // The relay (and its sender) are gone: the writer closes the socket.
+            reader.abort();
+            let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
+            outcome
+        }
+    };
+    let outcome = Outcome { finalization_error: outcome.finalization_error.or(video_err), ..outcome };
+    finalize(&state, &session, &row, started, video, outcome, None, None).await;
+    drop(hold);
+}

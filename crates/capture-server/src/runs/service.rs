@@ -1,0 +1,281 @@
+//! The run operations, scoped to the calling account: create (scripted or live), find,
+//! view, list, stop — plus the end of a run, shared by the worker, the live relay, stops and
+//! the sweep. Plain async fns returning typed results and the domain [`Error`], shared by
+//! the REST handlers, the MCP tools and the website.
+
+use capture_core::time::{iso, now_ms, parse_iso};
+use capture_core::{FieldError, RunId, ids};
+use capture_store::{IdemClaim, IdemResponse, NewRun, RunEnd, RunRefused, RunRow};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::types::{DeviceSpec, Run, RunEnded, RunList, RunSpec, Step, StepResult};
+use crate::auth::Account;
+use crate::error::{Error, QuotaExceeded, Result};
+use crate::screenshots::types::{DEFAULT_PAGE, ListQuery, MAX_PAGE};
+use crate::state::AppState;
+
+/// What a `run` task carries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPayload {
+    pub run_id: RunId,
+}
+
+/// A run just accepted, and the caller's usage after it.
+#[derive(Debug, Clone)]
+pub struct Created {
+    pub run: Run,
+    pub used: i64,
+}
+
+/// Actions a run of `timeout_ms` wants: 1 per started minute.
+pub fn actions_for(ms: i64) -> i64 {
+    ((ms.max(1) + 59_999) / 60_000).max(1)
+}
+
+/// The DevTools endpoint of a live run.
+pub fn connect_url(state: &AppState, id: &str, token: &str) -> String {
+    let base = &state.base_url;
+    let ws = if let Some(rest) = base.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else {
+        format!("ws://{}", base.strip_prefix("http://").unwrap_or(base))
+    };
+    format!("{ws}/v1/runs/{id}/devtools?token={token}")
+}
+
+/// Create a run: its actions are reserved (1 per started minute of `timeoutMs`, or what the
+/// month has left) and the account's bound on active runs checked in the same transaction,
+/// which also stores the idempotent response. A scripted run is queued; a live one waits for
+/// its client at the `connectUrl` of the answer.
+pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: Option<&IdemClaim>) -> Result<Created> {
+    let id = RunId::new();
+    let now = now_ms();
+    let token = spec.live.then(|| ids::random_string(40));
+    let payload = TaskPayload { run_id: id.clone() };
+    let n = NewRun {
+        id: id.to_string(),
+        user_id: account.user.id.clone(),
+        key_id: account.key_id.clone(),
+        kind: if spec.live { "live" } else { "scripted" }.into(),
+        start_url: spec.start_url.clone(),
+        device: serde_json::to_string(&spec.device).map_err(Error::internal)?,
+        record_video: spec.record_video,
+        timeout_ms: spec.timeout_ms as i64,
+        steps: serde_json::to_string(&spec.steps).map_err(Error::internal)?,
+        connect_token_hash: token.as_deref().map(|t| crate::crypto::sha256_hex(t.as_bytes())),
+        connect_expires_at: token.as_ref().map(|_| now + state.cfg.run_connect_ttl.as_millis() as i64),
+        actions_wanted: actions_for(spec.timeout_ms as i64),
+        month: account.window.label.clone(),
+        limit: account.limit(),
+        reset_at: iso(account.window.reset_ms),
+        now,
+        max_active: state.cfg.runs_max_active_per_account,
+        task_payload: if spec.live { None } else { Some(serde_json::to_string(&payload).map_err(Error::internal)?) },
+    };
+    let connect = token.as_deref().map(|t| connect_url(state, id.as_str(), t));
+    let render = |r: &RunRow| {
+        let mut run = view_with(r, None);
+        run.connect_url = connect.clone();
+        (202, serde_json::to_value(&run).map(|v| v.to_string()).unwrap_or_default())
+    };
+    let idem = idem.map(|claim| IdemResponse { claim, render: &render });
+    match state.store.create_run(&n, idem).await? {
+        Ok((row, used)) => {
+            if !spec.live {
+                crate::jobs::run::RUN_WORK.notify_one();
+            }
+            state.job_changed(&row.id);
+            let mut run = view(state, &row).await;
+            run.connect_url = connect;
+            Ok(Created { run, used })
+        }
+        Err(RunRefused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
+        Err(RunRefused::Quota(q)) => Err(Error::QuotaExceeded(QuotaExceeded {
+            used: q.used,
+            limit: account.plan_limit,
+            plan: account.user.plan.clone(),
+            reset_ms: account.window.reset_ms,
+        })),
+        Err(RunRefused::TooManyActive { active, limit }) => Err(Error::TooManyRuns { active, limit }),
+    }
+}
+
+/// The run as every channel shows it (file URLs made fresh each time).
+pub async fn view(state: &AppState, r: &RunRow) -> Run {
+    let video = match &r.video_key {
+        Some(k) => Some(state.file_url(k).await),
+        None => None,
+    };
+    view_with(r, video)
+}
+
+/// The run with its video URL already made.
+pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
+    let device: DeviceSpec = serde_json::from_str(&r.device).unwrap_or(DeviceSpec {
+        preset: None,
+        width: 0,
+        height: 0,
+        device_scale_factor: 1.0,
+        mobile: false,
+        touch: false,
+        user_agent: None,
+    });
+    let steps: Vec<Step> = serde_json::from_str(&r.steps).unwrap_or_default();
+    let step_results: Vec<StepResult> = serde_json::from_str(&r.step_results).unwrap_or_default();
+    let list = |s: &str| serde_json::from_str::<Vec<Value>>(s).unwrap_or_default();
+    let duration_ms = r.started_at.map(|s| r.ended_at.unwrap_or_else(now_ms) - s);
+    Run {
+        id: RunId::from_stored(r.id.clone()),
+        status: r.status.clone(),
+        kind: r.kind.clone(),
+        start_url: r.start_url.clone(),
+        device,
+        record_video: r.record_video,
+        timeout_ms: r.timeout_ms,
+        steps,
+        step_results,
+        connect_url: None,
+        connect_expires_at: r.connect_expires_at.filter(|_| r.status == "pending").map(iso),
+        final_url: r.final_url.clone(),
+        page_title: r.page_title.clone(),
+        video_url,
+        console_error_count: r.console_error_count,
+        network_error_count: r.network_error_count,
+        console_errors: list(&r.console_errors),
+        network_errors: list(&r.network_errors),
+        error: r.error.clone(),
+        finalization_error: r.finalization_error.clone(),
+        end_reason: r.end_reason.clone(),
+        stop_requested: r.stop_requested,
+        actions_reserved: r.actions_reserved,
+        actions_charged: r.actions_charged,
+        created_at: iso(r.created_at),
+        started_at: r.started_at.map(iso),
+        ended_at: r.ended_at.map(iso),
+        duration_ms,
+    }
+}
+
+/// A run of the caller (its stored row), or `NotFound`.
+pub async fn find(state: &AppState, account: &Account, id: &RunId) -> Result<RunRow> {
+    state.store.run_of(&account.user.id, id.as_str()).await?.ok_or_else(|| Error::not_found(RunId::NOUN))
+}
+
+/// A run of the caller, as shown.
+pub async fn get(state: &AppState, account: &Account, id: &RunId) -> Result<Run> {
+    let row = find(state, account, id).await?;
+    Ok(view(state, &row).await)
+}
+
+/// The caller's runs, newest first, a page at a time.
+pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<RunList> {
+    let limit = match q.limit.as_deref() {
+        None | Some("") => DEFAULT_PAGE,
+        Some(s) => match s.parse::<i64>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
+            _ => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
+        },
+    };
+    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
+        None => None,
+        Some(b) => Some(
+            parse_cursor(b)
+                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
+        ),
+    };
+    let rows = state.store.list_runs(&account.user.id, before, limit).await?;
+    let next_cursor =
+        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
+    let mut data = Vec::with_capacity(rows.len());
+    for r in &rows {
+        data.push(view(state, r).await);
+    }
+    Ok(RunList { data, next_cursor })
+}
+
+fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
+    match s.split_once('~') {
+        Some((ts, id)) if ids::looks_like(ids::RUN, id) => Some((parse_iso(ts)?, Some(id.to_string()))),
+        Some(_) => None,
+        None => Some((parse_iso(s)?, None)),
+    }
+}
+
+/// Stop a run: one nobody has started ends at once (nothing charged); a running one is
+/// ended by the node that holds it at its next heartbeat (within a second or so), which
+/// finalises it like any other end (video, counts, `run.completed`). Stopping an ended run
+/// changes nothing. Returns the run as it is now.
+pub async fn stop(state: &AppState, account: &Account, id: &RunId) -> Result<Run> {
+    let row = state
+        .store
+        .request_run_stop(&account.user.id, id.as_str())
+        .await?
+        .ok_or_else(|| Error::not_found(RunId::NOUN))?;
+    if row.status == "pending" {
+        let mut end = ended(state, &row, "stopped", "stopped", None, None);
+        end.only_if_pending = true;
+        if state.store.finish_run(&end).await? {
+            state.job_changed(&row.id);
+        }
+    }
+    let row = find(state, account, id).await?;
+    Ok(view(state, &row).await)
+}
+
+/// An end of `row` with nothing recorded beyond what it holds (no page: it never started,
+/// or its node is gone): `status` `completed`, `stopped` or `failed`; charged for the
+/// minutes it ran up to now (none if it never started).
+pub fn ended(
+    state: &AppState,
+    row: &RunRow,
+    status: &str,
+    reason: &str,
+    error: Option<String>,
+    finalization_error: Option<String>,
+) -> RunEnd {
+    let now = now_ms();
+    let charged = row.started_at.map_or(0, |s| actions_for(row.lease_until.unwrap_or(now).min(now) - s));
+    let mut end = RunEnd {
+        id: row.id.clone(),
+        status: status.into(),
+        end_reason: reason.into(),
+        console_error_count: row.console_error_count,
+        network_error_count: row.network_error_count,
+        error,
+        finalization_error,
+        charged,
+        now,
+        ..Default::default()
+    };
+    set_event(state, &mut end, row.final_url.clone(), row.page_title.clone(), row.video_key.clone());
+    end
+}
+
+/// Fill in the `run.completed` / `run.failed` event of an end.
+pub fn set_event(
+    state: &AppState,
+    end: &mut RunEnd,
+    final_url: Option<String>,
+    page_title: Option<String>,
+    video_key: Option<String>,
+) {
+    let failed = end.status == "failed";
+    let data = RunEnded {
+        run_id: RunId::from_stored(end.id.clone()),
+        status: end.status.clone(),
+        final_url,
+        page_title,
+        // Stored and possibly retried for hours: never a presigned URL.
+        video_url: video_key.as_deref().map(|k| state.lasting_file_url(k)),
+        console_error_count: end.console_error_count,
+        network_error_count: end.network_error_count,
+        finalization_error: failed
+            .then(|| end.finalization_error.clone().or_else(|| end.error.clone()))
+            .flatten()
+            .or_else(|| failed.then(|| "the run failed".to_string())),
+    };
+    end.event_type = if failed { "run.failed" } else { "run.completed" }.into();
+    end.event = serde_json::to_value(&data).unwrap_or(Value::Null);
+}

@@ -1,0 +1,714 @@
+//! The wire types of browser session runs: the request (`POST /v1/runs`, the `start_run`
+//! tool), the steps, the device presets, the run as shown, a page of runs, the stream's
+//! events and the `run.completed`/`run.failed` event data. One definition behind the
+//! handlers, the OpenAPI document and the MCP tool schemas.
+
+use capture_core::{FieldError, RunId};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Bounds of a run request.
+pub mod bounds {
+    /// The run's whole time, in milliseconds.
+    pub const TIMEOUT: (u64, u64) = (1_000, 1_800_000);
+    /// Default timeout of a scripted run.
+    pub const SCRIPTED_TIMEOUT: u64 = 60_000;
+    /// Default timeout of a live session.
+    pub const LIVE_TIMEOUT: u64 = 300_000;
+    /// One step's own timeout, in milliseconds.
+    pub const STEP_TIMEOUT: (u64, u64) = (100, 60_000);
+    /// Default timeout of a step.
+    pub const STEP_TIMEOUT_DEFAULT: u64 = 10_000;
+    /// Longest `wait` step.
+    pub const WAIT_MAX: u64 = 60_000;
+    /// Most steps in a run.
+    pub const STEPS_MAX: usize = 100;
+    pub const URL_MAX: usize = 4096;
+    pub const SELECTOR_MAX: usize = 1024;
+    pub const TEXT_MAX: usize = 10_000;
+    pub const EXPRESSION_MAX: usize = 16 * 1024;
+    pub const KEY_MAX: usize = 64;
+    pub const USER_AGENT_MAX: usize = 512;
+    pub const WIDTH: (u32, u32) = (200, 3840);
+    pub const HEIGHT: (u32, u32) = (200, 4320);
+    pub const DSF: (f64, f64) = (0.5, 4.0);
+}
+
+/// The named devices (`device: "iphone-15"`): name, viewport, DPR, mobile+touch, user agent.
+pub const DEVICE_PRESETS: &[(&str, u32, u32, f64, bool, &str)] = &[
+    ("desktop-1280", 1280, 800, 1.0, false, ""),
+    ("desktop-1920", 1920, 1080, 1.0, false, ""),
+    (
+        "iphone-15",
+        393,
+        852,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "pixel-8",
+        412,
+        915,
+        2.625,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "ipad",
+        820,
+        1180,
+        2.0,
+        true,
+        "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+    ),
+];
+
+/// A run: `startUrl`, a device, `recordVideo`, `timeoutMs`, and either `steps` (a
+/// scripted run) or `live: true` (a session a DevTools client connects to).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "RunRequest")]
+pub struct RunIn {
+    /// The page the session opens first (http or https).
+    #[schemars(url, length(max = bounds::URL_MAX), extend("examples" = ["https://example.com"]))]
+    pub start_url: String,
+    /// A preset name (`desktop-1280`, `desktop-1920`, `iphone-15`, `pixel-8`, `ipad`) or
+    /// `{viewport: {width, height}, deviceScaleFactor, touch, mobile, userAgent}`.
+    pub device: Option<DeviceIn>,
+    /// Record the session as an MP4 (`videoUrl`).
+    #[schemars(extend("default" = true))]
+    pub record_video: Option<bool>,
+    /// The run's whole time; a live session ends when it passes. Costs 1 action per
+    /// started minute, reserved up front and settled at the end.
+    #[schemars(range(min = bounds::TIMEOUT.0, max = bounds::TIMEOUT.1))]
+    pub timeout_ms: Option<u64>,
+    /// The steps of a scripted run, in order (at most 100).
+    #[schemars(length(max = bounds::STEPS_MAX))]
+    pub steps: Option<Vec<Step>>,
+    /// A live session: the answer carries `connectUrl` for puppeteer / Playwright.
+    #[schemars(extend("default" = false))]
+    pub live: Option<bool>,
+}
+
+/// A device: a preset's name or an explicit one.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum DeviceIn {
+    Preset(String),
+    Custom(CustomDevice),
+}
+
+/// An explicit device.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CustomDevice {
+    pub viewport: Viewport,
+    #[schemars(range(min = bounds::DSF.0, max = bounds::DSF.1), extend("default" = 1.0))]
+    pub device_scale_factor: Option<f64>,
+    /// Touch events (and mobile viewport semantics unless `mobile` says otherwise).
+    pub touch: Option<bool>,
+    pub mobile: Option<bool>,
+    #[schemars(length(max = bounds::USER_AGENT_MAX))]
+    pub user_agent: Option<String>,
+}
+
+/// A viewport in CSS pixels.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Viewport {
+    #[schemars(range(min = bounds::WIDTH.0, max = bounds::WIDTH.1))]
+    pub width: u32,
+    #[schemars(range(min = bounds::HEIGHT.0, max = bounds::HEIGHT.1))]
+    pub height: u32,
+}
+
+/// The device a run emulates, as stored and shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceSpec {
+    /// The preset it came from, if any.
+    pub preset: Option<String>,
+    pub width: u32,
+    pub height: u32,
+    pub device_scale_factor: f64,
+    pub mobile: bool,
+    pub touch: bool,
+    pub user_agent: Option<String>,
+}
+
+/// One step of a scripted run, named by `action`; each has its own `timeoutMs`
+/// (100–60000, default 10000).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "camelCase", rename_all_fields = "camelCase", deny_unknown_fields)]
+pub enum Step {
+    /// Load a URL and wait for its load event.
+    Goto {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Click the first element matching a CSS selector (waits for it).
+    Click {
+        selector: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Focus an element and type text into it, key by key.
+    Type {
+        selector: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Press a key or chord (`Enter`, `Tab`, `Control+a`).
+    Press {
+        key: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Choose an option of a `<select>` by value (or label).
+    Select {
+        selector: String,
+        value: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Move the mouse over an element.
+    Hover {
+        selector: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Scroll by `y` CSS pixels, or bring `selector` into view.
+    Scroll {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        y: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Wait until an element exists, the page shows a text, or the URL matches (one of them).
+    WaitFor {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Wait `ms` milliseconds (at most 60000).
+    Wait { ms: u64 },
+    /// A PNG of the viewport (or the whole page), stored like a screenshot job's file.
+    Screenshot {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        full_page: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// Evaluate a JavaScript expression (promises are awaited); its value is the result.
+    Evaluate {
+        expression: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// The page's (or an element's) visible text contains `text`.
+    AssertText {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        selector: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+    /// The URL equals `url` (absolute) or contains it.
+    AssertUrl {
+        url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
+    },
+}
+
+impl Step {
+    /// The action's name as requested.
+    pub fn action(&self) -> &'static str {
+        match self {
+            Step::Goto { .. } => "goto",
+            Step::Click { .. } => "click",
+            Step::Type { .. } => "type",
+            Step::Press { .. } => "press",
+            Step::Select { .. } => "select",
+            Step::Hover { .. } => "hover",
+            Step::Scroll { .. } => "scroll",
+            Step::WaitFor { .. } => "waitFor",
+            Step::Wait { .. } => "wait",
+            Step::Screenshot { .. } => "screenshot",
+            Step::Evaluate { .. } => "evaluate",
+            Step::AssertText { .. } => "assertText",
+            Step::AssertUrl { .. } => "assertUrl",
+        }
+    }
+
+    /// The step's own timeout.
+    pub fn timeout_ms(&self) -> u64 {
+        let t = match self {
+            Step::Goto { timeout_ms, .. }
+            | Step::Click { timeout_ms, .. }
+            | Step::Type { timeout_ms, .. }
+            | Step::Press { timeout_ms, .. }
+            | Step::Select { timeout_ms, .. }
+            | Step::Hover { timeout_ms, .. }
+            | Step::Scroll { timeout_ms, .. }
+            | Step::WaitFor { timeout_ms, .. }
+            | Step::Screenshot { timeout_ms, .. }
+            | Step::Evaluate { timeout_ms, .. }
+            | Step::AssertText { timeout_ms, .. }
+            | Step::AssertUrl { timeout_ms, .. } => *timeout_ms,
+            Step::Wait { ms } => Some(*ms + 1_000),
+        };
+        t.unwrap_or(bounds::STEP_TIMEOUT_DEFAULT)
+    }
+
+    /// What the step acts on, for messages (`click '#go'`).
+    pub fn describe(&self) -> String {
+        match self {
+            Step::Goto { url, .. } => format!("goto {url}"),
+            Step::Click { selector, .. } => format!("click '{selector}'"),
+            Step::Type { selector, .. } => format!("type into '{selector}'"),
+            Step::Press { key, .. } => format!("press {key}"),
+            Step::Select { selector, value, .. } => format!("select '{value}' in '{selector}'"),
+            Step::Hover { selector, .. } => format!("hover '{selector}'"),
+            Step::Scroll { selector: Some(s), .. } => format!("scroll to '{s}'"),
+            Step::Scroll { y, .. } => format!("scroll by {}", y.unwrap_or(0.0)),
+            Step::WaitFor { selector: Some(s), .. } => format!("waitFor selector '{s}'"),
+            Step::WaitFor { text: Some(t), .. } => format!("waitFor text '{t}'"),
+            Step::WaitFor { url, .. } => format!("waitFor url '{}'", url.as_deref().unwrap_or("")),
+            Step::Wait { ms } => format!("wait {ms} ms"),
+            Step::Screenshot { .. } => "screenshot".into(),
+            Step::Evaluate { .. } => "evaluate".into(),
+            Step::AssertText { text, .. } => format!("assertText '{text}'"),
+            Step::AssertUrl { url, .. } => format!("assertUrl '{url}'"),
+        }
+    }
+}
+
+/// A request checked and completed with its defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    pub live: bool,
+    pub start_url: String,
+    pub device: DeviceSpec,
+    pub record_video: bool,
+    pub timeout_ms: u64,
+    pub steps: Vec<Step>,
+}
+
+fn http_url(field: &str, u: &str) -> Result<(), FieldError> {
+    if u.len() > bounds::URL_MAX {
+        return Err(FieldError::new(field, format!("must be at most {} characters", bounds::URL_MAX)));
+    }
+    match url::Url::parse(u) {
+        Ok(p) if matches!(p.scheme(), "http" | "https") && p.host_str().is_some() => Ok(()),
+        _ => Err(FieldError::new(field, "must be an absolute http(s) URL")),
+    }
+}
+
+fn within(field: &str, v: u64, (min, max): (u64, u64)) -> Result<(), FieldError> {
+    if v < min || v > max {
+        return Err(FieldError::new(field, format!("must be from {min} to {max}")));
+    }
+    Ok(())
+}
+
+fn text(field: &str, s: &str, max: usize, allow_empty: bool) -> Result<(), FieldError> {
+    if !allow_empty && s.is_empty() {
+        return Err(FieldError::new(field, "must not be empty"));
+    }
+    if s.len() > max {
+        return Err(FieldError::new(field, format!("must be at most {max} characters")));
+    }
+    Ok(())
+}
+
+impl RunIn {
+    /// Validate a request body into a [`RunSpec`] (`VALIDATION_ERROR`s name the field,
+    /// `steps[2].selector` say).
+    pub fn parse(body: &Map<String, Value>) -> Result<RunSpec, FieldError> {
+        let input: RunIn =
+            serde_json::from_value(Value::Object(body.clone())).map_err(|e| shape_error(body, e.to_string()))?;
+        input.check()
+    }
+
+    /// The checks beyond the shape.
+    pub fn check(self) -> Result<RunSpec, FieldError> {
+        http_url("startUrl", &self.start_url)?;
+        let live = self.live.unwrap_or(false);
+        let steps = self.steps.unwrap_or_default();
+        if live && !steps.is_empty() {
+            return Err(FieldError::new("steps", "a live session takes no steps (its client drives it)"));
+        }
+        if !live && steps.is_empty() {
+            return Err(FieldError::new("steps", "a scripted run needs at least one step (or set live: true)"));
+        }
+        if steps.len() > bounds::STEPS_MAX {
+            return Err(FieldError::new("steps", format!("at most {} steps", bounds::STEPS_MAX)));
+        }
+        let timeout_ms = self.timeout_ms.unwrap_or(if live { bounds::LIVE_TIMEOUT } else { bounds::SCRIPTED_TIMEOUT });
+        within("timeoutMs", timeout_ms, bounds::TIMEOUT)?;
+        for (i, step) in steps.iter().enumerate() {
+            check_step(i, step)?;
+        }
+        let device = device_spec(self.device.as_ref())?;
+        Ok(RunSpec {
+            live,
+            start_url: self.start_url,
+            device,
+            record_video: self.record_video.unwrap_or(true),
+            timeout_ms,
+            steps,
+        })
+    }
+}
+
+/// Which field a serde error is about: each field is tried alone (each step by itself).
+fn shape_error(body: &Map<String, Value>, msg: String) -> FieldError {
+    if let Some(steps) = body.get("steps").and_then(Value::as_array) {
+        for (i, s) in steps.iter().enumerate() {
+            if let Err(e) = serde_json::from_value::<Step>(s.clone()) {
+                return FieldError::new(format!("steps[{i}]"), e.to_string());
+            }
+        }
+    }
+    for (k, v) in body {
+        let mut alone = Map::new();
+        alone.insert("startUrl".into(), Value::String("http://a.test/".into()));
+        alone.insert(k.clone(), v.clone());
+        if let Err(e) = serde_json::from_value::<RunIn>(Value::Object(alone)) {
+            return FieldError::new(k.clone(), e.to_string());
+        }
+    }
+    let field = if msg.contains("startUrl") { "startUrl" } else { "body" };
+    FieldError::new(field, msg)
+}
+
+fn check_step(i: usize, step: &Step) -> Result<(), FieldError> {
+    let f = |name: &str| format!("steps[{i}].{name}");
+    if !matches!(step, Step::Wait { .. }) {
+        within(&f("timeoutMs"), step.timeout_ms(), bounds::STEP_TIMEOUT)?;
+    }
+    match step {
+        Step::Goto { url, .. } => http_url(&f("url"), url),
+        Step::Click { selector, .. } | Step::Hover { selector, .. } => {
+            text(&f("selector"), selector, bounds::SELECTOR_MAX, false)
+        }
+        Step::Type { selector, text: t, .. } => {
+            text(&f("selector"), selector, bounds::SELECTOR_MAX, false)?;
+            text(&f("text"), t, bounds::TEXT_MAX, true)
+        }
+        Step::Press { key, .. } => text(&f("key"), key, bounds::KEY_MAX, false),
+        Step::Select { selector, value, .. } => {
+            text(&f("selector"), selector, bounds::SELECTOR_MAX, false)?;
+            text(&f("value"), value, bounds::TEXT_MAX, true)
+        }
+        Step::Scroll { y, selector, .. } => match (y, selector) {
+            (None, None) | (Some(_), Some(_)) => Err(FieldError::new(f("y"), "give either y or selector")),
+            (Some(y), None) if !y.is_finite() || y.abs() > 1_000_000.0 => {
+                Err(FieldError::new(f("y"), "must be a number of pixels within ±1000000"))
+            }
+            (None, Some(s)) => text(&f("selector"), s, bounds::SELECTOR_MAX, false),
+            _ => Ok(()),
+        },
+        Step::WaitFor { selector, text: t, url, .. } => {
+            match [selector.is_some(), t.is_some(), url.is_some()].iter().filter(|x| **x).count() {
+                1 => {}
+                _ => return Err(FieldError::new(f("selector"), "give exactly one of selector, text or url")),
+            }
+            let s = selector.as_deref().or(t.as_deref()).or(url.as_deref()).unwrap_or("");
+            text(&f("selector"), s, bounds::TEXT_MAX, false)
+        }
+        Step::Wait { ms } => within(&f("ms"), *ms, (0, bounds::WAIT_MAX)),
+        Step::Screenshot { .. } => Ok(()),
+        Step::Evaluate { expression, .. } => text(&f("expression"), expression, bounds::EXPRESSION_MAX, false),
+        Step::AssertText { text: t, selector, .. } => {
+            text(&f("text"), t, bounds::TEXT_MAX, false)?;
+            match selector {
+                Some(s) => text(&f("selector"), s, bounds::SELECTOR_MAX, false),
+                None => Ok(()),
+            }
+        }
+        Step::AssertUrl { url, .. } => text(&f("url"), url, bounds::URL_MAX, false),
+    }
+}
+
+/// The device of a request (the desktop preset when none is given).
+pub fn device_spec(d: Option<&DeviceIn>) -> Result<DeviceSpec, FieldError> {
+    match d {
+        None => Ok(preset("desktop-1280").expect("the default preset exists")),
+        Some(DeviceIn::Preset(name)) => preset(name).ok_or_else(|| {
+            let names: Vec<&str> = DEVICE_PRESETS.iter().map(|p| p.0).collect();
+            FieldError::new("device", format!("unknown device '{name}' (known: {})", names.join(", ")))
+        }),
+        Some(DeviceIn::Custom(c)) => {
+            let (w, h) = (c.viewport.width, c.viewport.height);
+            if !(bounds::WIDTH.0..=bounds::WIDTH.1).contains(&w) {
+                return Err(FieldError::new(
+                    "device.viewport.width",
+                    format!("must be from {} to {}", bounds::WIDTH.0, bounds::WIDTH.1),
+                ));
+            }
+            if !(bounds::HEIGHT.0..=bounds::HEIGHT.1).contains(&h) {
+                return Err(FieldError::new(
+                    "device.viewport.height",
+                    format!("must be from {} to {}", bounds::HEIGHT.0, bounds::HEIGHT.1),
+                ));
+            }
+            let dsf = c.device_scale_factor.unwrap_or(1.0);
+            if !(bounds::DSF.0..=bounds::DSF.1).contains(&dsf) {
+                return Err(FieldError::new(
+                    "device.deviceScaleFactor",
+                    format!("must be from {} to {}", bounds::DSF.0, bounds::DSF.1),
+                ));
+            }
+            if let Some(ua) = &c.user_agent {
+                text("device.userAgent", ua, bounds::USER_AGENT_MAX, false)?;
+                if ua.chars().any(char::is_control) {
+                    return Err(FieldError::new("device.userAgent", "must not contain control characters"));
+                }
+            }
+            let touch = c.touch.unwrap_or(false);
+            Ok(DeviceSpec {
+                preset: None,
+                width: w,
+                height: h,
+                device_scale_factor: dsf,
+                mobile: c.mobile.unwrap_or(touch),
+                touch,
+                user_agent: c.user_agent.clone(),
+            })
+        }
+    }
+}
+
+fn preset(name: &str) -> Option<DeviceSpec> {
+    DEVICE_PRESETS.iter().find(|p| p.0 == name).map(|&(n, w, h, dsf, mobile, ua)| DeviceSpec {
+        preset: Some(n.to_string()),
+        width: w,
+        height: h,
+        device_scale_factor: dsf,
+        mobile,
+        touch: mobile,
+        user_agent: (!ua.is_empty()).then(|| ua.to_string()),
+    })
+}
+
+impl utoipa::PartialSchema for RunIn {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::schema::openapi::<RunIn>()
+    }
+}
+
+impl utoipa::ToSchema for RunIn {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "RunRequest".into()
+    }
+}
+
+/// One step's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepResult {
+    pub index: usize,
+    pub action: String,
+    pub ok: bool,
+    pub duration_ms: u64,
+    /// Why it failed, naming the step (`step 3 (click '#go'): …`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    /// `evaluate`: the value; `screenshot`: `{url, width, height}`; `goto`: `{status, url}`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub result: Option<Value>,
+}
+
+/// A run: one shape everywhere (responses, stream events, MCP tools).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    pub id: RunId,
+    /// `pending`, `running`, `completed`, `failed` or `stopped`.
+    pub status: String,
+    /// `scripted` or `live`.
+    pub kind: String,
+    pub start_url: String,
+    pub device: DeviceSpec,
+    pub record_video: bool,
+    pub timeout_ms: i64,
+    pub steps: Vec<Step>,
+    pub step_results: Vec<StepResult>,
+    /// Live sessions, in the create response only: the DevTools endpoint for
+    /// `puppeteer.connect({browserWSEndpoint})` / `chromium.connectOverCDP` (single use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_url: Option<String>,
+    /// When the connect token expires (live sessions waiting for their client).
+    pub connect_expires_at: Option<String>,
+    pub final_url: Option<String>,
+    pub page_title: Option<String>,
+    pub video_url: Option<String>,
+    pub console_error_count: i64,
+    pub network_error_count: i64,
+    /// Console errors and uncaught exceptions (`{level, text, url, line}`).
+    pub console_errors: Vec<Value>,
+    /// Failed requests (`{url, method, status, failure, resourceType}`).
+    pub network_errors: Vec<Value>,
+    /// Why the run failed on its own account (a step naming itself, the page).
+    pub error: Option<String>,
+    /// Why finishing the run failed (the encoder, the browser, storage, a lost worker).
+    pub finalization_error: Option<String>,
+    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`.
+    pub end_reason: Option<String>,
+    pub stop_requested: bool,
+    /// Actions reserved at the start (1 per started minute of `timeoutMs`, or what was left).
+    pub actions_reserved: i64,
+    /// Actions the run cost, once ended (1 per started minute it ran).
+    pub actions_charged: i64,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub ended_at: Option<String>,
+    /// From start to end (or to now while it runs).
+    pub duration_ms: Option<i64>,
+}
+
+impl utoipa::PartialSchema for Run {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::schema::openapi::<Run>()
+    }
+}
+
+impl utoipa::ToSchema for Run {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "Run".into()
+    }
+}
+
+/// A page of runs, newest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunList {
+    pub data: Vec<Run>,
+    /// Pass as `before` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl utoipa::PartialSchema for RunList {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::schema::openapi::<RunList>()
+    }
+}
+
+impl utoipa::ToSchema for RunList {
+    fn name() -> std::borrow::Cow<'static, str> {
+        "RunList".into()
+    }
+}
+
+/// The input of the `get_run` and `stop_run` tools.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct RunArgs {
+    /// The run id (run_…).
+    pub id: String,
+}
+
+/// The data of `run.completed` and `run.failed`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunEnded {
+    pub run_id: RunId,
+    pub status: String,
+    pub final_url: Option<String>,
+    pub page_title: Option<String>,
+    /// The service's lasting `/files` URL of the MP4 (null without a video).
+    pub video_url: Option<String>,
+    pub console_error_count: i64,
+    pub network_error_count: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finalization_error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: Value) -> Result<RunSpec, FieldError> {
+        RunIn::parse(v.as_object().unwrap())
+    }
+
+    #[test]
+    fn every_step_kind_parses_and_bad_ones_name_their_field() {
+        let steps = json!([
+            {"action": "goto", "url": "http://a.test/x", "timeoutMs": 5000},
+            {"action": "click", "selector": "#go"},
+            {"action": "type", "selector": "#name", "text": "Ada"},
+            {"action": "press", "key": "Enter"},
+            {"action": "select", "selector": "#plan", "value": "pro"},
+            {"action": "hover", "selector": "#menu"},
+            {"action": "scroll", "y": 400},
+            {"action": "scroll", "selector": "#footer"},
+            {"action": "waitFor", "text": "Done"},
+            {"action": "wait", "ms": 100},
+            {"action": "screenshot", "fullPage": true},
+            {"action": "evaluate", "expression": "6*7"},
+            {"action": "assertText", "text": "Done", "selector": "h1"},
+            {"action": "assertUrl", "url": "/done"}
+        ]);
+        let spec = parse(json!({"startUrl": "http://a.test/", "steps": steps, "device": "iphone-15"})).unwrap();
+        assert_eq!(spec.steps.len(), 14);
+        assert_eq!(
+            spec.steps[8],
+            Step::WaitFor { selector: None, text: Some("Done".into()), url: None, timeout_ms: None }
+        );
+        assert_eq!((spec.device.width, spec.device.touch, spec.timeout_ms), (393, true, 60_000));
+        assert!(spec.record_video);
+        let bad = |v: Value, field: &str| {
+            let e = parse(v).unwrap_err();
+            assert_eq!(e.field, field, "{e:?}");
+        };
+        bad(json!({"startUrl": "file:///etc/passwd", "live": true}), "startUrl");
+        bad(
+            json!({"startUrl": "http://a.test/", "steps": [{"action": "click", "selector": "#a", "timeoutMs": 60001}]}),
+            "steps[0].timeoutMs",
+        );
+        bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "fly"}]}), "steps[0]");
+        bad(json!({"startUrl": "http://a.test/", "timeoutMs": "soon", "live": true}), "timeoutMs");
+        bad(json!({"startUrl": "http://a.test/", "live": true, "colour": "red"}), "colour");
+        bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "waitFor"}]}), "steps[0].selector");
+        bad(json!({"startUrl": "http://a.test/", "live": true, "steps": [{"action": "wait", "ms": 1}]}), "steps");
+        bad(json!({"startUrl": "http://a.test/"}), "steps");
+        bad(json!({"startUrl": "http://a.test/", "live": true, "timeoutMs": 1_800_001}), "timeoutMs");
+        bad(json!({"startUrl": "http://a.test/", "live": true, "device": "nokia-3310"}), "device");
+        bad(
+            json!({"startUrl": "http://a.test/", "live": true, "device": {"viewport": {"width": 50, "height": 800}}}),
+            "device.viewport.width",
+        );
+        bad(json!({"live": true}), "startUrl");
+        let custom = parse(json!({"startUrl": "http://a.test/", "live": true,
+            "device": {"viewport": {"width": 500, "height": 900}, "deviceScaleFactor": 2, "touch": true, "userAgent": "Bot/1"}}))
+        .unwrap();
+        assert_eq!(
+            custom.device,
+            DeviceSpec {
+                preset: None,
+                width: 500,
+                height: 900,
+                device_scale_factor: 2.0,
+                mobile: true,
+                touch: true,
+                user_agent: Some("Bot/1".into())
+            }
+        );
+        assert_eq!(custom.timeout_ms, 300_000);
+    }
+}

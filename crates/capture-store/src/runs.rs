@@ -1,0 +1,552 @@
+//! Browser session runs: creation with their actions reserved (and the account's bound on
+//! active runs checked) in one transaction, reads and a stable cursor, the worker's claim
+//! and lease, step progress, stop requests, and finalisation **exactly once**: every end —
+//! the worker's own, a stop of a run nobody holds, the sweep of a run whose worker died —
+//! is one conditional update from an active state, so only the first wins and only it
+//! emits `run.completed` or `run.failed`, settles the actions and appends the final event.
+
+use serde_json::Value;
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use crate::db::{Result, Store};
+use crate::jobs::{IdemResponse, QuotaExceeded, append_event};
+
+/// A run as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRow {
+    pub id: String,
+    pub user_id: String,
+    pub key_id: Option<String>,
+    /// `scripted` or `live`.
+    pub kind: String,
+    /// `pending`, `running`, `completed`, `failed` or `stopped`.
+    pub status: String,
+    pub start_url: String,
+    /// The emulated device (JSON).
+    pub device: String,
+    pub record_video: bool,
+    pub timeout_ms: i64,
+    /// The steps as requested (JSON array).
+    pub steps: String,
+    /// Each step's outcome so far (JSON array).
+    pub step_results: String,
+    pub final_url: Option<String>,
+    pub page_title: Option<String>,
+    pub video_key: Option<String>,
+    pub console_error_count: i64,
+    pub network_error_count: i64,
+    /// JSON arrays of the entries behind the counts.
+    pub console_errors: String,
+    pub network_errors: String,
+    /// Why the run failed on its own account (a step, the page).
+    pub error: Option<String>,
+    /// Why finishing it failed (the encoder, the browser, storage, a lost worker).
+    pub finalization_error: Option<String>,
+    /// How it ended: `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, …
+    pub end_reason: Option<String>,
+    pub connect_token_hash: Option<String>,
+    pub connect_expires_at: Option<i64>,
+    pub stop_requested: bool,
+    pub actions_reserved: i64,
+    pub actions_charged: i64,
+    pub usage_month: String,
+    pub worker: Option<String>,
+    pub lease_until: Option<i64>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+}
+
+impl RunRow {
+    /// Whether the run has ended.
+    pub fn is_final(&self) -> bool {
+        !matches!(self.status.as_str(), "pending" | "running")
+    }
+}
+
+/// A run to create.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: String,
+    pub user_id: String,
+    pub key_id: Option<String>,
+    pub kind: String,
+    pub start_url: String,
+    pub device: String,
+    pub record_video: bool,
+    pub timeout_ms: i64,
+    pub steps: String,
+    /// SHA-256 (hex) of the live run's connect token, and when it expires.
+    pub connect_token_hash: Option<String>,
+    pub connect_expires_at: Option<i64>,
+    /// Actions wanted (1 per started minute of the timeout); fewer are reserved when only
+    /// fewer remain in the month (the run is then cut off when they run out), none refused.
+    pub actions_wanted: i64,
+    pub month: String,
+    /// The monthly cap (None: unlimited).
+    pub limit: Option<i64>,
+    /// ISO time the monthly window resets (for `quota.warning`).
+    pub reset_at: String,
+    pub now: i64,
+    /// Runs one account may have pending or running at once (None: unbounded).
+    pub max_active: Option<i64>,
+    /// Queue a `run` task with this payload (scripted runs); live runs wait for their client.
+    pub task_payload: Option<String>,
+}
+
+/// Why a run was not created: nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunRefused {
+    /// Not one action is left this month.
+    Quota(QuotaExceeded),
+    /// The account has `limit` runs pending or running already.
+    TooManyActive { active: i64, limit: i64 },
+    /// The Idempotency-Key was taken over by a later request.
+    IdempotencyTakenOver,
+}
+
+/// How a run ends: everything the final update writes.
+#[derive(Debug, Clone, Default)]
+pub struct RunEnd {
+    pub id: String,
+    /// `completed`, `failed` or `stopped`.
+    pub status: String,
+    pub end_reason: String,
+    pub final_url: Option<String>,
+    pub page_title: Option<String>,
+    pub video_key: Option<String>,
+    pub console_error_count: i64,
+    pub network_error_count: i64,
+    pub console_errors: Option<String>,
+    pub network_errors: Option<String>,
+    /// Replaces the stored step results when Some.
+    pub step_results: Option<String>,
+    pub error: Option<String>,
+    pub finalization_error: Option<String>,
+    /// Actions the run costs (at most the reserved ones; the rest are given back).
+    pub charged: i64,
+    /// `run.completed` or `run.failed`, and its data.
+    pub event_type: String,
+    pub event: Value,
+    /// The worker's task, closed in the same transaction (fenced on its lease).
+    pub task: Option<(String, String)>,
+    /// End the run only if nobody has started it (a stop before a worker took it).
+    pub only_if_pending: bool,
+    pub now: i64,
+}
+
+const COLS: &str = "id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
+    step_results, final_url, page_title, video_key, console_error_count, network_error_count, console_errors, \
+    network_errors, error, finalization_error, end_reason, connect_token_hash, connect_expires_at, stop_requested, \
+    actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at";
+
+const ACTIVE: &str = "status IN ('pending', 'running')";
+
+fn row_from(r: &AnyRow) -> Result<RunRow> {
+    Ok(RunRow {
+        id: r.try_get("id")?,
+        user_id: r.try_get("user_id")?,
+        key_id: r.try_get("key_id")?,
+        kind: r.try_get("kind")?,
+        status: r.try_get("status")?,
+        start_url: r.try_get("start_url")?,
+        device: r.try_get("device")?,
+        record_video: r.try_get::<i64, _>("record_video")? != 0,
+        timeout_ms: r.try_get("timeout_ms")?,
+        steps: r.try_get("steps")?,
+        step_results: r.try_get("step_results")?,
+        final_url: r.try_get("final_url")?,
+        page_title: r.try_get("page_title")?,
+        video_key: r.try_get("video_key")?,
+        console_error_count: r.try_get("console_error_count")?,
+        network_error_count: r.try_get("network_error_count")?,
+        console_errors: r.try_get("console_errors")?,
+        network_errors: r.try_get("network_errors")?,
+        error: r.try_get("error")?,
+        finalization_error: r.try_get("finalization_error")?,
+        end_reason: r.try_get("end_reason")?,
+        connect_token_hash: r.try_get("connect_token_hash")?,
+        connect_expires_at: r.try_get("connect_expires_at")?,
+        stop_requested: r.try_get::<i64, _>("stop_requested")? != 0,
+        actions_reserved: r.try_get("actions_reserved")?,
+        actions_charged: r.try_get("actions_charged")?,
+        usage_month: r.try_get("usage_month")?,
+        worker: r.try_get("worker")?,
+        lease_until: r.try_get("lease_until")?,
+        created_at: r.try_get("created_at")?,
+        started_at: r.try_get("started_at")?,
+        ended_at: r.try_get("ended_at")?,
+    })
+}
+
+async fn status_event(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    id: &str,
+    data: &Value,
+    now: i64,
+) -> Result<()> {
+    append_event(tx, user_id, id, "run.status", data, now).await
+}
+
+impl Store {
+    /// Create a run: check the account's bound on active runs, reserve its actions (as many
+    /// of `actions_wanted` as the month has left, at least one), insert it, queue its task
+    /// (scripted) and its first event, and store the idempotent response — one transaction.
+    /// Returns the row and the month's usage after it.
+    pub async fn create_run(
+        &self,
+        n: &NewRun,
+        idem: Option<IdemResponse<'_, RunRow>>,
+    ) -> Result<std::result::Result<(RunRow, i64), RunRefused>> {
+        let mut tx = self.begin_write().await?;
+        crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
+        if let Some(limit) = n.max_active {
+            let (active,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM runs WHERE user_id = $1 AND {ACTIVE}"))
+                .bind(&n.user_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            if active >= limit {
+                tx.rollback().await?;
+                return Ok(Err(RunRefused::TooManyActive { active, limit }));
+            }
+        }
+        // As many actions as the month has left, up to the wanted ones: the account row lock
+        // (PostgreSQL) or the single writer (SQLite) keeps this read and the reservation together.
+        let wanted = n.actions_wanted.max(1);
+        let actions = match n.limit {
+            None => wanted,
+            Some(limit) => {
+                let used: Option<(i64,)> =
+                    sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
+                        .bind(&n.user_id)
+                        .bind(&n.month)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let used = used.map_or(0, |(u,)| u);
+                let left = limit - used;
+                if left < 1 {
+                    tx.rollback().await?;
+                    return Ok(Err(RunRefused::Quota(QuotaExceeded { used })));
+                }
+                wanted.min(left)
+            }
+        };
+        let used = match crate::jobs::reserve(
+            &mut tx,
+            &n.user_id,
+            n.key_id.as_deref(),
+            "run",
+            &n.id,
+            actions,
+            &n.month,
+            n.limit,
+            n.now,
+        )
+        .await?
+        {
+            Ok(used) => used,
+            Err(q) => {
+                tx.rollback().await?;
+                return Ok(Err(RunRefused::Quota(q)));
+            }
+        };
+        if let Some(limit) = n.limit {
+            crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
+        }
+        sqlx::query(
+            "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
+             connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at) \
+             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+        )
+        .bind(&n.id)
+        .bind(&n.user_id)
+        .bind(n.key_id.clone())
+        .bind(&n.kind)
+        .bind(&n.start_url)
+        .bind(&n.device)
+        .bind(crate::db::b(n.record_video))
+        .bind(n.timeout_ms)
+        .bind(&n.steps)
+        .bind(n.connect_token_hash.clone())
+        .bind(n.connect_expires_at)
+        .bind(actions)
+        .bind(&n.month)
+        .bind(n.now)
+        .execute(&mut *tx)
+        .await?;
+        if let Some(payload) = &n.task_payload {
+            crate::queue::enqueue(&mut tx, "run", &n.id, Some(&n.user_id), payload, n.now).await?;
+        }
+        status_event(&mut tx, &n.user_id, &n.id, &serde_json::json!({"status": "pending"}), n.now).await?;
+        if n.key_id.is_some() {
+            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(n.now)
+                .bind(n.key_id.clone())
+                .execute(&mut *tx)
+                .await?;
+        }
+        let row = sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
+        let row = row_from(&row)?;
+        if let Some(idem) = idem {
+            let (status, body) = (idem.render)(&row);
+            if !Self::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
+                tx.rollback().await?;
+                return Ok(Err(RunRefused::IdempotencyTakenOver));
+            }
+        }
+        tx.commit().await?;
+        Ok(Ok((row, used)))
+    }
+
+    /// A run by id, whoever owns it (workers, the relay endpoint after its token check).
+    pub async fn run(&self, id: &str) -> Result<Option<RunRow>> {
+        let row =
+            sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// A run of `user_id` (None for someone else's).
+    pub async fn run_of(&self, user_id: &str, id: &str) -> Result<Option<RunRow>> {
+        let row = sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1 AND user_id = $2"))
+            .bind(id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// Newest first; `before` is `(created_at, Some(id))` from a cursor or `(ts, None)`.
+    pub async fn list_runs(
+        &self,
+        user_id: &str,
+        before: Option<(i64, Option<String>)>,
+        limit: i64,
+    ) -> Result<Vec<RunRow>> {
+        let (ts, id) = before.unwrap_or((i64::MAX, None));
+        let rows = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM runs WHERE user_id = $1 \
+             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
+             ORDER BY created_at DESC, id DESC LIMIT $4"
+        ))
+        .bind(user_id)
+        .bind(ts)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_from).collect()
+    }
+
+    /// Start a pending scripted run on `worker`, holding it until `lease_until`. None when
+    /// it is not pending any more (ended, stopped, or started by a worker that died: the
+    /// caller then fails it with [`Store::finish_run`] if it is still active).
+    pub async fn start_run(&self, id: &str, worker: &str, lease_until: i64, now: i64) -> Result<Option<RunRow>> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(sqlf!(
+            "UPDATE runs SET status = 'running', worker = $1, lease_until = $2, started_at = $3 \
+             WHERE id = $4 AND status = 'pending' AND kind = 'scripted' AND stop_requested = 0 RETURNING {COLS}"
+        ))
+        .bind(worker)
+        .bind(lease_until)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let row = row.as_ref().map(row_from).transpose()?;
+        if let Some(r) = &row {
+            status_event(&mut tx, &r.user_id, id, &serde_json::json!({"status": "running"}), now).await?;
+        }
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    /// A live run's client connects: spend the single-use token (its hash must match and
+    /// it must not have expired) and start the run on `worker`. None when the token is
+    /// wrong, used or expired, or the run is not waiting for its client.
+    pub async fn claim_live_run(
+        &self,
+        id: &str,
+        token_hash: &str,
+        worker: &str,
+        lease_until: i64,
+        now: i64,
+    ) -> Result<Option<RunRow>> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(sqlf!(
+            "UPDATE runs SET status = 'running', worker = $1, lease_until = $2, started_at = $3, \
+             connect_token_hash = NULL WHERE id = $4 AND status = 'pending' AND kind = 'live' \
+             AND connect_token_hash = $5 AND connect_expires_at > $3 AND stop_requested = 0 RETURNING {COLS}"
+        ))
+        .bind(worker)
+        .bind(lease_until)
+        .bind(now)
+        .bind(id)
+        .bind(token_hash)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let row = row.as_ref().map(row_from).transpose()?;
+        if let Some(r) = &row {
+            status_event(&mut tx, &r.user_id, id, &serde_json::json!({"status": "running"}), now).await?;
+        }
+        tx.commit().await?;
+        Ok(row)
+    }
+
+    /// Extend the worker's hold on a running run. None when it no longer holds it (the run
+    /// ended or was taken); otherwise whether a stop was requested.
+    pub async fn heartbeat_run(&self, id: &str, worker: &str, lease_until: i64) -> Result<Option<bool>> {
+        let row: Option<(i64,)> = sqlx::query_as(
+            "UPDATE runs SET lease_until = $1 WHERE id = $2 AND worker = $3 AND status = 'running' \
+             RETURNING stop_requested",
+        )
+        .bind(lease_until)
+        .bind(id)
+        .bind(worker)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(s,)| s != 0))
+    }
+
+    /// Record the step results so far (with a `run.step` event for streams), while the
+    /// worker holds the run. False when it does not.
+    pub async fn record_run_step(&self, id: &str, worker: &str, results: &str, step: &Value, now: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let row: Option<(String,)> = sqlx::query_as(
+            "UPDATE runs SET step_results = $1 WHERE id = $2 AND worker = $3 AND status = 'running' RETURNING user_id",
+        )
+        .bind(results)
+        .bind(id)
+        .bind(worker)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((user_id,)) = row else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        append_event(&mut tx, &user_id, id, "run.step", step, now).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Ask an active run of `user_id` to stop: its worker sees the request at its next
+    /// heartbeat. Returns the run (None: not the user's), so the caller can end at once a
+    /// run nobody holds yet.
+    pub async fn request_run_stop(&self, user_id: &str, id: &str) -> Result<Option<RunRow>> {
+        sqlx::query(sqlf!("UPDATE runs SET stop_requested = 1 WHERE id = $1 AND user_id = $2 AND {ACTIVE}"))
+            .bind(id)
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        self.run_of(user_id, id).await
+    }
+
+    /// End a run, once: the first end of an active run wins (later ones, and ends of a run
+    /// already over, change nothing and return false). In the same transaction: the final
+    /// fields, the settlement of its actions (the reserved ones beyond `charged` are given
+    /// back), the final `run.status` event, `run.completed`/`run.failed` to the webhook
+    /// outbox and, when given, the worker's task.
+    pub async fn finish_run(&self, end: &RunEnd) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let row = sqlx::query(sqlf!(
+            "UPDATE runs SET status = $1, end_reason = $2, final_url = COALESCE($3, final_url), \
+             page_title = COALESCE($4, page_title), video_key = COALESCE($5, video_key), \
+             console_error_count = $6, network_error_count = $7, \
+             console_errors = COALESCE($8, console_errors), network_errors = COALESCE($9, network_errors), \
+             step_results = COALESCE($10, step_results), error = $11, finalization_error = $12, \
+             actions_charged = CASE WHEN $13 < actions_reserved THEN $13 ELSE actions_reserved END, \
+             connect_token_hash = NULL, lease_until = NULL, ended_at = $14 \
+             WHERE id = $15 AND {ACTIVE} AND ($16 = 0 OR status = 'pending') RETURNING {COLS}"
+        ))
+        .bind(&end.status)
+        .bind(&end.end_reason)
+        .bind(end.final_url.clone())
+        .bind(end.page_title.clone())
+        .bind(end.video_key.clone())
+        .bind(end.console_error_count)
+        .bind(end.network_error_count)
+        .bind(end.console_errors.clone())
+        .bind(end.network_errors.clone())
+        .bind(end.step_results.clone())
+        .bind(end.error.clone())
+        .bind(end.finalization_error.clone())
+        .bind(end.charged.max(0))
+        .bind(end.now)
+        .bind(&end.id)
+        .bind(crate::db::b(end.only_if_pending))
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = row.as_ref().map(row_from).transpose()? else {
+            // Already ended: still close the caller's task, so it is not run again.
+            if let Some((task, worker)) = &end.task {
+                Self::finish_task(&mut tx, task, worker, "done", Some("the run had already ended"), end.now).await?;
+            }
+            tx.commit().await?;
+            return Ok(false);
+        };
+        let refund = row.actions_reserved - row.actions_charged;
+        if refund > 0 {
+            sqlx::query(
+                "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
+                 WHERE user_id = $2 AND month = $3",
+            )
+            .bind(refund)
+            .bind(&row.user_id)
+            .bind(&row.usage_month)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
+                 VALUES ($1, $2, 'run_settle', $3, $4, $5, $6)",
+            )
+            .bind(&row.user_id)
+            .bind(row.key_id.clone())
+            .bind(-refund)
+            .bind(&row.id)
+            .bind(&row.usage_month)
+            .bind(end.now)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let data = serde_json::json!({
+            "status": end.status,
+            "error": end.error,
+            "finalizationError": end.finalization_error,
+        });
+        status_event(&mut tx, &row.user_id, &row.id, &data, end.now).await?;
+        crate::webhooks::emit(&mut tx, &row.user_id, &end.event_type, &end.event, end.now, None).await?;
+        if let Some((task, worker)) = &end.task {
+            Self::finish_task(&mut tx, task, worker, "done", end.error.as_deref(), end.now).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// Active runs nobody will end: running with an expired hold (their worker died or
+    /// lost the database), or live runs whose client never came before the token expired
+    /// (nor within `grace_ms` after it). The sweeper fails them with [`Store::finish_run`].
+    pub async fn abandoned_runs(&self, now: i64, grace_ms: i64, limit: i64) -> Result<Vec<RunRow>> {
+        let rows = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM runs WHERE (status = 'running' AND lease_until < $1) \
+             OR (status = 'pending' AND kind = 'live' AND connect_expires_at < $2) \
+             OR (status = 'pending' AND stop_requested = 1) \
+             ORDER BY created_at LIMIT $3"
+        ))
+        .bind(now)
+        .bind(now - grace_ms)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_from).collect()
+    }
+
+    /// Active runs of `user_id` (the concurrency bound, the dashboard).
+    pub async fn active_runs(&self, user_id: &str) -> Result<i64> {
+        let (n,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM runs WHERE user_id = $1 AND {ACTIVE}"))
+            .bind(user_id)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n)
+    }
+}
