@@ -665,3 +665,24 @@ async fn a_client_id_metadata_document_identifies_a_client_without_registration(
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("does not equal the URL"));
 }
+
+#[tokio::test]
+async fn mcp_answers_carry_the_rate_limit_headers_of_the_account() {
+    let app = App::spawn(Db::Sqlite).await;
+    let mcp = app.url("/mcp");
+    let (email, _c, m) = app.tokens(Some(&mcp)).await;
+    let token = m["access_token"].as_str().unwrap();
+    // One action used through the REST API first, so the figure is the account's.
+    let key = app.app.new_key(&email);
+    let r = app.app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/"})).await;
+    assert_eq!(r.status(), 202);
+    let r = app.mcp_initialize(Some(token)).await;
+    assert_eq!(r.status(), 200);
+    let h = r.headers();
+    let limit: i64 = h["x-ratelimit-limit"].to_str().unwrap().parse().unwrap();
+    let remaining: i64 = h["x-ratelimit-remaining"].to_str().unwrap().parse().unwrap();
+    assert_eq!(remaining, limit - 1, "{h:?}");
+    assert!(h.contains_key("x-ratelimit-reset"), "{h:?}");
+    let exposed = h["access-control-expose-headers"].to_str().unwrap();
+    assert!(exposed.contains("x-ratelimit-remaining"), "{exposed}");
+}

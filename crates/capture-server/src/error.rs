@@ -32,6 +32,10 @@ pub enum Error {
     /// outlived its lease and was taken over).
     #[error("a request with this Idempotency-Key is still in progress; retry shortly")]
     IdempotencyInFlight,
+    /// The account signed up while outgoing mail is configured and has not opened the link
+    /// mailed to it: no quota until it does (`FORBIDDEN`, `details: {reason: "email_unverified"}`).
+    #[error("verify your e-mail address first: open the link we mailed to {0} (the dashboard sends a new one)")]
+    EmailUnverified(String),
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -82,6 +86,7 @@ impl Error {
                 QueueScope::Global => ErrorCode::ServiceUnavailable,
             },
             Error::IdempotencyInFlight => ErrorCode::IdempotencyInFlight,
+            Error::EmailUnverified(_) => ErrorCode::Forbidden,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -98,6 +103,7 @@ impl Error {
                 // The global refusal does not tell one tenant how busy the others keep the service.
                 QueueScope::Global => json!({"reason": "queue_full", "scope": "global"}),
             }),
+            Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
             _ => None,
         }
     }

@@ -71,7 +71,7 @@ where
         },
     };
     let Some(key) = key else {
-        return respond(tokio::spawn(run(None)).await);
+        return respond(tokio::spawn(tracing::Instrument::in_current_span(run(None))).await);
     };
     let begin = state
         .store
@@ -93,7 +93,7 @@ where
         }
         Ok(IdemBegin::Owned(claim)) => {
             let st = state.clone();
-            let work = tokio::spawn(async move {
+            let work = tokio::spawn(tracing::Instrument::in_current_span(async move {
                 let result = run(Some(claim.clone())).await;
                 // A create has already stored its response with its change (then this is a
                 // no-op); anything else is stored here. A failure releases the key.
@@ -107,7 +107,7 @@ where
                     tracing::error!(error = %e, "settling an idempotency key failed; its lease will expire");
                 }
                 result
-            });
+            }));
             respond(work.await)
         }
     }

@@ -275,6 +275,44 @@ impl CampaignMail {
     }
 }
 
+/// A transactional mail (an address to verify, a sign-in link): text and HTML to one
+/// person who asked for it, so no unsubscribe headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeMail {
+    pub from: Sender,
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+}
+
+impl NoticeMail {
+    /// Build the message, dated `now`, with a fresh `Message-ID` on the sender's domain.
+    pub fn build(&self, now: DateTime<Utc>) -> Result<OutgoingMail, BuildError> {
+        let (_, from_addr) = address("from", self.from.address())?;
+        let (_, to_addr) = address("to", &self.to)?;
+        let message_id = format!(
+            "<{}.{}@{}>",
+            now.timestamp_millis(),
+            capture_core::ids::random_string(20).to_ascii_lowercase(),
+            self.from.domain()
+        );
+        let message = Message::builder()
+            .from(Mailbox::new(self.from.name().map(str::to_string), from_addr.clone()))
+            .to(Mailbox::new(None, to_addr.clone()))
+            .subject(clean(&self.subject))
+            .date(SystemTime::from(now))
+            .message_id(Some(message_id.clone()))
+            .multipart(
+                MultiPart::alternative()
+                    .singlepart(SinglePart::plain(self.text.clone()))
+                    .singlepart(SinglePart::html(self.html.clone())),
+            )
+            .map_err(|e| BuildError::Message(e.to_string()))?;
+        Ok(OutgoingMail { message_id, from: from_addr, to: to_addr, raw: message.formatted() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

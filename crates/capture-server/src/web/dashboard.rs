@@ -49,6 +49,7 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
         keys: keys.iter().map(|k| KeyRow::new(k, &usage)).collect(),
         shots,
         recent: RECENT_SCREENSHOTS,
+        unverified: state.store.email_unverified(&s.user.id).await?,
     };
     Ok(page(status, &dashboard, origin(&state.base_url).as_deref()))
 }
@@ -65,6 +66,8 @@ struct DashboardPage<'a> {
     keys: Vec<KeyRow<'a>>,
     shots: Vec<ShotRow>,
     recent: i64,
+    /// The account waits for its e-mail to be verified (no quota until then).
+    unverified: bool,
 }
 
 /// Usage against the plan, from the same object `GET /v1/account/balance` returns.
@@ -257,7 +260,7 @@ pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: S
 }
 
 /// `GET /dashboard/screenshots/{id}/pdf`: the PDF as an attachment, for the signed-in owner
-/// (the same operation as `GET /api/pdf/download/{id}`, which needs an API key).
+/// (the same operation as `GET /api/pdf/download/{id}`, which takes an API key or this session).
 pub async fn pdf(State(state): State<AppState>, Path(id): Path<String>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
     Ok(pdf_response(screenshots::pdf(&state, &acc, &web_id(&id)?).await?))
