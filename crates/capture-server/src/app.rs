@@ -36,8 +36,10 @@ pub fn router(state: AppState) -> Router {
     let account = account::router()
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key_or_oauth));
     // The PDF download is the website's too: a Bearer key or the session cookie.
-    let web_app = screenshots::web_app_router()
-        .route_layer(middleware::from_fn_with_state(state.clone(), crate::web::base::session::require_api_key_or_session));
+    let web_app = screenshots::web_app_router().route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        crate::web::base::session::require_api_key_or_session,
+    ));
     let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
     Router::new()
         .merge(authed)

@@ -201,7 +201,8 @@ fn crc32(data: &[u8]) -> u32 {
 }
 
 async fn upload_file(app: &TestApp, key: &str, bytes: Vec<u8>, name: &str) -> reqwest::Response {
-    let form = reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()));
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()));
     app.client.post(app.url("/v1/screenshot/upload")).bearer_auth(key).multipart(form).send().await.unwrap()
 }
 
@@ -358,7 +359,8 @@ async fn the_pdf_download_takes_the_website_session_as_well_as_a_key() {
     let r = app.client.get(app.url(&path)).header("cookie", &other).send().await.unwrap();
     assert_eq!(r.status(), 404);
     // A forged cookie is no session.
-    let r = app.client.get(app.url(&path)).header("cookie", "capture_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAA").send().await;
+    let r =
+        app.client.get(app.url(&path)).header("cookie", "capture_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAA").send().await;
     assert_eq!(r.unwrap().status(), 401);
 }
 
@@ -368,7 +370,8 @@ async fn the_public_share_page_cannot_be_framed_and_runs_nothing() {
     let (_, key) = app.user_with_key("free");
     let r = upload_file(&app, &key, small_png(), "shot.png").await;
     let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
-    let share: Value = app.post_json(&key, &format!("/api/screenshots/{id}/share"), &json!({})).await.json().await.unwrap();
+    let share: Value =
+        app.post_json(&key, &format!("/api/screenshots/{id}/share"), &json!({})).await.json().await.unwrap();
     let url = share["shareUrl"].as_str().unwrap();
     for (u, status) in [(url.to_string(), 200), (app.url("/s/doesnotexist0000000000"), 404)] {
         let r = app.client.get(&u).send().await.unwrap();
@@ -383,7 +386,7 @@ async fn the_public_share_page_cannot_be_framed_and_runs_nothing() {
         if status == 200 {
             // The capture itself is allowed in.
             let origin = app.base.trim_end_matches('/');
-            assert!(csp.contains(&format!("img-src 'self'")) || csp.contains(origin), "{csp}");
+            assert!(csp.contains("img-src 'self'") || csp.contains(origin), "{csp}");
             assert!(html.contains("<img src=\""), "{html}");
         }
     }
@@ -426,8 +429,8 @@ async fn every_log_line_of_a_request_carries_its_request_id() {
     let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
     let (_, key) = app.user_with_key("free");
     let (base, mut child, lines) = serve_with_json_logs(&app).await;
-    let form =
-        reqwest::multipart::Form::new().part("file", reqwest::multipart::Part::bytes(png_claiming(9000, 9000)).file_name("b.png"));
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(png_claiming(9000, 9000)).file_name("b.png"));
     let r = app
         .client
         .post(format!("{base}/v1/screenshot/upload"))
@@ -438,7 +441,8 @@ async fn every_log_line_of_a_request_carries_its_request_id() {
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
-    let r = app.client.get(format!("{base}/v1/account/balance")).header("x-request-id", "req_logs_nokey_1").send().await;
+    let r =
+        app.client.get(format!("{base}/v1/account/balance")).header("x-request-id", "req_logs_nokey_1").send().await;
     assert_eq!(r.unwrap().status(), 401);
     let r = app.client.get(format!("{base}/healthz")).send().await.unwrap();
     let minted = r.headers()["x-request-id"].to_str().unwrap().to_string();
@@ -484,7 +488,8 @@ async fn a_five_mebibyte_title_is_cut_and_a_huge_filename_is_refused() {
     assert!(title.starts_with("éé") && title.ends_with('…'), "{}", &title[..20]);
     // The share page stays small.
     let id = done["id"].as_str().unwrap();
-    let share: Value = app.post_json(&key, &format!("/api/screenshots/{id}/share"), &json!({})).await.json().await.unwrap();
+    let share: Value =
+        app.post_json(&key, &format!("/api/screenshots/{id}/share"), &json!({})).await.json().await.unwrap();
     let page = app.client.get(share["shareUrl"].as_str().unwrap()).send().await.unwrap().text().await.unwrap();
     assert!(page.len() < 16 * 1024, "the share page is {} bytes", page.len());
 
@@ -514,7 +519,11 @@ async fn unknown_fields_are_refused_by_name() {
     assert_eq!(v["details"]["field"], "fullpage", "{v}");
     assert!(v["details"]["reason"].as_str().unwrap().contains("fullPage"), "names what is known: {v}");
     let r = app
-        .post_json(&key, "/v1/webhooks", &json!({"url": "https://hooks.example.com/x", "evnts": ["screenshot.completed"]}))
+        .post_json(
+            &key,
+            "/v1/webhooks",
+            &json!({"url": "https://hooks.example.com/x", "evnts": ["screenshot.completed"]}),
+        )
         .await;
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
@@ -525,7 +534,6 @@ async fn unknown_fields_are_refused_by_name() {
     let r = app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/", "fullPage": true})).await;
     assert_eq!(r.status(), 202);
 }
-
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sign_in_backs_off_per_address_and_never_locks_the_owner_out() {
@@ -605,7 +613,10 @@ impl SmtpSink {
             None => {
                 let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).parent()?.join("aiosmtpd-venv/bin/python");
                 if !venv.is_file() {
-                    assert!(std::env::var("CI").as_deref() != Ok("true"), "aiosmtpd is missing (CAPTURE_TEST_AIOSMTPD)");
+                    assert!(
+                        std::env::var("CI").as_deref() != Ok("true"),
+                        "aiosmtpd is missing (CAPTURE_TEST_AIOSMTPD)"
+                    );
                     eprintln!("\n!!!!!!!! SKIPPED: aiosmtpd is missing; set CAPTURE_TEST_AIOSMTPD !!!!!!!!\n");
                     return None;
                 }
@@ -704,7 +715,11 @@ async fn with_smtp_a_new_account_verifies_its_email_before_it_gets_quota() {
     let r = app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/"})).await;
     assert_eq!(r.status(), 403);
     let v: Value = r.json().await.unwrap();
-    assert_eq!((v["code"].as_str(), v["details"]["reason"].as_str()), (Some("FORBIDDEN"), Some("email_unverified")), "{v}");
+    assert_eq!(
+        (v["code"].as_str(), v["details"]["reason"].as_str()),
+        (Some("FORBIDDEN"), Some("email_unverified")),
+        "{v}"
+    );
     let dash = http.get(app.url("/dashboard")).header("cookie", &session).send().await.unwrap().text().await.unwrap();
     assert!(dash.contains("Verify your e-mail address"), "{dash}");
     // Opening the link verifies it (once).
@@ -717,6 +732,9 @@ async fn with_smtp_a_new_account_verifies_its_email_before_it_gets_quota() {
     assert!(!dash.contains("Verify your e-mail address"));
     // `capture admin user create` makes verified accounts, mail or not.
     let (_, admin_made) = app.user_with_key("free");
-    assert_eq!(app.post_json(&admin_made, "/v1/screenshot", &json!({"url": "https://example.com/"})).await.status(), 202);
+    assert_eq!(
+        app.post_json(&admin_made, "/v1/screenshot", &json!({"url": "https://example.com/"})).await.status(),
+        202
+    );
     assert_eq!(smtp.wait_for(1).await.len(), 1, "no mail for an account an operator made");
 }

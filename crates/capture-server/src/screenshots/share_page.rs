@@ -24,8 +24,7 @@ struct SharePage {
 }
 
 /// The page's only style, inline; the CSP allows exactly it by its hash.
-const STYLE: &str =
-    "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem}img{max-width:100%;border:1px solid #ddd}";
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem}img{max-width:100%;border:1px solid #ddd}";
 
 /// The share page's Content-Security-Policy: nothing runs, nothing is fetched but the
 /// capture's own image from `img_origins`, its one inline style by hash, no framing.

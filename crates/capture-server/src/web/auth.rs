@@ -247,7 +247,9 @@ pub async fn send_verification(state: &AppState, user: &capture_store::User) -> 
 pub async fn verify_email(State(state): State<AppState>, RawQuery(q): RawQuery) -> WebResult<Response> {
     let token = q
         .as_deref()
-        .and_then(|q| url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "token").map(|(_, v)| v.into_owned()))
+        .and_then(|q| {
+            url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "token").map(|(_, v)| v.into_owned())
+        })
         .filter(|t| capture_core::ids::is_token(t, 20, 128));
     let verified = match token {
         Some(t) => state.store.verify_email(&crate::crypto::sha256_hex(t.as_bytes()), now_ms()).await?,
