@@ -474,7 +474,7 @@ async fn every_log_line_of_a_request_carries_its_request_id() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_five_mebibyte_title_is_cut_and_a_huge_filename_is_refused() {
     // A page that sets a 5 MiB title (of two-byte characters, so a cut could split one).
-    let huge_title = "<!doctype html><html><head><title>start</title></head><body style=\"background:#0f0\">\
+    let huge_title = "<!doctype html><html><head><meta charset=\"utf-8\"><title>start</title></head><body style=\"background:#0f0\">\
         <script>document.title = 'é'.repeat(5 * 1024 * 1024 / 2);</script></body></html>"
         .to_string();
     let site = Site::start(vec![("/huge", "text/html", huge_title)]).await;
