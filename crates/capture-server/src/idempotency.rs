@@ -73,27 +73,28 @@ where
     let Some(key) = key else {
         return respond(tokio::spawn(tracing::Instrument::in_current_span(run(None))).await);
     };
-    let begin = state
-        .store
-        .idem_begin(&account.user.id, route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS)
-        .await;
-    match begin {
-        Err(e) => ApiError::from(e).into_response(),
-        Ok(IdemBegin::InFlight) => in_flight().into_response(),
-        Ok(IdemBegin::Mismatch) => ApiError::new(
-            ErrorCode::IdempotencyKeyReused,
-            "this Idempotency-Key was used with a different request body",
-        )
-        .into_response(),
-        Ok(IdemBegin::Replay(status, body)) => {
-            let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-            let mut r = (crate::http::error::status(status), Json(v)).into_response();
-            r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
-            r
-        }
-        Ok(IdemBegin::Owned(claim)) => {
-            let st = state.clone();
-            let work = tokio::spawn(tracing::Instrument::in_current_span(async move {
+    // Claiming the key and running the work happen in one task of their own: a client that
+    // hangs up while the claim is being written cannot leave a claimed key with no work
+    // behind it (the handler's future is dropped on disconnect, this task is not).
+    let (st, user_id, route) = (state.clone(), account.user.id.clone(), route.to_string());
+    let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
+        let begin =
+            st.store.idem_begin(&user_id, &route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS).await;
+        match begin {
+            Err(e) => ApiError::from(e).into_response(),
+            Ok(IdemBegin::InFlight) => in_flight().into_response(),
+            Ok(IdemBegin::Mismatch) => ApiError::new(
+                ErrorCode::IdempotencyKeyReused,
+                "this Idempotency-Key was used with a different request body",
+            )
+            .into_response(),
+            Ok(IdemBegin::Replay(status, body)) => {
+                let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let mut r = (crate::http::error::status(status), Json(v)).into_response();
+                r.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
+                r
+            }
+            Ok(IdemBegin::Owned(claim)) => {
                 let result = run(Some(claim.clone())).await;
                 // A create has already stored its response with its change (then this is a
                 // no-op); anything else is stored here. A failure releases the key.
@@ -106,10 +107,13 @@ where
                 if let Err(e) = settled {
                     tracing::error!(error = %e, "settling an idempotency key failed; its lease will expire");
                 }
-                result
-            }));
-            respond(work.await)
+                respond(Ok(result))
+            }
         }
+    }));
+    match task.await {
+        Ok(r) => r,
+        Err(e) => ApiError::internal(format!("the request's task failed: {e}")).into_response(),
     }
 }
 
