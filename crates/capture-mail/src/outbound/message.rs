@@ -341,6 +341,26 @@ mod tests {
     }
 
     #[test]
+    fn notices_have_both_bodies_and_no_unsubscribe_headers() {
+        let n = NoticeMail {
+            from: Sender::parse("Capture <no-reply@capture.example>").unwrap(),
+            to: "new@site.example".into(),
+            subject: "Verify\r\nBcc: x@y.example".into(),
+            text: "Open https://capture.example/verify-email?token=abc".into(),
+            html: "<a href=\"https://capture.example/verify-email?token=abc\">Verify</a>".into(),
+        };
+        let m = n.build(now()).unwrap();
+        assert_eq!(m.envelope_to().to_string(), "new@site.example");
+        let h = headers(m.raw());
+        assert!(h.contains("Subject: Verify Bcc: x@y.example"), "{h}");
+        assert!(!h.to_ascii_lowercase().contains("list-unsubscribe"), "{h}");
+        assert!(!h.lines().any(|l| l.starts_with("Bcc:")), "{h}");
+        let raw = String::from_utf8_lossy(m.raw());
+        assert!(raw.contains("text/plain") && raw.contains("text/html"), "{raw}");
+        assert!(m.message_id().ends_with("@capture.example>"));
+    }
+
+    #[test]
     fn senders_parse_with_and_without_a_name() {
         let s = Sender::parse("\"Capture Reports\" <Reports@Capture.Example>").unwrap();
         assert_eq!(
