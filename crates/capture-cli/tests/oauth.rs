@@ -744,3 +744,24 @@ async fn mcp_run_audit_and_get_audit_call_the_audit_service() {
     let r = mcp_call(&app, token, "tools/call", json!({"name": "get_audit", "arguments": {"id": "aud_nope"}})).await;
     assert_eq!((r["isError"].as_bool(), r["structuredContent"]["code"].as_str()), (Some(true), Some("NOT_FOUND")));
 }
+
+#[tokio::test]
+async fn mcp_answers_carry_the_rate_limit_headers_of_the_account() {
+    let app = App::spawn(Db::Sqlite).await;
+    let mcp = app.url("/mcp");
+    let (email, _c, m) = app.tokens(Some(&mcp)).await;
+    let token = m["access_token"].as_str().unwrap();
+    // One action used through the REST API first, so the figure is the account's.
+    let key = app.app.new_key(&email);
+    let r = app.app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/"})).await;
+    assert_eq!(r.status(), 202);
+    let r = app.mcp_initialize(Some(token)).await;
+    assert_eq!(r.status(), 200);
+    let h = r.headers();
+    let limit: i64 = h["x-ratelimit-limit"].to_str().unwrap().parse().unwrap();
+    let remaining: i64 = h["x-ratelimit-remaining"].to_str().unwrap().parse().unwrap();
+    assert_eq!(remaining, limit - 1, "{h:?}");
+    assert!(h.contains_key("x-ratelimit-reset"), "{h:?}");
+    let exposed = h["access-control-expose-headers"].to_str().unwrap();
+    assert!(exposed.contains("x-ratelimit-remaining"), "{exposed}");
+}

@@ -5,6 +5,7 @@ pub mod egress;
 pub mod error;
 pub mod events;
 pub mod ids;
+pub mod limits;
 pub mod options;
 pub mod plan;
 pub mod sending;

@@ -37,10 +37,16 @@ pub fn router(state: AppState) -> Router {
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key_or_oauth));
+    // The PDF download is the website's too: a Bearer key or the session cookie.
+    let web_app = screenshots::web_app_router().route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        crate::web::base::session::require_api_key_or_session,
+    ));
     let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
     Router::new()
         .merge(authed)
         .merge(account)
+        .merge(web_app)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -195,6 +201,12 @@ impl Application {
         } else {
             None
         };
+        let mailer: Option<Arc<dyn capture_mail::Mailer>> = match &cfg.smtp_url {
+            Some(u) => Some(Arc::new(
+                capture_mail::SmtpMailer::from_url(u).map_err(|e| anyhow::anyhow!("CAPTURE_SMTP_URL: {}", e.0))?,
+            )),
+            None => None,
+        };
         let (job_events, _) = tokio::sync::broadcast::channel(1024);
         let state = AppState(Arc::new(Inner {
             cfg,
@@ -210,6 +222,7 @@ impl Application {
             hot: Default::default(),
             browser,
             egress: Arc::new(egress),
+            mailer,
             shutdown: CancellationToken::new(),
         }));
         Ok(Application { state, listener, addr, notifications })

@@ -132,6 +132,11 @@ pub struct Config {
     pub sse_max_duration: Duration,
     pub master_key: Option<String>,
     pub smtp_url: Option<String>,
+    /// The From of the mail the service sends (`CAPTURE_MAIL_FROM`), e.g. e-mail verification.
+    pub mail_from: String,
+    /// Most accounts one client address may create on the website in an hour
+    /// (`CAPTURE_SIGNUPS_PER_HOUR`; 0 = no limit).
+    pub signups_per_hour: i64,
     pub queue_lease: Duration,
     /// How often idle workers, webhook senders and event streams look at the database
     /// without a wake-up (on PostgreSQL, notifications from other nodes wake them sooner).
@@ -264,6 +269,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_SSE_MAX_DURATION",
     "CAPTURE_MASTER_KEY",
     "CAPTURE_SMTP_URL",
+    "CAPTURE_MAIL_FROM",
+    "CAPTURE_SIGNUPS_PER_HOUR",
     "CAPTURE_QUEUE_LEASE",
     "CAPTURE_QUEUE_POLL",
     "CAPTURE_LEADER_RETRY",
@@ -535,6 +542,11 @@ impl Config {
         {
             return Err(err("CAPTURE_SMTP_URL", "must be smtp://… or smtps://…"));
         }
+        let mail_from = get("CAPTURE_MAIL_FROM").unwrap_or_else(|| "Capture <no-reply@capture.localhost>".into());
+        if let Err(e) = capture_mail::outbound::Sender::parse(&mail_from) {
+            return Err(err("CAPTURE_MAIL_FROM", format!("'{mail_from}': {e}")));
+        }
+        let signups_per_hour = num("CAPTURE_SIGNUPS_PER_HOUR", 5, 0, 1_000_000)? as i64;
         let queue_lease = dur("CAPTURE_QUEUE_LEASE", "60s")?;
         if queue_lease < Duration::from_secs(1) {
             return Err(err("CAPTURE_QUEUE_LEASE", "must be at least 1s"));
@@ -604,6 +616,8 @@ impl Config {
             sse_max_duration,
             master_key,
             smtp_url,
+            mail_from,
+            signups_per_hour,
             queue_lease,
             queue_poll,
             leader_retry,

@@ -233,6 +233,8 @@ on_both_backends! {
     one_process_leads_at_a_time_and_another_takes_over => one_process_leads_at_a_time_and_another_takes_over_sqlite, one_process_leads_at_a_time_and_another_takes_over_postgres;
     account_queue_bound_admits_exactly_the_limit_under_concurrency => account_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, account_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
     global_queue_bound_admits_exactly_the_limit_under_concurrency => global_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, global_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
+    sign_in_failures_count_since_the_last_success => sign_in_failures_count_since_the_last_success_sqlite, sign_in_failures_count_since_the_last_success_postgres;
+    an_email_is_verified_once_by_its_link_before_it_expires => an_email_is_verified_once_by_its_link_before_it_expires_sqlite, an_email_is_verified_once_by_its_link_before_it_expires_postgres;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1906,4 +1908,44 @@ async fn audits_waiting_per_account_are_bounded(ctx: Ctx) {
     let ev = serde_json::json!({});
     store.fail_audit(&task.id, "w1", &task.subject_id, "x", &ev, T0 + 6).await.unwrap();
     store.create_audit_with(&bounded(&bob, T0 + 7), None).await.unwrap().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Sign-in throttle and e-mail verification
+// ---------------------------------------------------------------------------------------
+
+async fn sign_in_failures_count_since_the_last_success(ctx: Ctx) {
+    let store = &ctx.store;
+    let key = "pair:10.0.0.1|alice@example.com";
+    assert_eq!(store.login_failures_since_success(key, T0).await.unwrap(), (0, None));
+    for i in 0..3 {
+        store.record_login_attempt(key, false, T0 + i).await.unwrap();
+    }
+    assert_eq!(store.login_failures_since_success(key, T0).await.unwrap(), (3, Some(T0 + 2)));
+    assert_eq!(store.login_failures_since_success(key, T0 + 1).await.unwrap(), (2, Some(T0 + 2)), "the window");
+    // A success starts the count again; plain counting keeps every failure.
+    store.record_login_attempt(key, true, T0 + 10).await.unwrap();
+    store.record_login_attempt(key, false, T0 + 11).await.unwrap();
+    assert_eq!(store.login_failures_since_success(key, T0).await.unwrap(), (1, Some(T0 + 11)));
+    assert_eq!(store.login_failures(key, T0).await.unwrap(), (4, Some(T0 + 11)));
+    // Other keys are apart.
+    assert_eq!(store.login_failures("ip:10.0.0.1", T0).await.unwrap(), (0, None));
+}
+
+async fn an_email_is_verified_once_by_its_link_before_it_expires(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    assert!(!store.email_unverified(&alice.id).await.unwrap(), "accounts start verified");
+    store.start_email_verification(&alice.id, "hash-1", T0, T0 + DAY_MS).await.unwrap();
+    // A new link replaces the last.
+    store.start_email_verification(&alice.id, "hash-2", T0 + 1, T0 + DAY_MS).await.unwrap();
+    store.start_email_verification(&bob.id, "hash-b", T0, T0 + 10).await.unwrap();
+    assert!(store.email_unverified(&alice.id).await.unwrap());
+    assert_eq!(store.verify_email("hash-1", T0 + 2).await.unwrap(), None, "the replaced link");
+    assert_eq!(store.verify_email("hash-b", T0 + 10).await.unwrap(), None, "an expired link");
+    assert!(store.email_unverified(&bob.id).await.unwrap());
+    assert_eq!(store.verify_email("hash-2", T0 + 2).await.unwrap().as_deref(), Some(alice.id.as_str()));
+    assert!(!store.email_unverified(&alice.id).await.unwrap());
+    assert_eq!(store.verify_email("hash-2", T0 + 3).await.unwrap(), None, "a link works once");
 }

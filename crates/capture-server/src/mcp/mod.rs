@@ -81,8 +81,19 @@ async fn require_token(State(state): State<AppState>, mut req: Request, next: Ne
     };
     match auth::from_access_token(&state, &token, &[&mcp_resource(&state)]).await {
         Ok(Some(account)) => {
-            req.extensions_mut().insert(account);
-            oauth::cors(next.run(req).await)
+            req.extensions_mut().insert(account.clone());
+            let mut resp = next.run(req).await;
+            // A tool may have used an action: report the usage as it stands now (and
+            // refresh the cache the REST API reads it from).
+            let used = match state.store.month_usage(&account.user.id, &account.window.label).await {
+                Ok(u) => {
+                    state.hot.put_usage(&account.user.id, &account.window.label, u);
+                    u
+                }
+                Err(_) => account.used,
+            };
+            crate::http::authenticate::rate_limit_headers(resp.headers_mut(), &account, used);
+            oauth::cors(resp)
         }
         Ok(None) => {
             unauthorized(&state, Some("the access token is unknown, expired, revoked or not for this MCP server"))

@@ -27,6 +27,8 @@ pub fn router() -> Router<AppState> {
         .route("/signup", get(auth::signup_form).post(auth::signup))
         .route("/login", get(auth::login_form).post(auth::login))
         .route("/logout", post(auth::logout))
+        .route("/verify-email", get(auth::verify_email))
+        .route("/verify-email/resend", post(auth::resend_verification))
         .route("/dashboard", get(dashboard::show))
         .route("/dashboard/audits", get(audits::list))
         .route("/dashboard/keys", post(dashboard::create_key))
