@@ -56,6 +56,12 @@ impl Store {
         Ok(rows.into_iter().map(|(v,)| v).collect())
     }
 
+    /// Every migration version this build knows, in order (versions may leave gaps: a
+    /// number reserved for a change merged later).
+    pub fn known_migrations(&self) -> Vec<i64> {
+        self.migrator().iter().map(|m| m.version).collect()
+    }
+
     /// The newest migration this build knows.
     pub fn latest_migration(&self) -> i64 {
         self.migrator().iter().map(|m| m.version).max().unwrap_or(0)

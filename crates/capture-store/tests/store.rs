@@ -1683,7 +1683,8 @@ async fn databases_from_before_sqlx_migrations_upgrade_in_place(ctx: Ctx) {
     let other = b.await.unwrap().expect("concurrent upgrade");
     other.close().await;
     let applied = store.applied_migrations().await.unwrap();
-    assert_eq!(applied, (1..=store.latest_migration()).collect::<Vec<_>>());
+    assert_eq!(applied, store.known_migrations());
+    assert_eq!(applied.last().copied(), Some(store.latest_migration()));
     let user = store.user_by_email("old@example.com").await.unwrap().expect("the old user is still there");
     assert_eq!(user.plan, "pro");
     // The new column was filled in for the old task: it is claimed fairly for its account.
@@ -1693,6 +1694,6 @@ async fn databases_from_before_sqlx_migrations_upgrade_in_place(ctx: Ctx) {
     // The old bookkeeping is gone; starting again is a no-op.
     store.close().await;
     let again = Store::connect(&url, 2).await.unwrap();
-    assert_eq!(again.applied_migrations().await.unwrap().len() as i64, again.latest_migration());
+    assert_eq!(again.applied_migrations().await.unwrap(), again.known_migrations());
     again.close().await;
 }
