@@ -147,6 +147,12 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
         }
     };
     let Some(row) = started else {
+        if row.status == "running" && row.lease_until.is_some_and(|l| l >= now_ms()) {
+            // Its node is alive and renews its hold (this task's lease ran out on a slow
+            // database): leave it; the task is closed when the run ends.
+            tracing::info!(run = %run_id, "a run task claimed again while its node still holds the run");
+            return;
+        }
         // Ended already, stopped before it started, or started by a worker that died.
         let mut end = match row.status.as_str() {
             "running" => ended(
