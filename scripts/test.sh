@@ -78,3 +78,9 @@ fi
 # ---- MCP server with a real client (tests/mcp: the official Python `mcp` SDK over OAuth) ----
 echo "== mcp (Python SDK client, whole OAuth flow)"
 bash tests/mcp/run.sh
+
+# ---- the OpenAPI document against the running service (tests/openapi: Schemathesis) ----
+# A bounded property run: every documented operation, ST_MAX_EXAMPLES examples each; fails on a
+# 5xx or an answer the document does not describe.
+echo "== openapi (Schemathesis against the service's own document)"
+bash tests/openapi/run.sh

@@ -32,6 +32,68 @@ pub fn max_concurrent_decodes() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4)
 }
 
+/// The process's decode budget, shared by every decode in it (captures, uploads and their
+/// thumbnails): at most [`max_concurrent_decodes`] at once.
+pub fn decode_permits() -> std::sync::Arc<tokio::sync::Semaphore> {
+    static PERMITS: std::sync::OnceLock<std::sync::Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    PERMITS.get_or_init(|| std::sync::Arc::new(tokio::sync::Semaphore::new(max_concurrent_decodes()))).clone()
+}
+
+/// Why an image given to [`thumbnail`] was not decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeRefused {
+    /// Its header does not give a size (not a PNG, JPEG or WebP, or cut short).
+    Unreadable,
+    /// Its header claims more than [`MAX_DECODE_PIXELS`].
+    TooLarge { width: u32, height: u32 },
+    /// The decoder failed.
+    Failed(String),
+}
+
+impl std::fmt::Display for DecodeRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeRefused::Unreadable => write!(f, "is not a readable PNG, JPEG or WebP image"),
+            DecodeRefused::TooLarge { width, height } => write!(
+                f,
+                "is {width}×{height} pixels ({}); at most {MAX_DECODE_PIXELS} pixels are accepted",
+                u64::from(*width) * u64::from(*height)
+            ),
+            DecodeRefused::Failed(e) => write!(f, "could not be decoded: {e}"),
+        }
+    }
+}
+
+/// Decode an image that came from outside (an upload) within the process's budget: its
+/// size is read from the header and checked against [`MAX_DECODE_PIXELS`] before a byte is
+/// decoded, and the decode waits for one of the [`decode_permits`]. Returns a `width` px
+/// wide PNG thumbnail and the image's size.
+pub async fn thumbnail(bytes: std::sync::Arc<[u8]>, width: u32) -> Result<(Vec<u8>, u32, u32), DecodeRefused> {
+    let (w, h) = image_size(&bytes).ok_or(DecodeRefused::Unreadable)?;
+    if !decodable(&bytes) {
+        return Err(DecodeRefused::TooLarge { width: w, height: h });
+    }
+    let _permit = decode_permits().acquire_owned().await.map_err(|e| DecodeRefused::Failed(e.to_string()))?;
+    tokio::task::spawn_blocking(move || {
+        let mut reader = image::ImageReader::new(std::io::Cursor::new(&bytes[..]));
+        reader.limits(limits());
+        let img = reader
+            .with_guessed_format()
+            .map_err(image::ImageError::IoError)
+            .and_then(|r| r.decode())
+            .map_err(|e| DecodeRefused::Failed(e.to_string()))?;
+        let (w, h) = (img.width(), img.height());
+        let tw = w.min(width).max(1);
+        let th = ((u64::from(h) * u64::from(tw)) / u64::from(w.max(1))).clamp(1, 4096) as u32;
+        let thumb = image::imageops::thumbnail(&img, tw, th);
+        let mut out = std::io::Cursor::new(Vec::new());
+        thumb.write_to(&mut out, image::ImageFormat::Png).map_err(|e| DecodeRefused::Failed(e.to_string()))?;
+        Ok((out.into_inner(), w, h))
+    })
+    .await
+    .map_err(|e| DecodeRefused::Failed(e.to_string()))?
+}
+
 /// Thumbnail width in pixels.
 pub(crate) const THUMB_WIDTH: f64 = 320.0;
 
@@ -130,6 +192,17 @@ mod tests {
         let (bytes, thumb) = finish_image(bomb.clone(), true, 100);
         assert_eq!(bytes, bomb, "kept as it came");
         assert!(thumb.is_none(), "the browser makes the thumbnail");
+    }
+
+    #[tokio::test]
+    async fn outside_images_are_sized_from_their_header_before_decoding() {
+        let (thumb, w, h) = thumbnail(png(640, 480).into(), 320).await.unwrap();
+        assert_eq!((w, h), (640, 480));
+        assert_eq!(image_size(&thumb), Some((320, 240)));
+        let refused = thumbnail(bomb_header(11_000, 11_000).into(), 320).await.unwrap_err();
+        assert_eq!(refused, DecodeRefused::TooLarge { width: 11_000, height: 11_000 });
+        assert!(refused.to_string().contains("11000×11000"), "{refused}");
+        assert_eq!(thumbnail(b"not an image".to_vec().into(), 320).await.unwrap_err(), DecodeRefused::Unreadable);
     }
 
     #[test]

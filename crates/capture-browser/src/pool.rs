@@ -165,7 +165,8 @@ pub struct BrowserPool {
     /// The most recent job's emulation; spare pages are set up for it.
     last_view: Mutex<View>,
     proxy: EgressProxy,
-    /// Bounds the captures decoded and re-encoded at once (see [`crate::encode`]).
+    /// Bounds the captures decoded and re-encoded at once: the process's budget, shared
+    /// with uploads (see [`crate::encode::decode_permits`]).
     decodes: Arc<Semaphore>,
 }
 
@@ -232,7 +233,7 @@ impl BrowserPool {
             restarts_running: tokio_util::task::TaskTracker::new(),
             last_view: Mutex::new(View::default()),
             proxy,
-            decodes: Arc::new(Semaphore::new(crate::encode::max_concurrent_decodes())),
+            decodes: crate::encode::decode_permits(),
         });
         let launches = (0..browsers).map(|i| pool.launch(i));
         let results = futures_util::future::join_all(launches).await;

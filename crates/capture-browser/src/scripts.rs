@@ -150,8 +150,13 @@ pub(crate) const SETTLE: &str = r#"(async (ms) => {
 /// Resolve once the document's load event has fired.
 pub(crate) const WAIT_LOAD: &str = r#"document.readyState === 'complete' || new Promise((r) => addEventListener('load', () => r(true), { once: true }))"#;
 
-/// Title and final URL.
-pub(crate) const TITLE_URL: &str = r#"[document.title || '', location.href]"#;
+/// Title and final URL, each cut in the page to a bounded length (a page may set a title of
+/// megabytes), never inside a surrogate pair. The service cuts the title again to
+/// `capture_core::limits::PAGE_TITLE_MAX` characters.
+pub(crate) const TITLE_URL: &str = r#"(() => {
+  const cut = (s, n) => s.length > n ? s.slice(0, n).replace(/[\uD800-\uDBFF]$/, '') : s;
+  return [cut(document.title || '', 2048), cut(location.href, 16384)];
+})()"#;
 
 /// Loaded into spare pages to warm their renderer (fonts, layout, painting).
 pub(crate) const WARM_UP_HTML: &str = "<!doctype html><html><head><style>body{margin:8px;font-family:sans-serif}</style></head><body><h1>Warm</h1><p>Abc <b>bold</b> <i>italic</i> <span style='font-family:serif'>serif</span> <code>mono</code> 0123456789</p></body></html>";

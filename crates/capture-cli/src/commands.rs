@@ -1,4 +1,4 @@
-//! Client commands: `balance`, `shot`, `webhooks …`.
+//! Client commands: `balance`, `shot`, `audit`, `webhooks …`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -130,6 +130,96 @@ async fn follow(c: &Client, id: &str, quiet: bool) -> Result<Value> {
         }
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+}
+
+/// What `capture audit` was asked.
+pub struct AuditArgs {
+    pub url: String,
+    pub full_site: bool,
+    pub max_pages: Option<u32>,
+    /// Save the report's PDF here.
+    pub pdf: Option<PathBuf>,
+    pub json: bool,
+    pub quiet: bool,
+    /// The Idempotency-Key of every attempt to create the audit.
+    pub idempotency_key: String,
+}
+
+/// `capture audit URL`: start the audit (retried under one Idempotency-Key), follow it until
+/// it ends (progress on stderr), then print the scores, the issues to fix first and the
+/// report's links (or the audit as JSON), and save the PDF when asked.
+pub async fn audit(c: &Client, a: AuditArgs) -> Result<()> {
+    let mut body = json!({"url": a.url, "reportType": if a.full_site { "full_site" } else { "single_page" }});
+    if let Some(n) = a.max_pages {
+        body["maxPages"] = json!(n);
+    }
+    let created = c.post_idempotent("/v1/audits", &body, &a.idempotency_key).await?.body;
+    let id =
+        created["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no audit id"))?;
+    let quiet = a.quiet || a.json;
+    if !quiet {
+        eprintln!(
+            "audit {id}: {} (up to {} page(s))",
+            created["status"].as_str().unwrap_or("pending"),
+            created["maxPages"]
+        );
+    }
+    let mut shown = -1;
+    let done = loop {
+        let v = c.get(&format!("/v1/audits/{id}")).await?;
+        let pages = v["pagesAudited"].as_i64().unwrap_or(0);
+        if !quiet && pages != shown && v["status"] == "processing" {
+            shown = pages;
+            eprintln!("audit {id}: {pages} of {} page(s) audited", v["pagesTotal"].as_i64().unwrap_or(0).max(pages));
+        }
+        if v["status"] == "done" || v["status"] == "failed" {
+            break v;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    if done["status"] != "done" {
+        let err = done["error"].as_str().unwrap_or("unknown error");
+        return Err(ClientError::new(exit::CAPTURE_FAILED, format!("the audit failed: {err}")));
+    }
+    if let Some(out) = &a.pdf {
+        let url = done["pdfUrl"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the audit has no pdfUrl"))?;
+        let bytes = c.get_bytes(url).await?;
+        std::fs::write(out, &bytes)
+            .map_err(|e| ClientError::new(exit::FAILURE, format!("writing {}: {e}", out.display())))?;
+        if !quiet {
+            eprintln!("saved the PDF report to {} ({} bytes)", out.display(), bytes.len());
+        }
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&done).unwrap_or_default());
+        return Ok(());
+    }
+    if a.quiet {
+        println!("{}", done["reportUrl"].as_str().unwrap_or_default());
+        return Ok(());
+    }
+    let score = |k: &str| done["scores"][k].as_u64().map_or_else(|| "n/a".to_string(), |v| v.to_string());
+    println!("{} — {} page(s) audited", done["url"].as_str().unwrap_or_default(), done["pagesAudited"]);
+    println!(
+        "performance {}  SEO {}  accessibility {}  best practices {}",
+        score("performance"),
+        score("seo"),
+        score("accessibility"),
+        score("bestPractices")
+    );
+    let summary = &done["report"]["summary"];
+    println!("findings: {} critical, {} warning, {} info", summary["critical"], summary["warning"], summary["info"]);
+    for i in summary["topIssues"].as_array().into_iter().flatten().take(10) {
+        println!(
+            "  [{}] {} ({} page(s))",
+            i["severity"].as_str().unwrap_or_default(),
+            i["title"].as_str().unwrap_or_default(),
+            i["pages"]
+        );
+    }
+    println!("report: {}", done["reportUrl"].as_str().unwrap_or_default());
+    println!("pdf:    {}", done["pdfUrl"].as_str().unwrap_or_default());
+    Ok(())
 }
 
 /// `capture webhooks …`.

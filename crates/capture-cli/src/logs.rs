@@ -34,9 +34,10 @@ where
     match format {
         LogFormat::Text => Box::new(fmt.finish()),
         // `message` and the event's fields at the top level (what collectors index), the
-        // innermost span's fields (a request's id) under `span`.
+        // innermost span's fields under `span`, and every enclosing span (the request with
+        // its id, whatever span a handler opens inside it) under `spans`.
         LogFormat::Json => {
-            Box::new(fmt.json().flatten_event(true).with_current_span(true).with_span_list(false).finish())
+            Box::new(fmt.json().flatten_event(true).with_current_span(true).with_span_list(true).finish())
         }
     }
 }

@@ -63,6 +63,29 @@ enum Cmd {
     },
     /// Capture a page and save the file.
     Shot(ShotCmd),
+    /// Audit a website (performance, SEO, accessibility, best practices) and print the scores,
+    /// the issues to fix first and the report's links.
+    Audit {
+        #[command(flatten)]
+        conn: Conn,
+        /// The page to audit, or where the crawl starts (http or https).
+        url: String,
+        /// Crawl the site (1 action per page audited) instead of auditing the one page.
+        #[arg(long)]
+        full_site: bool,
+        /// Most pages a full-site audit loads (1–50, default 10).
+        #[arg(long)]
+        max_pages: Option<u32>,
+        /// Save the report's PDF here.
+        #[arg(long, value_name = "FILE")]
+        pdf: Option<PathBuf>,
+        /// Print the audit (with its whole report) as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print only the report's URL.
+        #[arg(short, long)]
+        quiet: bool,
+    },
     /// Manage webhook endpoints.
     Webhooks {
         #[command(flatten)]
@@ -280,7 +303,10 @@ fn main() -> std::process::ExitCode {
 }
 
 fn is_client(cmd: &Cmd) -> bool {
-    matches!(cmd, Cmd::Login { .. } | Cmd::Logout | Cmd::Balance { .. } | Cmd::Shot(_) | Cmd::Webhooks { .. })
+    matches!(
+        cmd,
+        Cmd::Login { .. } | Cmd::Logout | Cmd::Balance { .. } | Cmd::Shot(_) | Cmd::Audit { .. } | Cmd::Webhooks { .. }
+    )
 }
 
 async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
@@ -353,6 +379,19 @@ async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
             }
             let args = commands::ShotArgs { url: a.url, output: a.output, options: o, quiet: a.quiet, idempotency_key };
             commands::shot(&c, args).await
+        }
+        Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet } => {
+            let c = conn.connect(quiet).await?;
+            let args = commands::AuditArgs {
+                url,
+                full_site,
+                max_pages,
+                pdf,
+                json,
+                quiet,
+                idempotency_key: retry::new_idempotency_key(),
+            };
+            commands::audit(&c, args).await
         }
         Cmd::Webhooks { conn, json, cmd } => {
             let c = conn.connect(false).await?;

@@ -260,3 +260,32 @@ async fn api_keys_work_instead_of_a_session_and_errors_have_exit_codes() {
     assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("PLAN_QUOTA_EXCEEDED"));
 }
+
+/// `capture audit URL`: follows the audit, prints the scores, the issues and the report's
+/// links, saves the PDF; a failed audit exits with the capture-failed code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn audit_prints_the_scores_and_saves_the_pdf() {
+    let axe = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
+        format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
+    });
+    let site = capture_audit::fixtures::FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe)).await;
+    let (_, key) = app.user_with_key("free");
+    let home = tempfile::tempdir().unwrap();
+    let pdf = home.path().join("report.pdf");
+    let mut c = client_cmd(&app, home.path(), &["audit", &site.url("/no-title"), "--pdf", pdf.to_str().unwrap()]);
+    c.env("CAPTURE_SERVER", &app.base).env("CAPTURE_API_KEY", &key);
+    let out = c.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("performance ") && stdout.contains("accessibility "), "{stdout}");
+    assert!(stdout.contains("[critical]") && stdout.contains(&format!("report: {}/r/", app.base)), "{stdout}");
+    assert!(std::fs::read(&pdf).unwrap().starts_with(b"%PDF-"));
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut c = client_cmd(&app, home.path(), &["audit", &format!("http://{closed}/"), "--json"]);
+    c.env("CAPTURE_SERVER", &app.base).env("CAPTURE_API_KEY", &key);
+    let out = c.output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("could not be reached"));
+}

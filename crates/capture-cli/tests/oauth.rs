@@ -51,7 +51,11 @@ struct App {
 
 impl App {
     async fn spawn(db: Db) -> App {
-        let app = TestApp::spawn(Opts::api(db)).await;
+        App::spawn_with(Opts::api(db)).await
+    }
+
+    async fn spawn_with(opts: Opts) -> App {
+        let app = TestApp::spawn(opts).await;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
@@ -664,4 +668,100 @@ async fn a_client_id_metadata_document_identifies_a_client_without_registration(
         .unwrap();
     assert_eq!(r.status(), 400);
     assert!(r.text().await.unwrap().contains("does not equal the URL"));
+}
+
+/// A JSON-RPC call to `/mcp` with a bearer token: the response's `result` (or `error`), from
+/// JSON or from the SSE stream a tool with progress answers with.
+async fn mcp_call(app: &App, bearer: &str, method: &str, params: Value) -> Value {
+    let r = app
+        .http
+        .post(app.url("/mcp"))
+        .timeout(Duration::from_secs(300))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(bearer)
+        .json(&json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{method}");
+    let sse = r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream");
+    let body = r.text().await.unwrap();
+    let msg: Value = if sse {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v["id"] == 7)
+            .unwrap_or_else(|| panic!("no response in {body}"))
+    } else {
+        serde_json::from_str(&body).unwrap()
+    };
+    msg.get("result").cloned().unwrap_or_else(|| panic!("{method}: {msg}"))
+}
+
+/// The audit tools over MCP: listed, `run_audit` audits a page and answers with its scores,
+/// top issues and report links (one action), `get_audit` reads it back with the whole report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mcp_run_audit_and_get_audit_call_the_audit_service() {
+    let axe = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
+        format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
+    });
+    let site = capture_audit::fixtures::FixtureSite::start().await.unwrap();
+    let app = App::spawn_with(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe)).await;
+    let (_e, _c, m) = app.tokens(Some(&app.url("/mcp"))).await;
+    let token = m["access_token"].as_str().unwrap();
+    let tools = mcp_call(&app, token, "tools/list", json!({})).await;
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"run_audit") && names.contains(&"get_audit"), "{names:?}");
+    let run = tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == "run_audit").unwrap();
+    assert_eq!(run["inputSchema"]["properties"]["maxPages"]["maximum"], 50, "{run}");
+
+    let r =
+        mcp_call(&app, token, "tools/call", json!({"name": "run_audit", "arguments": {"url": site.url("/no-title")}}))
+            .await;
+    assert_ne!(r["isError"], true, "{r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Scores:") && text.contains("/r/"), "{text}");
+    let audit = &r["structuredContent"];
+    assert_eq!((audit["status"].as_str(), audit["pagesAudited"].as_u64()), (Some("done"), Some(1)), "{audit}");
+    let topics = audit["summary"]["topIssues"].to_string();
+    assert!(topics.contains("title-missing"), "{topics}");
+    let id = audit["id"].as_str().unwrap();
+
+    let r = mcp_call(
+        &app,
+        token,
+        "tools/call",
+        json!({"name": "get_audit", "arguments": {"id": id, "includeReport": true}}),
+    )
+    .await;
+    let report = &r["structuredContent"]["report"];
+    let ids = report["pages"][0]["findings"].to_string();
+    assert!(ids.contains("\"title-missing\""), "{ids}");
+    // The same audit over REST is the account's: one action spent.
+    let b = mcp_call(&app, token, "tools/call", json!({"name": "account_balance", "arguments": {}})).await;
+    assert_eq!(b["structuredContent"]["usage"]["used"], 1, "{b}");
+    // Someone else's id, or no id: a tool error with our code, not a protocol error.
+    let r = mcp_call(&app, token, "tools/call", json!({"name": "get_audit", "arguments": {"id": "aud_nope"}})).await;
+    assert_eq!((r["isError"].as_bool(), r["structuredContent"]["code"].as_str()), (Some(true), Some("NOT_FOUND")));
+}
+
+#[tokio::test]
+async fn mcp_answers_carry_the_rate_limit_headers_of_the_account() {
+    let app = App::spawn(Db::Sqlite).await;
+    let mcp = app.url("/mcp");
+    let (email, _c, m) = app.tokens(Some(&mcp)).await;
+    let token = m["access_token"].as_str().unwrap();
+    // One action used through the REST API first, so the figure is the account's.
+    let key = app.app.new_key(&email);
+    let r = app.app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/"})).await;
+    assert_eq!(r.status(), 202);
+    let r = app.mcp_initialize(Some(token)).await;
+    assert_eq!(r.status(), 200);
+    let h = r.headers();
+    let limit: i64 = h["x-ratelimit-limit"].to_str().unwrap().parse().unwrap();
+    let remaining: i64 = h["x-ratelimit-remaining"].to_str().unwrap().parse().unwrap();
+    assert_eq!(remaining, limit - 1, "{h:?}");
+    assert!(h.contains_key("x-ratelimit-reset"), "{h:?}");
+    let exposed = h["access-control-expose-headers"].to_str().unwrap();
+    assert!(exposed.contains("x-ratelimit-remaining"), "{exposed}");
 }

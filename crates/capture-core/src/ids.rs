@@ -28,6 +28,8 @@ pub const TASK: &str = "tsk";
 pub const ENDPOINT: &str = "whe";
 /// Prefix of webhook delivery ids (the `Webhook-Id` header).
 pub const DELIVERY: &str = "msg";
+/// Prefix of website audit ids.
+pub const AUDIT: &str = "aud";
 /// Prefix of browser session run ids.
 pub const RUN: &str = "run";
 
@@ -179,6 +181,12 @@ id_type!(
     DeliveryId,
     DELIVERY,
     "webhook delivery"
+);
+id_type!(
+    /// A website audit (`aud_…`).
+    AuditId,
+    AUDIT,
+    "audit"
 );
 id_type!(
     /// A browser session run (`run_…`).

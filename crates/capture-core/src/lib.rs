@@ -5,6 +5,7 @@ pub mod egress;
 pub mod error;
 pub mod events;
 pub mod ids;
+pub mod limits;
 pub mod options;
 pub mod plan;
 pub mod sending;
@@ -12,7 +13,7 @@ pub mod states;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
-pub use ids::{DeliveryId, EndpointId, KeyId, RunId, ScreenshotId, TypedId, UserId};
+pub use ids::{AuditId, DeliveryId, EndpointId, KeyId, RunId, ScreenshotId, TypedId, UserId};
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
 pub use states::{DeliveryStatus, JobStatus, OutputFormat};

@@ -29,6 +29,7 @@ use crate::{account, docs, jobs, screenshots};
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
+        .merge(crate::audits::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .merge(crate::runs::v1_router())
@@ -36,15 +37,22 @@ pub fn router(state: AppState) -> Router {
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key_or_oauth));
+    // The PDF download is the website's too: a Bearer key or the session cookie.
+    let web_app = screenshots::web_app_router().route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        crate::web::base::session::require_api_key_or_session,
+    ));
     let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
     Router::new()
         .merge(authed)
         .merge(account)
+        .merge(web_app)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
+        .merge(crate::audits::public_router())
         .merge(crate::runs::devtools_router())
         .merge(docs::router())
         .merge(crate::web::router())
@@ -193,6 +201,12 @@ impl Application {
         } else {
             None
         };
+        let mailer: Option<Arc<dyn capture_mail::Mailer>> = match &cfg.smtp_url {
+            Some(u) => Some(Arc::new(
+                capture_mail::SmtpMailer::from_url(u).map_err(|e| anyhow::anyhow!("CAPTURE_SMTP_URL: {}", e.0))?,
+            )),
+            None => None,
+        };
         let (job_events, _) = tokio::sync::broadcast::channel(1024);
         let state = AppState(Arc::new(Inner {
             cfg,
@@ -203,10 +217,12 @@ impl Application {
             job_events,
             work: tokio::sync::Notify::new(),
             webhook_work: tokio::sync::Notify::new(),
+            audit_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             hot: Default::default(),
             browser,
             egress: Arc::new(egress),
+            mailer,
             shutdown: CancellationToken::new(),
         }));
         Ok(Application { state, listener, addr, notifications })
@@ -250,10 +266,16 @@ impl Application {
         if let Some(pool) = state.browser.clone() {
             let n = state.cfg.worker_concurrency;
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            tasks.spawn(async move { jobs::capture::run(s, pool, n, st, hs).await });
+            let capture_pool = pool.clone();
+            tasks.spawn(async move { jobs::capture::run(s, capture_pool, n, st, hs).await });
+            // Runs hold their page for the session; they get the same number of slots.
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            let pool = state.browser.clone().expect("the worker role has a pool");
-            tasks.spawn(async move { jobs::run::run(s, pool, n, st, hs).await });
+            let run_pool = pool.clone();
+            tasks.spawn(async move { jobs::run::run(s, run_pool, n, st, hs).await });
+            // Audits load their pages one after another; half the slots keep captures flowing.
+            let n = (state.cfg.worker_concurrency / 2).max(1);
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            tasks.spawn(async move { jobs::audit::run(s, pool, n, st, hs).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());

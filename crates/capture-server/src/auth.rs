@@ -59,13 +59,14 @@ pub async fn account_of_user(state: &AppState, user: &User) -> Result<Account, S
     Ok(account_for(state, user.clone(), None, used, window))
 }
 
-/// The bearer token of a request, if any.
+/// The bearer token of a request, if any. The scheme is case-insensitive (RFC 9110
+/// §11.1: `BEARER`, `bearer` and `Bearer` are one scheme), and any run of spaces may
+/// separate it from the token.
 pub fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        .map(str::trim)
+    let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// The audience of OAuth tokens minted for the REST API (what `capture login` asks for).
@@ -162,6 +163,21 @@ pub async fn from_request(state: &AppState, headers: &HeaderMap, audiences: &[&s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive() {
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, v.parse().unwrap());
+            bearer(&h).map(str::to_string)
+        };
+        for v in ["Bearer sk_live_x", "BEARER sk_live_x", "bearer sk_live_x", "bEaReR   sk_live_x "] {
+            assert_eq!(with(v).as_deref(), Some("sk_live_x"), "{v}");
+        }
+        for v in ["Basic sk_live_x", "Bearer", "Bearer   ", "Bearersk_live_x", "sk_live_x"] {
+            assert_eq!(with(v), None, "{v}");
+        }
+    }
 
     #[test]
     fn access_tokens_are_recognised_by_shape() {

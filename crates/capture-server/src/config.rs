@@ -112,6 +112,9 @@ pub struct Config {
     pub public_urls: PublicUrls,
     pub presign_ttl: Duration,
     pub chromium_path: PathBuf,
+    /// axe-core's `axe.min.js` for audits' accessibility checks (`CAPTURE_AXE_PATH`; None:
+    /// not found, audits then report accessibility as not checked).
+    pub axe_path: Option<PathBuf>,
     pub worker_concurrency: usize,
     pub browsers: usize,
     pub browser_recycle_after: u64,
@@ -129,6 +132,11 @@ pub struct Config {
     pub sse_max_duration: Duration,
     pub master_key: Option<String>,
     pub smtp_url: Option<String>,
+    /// The From of the mail the service sends (`CAPTURE_MAIL_FROM`), e.g. e-mail verification.
+    pub mail_from: String,
+    /// Most accounts one client address may create on the website in an hour
+    /// (`CAPTURE_SIGNUPS_PER_HOUR`; 0 = no limit).
+    pub signups_per_hour: i64,
     pub queue_lease: Duration,
     /// How often idle workers, webhook senders and event streams look at the database
     /// without a wake-up (on PostgreSQL, notifications from other nodes wake them sooner).
@@ -222,6 +230,16 @@ pub fn parse_size(s: &str) -> Result<Option<u64>, String> {
     Ok(if bytes == 0.0 { None } else { Some(bytes as u64) })
 }
 
+/// Where axe-core's `axe.min.js` is looked for when `CAPTURE_AXE_PATH` is not set: the npm
+/// package installed by `scripts/setup.sh` / `scripts/test.sh` (never copied into the repository).
+const AXE_CANDIDATES: &[&str] = &[
+    "node_modules/axe-core/axe.min.js",
+    "tests/audit/node_modules/axe-core/axe.min.js",
+    "/usr/lib/node_modules/axe-core/axe.min.js",
+    "/usr/local/lib/node_modules/axe-core/axe.min.js",
+    "/usr/share/nodejs/axe-core/axe.min.js",
+];
+
 /// Every setting this version reads (for the defaults file, docs and unknown-key checks).
 pub const KEYS: &[&str] = &[
     "CAPTURE_LISTEN",
@@ -236,6 +254,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_S3_ACCESS_KEY_ID",
     "CAPTURE_S3_SECRET_ACCESS_KEY",
     "CAPTURE_CHROMIUM_PATH",
+    "CAPTURE_AXE_PATH",
     "CAPTURE_WORKER_CONCURRENCY",
     "CAPTURE_BROWSERS",
     "CAPTURE_BROWSER_RECYCLE_AFTER",
@@ -250,6 +269,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_SSE_MAX_DURATION",
     "CAPTURE_MASTER_KEY",
     "CAPTURE_SMTP_URL",
+    "CAPTURE_MAIL_FROM",
+    "CAPTURE_SIGNUPS_PER_HOUR",
     "CAPTURE_QUEUE_LEASE",
     "CAPTURE_QUEUE_POLL",
     "CAPTURE_LEADER_RETRY",
@@ -442,6 +463,19 @@ impl Config {
         )?;
         let chromium_path =
             get("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from);
+        let axe_path = match get("CAPTURE_AXE_PATH") {
+            Some(p) => {
+                let p = PathBuf::from(p);
+                if !p.is_file() {
+                    return Err(err(
+                        "CAPTURE_AXE_PATH",
+                        format!("{} is not a file (axe-core's axe.min.js)", p.display()),
+                    ));
+                }
+                Some(p)
+            }
+            None => AXE_CANDIDATES.iter().map(PathBuf::from).find(|p| p.is_file()),
+        };
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
         let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;
@@ -508,6 +542,11 @@ impl Config {
         {
             return Err(err("CAPTURE_SMTP_URL", "must be smtp://… or smtps://…"));
         }
+        let mail_from = get("CAPTURE_MAIL_FROM").unwrap_or_else(|| "Capture <no-reply@capture.localhost>".into());
+        if let Err(e) = capture_mail::outbound::Sender::parse(&mail_from) {
+            return Err(err("CAPTURE_MAIL_FROM", format!("'{mail_from}': {e}")));
+        }
+        let signups_per_hour = num("CAPTURE_SIGNUPS_PER_HOUR", 5, 0, 1_000_000)? as i64;
         let queue_lease = dur("CAPTURE_QUEUE_LEASE", "60s")?;
         if queue_lease < Duration::from_secs(1) {
             return Err(err("CAPTURE_QUEUE_LEASE", "must be at least 1s"));
@@ -562,6 +601,7 @@ impl Config {
             public_urls,
             presign_ttl,
             chromium_path,
+            axe_path,
             worker_concurrency,
             browsers,
             browser_recycle_after,
@@ -576,6 +616,8 @@ impl Config {
             sse_max_duration,
             master_key,
             smtp_url,
+            mail_from,
+            signups_per_hour,
             queue_lease,
             queue_poll,
             leader_retry,

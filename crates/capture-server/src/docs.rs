@@ -20,6 +20,7 @@ pub fn router() -> Router<AppState> {
     modifiers(&BearerAuth),
     tags(
         (name = "screenshots", description = "Capture jobs"),
+        (name = "audits", description = "Website audits: scores, findings with evidence, a public report and its PDF"),
         (name = "webhooks", description = "Signed event deliveries"),
         (name = "account", description = "Balance and usage")
     )
@@ -27,14 +28,95 @@ pub fn router() -> Router<AppState> {
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
 struct Frame;
 
-/// The OpenAPI document: the frame plus every resource's paths and schemas.
+/// The OpenAPI document: the frame plus every resource's paths and schemas, the error
+/// answers every operation can give, and the webhook events the service sends.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = Frame::openapi();
     doc.merge(crate::screenshots::ApiDoc::openapi());
+    doc.merge(crate::audits::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
+    error_responses(&mut doc);
+    doc.webhooks = Some(webhook_events());
     doc
+}
+
+/// Add to every operation the error answers of the layers in front of it, each with the
+/// one error body: 400 (`X-Organization-ID`, and the body's validation where there is one),
+/// 401 when it needs a credential, 404 for a path with an id, 413/415 for a JSON body, 429
+/// (`PLAN_QUOTA_EXCEEDED`, `QUEUE_FULL`) where an action is charged, and 500.
+fn error_responses(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let body = |what: &str| {
+        ResponseBuilder::new()
+            .description(what)
+            .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+            .build()
+    };
+    for (path, item) in doc.paths.paths.iter_mut() {
+        let ops = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+        for op in ops.into_iter().flatten() {
+            let mut add = |code: &str, what: &str| {
+                op.responses.responses.entry(code.to_string()).or_insert_with(|| body(what).into());
+            };
+            add("400", "VALIDATION_ERROR, INVALID_JSON, INVALID_IDEMPOTENCY_KEY or INVALID_ORGANIZATION_ID");
+            add("500", "INTERNAL_ERROR (opaque; the requestId finds the log lines)");
+            if path.contains('{') {
+                add("404", "NOT_FOUND: no such resource for this account");
+            }
+            if op.request_body.is_some() {
+                add("413", "PAYLOAD_TOO_LARGE");
+                add("415", "UNSUPPORTED_MEDIA_TYPE");
+            }
+            if op.security.as_ref().is_some_and(|s| !s.is_empty()) {
+                add("401", "UNAUTHORIZED: a missing, unknown or revoked credential");
+            }
+        }
+    }
+}
+
+/// The `webhooks` section: one POST per event type the service delivers to an endpoint,
+/// with the envelope, its data fields and the signature headers.
+fn webhook_events() -> utoipa::openapi::path::Paths {
+    let data_fields = |event: &str| match event {
+        "screenshot.completed" => "screenshotId, url, publicUrl, format, width, height",
+        "screenshot.failed" => "screenshotId, url, error",
+        "run.completed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount",
+        "run.failed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount, finalizationError",
+        "quota.warning" => "threshold, used, limit, remaining, resetAt",
+        "test.ping" => "endpointId, message",
+        _ => "the event's fields",
+    };
+    let mut paths = serde_json::Map::new();
+    for event in capture_core::events::WEBHOOK_EVENTS {
+        let header = |name: &str, what: &str| serde_json::json!({"name": name, "in": "header", "required": true, "description": what, "schema": {"type": "string"}});
+        paths.insert(
+            (*event).to_string(),
+            serde_json::json!({"post": {
+                "tags": ["webhooks"],
+                "summary": format!("The {event} event, POSTed to a subscribed endpoint"),
+                "parameters": [
+                    header("webhook-id", "stable delivery id, the same on every retry: deduplicate with it"),
+                    header("webhook-timestamp", "Unix seconds at signing time"),
+                    header("webhook-signature", "t=<timestamp>,v1=<hex HMAC-SHA256 of \"<timestamp>.<body>\" with the endpoint's secret>"),
+                ],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "type": "object",
+                    "required": ["type", "createdAt", "data"],
+                    "properties": {
+                        "type": {"type": "string", "enum": [event]},
+                        "createdAt": {"type": "string", "format": "date-time"},
+                        "data": {"type": "object", "description": format!("fields: {}", data_fields(event))}
+                    }
+                }}}},
+                "responses": {
+                    "2XX": {"description": "received; any other answer (or none within the timeout) is retried"}
+                }
+            }}),
+        );
+    }
+    serde_json::from_value(serde_json::Value::Object(paths)).expect("the webhook events are a valid Paths object")
 }
 
 struct BearerAuth;
@@ -53,6 +135,73 @@ impl Modify for BearerAuth {
 mod tests {
     use super::*;
 
+    /// The `(METHOD, path)` of every `.route(…)` in a router's source (axum cannot list a
+    /// router's routes, so the test reads the files that build them).
+    fn routes_in(src: &str) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for chunk in src.split(".route(\"").skip(1) {
+            let Some((path, rest)) = chunk.split_once('"') else { continue };
+            // The handlers of this route: up to the next `.route(` or the end of the chain.
+            let methods = rest.split(".route").next().unwrap_or("");
+            for m in ["get", "post", "put", "patch", "delete"] {
+                let called = methods.match_indices(&format!("{m}(")).any(|(i, _)| {
+                    i == 0 || !methods.as_bytes()[i - 1].is_ascii_alphanumeric() && methods.as_bytes()[i - 1] != b'_'
+                });
+                if called {
+                    out.push((m.to_string(), path.to_string()));
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_api_route_is_documented_with_its_error_answers() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        let sources =
+            [include_str!("screenshots/mod.rs"), include_str!("webhooks/mod.rs"), include_str!("account/mod.rs")];
+        let routes: Vec<(String, String)> = sources.iter().flat_map(|s| routes_in(s)).collect();
+        assert!(routes.len() >= 15, "the route walk found them: {routes:?}");
+        for (method, path) in &routes {
+            let op = &doc["paths"][path][method];
+            assert!(op.is_object(), "{} {path} is routed but not in the OpenAPI document", method.to_uppercase());
+            let responses = op["responses"].as_object().unwrap();
+            for code in ["400", "401", "500"] {
+                assert_eq!(
+                    responses.get(code).map(|r| &r["content"]["application/json"]["schema"]["$ref"]),
+                    Some(&serde_json::json!("#/components/schemas/ErrorBody")),
+                    "{method} {path} documents {code} with the error body"
+                );
+            }
+            if path.contains('{') {
+                assert!(responses.contains_key("404"), "{method} {path}");
+            }
+        }
+        // And nothing is documented that is not routed.
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for method in item.as_object().unwrap().keys() {
+                assert!(
+                    routes.iter().any(|(m, p)| m == method && p == path),
+                    "{method} {path} is documented but not routed"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_webhook_events_are_documented_with_their_envelope() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        for event in capture_core::events::WEBHOOK_EVENTS {
+            let op = &doc["webhooks"][event]["post"];
+            let schema = &op["requestBody"]["content"]["application/json"]["schema"];
+            assert_eq!(schema["properties"]["type"]["enum"], serde_json::json!([event]), "{event}: {op}");
+            assert_eq!(schema["required"], serde_json::json!(["type", "createdAt", "data"]));
+            let headers: Vec<&str> =
+                op["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+            assert_eq!(headers, ["webhook-id", "webhook-timestamp", "webhook-signature"]);
+        }
+    }
+
     #[test]
     fn the_document_describes_each_resource_with_its_request_schemas() {
         let doc = serde_json::to_value(openapi()).unwrap();
@@ -61,6 +210,9 @@ mod tests {
             "/v1/screenshots",
             "/v1/webhooks",
             "/v1/account/balance",
+            "/v1/audits",
+            "/v1/audits/{id}",
+            "/v1/audits/{id}/stream",
             "/v1/runs",
             "/v1/runs/{id}/stop",
         ] {

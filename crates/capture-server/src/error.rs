@@ -38,6 +38,10 @@ pub enum Error {
     /// Refused with this code and message (no details).
     #[error("{1}")]
     Refused(ErrorCode, String),
+    /// The account signed up while outgoing mail is configured and has not opened the link
+    /// mailed to it: no quota until it does (`FORBIDDEN`, `details: {reason: "email_unverified"}`).
+    #[error("verify your e-mail address first: open the link we mailed to {0} (the dashboard sends a new one)")]
+    EmailUnverified(String),
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -90,6 +94,7 @@ impl Error {
             Error::IdempotencyInFlight => ErrorCode::IdempotencyInFlight,
             Error::TooManyRuns { .. } => ErrorCode::ConcurrencyLimit,
             Error::Refused(code, _) => *code,
+            Error::EmailUnverified(_) => ErrorCode::Forbidden,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -107,6 +112,7 @@ impl Error {
                 QueueScope::Global => json!({"reason": "queue_full", "scope": "global"}),
             }),
             Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
+            Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
             _ => None,
         }
     }

@@ -71,14 +71,13 @@ where
         },
     };
     let Some(key) = key else {
-        return respond(tokio::spawn(run(None)).await);
+        return respond(tokio::spawn(tracing::Instrument::in_current_span(run(None))).await);
     };
-    // Everything from here runs in a task of its own: a client that hangs up while the key
-    // is being claimed must not leave it claimed by a request that will never run.
-    let st = state.clone();
-    let user_id = account.user.id.clone();
-    let route = route.to_string();
-    let task = tokio::spawn(async move {
+    // Claiming the key and running the work happen in one task of their own: a client that
+    // hangs up while the claim is being written cannot leave a claimed key with no work
+    // behind it (the handler's future is dropped on disconnect, this task is not).
+    let (st, user_id, route) = (state.clone(), account.user.id.clone(), route.to_string());
+    let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
         let begin =
             st.store.idem_begin(&user_id, &route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS).await;
         match begin {
@@ -111,7 +110,7 @@ where
                 respond(Ok(result))
             }
         }
-    });
+    }));
     match task.await {
         Ok(r) => r,
         Err(e) => ApiError::internal(format!("the request's task failed: {e}")).into_response(),

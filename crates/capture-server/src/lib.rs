@@ -15,6 +15,7 @@
 pub mod account;
 pub mod admin;
 pub mod app;
+pub mod audits;
 pub mod auth;
 pub mod blob;
 pub mod config;

@@ -21,6 +21,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
             Wakeup::Work(kind) => match kind.as_str() {
                 "screenshot" => state.work.notify_one(),
                 "webhook" => state.webhook_work.notify_one(),
+                "audit" => state.audit_work.notify_one(),
                 "run" => crate::jobs::run::RUN_WORK.notify_one(),
                 other => tracing::debug!(kind = other, "work of a kind this version does not run"),
             },
@@ -31,6 +32,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
                 // Notifications may have been missed while disconnected: everyone looks.
                 state.work.notify_waiters();
                 state.webhook_work.notify_waiters();
+                state.audit_work.notify_waiters();
                 crate::jobs::run::RUN_WORK.notify_waiters();
                 // The empty id: any job may have changed.
                 let _ = state.job_events.send(String::new());

@@ -30,6 +30,8 @@ pub struct Inner {
     pub work: Notify,
     /// Wakes idle webhook senders when a delivery is queued (here, or on another node).
     pub webhook_work: Notify,
+    /// Wakes idle audit workers when an audit is queued (here, or on another node).
+    pub audit_work: Notify,
     pub metrics: Metrics,
     /// Key lookups, usage and finished jobs for the hot read path.
     pub hot: crate::hotcache::HotCache,
@@ -37,6 +39,8 @@ pub struct Inner {
     pub browser: Option<Arc<BrowserPool>>,
     /// What the service's own outbound requests may reach (see `egress`).
     pub egress: Arc<capture_core::egress::EgressPolicy>,
+    /// Outgoing mail (`CAPTURE_SMTP_URL`); None when no SMTP server is configured.
+    pub mailer: Option<Arc<dyn capture_mail::Mailer>>,
     /// Cancelled when the process starts shutting down (ends event streams, stops claims).
     pub shutdown: tokio_util::sync::CancellationToken,
 }

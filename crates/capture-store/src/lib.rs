@@ -16,6 +16,7 @@ macro_rules! sqlf {
 }
 
 mod admission;
+mod audits;
 mod authver;
 mod db;
 mod idempotency;
@@ -31,6 +32,7 @@ mod web_store;
 mod webhooks;
 
 pub use admission::{QueueFull, QueueLimits, QueueScope};
+pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudit};
 pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};

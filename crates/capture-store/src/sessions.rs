@@ -84,6 +84,83 @@ impl Store {
         Ok(n)
     }
 
+    /// The failures for `key` since `since` that came after its last success, and the time
+    /// of the latest: what a backoff is computed from (a success starts the count again).
+    pub async fn login_failures_since_success(&self, key: &str, since: i64) -> Result<(i64, Option<i64>)> {
+        let (n, last): (i64, Option<i64>) = sqlx::query_as(
+            "SELECT COUNT(*), MAX(created_at) FROM login_attempts WHERE attempt_key = $1 AND succeeded = 0 \
+             AND created_at >= $2 AND created_at >= COALESCE((SELECT MAX(created_at) FROM login_attempts \
+             WHERE attempt_key = $1 AND succeeded = 1), 0)",
+        )
+        .bind(key)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((n, last))
+    }
+
+    /// The failures for `key` since `since` (successes do not reset them), and the latest.
+    pub async fn login_failures(&self, key: &str, since: i64) -> Result<(i64, Option<i64>)> {
+        let (n, last): (i64, Option<i64>) = sqlx::query_as(
+            "SELECT COUNT(*), MAX(created_at) FROM login_attempts WHERE attempt_key = $1 AND succeeded = 0 \
+             AND created_at >= $2",
+        )
+        .bind(key)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((n, last))
+    }
+
+    /// Leave `user_id` unverified until the link whose token hashes to `token_hash` is
+    /// opened (before `expires_at`); a new link replaces the last.
+    pub async fn start_email_verification(
+        &self,
+        user_id: &str,
+        token_hash: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query("DELETE FROM email_verifications WHERE user_id = $1").bind(user_id).execute(&mut *tx).await?;
+        sqlx::query(
+            "INSERT INTO email_verifications (user_id, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(user_id)
+        .bind(token_hash)
+        .bind(now)
+        .bind(expires_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Is `user_id` waiting for its e-mail to be verified? (Accounts made any other way,
+    /// and those that opened their link, are not.)
+    pub async fn email_unverified(&self, user_id: &str) -> Result<bool> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT user_id FROM email_verifications WHERE user_id = $1")
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
+    }
+
+    /// Open a verification link: the account it verifies, when the token is known and
+    /// has not expired (it works once).
+    pub async fn verify_email(&self, token_hash: &str, now: i64) -> Result<Option<String>> {
+        let mut tx = self.begin_write().await?;
+        let row: Option<(String,)> = sqlx::query_as(
+            "DELETE FROM email_verifications WHERE token_hash = $1 AND expires_at > $2 RETURNING user_id",
+        )
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(row.map(|(u,)| u))
+    }
+
     /// Delete expired sessions and old sign-in attempts (housekeeping).
     pub async fn purge_web_state(&self, now: i64, attempts_before: i64) -> Result<()> {
         sqlx::query("DELETE FROM web_sessions WHERE expires_at <= $1").bind(now).execute(&self.pool).await?;

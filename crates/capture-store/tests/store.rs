@@ -233,6 +233,8 @@ on_both_backends! {
     one_process_leads_at_a_time_and_another_takes_over => one_process_leads_at_a_time_and_another_takes_over_sqlite, one_process_leads_at_a_time_and_another_takes_over_postgres;
     account_queue_bound_admits_exactly_the_limit_under_concurrency => account_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, account_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
     global_queue_bound_admits_exactly_the_limit_under_concurrency => global_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, global_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
+    sign_in_failures_count_since_the_last_success => sign_in_failures_count_since_the_last_success_sqlite, sign_in_failures_count_since_the_last_success_postgres;
+    an_email_is_verified_once_by_its_link_before_it_expires => an_email_is_verified_once_by_its_link_before_it_expires_sqlite, an_email_is_verified_once_by_its_link_before_it_expires_postgres;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1696,4 +1698,255 @@ async fn databases_from_before_sqlx_migrations_upgrade_in_place(ctx: Ctx) {
     let again = Store::connect(&url, 2).await.unwrap();
     assert_eq!(again.applied_migrations().await.unwrap(), again.known_migrations());
     again.close().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// Website audits
+// ---------------------------------------------------------------------------------------
+
+on_both_backends! {
+    audits_charge_pages_audited_and_give_back_the_rest => audits_charge_pages_audited_and_give_back_the_rest_sqlite, audits_charge_pages_audited_and_give_back_the_rest_postgres;
+    failed_audits_give_everything_back_and_quota_refuses_the_page_cap => failed_audits_give_everything_back_and_quota_refuses_the_page_cap_sqlite, failed_audits_give_everything_back_and_quota_refuses_the_page_cap_postgres;
+    audits_list_newest_first_store_idempotent_responses_and_stay_owner_only => audits_list_newest_first_store_idempotent_responses_and_stay_owner_only_sqlite, audits_list_newest_first_store_idempotent_responses_and_stay_owner_only_postgres;
+    audits_waiting_per_account_are_bounded => audits_waiting_per_account_are_bounded_sqlite, audits_waiting_per_account_are_bounded_postgres;
+}
+
+/// A full-site audit of `user` reserving `actions` at `now`.
+fn audit(user: &User, now: i64, actions: i64, limit: Option<i64>) -> capture_store::NewAudit {
+    let id = new_id(capture_core::ids::AUDIT);
+    capture_store::NewAudit {
+        task_payload: serde_json::json!({ "auditId": id }).to_string(),
+        id,
+        user_id: user.id.clone(),
+        key_id: None,
+        url: "https://example.com/".into(),
+        report_type: "full_site".into(),
+        max_pages: actions,
+        actions,
+        share_token: random_string(32),
+        month: MONTH.into(),
+        limit,
+        reset_at: "2026-12-01T00:00:00.000Z".into(),
+        now,
+        queue_limits: QueueLimits::default(),
+    }
+}
+
+/// `(type, data)` of an audit's events, oldest first.
+async fn audit_events(store: &Store, id: &str) -> Vec<(String, serde_json::Value)> {
+    store
+        .events_after(id, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, t, d)| (t, serde_json::from_str(&d).unwrap()))
+        .collect()
+}
+
+async fn subscribe_everything(store: &Store, user: &User) {
+    let ep = capture_store::Endpoint {
+        id: new_id(capture_core::ids::ENDPOINT),
+        user_id: user.id.clone(),
+        url: "https://hooks.example.com/in".into(),
+        events: vec!["*".into()],
+        description: None,
+        secret_enc: "enc".into(),
+        created_at: T0,
+    };
+    store.create_endpoint(&ep).await.unwrap();
+}
+
+async fn audits_charge_pages_audited_and_give_back_the_rest(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    subscribe_everything(store, &alice).await;
+    let n = audit(&alice, T0, 10, Some(100));
+    let (row, used) = store.create_audit_with(&n, None).await.unwrap().unwrap();
+    assert_eq!(used, 10, "the page cap is reserved up front");
+    assert_eq!((row.status.as_str(), row.actions_reserved, row.actions_charged), ("pending", 10, 0));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 10);
+
+    let task = store.claim("audit", "w1", T0 + 1, 60_000).await.unwrap().expect("an audit task");
+    assert_eq!(task.subject_id, n.id);
+    assert!(store.mark_audit_processing(&n.id, T0 + 2).await.unwrap());
+    assert!(store.audit_progress(&task.id, "w1", &n.id, 1, 4, T0 + 3).await.unwrap());
+    assert!(!store.audit_progress(&task.id, "w2", &n.id, 2, 4, T0 + 3).await.unwrap(), "fenced on the lease");
+    assert!(store.audit_progress(&task.id, "w1", &n.id, 2, 3, T0 + 4).await.unwrap());
+    let running = store.audit(&n.id).await.unwrap().unwrap();
+    assert_eq!((running.status.as_str(), running.pages_audited, running.pages_total), ("processing", 2, 3));
+
+    let done = capture_store::AuditDone {
+        pages_audited: 3,
+        scores: r#"{"seo":90}"#.into(),
+        report: r#"{"pagesAudited":3}"#.into(),
+    };
+    let event = serde_json::json!({"auditId": n.id});
+    assert!(!store.complete_audit(&task.id, "w2", &n.id, &done, &event, T0 + 5).await.unwrap(), "not w2's lease");
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 10, "nothing settled by a stale worker");
+    assert!(store.complete_audit(&task.id, "w1", &n.id, &done, &event, T0 + 5).await.unwrap());
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 3, "3 pages charged, 7 given back");
+    let row = store.audit(&n.id).await.unwrap().unwrap();
+    assert_eq!(row.status, "done");
+    assert_eq!((row.pages_audited, row.actions_charged, row.completed_at), (3, 3, Some(T0 + 5)));
+    assert_eq!(row.report.as_deref(), Some(r#"{"pagesAudited":3}"#));
+    assert_eq!(row.scores.as_deref(), Some(r#"{"seo":90}"#));
+    // A second completion changes nothing.
+    assert!(!store.complete_audit(&task.id, "w1", &n.id, &done, &event, T0 + 6).await.unwrap());
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 3);
+
+    let events = audit_events(store, &n.id).await;
+    let kinds: Vec<String> = events
+        .iter()
+        .map(|(t, d)| match t.as_str() {
+            "audit.status" => d["status"].as_str().unwrap().to_string(),
+            "audit.progress" => format!("{}/{}", d["pagesDone"], d["pagesTotal"]),
+            other => panic!("unexpected event {other}"),
+        })
+        .collect();
+    assert_eq!(kinds, ["pending", "processing", "1/4", "2/3", "done"]);
+    // The webhook outbox got audit.completed in the same transaction.
+    let eps = store.list_endpoints(&alice.id).await.unwrap();
+    let deliveries = store.list_deliveries(&alice.id, &eps[0].id, 10).await.unwrap();
+    assert_eq!(deliveries.iter().filter(|d| d.event_type == "audit.completed").count(), 1, "{deliveries:?}");
+    // The public token finds it; a wrong one nothing.
+    assert_eq!(store.audit_by_token(&n.share_token).await.unwrap().unwrap().id, n.id);
+    assert!(store.audit_by_token("nope").await.unwrap().is_none());
+    store.set_audit_pdf(&n.id, "reports/x.pdf").await.unwrap();
+    assert_eq!(store.audit(&n.id).await.unwrap().unwrap().pdf_key.as_deref(), Some("reports/x.pdf"));
+}
+
+async fn failed_audits_give_everything_back_and_quota_refuses_the_page_cap(ctx: Ctx) {
+    let store = &ctx.store;
+    let bob = new_user(store, "bob@example.com").await;
+    // 12 actions a month: a 10-page audit fits once, not twice.
+    let first = audit(&bob, T0, 10, Some(12));
+    store.create_audit_with(&first, None).await.unwrap().unwrap();
+    let refused = store.create_audit_with(&audit(&bob, T0 + 1, 10, Some(12)), None).await.unwrap();
+    assert_eq!(refused.map(|(r, _)| r.id), Err(Refused::Quota(QuotaExceeded { used: 10 })));
+    assert_eq!(store.queue_depth().await.unwrap(), 1, "a refusal queues nothing");
+    subscribe_everything(store, &bob).await;
+
+    let task = store.claim("audit", "w1", T0 + 2, 60_000).await.unwrap().unwrap();
+    store.mark_audit_processing(&first.id, T0 + 3).await.unwrap();
+    store.audit_progress(&task.id, "w1", &first.id, 1, 1, T0 + 4).await.unwrap();
+    let ev = serde_json::json!({"auditId": first.id, "error": "unreachable"});
+    assert!(store.fail_audit(&task.id, "w1", &first.id, "the site could not be reached", &ev, T0 + 5).await.unwrap());
+    assert_eq!(store.month_usage(&bob.id, MONTH).await.unwrap(), 0, "a failed audit costs nothing");
+    let row = store.audit(&first.id).await.unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.actions_charged), ("failed", 0));
+    assert_eq!(row.error.as_deref(), Some("the site could not be reached"));
+    let last = audit_events(store, &first.id).await.pop().unwrap();
+    assert_eq!(last.1["status"], "failed");
+    let eps = store.list_endpoints(&bob.id).await.unwrap();
+    let deliveries = store.list_deliveries(&bob.id, &eps[0].id, 10).await.unwrap();
+    assert_eq!(deliveries.iter().filter(|d| d.event_type == "audit.failed").count(), 1);
+    // Now the 10 actions are free again.
+    store.create_audit_with(&audit(&bob, T0 + 6, 10, Some(12)), None).await.unwrap().unwrap();
+
+    // Shutdown hands a running audit back: pending again, the claim not counted.
+    let task = store.claim("audit", "w2", T0 + 7, 60_000).await.unwrap().unwrap();
+    store.mark_audit_processing(&task.subject_id, T0 + 8).await.unwrap();
+    assert!(store.release_audit(&task.id, "w2", &task.subject_id, T0 + 9).await.unwrap());
+    assert_eq!(store.audit(&task.subject_id).await.unwrap().unwrap().status, "pending");
+    let again = store.claim("audit", "w3", T0 + 10, 60_000).await.unwrap().unwrap();
+    assert_eq!((again.id, again.attempts), (task.id, 1));
+}
+
+async fn audits_list_newest_first_store_idempotent_responses_and_stay_owner_only(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let eve = new_user(store, "eve@example.com").await;
+    let route = "POST /v1/audits";
+    let claim = match store.idem_begin(&alice.id, route, "key-1", "h", T0, DAY_MS, 60_000).await.unwrap() {
+        IdemBegin::Owned(c) => c,
+        other => panic!("{other:?}"),
+    };
+    let render = |r: &capture_store::AuditRow| (202u16, format!("{{\"id\":\"{}\"}}", r.id));
+    let first = audit(&alice, T0, 1, None);
+    store.create_audit_with(&first, Some(IdemResponse { claim: &claim, render: &render })).await.unwrap().unwrap();
+    assert_eq!(
+        store.idem_begin(&alice.id, route, "key-1", "h", T0 + 1, DAY_MS, 60_000).await.unwrap(),
+        IdemBegin::Replay(202, format!("{{\"id\":\"{}\"}}", first.id)),
+        "the response was stored with the audit"
+    );
+    let mut ids = vec![first.id.clone()];
+    for i in 1..5 {
+        let n = audit(&alice, T0 + i, 1, None);
+        store.create_audit_with(&n, None).await.unwrap().unwrap();
+        ids.push(n.id);
+    }
+    store.create_audit_with(&audit(&eve, T0 + 2, 1, None), None).await.unwrap().unwrap();
+    ids.reverse();
+    let page1 = store.list_audits(&alice.id, None, 2).await.unwrap();
+    assert_eq!(page1.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), ids[..2]);
+    assert!(page1.iter().all(|r| r.report.is_none()), "listings leave the report out");
+    let last = page1.last().unwrap();
+    let page2 = store.list_audits(&alice.id, Some((last.created_at, Some(last.id.clone()))), 10).await.unwrap();
+    assert_eq!(page2.iter().map(|r| r.id.clone()).collect::<Vec<_>>(), ids[2..]);
+    assert!(store.audit_of(&eve.id, &first.id).await.unwrap().is_none(), "someone else's audit is not found");
+    assert_eq!(store.audit_of(&alice.id, &first.id).await.unwrap().unwrap().url, "https://example.com/");
+}
+
+async fn audits_waiting_per_account_are_bounded(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let bounded = |user: &User, now: i64| {
+        let mut n = audit(user, now, 1, None);
+        n.queue_limits = QueueLimits { per_account: Some(2), global: Some(3) };
+        n
+    };
+    store.create_audit_with(&bounded(&alice, T0), None).await.unwrap().unwrap();
+    store.create_audit_with(&bounded(&alice, T0 + 1), None).await.unwrap().unwrap();
+    let refused = store.create_audit_with(&bounded(&alice, T0 + 2), None).await.unwrap().map(|(r, _)| r.id);
+    assert_eq!(refused, Err(Refused::QueueFull(QueueFull { scope: QueueScope::Account, pending: 2, limit: 2 })));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 2, "a refusal charges nothing");
+    store.create_audit_with(&bounded(&bob, T0 + 3), None).await.unwrap().unwrap();
+    let refused = store.create_audit_with(&bounded(&bob, T0 + 4), None).await.unwrap().map(|(r, _)| r.id);
+    assert_eq!(refused, Err(Refused::QueueFull(QueueFull { scope: QueueScope::Global, pending: 3, limit: 3 })));
+    // An audit that ends frees its place.
+    let task = store.claim("audit", "w1", T0 + 5, 60_000).await.unwrap().unwrap();
+    let ev = serde_json::json!({});
+    store.fail_audit(&task.id, "w1", &task.subject_id, "x", &ev, T0 + 6).await.unwrap();
+    store.create_audit_with(&bounded(&bob, T0 + 7), None).await.unwrap().unwrap();
+}
+
+// ---------------------------------------------------------------------------------------
+// Sign-in throttle and e-mail verification
+// ---------------------------------------------------------------------------------------
+
+async fn sign_in_failures_count_since_the_last_success(ctx: Ctx) {
+    let store = &ctx.store;
+    let key = "pair:10.0.0.1|alice@example.com";
+    assert_eq!(store.login_failures_since_success(key, T0).await.unwrap(), (0, None));
+    for i in 0..3 {
+        store.record_login_attempt(key, false, T0 + i).await.unwrap();
+    }
+    assert_eq!(store.login_failures_since_success(key, T0).await.unwrap(), (3, Some(T0 + 2)));
+    assert_eq!(store.login_failures_since_success(key, T0 + 1).await.unwrap(), (2, Some(T0 + 2)), "the window");
+    // A success starts the count again; plain counting keeps every failure.
+    store.record_login_attempt(key, true, T0 + 10).await.unwrap();
+    store.record_login_attempt(key, false, T0 + 11).await.unwrap();
+    assert_eq!(store.login_failures_since_success(key, T0).await.unwrap(), (1, Some(T0 + 11)));
+    assert_eq!(store.login_failures(key, T0).await.unwrap(), (4, Some(T0 + 11)));
+    // Other keys are apart.
+    assert_eq!(store.login_failures("ip:10.0.0.1", T0).await.unwrap(), (0, None));
+}
+
+async fn an_email_is_verified_once_by_its_link_before_it_expires(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    assert!(!store.email_unverified(&alice.id).await.unwrap(), "accounts start verified");
+    store.start_email_verification(&alice.id, "hash-1", T0, T0 + DAY_MS).await.unwrap();
+    // A new link replaces the last.
+    store.start_email_verification(&alice.id, "hash-2", T0 + 1, T0 + DAY_MS).await.unwrap();
+    store.start_email_verification(&bob.id, "hash-b", T0, T0 + 10).await.unwrap();
+    assert!(store.email_unverified(&alice.id).await.unwrap());
+    assert_eq!(store.verify_email("hash-1", T0 + 2).await.unwrap(), None, "the replaced link");
+    assert_eq!(store.verify_email("hash-b", T0 + 10).await.unwrap(), None, "an expired link");
+    assert!(store.email_unverified(&bob.id).await.unwrap());
+    assert_eq!(store.verify_email("hash-2", T0 + 2).await.unwrap().as_deref(), Some(alice.id.as_str()));
+    assert!(!store.email_unverified(&alice.id).await.unwrap());
+    assert_eq!(store.verify_email("hash-2", T0 + 3).await.unwrap(), None, "a link works once");
 }

@@ -172,3 +172,569 @@ async fn the_services_own_listeners_stay_out_of_reach_even_with_loopback_allowed
         .await;
     assert_eq!(r.status(), 400);
 }
+
+// ---- The smaller holes: credentials, uploads, the share page, logs. ----
+
+/// A PNG whose header claims `w`×`h` (a valid IHDR, checksum and all) over one pixel of
+/// data: what a decompression bomb looks like before it is inflated.
+fn png_claiming(w: u32, h: u32) -> Vec<u8> {
+    let mut b = Vec::new();
+    image::RgbImage::from_pixel(1, 1, image::Rgb([1, 2, 3]))
+        .write_to(&mut std::io::Cursor::new(&mut b), image::ImageFormat::Png)
+        .unwrap();
+    b[16..20].copy_from_slice(&w.to_be_bytes());
+    b[20..24].copy_from_slice(&h.to_be_bytes());
+    let crc = crc32(&b[12..29]);
+    b[29..33].copy_from_slice(&crc.to_be_bytes());
+    b
+}
+
+fn crc32(data: &[u8]) -> u32 {
+    let mut c = 0xFFFF_FFFFu32;
+    for &byte in data {
+        c ^= u32::from(byte);
+        for _ in 0..8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+        }
+    }
+    !c
+}
+
+async fn upload_file(app: &TestApp, key: &str, bytes: Vec<u8>, name: &str) -> reqwest::Response {
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()));
+    app.client.post(app.url("/v1/screenshot/upload")).bearer_auth(key).multipart(form).send().await.unwrap()
+}
+
+fn small_png() -> Vec<u8> {
+    let mut b = Vec::new();
+    image::RgbImage::from_pixel(64, 48, image::Rgb([200, 10, 10]))
+        .write_to(&mut std::io::Cursor::new(&mut b), image::ImageFormat::Png)
+        .unwrap();
+    b
+}
+
+const TINY_PDF: &[u8] = b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+
+/// `name=value` of every Set-Cookie, joined for a Cookie header.
+fn cookies(r: &reqwest::Response) -> String {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok()?.split(';').next().map(str::to_string))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn hidden_field(html: &str, name: &str) -> String {
+    let at = html.find(&format!("name=\"{name}\"")).expect("the hidden field");
+    let rest = &html[at..];
+    rest.split("value=\"").nth(1).unwrap().split('"').next().unwrap().to_string()
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+/// A client whose connections come from `ip` (any 127.x address reaches the loopback
+/// listener on Linux), so the service sees another client address.
+fn client_from(ip: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
+        .build()
+        .unwrap()
+}
+
+/// `POST /login` with the form's CSRF token, from 127.0.0.1.
+async fn sign_in_attempt(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+    sign_in_from(&no_redirects(), app, email, password).await
+}
+
+/// `POST /login` with the form's CSRF token, through `http`.
+async fn sign_in_from(http: &reqwest::Client, app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+    let page = http.get(app.url("/login")).send().await.unwrap();
+    let anon = cookies(&page);
+    let csrf = hidden_field(&page.text().await.unwrap(), "csrf");
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("csrf", &csrf)
+        .append_pair("email", email)
+        .append_pair("password", password)
+        .finish();
+    http.post(app.url("/login"))
+        .header("cookie", anon)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A new account with a password, signed in: (email, the session's Cookie header).
+async fn signed_in(app: &TestApp) -> (String, String) {
+    let email = format!("w{}@example.com", rand_suffix());
+    let password = "correct horse battery staple";
+    app.cli(&["admin", "user", "create", "--email", &email, "--password", password]);
+    let r = sign_in_attempt(app, &email, password).await;
+    assert_eq!(r.status(), 303, "sign-in failed");
+    let c = cookies(&r);
+    assert!(c.contains("capture_session="), "{c}");
+    (email, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_bearer_scheme_is_case_insensitive_and_every_answer_has_rate_limit_headers() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free");
+    for scheme in ["Bearer", "BEARER", "bearer", "bEaReR"] {
+        let r = app
+            .client
+            .get(app.url("/v1/account/balance"))
+            .header("authorization", format!("{scheme} {key}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "{scheme}");
+        assert!(r.headers().contains_key("x-ratelimit-limit"), "{scheme}: {:?}", r.headers());
+    }
+    // Errors of an authenticated call carry them too.
+    let r = app.get(&key, "/v1/screenshot/scr_nope").await;
+    assert_eq!(r.status(), 404);
+    for h in ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset"] {
+        assert!(r.headers().contains_key(h), "{h} missing on a 404: {:?}", r.headers());
+    }
+    let r = app.client.get(app.url("/v1/account/balance")).header("authorization", format!("Basic {key}")).send().await;
+    assert_eq!(r.unwrap().status(), 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_upload_claiming_too_many_pixels_is_refused_before_it_is_decoded() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free");
+    let bomb = png_claiming(11_000, 11_000);
+    let r = upload_file(&app, &key, bomb, "bomb.png").await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "VALIDATION_ERROR", "{v}");
+    assert_eq!(v["details"]["field"], "file", "{v}");
+    let reason = v["details"]["reason"].as_str().unwrap();
+    assert!(reason.contains("11000×11000") && reason.contains("25000000"), "{reason}");
+    // Nothing was stored or charged; an image within the limit still goes through.
+    let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    assert_eq!(b["usage"]["used"], 0, "{b}");
+    let r = upload_file(&app, &key, small_png(), "ok.png").await;
+    assert_eq!(r.status(), 201);
+    // Six bombs at once: each refused, none decoded (the server stays up and answers).
+    let all = futures_util::future::join_all(
+        (0..6).map(|_| upload_file(&app, &key, png_claiming(11_000, 11_000), "bomb.png")),
+    )
+    .await;
+    assert!(all.iter().all(|r| r.status() == 400));
+    assert_eq!(app.client.get(app.url("/healthz")).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_pdf_download_takes_the_website_session_as_well_as_a_key() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (email, cookie) = signed_in(&app).await;
+    let key = app.new_key(&email);
+    let r = upload_file(&app, &key, TINY_PDF.to_vec(), "doc.pdf").await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let path = format!("/api/pdf/download/{id}");
+    // With the key.
+    let r = app.get(&key, &path).await;
+    assert_eq!(r.status(), 200);
+    // With the session cookie only.
+    let r = app.client.get(app.url(&path)).header("cookie", &cookie).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/pdf");
+    assert!(r.headers().contains_key("x-ratelimit-limit"));
+    assert_eq!(r.bytes().await.unwrap().as_ref(), TINY_PDF);
+    // Nobody: 401 in the API's shape; someone else's session: 404.
+    let r = app.client.get(app.url(&path)).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.json::<Value>().await.unwrap()["code"], "UNAUTHORIZED");
+    let (_, other) = signed_in(&app).await;
+    let r = app.client.get(app.url(&path)).header("cookie", &other).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    // A forged cookie is no session.
+    let r =
+        app.client.get(app.url(&path)).header("cookie", "capture_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAA").send().await;
+    assert_eq!(r.unwrap().status(), 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_public_share_page_cannot_be_framed_and_runs_nothing() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free");
+    let r = upload_file(&app, &key, small_png(), "shot.png").await;
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let share: Value =
+        app.post_json(&key, &format!("/api/screenshots/{id}/share"), &json!({})).await.json().await.unwrap();
+    let url = share["shareUrl"].as_str().unwrap();
+    for (u, status) in [(url.to_string(), 200), (app.url("/s/doesnotexist0000000000"), 404)] {
+        let r = app.client.get(&u).send().await.unwrap();
+        assert_eq!(r.status(), status);
+        assert_eq!(r.headers()["x-frame-options"], "DENY");
+        let csp = r.headers()["content-security-policy"].to_str().unwrap().to_string();
+        for part in ["default-src 'none'", "frame-ancestors 'none'", "base-uri 'none'", "style-src 'sha256-"] {
+            assert!(csp.contains(part), "{csp}");
+        }
+        assert!(!csp.contains("unsafe-inline") && !csp.contains("script-src"), "{csp}");
+        let html = r.text().await.unwrap();
+        if status == 200 {
+            // The capture itself is allowed in.
+            let origin = app.base.trim_end_matches('/');
+            assert!(csp.contains("img-src 'self'") || csp.contains(origin), "{csp}");
+            assert!(html.contains("<img src=\""), "{html}");
+        }
+    }
+}
+
+/// Start `capture serve` on `app`'s deployment with JSON logs on a pipe; returns the base URL,
+/// the process and the collected stderr lines.
+async fn serve_with_json_logs(
+    app: &TestApp,
+) -> (String, std::process::Child, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::BufRead;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_capture"));
+    cmd.args(["serve", "--roles", "api"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    for (k, v) in &app.env {
+        cmd.env(k, v);
+    }
+    cmd.env("CAPTURE_LOG_FORMAT", "json").env("CAPTURE_LOG", "info,capture_server::access=debug");
+    let mut child = cmd.spawn().unwrap();
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (stderr, sink) = (child.stderr.take().unwrap(), lines.clone());
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            sink.lock().unwrap().push(l);
+        }
+    });
+    let stdout = child.stdout.take().unwrap();
+    let first = tokio::task::spawn_blocking(move || {
+        let mut l = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut l).unwrap();
+        l
+    })
+    .await
+    .unwrap();
+    let base = first.trim().strip_prefix("listening on ").expect("its address").to_string();
+    (base, child, lines)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_log_line_of_a_request_carries_its_request_id() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free");
+    let (base, mut child, lines) = serve_with_json_logs(&app).await;
+    let form = reqwest::multipart::Form::new()
+        .part("file", reqwest::multipart::Part::bytes(png_claiming(9000, 9000)).file_name("b.png"));
+    let r = app
+        .client
+        .post(format!("{base}/v1/screenshot/upload"))
+        .bearer_auth(&key)
+        .header("x-request-id", "req_logs_upload_1")
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let r =
+        app.client.get(format!("{base}/v1/account/balance")).header("x-request-id", "req_logs_nokey_1").send().await;
+    assert_eq!(r.unwrap().status(), 401);
+    let r = app.client.get(format!("{base}/healthz")).send().await.unwrap();
+    let minted = r.headers()["x-request-id"].to_str().unwrap().to_string();
+    // Let the lines reach the pipe, then stop the server.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let _ = tokio::task::spawn_blocking(move || child.wait()).await;
+    let lines = lines.lock().unwrap().clone();
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect();
+    let of = |id: &str| -> Vec<&Value> { parsed.iter().filter(|v| v["span"]["request_id"] == id).collect() };
+    // The handler's own line and the access line, both with the id the client sent.
+    let upload = of("req_logs_upload_1");
+    assert!(upload.iter().any(|v| v["message"] == "upload refused: too many pixels"), "{lines:#?}");
+    assert!(upload.iter().any(|v| v["message"] == "request answered" && v["status"] == 400), "{lines:#?}");
+    assert!(of("req_logs_nokey_1").iter().any(|v| v["status"] == 401), "{lines:#?}");
+    // A minted id is the one the response named.
+    assert!(of(&minted).iter().any(|v| v["message"] == "request answered"), "{minted}: {lines:#?}");
+    // And no line logged inside a request lacks it.
+    for v in &parsed {
+        if v["span"]["name"] == "request" {
+            assert!(v["span"]["request_id"].as_str().is_some_and(|s| s.starts_with("req_")), "{v}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_five_mebibyte_title_is_cut_and_a_huge_filename_is_refused() {
+    // A page that sets a 5 MiB title (of two-byte characters, so a cut could split one).
+    let huge_title = "<!doctype html><html><head><meta charset=\"utf-8\"><title>start</title></head><body style=\"background:#0f0\">\
+        <script>document.title = 'é'.repeat(5 * 1024 * 1024 / 2);</script></body></html>"
+        .to_string();
+    let site = Site::start(vec![("/huge", "text/html", huge_title)]).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free");
+    let job = app.create(&key, json!({"url": site.url("/huge"), "waitUntil": "load"})).await;
+    let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let title = done["pageTitle"].as_str().unwrap();
+    assert_eq!(title.chars().count(), 512, "cut to the documented length");
+    assert!(title.starts_with("éé") && title.ends_with('…'), "{}", &title[..20]);
+    // The share page stays small.
+    let id = done["id"].as_str().unwrap();
+    let share: Value =
+        app.post_json(&key, &format!("/api/screenshots/{id}/share"), &json!({})).await.json().await.unwrap();
+    let page = app.client.get(share["shareUrl"].as_str().unwrap()).send().await.unwrap().text().await.unwrap();
+    assert!(page.len() < 16 * 1024, "the share page is {} bytes", page.len());
+
+    // A 100 KB file name: refused by name, nothing stored or charged.
+    let long = format!("{}.png", "a".repeat(100 * 1024));
+    let r = upload_file(&app, &key, small_png(), &long).await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "VALIDATION_ERROR", "{v}");
+    assert_eq!(v["details"]["field"], "filename", "{v}");
+    // At the limit it is fine.
+    let ok = format!("{}.png", "b".repeat(251));
+    let r = upload_file(&app, &key, small_png(), &ok).await;
+    assert_eq!(r.status(), 201);
+    let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    assert_eq!(b["usage"]["used"], 2, "the capture and the one upload that was accepted: {b}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unknown_fields_are_refused_by_name() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free");
+    let r = app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/", "fullpage": true})).await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "VALIDATION_ERROR", "{v}");
+    assert_eq!(v["details"]["field"], "fullpage", "{v}");
+    assert!(v["details"]["reason"].as_str().unwrap().contains("fullPage"), "names what is known: {v}");
+    let r = app
+        .post_json(
+            &key,
+            "/v1/webhooks",
+            &json!({"url": "https://hooks.example.com/x", "evnts": ["screenshot.completed"]}),
+        )
+        .await;
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!((v["code"].as_str(), v["details"]["field"].as_str()), (Some("VALIDATION_ERROR"), Some("evnts")), "{v}");
+    // Nothing was created or charged; the known fields alone pass.
+    let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    assert_eq!(b["usage"]["used"], 0, "{b}");
+    let r = app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/", "fullPage": true})).await;
+    assert_eq!(r.status(), 202);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sign_in_backs_off_per_address_and_never_locks_the_owner_out() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let owner = format!("owner{}@example.com", rand_suffix());
+    let password = "the owner's own password";
+    app.cli(&["admin", "user", "create", "--email", &owner, "--password", password]);
+    // A stranger guesses from 127.0.0.2: ten tries are answered, then it must wait.
+    let stranger = client_from("127.0.0.2");
+    for i in 0..10 {
+        let r = sign_in_from(&stranger, &app, &owner, &format!("guess {i}")).await;
+        assert_eq!(r.status(), 400, "guess {i}");
+    }
+    let r = sign_in_from(&stranger, &app, &owner, password).await;
+    assert_eq!(r.status(), 429, "even the right password waits, so the answer tells nothing");
+    let retry: i64 = r.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=30).contains(&retry), "the first pause is 30 s, not a lockout: {retry}");
+    assert!(r.text().await.unwrap().contains("Too many failed sign-in attempts"));
+    // The owner, from another address, signs in at once.
+    let r = sign_in_from(&client_from("127.0.0.3"), &app, &owner, password).await;
+    assert_eq!(r.status(), 303, "the owner is not locked out by a stranger");
+    assert!(cookies(&r).contains("capture_session="));
+    // Another account from the stranger's address is not held by the pair's pause.
+    let other = format!("other{}@example.com", rand_suffix());
+    app.cli(&["admin", "user", "create", "--email", &other, "--password", password]);
+    assert_eq!(sign_in_from(&stranger, &app, &other, password).await.status(), 303);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sign_ups_are_throttled_per_address() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite).env("CAPTURE_SIGNUPS_PER_HOUR", "3")).await;
+    let sign_up = |http: reqwest::Client| {
+        let app = &app;
+        async move {
+            let page = http.get(app.url("/signup")).send().await.unwrap();
+            let anon = cookies(&page);
+            let csrf = hidden_field(&page.text().await.unwrap(), "csrf");
+            let body = url::form_urlencoded::Serializer::new(String::new())
+                .append_pair("csrf", &csrf)
+                .append_pair("email", &format!("s{}@example.com", rand_suffix()))
+                .append_pair("password", "a good long password")
+                .finish();
+            http.post(app.url("/signup"))
+                .header("cookie", anon)
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let busy = client_from("127.0.0.4");
+    for i in 0..3 {
+        assert_eq!(sign_up(busy.clone()).await.status(), 303, "sign-up {i}");
+    }
+    let r = sign_up(busy.clone()).await;
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().contains_key("retry-after"));
+    assert!(r.text().await.unwrap().contains("Too many accounts"));
+    // Another address is not affected.
+    assert_eq!(sign_up(client_from("127.0.0.5")).await.status(), 303);
+}
+
+/// A running `tests/smtp/smtp_sink.py` (aiosmtpd) that keeps what it receives; killed on drop.
+struct SmtpSink {
+    child: std::process::Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl SmtpSink {
+    /// Start it, or None (with a notice) when aiosmtpd is not installed outside CI.
+    fn start() -> Option<SmtpSink> {
+        use std::io::BufRead;
+        let python = match std::env::var_os("CAPTURE_TEST_AIOSMTPD").filter(|p| !p.is_empty()) {
+            Some(p) => std::path::PathBuf::from(p),
+            None => {
+                let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).parent()?.join("aiosmtpd-venv/bin/python");
+                if !venv.is_file() {
+                    assert!(
+                        std::env::var("CI").as_deref() != Ok("true"),
+                        "aiosmtpd is missing (CAPTURE_TEST_AIOSMTPD)"
+                    );
+                    eprintln!("\n!!!!!!!! SKIPPED: aiosmtpd is missing; set CAPTURE_TEST_AIOSMTPD !!!!!!!!\n");
+                    return None;
+                }
+                venv
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/smtp/smtp_sink.py");
+        let mut child = std::process::Command::new(python)
+            .arg(&script)
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("start smtp_sink.py");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let port = line.trim().strip_prefix("PORT ").and_then(|p| p.parse().ok()).expect("PORT n");
+        Some(SmtpSink { child, port, dir })
+    }
+
+    /// The messages received so far (raw bytes), waiting up to 10 s for `n`.
+    async fn wait_for(&self, n: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got: Vec<String> = (1..)
+                .map_while(|i| {
+                    std::fs::metadata(self.dir.path().join(format!("{i}.json"))).ok()?;
+                    std::fs::read(self.dir.path().join(format!("{i}.eml"))).ok()
+                })
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .collect();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(Instant::now() < deadline, "only {} of {n} messages arrived", got.len());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for SmtpSink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The verification link in a raw mail (undoing quoted-printable soft breaks).
+fn verification_link(raw: &str) -> String {
+    let text = raw.replace("=\r\n", "").replace("=3D", "=");
+    let at = text.find("/verify-email?token=").expect("a verification link");
+    let start = text[..at].rfind("http").unwrap();
+    let rest = &text[start..];
+    let end = rest.find(|c: char| c.is_whitespace() || c == '"' || c == '<').unwrap_or(rest.len());
+    rest[..end].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn with_smtp_a_new_account_verifies_its_email_before_it_gets_quota() {
+    let Some(smtp) = SmtpSink::start() else { return };
+    let app = TestApp::spawn(
+        Opts::api(Db::Sqlite)
+            .env("CAPTURE_SMTP_URL", &format!("smtp://127.0.0.1:{}", smtp.port))
+            .env("CAPTURE_MAIL_FROM", "Capture <no-reply@capture.example>"),
+    )
+    .await;
+    // Sign up on the website.
+    let http = no_redirects();
+    let page = http.get(app.url("/signup")).send().await.unwrap();
+    let anon = cookies(&page);
+    let csrf = hidden_field(&page.text().await.unwrap(), "csrf");
+    let email = format!("new{}@example.com", rand_suffix());
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("csrf", &csrf)
+        .append_pair("email", &email)
+        .append_pair("password", "a good long password")
+        .finish();
+    let r = http
+        .post(app.url("/signup"))
+        .header("cookie", anon)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let session = cookies(&r);
+    // The link was mailed to the address, from the configured sender.
+    let mails = smtp.wait_for(1).await;
+    assert!(mails[0].contains(&format!("To: {email}")), "{}", mails[0]);
+    assert!(mails[0].contains("<no-reply@capture.example>"), "{}", mails[0]);
+    let link = verification_link(&mails[0]);
+    assert!(link.starts_with(&app.base), "{link}");
+    // Until it is opened the account has no quota, and the dashboard says why.
+    let key = app.new_key(&email);
+    let r = app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/"})).await;
+    assert_eq!(r.status(), 403);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["code"].as_str(), v["details"]["reason"].as_str()),
+        (Some("FORBIDDEN"), Some("email_unverified")),
+        "{v}"
+    );
+    let dash = http.get(app.url("/dashboard")).header("cookie", &session).send().await.unwrap().text().await.unwrap();
+    assert!(dash.contains("Verify your e-mail address"), "{dash}");
+    // Opening the link verifies it (once).
+    let r = http.get(&link).send().await.unwrap();
+    assert_eq!(r.status(), 303);
+    assert_eq!(r.headers()["location"], "/dashboard?verified=1");
+    assert_eq!(app.post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com/"})).await.status(), 202);
+    assert_eq!(http.get(&link).send().await.unwrap().status(), 404, "a link works once");
+    let dash = http.get(app.url("/dashboard")).header("cookie", &session).send().await.unwrap().text().await.unwrap();
+    assert!(!dash.contains("Verify your e-mail address"));
+    // `capture admin user create` makes verified accounts, mail or not.
+    let (_, admin_made) = app.user_with_key("free");
+    assert_eq!(
+        app.post_json(&admin_made, "/v1/screenshot", &json!({"url": "https://example.com/"})).await.status(),
+        202
+    );
+    assert_eq!(smtp.wait_for(1).await.len(), 1, "no mail for an account an operator made");
+}

@@ -5,6 +5,7 @@
 mod helpers;
 
 mod api_errors;
+mod audits;
 mod backpressure;
 mod captures;
 mod cluster;

@@ -8,6 +8,7 @@
 mod helpers;
 mod visitor;
 
+mod audits;
 mod auth;
 mod dashboard;
 mod runs;

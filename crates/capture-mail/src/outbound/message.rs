@@ -275,6 +275,44 @@ impl CampaignMail {
     }
 }
 
+/// A transactional mail (an address to verify, a sign-in link): text and HTML to one
+/// person who asked for it, so no unsubscribe headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoticeMail {
+    pub from: Sender,
+    pub to: String,
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+}
+
+impl NoticeMail {
+    /// Build the message, dated `now`, with a fresh `Message-ID` on the sender's domain.
+    pub fn build(&self, now: DateTime<Utc>) -> Result<OutgoingMail, BuildError> {
+        let (_, from_addr) = address("from", self.from.address())?;
+        let (_, to_addr) = address("to", &self.to)?;
+        let message_id = format!(
+            "<{}.{}@{}>",
+            now.timestamp_millis(),
+            capture_core::ids::random_string(20).to_ascii_lowercase(),
+            self.from.domain()
+        );
+        let message = Message::builder()
+            .from(Mailbox::new(self.from.name().map(str::to_string), from_addr.clone()))
+            .to(Mailbox::new(None, to_addr.clone()))
+            .subject(clean(&self.subject))
+            .date(SystemTime::from(now))
+            .message_id(Some(message_id.clone()))
+            .multipart(
+                MultiPart::alternative()
+                    .singlepart(SinglePart::plain(self.text.clone()))
+                    .singlepart(SinglePart::html(self.html.clone())),
+            )
+            .map_err(|e| BuildError::Message(e.to_string()))?;
+        Ok(OutgoingMail { message_id, from: from_addr, to: to_addr, raw: message.formatted() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,6 +338,26 @@ mod tests {
     fn headers(raw: &[u8]) -> String {
         let s = String::from_utf8_lossy(raw);
         s.split("\r\n\r\n").next().unwrap().to_string()
+    }
+
+    #[test]
+    fn notices_have_both_bodies_and_no_unsubscribe_headers() {
+        let n = NoticeMail {
+            from: Sender::parse("Capture <no-reply@capture.example>").unwrap(),
+            to: "new@site.example".into(),
+            subject: "Verify\r\nBcc: x@y.example".into(),
+            text: "Open https://capture.example/verify-email?token=abc".into(),
+            html: "<a href=\"https://capture.example/verify-email?token=abc\">Verify</a>".into(),
+        };
+        let m = n.build(now()).unwrap();
+        assert_eq!(m.envelope_to().to_string(), "new@site.example");
+        let h = headers(m.raw());
+        assert!(h.contains("Subject: Verify Bcc: x@y.example"), "{h}");
+        assert!(!h.to_ascii_lowercase().contains("list-unsubscribe"), "{h}");
+        assert!(!h.lines().any(|l| l.starts_with("Bcc:")), "{h}");
+        let raw = String::from_utf8_lossy(m.raw());
+        assert!(raw.contains("text/plain") && raw.contains("text/html"), "{raw}");
+        assert!(m.message_id().ends_with("@capture.example>"));
     }
 
     #[test]

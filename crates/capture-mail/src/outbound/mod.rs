@@ -6,7 +6,7 @@ mod smtp;
 
 use futures_util::future::BoxFuture;
 
-pub use message::{BuildError, CampaignMail, InlineImage, OutgoingMail, Sender};
+pub use message::{BuildError, CampaignMail, InlineImage, NoticeMail, OutgoingMail, Sender};
 pub use smtp::{Security, SmtpMailer, SmtpSettings, UrlError};
 
 /// What the receiving server said when it took the message.

@@ -15,12 +15,15 @@ use crate::state::AppState;
 
 /// The account paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(balance_handler), components(schemas(Balance, BalanceWindow, BalanceUsage, UsagePolicy)))]
+#[openapi(
+    paths(balance_handler, usage_handler),
+    components(schemas(Balance, BalanceWindow, BalanceUsage, UsagePolicy))
+)]
 pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
 pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/account/balance", get(balance_handler)).route("/v1/account/usage", get(balance_handler))
+    Router::new().route("/v1/account/balance", get(balance_handler)).route("/v1/account/usage", get(usage_handler))
 }
 
 #[utoipa::path(get, path = "/v1/account/balance", tag = "account", description = "Alias: GET /v1/account/usage", responses((status = 200, body = Balance), (status = 401, body = ErrorBody)), security(("api_key" = [])))]
@@ -31,4 +34,13 @@ pub async fn balance_handler(
 ) -> ApiResult<(Extension<UsageAfter>, Json<Balance>)> {
     let b = service::balance(&s, &a).await?;
     Ok((Extension(UsageAfter(b.usage.used)), Json(b)))
+}
+
+#[utoipa::path(get, path = "/v1/account/usage", tag = "account", description = "Alias of GET /v1/account/balance", responses((status = 200, body = Balance), (status = 401, body = ErrorBody)), security(("api_key" = [])))]
+/// The live monthly balance (alias).
+pub async fn usage_handler(
+    state: State<AppState>,
+    account: Extension<Account>,
+) -> ApiResult<(Extension<UsageAfter>, Json<Balance>)> {
+    balance_handler(state, account).await
 }

@@ -34,7 +34,7 @@ pub async fn require_api_key_or_oauth(State(state): State<AppState>, req: Reques
     }
 }
 
-fn refusal(e: Refused) -> ApiError {
+pub(crate) fn refusal(e: Refused) -> ApiError {
     match e {
         Refused::ApiKey => ApiError::new(ErrorCode::Unauthorized, "missing, unknown or revoked API key"),
         Refused::AccessToken => ApiError::new(
@@ -46,7 +46,7 @@ fn refusal(e: Refused) -> ApiError {
 }
 
 /// Run the handler as `account` and add the rate-limit headers to its response.
-async fn run_as(state: &AppState, account: Account, mut req: Request, next: Next) -> Response {
+pub(crate) async fn run_as(state: &AppState, account: Account, mut req: Request, next: Next) -> Response {
     req.extensions_mut().insert(account.clone());
     let mut resp = next.run(req).await;
     let after = resp.extensions().get::<UsageAfter>().map(|u| u.0);

@@ -38,6 +38,20 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
     }
 }
 
+/// Refuse the first field of `body` that is not one of `known` (by name, so a typo surfaces
+/// instead of being ignored): `VALIDATION_ERROR` with `{field, reason}`.
+pub fn only_known_fields(body: &Map<String, Value>, known: &[&str]) -> Result<(), capture_core::FieldError> {
+    match body.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => {
+            let mut names: Vec<&str> = known.to_vec();
+            names.sort_unstable();
+            let field: String = k.chars().take(100).collect();
+            Err(capture_core::FieldError::new(field, format!("is not a known field (known: {})", names.join(", "))))
+        }
+    }
+}
+
 /// Largest JSON body accepted (preScreenshotJs is ≤ 16 KiB, so this is generous).
 pub const JSON_LIMIT: usize = 256 * 1024;
 

@@ -8,6 +8,7 @@ use axum::response::{IntoResponse, Response};
 use capture_core::ErrorCode;
 use capture_core::ids::is_token;
 use serde_json::json;
+use tracing::Instrument;
 
 use super::error::{ApiError, ErrorInfo, error_body};
 use crate::state::AppState;
@@ -30,7 +31,12 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
     let method = req.method().clone();
     let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
     let path_for_metrics = route.unwrap_or_else(|| metrics_route(req.uri().path()));
-    let mut resp = next.run(req).await;
+    // Every line logged while the request is served carries its id (work it spawns is
+    // instrumented with the same span).
+    let span = tracing::info_span!("request", request_id = %id, method = %method, path = %req.uri().path());
+    let started = std::time::Instant::now();
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let _entered = span.enter();
     if let Some(info) = resp.extensions_mut().remove::<ErrorInfo>() {
         let status = resp.status();
         let mut headers = std::mem::take(resp.headers_mut());
@@ -47,6 +53,15 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
         resp.headers_mut().insert("x-request-id", v);
     }
     state.metrics.http_request(method.as_str(), &path_for_metrics, resp.status().as_u16());
+    let ms = started.elapsed().as_millis() as u64;
+    let status = resp.status().as_u16();
+    // The access line (`CAPTURE_LOG=info,capture_server::access=debug` shows it); a 5xx
+    // always shows.
+    if status >= 500 {
+        tracing::warn!(target: "capture_server::access", status, ms, "request answered");
+    } else {
+        tracing::debug!(target: "capture_server::access", status, ms, "request answered");
+    }
     resp
 }
 

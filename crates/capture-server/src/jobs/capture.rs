@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
+use capture_core::limits::{self, truncate_chars};
 use capture_core::options::CaptureOptions;
 use capture_core::time::now_ms;
 use capture_core::{ImageFormat, ScreenshotId, WaitUntil};
@@ -112,6 +113,8 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
     let fail = |msg: String, refund: bool| {
         let state = state.clone();
         let (tid, w, jid) = (task.id.clone(), worker.to_string(), job_id.clone());
+        // A page's exception text is the page's to choose: kept to a documented length.
+        let msg = truncate_chars(&msg, limits::ERROR_MAX);
         async move {
             match state.store.fail_screenshot(&tid, &w, &jid, &msg, refund, now_ms()).await {
                 Ok(true) => state.job_changed(&jid),
@@ -232,7 +235,8 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             let done = ScreenshotDone {
                 result_key: name,
                 thumb_key,
-                page_title: Some(out.page_title),
+                // The page's to choose: kept to a documented length.
+                page_title: Some(truncate_chars(&out.page_title, limits::PAGE_TITLE_MAX)),
                 tags: out.tags,
                 width: out.width.map(i64::from).or(if opts.pdf { Some(i64::from(opts.width)) } else { None }),
                 height: out.height.map(i64::from),

@@ -7,6 +7,7 @@
 //! memory between requests, so any number of API nodes can serve one client; the only
 //! state, the OAuth grant, is in the database.
 
+mod audit_tools;
 mod tools;
 
 use std::sync::Arc;
@@ -80,8 +81,19 @@ async fn require_token(State(state): State<AppState>, mut req: Request, next: Ne
     };
     match auth::from_access_token(&state, &token, &[&mcp_resource(&state)]).await {
         Ok(Some(account)) => {
-            req.extensions_mut().insert(account);
-            oauth::cors(next.run(req).await)
+            req.extensions_mut().insert(account.clone());
+            let mut resp = next.run(req).await;
+            // A tool may have used an action: report the usage as it stands now (and
+            // refresh the cache the REST API reads it from).
+            let used = match state.store.month_usage(&account.user.id, &account.window.label).await {
+                Ok(u) => {
+                    state.hot.put_usage(&account.user.id, &account.window.label, u);
+                    u
+                }
+                Err(_) => account.used,
+            };
+            crate::http::authenticate::rate_limit_headers(resp.headers_mut(), &account, used);
+            oauth::cors(resp)
         }
         Ok(None) => {
             unauthorized(&state, Some("the access token is unknown, expired, revoked or not for this MCP server"))
@@ -129,7 +141,8 @@ pub struct CaptureMcp {
 const INSTRUCTIONS: &str = "Capture renders web pages into PNG, JPEG, WebP or PDF. Use take_screenshot to capture \
 a page (it waits for the result and returns the image and its public URL), get_screenshot and list_screenshots to \
 find earlier captures, share_screenshot for a public link, account_balance for the monthly actions left (each \
-capture costs one), and the webhook tools to manage endpoints that receive screenshot.completed and other events.";
+capture costs one), the webhook tools to manage endpoints that receive screenshot.completed and other events, and run_audit / \
+get_audit for website audits (scores, findings with evidence, a public report and its PDF; one action per page).";
 
 impl ServerHandler for CaptureMcp {
     fn get_info(&self) -> ServerConfig {

@@ -29,7 +29,7 @@ const CAPTURE_FAILED: &str = "CAPTURE_FAILED";
 /// How long `take_screenshot` waits beyond the job's own timeout and delay.
 const WAIT_MARGIN: Duration = Duration::from_secs(90);
 
-fn annotations(title: &str, read_only: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
+pub(super) fn annotations(title: &str, read_only: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
     ToolAnnotations::with_title(title)
         .read_only(read_only)
         .destructive(false)
@@ -39,7 +39,7 @@ fn annotations(title: &str, read_only: bool, idempotent: bool, open_world: bool)
 
 /// Every tool, with its schema and description.
 pub fn catalogue() -> Vec<Tool> {
-    vec![
+    let mut all = vec![
         Tool::new(
             "account_balance",
             "Show this account's live monthly balance: plan, actions used, limit, remaining, and when the window \
@@ -97,10 +97,10 @@ pub fn catalogue() -> Vec<Tool> {
             tool_input::<EndpointArgs>(),
         )
         .annotate(annotations("Test a webhook endpoint", false, false, true)),
-    ]
-    .into_iter()
-    .chain(crate::runs::tools::catalogue())
-    .collect()
+    ];
+    all.extend(super::audit_tools::catalogue());
+    all.extend(crate::runs::tools::catalogue());
+    all
 }
 
 /// Run tool `name`. Unknown tools are protocol errors; everything else is a tool result.
@@ -111,6 +111,9 @@ pub async fn call(
     args: JsonObject,
     ctx: &RequestContext<RoleServer>,
 ) -> std::result::Result<CallToolResult, rmcp::ErrorData> {
+    if let Some(out) = super::audit_tools::call(state, account, name, &args, ctx).await {
+        return Ok(out.unwrap_or_else(tool_error));
+    }
     let out = match name {
         "account_balance" => Ok(structured(&crate::account::service::balance_of(account))),
         "take_screenshot" => take_screenshot(state, account, args, ctx).await,
@@ -149,7 +152,7 @@ fn tool_error(e: Error) -> CallToolResult {
     r
 }
 
-fn string_arg(args: &Map<String, Value>, field: &str) -> Result<String> {
+pub(super) fn string_arg(args: &Map<String, Value>, field: &str) -> Result<String> {
     match args.get(field) {
         Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
         None | Some(Value::Null) => Err(FieldError::new(field, "is required").into()),

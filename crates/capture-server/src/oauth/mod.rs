@@ -133,7 +133,7 @@ pub fn cors(mut r: Response) -> Response {
     h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     h.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("www-authenticate, mcp-session-id, mcp-protocol-version"),
+        HeaderValue::from_static("www-authenticate, mcp-session-id, mcp-protocol-version, x-request-id, x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, x-ratelimit-policy"),
     );
     r
 }

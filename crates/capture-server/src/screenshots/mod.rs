@@ -50,9 +50,13 @@ pub fn v1_router() -> Router<AppState> {
 
 /// Routes under `/api` (authenticated by the caller's router).
 pub fn api_router() -> Router<AppState> {
-    Router::new()
-        .route("/api/screenshots/{id}/share", post(share).delete(unshare))
-        .route("/api/pdf/download/{id}", get(pdf_download))
+    Router::new().route("/api/screenshots/{id}/share", post(share).delete(unshare))
+}
+
+/// Routes "served by the web application": a Bearer key or the website's session
+/// (authenticated by the caller's router).
+pub fn web_app_router() -> Router<AppState> {
+    Router::new().route("/api/pdf/download/{id}", get(pdf_download))
 }
 
 #[utoipa::path(post, path = "/v1/screenshot", tag = "screenshots", request_body = ScreenshotIn,

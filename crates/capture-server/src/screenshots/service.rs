@@ -45,6 +45,10 @@ pub struct Created {
 /// `idem`, the response (the job as created) is stored for that Idempotency-Key in the same
 /// transaction, so a job never exists without the answer that names it.
 pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: Option<&IdemClaim>) -> Result<Created> {
+    // An account waiting for its e-mail to be verified has no quota yet.
+    if state.store.email_unverified(&account.user.id).await? {
+        return Err(Error::EmailUnverified(account.user.email.clone()));
+    }
     let id = ScreenshotId::new();
     let (url, options, format, done, task_payload, queue_limits) = match new {
         NewJob::Capture { opts, label, html_blob } => {

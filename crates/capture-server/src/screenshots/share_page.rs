@@ -20,6 +20,29 @@ struct SharePage {
     public_url: String,
     og_image: String,
     share_url: String,
+    style: &'static str,
+}
+
+/// The page's only style, inline; the CSP allows exactly it by its hash.
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem}img{max-width:100%;border:1px solid #ddd}";
+
+/// The share page's Content-Security-Policy: nothing runs, nothing is fetched but the
+/// capture's own image from `img_origins`, its one inline style by hash, no framing.
+fn csp(img_origins: &[String]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let hash = base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(STYLE.as_bytes()));
+    let mut img = String::from("'self'");
+    for o in img_origins {
+        if !img.split(' ').any(|x| x == o) {
+            img.push(' ');
+            img.push_str(o);
+        }
+    }
+    format!(
+        "default-src 'none'; img-src {img}; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    )
 }
 
 /// `GET /s/{token}`: the public share page (no credential), with Open Graph tags.
@@ -36,6 +59,7 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
                 public_url,
                 share_url: share_url(&state, &token),
                 job: Some(job),
+                style: STYLE,
             }
         }
         Ok(None) => SharePage {
@@ -44,6 +68,7 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
             public_url: String::new(),
             og_image: String::new(),
             share_url: String::new(),
+            style: STYLE,
         },
         Err(e) => return ApiError::internal(e).into_response(),
     };
@@ -52,9 +77,23 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
         Ok(doc) => doc,
         Err(e) => return ApiError::internal(e).into_response(),
     };
+    let origins: Vec<String> = page
+        .job
+        .iter()
+        .flat_map(|j| [j.public_url.as_deref(), j.thumbnail_url.as_deref()])
+        .flatten()
+        .filter_map(crate::web::base::layout::origin)
+        .collect();
     let mut r = (status, Html(doc)).into_response();
+    let h = r.headers_mut();
     if status == StatusCode::OK {
-        r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    if let Ok(v) = HeaderValue::from_str(&csp(&origins)) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     r
 }

@@ -69,7 +69,10 @@ pub struct ScreenshotIn {
 impl ScreenshotIn {
     /// Validate a request's JSON object into capture options (the messages are the
     /// contract's). `require_url` is false for an uploaded HTML document.
+    /// A field the contract does not know is refused by name (a typo such as `fullpage`
+    /// would otherwise be dropped without a word).
     pub fn parse(body: &Map<String, Value>, require_url: bool) -> Result<CaptureOptions, FieldError> {
+        crate::http::json::only_known_fields(body, CaptureOptions::field_names())?;
         CaptureOptions::from_json(body, require_url)
     }
 }

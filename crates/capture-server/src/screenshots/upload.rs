@@ -55,24 +55,24 @@ fn sniff(bytes: &[u8], filename: &str, content_type: &str) -> Option<UploadKind>
     (htmlish && std::str::from_utf8(bytes).is_ok()).then_some(UploadKind::Html)
 }
 
-/// Make a ≤320 px wide PNG thumbnail of an image (off the async threads).
-async fn image_thumbnail(bytes: Vec<u8>) -> Result<(Vec<u8>, u32, u32), String> {
-    tokio::task::spawn_blocking(move || {
-        let img = image::load_from_memory(&bytes).map_err(|e| format!("the image could not be decoded: {e}"))?;
-        let (w, h) = (img.width(), img.height());
-        let tw = w.min(320);
-        let th = ((h as u64 * tw as u64) / w.max(1) as u64).clamp(1, 4096) as u32;
-        let thumb = image::imageops::thumbnail(&img, tw, th);
-        let mut out = std::io::Cursor::new(Vec::new());
-        thumb.write_to(&mut out, image::ImageFormat::Png).map_err(|e| e.to_string())?;
-        Ok((out.into_inner(), w, h))
+/// A ≤320 px wide PNG thumbnail of an uploaded image and its size. The size is read from
+/// the header and checked against the pixel limit ([`capture_browser::encode::MAX_DECODE_PIXELS`],
+/// 25 megapixels) before anything is decoded, and decodes share the process's budget with
+/// captures, so a decompression bomb costs nothing and a burst of uploads cannot multiply
+/// the peak memory.
+async fn image_thumbnail(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), FieldError> {
+    capture_browser::encode::thumbnail(bytes.into(), 320).await.map_err(|e| {
+        if matches!(e, capture_browser::encode::DecodeRefused::TooLarge { .. }) {
+            tracing::info!(error = %e, "upload refused: too many pixels");
+        }
+        FieldError::new("file", e.to_string())
     })
-    .await
-    .map_err(|e| e.to_string())?
 }
 
 /// First page of a PDF as a 320 px wide PNG, via poppler's `pdftoppm` when installed.
 async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
+    // Rendering a page is a decode too: it waits for the same budget.
+    let _permit = capture_browser::encode::decode_permits().acquire_owned().await.ok()?;
     let dir = std::env::temp_dir().join(format!("capture-pdf-{}", ids::random_string(12)));
     tokio::fs::create_dir_all(&dir).await.ok()?;
     let input = dir.join("in.pdf");
@@ -203,7 +203,7 @@ async fn accept(state: &AppState, account: &Account, u: Upload, idem: Option<&Id
     let (format, width, height, thumb) = match u.kind {
         UploadKind::Pdf => (OutputFormat::Pdf, None, None, pdf_thumbnail(&u.bytes).await),
         _ => {
-            let (thumb, w, h) = image_thumbnail(u.bytes.clone()).await.map_err(|e| FieldError::new("file", e))?;
+            let (thumb, w, h) = image_thumbnail(&u.bytes).await?;
             let f = match u.kind {
                 UploadKind::Png => OutputFormat::Png,
                 UploadKind::Jpeg => OutputFormat::Jpeg,
@@ -283,6 +283,13 @@ async fn read_multipart(mp: &mut Multipart, limit: usize) -> ApiResult<(Option<U
         let name = field.name().unwrap_or("").to_string();
         if name == "file" {
             let filename = field.file_name().unwrap_or("upload").to_string();
+            if filename.len() > capture_core::limits::FILENAME_MAX {
+                return Err(FieldError::new(
+                    "filename",
+                    format!("must be at most {} bytes", capture_core::limits::FILENAME_MAX),
+                )
+                .into());
+            }
             let ct = field.content_type().unwrap_or("").to_ascii_lowercase();
             let mut buf = Vec::new();
             let mut field = field;

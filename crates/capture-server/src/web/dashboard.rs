@@ -56,6 +56,7 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
         shots,
         recent: RECENT_SCREENSHOTS,
         runs,
+        unverified: state.store.email_unverified(&s.user.id).await?,
     };
     Ok(page(status, &dashboard, origin(&state.base_url).as_deref()))
 }
@@ -73,6 +74,8 @@ struct DashboardPage<'a> {
     shots: Vec<ShotRow>,
     recent: i64,
     runs: Vec<RunLine>,
+    /// The account waits for its e-mail to be verified (no quota until then).
+    unverified: bool,
 }
 
 /// A browser run as the dashboard lists it.
@@ -303,7 +306,7 @@ pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: S
 }
 
 /// `GET /dashboard/screenshots/{id}/pdf`: the PDF as an attachment, for the signed-in owner
-/// (the same operation as `GET /api/pdf/download/{id}`, which needs an API key).
+/// (the same operation as `GET /api/pdf/download/{id}`, which takes an API key or this session).
 pub async fn pdf(State(state): State<AppState>, Path(id): Path<String>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
     Ok(pdf_response(screenshots::pdf(&state, &acc, &web_id(&id)?).await?))

@@ -6,6 +6,7 @@
 //! extractors (session cookie, and the session's CSRF token on every POST) and call the same
 //! service functions as the REST API, scoped to the signed-in account.
 
+mod audits;
 mod auth;
 pub mod base;
 mod dashboard;
@@ -26,7 +27,10 @@ pub fn router() -> Router<AppState> {
         .route("/signup", get(auth::signup_form).post(auth::signup))
         .route("/login", get(auth::login_form).post(auth::login))
         .route("/logout", post(auth::logout))
+        .route("/verify-email", get(auth::verify_email))
+        .route("/verify-email/resend", post(auth::resend_verification))
         .route("/dashboard", get(dashboard::show))
+        .route("/dashboard/audits", get(audits::list))
         .route("/dashboard/keys", post(dashboard::create_key))
         .route("/dashboard/keys/{id}/reveal", post(dashboard::reveal_key))
         .route("/dashboard/keys/{id}/revoke", post(dashboard::revoke_key))

@@ -105,6 +105,7 @@ fn parse_events(v: Option<&Value>) -> std::result::Result<Vec<String>, FieldErro
 /// Check a request's JSON object field by field, in order, with the contract's messages:
 /// the URL (see [`validate_url`]), the events (default `*`), the description.
 pub fn parse_endpoint(state: &AppState, body: &Map<String, Value>) -> Result<EndpointIn, FieldError> {
+    crate::http::json::only_known_fields(body, &["url", "events", "description"])?;
     let url = match body.get("url") {
         Some(Value::String(s)) => validate_url(state, s)?,
         None | Some(Value::Null) => return Err(FieldError::new("url", "is required")),

@@ -17,6 +17,7 @@ use crate::http::ApiError;
 pub enum Nav {
     Dashboard,
     Webhooks,
+    Audits,
     Settings,
     None,
 }
@@ -48,6 +49,7 @@ impl Nav {
         match self {
             Nav::Dashboard => "dashboard",
             Nav::Webhooks => "webhooks",
+            Nav::Audits => "audits",
             Nav::Settings => "settings",
             Nav::None => "",
         }
@@ -132,8 +134,8 @@ pub enum WebError {
     SignIn { next: Option<String> },
     /// The form's CSRF token is missing or wrong.
     Csrf,
-    /// Too many failed sign-in attempts.
-    Throttled { retry_after_secs: i64 },
+    /// Too many attempts (sign-in, sign-up): 429 with `Retry-After` and what to do.
+    Throttled { retry_after_secs: i64, message: String },
     /// Any other failure: the status and a message safe to show.
     Page(StatusCode, String),
 }
@@ -205,13 +207,10 @@ impl IntoResponse for WebError {
                 "This form has expired or did not come from this site. Go back, reload the page and try again.".into(),
                 None,
             ),
-            WebError::Throttled { retry_after_secs } => (
+            WebError::Throttled { retry_after_secs, message } => (
                 StatusCode::TOO_MANY_REQUESTS,
                 "Too many attempts",
-                format!(
-                    "Too many failed sign-in attempts. For your security, sign-in is paused; try again in {} minutes.",
-                    (retry_after_secs + 59) / 60
-                ),
+                message,
                 Some((header::RETRY_AFTER, retry_after_secs.to_string())),
             ),
             WebError::Page(status, text) => {

@@ -75,3 +75,30 @@ pub async fn end(state: &AppState, headers: &HeaderMap) -> Result<String, ApiErr
     }
     Ok(format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}", secure(state)))
 }
+
+/// Middleware of the routes "served by the web application" (`/api/pdf/download/{id}`):
+/// a Bearer credential as for every API route, or else the website's session cookie, with
+/// the same `X-RateLimit-*` headers. A GET there changes nothing, so the cookie
+/// (`SameSite=Lax`) needs no CSRF token.
+pub async fn require_api_key_or_session(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+
+    use crate::auth::Refused;
+    use crate::http::authenticate::{refusal, require_api_key, run_as};
+    if req.headers().contains_key(header::AUTHORIZATION) {
+        return require_api_key(axum::extract::State(state), req, next).await;
+    }
+    let user = match current(&state, req.headers()).await {
+        Ok(Some(s)) => s.user,
+        Ok(None) => return refusal(Refused::ApiKey).into_response(),
+        Err(e) => return e.into_response(),
+    };
+    match crate::auth::account_of_user(&state, &user).await {
+        Ok(account) => run_as(&state, account, req, next).await,
+        Err(e) => refusal(Refused::Store(e)).into_response(),
+    }
+}

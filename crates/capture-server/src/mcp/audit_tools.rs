@@ -1,0 +1,200 @@
+//! The audit tools: `run_audit` starts a website audit (and waits a while for it, with
+//! progress notifications), `get_audit` reads one. Both call the audits' service functions.
+
+use std::time::Duration;
+
+use capture_core::{AuditId, JobStatus};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, Tool};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value, json};
+
+use super::tools::{annotations, string_arg};
+use crate::audits::service as audits;
+use crate::audits::types::{Audit, AuditIn, GetAuditArgs};
+use crate::auth::Account;
+use crate::error::{Error, Result};
+use crate::schema::tool_input;
+use crate::state::AppState;
+
+/// How long `run_audit` waits for a single-page audit before handing back its id.
+const WAIT_SINGLE: Duration = Duration::from_secs(120);
+/// How long `run_audit` waits for a full-site audit before handing back its id.
+const WAIT_SITE: Duration = Duration::from_secs(240);
+/// The code of a tool error for an audit that failed (its `error` says why).
+const AUDIT_FAILED: &str = "AUDIT_FAILED";
+/// Issues listed in a tool's text summary.
+const TOP_ISSUES: usize = 8;
+
+/// The audit tools, with their schemas and descriptions.
+pub fn catalogue() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "run_audit",
+            "Audit a website like Lighthouse and an SEO tool would: performance (LCP, CLS, TTFB, TBT), SEO \
+             (title, meta description, h1, canonical, noindex, alt texts, broken links, robots.txt, sitemap), \
+             accessibility (axe-core) and best practices (console errors, failed requests, HTTPS and security \
+             headers). reportType single_page audits the URL (1 action); full_site crawls the site (1 action per \
+             page, maxPages default 10, at most 50, reserved up front and the unused part given back). Waits for the \
+             audit and returns scores 0-100, the top issues and a public report link (reportUrl, pdfUrl); a long \
+             audit returns its id to check with get_audit.",
+            tool_input::<AuditIn>(),
+        )
+        .annotate(annotations("Run a website audit", false, false, true)),
+        Tool::new(
+            "get_audit",
+            "Get one website audit by id (aud_…): status, pages audited, scores, the top issues, reportUrl and \
+             pdfUrl. Set includeReport for the whole report: every page with its measurements, screenshots and \
+             findings with evidence (URL, CSS selector, value measured).",
+            tool_input::<GetAuditArgs>(),
+        )
+        .annotate(annotations("Get a website audit", true, true, false)),
+    ]
+}
+
+/// Run an audit tool, or None when `name` is not one.
+pub async fn call(
+    state: &AppState,
+    account: &Account,
+    name: &str,
+    args: &JsonObject,
+    ctx: &RequestContext<RoleServer>,
+) -> Option<Result<CallToolResult>> {
+    Some(match name {
+        "run_audit" => run_audit(state, account, args, ctx).await,
+        "get_audit" => get_audit(state, account, args).await,
+        _ => return None,
+    })
+}
+
+async fn get_audit(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let raw = string_arg(args, "id")?;
+    let id = AuditId::parse(&raw).ok_or_else(|| Error::not_found(AuditId::NOUN))?;
+    let include = matches!(args.get("includeReport"), Some(Value::Bool(true)));
+    let audit = audits::get(state, account, &id).await?;
+    Ok(result(audit, include))
+}
+
+async fn run_audit(
+    state: &AppState,
+    account: &Account,
+    args: &Map<String, Value>,
+    ctx: &RequestContext<RoleServer>,
+) -> Result<CallToolResult> {
+    let opts = AuditIn::parse(args)?;
+    // Subscribe before creating so no change is missed.
+    let mut changes = state.job_events.subscribe();
+    let id = audits::create(state, account, &opts, None).await?.audit.id;
+    let wait = if opts.max_pages > 1 { WAIT_SITE } else { WAIT_SINGLE };
+    let deadline = tokio::time::Instant::now() + wait;
+    let progress = ctx.meta.get_progress_token();
+    let mut poll = tokio::time::interval(state.cfg.queue_poll.max(Duration::from_millis(200)));
+    let mut last = (String::new(), -1i64);
+    loop {
+        let row = audits::find(state, account, &id).await?;
+        if (row.status.clone(), row.pages_audited) != last {
+            last = (row.status.clone(), row.pages_audited);
+            if let Some(token) = &progress {
+                let total = row.pages_total.max(row.pages_audited).max(1);
+                let note = ProgressNotificationParam::new(token.clone(), row.pages_audited as f64)
+                    .with_total(total as f64)
+                    .with_message(format!("audit {} is {}: {} pages audited", row.id, row.status, row.pages_audited));
+                let _ = ctx.peer.notify_progress(note).await;
+            }
+        }
+        if JobStatus::parse(&row.status).is_some_and(JobStatus::is_final) {
+            return Ok(result(audits::view(state, &row, true), false));
+        }
+        let woke = loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break false,
+                _ = ctx.ct.cancelled() => break false,
+                _ = state.shutdown.cancelled() => break false,
+                _ = poll.tick() => break true,
+                r = changes.recv() => match r {
+                    Ok(changed) if changed == id.as_str() || changed.is_empty() => break true,
+                    Ok(_) => {}
+                    Err(_) => break true,
+                },
+            }
+        };
+        if !woke {
+            let audit = audits::view(state, &row, false);
+            let mut r = structured(&audit);
+            r.content.insert(
+                0,
+                ContentBlock::text(format!(
+                    "Audit {} is still {} ({} pages audited so far); call get_audit with this id for the result.",
+                    audit.id, row.status, row.pages_audited
+                )),
+            );
+            return Ok(r);
+        }
+    }
+}
+
+fn structured(audit: &Audit) -> CallToolResult {
+    match serde_json::to_value(audit) {
+        Ok(v) => CallToolResult::structured(v),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("INTERNAL_ERROR: {e}"))]),
+    }
+}
+
+/// An audit as a tool result: a readable summary (scores, top issues, links) and the audit as
+/// structured content — the whole report only when asked for (it can be large).
+fn result(mut audit: Audit, include_report: bool) -> CallToolResult {
+    if audit.status == JobStatus::Failed {
+        let error = audit.error.clone().unwrap_or_else(|| "unknown error".into());
+        let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+            "{AUDIT_FAILED}: the audit of {} failed: {error} (its actions were given back)",
+            audit.url
+        ))]);
+        r.structured_content = Some(json!({"code": AUDIT_FAILED, "error": error, "audit": audit}));
+        return r;
+    }
+    let report = audit.report.take();
+    let mut text = match audit.status {
+        JobStatus::Done => format!(
+            "Audit of {} ({}): {} page(s) audited.\nReport: {}\nPDF: {}",
+            audit.url,
+            audit.report_type.as_str(),
+            audit.pages_audited,
+            audit.report_url,
+            audit.pdf_url
+        ),
+        s => format!("Audit {} of {} is {s} ({} pages audited so far).", audit.id, audit.url, audit.pages_audited),
+    };
+    if let Some(s) = &audit.scores {
+        let show = |v: Option<u8>| v.map_or("n/a".to_string(), |v| v.to_string());
+        text.push_str(&format!(
+            "\nScores: performance {}, SEO {}, accessibility {}, best practices {}",
+            show(s.performance),
+            show(s.seo),
+            show(s.accessibility),
+            show(s.best_practices)
+        ));
+    }
+    let top = report.as_ref().map(|r| r["summary"].clone()).unwrap_or(Value::Null);
+    if let Some(issues) = top["topIssues"].as_array().filter(|i| !i.is_empty()) {
+        text.push_str(&format!(
+            "\nFindings: {} critical, {} warning, {} info. Fix first:",
+            top["critical"], top["warning"], top["info"]
+        ));
+        for i in issues.iter().take(TOP_ISSUES) {
+            text.push_str(&format!(
+                "\n- [{}] {} ({} page(s))",
+                i["severity"].as_str().unwrap_or(""),
+                i["title"].as_str().unwrap_or(""),
+                i["pages"]
+            ));
+        }
+    }
+    let mut body = serde_json::to_value(&audit).unwrap_or(Value::Null);
+    if include_report {
+        body["report"] = report.unwrap_or(Value::Null);
+    } else if !top.is_null() {
+        body["summary"] = top;
+    }
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(body);
+    r
+}
