@@ -305,6 +305,8 @@ impl Application {
             tracing::warn!("some tasks did not stop in time");
         }
         timer.abort();
+        // Live sessions ended with the shutdown signal: let them finalise first.
+        crate::runs::live::drain(Duration::from_secs(20)).await;
         if let Some(pool) = &state.browser {
             pool.shutdown().await;
         }

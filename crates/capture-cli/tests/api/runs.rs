@@ -808,6 +808,33 @@ async fn a_failing_encoder_fails_the_run_with_its_finalization_error(db: Db) {
     assert!(data["videoUrl"].is_null());
 }
 
+/// SIGTERM ends a connected live session, which is finalised before the process exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_live_session_is_finalised_when_the_service_shuts_down() {
+    let site = site().await;
+    let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let mut app = TestApp::spawn(opts(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro");
+    let secret = hook(&app, &key, &rx).await;
+    let run = start(&app, &key, json!({"startUrl": site.url("/ticker"), "live": true})).await;
+    let id = run["id"].as_str().unwrap().to_string();
+    let args = [clients_dir().display().to_string(), run["connectUrl"].as_str().unwrap().to_string()];
+    let client = tokio::spawn(async move { node(&script("hold.mjs"), &args).await });
+    wait_status(&app, &key, &id, &["running"], 60).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(app.terminate(60).is_some(), "the service stopped");
+    let out = tokio::time::timeout(Duration::from_secs(20), client).await.expect("disconnected").unwrap();
+    assert_eq!(out["url"], site.url("/ticker"));
+    app.start("api,worker,scheduler").await;
+    let run = get_run(&app, &key, &id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("failed"), Some("shutdown")), "{run}");
+    assert!(run["finalizationError"].as_str().unwrap().contains("shut down"), "{run}");
+    assert_eq!(run["pageTitle"], "Ticker");
+    assert!(video_seconds(&app, run["videoUrl"].as_str().unwrap()).await > 0.5);
+    let body = event_of(&rx, &secret, &id).await;
+    assert_eq!(body["type"], "run.failed");
+}
+
 crate::both_dbs!(a_scripted_run_of_every_step_kind);
 crate::both_dbs!(a_failing_step_is_named_and_the_run_fails);
 crate::both_dbs!(stop_ends_a_running_run_cleanly);

@@ -147,6 +147,12 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
         }
     };
     let Some(row) = started else {
+        if row.status == "running" && row.lease_until.is_some_and(|l| l >= now_ms()) {
+            // Its node is alive and renews its hold (this task's lease ran out on a slow
+            // database): leave it; the task is closed when the run ends.
+            tracing::info!(run = %run_id, "a run task claimed again while its node still holds the run");
+            return;
+        }
         // Ended already, stopped before it started, or started by a worker that died.
         let mut end = match row.status.as_str() {
             "running" => ended(
@@ -610,5 +616,62 @@ async fn do_step(state: &AppState, s: &Session, step: &Step) -> Result<Option<Va
             let ok = if absolute { current == *url } else { current.contains(url.as_str()) };
             if ok { Ok(None) } else { Err(format!("the URL is {current}, not {url}")) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runs::service::actions_for;
+
+    fn row(timeout_ms: i64, reserved: i64) -> RunRow {
+        RunRow {
+            id: "run_x".into(),
+            user_id: "usr_x".into(),
+            key_id: None,
+            kind: "scripted".into(),
+            status: "running".into(),
+            start_url: "http://a.test/".into(),
+            device: "{}".into(),
+            record_video: true,
+            timeout_ms,
+            steps: "[]".into(),
+            step_results: "[]".into(),
+            final_url: None,
+            page_title: None,
+            video_key: None,
+            console_error_count: 0,
+            network_error_count: 0,
+            console_errors: "[]".into(),
+            network_errors: "[]".into(),
+            error: None,
+            finalization_error: None,
+            end_reason: None,
+            connect_token_hash: None,
+            connect_expires_at: None,
+            stop_requested: false,
+            actions_reserved: reserved,
+            actions_charged: 0,
+            usage_month: "2026-11".into(),
+            worker: None,
+            lease_until: None,
+            created_at: 0,
+            started_at: None,
+            ended_at: None,
+        }
+    }
+
+    /// 1 action per started minute; a run whose reservation the monthly cap cut short is
+    /// bounded by the minutes it holds (and then ends cleanly, `endReason: quota`).
+    #[test]
+    fn minutes_are_charged_started_and_the_cap_bounds_the_run() {
+        assert_eq!([1, 59_999, 60_000, 60_001, 180_000].map(actions_for), [1, 1, 1, 2, 3]);
+        assert_eq!(budget(&row(90_000, 2)), (Duration::from_millis(90_000), false));
+        assert_eq!(budget(&row(180_000, 1)), (Duration::from_millis(60_000), true));
+        assert_eq!(budget(&row(120_000, 2)), (Duration::from_millis(120_000), false));
+        // The device falls back to a desktop when the stored one is unreadable.
+        let opts = session_options(&row(1_000, 1), Duration::from_secs(1));
+        assert_eq!((opts.device.width, opts.device.height), (1280, 800));
+        assert_eq!(opts.deadline, Duration::from_secs(1) + SESSION_MARGIN);
     }
 }

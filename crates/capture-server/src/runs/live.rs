@@ -42,6 +42,19 @@ use crate::state::AppState;
 /// How long the start page of a live session may take to load before the client gets it anyway.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The live sessions this process drives, so shutdown can let them finalise.
+static SESSIONS: std::sync::LazyLock<tokio_util::task::TaskTracker> =
+    std::sync::LazyLock::new(tokio_util::task::TaskTracker::new);
+
+/// On shutdown (after `AppState::shutdown` ended every live session): wait up to `limit`
+/// for them to be finalised (video, event) before the browser pool stops.
+pub async fn drain(limit: Duration) {
+    SESSIONS.close();
+    if tokio::time::timeout(limit, SESSIONS.wait()).await.is_err() {
+        tracing::warn!("live sessions still finalising at shutdown; the sweep of another node ends them");
+    }
+}
+
 fn refuse(code: ErrorCode, msg: &str) -> Response {
     ApiError::from(Error::Refused(code, msg.to_string())).into_response()
 }
@@ -97,7 +110,7 @@ pub async fn devtools(
     };
     state.job_changed(&row.id);
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
-    tokio::spawn(serve(state, pool, row, on_upgrade));
+    SESSIONS.spawn(serve(state, pool, row, on_upgrade));
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();

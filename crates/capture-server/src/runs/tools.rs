@@ -130,6 +130,8 @@ mod tests {
         ] {
             assert!(text.contains(&format!("\"{action}\"")), "{action} is in the steps schema");
         }
+        assert!(text.contains("\"timeoutMs\"") && !text.contains("timeout_ms"), "camelCase fields: {text}");
+        assert!(text.contains("\"fullPage\"") && !text.contains("full_page"), "{text}");
         assert_eq!(tools[1].input_schema["required"], serde_json::json!(["id"]));
     }
 }
