@@ -16,6 +16,7 @@ macro_rules! sqlf {
 }
 
 mod admission;
+mod adshots;
 mod authver;
 mod db;
 mod idempotency;
@@ -30,6 +31,7 @@ mod web_store;
 mod webhooks;
 
 pub use admission::{QueueFull, QueueLimits, QueueScope};
+pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
 pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
