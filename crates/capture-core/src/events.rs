@@ -1,8 +1,16 @@
 //! Webhook event types. Adding one is a one-line change here.
 
 /// Every event type an endpoint can subscribe to (besides `*`).
-pub const WEBHOOK_EVENTS: &[&str] =
-    &["screenshot.completed", "screenshot.failed", "quota.warning", "test.ping", "run.completed", "run.failed"];
+pub const WEBHOOK_EVENTS: &[&str] = &[
+    "screenshot.completed",
+    "screenshot.failed",
+    "quota.warning",
+    "test.ping",
+    "run.completed",
+    "run.failed",
+    "adshot.completed",
+    "adshot.failed",
+];
 
 /// Is `name` a known event type or `*`?
 pub fn is_subscribable(name: &str) -> bool {

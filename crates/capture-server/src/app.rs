@@ -29,6 +29,7 @@ use crate::{account, docs, jobs, screenshots};
 pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
+        .merge(crate::ads::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
@@ -201,6 +202,7 @@ impl Application {
             job_events,
             work: tokio::sync::Notify::new(),
             webhook_work: tokio::sync::Notify::new(),
+            ad_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             hot: Default::default(),
             browser,
@@ -249,6 +251,10 @@ impl Application {
             let n = state.cfg.worker_concurrency;
             let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
             tasks.spawn(async move { jobs::capture::run(s, pool, n, st, hs).await });
+        }
+        if let Some(pool) = state.browser.clone() {
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            tasks.spawn(async move { jobs::ads::run(s, pool, st, hs).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());

@@ -21,7 +21,8 @@ pub fn router() -> Router<AppState> {
     tags(
         (name = "screenshots", description = "Capture jobs"),
         (name = "webhooks", description = "Signed event deliveries"),
-        (name = "account", description = "Balance and usage")
+        (name = "account", description = "Balance and usage"),
+        (name = "ads", description = "Generated video ads: drafts and renders")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -33,6 +34,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::screenshots::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
+    doc.merge(crate::ads::ApiDoc::openapi());
     doc
 }
 

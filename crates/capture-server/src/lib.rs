@@ -14,6 +14,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod ads;
 pub mod app;
 pub mod auth;
 pub mod blob;

@@ -21,6 +21,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
             Wakeup::Work(kind) => match kind.as_str() {
                 "screenshot" => state.work.notify_one(),
                 "webhook" => state.webhook_work.notify_one(),
+                "ad_draft" | "ad_render" => state.ad_work.notify_waiters(),
                 other => tracing::debug!(kind = other, "work of a kind this version does not run"),
             },
             Wakeup::Job(id) => {
@@ -30,6 +31,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
                 // Notifications may have been missed while disconnected: everyone looks.
                 state.work.notify_waiters();
                 state.webhook_work.notify_waiters();
+                state.ad_work.notify_waiters();
                 // The empty id: any job may have changed.
                 let _ = state.job_events.send(String::new());
             }

@@ -30,6 +30,8 @@ pub struct Inner {
     pub work: Notify,
     /// Wakes idle webhook senders when a delivery is queued (here, or on another node).
     pub webhook_work: Notify,
+    /// Wakes idle ad draft and render workers when one is queued.
+    pub ad_work: Notify,
     pub metrics: Metrics,
     /// Key lookups, usage and finished jobs for the hot read path.
     pub hot: crate::hotcache::HotCache,
