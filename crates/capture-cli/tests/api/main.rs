@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod ads;
 mod api_errors;
 mod backpressure;
 mod captures;
