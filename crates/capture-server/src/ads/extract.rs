@@ -154,7 +154,7 @@ pub fn clip(s: &str, max: usize) -> String {
         return s;
     }
     // The first sentence, when it fits.
-    if let Some(end) = s.find(['.', '!', '?']).filter(|&e| e + 1 <= max && e >= 20) {
+    if let Some(end) = s.find(['.', '!', '?']).filter(|&e| e < max && e >= 20) {
         return s[..=end].to_string();
     }
     let mut out = String::new();

@@ -106,32 +106,38 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn id(&self) -> &str {
+    fn ad_id(&self) -> &str {
         &self.task.subject_id
     }
 
     async fn progress(&self, stage: &str, percent: i64) {
-        match self.state.store.adshot_progress(&self.task.id, self.worker, self.id(), stage, percent, now_ms()).await {
-            Ok(true) => self.state.job_changed(self.id()),
+        match self.state.store.adshot_progress(&self.task.id, self.worker, self.ad_id(), stage, percent, now_ms()).await
+        {
+            Ok(true) => self.state.job_changed(self.ad_id()),
             Ok(false) => {}
-            Err(e) => tracing::warn!(ad = %self.id(), error = %e, "recording progress failed"),
+            Err(e) => tracing::warn!(ad = %self.ad_id(), error = %e, "recording progress failed"),
         }
     }
 
     async fn fail(&self, msg: &str, refund: bool) {
-        let event = json!({"adId": self.id(), "kind": self.kind});
-        match self.state.store.fail_adshot(&self.task.id, self.worker, self.id(), msg, refund, &event, now_ms()).await {
-            Ok(true) => self.state.job_changed(self.id()),
-            Ok(false) => tracing::warn!(ad = %self.id(), "lease lost before recording the failure"),
-            Err(e) => tracing::error!(ad = %self.id(), error = %e, "recording a failure failed"),
+        let event = json!({"adId": self.ad_id(), "kind": self.kind});
+        match self
+            .state
+            .store
+            .fail_adshot(&self.task.id, self.worker, self.ad_id(), msg, refund, &event, now_ms())
+            .await
+        {
+            Ok(true) => self.state.job_changed(self.ad_id()),
+            Ok(false) => tracing::warn!(ad = %self.ad_id(), "lease lost before recording the failure"),
+            Err(e) => tracing::error!(ad = %self.ad_id(), error = %e, "recording a failure failed"),
         }
     }
 
     async fn complete(&self, done: &AdshotDone, event: &serde_json::Value) {
-        match self.state.store.complete_adshot(&self.task.id, self.worker, self.id(), done, event, now_ms()).await {
-            Ok(true) => self.state.job_changed(self.id()),
-            Ok(false) => tracing::warn!(ad = %self.id(), "lease lost before recording the result"),
-            Err(e) => tracing::error!(ad = %self.id(), error = %e, "recording a result failed"),
+        match self.state.store.complete_adshot(&self.task.id, self.worker, self.ad_id(), done, event, now_ms()).await {
+            Ok(true) => self.state.job_changed(self.ad_id()),
+            Ok(false) => tracing::warn!(ad = %self.ad_id(), "lease lost before recording the result"),
+            Err(e) => tracing::error!(ad = %self.ad_id(), error = %e, "recording a result failed"),
         }
     }
 }
@@ -242,7 +248,7 @@ async fn draft(state: &AppState, pool: &BrowserPool, worker: &str, task: Task) {
     if task.attempts > MAX_CLAIMS {
         return job.fail("the draft was interrupted too many times (worker restarts)", true).await;
     }
-    let row = match state.store.adshot(job.id()).await {
+    let row = match state.store.adshot(job.ad_id()).await {
         Ok(Some(r)) => r,
         Ok(None) => return job.fail("the draft no longer exists", true).await,
         Err(e) => return tracing::error!(error = %e, "loading an ad draft failed; it will be retried"),
@@ -293,7 +299,7 @@ async fn draft(state: &AppState, pool: &BrowserPool, worker: &str, task: Task) {
         match capture(pool, capture_request(url, MOBILE, 2.0, false, None)).await {
             Ok(o) => pictures.insert(1, Picture { bytes: o.bytes, ext: "png", source: "mobile", tall: true }),
             Err(e) => {
-                tracing::warn!(ad = %job.id(), error = %e, "the mobile capture failed; the draft goes on without it")
+                tracing::warn!(ad = %job.ad_id(), error = %e, "the mobile capture failed; the draft goes on without it")
             }
         }
         job.progress("capturing", 45).await;
@@ -341,7 +347,7 @@ async fn draft(state: &AppState, pool: &BrowserPool, worker: &str, task: Task) {
                     }
                     break;
                 }
-                Err(e) => tracing::debug!(ad = %job.id(), error = %e, "no usable logo here"),
+                Err(e) => tracing::debug!(ad = %job.ad_id(), error = %e, "no usable logo here"),
             }
         }
     }
@@ -414,7 +420,7 @@ async fn draft(state: &AppState, pool: &BrowserPool, worker: &str, task: Task) {
     all_files.extend(logo_file);
     let done = AdshotDone { draft: Some(draft_json), files: all_files, ..Default::default() };
     let event = json!({
-        "adId": job.id(), "kind": KIND_DRAFT, "status": "done", "url": input.url,
+        "adId": job.ad_id(), "kind": KIND_DRAFT, "status": "done", "url": input.url,
         "name": stored.name, "headline": stored.headline, "brandColor": stored.brand_color,
     });
     job.complete(&done, &event).await;
@@ -425,7 +431,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
     if task.attempts > MAX_CLAIMS {
         return job.fail("the render was interrupted too many times (worker restarts)", true).await;
     }
-    let row = match state.store.adshot(job.id()).await {
+    let row = match state.store.adshot(job.ad_id()).await {
         Ok(Some(r)) => r,
         Ok(None) => return job.fail("the render no longer exists", true).await,
         Err(e) => return tracing::error!(error = %e, "loading an ad render failed; it will be retried"),
@@ -478,7 +484,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
     if let Err(e) = tokio::fs::create_dir_all(&dir).await {
         return job.fail(&format!("no room to render: {e}"), true).await;
     }
-    let output = dir.join(format!("{}-{}.mp4", job.id(), capture_core::ids::random_string(8)));
+    let output = dir.join(format!("{}-{}.mp4", job.ad_id(), capture_core::ids::random_string(8)));
     // Progress from the engine, written when the stage changes or every 5 %.
     let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel::<capture_media::Progress>();
     let mut opts = RenderOptions::new(&output);
@@ -487,7 +493,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
         let _ = ptx.send(p);
     }));
     let reporter = {
-        let (st, tid, w, id) = (state.clone(), task.id.clone(), worker.to_string(), job.id().to_string());
+        let (st, tid, w, id) = (state.clone(), task.id.clone(), worker.to_string(), job.ad_id().to_string());
         tokio::spawn(async move {
             let (mut last_stage, mut last_pct) = (None, -1i64);
             while let Some(p) = prx.recv().await {
@@ -510,7 +516,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
         _ = hard_stop.cancelled() => {
             // The render future is dropped: its subprocesses are killed and its files removed.
             let _ = tokio::fs::remove_file(&output).await;
-            tracing::info!(ad = %job.id(), "shutdown: the render goes back to the queue when its lease runs out");
+            tracing::info!(ad = %job.ad_id(), "shutdown: the render goes back to the queue when its lease runs out");
             return;
         }
     };
@@ -556,7 +562,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
         ..Default::default()
     };
     let event = json!({
-        "adId": job.id(), "kind": "render", "status": "done", "draftId": input.draft_id,
+        "adId": job.ad_id(), "kind": "render", "status": "done", "draftId": input.draft_id,
         // Stored and possibly retried for hours: never a presigned URL.
         "videoUrl": state.lasting_file_url(&video),
         "thumbnailUrl": thumb_key.as_deref().map(|t| state.lasting_file_url(t)),
