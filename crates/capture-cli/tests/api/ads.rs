@@ -138,6 +138,16 @@ fn frame(path: &std::path::Path, t: f64) -> image::RgbImage {
     image::load_from_memory(&out.stdout).unwrap().to_rgb8()
 }
 
+/// `(own, waited-for children)` CPU seconds of a process, from `/proc/PID/stat` (the
+/// children are the render's ffmpeg and espeak-ng runs, counted when they exit).
+fn cpu_seconds(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<f64> = rest.split(' ').map(|x| x.parse().unwrap_or(0.0)).collect();
+    // Fields 14-17 (utime, stime, cutime, cstime) are 11-14 after the state; 100 ticks a second.
+    ((f[11] + f[12]) / 100.0, (f[13] + f[14]) / 100.0)
+}
+
 fn brand_pixels(img: &image::RgbImage) -> usize {
     img.pixels().filter(|p| (0..3).all(|i| (p[i] as i32 - BRAND[i] as i32).abs() <= 24)).count()
 }
@@ -149,7 +159,11 @@ fn brand_pixels(img: &image::RgbImage) -> usize {
 async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     let site = Site::start(vec![("/", "text/html; charset=utf-8", bakery_page())]).await;
     let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
-    let (_, key) = app.user_with_key("pro");
+    // A website account (to see the dashboard) with an API key.
+    let email = format!("ads{}@example.com", rand_suffix());
+    let visitor = crate::visitor::Visitor::new(&app);
+    visitor.sign_up(&email, "correct horse battery").await;
+    let key = app.new_key(&email);
 
     // The allowed ids are listed.
     let voices: Value = app.get(&key, "/v1/adshot/voices").await.json().await.unwrap();
@@ -160,6 +174,7 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     assert_eq!(music_ids, ["upbeat", "calm", "corporate", "none"]);
 
     // Draft, idempotently.
+    let draft_t0 = Instant::now();
     let body = json!({"url": site.url("/")});
     let (status, draft, replayed) = post(&app, &key, "/v1/adshot/draft", &body, Some("draft-key-0001")).await;
     assert_eq!(status, 202, "{draft}");
@@ -180,6 +195,7 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     assert_eq!(names.last(), Some(&"done"), "{events:?}");
     let stages: Vec<&str> = events.iter().filter_map(|(_, d)| d["stage"].as_str()).collect();
     assert!(stages.contains(&"capturing") && stages.contains(&"writing"), "{events:?}");
+    eprintln!("BENCH draft: {:.1} s wall (create to done event)", draft_t0.elapsed().as_secs_f64());
     let done = &events.last().unwrap().1;
     assert_eq!(done["draft"]["headline"], "Fresh sourdough every morning", "{done}");
 
@@ -261,9 +277,12 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     assert_eq!(again["id"], render["id"]);
     assert_eq!(used(&app, &key).await, 11, "a render costs ten actions, once");
 
+    let pid = app.child.as_ref().unwrap().id();
+    let cpu0 = cpu_seconds(pid);
     let t0 = Instant::now();
     let events = ad_stream(&app, &key, &rid, Duration::from_secs(290)).await;
     let render_secs = t0.elapsed().as_secs_f64();
+    let cpu1 = cpu_seconds(pid);
     let (last, done) = events.last().unwrap();
     assert_eq!(last, "done", "{events:?}");
     let stages: Vec<&str> = events.iter().filter_map(|(_, d)| d["stage"].as_str()).collect();
@@ -273,7 +292,14 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     assert_eq!((done["width"].as_i64(), done["height"].as_i64()), (Some(1080), Some(1920)));
     let duration_ms = done["durationMs"].as_i64().unwrap();
     assert!((15_000..=30_000).contains(&duration_ms), "{duration_ms}");
-    eprintln!("render: {render_secs:.1} s wall for {:.1} s of video", duration_ms as f64 / 1000.0);
+    let video_secs = duration_ms as f64 / 1000.0;
+    let (own, children) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+    eprintln!(
+        "BENCH render: {render_secs:.1} s wall for {video_secs:.1} s of video; CPU {:.1} s in ffmpeg/espeak-ng + {own:.1} s in the service = {:.2} CPU-s per second of video (load {})",
+        children,
+        (children + own) / video_secs,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').next().unwrap_or("?")
+    );
 
     let (s, ct, mp4) = app.fetch(done["videoUrl"].as_str().unwrap()).await;
     assert_eq!((s, ct.as_str()), (200, "video/mp4"));
@@ -305,6 +331,14 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     let list: Value = app.get(&key, "/v1/adshots").await.json().await.unwrap();
     let ids: Vec<&str> = list["data"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [rid.as_str(), id.as_str()]);
+
+    // The dashboard lists both, the render with a player its policy lets play.
+    let page = visitor.get("/dashboard/ads").await.expect(200);
+    assert!(page.body.contains(&rid) && page.body.contains(&id), "{}", page.body);
+    let video_path = url::Url::parse(done["videoUrl"].as_str().unwrap()).unwrap().path().to_string();
+    assert!(page.body.contains("<video controls") && page.body.contains(&video_path), "{}", page.body);
+    assert!(page.body.contains("Fresh sourdough every morning"));
+    assert!(page.header("content-security-policy").contains("media-src 'self'"));
 }
 
 /// A page that cannot be reached fails its draft with an error and gives the action back;
@@ -337,3 +371,36 @@ async fn unreachable_pages_fail_and_refund(db: Db) {
     assert_eq!(used(&app, &key).await, 0, "both actions given back");
 }
 both_dbs!(unreachable_pages_fail_and_refund);
+
+/// A render whose worker process is killed mid-encode is taken up again when the lease
+/// runs out (by the restarted process here) and finishes; it is charged once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_render_whose_worker_is_killed_is_taken_up_again() {
+    let site = Site::start(vec![("/", "text/html; charset=utf-8", bakery_page())]).await;
+    let mut app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_QUEUE_LEASE", "3s")).await;
+    let (_, key) = app.user_with_key("pro");
+    let (_, draft, _) = post(&app, &key, "/v1/adshot/draft", &json!({"url": site.url("/")}), None).await;
+    let id = draft["id"].as_str().unwrap().to_string();
+    assert_eq!(wait_ad(&app, &key, &id, Duration::from_secs(120)).await["status"], "done");
+    let body = json!({"draftId": id, "voiceId": "en-gb", "musicId": "calm", "orientation": "landscape", "brandColor": "#1A73E8"});
+    let (status, render, _) = post(&app, &key, "/v1/adshot/render", &body, None).await;
+    assert_eq!(status, 202, "{render}");
+    let rid = render["id"].as_str().unwrap().to_string();
+    // Kill the process once the scenes are being encoded.
+    let deadline = Instant::now() + Duration::from_secs(200);
+    loop {
+        let v = get_ad(&app, &key, &rid).await;
+        if v["stage"] == "scenes" {
+            break;
+        }
+        assert!(v["status"] != "done" && Instant::now() < deadline, "never saw the scenes stage: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.kill9();
+    app.start("api,worker,scheduler").await;
+    let v = wait_ad(&app, &key, &rid, Duration::from_secs(400)).await;
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!((v["width"].as_i64(), v["height"].as_i64()), (Some(1920), Some(1080)));
+    assert_eq!(v["brandColor"], "#1A73E8");
+    assert_eq!(used(&app, &key).await, 11, "charged once");
+}

@@ -3,6 +3,9 @@
 //! and several nodes on one PostgreSQL database.
 
 mod helpers;
+#[path = "../web/visitor.rs"]
+#[allow(dead_code)]
+mod visitor;
 
 mod ads;
 mod api_errors;

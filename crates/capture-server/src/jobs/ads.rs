@@ -50,6 +50,7 @@ const RENDER_LIMIT: Duration = Duration::from_secs(900);
 /// dropped (its subprocesses killed, its files removed) and retried from the queue.
 pub async fn run(state: AppState, pool: Arc<BrowserPool>, stop: CancellationToken, hard_stop: CancellationToken) {
     let node = capture_core::ids::random_string(8);
+    remove_stale_temp(&state.cfg.data_dir.join("ad-tmp")).await;
     let drafts = {
         let (state, stop, id) = (state.clone(), stop.clone(), format!("{node}-ad-draft"));
         tokio::spawn(async move {
@@ -74,6 +75,25 @@ pub async fn run(state: AppState, pool: Arc<BrowserPool>, stop: CancellationToke
     };
     let _ = drafts.await;
     let _ = renders.await;
+}
+
+/// Remove what renders of a process that was killed left behind (older than any render
+/// can run, so never the files of a render under way on another node sharing the folder).
+async fn remove_stale_temp(dir: &std::path::Path) {
+    let Ok(mut entries) = tokio::fs::read_dir(dir).await else { return };
+    let cutoff = std::time::SystemTime::now() - RENDER_LIMIT - Duration::from_secs(300);
+    while let Ok(Some(e)) = entries.next_entry().await {
+        let old = e.metadata().await.ok().and_then(|m| m.modified().ok()).is_some_and(|t| t < cutoff);
+        if old {
+            let path = e.path();
+            let _ = if path.is_dir() {
+                tokio::fs::remove_dir_all(&path).await
+            } else {
+                tokio::fs::remove_file(&path).await
+            };
+            tracing::info!(path = %path.display(), "removed a killed render's leftovers");
+        }
+    }
 }
 
 /// Keep the task's lease alive until the guard drops.

@@ -17,6 +17,7 @@ use crate::http::ApiError;
 pub enum Nav {
     Dashboard,
     Webhooks,
+    Ads,
     Settings,
     None,
 }
@@ -48,6 +49,7 @@ impl Nav {
         match self {
             Nav::Dashboard => "dashboard",
             Nav::Webhooks => "webhooks",
+            Nav::Ads => "ads",
             Nav::Settings => "settings",
             Nav::None => "",
         }
@@ -107,7 +109,7 @@ pub fn html(status: StatusCode, doc: String, img_origin: Option<&str>) -> Respon
     let img = img_origin.map(|o| format!(" {o}")).unwrap_or_default();
     let csp = format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:{img}; \
-         form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+         media-src 'self'{img}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     );
     if let Ok(v) = HeaderValue::from_str(&csp) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);
