@@ -57,7 +57,15 @@ mod tests {
     #[test]
     fn the_document_describes_each_resource_with_its_request_schemas() {
         let doc = serde_json::to_value(openapi()).unwrap();
-        for path in ["/v1/screenshot", "/v1/screenshots", "/v1/webhooks", "/v1/account/balance"] {
+        for path in [
+            "/v1/screenshot",
+            "/v1/screenshots",
+            "/v1/webhooks",
+            "/v1/account/balance",
+            "/v1/adshot/draft",
+            "/v1/adshot/render",
+            "/v1/adshot/{id}/stream",
+        ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
         // The capture options come from their JSON Schema, bounds included.
@@ -67,6 +75,8 @@ mod tests {
         assert_eq!(shot["required"], serde_json::json!(["url"]));
         let hook = &doc["components"]["schemas"]["WebhookEndpointRequest"];
         assert_eq!(hook["properties"]["description"]["maxLength"], 500, "{hook}");
+        let render = &doc["components"]["schemas"]["AdRenderRequest"];
+        assert_eq!(render["required"], serde_json::json!(["draftId", "voiceId", "musicId"]), "{render}");
         let job = &doc["components"]["schemas"]["Job"];
         assert!(job["properties"]["status"].is_object(), "{job}");
     }

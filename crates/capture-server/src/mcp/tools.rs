@@ -366,3 +366,16 @@ async fn inline_image(state: &AppState, row: &ScreenshotRow) -> Result<Option<Co
     };
     Ok(Some(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(bytes), mime)))
 }
+
+#[cfg(test)]
+mod tests {
+    /// The ad tools are listed with their input schemas.
+    #[test]
+    fn the_ad_tools_are_in_the_catalogue() {
+        let tools = super::catalogue();
+        for (name, field) in [("create_ad_draft", "screenshotUrls"), ("render_ad", "voiceId"), ("get_ad", "id")] {
+            let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
+            assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
+        }
+    }
+}
