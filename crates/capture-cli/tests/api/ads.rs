@@ -342,11 +342,17 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
 }
 
 /// A page that cannot be reached fails its draft with an error and gives the action back;
-/// so does a screenshot URL that is not an image. Neither is left pending.
+/// so does a screenshot URL that is not an image. Neither is left pending, and each sends a
+/// signed `adshot.failed` webhook.
 async fn unreachable_pages_fail_and_refund(db: Db) {
     let site = Site::start(vec![("/page", "text/html", "<h1>not an image</h1>".to_string())]).await;
-    let app = TestApp::spawn(Opts::full(db)).await;
+    let rx = crate::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let app = TestApp::spawn(Opts::full(db).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
     let (_, key) = app.user_with_key("free");
+    let r = app.post_json(&key, "/v1/webhooks", &json!({"url": rx.url, "events": ["adshot.failed"]})).await;
+    assert_eq!(r.status(), 201);
+    let ep: Value = r.json().await.unwrap();
+    let secret = ep["endpoint"]["secret"].as_str().unwrap().to_string();
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
@@ -369,6 +375,19 @@ async fn unreachable_pages_fail_and_refund(db: Db) {
     assert_eq!(last, "failed", "{events:?}");
     assert!(data["error"].as_str().unwrap().contains("not an image"), "{data}");
     assert_eq!(used(&app, &key).await, 0, "both actions given back");
+    let got = rx.wait_for(2, Duration::from_secs(30)).await;
+    let mut failed: Vec<String> = Vec::new();
+    for r in &got {
+        let v = crate::webhooks::verify(&secret, r).expect("signed");
+        assert_eq!(v["type"], "adshot.failed", "{v}");
+        assert_eq!(v["data"]["kind"], "draft", "{v}");
+        assert!(!v["data"]["error"].as_str().unwrap().is_empty(), "{v}");
+        failed.push(v["data"]["adId"].as_str().unwrap().to_string());
+    }
+    failed.sort();
+    let mut want = vec![a["id"].as_str().unwrap().to_string(), b_id];
+    want.sort();
+    assert_eq!(failed, want);
 }
 both_dbs!(unreachable_pages_fail_and_refund);
 
