@@ -423,3 +423,72 @@ async fn a_render_whose_worker_is_killed_is_taken_up_again() {
     assert_eq!(v["brandColor"], "#1A73E8");
     assert_eq!(used(&app, &key).await, 11, "charged once");
 }
+
+/// A server of binary files: `(path, content type, bytes)`.
+async fn serve_files(files: Vec<(&'static str, &'static str, Vec<u8>)>) -> String {
+    let mut router = axum::Router::new();
+    for (path, ct, body) in files {
+        router = router.route(
+            path,
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, ct)], body) }
+            }),
+        );
+    }
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, router).await.unwrap() });
+    base
+}
+
+fn png(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb(f(x, y)));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A draft of screenshots only: the pictures become the scenes (a tall one pans), the brand
+/// colour is the pictures' dominant one; an oversized or non-image URL fails the draft.
+async fn screenshots_alone_make_a_draft(db: Db) {
+    // A light page with a large orange band, and a tall page.
+    let wide = png(1200, 800, |_, y| if (200..600).contains(&y) { BRAND } else { [250, 250, 250] });
+    let tall = png(600, 2000, |_, y| if y % 400 < 200 { [30, 30, 30] } else { [240, 240, 240] });
+    let big = vec![0u8; 11 * 1024 * 1024];
+    let base = serve_files(vec![
+        ("/wide.png", "image/png", wide),
+        ("/tall.png", "image/png", tall),
+        ("/big.png", "image/png", big),
+    ])
+    .await;
+    let app = TestApp::spawn(Opts::full(db)).await;
+    let (_, key) = app.user_with_key("free");
+    let body = json!({"screenshotUrls": [format!("{base}/wide.png"), format!("{base}/tall.png")]});
+    let (status, d, _) = post(&app, &key, "/v1/adshot/draft", &body, None).await;
+    assert_eq!(status, 202, "{d}");
+    let d = wait_ad(&app, &key, d["id"].as_str().unwrap(), Duration::from_secs(120)).await;
+    assert_eq!(d["status"], "done", "{d}");
+    let draft = &d["draft"];
+    assert_eq!(draft["brandColorSource"], "screenshot", "{draft}");
+    let c = capture_media_hex(draft["brandColor"].as_str().unwrap());
+    assert!((0..3).all(|i| (c[i] as i32 - BRAND[i] as i32).abs() <= 24), "{draft}");
+    let scenes = draft["scenes"].as_array().unwrap();
+    assert!(scenes.iter().all(|s| s["source"] == "screenshot"), "{draft}");
+    assert!(scenes.iter().any(|s| s["motion"] == "panDown"), "the tall one pans: {draft}");
+    assert!(!draft["script"].as_str().unwrap().is_empty());
+    assert_eq!(used(&app, &key).await, 1);
+
+    let (_, bad, _) =
+        post(&app, &key, "/v1/adshot/draft", &json!({"screenshotUrls": [format!("{base}/big.png")]}), None).await;
+    let bad = wait_ad(&app, &key, bad["id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    assert_eq!(bad["status"], "failed");
+    assert!(bad["error"].as_str().unwrap().contains("larger than 10 MB"), "{bad}");
+    assert_eq!(used(&app, &key).await, 1, "the failed one was given back");
+}
+both_dbs!(screenshots_alone_make_a_draft);
+
+fn capture_media_hex(s: &str) -> [u8; 3] {
+    let v = u32::from_str_radix(s.trim_start_matches('#'), 16).unwrap();
+    [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+}
