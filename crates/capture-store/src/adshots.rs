@@ -41,6 +41,8 @@ pub struct AdshotRow {
     pub duration_ms: Option<i64>,
     pub width: Option<i64>,
     pub height: Option<i64>,
+    /// Details of a render (voice-over span, scene timings…) as JSON.
+    pub meta: Option<String>,
     pub error: Option<String>,
     pub actions: i64,
     pub usage_month: String,
@@ -79,10 +81,11 @@ pub struct AdshotDone {
     pub duration_ms: Option<i64>,
     pub width: Option<i64>,
     pub height: Option<i64>,
+    pub meta: Option<String>,
 }
 
 const COLS: &str = "id, user_id, key_id, kind, draft_id, status, stage, progress, input, draft, files, \
-    video_key, thumb_key, duration_ms, width, height, error, actions, usage_month, created_at, started_at, \
+    video_key, thumb_key, duration_ms, width, height, meta, error, actions, usage_month, created_at, started_at, \
     completed_at";
 
 /// The queue kind of a row kind.
@@ -109,6 +112,7 @@ fn row_from(r: &AnyRow) -> Result<AdshotRow> {
         duration_ms: r.try_get("duration_ms")?,
         width: r.try_get("width")?,
         height: r.try_get("height")?,
+        meta: r.try_get("meta")?,
         error: r.try_get("error")?,
         actions: r.try_get("actions")?,
         usage_month: r.try_get("usage_month")?,
@@ -309,8 +313,8 @@ impl Store {
         let row: Option<(String,)> = sqlx::query_as(
             "UPDATE adshots SET status = 'done', stage = NULL, progress = 100, draft = COALESCE($1, draft), \
              files = $2, video_key = $3, thumb_key = $4, duration_ms = $5, width = $6, height = $7, \
-             error = NULL, completed_at = $8 \
-             WHERE id = $9 AND status IN ('pending', 'processing') RETURNING user_id",
+             meta = $8, error = NULL, completed_at = $9 \
+             WHERE id = $10 AND status IN ('pending', 'processing') RETURNING user_id",
         )
         .bind(done.draft.clone())
         .bind(serde_json::to_string(&done.files).unwrap_or_else(|_| "[]".into()))
@@ -319,6 +323,7 @@ impl Store {
         .bind(done.duration_ms)
         .bind(done.width)
         .bind(done.height)
+        .bind(done.meta.clone())
         .bind(now)
         .bind(id)
         .fetch_optional(&mut *tx)

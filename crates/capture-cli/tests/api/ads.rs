@@ -291,6 +291,8 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     }
     assert_eq!((done["width"].as_i64(), done["height"].as_i64()), (Some(1080), Some(1920)));
     let duration_ms = done["durationMs"].as_i64().unwrap();
+    let span = &done["ad"]["voiceSpanMs"];
+    assert!(span[0].as_i64().unwrap() > 0 && span[1].as_i64().unwrap() < duration_ms, "{done}");
     assert!((15_000..=30_000).contains(&duration_ms), "{duration_ms}");
     let video_secs = duration_ms as f64 / 1000.0;
     let (own, children) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
@@ -392,13 +394,17 @@ async fn unreachable_pages_fail_and_refund(db: Db) {
 both_dbs!(unreachable_pages_fail_and_refund);
 
 /// A render whose worker process is killed mid-encode is taken up again when the lease
-/// runs out (by the restarted process here) and finishes; it is charged once.
+/// runs out (by the restarted process here) and finishes; it is charged once. Its voice
+/// (a short script: a draft of screenshots alone) is measured above the music alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_render_whose_worker_is_killed_is_taken_up_again() {
-    let site = Site::start(vec![("/", "text/html; charset=utf-8", bakery_page())]).await;
+    let wide = png(1200, 800, |x, _| if x < 600 { BRAND } else { [250, 250, 250] });
+    let tall = png(600, 2000, |_, y| if y % 400 < 200 { [30, 30, 30] } else { [240, 240, 240] });
+    let base = serve_files(vec![("/wide.png", "image/png", wide), ("/tall.png", "image/png", tall)]).await;
     let mut app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_QUEUE_LEASE", "3s")).await;
     let (_, key) = app.user_with_key("pro");
-    let (_, draft, _) = post(&app, &key, "/v1/adshot/draft", &json!({"url": site.url("/")}), None).await;
+    let shots = json!({"screenshotUrls": [format!("{base}/wide.png"), format!("{base}/tall.png")]});
+    let (_, draft, _) = post(&app, &key, "/v1/adshot/draft", &shots, None).await;
     let id = draft["id"].as_str().unwrap().to_string();
     assert_eq!(wait_ad(&app, &key, &id, Duration::from_secs(120)).await["status"], "done");
     let body = json!({"draftId": id, "voiceId": "en-gb", "musicId": "calm", "orientation": "landscape", "brandColor": "#1A73E8"});
@@ -422,6 +428,21 @@ async fn a_render_whose_worker_is_killed_is_taken_up_again() {
     assert_eq!((v["width"].as_i64(), v["height"].as_i64()), (Some(1920), Some(1080)));
     assert_eq!(v["brandColor"], "#1A73E8");
     assert_eq!(used(&app, &key).await, 11, "charged once");
+
+    // The voice is clearly above the music alone (the tail after the voice-over).
+    let (_, _, mp4) = app.fetch(v["videoUrl"].as_str().unwrap()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ad.mp4");
+    std::fs::write(&path, &mp4).unwrap();
+    let secs = v["durationMs"].as_f64().unwrap() / 1000.0;
+    let (vs, ve) = (v["voiceSpanMs"][0].as_f64().unwrap() / 1000.0, v["voiceSpanMs"][1].as_f64().unwrap() / 1000.0);
+    let (tail_start, tail_end) = (ve + 0.8, secs - 1.6);
+    assert!(tail_end - tail_start >= 1.0, "a music-only tail: voice {vs}..{ve} of {secs}");
+    let during = mean_volume(&path, vs + 0.3, ve - vs - 0.6);
+    let music = mean_volume(&path, tail_start, tail_end - tail_start);
+    eprintln!("BENCH audio: {during:.1} dB during the voice-over, {music:.1} dB music alone");
+    assert!(music > -40.0, "the music is audible: {music}");
+    assert!(during - music >= 6.0, "voice {during:.1} dB over music {music:.1} dB");
 }
 
 /// A server of binary files: `(path, content type, bytes)`.

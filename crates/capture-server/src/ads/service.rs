@@ -340,6 +340,11 @@ pub fn view_with(
         duration_ms: r.duration_ms,
         width: r.width,
         height: r.height,
+        voice_span_ms: r
+            .meta
+            .as_deref()
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+            .and_then(|m| serde_json::from_value(m["voiceSpanMs"].clone()).ok()),
         error: r.error.clone(),
         actions: r.actions,
         created_at: iso(r.created_at),

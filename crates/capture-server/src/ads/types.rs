@@ -148,6 +148,9 @@ pub struct Adshot {
     pub width: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub height: Option<i64>,
+    /// When the voice-over starts and ends in a finished render, in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub voice_span_ms: Option<[i64; 2]>,
     pub error: Option<String>,
     /// Actions charged (given back when the job fails for a reason of the service's).
     pub actions: i64,

@@ -579,6 +579,16 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
         duration_ms: Some((rendered.duration * 1000.0).round() as i64),
         width: Some(i64::from(rendered.width)),
         height: Some(i64::from(rendered.height)),
+        meta: Some(
+            json!({
+                "voiceSpanMs": rendered.voice_span.map(|(s, e)| [(s * 1000.0).round() as i64, (e * 1000.0).round() as i64]),
+                "scenesMs": rendered.scenes.iter().map(|(s, d)| [(s * 1000.0).round() as i64, (d * 1000.0).round() as i64]).collect::<Vec<_>>(),
+                "captionText": rendered.caption_colors.text.hex(),
+                "captionPlate": rendered.caption_colors.plate.hex(),
+                "stageSeconds": rendered.stage_seconds.iter().map(|(st, s)| (serde_json::to_value(st).ok(), *s)).collect::<Vec<_>>(),
+            })
+            .to_string(),
+        ),
         ..Default::default()
     };
     let event = json!({

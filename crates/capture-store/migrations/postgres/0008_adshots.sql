@@ -16,6 +16,7 @@ CREATE TABLE adshots (
     duration_ms BIGINT,
     width BIGINT,
     height BIGINT,
+    meta TEXT,
     error TEXT,
     actions BIGINT NOT NULL,
     usage_month TEXT NOT NULL,
