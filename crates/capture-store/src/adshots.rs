@@ -7,6 +7,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Row, Transaction};
 
+use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store};
 use crate::jobs::{IdemResponse, Refused, append_event, reserve};
 
@@ -69,6 +70,8 @@ pub struct NewAdshot {
     pub now: i64,
     /// The task's payload.
     pub task_payload: String,
+    /// Jobs of this kind the account may have waiting or in progress (None: unbounded).
+    pub max_active: Option<i64>,
 }
 
 /// What a finished ad job leaves.
@@ -166,6 +169,9 @@ impl Store {
     ) -> Result<std::result::Result<(AdshotRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
         let op = queue_kind(&n.kind);
+        if n.max_active.is_some() {
+            crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
+        }
         let used =
             match reserve(&mut tx, &n.user_id, n.key_id.as_deref(), op, &n.id, n.actions, &n.month, n.limit, n.now)
                 .await?
@@ -176,6 +182,20 @@ impl Store {
                     return Ok(Err(q.into()));
                 }
             };
+        // The quota comes first: a client out of actions learns that, not "retry later".
+        if let Some(limit) = n.max_active {
+            let (pending,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM adshots WHERE user_id = $1 AND kind = $2 AND status IN ('pending', 'processing')",
+            )
+            .bind(&n.user_id)
+            .bind(&n.kind)
+            .fetch_one(&mut *tx)
+            .await?;
+            if pending >= limit {
+                tx.rollback().await?;
+                return Ok(Err(QueueFull { scope: QueueScope::Account, pending, limit }.into()));
+            }
+        }
         if let Some(limit) = n.limit {
             crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }

@@ -1724,6 +1724,7 @@ fn ad(user: &User, kind: &str, draft_id: Option<&str>, now: i64, limit: Option<i
         limit,
         reset_at: "2026-12-01T00:00:00.000Z".into(),
         now,
+        max_active: None,
     }
 }
 
@@ -1834,6 +1835,16 @@ async fn ad_drafts_and_renders_charge_progress_and_complete(ctx: Ctx) {
     assert!(store.adshot_of(&bob.id, &draft.id).await.unwrap().is_none());
     assert!(store.adshot_of(&alice.id, &draft.id).await.unwrap().is_some());
     assert!(store.list_adshots(&bob.id, None, 10).await.unwrap().is_empty());
+
+    // Back-pressure per account and kind: two renders may wait; a third is refused, uncharged.
+    let bounded = |now| NewAdshot { max_active: Some(2), ..ad(&bob, KIND_RENDER, None, now, Some(100)) };
+    store.create_adshot_with(&bounded(T0 + 50), None).await.unwrap().unwrap();
+    store.create_adshot_with(&bounded(T0 + 51), None).await.unwrap().unwrap();
+    let full = store.create_adshot_with(&bounded(T0 + 52), None).await.unwrap();
+    assert_eq!(full, Err(QueueFull { scope: QueueScope::Account, pending: 2, limit: 2 }.into()));
+    assert_eq!(store.month_usage(&bob.id, MONTH).await.unwrap(), 20);
+    let draft = NewAdshot { max_active: Some(2), ..ad(&bob, KIND_DRAFT, None, T0 + 53, Some(100)) };
+    assert!(store.create_adshot_with(&draft, None).await.unwrap().is_ok(), "drafts are counted apart");
 }
 
 async fn a_failed_ad_render_refunds_once(ctx: Ctx) {

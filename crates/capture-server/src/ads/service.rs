@@ -18,6 +18,11 @@ use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
 use crate::state::AppState;
 
+/// Drafts one account may have waiting or in progress; more are refused with `QUEUE_FULL`.
+pub const MAX_ACTIVE_DRAFTS: i64 = 10;
+/// Renders one account may have waiting or in progress.
+pub const MAX_ACTIVE_RENDERS: i64 = 3;
+
 /// What an `ad_draft` / `ad_render` task carries.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskPayload {
@@ -222,6 +227,7 @@ async fn create(
         limit: account.limit(),
         reset_at: iso(account.window.reset_ms),
         now: now_ms(),
+        max_active: Some(if kind == KIND_RENDER { MAX_ACTIVE_RENDERS } else { MAX_ACTIVE_DRAFTS }),
     };
     let render = |r: &AdshotRow| {
         let ad = view_with(r, None, None, None);
@@ -241,7 +247,10 @@ async fn create(
             plan: account.user.plan.clone(),
             reset_ms: account.window.reset_ms,
         })),
-        Err(Refused::QueueFull(q)) => Err(Error::QueueFull(q)),
+        Err(Refused::QueueFull(q)) => {
+            state.metrics.queue_refused(q.scope);
+            Err(Error::QueueFull(q))
+        }
     }
 }
 
