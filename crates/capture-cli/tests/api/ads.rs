@@ -158,12 +158,16 @@ fn brand_pixels(img: &image::RgbImage) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     let site = Site::start(vec![("/", "text/html; charset=utf-8", bakery_page())]).await;
-    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let rx = crate::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
     // A website account (to see the dashboard) with an API key.
     let email = format!("ads{}@example.com", rand_suffix());
     let visitor = crate::visitor::Visitor::new(&app);
     visitor.sign_up(&email, "correct horse battery").await;
     let key = app.new_key(&email);
+    let r = app.post_json(&key, "/v1/webhooks", &json!({"url": rx.url, "events": ["adshot.completed"]})).await;
+    assert_eq!(r.status(), 201);
+    let secret = r.json::<Value>().await.unwrap()["endpoint"]["secret"].as_str().unwrap().to_string();
 
     // The allowed ids are listed.
     let voices: Value = app.get(&key, "/v1/adshot/voices").await.json().await.unwrap();
@@ -333,6 +337,20 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     let list: Value = app.get(&key, "/v1/adshots").await.json().await.unwrap();
     let ids: Vec<&str> = list["data"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [rid.as_str(), id.as_str()]);
+
+    // Both sent a signed adshot.completed: the draft's copy, the render's lasting file URLs.
+    let got = rx.wait_for(2, Duration::from_secs(30)).await;
+    let events: Vec<Value> = got.iter().map(|r| crate::webhooks::verify(&secret, r).expect("signed")).collect();
+    let of = |id: &str| events.iter().find(|e| e["data"]["adId"] == id).unwrap_or_else(|| panic!("{id}: {events:?}"));
+    assert_eq!(of(&id)["type"], "adshot.completed");
+    assert_eq!(of(&id)["data"]["headline"], "Fresh sourdough every morning");
+    assert_eq!(of(&id)["data"]["brandColor"], "#E4572E");
+    let r = &of(&rid)["data"];
+    assert_eq!((r["kind"].as_str(), r["draftId"].as_str()), (Some("render"), Some(id.as_str())));
+    assert!(
+        r["videoUrl"].as_str().unwrap().starts_with(&app.base) && r["videoUrl"].as_str().unwrap().ends_with(".mp4")
+    );
+    assert_eq!(r["durationMs"], done["durationMs"]);
 
     // The dashboard lists both, the render with a player its policy lets play.
     let page = visitor.get("/dashboard/ads").await.expect(200);
