@@ -10,6 +10,8 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "run.failed",
     "audit.completed",
     "audit.failed",
+    "adshot.completed",
+    "adshot.failed",
 ];
 
 /// Is `name` a known event type or `*`?

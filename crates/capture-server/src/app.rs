@@ -30,6 +30,7 @@ pub fn router(state: AppState) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
         .merge(crate::audits::v1_router())
+        .merge(crate::ads::v1_router())
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .merge(crate::runs::v1_router())
@@ -218,6 +219,7 @@ impl Application {
             work: tokio::sync::Notify::new(),
             webhook_work: tokio::sync::Notify::new(),
             audit_work: tokio::sync::Notify::new(),
+            ad_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             hot: Default::default(),
             browser,
@@ -280,6 +282,10 @@ impl Application {
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { jobs::run::sweep(s, st).await });
+        }
+        if let Some(pool) = state.browser.clone() {
+            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
+            tasks.spawn(async move { jobs::ads::run(s, pool, st, hs).await });
         }
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());

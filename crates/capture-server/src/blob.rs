@@ -282,8 +282,8 @@ pub fn content_type(name: &str) -> &'static str {
         Some("jpeg") | Some("jpg") => "image/jpeg",
         Some("webp") => "image/webp",
         Some("pdf") => "application/pdf",
-        Some("html") => "text/html; charset=utf-8",
         Some("mp4") => "video/mp4",
+        Some("html") => "text/html; charset=utf-8",
         _ => "application/octet-stream",
     }
 }

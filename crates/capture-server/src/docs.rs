@@ -22,7 +22,8 @@ pub fn router() -> Router<AppState> {
         (name = "screenshots", description = "Capture jobs"),
         (name = "audits", description = "Website audits: scores, findings with evidence, a public report and its PDF"),
         (name = "webhooks", description = "Signed event deliveries"),
-        (name = "account", description = "Balance and usage")
+        (name = "account", description = "Balance and usage"),
+        (name = "ads", description = "Generated video ads: drafts and renders")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -37,6 +38,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
+    doc.merge(crate::ads::ApiDoc::openapi());
     error_responses(&mut doc);
     doc.webhooks = Some(webhook_events());
     doc
@@ -164,6 +166,7 @@ mod tests {
             include_str!("account/mod.rs"),
             include_str!("audits/mod.rs"),
             include_str!("runs/mod.rs"),
+            include_str!("ads/mod.rs"),
         ];
         // The JSON API; public HTML pages (`/r/{token}`) are not part of the document.
         let routes: Vec<(String, String)> = sources
@@ -225,6 +228,9 @@ mod tests {
             "/v1/audits/{id}/stream",
             "/v1/runs",
             "/v1/runs/{id}/stop",
+            "/v1/adshot/draft",
+            "/v1/adshot/render",
+            "/v1/adshot/{id}/stream",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
@@ -238,6 +244,8 @@ mod tests {
         let run = &doc["components"]["schemas"]["RunRequest"];
         assert_eq!(run["properties"]["timeoutMs"]["maximum"], 1_800_000, "{run}");
         assert_eq!(run["required"], serde_json::json!(["startUrl"]));
+        let render = &doc["components"]["schemas"]["AdRenderRequest"];
+        assert_eq!(render["required"], serde_json::json!(["draftId", "voiceId", "musicId"]), "{render}");
         let job = &doc["components"]["schemas"]["Job"];
         assert!(job["properties"]["status"].is_object(), "{job}");
     }

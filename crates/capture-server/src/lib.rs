@@ -7,13 +7,14 @@
 //!   views), [`egress`] (the guarded outbound client), [`blob`], [`crypto`], [`html`];
 //! - the HTTP edge: [`http`] (request id, authentication and rate-limit headers, errors,
 //!   JSON extractor) and [`idempotency`];
-//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`], [`runs`], each with its
+//! - one folder per resource: [`screenshots`], [`webhooks`], [`account`], [`audits`], [`runs`], [`ads`], each with its
 //!   `types.rs` (the wire contract), `service.rs` (typed operations) and `mod.rs` (routes);
 //! - background work: [`jobs`] (a handler per queue kind), [`scheduler`], [`nodes`];
 //! - on top: the website ([`web`]), [`oauth`], [`mcp`], [`docs`] and [`app`].
 
 pub mod account;
 pub mod admin;
+pub mod ads;
 pub mod app;
 pub mod audits;
 pub mod auth;

@@ -16,6 +16,7 @@ macro_rules! sqlf {
 }
 
 mod admission;
+mod adshots;
 mod audits;
 mod authver;
 mod db;
@@ -32,6 +33,7 @@ mod web_store;
 mod webhooks;
 
 pub use admission::{QueueFull, QueueLimits, QueueScope};
+pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
 pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudit};
 pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};

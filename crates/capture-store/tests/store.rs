@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    ApiKeyRow, FairShare, IdemBegin, IdemClaim, IdemResponse, Listener, NewScreenshot, QueueFull, QueueLimits,
-    QueueScope, QuotaExceeded, Refused, SCHEDULER_LOCK, ScreenshotDone, ScreenshotRow, Store, StoreError, User, Wakeup,
+    AdshotDone, ApiKeyRow, FairShare, IdemBegin, IdemClaim, IdemResponse, KIND_DRAFT, KIND_RENDER, Listener, NewAdshot,
+    NewScreenshot, QueueFull, QueueLimits, QueueScope, QuotaExceeded, Refused, SCHEDULER_LOCK, ScreenshotDone,
+    ScreenshotRow, Store, StoreError, User, Wakeup,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
@@ -235,6 +236,9 @@ on_both_backends! {
     global_queue_bound_admits_exactly_the_limit_under_concurrency => global_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, global_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
     sign_in_failures_count_since_the_last_success => sign_in_failures_count_since_the_last_success_sqlite, sign_in_failures_count_since_the_last_success_postgres;
     an_email_is_verified_once_by_its_link_before_it_expires => an_email_is_verified_once_by_its_link_before_it_expires_sqlite, an_email_is_verified_once_by_its_link_before_it_expires_postgres;
+    ad_drafts_and_renders_charge_progress_and_complete => ad_drafts_and_renders_charge_progress_and_complete_sqlite, ad_drafts_and_renders_charge_progress_and_complete_postgres;
+    a_failed_ad_render_refunds_once => a_failed_ad_render_refunds_once_sqlite, a_failed_ad_render_refunds_once_postgres;
+    an_ad_create_stores_its_idempotent_response_with_it => an_ad_create_stores_its_idempotent_response_with_it_sqlite, an_ad_create_stores_its_idempotent_response_with_it_postgres;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1949,4 +1953,187 @@ async fn an_email_is_verified_once_by_its_link_before_it_expires(ctx: Ctx) {
     assert_eq!(store.verify_email("hash-2", T0 + 2).await.unwrap().as_deref(), Some(alice.id.as_str()));
     assert!(!store.email_unverified(&alice.id).await.unwrap());
     assert_eq!(store.verify_email("hash-2", T0 + 3).await.unwrap(), None, "a link works once");
+}
+
+// ---------------------------------------------------------------------------------------
+// Ad generation
+// ---------------------------------------------------------------------------------------
+
+fn ad(user: &User, kind: &str, draft_id: Option<&str>, now: i64, limit: Option<i64>) -> NewAdshot {
+    let (prefix, actions) = if kind == KIND_RENDER { ("ad", 10) } else { ("drf", 1) };
+    let id = new_id(prefix);
+    NewAdshot {
+        task_payload: serde_json::json!({ "id": id }).to_string(),
+        id,
+        user_id: user.id.clone(),
+        key_id: None,
+        kind: kind.into(),
+        draft_id: draft_id.map(str::to_string),
+        input: r#"{"url":"https://example.com/"}"#.into(),
+        actions,
+        month: MONTH.into(),
+        limit,
+        reset_at: "2026-12-01T00:00:00.000Z".into(),
+        now,
+        max_active: None,
+    }
+}
+
+async fn ad_statuses(store: &Store, id: &str) -> Vec<String> {
+    store
+        .events_after(id, 0)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, ty, data)| {
+            assert_eq!(ty, "adshot.status");
+            let data: serde_json::Value = serde_json::from_str(&data).unwrap();
+            data["status"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+async fn ad_drafts_and_renders_charge_progress_and_complete(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    store
+        .create_endpoint(&capture_store::Endpoint {
+            id: new_id("whe"),
+            user_id: alice.id.clone(),
+            url: "https://hooks.example.com/".into(),
+            events: vec!["adshot.completed".into()],
+            description: None,
+            secret_enc: "enc".into(),
+            created_at: T0,
+        })
+        .await
+        .unwrap();
+
+    // A draft costs 1 action, a render 10; the cap counts actions.
+    let (draft, used) =
+        store.create_adshot_with(&ad(&alice, KIND_DRAFT, None, T0, Some(12)), None).await.unwrap().unwrap();
+    assert_eq!((draft.status.as_str(), draft.kind.as_str(), used), ("pending", KIND_DRAFT, 1));
+    let (render, used) = store
+        .create_adshot_with(&ad(&alice, KIND_RENDER, Some(&draft.id), T0 + 1, Some(12)), None)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((render.draft_id.as_deref(), render.actions, used), (Some(draft.id.as_str()), 10, 11));
+    let refused = store.create_adshot_with(&ad(&alice, KIND_RENDER, Some(&draft.id), T0 + 2, Some(12)), None).await;
+    assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 11 }.into()));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 11);
+
+    // Each kind has its own queue.
+    let task = store.claim("ad_draft", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
+    assert_eq!(task.subject_id, draft.id);
+    assert!(store.claim("ad_draft", "w2", T0 + 10, 60_000).await.unwrap().is_none());
+    assert!(store.adshot_progress(&task.id, "w1", &draft.id, "capturing", 20, T0 + 11).await.unwrap());
+    assert!(
+        !store.adshot_progress(&task.id, "w2", &draft.id, "capturing", 30, T0 + 11).await.unwrap(),
+        "not its lease"
+    );
+    let row = store.adshot(&draft.id).await.unwrap().unwrap();
+    assert_eq!(
+        (row.status.as_str(), row.stage.as_deref(), row.progress, row.started_at),
+        ("processing", Some("capturing"), 20, Some(T0 + 11))
+    );
+
+    let done = AdshotDone {
+        draft: Some(r#"{"headline":"Fresh bread daily"}"#.into()),
+        files: vec!["a.png".into(), "b.png".into()],
+        ..Default::default()
+    };
+    let event = serde_json::json!({"adId": draft.id});
+    assert!(store.complete_adshot(&task.id, "w1", &draft.id, &done, &event, T0 + 20).await.unwrap());
+    assert!(!store.complete_adshot(&task.id, "w1", &draft.id, &done, &event, T0 + 21).await.unwrap(), "closed");
+    let row = store.adshot(&draft.id).await.unwrap().unwrap();
+    assert_eq!(row.status, "done");
+    assert_eq!(row.progress, 100);
+    assert_eq!(row.draft.as_deref(), done.draft.as_deref());
+    assert_eq!(row.files, done.files);
+    assert_eq!(row.completed_at, Some(T0 + 20));
+    assert_eq!(ad_statuses(store, &draft.id).await, ["pending", "processing", "done"]);
+    let ep = store.list_endpoints(&alice.id).await.unwrap().remove(0);
+    let deliveries = store.list_deliveries(&alice.id, &ep.id, 10).await.unwrap();
+    assert_eq!(deliveries.len(), 1);
+    assert_eq!(deliveries[0].event_type, "adshot.completed");
+
+    // The render completes with its files.
+    let task = store.claim("ad_render", "w1", T0 + 30, 60_000).await.unwrap().unwrap();
+    assert_eq!(task.subject_id, render.id);
+    let done = AdshotDone {
+        video_key: Some("v.mp4".into()),
+        thumb_key: Some("t.png".into()),
+        duration_ms: Some(18_500),
+        width: Some(1080),
+        height: Some(1920),
+        ..Default::default()
+    };
+    assert!(store.complete_adshot(&task.id, "w1", &render.id, &done, &serde_json::json!({}), T0 + 40).await.unwrap());
+    let row = store.adshot(&render.id).await.unwrap().unwrap();
+    assert_eq!(
+        (row.video_key.as_deref(), row.duration_ms, row.width, row.height),
+        (Some("v.mp4"), Some(18_500), Some(1080), Some(1920))
+    );
+    assert_eq!(row.draft, None);
+
+    // Listing and ownership.
+    let all = store.list_adshots(&alice.id, None, 10).await.unwrap();
+    assert_eq!(all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [render.id.as_str(), draft.id.as_str()]);
+    let renders = store.list_adshots(&alice.id, Some(KIND_RENDER), 10).await.unwrap();
+    assert_eq!(renders.len(), 1);
+    assert!(store.adshot_of(&bob.id, &draft.id).await.unwrap().is_none());
+    assert!(store.adshot_of(&alice.id, &draft.id).await.unwrap().is_some());
+    assert!(store.list_adshots(&bob.id, None, 10).await.unwrap().is_empty());
+
+    // Back-pressure per account and kind: two renders may wait; a third is refused, uncharged.
+    let bounded = |now| NewAdshot { max_active: Some(2), ..ad(&bob, KIND_RENDER, None, now, Some(100)) };
+    store.create_adshot_with(&bounded(T0 + 50), None).await.unwrap().unwrap();
+    store.create_adshot_with(&bounded(T0 + 51), None).await.unwrap().unwrap();
+    let full = store.create_adshot_with(&bounded(T0 + 52), None).await.unwrap();
+    assert_eq!(full, Err(QueueFull { scope: QueueScope::Account, pending: 2, limit: 2 }.into()));
+    assert_eq!(store.month_usage(&bob.id, MONTH).await.unwrap(), 20);
+    let draft = NewAdshot { max_active: Some(2), ..ad(&bob, KIND_DRAFT, None, T0 + 53, Some(100)) };
+    assert!(store.create_adshot_with(&draft, None).await.unwrap().is_ok(), "drafts are counted apart");
+}
+
+async fn a_failed_ad_render_refunds_once(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let (render, used) =
+        store.create_adshot_with(&ad(&alice, KIND_RENDER, None, T0, Some(100)), None).await.unwrap().unwrap();
+    assert_eq!(used, 10);
+    let (draft, _) =
+        store.create_adshot_with(&ad(&alice, KIND_DRAFT, None, T0 + 1, Some(100)), None).await.unwrap().unwrap();
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 11);
+
+    let task = store.claim("ad_render", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
+    let event = serde_json::json!({"adId": render.id});
+    assert!(store.fail_adshot(&task.id, "w1", &render.id, "ffmpeg timed out", true, &event, T0 + 20).await.unwrap());
+    assert!(!store.fail_adshot(&task.id, "w1", &render.id, "again", true, &event, T0 + 21).await.unwrap());
+    let row = store.adshot(&render.id).await.unwrap().unwrap();
+    assert_eq!((row.status.as_str(), row.error.as_deref()), ("failed", Some("ffmpeg timed out")));
+    assert_eq!(ad_statuses(store, &render.id).await, ["pending", "failed"]);
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1, "refunded once");
+
+    // A failure the tenant caused keeps its charge.
+    let task = store.claim("ad_draft", "w1", T0 + 30, 60_000).await.unwrap().unwrap();
+    assert!(store.fail_adshot(&task.id, "w1", &draft.id, "page timed out", false, &event, T0 + 40).await.unwrap());
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
+}
+
+async fn an_ad_create_stores_its_idempotent_response_with_it(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let route = "POST /v1/adshot/draft";
+    let claim = owned(store.idem_begin(&alice.id, route, "key-1234", "h", T0, DAY_MS, LEASE).await.unwrap());
+    let render = |r: &capture_store::AdshotRow| (202u16, format!(r#"{{"id":"{}"}}"#, r.id));
+    let idem = IdemResponse { claim: &claim, render: &render };
+    let (row, _) =
+        store.create_adshot_with(&ad(&alice, KIND_DRAFT, None, T0, None), Some(idem)).await.unwrap().unwrap();
+    assert_eq!(
+        store.idem_begin(&alice.id, route, "key-1234", "h", T0 + 1, DAY_MS, LEASE).await.unwrap(),
+        IdemBegin::Replay(202, format!(r#"{{"id":"{}"}}"#, row.id))
+    );
 }

@@ -3,7 +3,11 @@
 //! and several nodes on one PostgreSQL database.
 
 mod helpers;
+#[path = "../web/visitor.rs"]
+#[allow(dead_code)]
+mod visitor;
 
+mod ads;
 mod api_errors;
 mod audits;
 mod backpressure;

@@ -5,6 +5,7 @@
 //!
 //! A new kind of work is a new file here with its handler and its `run`, started by the app.
 
+pub mod ads;
 pub mod audit;
 pub mod capture;
 pub mod run;

@@ -97,6 +97,34 @@ pub fn catalogue() -> Vec<Tool> {
             tool_input::<EndpointArgs>(),
         )
         .annotate(annotations("Test a webhook endpoint", false, false, true)),
+        Tool::new(
+            "create_ad_draft",
+            "Start drafting a 15–30 s vertical video ad from a web page (url) and/or screenshots (screenshotUrls): \
+             the page is captured on desktop and mobile and read for its name, headline, supporting lines, call to \
+             action, logo and brand colour; a storyboard and voice-over script are written. Returns the draft \
+             (drf_…, pending) at once; call get_ad until its status is done, then render_ad. Costs one action, \
+             given back if the page cannot be reached.",
+            tool_input::<crate::ads::types::DraftIn>(),
+        )
+        .annotate(annotations("Draft a video ad", false, false, true)),
+        Tool::new(
+            "render_ad",
+            "Render a finished ad draft to an MP4 (H.264 + AAC, 1080×1920 or landscape 1920×1080, 30 fps): pans and \
+             zooms over the screenshots, captions in the brand colour, a voice-over (voiceId: en-us, en-us+f3, \
+             en-gb, en-gb+f3, de, fr-fr, es, it, pt-br, nl, …) and generated music (musicId: upbeat, calm, \
+             corporate, none). Returns the render (ad_…, pending); call get_ad until done for videoUrl. Costs ten \
+             actions, given back if the render fails.",
+            tool_input::<crate::ads::types::RenderIn>(),
+        )
+        .annotate(annotations("Render a video ad", false, false, false)),
+        Tool::new(
+            "get_ad",
+            "Get an ad draft (drf_…) or render (ad_…) by id: status, stage and progress; a finished draft's copy, \
+             brand colour, storyboard and script; a finished render's videoUrl, thumbnailUrl, durationMs, width \
+             and height; or the error.",
+            tool_input::<crate::ads::types::GetAdArgs>(),
+        )
+        .annotate(annotations("Get an ad", true, true, false)),
     ];
     all.extend(super::audit_tools::catalogue());
     all.extend(crate::runs::tools::catalogue());
@@ -126,6 +154,9 @@ pub async fn call(
         "start_run" => crate::runs::tools::start_run(state, account, args).await,
         "get_run" => crate::runs::tools::get_run(state, account, &args).await,
         "stop_run" => crate::runs::tools::stop_run(state, account, &args).await,
+        "create_ad_draft" => create_ad_draft(state, account, &args).await,
+        "render_ad" => render_ad(state, account, &args).await,
+        "get_ad" => get_ad(state, account, &args).await,
         other => return Err(rmcp::ErrorData::invalid_params(format!("unknown tool '{other}'"), None)),
     };
     Ok(out.unwrap_or_else(tool_error))
@@ -206,6 +237,20 @@ async fn create_webhook(state: &AppState, account: &Account, args: &Map<String, 
 async fn test_webhook(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
     let id = id_arg(args)?;
     Ok(structured(&crate::webhooks::service::send_test(state, account, &id).await?))
+}
+
+async fn create_ad_draft(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let input = crate::ads::service::parse_draft(args)?;
+    Ok(structured(&crate::ads::service::create_draft(state, account, &input, None).await?.ad))
+}
+
+async fn render_ad(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let input = crate::ads::service::parse_render(args)?;
+    Ok(structured(&crate::ads::service::create_render(state, account, &input, None).await?.ad))
+}
+
+async fn get_ad(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    Ok(structured(&crate::ads::service::get(state, account, &string_arg(args, "id")?).await?))
 }
 
 async fn take_screenshot(
@@ -329,4 +374,17 @@ async fn inline_image(state: &AppState, row: &ScreenshotRow) -> Result<Option<Co
         None => return Ok(None),
     };
     Ok(Some(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(bytes), mime)))
+}
+
+#[cfg(test)]
+mod tests {
+    /// The ad tools are listed with their input schemas.
+    #[test]
+    fn the_ad_tools_are_in_the_catalogue() {
+        let tools = super::catalogue();
+        for (name, field) in [("create_ad_draft", "screenshotUrls"), ("render_ad", "voiceId"), ("get_ad", "id")] {
+            let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
+            assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
+        }
+    }
 }

@@ -6,6 +6,7 @@
 //! extractors (session cookie, and the session's CSRF token on every POST) and call the same
 //! service functions as the REST API, scoped to the signed-in account.
 
+mod ads;
 mod audits;
 mod auth;
 pub mod base;
@@ -37,6 +38,7 @@ pub fn router() -> Router<AppState> {
         .route("/dashboard/screenshots/{id}/share", post(dashboard::share))
         .route("/dashboard/screenshots/{id}/unshare", post(dashboard::unshare))
         .route("/dashboard/screenshots/{id}/pdf", get(dashboard::pdf))
+        .route("/dashboard/ads", get(ads::list))
         .route("/dashboard/webhooks", get(hooks::list).post(hooks::create))
         .route("/dashboard/webhooks/{id}", get(hooks::show))
         .route("/dashboard/webhooks/{id}/rotate", post(hooks::rotate))

@@ -18,6 +18,7 @@ pub enum Nav {
     Dashboard,
     Webhooks,
     Audits,
+    Ads,
     Settings,
     None,
 }
@@ -50,6 +51,7 @@ impl Nav {
             Nav::Dashboard => "dashboard",
             Nav::Webhooks => "webhooks",
             Nav::Audits => "audits",
+            Nav::Ads => "ads",
             Nav::Settings => "settings",
             Nav::None => "",
         }
@@ -109,7 +111,7 @@ pub fn html(status: StatusCode, doc: String, img_origin: Option<&str>) -> Respon
     let img = img_origin.map(|o| format!(" {o}")).unwrap_or_default();
     let csp = format!(
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:{img}; \
-         form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+         media-src 'self'{img}; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
     );
     if let Ok(v) = HeaderValue::from_str(&csp) {
         h.insert(header::CONTENT_SECURITY_POLICY, v);

@@ -1,0 +1,533 @@
+//! Ad generation end to end: a draft of a fixture page (its headline and theme colour come
+//! back), bad render inputs answered with 400s naming the allowed values, idempotent
+//! replays, the event stream to `done`, one real render checked with ffprobe and ffmpeg
+//! (codecs, size, frame rate, duration, audible audio, the brand colour in the frames), and
+//! failures that give the actions back.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::both_dbs;
+use crate::helpers::*;
+
+const BRAND: [u8; 3] = [0xE4, 0x57, 0x2E];
+
+fn bakery_page() -> String {
+    r##"<!doctype html><html lang="en"><head>
+<title>Fresh sourdough every morning | Crumb &amp; Co</title>
+<meta name="theme-color" content="#E4572E">
+<meta name="description" content="Handmade bread from a small bakery in Leeds, baked before sunrise.">
+<style>
+ body { margin: 0; font-family: sans-serif; background: #fffaf3; color: #222; }
+ header { padding: 24px 48px; }
+ .hero { padding: 120px 48px; background: #f6e7d8; }
+ h1 { font-size: 64px; margin: 0 0 24px; }
+ .btn { display: inline-block; padding: 16px 32px; background: #E4572E; color: #fff; text-decoration: none; font-size: 24px; }
+ section { padding: 80px 48px; height: 900px; }
+ section:nth-child(odd) { background: #fde2d6; }
+</style></head><body>
+<header><strong>Crumb &amp; Co</strong></header>
+<div class="hero"><h1>Fresh sourdough every morning</h1>
+<p>Order by 8pm tonight and collect a warm loaf at 7am tomorrow.</p>
+<a class="btn" href="/order">Order now</a></div>
+<main>
+<section><h2>Flour from a mill twenty miles away</h2><p>We use nothing but flour, water and salt, and forty-eight hours of patience.</p></section>
+<section><h2>Baked before sunrise</h2><p>Every loaf comes out of the oven less than three hours before you pick it up.</p></section>
+<section><h2>Delivered across Leeds</h2><p>Our bakers cycle your bread to your door before breakfast, every day of the week.</p></section>
+</main></body></html>"##
+        .to_string()
+}
+
+async fn post(app: &TestApp, key: &str, path: &str, body: &Value, idem: Option<&str>) -> (u16, Value, bool) {
+    let mut req = app.client.post(app.url(path)).bearer_auth(key).json(body);
+    if let Some(k) = idem {
+        req = req.header("Idempotency-Key", k);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    let replayed = r.headers().get("idempotency-replayed").is_some();
+    (status, r.json().await.unwrap(), replayed)
+}
+
+async fn get_ad(app: &TestApp, key: &str, id: &str) -> Value {
+    app.get(key, &format!("/v1/adshot/{id}")).await.json().await.unwrap()
+}
+
+async fn wait_ad(app: &TestApp, key: &str, id: &str, limit: Duration) -> Value {
+    let deadline = Instant::now() + limit;
+    loop {
+        let v = get_ad(app, key, id).await;
+        if v["status"] == "done" || v["status"] == "failed" {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "ad {id} did not finish: {v}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn used(app: &TestApp, key: &str) -> i64 {
+    let b: Value = app.get(key, "/v1/account/balance").await.json().await.unwrap();
+    b["usage"]["used"].as_i64().unwrap()
+}
+
+/// The ad's event stream to its end: `(event, data)`.
+async fn ad_stream(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, Value)> {
+    let r = app.client.get(app.url(&format!("/v1/adshot/{id}/stream"))).bearer_auth(key).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut stream = r.bytes_stream();
+    let (mut buf, mut out) = (String::new(), Vec::new());
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, stream.next()).await.expect("the stream did not end in time");
+        let Some(chunk) = chunk else { break };
+        buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        while let Some(pos) = buf.find("\n\n") {
+            let block: String = buf.drain(..pos + 2).collect();
+            let (mut name, mut data) = (String::new(), String::new());
+            for line in block.lines() {
+                if let Some(n) = line.strip_prefix("event:") {
+                    name = n.trim().to_string();
+                } else if let Some(d) = line.strip_prefix("data:") {
+                    data.push_str(d.trim_start());
+                }
+            }
+            if !name.is_empty() {
+                out.push((name, serde_json::from_str(&data).unwrap_or(Value::Null)));
+            }
+        }
+    }
+    out
+}
+
+fn ffprobe(path: &std::path::Path) -> Value {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-print_format", "json", "-show_streams", "-show_format"])
+        .arg(path)
+        .output()
+        .expect("ffprobe runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Mean volume in dBFS of `dur` seconds from `start`.
+fn mean_volume(path: &std::path::Path, start: f64, dur: f64) -> f64 {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-nostats", "-ss", &start.to_string(), "-t", &dur.to_string(), "-i"])
+        .arg(path)
+        .args(["-vn", "-af", "volumedetect", "-f", "null", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| l.contains("mean_volume:")).unwrap_or_else(|| panic!("no volume: {err}"));
+    line.split("mean_volume:").nth(1).unwrap().trim().trim_end_matches(" dB").parse().unwrap()
+}
+
+/// The frame at `t` seconds, decoded.
+fn frame(path: &std::path::Path, t: f64) -> image::RgbImage {
+    let out = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-ss", &t.to_string(), "-i"])
+        .arg(path)
+        .args(["-frames:v", "1", "-f", "image2pipe", "-vcodec", "png", "-"])
+        .output()
+        .expect("ffmpeg runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    image::load_from_memory(&out.stdout).unwrap().to_rgb8()
+}
+
+/// `(own, waited-for children)` CPU seconds of a process, from `/proc/PID/stat` (the
+/// children are the render's ffmpeg and espeak-ng runs, counted when they exit).
+fn cpu_seconds(pid: u32) -> (f64, f64) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<f64> = rest.split(' ').map(|x| x.parse().unwrap_or(0.0)).collect();
+    // Fields 14-17 (utime, stime, cutime, cstime) are 11-14 after the state; 100 ticks a second.
+    ((f[11] + f[12]) / 100.0, (f[13] + f[14]) / 100.0)
+}
+
+fn brand_pixels(img: &image::RgbImage) -> usize {
+    img.pixels().filter(|p| (0..3).all(|i| (p[i] as i32 - BRAND[i] as i32).abs() <= 24)).count()
+}
+
+/// A draft of the fixture page: the stream reports stages then `done` with the draft, whose
+/// headline, colour, copy, storyboard and script are the page's; the create is idempotent;
+/// bad render inputs are 400s naming the allowed values; one render is checked for real.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
+    let site = Site::start(vec![("/", "text/html; charset=utf-8", bakery_page())]).await;
+    let rx = crate::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
+    // A website account (to see the dashboard) with an API key.
+    let email = format!("ads{}@example.com", rand_suffix());
+    let visitor = crate::visitor::Visitor::new(&app);
+    visitor.sign_up(&email, "correct horse battery").await;
+    let key = app.new_key(&email);
+    let r = app.post_json(&key, "/v1/webhooks", &json!({"url": rx.url, "events": ["adshot.completed"]})).await;
+    assert_eq!(r.status(), 201);
+    let secret = r.json::<Value>().await.unwrap()["endpoint"]["secret"].as_str().unwrap().to_string();
+
+    // The allowed ids are listed.
+    let voices: Value = app.get(&key, "/v1/adshot/voices").await.json().await.unwrap();
+    let voice_ids: Vec<&str> = voices["data"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert!(voice_ids.contains(&"en-us") && voice_ids.contains(&"en-us+f3"), "{voices}");
+    let music: Value = app.get(&key, "/v1/adshot/music").await.json().await.unwrap();
+    let music_ids: Vec<&str> = music["data"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(music_ids, ["upbeat", "calm", "corporate", "none"]);
+
+    // Draft, idempotently.
+    let draft_t0 = Instant::now();
+    let body = json!({"url": site.url("/")});
+    let (status, draft, replayed) = post(&app, &key, "/v1/adshot/draft", &body, Some("draft-key-0001")).await;
+    assert_eq!(status, 202, "{draft}");
+    assert!(!replayed);
+    let id = draft["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("drf_"), "{draft}");
+    assert_eq!(draft["status"], "pending");
+    assert_eq!(draft["object"], "ad_draft");
+    let (status, again, replayed) = post(&app, &key, "/v1/adshot/draft", &body, Some("draft-key-0001")).await;
+    assert_eq!((status, replayed), (202, true));
+    assert_eq!(again["id"], draft["id"], "the replay names the same draft");
+    let (status, other, _) =
+        post(&app, &key, "/v1/adshot/draft", &json!({"url": "https://other.example"}), Some("draft-key-0001")).await;
+    assert_eq!(status, 422, "the key with another body: {other}");
+
+    let events = ad_stream(&app, &key, &id, Duration::from_secs(180)).await;
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names.last(), Some(&"done"), "{events:?}");
+    let stages: Vec<&str> = events.iter().filter_map(|(_, d)| d["stage"].as_str()).collect();
+    assert!(stages.contains(&"capturing") && stages.contains(&"writing"), "{events:?}");
+    eprintln!("BENCH draft: {:.1} s wall (create to done event)", draft_t0.elapsed().as_secs_f64());
+    let done = &events.last().unwrap().1;
+    assert_eq!(done["draft"]["headline"], "Fresh sourdough every morning", "{done}");
+
+    let draft = get_ad(&app, &key, &id).await;
+    let d = &draft["draft"];
+    assert_eq!(draft["status"], "done", "{draft}");
+    assert_eq!(d["headline"], "Fresh sourdough every morning");
+    assert_eq!(d["name"], "Crumb & Co");
+    assert_eq!(d["brandColor"], "#E4572E");
+    assert_eq!(d["brandColorSource"], "theme-color");
+    assert_eq!(d["cta"], "Order now");
+    assert!(d["lines"].as_array().unwrap().len() >= 2, "{d}");
+    let scenes = d["scenes"].as_array().unwrap();
+    assert!(scenes.len() >= 4, "hero, mobile, sections, closing: {d}");
+    let sources: Vec<&str> = scenes.iter().map(|s| s["source"].as_str().unwrap()).collect();
+    assert!(sources.contains(&"hero") && sources.contains(&"mobile") && sources.contains(&"section"), "{sources:?}");
+    assert_eq!(scenes.last().unwrap()["caption"], "Order now");
+    let script = d["script"].as_str().unwrap();
+    assert!(script.contains("Fresh sourdough every morning") && script.contains("Order now"), "{script}");
+    let est = d["estimatedDurationMs"].as_i64().unwrap();
+    assert!((15_000..=30_000).contains(&est), "{est}");
+    // The scene pictures are served.
+    let (s, ct, bytes) = app.fetch(scenes[0]["imageUrl"].as_str().unwrap()).await;
+    assert_eq!((s, ct.as_str()), (200, "image/jpeg"));
+    let hero = image::load_from_memory(&bytes).unwrap();
+    assert_eq!((hero.width(), hero.height()), (1280, 800));
+    assert_eq!(used(&app, &key).await, 1, "a draft costs one action");
+
+    // Bad render inputs: 400s naming what is allowed, nothing charged.
+    for (body, field, names) in [
+        (json!({"draftId": id, "voiceId": "robot", "musicId": "calm"}), "voiceId", "en-us+f3"),
+        (json!({"draftId": id, "voiceId": "en-us", "musicId": "jazz"}), "musicId", "corporate"),
+        (json!({"draftId": id, "voiceId": "en-us", "musicId": "calm", "brandColor": "red"}), "brandColor", "#RRGGBB"),
+        (
+            json!({"draftId": id, "voiceId": "en-us", "musicId": "calm", "brandColor": "#12345"}),
+            "brandColor",
+            "#RRGGBB",
+        ),
+        (
+            json!({"draftId": id, "voiceId": "en-us", "musicId": "calm", "orientation": "square"}),
+            "orientation",
+            "landscape",
+        ),
+        (json!({"voiceId": "en-us", "musicId": "calm"}), "draftId", "required"),
+    ] {
+        let (status, e, _) = post(&app, &key, "/v1/adshot/render", &body, None).await;
+        assert_eq!(status, 400, "{body} → {e}");
+        assert_eq!(e["code"], "VALIDATION_ERROR");
+        assert_eq!(e["details"]["field"], field, "{e}");
+        assert!(e["error"].as_str().unwrap().contains(names), "{e}");
+    }
+    let (status, e, _) = post(
+        &app,
+        &key,
+        "/v1/adshot/render",
+        &json!({"draftId": "drf_nosuchdraft", "voiceId": "en-us", "musicId": "calm"}),
+        None,
+    )
+    .await;
+    assert_eq!((status, e["code"].as_str()), (404, Some("NOT_FOUND")), "{e}");
+    let (status, _, _) = post(&app, &key, "/v1/adshot/draft", &json!({}), None).await;
+    assert_eq!(status, 400);
+    let (status, _, _) = post(&app, &key, "/v1/adshot/draft", &json!({"url": "ftp://x"}), None).await;
+    assert_eq!(status, 400);
+    assert_eq!(app.get(&key, "/v1/adshot/ad_nothing").await.status(), 404);
+    assert_eq!(used(&app, &key).await, 1);
+
+    // The render.
+    let body = json!({"draftId": id, "voiceId": "en-us+f3", "musicId": "upbeat"});
+    let (status, render, _) = post(&app, &key, "/v1/adshot/render", &body, Some("render-key-0001")).await;
+    assert_eq!(status, 202, "{render}");
+    let rid = render["id"].as_str().unwrap().to_string();
+    assert!(rid.starts_with("ad_"), "{render}");
+    assert_eq!(render["object"], "ad_render");
+    assert_eq!(render["draftId"], id.as_str());
+    assert_eq!(render["orientation"], "portrait");
+    let (_, again, replayed) = post(&app, &key, "/v1/adshot/render", &body, Some("render-key-0001")).await;
+    assert!(replayed);
+    assert_eq!(again["id"], render["id"]);
+    assert_eq!(used(&app, &key).await, 11, "a render costs ten actions, once");
+
+    let pid = app.child.as_ref().unwrap().id();
+    let cpu0 = cpu_seconds(pid);
+    let t0 = Instant::now();
+    let events = ad_stream(&app, &key, &rid, Duration::from_secs(290)).await;
+    let render_secs = t0.elapsed().as_secs_f64();
+    let cpu1 = cpu_seconds(pid);
+    let (last, done) = events.last().unwrap();
+    assert_eq!(last, "done", "{events:?}");
+    let stages: Vec<&str> = events.iter().filter_map(|(_, d)| d["stage"].as_str()).collect();
+    for s in ["voice", "music", "scenes", "mux"] {
+        assert!(stages.contains(&s), "stage {s} reported: {stages:?}");
+    }
+    assert_eq!((done["width"].as_i64(), done["height"].as_i64()), (Some(1080), Some(1920)));
+    let duration_ms = done["durationMs"].as_i64().unwrap();
+    let span = &done["ad"]["voiceSpanMs"];
+    assert!(span[0].as_i64().unwrap() > 0 && span[1].as_i64().unwrap() < duration_ms, "{done}");
+    assert!((15_000..=30_000).contains(&duration_ms), "{duration_ms}");
+    let video_secs = duration_ms as f64 / 1000.0;
+    let (own, children) = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+    eprintln!(
+        "BENCH render: {render_secs:.1} s wall for {video_secs:.1} s of video; CPU {:.1} s in ffmpeg/espeak-ng + {own:.1} s in the service = {:.2} CPU-s per second of video (load {})",
+        children,
+        (children + own) / video_secs,
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split(' ').next().unwrap_or("?")
+    );
+
+    let (s, ct, mp4) = app.fetch(done["videoUrl"].as_str().unwrap()).await;
+    assert_eq!((s, ct.as_str()), (200, "video/mp4"));
+    let (s, ct, thumb) = app.fetch(done["thumbnailUrl"].as_str().unwrap()).await;
+    assert_eq!((s, ct.as_str()), (200, "image/png"));
+    assert!(image::load_from_memory(&thumb).is_ok());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ad.mp4");
+    std::fs::write(&path, &mp4).unwrap();
+    let info = ffprobe(&path);
+    let streams = info["streams"].as_array().unwrap();
+    let video = streams.iter().find(|s| s["codec_type"] == "video").expect("a video stream");
+    let audio = streams.iter().find(|s| s["codec_type"] == "audio").expect("an audio stream");
+    assert_eq!(video["codec_name"], "h264");
+    assert_eq!((video["width"].as_i64(), video["height"].as_i64()), (Some(1080), Some(1920)));
+    assert_eq!(video["r_frame_rate"], "30/1");
+    assert_eq!(audio["codec_name"], "aac");
+    let secs: f64 = info["format"]["duration"].as_str().unwrap().parse().unwrap();
+    assert!((15.0..=30.5).contains(&secs), "{secs}");
+    // Audible: the voice and music, not silence.
+    let level = mean_volume(&path, 1.0, secs - 2.0);
+    assert!(level > -35.0, "mean volume {level} dB");
+    // The brand colour is in the frames (captions in it; the page's button too).
+    let seen =
+        (0..4).map(|i| brand_pixels(&frame(&path, 1.0 + i as f64 * (secs - 2.0) / 4.0))).filter(|&n| n > 200).count();
+    assert!(seen >= 3, "brand-coloured pixels in {seen} of 4 sampled frames");
+
+    // The render as listed.
+    let list: Value = app.get(&key, "/v1/adshots").await.json().await.unwrap();
+    let ids: Vec<&str> = list["data"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [rid.as_str(), id.as_str()]);
+
+    // Both sent a signed adshot.completed: the draft's copy, the render's lasting file URLs.
+    let got = rx.wait_for(2, Duration::from_secs(30)).await;
+    let events: Vec<Value> = got.iter().map(|r| crate::webhooks::verify(&secret, r).expect("signed")).collect();
+    let of = |id: &str| events.iter().find(|e| e["data"]["adId"] == id).unwrap_or_else(|| panic!("{id}: {events:?}"));
+    assert_eq!(of(&id)["type"], "adshot.completed");
+    assert_eq!(of(&id)["data"]["headline"], "Fresh sourdough every morning");
+    assert_eq!(of(&id)["data"]["brandColor"], "#E4572E");
+    let r = &of(&rid)["data"];
+    assert_eq!((r["kind"].as_str(), r["draftId"].as_str()), (Some("render"), Some(id.as_str())));
+    assert!(
+        r["videoUrl"].as_str().unwrap().starts_with(&app.base) && r["videoUrl"].as_str().unwrap().ends_with(".mp4")
+    );
+    assert_eq!(r["durationMs"], done["durationMs"]);
+
+    // The dashboard lists both, the render with a player its policy lets play.
+    let page = visitor.get("/dashboard/ads").await.expect(200);
+    assert!(page.body.contains(&rid) && page.body.contains(&id), "{}", page.body);
+    let video_path = url::Url::parse(done["videoUrl"].as_str().unwrap()).unwrap().path().to_string();
+    assert!(page.body.contains("<video controls") && page.body.contains(&video_path), "{}", page.body);
+    assert!(page.body.contains("Fresh sourdough every morning"));
+    assert!(page.header("content-security-policy").contains("media-src 'self'"));
+}
+
+/// A page that cannot be reached fails its draft with an error and gives the action back;
+/// so does a screenshot URL that is not an image. Neither is left pending, and each sends a
+/// signed `adshot.failed` webhook.
+async fn unreachable_pages_fail_and_refund(db: Db) {
+    let site = Site::start(vec![("/page", "text/html", "<h1>not an image</h1>".to_string())]).await;
+    let rx = crate::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let app = TestApp::spawn(Opts::full(db).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
+    let (_, key) = app.user_with_key("free");
+    let r = app.post_json(&key, "/v1/webhooks", &json!({"url": rx.url, "events": ["adshot.failed"]})).await;
+    assert_eq!(r.status(), 201);
+    let ep: Value = r.json().await.unwrap();
+    let secret = ep["endpoint"]["secret"].as_str().unwrap().to_string();
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        port
+    };
+    let (status, a, _) =
+        post(&app, &key, "/v1/adshot/draft", &json!({"url": format!("http://127.0.0.1:{closed}/")}), None).await;
+    assert_eq!(status, 202, "{a}");
+    let (status, b, _) =
+        post(&app, &key, "/v1/adshot/draft", &json!({"screenshotUrls": [site.url("/page")]}), None).await;
+    assert_eq!(status, 202, "{b}");
+    assert_eq!(used(&app, &key).await, 2);
+    let a = wait_ad(&app, &key, a["id"].as_str().unwrap(), Duration::from_secs(120)).await;
+    assert_eq!(a["status"], "failed", "{a}");
+    assert!(a["error"].as_str().unwrap().contains("could not be captured"), "{a}");
+    let b_id = b["id"].as_str().unwrap().to_string();
+    let events = ad_stream(&app, &key, &b_id, Duration::from_secs(120)).await;
+    let (last, data) = events.last().unwrap();
+    assert_eq!(last, "failed", "{events:?}");
+    assert!(data["error"].as_str().unwrap().contains("not an image"), "{data}");
+    assert_eq!(used(&app, &key).await, 0, "both actions given back");
+    let got = rx.wait_for(2, Duration::from_secs(30)).await;
+    let mut failed: Vec<String> = Vec::new();
+    for r in &got {
+        let v = crate::webhooks::verify(&secret, r).expect("signed");
+        assert_eq!(v["type"], "adshot.failed", "{v}");
+        assert_eq!(v["data"]["kind"], "draft", "{v}");
+        assert!(!v["data"]["error"].as_str().unwrap().is_empty(), "{v}");
+        failed.push(v["data"]["adId"].as_str().unwrap().to_string());
+    }
+    failed.sort();
+    let mut want = vec![a["id"].as_str().unwrap().to_string(), b_id];
+    want.sort();
+    assert_eq!(failed, want);
+}
+both_dbs!(unreachable_pages_fail_and_refund);
+
+/// A render whose worker process is killed mid-encode is taken up again when the lease
+/// runs out (by the restarted process here) and finishes; it is charged once. Its voice
+/// (a short script: a draft of screenshots alone) is measured above the music alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_render_whose_worker_is_killed_is_taken_up_again() {
+    let wide = png(1200, 800, |x, _| if x < 600 { BRAND } else { [250, 250, 250] });
+    let tall = png(600, 2000, |_, y| if y % 400 < 200 { [30, 30, 30] } else { [240, 240, 240] });
+    let base = serve_files(vec![("/wide.png", "image/png", wide), ("/tall.png", "image/png", tall)]).await;
+    let mut app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_QUEUE_LEASE", "3s")).await;
+    let (_, key) = app.user_with_key("pro");
+    let shots = json!({"screenshotUrls": [format!("{base}/wide.png"), format!("{base}/tall.png")]});
+    let (_, draft, _) = post(&app, &key, "/v1/adshot/draft", &shots, None).await;
+    let id = draft["id"].as_str().unwrap().to_string();
+    assert_eq!(wait_ad(&app, &key, &id, Duration::from_secs(120)).await["status"], "done");
+    let body = json!({"draftId": id, "voiceId": "en-gb", "musicId": "calm", "orientation": "landscape", "brandColor": "#1A73E8"});
+    let (status, render, _) = post(&app, &key, "/v1/adshot/render", &body, None).await;
+    assert_eq!(status, 202, "{render}");
+    let rid = render["id"].as_str().unwrap().to_string();
+    // Kill the process once the scenes are being encoded.
+    let deadline = Instant::now() + Duration::from_secs(200);
+    loop {
+        let v = get_ad(&app, &key, &rid).await;
+        if v["stage"] == "scenes" {
+            break;
+        }
+        assert!(v["status"] != "done" && Instant::now() < deadline, "never saw the scenes stage: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    app.kill9();
+    app.start("api,worker,scheduler").await;
+    let v = wait_ad(&app, &key, &rid, Duration::from_secs(400)).await;
+    assert_eq!(v["status"], "done", "{v}");
+    assert_eq!((v["width"].as_i64(), v["height"].as_i64()), (Some(1920), Some(1080)));
+    assert_eq!(v["brandColor"], "#1A73E8");
+    assert_eq!(used(&app, &key).await, 11, "charged once");
+
+    // The voice is clearly above the music alone (the tail after the voice-over).
+    let (_, _, mp4) = app.fetch(v["videoUrl"].as_str().unwrap()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ad.mp4");
+    std::fs::write(&path, &mp4).unwrap();
+    let secs = v["durationMs"].as_f64().unwrap() / 1000.0;
+    let (vs, ve) = (v["voiceSpanMs"][0].as_f64().unwrap() / 1000.0, v["voiceSpanMs"][1].as_f64().unwrap() / 1000.0);
+    let (tail_start, tail_end) = (ve + 0.8, secs - 1.6);
+    assert!(tail_end - tail_start >= 1.0, "a music-only tail: voice {vs}..{ve} of {secs}");
+    let during = mean_volume(&path, vs + 0.3, ve - vs - 0.6);
+    let music = mean_volume(&path, tail_start, tail_end - tail_start);
+    eprintln!("BENCH audio: {during:.1} dB during the voice-over, {music:.1} dB music alone");
+    assert!(music > -40.0, "the music is audible: {music}");
+    assert!(during - music >= 6.0, "voice {during:.1} dB over music {music:.1} dB");
+}
+
+/// A server of binary files: `(path, content type, bytes)`.
+async fn serve_files(files: Vec<(&'static str, &'static str, Vec<u8>)>) -> String {
+    let mut router = axum::Router::new();
+    for (path, ct, body) in files {
+        router = router.route(
+            path,
+            axum::routing::get(move || {
+                let body = body.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, ct)], body) }
+            }),
+        );
+    }
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", l.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(l, router).await.unwrap() });
+    base
+}
+
+fn png(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb(f(x, y)));
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A draft of screenshots only: the pictures become the scenes (a tall one pans), the brand
+/// colour is the pictures' dominant one; an oversized or non-image URL fails the draft.
+async fn screenshots_alone_make_a_draft(db: Db) {
+    // A light page with a large orange band, and a tall page.
+    let wide = png(1200, 800, |_, y| if (200..600).contains(&y) { BRAND } else { [250, 250, 250] });
+    let tall = png(600, 2000, |_, y| if y % 400 < 200 { [30, 30, 30] } else { [240, 240, 240] });
+    let big = vec![0u8; 11 * 1024 * 1024];
+    let base = serve_files(vec![
+        ("/wide.png", "image/png", wide),
+        ("/tall.png", "image/png", tall),
+        ("/big.png", "image/png", big),
+    ])
+    .await;
+    let app = TestApp::spawn(Opts::full(db)).await;
+    let (_, key) = app.user_with_key("free");
+    let body = json!({"screenshotUrls": [format!("{base}/wide.png"), format!("{base}/tall.png")]});
+    let (status, d, _) = post(&app, &key, "/v1/adshot/draft", &body, None).await;
+    assert_eq!(status, 202, "{d}");
+    let d = wait_ad(&app, &key, d["id"].as_str().unwrap(), Duration::from_secs(120)).await;
+    assert_eq!(d["status"], "done", "{d}");
+    let draft = &d["draft"];
+    assert_eq!(draft["brandColorSource"], "screenshot", "{draft}");
+    let c = capture_media_hex(draft["brandColor"].as_str().unwrap());
+    assert!((0..3).all(|i| (c[i] as i32 - BRAND[i] as i32).abs() <= 24), "{draft}");
+    let scenes = draft["scenes"].as_array().unwrap();
+    assert!(scenes.iter().all(|s| s["source"] == "screenshot"), "{draft}");
+    assert!(scenes.iter().any(|s| s["motion"] == "panDown"), "the tall one pans: {draft}");
+    assert!(!draft["script"].as_str().unwrap().is_empty());
+    assert_eq!(used(&app, &key).await, 1);
+
+    let (_, bad, _) =
+        post(&app, &key, "/v1/adshot/draft", &json!({"screenshotUrls": [format!("{base}/big.png")]}), None).await;
+    let bad = wait_ad(&app, &key, bad["id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    assert_eq!(bad["status"], "failed");
+    assert!(bad["error"].as_str().unwrap().contains("larger than 10 MB"), "{bad}");
+    assert_eq!(used(&app, &key).await, 1, "the failed one was given back");
+}
+both_dbs!(screenshots_alone_make_a_draft);
+
+fn capture_media_hex(s: &str) -> [u8; 3] {
+    let v = u32::from_str_radix(s.trim_start_matches('#'), 16).unwrap();
+    [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+}
