@@ -282,6 +282,8 @@ impl Drop for Hold {
 /// A recording in progress: the session's screencast spooled by a task of its own.
 pub struct Video {
     reader: tokio::task::JoinHandle<Result<ScreencastRecorder, String>>,
+    /// When recording started (Unix seconds, the screencast's clock).
+    started: f64,
 }
 
 impl Video {
@@ -299,6 +301,7 @@ impl Video {
         })
         .map_err(|e| e.to_string())?;
         let opts = ScreencastOptions { format: ImageFormat::Jpeg, quality: 70, ..Default::default() };
+        let started = epoch_secs();
         let mut cast = session.start_screencast(opts, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
         let reader = tokio::spawn(async move {
             while let Some(f) = cast.next().await {
@@ -306,7 +309,7 @@ impl Video {
             }
             Ok(rec)
         });
-        Ok(Video { reader })
+        Ok(Video { reader, started })
     }
 
     /// Stop recording, encode up to `end` (Unix seconds) and store the MP4; its blob name.
@@ -317,6 +320,19 @@ impl Video {
             Ok(Err(e)) => return Err(format!("the recorder failed: {e}")),
             Err(_) => return Err("the screencast did not stop".into()),
         };
+        let mut rec = rec;
+        if rec.frame_count() == 0 {
+            // A run shorter than Chromium's first screencast frame (a static page done in a
+            // few hundred ms): the page as it ends, shown for the whole run.
+            let spec = ScreenshotSpec { area: ShotArea::Viewport, format: ImageFormat::Jpeg, quality: Some(70) };
+            let shot = session
+                .screenshot(spec, Duration::from_secs(10))
+                .await
+                .map_err(|e| format!("the recording has no frames and the final page could not be captured: {e}"))?;
+            rec.push_frame(&shot.bytes, self.started.min(end))
+                .await
+                .map_err(|e| format!("the recorder failed: {e}"))?;
+        }
         let name = blob::new_name("mp4");
         let out = state.cfg.data_dir.join("tmp").join(&name);
         let recording = rec.finish(end, &out).await.map_err(|e| format!("encoding the video failed: {e}"))?;
