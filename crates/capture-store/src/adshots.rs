@@ -4,8 +4,8 @@
 //! worker reports progress, then completes (with the `adshot.completed` webhook) or fails
 //! (with `adshot.failed` and, for failures the service caused, a refund), fenced on its lease.
 
+use sqlx::Row;
 use sqlx::any::AnyRow;
-use sqlx::{Row, Transaction};
 
 use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store};
@@ -123,39 +123,6 @@ fn row_from(r: &AnyRow) -> Result<AdshotRow> {
         started_at: r.try_get("started_at")?,
         completed_at: r.try_get("completed_at")?,
     })
-}
-
-async fn refund(
-    tx: &mut Transaction<'static, sqlx::Any>,
-    user_id: &str,
-    key_id: Option<&str>,
-    subject_id: &str,
-    actions: i64,
-    month: &str,
-    now: i64,
-) -> Result<()> {
-    sqlx::query(
-        "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
-         WHERE user_id = $2 AND month = $3",
-    )
-    .bind(actions)
-    .bind(user_id)
-    .bind(month)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
-         VALUES ($1, $2, 'refund', $3, $4, $5, $6)",
-    )
-    .bind(user_id)
-    .bind(key_id.map(str::to_string))
-    .bind(-actions)
-    .bind(subject_id)
-    .bind(month)
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
 }
 
 impl Store {
@@ -386,7 +353,7 @@ impl Store {
         .await?;
         if let Some((user_id, key_id, actions, month)) = &row {
             if refund_actions {
-                refund(&mut tx, user_id, key_id.as_deref(), id, *actions, month, now).await?;
+                crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, *actions, month, now).await?;
             }
             let data = serde_json::json!({"status": "failed", "error": error});
             append_event(&mut tx, user_id, id, "adshot.status", &data, now).await?;

@@ -146,43 +146,6 @@ async fn check_queue(
     Ok(Ok(()))
 }
 
-/// Give `actions` back to the month the audit was charged in, with a ledger entry.
-async fn give_back(
-    tx: &mut Transaction<'static, Any>,
-    user_id: &str,
-    key_id: Option<&str>,
-    subject_id: &str,
-    actions: i64,
-    month: &str,
-    now: i64,
-) -> Result<()> {
-    if actions <= 0 {
-        return Ok(());
-    }
-    sqlx::query(
-        "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
-         WHERE user_id = $2 AND month = $3",
-    )
-    .bind(actions)
-    .bind(user_id)
-    .bind(month)
-    .execute(&mut **tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
-         VALUES ($1, $2, 'refund', $3, $4, $5, $6)",
-    )
-    .bind(user_id)
-    .bind(key_id.map(str::to_string))
-    .bind(-actions)
-    .bind(subject_id)
-    .bind(month)
-    .bind(now)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
 impl Store {
     /// Create an audit: reserve its actions against the cap, insert it, queue its `audit`
     /// task and its first event, and (with `idem`) store the response for the
@@ -406,7 +369,8 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-            give_back(&mut tx, user_id, key_id.as_deref(), id, reserved - charged, month, now).await?;
+            crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, reserved - charged, month, now)
+                .await?;
             append_event(&mut tx, user_id, id, AUDIT_EVENT, &serde_json::json!({"status": "done"}), now).await?;
             crate::webhooks::emit(&mut tx, user_id, "audit.completed", completed_event, now, None).await?;
         }
@@ -441,7 +405,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((user_id, key_id, reserved, month)) = &row {
-            give_back(&mut tx, user_id, key_id.as_deref(), id, *reserved, month, now).await?;
+            crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, *reserved, month, now).await?;
             append_event(
                 &mut tx,
                 user_id,

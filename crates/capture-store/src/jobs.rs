@@ -212,6 +212,47 @@ pub(crate) async fn reserve(
     Ok(Ok(used))
 }
 
+/// Give `actions` back to `month` (never below zero), recording a ledger entry of
+/// `operation` with the negative amount — the inverse of [`reserve`]. Nothing when
+/// `actions` is not positive.
+pub(crate) async fn give_back(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    key_id: Option<&str>,
+    operation: &str,
+    subject_id: &str,
+    actions: i64,
+    month: &str,
+    now: i64,
+) -> Result<()> {
+    if actions <= 0 {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
+         WHERE user_id = $2 AND month = $3",
+    )
+    .bind(actions)
+    .bind(user_id)
+    .bind(month)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(user_id)
+    .bind(key_id.map(str::to_string))
+    .bind(operation)
+    .bind(-actions)
+    .bind(subject_id)
+    .bind(month)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 impl Store {
     /// Create a job: reserve its actions against the cap, check the queue bounds (queued
     /// jobs), insert the job, queue its task (or record it done for uploads) and its first

@@ -357,27 +357,7 @@ impl Store {
         if let Some((user_id, key_id, actions, month, _)) = &row
             && refund
         {
-            sqlx::query(
-                "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
-                 WHERE user_id = $2 AND month = $3",
-            )
-            .bind(*actions)
-            .bind(user_id)
-            .bind(month)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
-                 VALUES ($1, $2, 'refund', $3, $4, $5, $6)",
-            )
-            .bind(user_id)
-            .bind(key_id.clone())
-            .bind(-*actions)
-            .bind(job_id)
-            .bind(month)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
+            crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", job_id, *actions, month, now).await?;
         }
         if let Some((user_id, _, _, _, url)) = &row {
             append_event(

@@ -485,30 +485,17 @@ impl Store {
             tx.commit().await?;
             return Ok(false);
         };
-        let refund = row.actions_reserved - row.actions_charged;
-        if refund > 0 {
-            sqlx::query(
-                "UPDATE usage_counters SET used = CASE WHEN used >= $1 THEN used - $1 ELSE 0 END \
-                 WHERE user_id = $2 AND month = $3",
-            )
-            .bind(refund)
-            .bind(&row.user_id)
-            .bind(&row.usage_month)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
-                 VALUES ($1, $2, 'run_settle', $3, $4, $5, $6)",
-            )
-            .bind(&row.user_id)
-            .bind(row.key_id.clone())
-            .bind(-refund)
-            .bind(&row.id)
-            .bind(&row.usage_month)
-            .bind(end.now)
-            .execute(&mut *tx)
-            .await?;
-        }
+        crate::jobs::give_back(
+            &mut tx,
+            &row.user_id,
+            row.key_id.as_deref(),
+            "run_settle",
+            &row.id,
+            row.actions_reserved - row.actions_charged,
+            &row.usage_month,
+            end.now,
+        )
+        .await?;
         let data = serde_json::json!({
             "status": end.status,
             "error": end.error,
