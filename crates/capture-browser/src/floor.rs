@@ -1,6 +1,6 @@
-//! The "raw DevTools floor" for benchmarks: one warm page, the fewest calls per capture
-//! (Page.navigate, wait for load, Page.captureScreenshot png), no context per job, no
-//! proxy.
+//! The "raw DevTools floor" for benchmarks: one warm 1280×800 page, the fewest calls per
+//! capture (Page.navigate, wait for load, Page.captureScreenshot png with Chromium's default
+//! encoder), no context per job, no proxy.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -16,6 +16,8 @@ pub struct FloorBrowser {
     conn: Arc<Conn>,
     sid: String,
     events: tokio::sync::mpsc::UnboundedReceiver<crate::cdp::Event>,
+    /// The last capture's PNG, as Chromium's default encoder made it.
+    pub last_png: Vec<u8>,
 }
 
 fn cdp_err(e: crate::cdp::CdpError) -> String {
@@ -39,7 +41,16 @@ impl FloorBrowser {
         let sid = conn.cmd(&attach, None).await.map_err(cdp_err)?.session_id;
         let events = conn.register_session(&sid);
         conn.cmd(&p::PageEnable {}, Some(&sid)).await.map_err(cdp_err)?;
-        Ok(FloorBrowser { chromium, conn, sid, events })
+        // The service's default viewport, so the floor renders the same pixels (set once).
+        let size = p::SetDeviceMetricsOverride {
+            width: 1280,
+            height: 800,
+            device_scale_factor: 1.0,
+            mobile: false,
+            screen_orientation: None,
+        };
+        conn.cmd(&size, Some(&sid)).await.map_err(cdp_err)?;
+        Ok(FloorBrowser { chromium, conn, sid, events, last_png: Vec::new() })
     }
 
     /// Capture `url` `n` times (navigate, wait for load, PNG); per-capture latencies.
@@ -77,6 +88,7 @@ impl FloorBrowser {
                 return Err("empty screenshot".into());
             }
             out.push(t0.elapsed());
+            self.last_png = crate::encode::decode_base64(&shot.data, "screenshot").map_err(|e| e.to_string())?;
         }
         Ok(out)
     }
@@ -118,12 +130,24 @@ pub async fn bare_devtools_capture_loop(
     url: &str,
     n: usize,
 ) -> Result<Vec<Duration>, String> {
+    bare_devtools_captures(chromium_path, work_dir, url, n).await.map(|(lat, _)| lat)
+}
+
+/// As [`bare_devtools_capture_loop`], also returning the last capture's PNG (Chromium's
+/// default encode, the reference for size and pixels).
+pub async fn bare_devtools_captures(
+    chromium_path: &Path,
+    work_dir: &Path,
+    url: &str,
+    n: usize,
+) -> Result<(Vec<Duration>, Vec<u8>), String> {
     let mut b = FloorBrowser::launch(chromium_path, work_dir).await?;
     // One warm-up capture, not counted.
     let r = match b.capture_loop(url, 1).await {
         Ok(_) => b.capture_loop(url, n).await,
         Err(e) => Err(e),
     };
+    let png = std::mem::take(&mut b.last_png);
     b.shutdown().await;
-    r
+    r.map(|lat| (lat, png))
 }

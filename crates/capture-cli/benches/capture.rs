@@ -2,10 +2,13 @@
 //!
 //! Starts the real release `capture serve` (API + workers) against fixture pages on
 //! 127.0.0.1, pushes jobs through the REST API at concurrency 1, 2 and 4 for a simple page
-//! (`waitUntil: load`, png) and a 6000 px full page with 30 lazy images, and reports
+//! (`waitUntil: load`, png), a realistic page (gradients, a noisy photo, a web font, an inline
+//! SVG and text: a PNG of ~400 KB) and a 6000 px full page with 30 lazy images, and reports
 //! captures/s and p50/p95 latency (request accepted → job done, as the client sees it).
-//! In the same run it measures the floor: the same simple capture made by bare DevTools
-//! calls on a warm page (no context per job, no proxy, no storage).
+//! In the same run it measures the floor: the same captures made by bare DevTools calls on a
+//! warm 1280×800 page with Chromium's default PNG encoder (no context per job, no proxy, no
+//! storage), and compares the service's PNG of the realistic page with the floor's (size and
+//! pixels). It ends with the ratios to the floor, Chromium's memory at C=4 and the server's RSS.
 //!
 //! Bounded: a fixed number of jobs per cell, loopback only. `BENCH_JOBS` overrides the
 //! count (default 24).
@@ -27,8 +30,26 @@ async fn site() -> String {
         long.push_str(&format!("<section><img loading=\"lazy\" src=\"/img/{i}.svg\" alt=\"\"></section>"));
     }
     long.push_str("</body></html>");
+    let photo = photo_png();
+    let font = std::fs::read("/usr/share/fonts/truetype/liberation/LiberationSerif-Regular.ttf")
+        .expect("fonts-liberation (installed by scripts/setup.sh)");
     let app = axum::Router::new()
         .route("/simple", get(move || async move { axum::response::Html(simple) }))
+        .route("/rich", get(|| async { axum::response::Html(RICH) }))
+        .route(
+            "/photo.png",
+            get(move || {
+                let b = photo.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, "image/png")], b) }
+            }),
+        )
+        .route(
+            "/font.ttf",
+            get(move || {
+                let b = font.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, "font/ttf")], b) }
+            }),
+        )
         .route("/long", get(move || { let l = long.clone(); async move { axum::response::Html(l) } }))
         .route(
             "/img/{n}",
@@ -44,6 +65,66 @@ async fn site() -> String {
     let base = format!("http://{}", l.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(l, app).await.unwrap() });
     base
+}
+
+/// The realistic page: what a landing page's first screen holds.
+const RICH: &str = r#"<!doctype html><html><head><title>Rich</title><style>
+@font-face{font-family:Bench;src:url(/font.ttf) format("truetype")}
+body{margin:0;font-family:Bench,serif;color:#fff;background:linear-gradient(135deg,#1e3c72 0%,#2a5298 45%,#f7797d 100%);min-height:100vh}
+header{padding:32px 40px 12px;font-size:52px;letter-spacing:.5px;text-shadow:0 2px 8px rgba(0,0,0,.4)}
+.hero{display:flex;gap:28px;padding:12px 40px;align-items:flex-start}
+.card{background:radial-gradient(circle at 30% 20%,rgba(255,255,255,.45),rgba(255,255,255,.06));border-radius:18px;padding:20px 24px;width:330px;font-size:17px;line-height:1.55;box-shadow:0 8px 24px rgba(0,0,0,.35)}
+img{border-radius:14px;box-shadow:0 10px 30px rgba(0,0,0,.5)}
+p.cols{columns:3;padding:8px 40px;font-size:15px;line-height:1.5;color:#f3f3ff}
+</style></head><body><header>Fresh coffee, roasted this morning</header>
+<div class="hero"><img src="/photo.png" width="520" height="340" alt="">
+<div class="card"><b>Single origin.</b> Our beans come from three farms we visit every year; each bag says which hillside it grew on, when it was picked and the day we roasted it. Free delivery over 30 €, a subscription you can pause, and a cup on us when you come by the shop.</div>
+<svg width="230" height="230" viewBox="0 0 230 230"><defs><linearGradient id="g" x1="0" x2="1" y1="0" y2="1"><stop offset="0" stop-color="#ffd86f"/><stop offset="1" stop-color="#fc6262"/></linearGradient></defs>
+<circle cx="115" cy="115" r="105" fill="url(#g)"/><path d="M60 130 Q115 40 170 130 T60 130" fill="rgba(30,60,114,.6)"/><text x="115" y="200" font-size="22" text-anchor="middle" fill="#fff">since 1998</text></svg></div>
+<p class="cols">Lorem ipsum dolor sit amet, consectetur adipiscing elit. Integer nec odio. Praesent libero. Sed cursus ante dapibus diam. Sed nisi. Nulla quis sem at nibh elementum imperdiet. Duis sagittis ipsum. Praesent mauris. Fusce nec tellus sed augue semper porta. Mauris massa. Vestibulum lacinia arcu eget nulla. Class aptent taciti sociosqu ad litora torquent per conubia nostra, per inceptos himenaeos. Curabitur sodales ligula in libero. Sed dignissim lacinia nunc. Curabitur tortor. Pellentesque nibh. Aenean quam. In scelerisque sem at dolor. Maecenas mattis. Sed convallis tristique sem. Proin ut ligula vel nunc egestas porttitor. Morbi lectus risus, iaculis vel, suscipit quis, luctus non, massa. Fusce ac turpis quis ligula lacinia aliquet. Mauris ipsum. Nulla metus metus, ullamcorper vel, tincidunt sed, euismod in, nibh.</p>
+</body></html>"#;
+
+/// A 520×340 "photo": smooth colour fields with fine grain, deterministic (a PNG of ~250 KB
+/// that compresses like a photograph, not like a flat page).
+fn photo_png() -> Vec<u8> {
+    let (w, h) = (520u32, 340u32);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let grain = (seed % 23) as f32 - 11.0;
+        let (fx, fy) = (x as f32 / w as f32, y as f32 / h as f32);
+        let r = 120.0 + 90.0 * (fx * 5.0).sin() * (fy * 3.0).cos() + grain;
+        let g = 90.0 + 70.0 * (fy * 4.0 + fx).sin() + grain;
+        let b = 60.0 + 50.0 * (fx * 2.0 - fy * 6.0).cos() + grain;
+        image::Rgb([r.clamp(0.0, 255.0) as u8, g.clamp(0.0, 255.0) as u8, b.clamp(0.0, 255.0) as u8])
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// Sum of `capture_browser_memory_bytes` (PSS of every browser's process tree) in MB.
+async fn browsers_mb(client: &reqwest::Client, base: &str) -> f64 {
+    let text = client.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter(|l| l.starts_with("capture_browser_memory_bytes{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>()
+        / 1e6
+}
+
+/// The stored PNG of job `id`.
+async fn job_png(client: &reqwest::Client, base: &str, key: &str, id: &str) -> Vec<u8> {
+    let v: Value =
+        client.get(format!("{base}/v1/screenshot/{id}")).bearer_auth(key).send().await.unwrap().json().await.unwrap();
+    let url = v["publicUrl"].as_str().expect("publicUrl").to_string();
+    client.get(url).send().await.unwrap().bytes().await.unwrap().to_vec()
+}
+
+fn row(case: &str, conc: usize, rate: f64, lat: &mut [Duration]) {
+    println!("{case:<44} {conc:>5} {rate:>10.2} {:>9.1} {:>9.1}", ms(pct(lat, 0.5)), ms(pct(lat, 0.95)));
 }
 
 fn start_server(concurrency: usize, browsers: usize) -> Server {
@@ -97,59 +178,58 @@ async fn main() {
     );
     println!("{:<44} {:>5} {:>10} {:>9} {:>9}", "case", "conc", "captures/s", "p50 ms", "p95 ms");
 
-    // Floor: bare DevTools on one warm page per browser.
+    // Floor: bare DevTools on one warm page per browser, Chromium's default PNG encoder.
     let work = tempfile::tempdir().unwrap();
-    for browsers in [1usize, 2] {
-        let t0 = Instant::now();
-        let mut hs = Vec::new();
-        for _ in 0..browsers {
-            let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/simple"));
-            let n = jobs / browsers;
-            hs.push(tokio::spawn(async move {
-                capture_browser::floor::bare_devtools_capture_loop(&c, &w, &u, n).await.unwrap()
-            }));
+    let mut floor = std::collections::HashMap::new();
+    let mut floor_png = Vec::new();
+    for page in ["simple", "rich"] {
+        for browsers in [1usize, 2] {
+            let mut hs = Vec::new();
+            for _ in 0..browsers {
+                let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/{page}"));
+                let n = jobs / browsers;
+                hs.push(tokio::spawn(async move {
+                    capture_browser::floor::bare_devtools_captures(&c, &w, &u, n).await.unwrap()
+                }));
+            }
+            let mut lat = Vec::new();
+            for h in hs {
+                let (l, png) = h.await.unwrap();
+                lat.extend(l);
+                if page == "rich" {
+                    floor_png = png;
+                }
+            }
+            // Launch time is excluded from the rate: use the sum of per-browser busy time.
+            let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
+            let rate = lat.len() as f64 / busy.as_secs_f64();
+            floor.insert((page, browsers), (rate, ms(pct(&mut lat, 0.5))));
+            row(&format!("floor: {page} page, bare DevTools, {browsers} browser(s)"), browsers, rate, &mut lat);
         }
-        let mut lat = Vec::new();
-        for h in hs {
-            lat.extend(h.await.unwrap());
-        }
-        // Launch time is excluded from the rate: use the sum of per-browser busy time.
-        let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
-        let _ = t0;
-        let rate = lat.len() as f64 / busy.as_secs_f64();
-        println!(
-            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
-            format!("floor: bare DevTools, warm page, {browsers} browser(s)"),
-            browsers,
-            rate,
-            ms(pct(&mut lat, 0.5)),
-            ms(pct(&mut lat, 0.95))
-        );
     }
 
+    let mut ours = std::collections::HashMap::new();
+    let (mut chromium_mb, mut server_mb, mut ours_png) = (0.0, 0.0, Vec::new());
     for (conc, browsers) in [(1usize, 1usize), (2, 2), (4, 2)] {
         let server = start_server(conc, browsers);
         // Warm up: one capture so Chromium and the database are ready.
         run_cell(&client, &server, json!({"url": format!("{base}/simple"), "waitUntil": "load"}), 2, 1).await;
         let (rate, mut lat) =
             run_cell(&client, &server, json!({"url": format!("{base}/simple"), "waitUntil": "load"}), jobs, conc).await;
-        println!(
-            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
-            format!("simple page, load, png ({browsers} browser(s))"),
-            conc,
-            rate,
-            ms(pct(&mut lat, 0.5)),
-            ms(pct(&mut lat, 0.95))
-        );
+        ours.insert(("simple", conc), (rate, ms(pct(&mut lat, 0.5))));
+        row(&format!("simple page, load, png ({browsers} browser(s))"), conc, rate, &mut lat);
         let (rate, mut lat) = run_cell(&client, &server, json!({"url": format!("{base}/simple")}), jobs, conc).await;
-        println!(
-            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
-            "simple page, networkidle (default), png",
-            conc,
-            rate,
-            ms(pct(&mut lat, 0.5)),
-            ms(pct(&mut lat, 0.95))
-        );
+        row("simple page, networkidle (default), png", conc, rate, &mut lat);
+        let rich = json!({"url": format!("{base}/rich"), "waitUntil": "load"});
+        let (rate, mut lat) = run_cell(&client, &server, rich.clone(), jobs, conc).await;
+        ours.insert(("rich", conc), (rate, ms(pct(&mut lat, 0.5))));
+        row("realistic page (~400 KB PNG), load, png", conc, rate, &mut lat);
+        if conc == 4 {
+            chromium_mb = browsers_mb(&client, &server.base).await;
+            let id = submit(&client, &server.base, &server.key, &rich).await;
+            wait_done(&client, &server.base, &server.key, &id, Duration::from_millis(5)).await;
+            ours_png = job_png(&client, &server.base, &server.key, &id).await;
+        }
         let n = (jobs / 2).max(4);
         let (rate, mut lat) = run_cell(
             &client,
@@ -159,14 +239,50 @@ async fn main() {
             conc,
         )
         .await;
-        println!(
-            "{:<44} {:>5} {:>10.2} {:>9.1} {:>9.1}",
-            "6000 px full page, 30 lazy images",
-            conc,
-            rate,
-            ms(pct(&mut lat, 0.5)),
-            ms(pct(&mut lat, 0.95))
-        );
+        row("6000 px full page, 30 lazy images", conc, rate, &mut lat);
+        if conc == 4 {
+            server_mb = server.rss_mb();
+        }
         drop(server);
     }
+
+    // The realistic page side by side with the floor.
+    let best = |m: &std::collections::HashMap<(&str, usize), (f64, f64)>, page: &str| {
+        m.iter().filter(|((p, _), _)| *p == page).map(|(_, (r, _))| *r).fold(0.0, f64::max)
+    };
+    println!();
+    for page in ["simple", "rich"] {
+        let (fb, ob) = (best(&floor, page), best(&ours, page));
+        let (fp, op) = (floor[&(page, 1)].1, ours[&(page, 1)].1);
+        println!(
+            "{page:<7} best captures/s {ob:.2} vs floor {fb:.2} (×{:.2}); C=1 p50 {op:.0} ms vs floor {fp:.0} ms (×{:.2}); per-job overhead {:+.0} ms",
+            ob / fb,
+            op / fp,
+            op - fp
+        );
+    }
+    let (a, b) = (decode(&ours_png), decode(&floor_png));
+    println!(
+        "realistic PNG: {} bytes vs Chromium's default {} bytes ({:.1} %); {}×{} vs {}×{}; pixels {}",
+        ours_png.len(),
+        floor_png.len(),
+        100.0 * ours_png.len() as f64 / floor_png.len().max(1) as f64,
+        a.width(),
+        a.height(),
+        b.width(),
+        b.height(),
+        if a == b { "identical".to_string() } else { format!("differ in {} of {}", differing(&a, &b), a.len() / 4) }
+    );
+    println!("Chromium (PSS of the browsers' process trees) at C=4: {chromium_mb:.0} MB; server RSS after the bench: {server_mb:.0} MB");
+}
+
+fn decode(png: &[u8]) -> image::RgbaImage {
+    image::load_from_memory(png).map(|i| i.to_rgba8()).unwrap_or_default()
+}
+
+fn differing(a: &image::RgbaImage, b: &image::RgbaImage) -> usize {
+    if a.dimensions() != b.dimensions() {
+        return a.len() / 4;
+    }
+    a.pixels().zip(b.pixels()).filter(|(x, y)| x != y).count()
 }

@@ -1,6 +1,6 @@
 //! `capture serve`'s log lines as an operator's collector receives them (stderr piped):
 //! `CAPTURE_LOG_FORMAT=json` gives one JSON object per line, text has no colour codes, and a
-//! bad value stops start-up naming the variable.
+//! bad value stops start-up naming the variable. `serve` bounds glibc's malloc arenas.
 
 #[allow(dead_code)]
 mod cli_support;
@@ -65,4 +65,27 @@ fn a_bad_log_format_stops_start_up_naming_the_variable() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("CAPTURE_LOG_FORMAT") && err.contains("'xml' is not text or json"), "{err}");
     assert!(out.stdout.is_empty(), "it never listened");
+}
+
+/// The server's environment as the kernel holds it (after any re-exec).
+fn environ_of(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    raw.split(|b| *b == 0).map(|v| String::from_utf8_lossy(v).into_owned()).collect()
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[tokio::test]
+async fn serve_bounds_glibc_malloc_arenas_unless_the_operator_chose() {
+    // Unset: `serve` re-executes itself with MALLOC_ARENA_MAX=2 (same PID, still serving).
+    let inherited = std::env::var("MALLOC_ARENA_MAX").ok();
+    let app = Serve::start("api", &[]).await;
+    let want = format!("MALLOC_ARENA_MAX={}", inherited.as_deref().unwrap_or("2"));
+    assert!(environ_of(app.pid()).contains(&want), "{want} in the server's environment");
+    let r = reqwest::get(format!("{}/healthz", app.base)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    app.stop().await;
+    // Set by the operator: kept as it is.
+    let app = Serve::start("api", &[("MALLOC_ARENA_MAX", "4")]).await;
+    assert!(environ_of(app.pid()).contains(&"MALLOC_ARENA_MAX=4".to_string()));
+    app.stop().await;
 }

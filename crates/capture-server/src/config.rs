@@ -173,26 +173,14 @@ fn err(var: &str, reason: impl Into<String>) -> ConfigError {
     ConfigError { var: var.into(), reason: reason.into() }
 }
 
-/// Parse `500ms`, `15s`, `5m`, `2h`, `1d` (a bare number is seconds).
+/// Parse a duration with humantime: `500ms`, `15s`, `5m`, `2h`, `1d`, `1h30m`, `2 days`;
+/// a bare whole number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let n: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration like 15s or 5m"))?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" | "" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        "d" => n * 86400.0,
-        _ => return Err(format!("'{s}' has an unknown unit (use ms, s, m, h, d)")),
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("'{s}' is not a valid duration"));
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
     }
-    Ok(Duration::from_secs_f64(secs))
+    humantime::parse_duration(s).map_err(|e| format!("'{s}' is not a duration like 15s, 5m or 1h30m ({e})"))
 }
 
 fn parse_bool(var: &str, s: &str) -> Result<bool, ConfigError> {
@@ -847,5 +835,9 @@ mod tests {
         assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("x").is_err());
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86400));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("-5s").is_err());
     }
 }

@@ -78,6 +78,13 @@ async fn every_v1_error_is_json_with_a_stable_code_and_the_request_id() {
     assert_error_shape(s, &h, &v, 400, "VALIDATION_ERROR");
     let (s, h, v) = send(c.get(app.url("/v1/screenshots?before=yesterday")).bearer_auth(&key)).await;
     assert_error_shape(s, &h, &v, 400, "VALIDATION_ERROR");
+    // A query string that does not fit (a repeated `limit`, as Schemathesis sent to
+    // /v1/audits) is the same JSON 400 on every list, not axum's plain-text rejection.
+    for list in ["/v1/screenshots", "/v1/audits", "/v1/runs", "/v1/adshots"] {
+        let (s, h, v) = send(c.get(app.url(&format!("{list}?limit=1&limit=2"))).bearer_auth(&key)).await;
+        assert_error_shape(s, &h, &v, 400, "VALIDATION_ERROR");
+        assert_eq!(v["details"]["field"], "limit", "{list}: {v}");
+    }
     let (s, h, v) = send(
         c.post(app.url("/v1/screenshot"))
             .bearer_auth(&key)

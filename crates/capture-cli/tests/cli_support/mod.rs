@@ -76,6 +76,11 @@ impl Serve {
         Serve { base, env: all, child: Some(child), stderr, stderr_done: Some(stderr_done), tmp }
     }
 
+    /// The server process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
     /// Run `capture ARGS` with the server's settings (admin commands); panics on failure.
     pub fn admin(&self, args: &[&str]) -> String {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_capture"));

@@ -76,15 +76,8 @@ impl std::fmt::Debug for SmtpSettings {
 pub struct UrlError(pub String);
 
 fn parse_duration(s: &str) -> Option<Duration> {
-    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit())?);
-    let n: u64 = num.parse().ok()?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.checked_mul(60)?),
-        _ => return None,
-    };
-    (!d.is_zero()).then_some(d)
+    // humantime: `500ms`, `10s`, `2m`, `1m30s`; a unit is required and zero is refused.
+    humantime::parse_duration(s).ok().filter(|d| !d.is_zero())
 }
 
 impl SmtpSettings {

@@ -6,10 +6,13 @@ pub mod authenticate;
 pub mod error;
 pub mod json;
 pub mod request;
+pub mod sse;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
 use capture_core::ids::TypedId;
+use capture_core::FieldError;
+use serde::de::DeserializeOwned;
 
 pub use error::{ApiError, ApiResult};
 pub use json::{Json, JsonObject};
@@ -27,5 +30,25 @@ impl<S: Send + Sync, T: TypedId> FromRequestParts<S> for Id<T> {
         let not_found = || ApiError::from(crate::error::Error::not_found(T::NOUN));
         let Path(raw) = Path::<String>::from_request_parts(parts, state).await.map_err(|_| not_found())?;
         T::parse_id(&raw).map(Id).ok_or_else(not_found)
+    }
+}
+
+/// The query string, deserialised. A query that does not fit `T` (a repeated `limit`, a
+/// number where a word belongs) is the same JSON 400 `VALIDATION_ERROR` as any other bad
+/// field, never axum's plain-text rejection.
+#[derive(Debug, Clone, Default)]
+pub struct Query<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let raw = parts.uri.query().unwrap_or_default();
+        serde_urlencoded::from_str::<T>(raw).map(Query).map_err(|e| {
+            let message = e.to_string();
+            // serde names the field in backticks ("duplicate field `limit`").
+            let field = message.split('`').nth(1).filter(|f| !f.is_empty()).unwrap_or("query").to_owned();
+            ApiError::from(FieldError::new(field, format!("the query string is not valid: {message}")))
+        })
     }
 }

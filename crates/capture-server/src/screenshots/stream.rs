@@ -1,25 +1,64 @@
 //! `GET /v1/screenshot/{id}/stream`: a job's state changes as server-sent events.
 
-use std::convert::Infallible;
-use std::time::Duration;
-
 use axum::Extension;
 use axum::extract::State;
-use axum::http::HeaderValue;
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
+use axum::response::sse::Event;
 use capture_core::{JobStatus, ScreenshotId};
 use serde_json::Value;
 
 use super::service::{find, view};
 use super::types::StreamEvent;
 use crate::auth::Account;
+use crate::http::sse::{self, Follow, Next};
 use crate::http::{ApiResult, Id};
 use crate::state::AppState;
 
-/// An SSE event carrying `e` as its data.
 fn event(e: &StreamEvent) -> Event {
-    Event::default().event(e.name()).data(serde_json::to_value(e).map(|v| v.to_string()).unwrap_or_default())
+    sse::event(e.name(), e)
+}
+
+/// A job's stored status changes → `status`, then `done` or `failed`.
+struct Job {
+    id: ScreenshotId,
+    row: String,
+}
+
+impl Follow for Job {
+    async fn on_event(&mut self, st: &AppState, _ty: &str, data: Value) -> (Vec<Event>, Next) {
+        let Some(status) = data["status"].as_str().and_then(JobStatus::parse) else {
+            tracing::warn!(job = %self.id, "a job event without a known status");
+            return (vec![], Next::Continue);
+        };
+        let mut out = vec![event(&StreamEvent::Status { status })];
+        if !status.is_final() {
+            return (out, Next::Continue);
+        }
+        let job = st.store.screenshot(&self.row).await.ok().flatten();
+        let last = match (&job, status) {
+            (Some(j), JobStatus::Done) => {
+                let job = view(st, j).await;
+                StreamEvent::Done {
+                    status,
+                    screenshot_id: job.id.clone(),
+                    public_url: job.public_url.clone(),
+                    thumbnail_url: job.thumbnail_url.clone(),
+                    job,
+                }
+            }
+            (j, _) => StreamEvent::Failed {
+                status: JobStatus::Failed,
+                screenshot_id: self.id.clone(),
+                error: j.as_ref().and_then(|j| j.error.clone()).or_else(|| data["error"].as_str().map(str::to_string)),
+            },
+        };
+        out.push(event(&last));
+        (out, Next::End)
+    }
+
+    fn timeout(&self) -> Event {
+        event(&StreamEvent::Timeout { status: "timeout", screenshot_id: self.id.clone() })
+    }
 }
 
 #[utoipa::path(get, path = "/v1/screenshot/{id}/stream", tag = "screenshots", params(("id" = String, Path)),
@@ -31,88 +70,5 @@ pub async fn stream(
     Id(id): Id<ScreenshotId>,
 ) -> ApiResult<Response> {
     let row = find(&state, &account, &id).await?;
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(16);
-    let mut changes = state.job_events.subscribe();
-    let st = state.clone();
-    tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + st.cfg.sse_max_duration;
-        let mut last_event = 0i64;
-        let mut poll = tokio::time::interval(st.cfg.queue_poll);
-        let mut ping =
-            tokio::time::interval_at(tokio::time::Instant::now() + st.cfg.sse_heartbeat, st.cfg.sse_heartbeat);
-        loop {
-            match st.store.events_after(&row.id, last_event).await {
-                Ok(events) => {
-                    for (eid, _ty, data) in events {
-                        last_event = eid;
-                        let data: Value = serde_json::from_str(&data).unwrap_or(Value::Null);
-                        let Some(status) = data["status"].as_str().and_then(JobStatus::parse) else {
-                            tracing::warn!(job = %id, event = eid, "a job event without a known status");
-                            continue;
-                        };
-                        if tx.send(Ok(event(&StreamEvent::Status { status }))).await.is_err() {
-                            return;
-                        }
-                        if status.is_final() {
-                            let job = st.store.screenshot(&row.id).await.ok().flatten();
-                            let last = match (&job, status) {
-                                (Some(j), JobStatus::Done) => {
-                                    let job = view(&st, j).await;
-                                    StreamEvent::Done {
-                                        status,
-                                        screenshot_id: job.id.clone(),
-                                        public_url: job.public_url.clone(),
-                                        thumbnail_url: job.thumbnail_url.clone(),
-                                        job,
-                                    }
-                                }
-                                (j, _) => StreamEvent::Failed {
-                                    status: JobStatus::Failed,
-                                    screenshot_id: id.clone(),
-                                    error: j
-                                        .as_ref()
-                                        .and_then(|j| j.error.clone())
-                                        .or_else(|| data["error"].as_str().map(str::to_string)),
-                                },
-                            };
-                            let _ = tx.send(Ok(event(&last))).await;
-                            return;
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "stream: reading events failed");
-                }
-            }
-            // Wait for a reason to read the events again: a change to this job (or to any,
-            // after a gap), or the poll. Other jobs' changes (every node's, on PostgreSQL)
-            // are skipped without a query.
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(deadline) => {
-                        let timeout = StreamEvent::Timeout { status: "timeout", screenshot_id: id.clone() };
-                        let _ = tx.send(Ok(event(&timeout))).await;
-                        return;
-                    }
-                    _ = ping.tick() => {
-                        if tx.send(Ok(Event::default().comment("ping"))).await.is_err() { return; }
-                    }
-                    r = changes.recv() => match r {
-                        Ok(id) if id != row.id && !id.is_empty() => {}
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                        _ => break,
-                    },
-                    _ = poll.tick() => break,
-                    _ = tx.closed() => return,
-                    // The node is shutting down: end the stream so the client reconnects elsewhere.
-                    _ = st.shutdown.cancelled() => return,
-                }
-            }
-        }
-    });
-    let s = tokio_stream::wrappers::ReceiverStream::new(rx);
-    let mut resp = Sse::new(s).keep_alive(KeepAlive::new().interval(Duration::from_secs(3600))).into_response();
-    resp.headers_mut().insert("cache-control", HeaderValue::from_static("no-cache"));
-    resp.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
-    Ok(resp)
+    Ok(sse::follow(&state, row.id.clone(), Job { id, row: row.id }))
 }
