@@ -68,7 +68,7 @@ async fn site() -> String {
 }
 
 /// The realistic page: what a landing page's first screen holds.
-const RICH: &str = r#"<!doctype html><html><head><title>Rich</title><style>
+const RICH: &str = r##"<!doctype html><html><head><title>Rich</title><style>
 @font-face{font-family:Bench;src:url(/font.ttf) format("truetype")}
 body{margin:0;font-family:Bench,serif;color:#fff;background:linear-gradient(135deg,#1e3c72 0%,#2a5298 45%,#f7797d 100%);min-height:100vh}
 header{padding:32px 40px 12px;font-size:52px;letter-spacing:.5px;text-shadow:0 2px 8px rgba(0,0,0,.4)}
@@ -82,7 +82,7 @@ p.cols{columns:3;padding:8px 40px;font-size:15px;line-height:1.5;color:#f3f3ff}
 <svg width="230" height="230" viewBox="0 0 230 230"><defs><linearGradient id="g" x1="0" x2="1" y1="0" y2="1"><stop offset="0" stop-color="#ffd86f"/><stop offset="1" stop-color="#fc6262"/></linearGradient></defs>
 <circle cx="115" cy="115" r="105" fill="url(#g)"/><path d="M60 130 Q115 40 170 130 T60 130" fill="rgba(30,60,114,.6)"/><text x="115" y="200" font-size="22" text-anchor="middle" fill="#fff">since 1998</text></svg></div>
 <p class="cols">Lorem ipsum dolor sit amet, consectetur adipiscing elit. Integer nec odio. Praesent libero. Sed cursus ante dapibus diam. Sed nisi. Nulla quis sem at nibh elementum imperdiet. Duis sagittis ipsum. Praesent mauris. Fusce nec tellus sed augue semper porta. Mauris massa. Vestibulum lacinia arcu eget nulla. Class aptent taciti sociosqu ad litora torquent per conubia nostra, per inceptos himenaeos. Curabitur sodales ligula in libero. Sed dignissim lacinia nunc. Curabitur tortor. Pellentesque nibh. Aenean quam. In scelerisque sem at dolor. Maecenas mattis. Sed convallis tristique sem. Proin ut ligula vel nunc egestas porttitor. Morbi lectus risus, iaculis vel, suscipit quis, luctus non, massa. Fusce ac turpis quis ligula lacinia aliquet. Mauris ipsum. Nulla metus metus, ullamcorper vel, tincidunt sed, euismod in, nibh.</p>
-</body></html>"#;
+</body></html>"##;
 
 /// A 520×340 "photo": smooth colour fields with fine grain, deterministic (a PNG of ~250 KB
 /// that compresses like a photograph, not like a flat page).
@@ -273,7 +273,9 @@ async fn main() {
         b.height(),
         if a == b { "identical".to_string() } else { format!("differ in {} of {}", differing(&a, &b), a.len() / 4) }
     );
-    println!("Chromium (PSS of the browsers' process trees) at C=4: {chromium_mb:.0} MB; server RSS after the bench: {server_mb:.0} MB");
+    println!(
+        "Chromium (PSS of the browsers' process trees) at C=4: {chromium_mb:.0} MB; server RSS after the bench: {server_mb:.0} MB"
+    );
 }
 
 fn decode(png: &[u8]) -> image::RgbaImage {

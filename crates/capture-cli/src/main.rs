@@ -318,10 +318,7 @@ fn bound_malloc_arenas() {
             return;
         }
         let Ok(exe) = std::env::current_exe() else { return };
-        let err = std::process::Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env("MALLOC_ARENA_MAX", "2")
-            .exec();
+        let err = std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("MALLOC_ARENA_MAX", "2").exec();
         // Only reached when the exec failed (the binary was replaced on disk, say): run as we are.
         eprintln!("note: could not re-execute with MALLOC_ARENA_MAX=2 ({err}); using glibc's default arenas");
     }

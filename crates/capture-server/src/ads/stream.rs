@@ -1,7 +1,6 @@
 //! `GET /v1/adshot/{id}/stream`: a draft's or render's state and stage as server-sent
 //! events, with the screenshot stream's heartbeat and time limit.
 
-
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::response::Response;

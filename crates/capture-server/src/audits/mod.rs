@@ -8,8 +8,8 @@ pub mod service;
 mod stream;
 pub mod types;
 
-use axum::extract::State;
 use crate::http::Query;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};

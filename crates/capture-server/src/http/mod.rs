@@ -10,8 +10,8 @@ pub mod sse;
 
 use axum::extract::{FromRequestParts, Path};
 use axum::http::request::Parts;
-use capture_core::ids::TypedId;
 use capture_core::FieldError;
+use capture_core::ids::TypedId;
 use serde::de::DeserializeOwned;
 
 pub use error::{ApiError, ApiResult};

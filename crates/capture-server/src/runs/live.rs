@@ -17,9 +17,9 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::http::Query;
 use axum::body::Body;
 use axum::extract::{Path, Request, State};
-use crate::http::Query;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_browser::relay::{RelayEnd, RelayOptions};

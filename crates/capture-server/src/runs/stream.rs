@@ -3,7 +3,6 @@
 //! whole run; also for a stopped run) or `failed` (the run, `error`, `finalizationError`);
 //! `timeout` when the stream's own time is up (the run goes on).
 
-
 use axum::Extension;
 use axum::extract::State;
 use axum::response::Response;

@@ -9,8 +9,8 @@ mod stream;
 pub mod types;
 mod upload;
 
-use axum::extract::State;
 use crate::http::Query;
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
