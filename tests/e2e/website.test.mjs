@@ -333,7 +333,7 @@ describe('the website as a place to work', () => {
 
     await page.getByLabel('Search URL or title').fill('TWO');
     await page.getByRole('button', { name: 'Filter' }).click();
-    assert.deepEqual(await links().allTextContents(), ['upload://two.png']);
+    assert.deepEqual(await links().allTextContents(), ['two.png']);
 
     await page.getByLabel('Search URL or title').fill('');
     await page.getByLabel('Status').selectOption({ label: 'Done' });
@@ -360,7 +360,7 @@ describe('the website as a place to work', () => {
     // A row opens the job's page.
     await page.goto(url('/dashboard/screenshots'));
     await links().first().click();
-    await page.getByRole('heading', { level: 1, name: 'upload://three.png' }).waitFor();
+    await page.getByRole('heading', { level: 1, name: 'three.png' }).waitFor();
     await page.getByRole('heading', { level: 2, name: 'Timings' }).waitFor();
     await page.getByText('This file was uploaded; it has no capture options.').waitFor();
   });

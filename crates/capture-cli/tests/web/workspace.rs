@@ -71,7 +71,7 @@ async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) 
 
     // Bad input: the form again, with the message and what was typed; nothing is used.
     let bad = v
-        .submit("/dashboard/playground", &csrf, &[("url", &site.url("/green")), ("width", "50"), ("format", "png")])
+        .submit("/dashboard/playground", &csrf, &[("url", site.url("/green").as_str()), ("width", "50"), ("format", "png")])
         .await
         .expect(400);
     assert!(bad.body.contains("role=\"alert\">The width must be"), "{}", bad.body);
@@ -135,7 +135,7 @@ async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) 
     // Share from the job's page, and come back to it.
     let (_, csrf) = v.dashboard().await;
     let shared =
-        v.submit(&format!("/dashboard/screenshots/{id}/share"), &csrf, &[("back", &href)]).await.expect(303);
+        v.submit(&format!("/dashboard/screenshots/{id}/share"), &csrf, &[("back", href.as_str())]).await.expect(303);
     assert_eq!(shared.location(), href);
     assert!(v.get(&href).await.body.contains("class=\"share-link\""));
     let elsewhere =
