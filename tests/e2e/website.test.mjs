@@ -202,7 +202,7 @@ describe('the website as a place to work', () => {
     await p.waitForURL(/\/dashboard\/screenshots\/scr_[A-Za-z0-9]+$/);
     const image = p.getByRole('img', { name: /^Capture of / });
     await image.waitFor({ timeout: 90_000 });
-    await eventually(() => image.evaluate((img) => img.complete && img.naturalWidth === width), 10_000, 'the captured image');
+    await eventually(() => image.evaluate((img, w) => img.complete && img.naturalWidth === w, width), 10_000, 'the captured image');
     return p.url().split('/').pop();
   };
 
