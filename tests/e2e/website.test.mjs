@@ -192,8 +192,9 @@ describe('the website as a place to work', () => {
     assert.equal(res.status, 201, await res.clone().text());
     return (await res.json()).id;
   };
-  const capture = async (p, width, height) => {
+  const capture = async (p, width, height, delay = 0) => {
     await p.getByLabel('Page URL').fill(site.url);
+    await p.getByLabel('Extra delay (ms)').fill(String(delay));
     await p.getByLabel('Width (px)').fill(String(width));
     await p.getByLabel('Height (px)').fill(String(height));
     await p.getByLabel('Format').selectOption({ label: 'PNG image' });
@@ -262,7 +263,11 @@ describe('the website as a place to work', () => {
     assert.match(await page.getByLabel('curl').inputValue(), /\$CAPTURE_API_KEY/);
     assert.match(await page.getByLabel('Python').inputValue(), /requests\.post/);
     assert.match(await page.getByLabel('Node.js').inputValue(), /await fetch/);
-    const id = await capture(page, 640, 480);
+    // The capture waits 3 s on the page, so its page opens while it runs and follows the
+    // job's event stream (there is no meta refresh with JavaScript on).
+    const streamed = page.waitForRequest((r) => /\/dashboard\/screenshots\/scr_[A-Za-z0-9]+\/events$/.test(r.url()), { timeout: 30_000 });
+    const id = await capture(page, 640, 480, 3000);
+    assert.ok((await streamed).url().endsWith(`/dashboard/screenshots/${id}/events`));
     assert.match(await page.locator('#job-status').textContent(), /Status: done/);
     const download = page.getByRole('link', { name: 'Download png' });
     assert.equal(await download.getAttribute('download'), '');

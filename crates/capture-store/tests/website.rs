@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use capture_core::ids::{SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
-    Endpoint, NewRun, NewScreenshot, QueueLimits, ScreenshotDone, ScreenshotFilter, ScreenshotRow, Store, UsageDay, User,
+    Endpoint, NewRun, NewScreenshot, QueueLimits, ScreenshotDone, ScreenshotFilter, ScreenshotRow, Store, UsageDay,
+    User,
 };
 use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 use tempfile::TempDir;
@@ -99,7 +100,14 @@ async fn new_user(store: &Store) -> User {
     user
 }
 
-fn shot(user: &User, key: Option<&str>, url: &str, format: &str, now: i64, done: Option<ScreenshotDone>) -> NewScreenshot {
+fn shot(
+    user: &User,
+    key: Option<&str>,
+    url: &str,
+    format: &str,
+    now: i64,
+    done: Option<ScreenshotDone>,
+) -> NewScreenshot {
     let id = new_id(SCREENSHOT);
     NewScreenshot {
         task_payload: serde_json::json!({ "screenshotId": id }).to_string(),
@@ -182,7 +190,9 @@ async fn usage_per_day_splits_by_key_and_product_and_nets_refunds(store: Store) 
     // Day 3 too: the oldest job failed through the service's fault and was refunded.
     let task = store.claim("screenshot", "w1", T0 + 2 * DAY + 5, 60_000).await.unwrap().expect("a task");
     let refunded = task.subject_id.clone();
-    assert!(store.fail_screenshot(&task.id, "w1", &refunded, "browser crashed", true, T0 + 2 * DAY + 10).await.unwrap());
+    assert!(
+        store.fail_screenshot(&task.id, "w1", &refunded, "browser crashed", true, T0 + 2 * DAY + 10).await.unwrap()
+    );
     let refunded_row = store.screenshot(&refunded).await.unwrap().unwrap();
     assert_eq!((refunded_row.user_id.as_str(), refunded_row.key_id.as_deref()), (user.id.as_str(), Some("key_a")));
 
@@ -213,7 +223,8 @@ async fn screenshots_filter_by_status_and_format_search_url_and_title_and_page(s
     let user = new_user(&store).await;
     let other = new_user(&store).await;
     let a = create(&store, &shot(&user, None, "https://shop.example/cart", "png", T0, Some(done("Your Cart")))).await;
-    let b = create(&store, &shot(&user, None, "https://blog.example/100%_real", "pdf", T0 + 1, Some(done("Blog")))).await;
+    let b =
+        create(&store, &shot(&user, None, "https://blog.example/100%_real", "pdf", T0 + 1, Some(done("Blog")))).await;
     let c = create(&store, &shot(&user, None, "https://news.example/", "jpeg", T0 + 2, None)).await;
     let d = create(&store, &shot(&user, None, "https://shop.example/checkout", "png", T0 + 3, Some(done("Pay")))).await;
     create(&store, &shot(&other, None, "https://shop.example/other", "png", T0 + 4, Some(done("Cart")))).await;
@@ -286,7 +297,9 @@ async fn a_jobs_deliveries_and_events_are_found_by_its_id(store: Store) {
     let events = store.events_of(&user.id, &a.id).await.unwrap();
     let statuses: Vec<String> = events
         .iter()
-        .map(|(_, _, data, _)| serde_json::from_str::<serde_json::Value>(data).unwrap()["status"].as_str().unwrap().to_string())
+        .map(|(_, _, data, _)| {
+            serde_json::from_str::<serde_json::Value>(data).unwrap()["status"].as_str().unwrap().to_string()
+        })
         .collect();
     assert_eq!(statuses.first().map(String::as_str), Some("pending"));
     assert_eq!(statuses.last().map(String::as_str), Some("failed"));

@@ -71,7 +71,11 @@ async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) 
 
     // Bad input: the form again, with the message and what was typed; nothing is used.
     let bad = v
-        .submit("/dashboard/playground", &csrf, &[("url", site.url("/green").as_str()), ("width", "50"), ("format", "png")])
+        .submit(
+            "/dashboard/playground",
+            &csrf,
+            &[("url", site.url("/green").as_str()), ("width", "50"), ("format", "png")],
+        )
         .await
         .expect(400);
     assert!(bad.body.contains("role=\"alert\">The width must be"), "{}", bad.body);
@@ -98,7 +102,8 @@ async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) 
     let done = job_page_until_final(&v, &href).await;
     assert!(done.body.contains("Status: <strong>done</strong>"), "{}", done.body);
     // The file: shown, downloadable, the right picture.
-    let i = done.body.find("id=\"result-image\" src=\"").expect("the image is shown") + "id=\"result-image\" src=\"".len();
+    let i =
+        done.body.find("id=\"result-image\" src=\"").expect("the image is shown") + "id=\"result-image\" src=\"".len();
     let src = done.body[i..].split('"').next().unwrap().replace("&#x2f;", "/").replace("&amp;", "&");
     let (status, _, bytes) = app.fetch(&src).await;
     assert_eq!(status, 200);
@@ -270,7 +275,11 @@ async fn usage_over_time_counts_todays_actions_by_product_and_by_key(db: Db) {
     assert!(last.contains("data-total=\"0\""), "last month had nothing");
 
     let k = v.get("/dashboard/usage?by=key").await.expect(200);
-    assert!(k.body.contains("Key “alpha”: 2") && k.body.contains(&format!("Key “beta”: {}", 1 + audit_actions)), "{}", k.body);
+    assert!(
+        k.body.contains("Key “alpha”: 2") && k.body.contains(&format!("Key “beta”: {}", 1 + audit_actions)),
+        "{}",
+        k.body
+    );
     v.get("/dashboard/usage?by=colour").await.expect(400);
     Visitor::new(&app).get("/dashboard/usage").await.expect(303);
 }
@@ -282,7 +291,8 @@ async fn getting_started_shows_until_the_first_job() {
     let v = Visitor::new(&app);
     v.sign_up(&email(), PASSWORD).await;
     let (dash, _) = v.dashboard().await;
-    let start = dash.body.split("<section id=\"start\"").nth(1).expect("getting started").split("</section>").next().unwrap();
+    let start =
+        dash.body.split("<section id=\"start\"").nth(1).expect("getting started").split("</section>").next().unwrap();
     assert!(start.contains("Name it below"), "no key yet: {start}");
     assert!(start.contains(&format!("curl -X POST {}/v1/screenshot", app.base)), "{start}");
     assert!(start.contains(&format!("value=\"{}/mcp\"", app.base)), "the MCP URL, copyable: {start}");

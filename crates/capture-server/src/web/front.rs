@@ -172,7 +172,9 @@ pub fn reference_html() -> Result<String, askama::Error> {
     let mut groups: Vec<Group> = doc["tags"]
         .as_array()
         .map(|tags| {
-            tags.iter().map(|t| Group { name: text(&t["name"]), description: text(&t["description"]), ops: vec![] }).collect()
+            tags.iter()
+                .map(|t| Group { name: text(&t["name"]), description: text(&t["description"]), ops: vec![] })
+                .collect()
         })
         .unwrap_or_default();
     let mut count = 0;

@@ -102,7 +102,8 @@ struct Choice {
     selected: bool,
 }
 
-const FORMATS: &[(&str, &str)] = &[("png", "PNG image"), ("jpeg", "JPEG image"), ("webp", "WebP image"), ("pdf", "PDF document")];
+const FORMATS: &[(&str, &str)] =
+    &[("png", "PNG image"), ("jpeg", "JPEG image"), ("webp", "WebP image"), ("pdf", "PDF document")];
 const WAITS: &[(&str, &str)] = &[
     ("networkidle", "The network is idle"),
     ("load", "The load event"),

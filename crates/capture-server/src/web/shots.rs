@@ -52,7 +52,8 @@ fn choices(all: &[(&'static str, &'static str)], current: &str) -> Vec<Choice> {
 
 const STATUSES: &[(&str, &str)] =
     &[("", "Any status"), ("pending", "Pending"), ("processing", "Processing"), ("done", "Done"), ("failed", "Failed")];
-const FORMATS: &[(&str, &str)] = &[("", "Any format"), ("png", "PNG"), ("jpeg", "JPEG"), ("webp", "WebP"), ("pdf", "PDF")];
+const FORMATS: &[(&str, &str)] =
+    &[("", "Any format"), ("png", "PNG"), ("jpeg", "JPEG"), ("webp", "WebP"), ("pdf", "PDF")];
 
 /// `ts~id` (the API's `nextCursor`) or a bare ISO timestamp.
 fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
@@ -98,13 +99,13 @@ pub async fn list(
     let before_raw = text(&p.before);
     let before = match before_raw.as_str() {
         "" => None,
-        b => Some(parse_cursor(b).ok_or_else(|| WebError::invalid("This page link is not valid; start from the first page."))?),
+        b => Some(
+            parse_cursor(b)
+                .ok_or_else(|| WebError::invalid("This page link is not valid; start from the first page."))?,
+        ),
     };
-    let filter = ScreenshotFilter {
-        status: Some(status.clone()),
-        format: Some(format.clone()),
-        search: Some(search.clone()),
-    };
+    let filter =
+        ScreenshotFilter { status: Some(status.clone()), format: Some(format.clone()), search: Some(search.clone()) };
     let rows = state.store.search_screenshots(&s.user.id, &filter, before, limit).await?;
     let next = (rows.len() as i64 == limit)
         .then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id)))
@@ -113,7 +114,13 @@ pub async fn list(
             let lim = if limit == PAGE { String::new() } else { limit.to_string() };
             format!(
                 "/dashboard/screenshots?{}",
-                query_string(&[("status", &status), ("format", &format), ("q", &search), ("limit", &lim), ("before", &cursor)])
+                query_string(&[
+                    ("status", &status),
+                    ("format", &format),
+                    ("q", &search),
+                    ("limit", &lim),
+                    ("before", &cursor)
+                ])
             )
         });
     let mut shots = Vec::with_capacity(rows.len());
@@ -186,9 +193,13 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>, Signed(
     // The hot cache may hold an older state of a running job: read it fresh.
     let row = state.store.screenshot_of(&s.user.id, &row.id).await?.unwrap_or(row);
     let job = screenshots::view(&state, &row).await;
-    let opts: Option<CaptureOptions> = serde_json::from_str(&row.options).ok().filter(|o: &CaptureOptions| o.url.is_some());
+    let opts: Option<CaptureOptions> =
+        serde_json::from_str(&row.options).ok().filter(|o: &CaptureOptions| o.url.is_some());
     let options = match &opts {
-        Some(o) => request_body(o).into_iter().map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_string))).collect(),
+        Some(o) => request_body(o)
+            .into_iter()
+            .map(|(k, v)| (k, v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+            .collect(),
         None => Vec::new(),
     };
     let code = opts.as_ref().map(|o| snippets(&state.base_url, &request_body(o))).unwrap_or_default();
@@ -332,11 +343,7 @@ struct DeliveryLine {
 
 /// `GET /dashboard/screenshots/{id}/events`: the job's server-sent events (the stream of
 /// `GET /v1/screenshot/{id}/stream`) for the signed-in owner, which the job's page follows.
-pub async fn events(
-    State(state): State<AppState>,
-    Path(id): Path<String>,
-    Signed(s): Signed,
-) -> WebResult<Response> {
+pub async fn events(State(state): State<AppState>, Path(id): Path<String>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
     let id: ScreenshotId = web_id(&id)?;
     let r = crate::screenshots::stream(extract::State(state.clone()), Extension(acc), Id(id)).await?;

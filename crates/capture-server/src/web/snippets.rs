@@ -54,7 +54,9 @@ pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
     if o.timeout_ms != defaults::TIMEOUT_MS {
         m.insert("timeoutMs".into(), json!(o.timeout_ms));
     }
-    for (k, v) in [("waitFor", &o.wait_for), ("clickBefore", &o.click_before), ("preScreenshotJs", &o.pre_screenshot_js)] {
+    for (k, v) in
+        [("waitFor", &o.wait_for), ("clickBefore", &o.click_before), ("preScreenshotJs", &o.pre_screenshot_js)]
+    {
         if let Some(v) = v {
             m.insert(k.into(), json!(v));
         }
@@ -89,7 +91,11 @@ pub fn snippets(base_url: &str, body: &Map<String, Value>) -> Vec<Snippet> {
 /// Every line after the first indented by `n` spaces.
 fn indent(s: &str, n: usize) -> String {
     let pad = " ".repeat(n);
-    s.lines().enumerate().map(|(i, l)| if i == 0 { l.to_string() } else { format!("{pad}{l}") }).collect::<Vec<_>>().join("\n")
+    s.lines()
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l.to_string() } else { format!("{pad}{l}") })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// `v` as a Python literal (`True`, `False`, `None`), objects one key a line.
@@ -100,12 +106,16 @@ fn python_literal(v: &Value, depth: usize) -> String {
         Value::Bool(false) => "False".into(),
         Value::Number(n) => n.to_string(),
         Value::String(s) => Value::String(s.clone()).to_string(),
-        Value::Array(a) => format!("[{}]", a.iter().map(|x| python_literal(x, depth + 1)).collect::<Vec<_>>().join(", ")),
+        Value::Array(a) => {
+            format!("[{}]", a.iter().map(|x| python_literal(x, depth + 1)).collect::<Vec<_>>().join(", "))
+        }
         Value::Object(m) => {
             let pad = "    ".repeat(depth + 1);
             let end = "    ".repeat(depth);
-            let items: Vec<String> =
-                m.iter().map(|(k, x)| format!("{pad}{}: {},", Value::String(k.clone()), python_literal(x, depth + 1))).collect();
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, x)| format!("{pad}{}: {},", Value::String(k.clone()), python_literal(x, depth + 1)))
+                .collect();
             format!("{{\n{}\n{end}}}", items.join("\n"))
         }
     }
@@ -121,13 +131,17 @@ mod tests {
 
     #[test]
     fn the_body_names_only_what_differs_from_the_defaults() {
-        let o = opts(json!({"url": "https://example.com/", "fullPage": true, "format": "webp", "cookieConsent": "none"}));
+        let o =
+            opts(json!({"url": "https://example.com/", "fullPage": true, "format": "webp", "cookieConsent": "none"}));
         assert_eq!(
             Value::Object(request_body(&o)),
             json!({"url": "https://example.com/", "fullPage": true, "format": "webp", "cookieConsent": "none"})
         );
         let pdf = opts(json!({"url": "https://example.com/", "pdf": true, "deviceScaleFactor": 2}));
-        assert_eq!(Value::Object(request_body(&pdf)), json!({"url": "https://example.com/", "pdf": true, "deviceScaleFactor": 2.0}));
+        assert_eq!(
+            Value::Object(request_body(&pdf)),
+            json!({"url": "https://example.com/", "pdf": true, "deviceScaleFactor": 2.0})
+        );
         // The body parses back to the same options.
         assert_eq!(opts(Value::Object(request_body(&o))), o);
         assert_eq!(opts(Value::Object(request_body(&pdf))), pdf);
@@ -139,7 +153,11 @@ mod tests {
         let s = snippets("https://capture.example", &request_body(&o));
         assert_eq!(s.len(), 3);
         assert!(s[0].code.contains("curl -X POST https://capture.example/v1/screenshot"), "{}", s[0].code);
-        assert!(s[0].code.contains(r#"-d '{"darkMode":true,"url":"https://example.com/","waitFor":"a[title='\''x'\'']"}'"#), "{}", s[0].code);
+        assert!(
+            s[0].code.contains(r#"-d '{"darkMode":true,"url":"https://example.com/","waitFor":"a[title='\''x'\'']"}'"#),
+            "{}",
+            s[0].code
+        );
         assert!(s[0].code.contains("$CAPTURE_API_KEY"));
         assert!(s[1].code.contains("\"darkMode\": True,"), "{}", s[1].code);
         assert!(s[1].code.contains("os.environ[\"CAPTURE_API_KEY\"]"));

@@ -20,8 +20,13 @@ use crate::state::AppState;
 
 const DAY_MS: i64 = 86_400_000;
 /// The products in the order they are stacked.
-const PRODUCTS: &[(&str, &str)] =
-    &[("screenshots", "Screenshots"), ("audits", "Audits"), ("ads", "Ads"), ("runs", "Browser runs"), ("other", "Other")];
+const PRODUCTS: &[(&str, &str)] = &[
+    ("screenshots", "Screenshots"),
+    ("audits", "Audits"),
+    ("ads", "Ads"),
+    ("runs", "Browser runs"),
+    ("other", "Other"),
+];
 /// Fill colours of the series, in order (distinguishable, and with text labels everywhere).
 const COLOURS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc2626", "#0891b2", "#65a30d", "#be185d"];
 
@@ -39,7 +44,11 @@ pub struct UsageParams {
 }
 
 /// `GET /dashboard/usage?by=product|key`
-pub async fn show(State(state): State<AppState>, Signed(s): Signed, Query(p): Query<UsageParams>) -> WebResult<Response> {
+pub async fn show(
+    State(state): State<AppState>,
+    Signed(s): Signed,
+    Query(p): Query<UsageParams>,
+) -> WebResult<Response> {
     let by_key = match p.by.as_deref().unwrap_or("product") {
         "product" | "" => false,
         "key" => true,
@@ -195,7 +204,12 @@ impl Month {
             let total: i64 = values.iter().sum();
             running += total;
             cumulative.push(running);
-            days.push(DayRow { date: iso((first_day + d as i64) * DAY_MS)[..10].to_string(), values: values.clone(), total, running });
+            days.push(DayRow {
+                date: iso((first_day + d as i64) * DAY_MS)[..10].to_string(),
+                values: values.clone(),
+                total,
+                running,
+            });
         }
         let total = running;
         // The scale: the allowance, the highest running total or the tallest bar.
@@ -241,12 +255,15 @@ impl Month {
             .filter(|d| d % 5 == 0)
             .map(|d| Tick { x: f(LEFT + (d as f64 + 0.5) * slot), y: f(H - 10.0), text: (d + 1).to_string() })
             .collect();
-        let heading = if today.is_some() { format!("This month ({})", w.label) } else { format!("Last month ({})", w.label) };
-        let mut summary = format!("{total} actions in {}", w.label);
+        let heading =
+            if today.is_some() { format!("This month ({})", w.label) } else { format!("Last month ({})", w.label) };
+        let noun = if total == 1 { "action" } else { "actions" };
+        let mut summary = format!("{total} {noun} in {}", w.label);
         if let Some(l) = limit {
             summary.push_str(&format!(" of an allowance of {l}"));
         }
-        let parts: Vec<String> = series.iter().filter(|s| s.total != 0).map(|s| format!("{}: {}", s.name, s.total)).collect();
+        let parts: Vec<String> =
+            series.iter().filter(|s| s.total != 0).map(|s| format!("{}: {}", s.name, s.total)).collect();
         if !parts.is_empty() {
             summary.push_str(&format!(" ({})", parts.join(", ")));
         }
