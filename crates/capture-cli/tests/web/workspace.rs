@@ -147,9 +147,24 @@ async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) 
         v.submit(&format!("/dashboard/screenshots/{id}/unshare"), &csrf, &[("back", "https://evil.example/")]).await;
     assert_eq!(elsewhere.location(), "/dashboard#screenshots", "only a job page is a way back");
 
-    // One action was used, through the account's quota, with no key.
+    // A PDF: the first page as a preview, and the download through the session.
+    let (_, csrf) = v.dashboard().await;
+    let pdf_fields = [("url", site.url("/green")), ("format", "pdf".to_string()), ("waitUntil", "load".to_string())];
+    let pdf_fields: Vec<(&str, &str)> = pdf_fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let pdf_href = v.submit("/dashboard/playground", &csrf, &pdf_fields).await.expect(303).location().to_string();
+    let pdf_page = job_page_until_final(&v, &pdf_href).await;
+    assert!(pdf_page.body.contains("Status: <strong>done</strong>"), "{}", pdf_page.body);
+    assert!(pdf_page.body.contains("<dt><code>pdf</code></dt><dd>true</dd>"), "{}", pdf_page.body);
+    assert!(pdf_page.body.contains("alt=\"Preview of the first page of the PDF of "), "{}", pdf_page.body);
+    let download = format!("{pdf_href}/pdf");
+    assert!(pdf_page.body.contains(&format!("<a class=\"button\" href=\"{download}\" download>Download PDF</a>")));
+    let file = v.get(&download).await.expect(200);
+    assert_eq!(file.header("content-type"), "application/pdf");
+    assert!(file.body.starts_with("%PDF"));
+
+    // Two actions were used, through the account's quota, with no key.
     let (dash, _) = v.dashboard().await;
-    assert!(dash.body.contains("<strong>1</strong> of <strong>100</strong> actions used"), "{}", dash.body);
+    assert!(dash.body.contains("<strong>2</strong> of <strong>100</strong> actions used"), "{}", dash.body);
     assert!(!dash.body.contains("id=\"start\""), "getting started is gone after the first job");
 
     // Nobody else sees it.
