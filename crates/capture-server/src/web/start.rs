@@ -23,13 +23,18 @@ impl Start {
         let mcp_url = format!("{base}/mcp");
         Start {
             has_key: keys.iter().any(|k| k.revoked_at.is_none()),
-            curl: format!(
-                "curl -X POST {base}/v1/screenshot -H \"Authorization: Bearer $CAPTURE_API_KEY\" -H \"Content-Type: application/json\" -d '{{\"url\":\"https://example.com/\"}}'"
-            ),
+            curl: super::snippets::snippets(base, &first_body()).remove(0).code,
             claude: format!("claude mcp add --transport http capture {mcp_url}"),
             codex: format!("codex mcp add capture --url {mcp_url} && codex mcp login capture"),
             cli: format!("capture login --server {base}"),
             mcp_url,
         }
     }
+}
+
+/// The first capture's body: `{"url": "https://example.com/"}`.
+fn first_body() -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("url".into(), serde_json::Value::String("https://example.com/".into()));
+    m
 }
