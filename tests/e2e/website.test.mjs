@@ -172,3 +172,201 @@ describe('the website', () => {
     }
   });
 });
+
+// The website as a place to work: the front page signed out (with the service's own live
+// capture), getting started, the playground with JavaScript on (the job's event stream)
+// and off (the page refreshes itself), usage over time, and the screenshots list.
+describe('the website as a place to work', () => {
+  let service, browser, context, page, site;
+  const email2 = `e2e-work-${Date.now()}-${process.pid}@example.com`;
+  const url = (path) => `${service.base}${path}`;
+  // A 2×2 PNG, for instant uploads.
+  const tinyPng = Buffer.from(
+    'iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEElEQVR4nGMQUDAAIgYIBQAKDgGBVjPu8wAAAABJRU5ErkJggg==',
+    'base64',
+  );
+  const uploadPng = async (apiKey, name) => {
+    const form = new FormData();
+    form.append('file', new Blob([tinyPng], { type: 'image/png' }), name);
+    const res = await fetch(url('/v1/screenshot/upload'), { method: 'POST', headers: { authorization: `Bearer ${apiKey}` }, body: form });
+    assert.equal(res.status, 201, await res.clone().text());
+    return (await res.json()).id;
+  };
+  const capture = async (p, width, height, delay = 0) => {
+    await p.getByLabel('Page URL').fill(site.url);
+    await p.getByLabel('Extra delay (ms)').fill(String(delay));
+    await p.getByLabel('Width (px)').fill(String(width));
+    await p.getByLabel('Height (px)').fill(String(height));
+    await p.getByLabel('Format').selectOption({ label: 'PNG image' });
+    await p.getByLabel('Wait until').selectOption('load');
+    await p.getByRole('button', { name: 'Capture' }).click();
+    await p.waitForURL(/\/dashboard\/screenshots\/scr_[A-Za-z0-9]+$/);
+    const image = p.getByRole('img', { name: /^Capture of / });
+    await image.waitFor({ timeout: 90_000 });
+    await eventually(() => image.evaluate((img, w) => img.complete && img.naturalWidth === w, width), 10_000, 'the captured image');
+    return p.url().split('/').pop();
+  };
+
+  before(async () => {
+    [service, browser, site] = await Promise.all([startService(), launchBrowser(), startFixtureSite()]);
+    context = await browser.newContext();
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.base });
+    page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await service?.stop();
+    await site?.close();
+  });
+
+  it('shows signed-out visitors what it does, a live capture of its own docs, and the way in', async () => {
+    const res = await page.goto(url('/'));
+    assert.equal(res.status(), 200);
+    await page.getByRole('heading', { level: 1, name: 'Web pages to images and PDFs, through one API' }).waitFor();
+    assert.equal(await page.getByRole('link', { name: 'Create a free account' }).getAttribute('href'), '/signup');
+    assert.equal(await page.getByRole('link', { name: 'sign in', exact: true }).getAttribute('href'), '/login');
+    // The node captured its API reference at start-up; reload until it is there.
+    const example = page.getByRole('img', { name: /API reference page/ });
+    await eventually(async () => {
+      if ((await example.count()) === 0) {
+        await page.reload();
+        return false;
+      }
+      return example.evaluate((img) => img.complete && img.naturalWidth === 1280);
+    }, 90_000, 'the live example');
+    assert.equal(await page.getByRole('link', { name: 'API reference' }).first().getAttribute('href'), '/docs');
+  });
+
+  it('guides a new account through getting started, each step copyable', async () => {
+    await page.getByRole('link', { name: 'Create a free account' }).click();
+    await page.getByLabel('Email').fill(email2);
+    await page.getByLabel('Password').fill(password);
+    await page.getByRole('button', { name: 'Create account' }).click();
+    await page.waitForURL(url('/dashboard'));
+    const start = page.getByRole('region', { name: 'Get started' });
+    await start.waitFor();
+    assert.match(await start.getByLabel('curl').inputValue(), new RegExp(`^curl -X POST ${service.base}/v1/screenshot`));
+    assert.equal(await start.getByLabel('MCP server URL').inputValue(), `${service.base}/mcp`);
+    assert.match(await start.getByLabel('Claude Code').inputValue(), /^claude mcp add --transport http capture /);
+    assert.match(await start.getByLabel('Codex').inputValue(), /^codex mcp add capture --url /);
+    assert.equal(await start.getByLabel('CLI sign-in').inputValue(), `capture login --server ${service.base}`);
+    await start.getByRole('button', { name: 'Copy Claude Code' }).click();
+    await start.getByRole('status').filter({ hasText: 'Copied.' }).waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), `claude mcp add --transport http capture ${service.base}/mcp`);
+  });
+
+  it('captures a fixture page in the playground, following the job as it runs (JavaScript on)', async () => {
+    await page.getByRole('link', { name: 'Playground', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Playground' }).waitFor();
+    assert.match(await page.getByLabel('curl').inputValue(), /\$CAPTURE_API_KEY/);
+    assert.match(await page.getByLabel('Python').inputValue(), /requests\.post/);
+    assert.match(await page.getByLabel('Node.js').inputValue(), /await fetch/);
+    // The capture waits 3 s on the page, so its page opens while it runs and follows the
+    // job's event stream (there is no meta refresh with JavaScript on).
+    const streamed = page.waitForRequest((r) => /\/dashboard\/screenshots\/scr_[A-Za-z0-9]+\/events$/.test(r.url()), { timeout: 30_000 });
+    const id = await capture(page, 640, 480, 3000);
+    assert.ok((await streamed).url().endsWith(`/dashboard/screenshots/${id}/events`));
+    assert.match(await page.locator('#job-status').textContent(), /Status: done/);
+    const download = page.getByRole('link', { name: 'Download png' });
+    assert.equal(await download.getAttribute('download'), '');
+    const res = await fetch(await download.getAttribute('href'));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'image/png');
+    // The same request as code, with this job's options.
+    assert.match(await page.getByLabel('curl').inputValue(), /"width":640/);
+    // Events of the job, and a public link to share.
+    const events = page.getByRole('table', { name: 'What happened to this job' });
+    assert.ok((await events.getByRole('row').count()) >= 3);
+    await page.getByRole('button', { name: 'Share a public link' }).click();
+    await page.waitForURL(url(`/dashboard/screenshots/${id}`));
+    const share = await page.locator('a.share-link').getAttribute('href');
+    assert.equal((await fetch(share)).status, 200);
+    // Getting started is gone now that a job exists.
+    await page.goto(url('/dashboard'));
+    assert.equal(await page.getByRole('region', { name: 'Get started' }).count(), 0);
+  });
+
+  it('captures in the playground with JavaScript turned off (the page refreshes until done)', async () => {
+    const noJs = await browser.newContext({ javaScriptEnabled: false });
+    try {
+      const p = await noJs.newPage();
+      p.setDefaultTimeout(20_000);
+      await p.goto(url('/login'));
+      await p.getByLabel('Email').fill(email2);
+      await p.getByLabel('Password').fill(password);
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.waitForURL(url('/dashboard'));
+      await p.getByRole('link', { name: 'Playground', exact: true }).click();
+      await capture(p, 500, 400);
+      assert.equal(await p.getByRole('button', { name: /^Copy/ }).count(), 0, 'Copy needs JavaScript');
+    } finally {
+      await noJs.close();
+    }
+  });
+
+  it('charts the actions of this month, with a table behind the chart', async () => {
+    await page.getByRole('link', { name: 'Usage', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Usage over time' }).waitFor();
+    const chart = page.getByRole('img', { name: /^Actions per day, \d{4}-\d{2}/ }).first();
+    await chart.waitFor();
+    assert.equal(await page.locator('#usage-this').getAttribute('data-total'), '2');
+    assert.equal(await chart.locator('rect.bar').count(), 1, 'one bar: today');
+    assert.equal(await chart.locator('line.quota').count(), 1);
+    const table = page.getByRole('table', { name: /^Actions per day in \d{4}-\d{2}, by product$/ }).first();
+    const today = new Date().toISOString().slice(0, 10);
+    const row = table.getByRole('row').filter({ has: page.getByRole('rowheader', { name: today }) });
+    assert.deepEqual(await row.getByRole('cell').allTextContents(), ['2', '0', '0', '0', '2', '2']);
+    await page.getByRole('link', { name: 'By API key' }).click();
+    await page.getByText('Website, CLI and MCP (no key): 2').first().waitFor();
+  });
+
+  it('lists, filters, searches and pages through the screenshots', async () => {
+    await page.goto(url('/dashboard'));
+    await page.getByLabel('Key name').fill('list key');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const apiKey = await page.getByLabel('API key').inputValue();
+    const uploads = [];
+    for (const name of ['one.png', 'two.png', 'three.png']) uploads.push(await uploadPng(apiKey, name));
+
+    await page.goto(url('/dashboard'));
+    await page.getByRole('link', { name: 'Screenshots', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Screenshots' }).waitFor();
+    const links = () => page.getByRole('table', { name: /^Screenshots/ }).getByRole('rowheader').getByRole('link');
+    assert.equal(await links().count(), 5);
+
+    await page.getByLabel('Search URL or title').fill('TWO');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    assert.deepEqual(await links().allTextContents(), ['two.png']);
+
+    await page.getByLabel('Search URL or title').fill('');
+    await page.getByLabel('Status').selectOption({ label: 'Done' });
+    await page.getByLabel('Format').selectOption({ label: 'PNG' });
+    await page.getByRole('button', { name: 'Filter' }).click();
+    assert.equal(await links().count(), 5);
+    await page.getByLabel('Status').selectOption({ label: 'Failed' });
+    await page.getByRole('button', { name: 'Filter' }).click();
+    await page.getByText('No screenshots match these filters.').waitFor();
+
+    // Pages of two, newest first, through the "Older screenshots" link.
+    await page.goto(url('/dashboard/screenshots?limit=2'));
+    const seen = [];
+    for (;;) {
+      for (const href of await links().evaluateAll((as) => as.map((a) => a.getAttribute('href')))) seen.push(href.split('/').pop());
+      const older = page.getByRole('link', { name: 'Older screenshots' });
+      if ((await older.count()) === 0) break;
+      await older.click();
+    }
+    assert.equal(seen.length, 5);
+    assert.equal(new Set(seen).size, 5, 'no job twice');
+    assert.deepEqual(seen.slice(0, 3), [...uploads].reverse());
+
+    // A row opens the job's page.
+    await page.goto(url('/dashboard/screenshots'));
+    await links().first().click();
+    await page.getByRole('heading', { level: 1, name: 'three.png' }).waitFor();
+    await page.getByRole('heading', { level: 2, name: 'Timings' }).waitFor();
+    await page.getByText('This file was uploaded; it has no capture options.').waitFor();
+  });
+});

@@ -295,6 +295,11 @@ impl Application {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { crate::scheduler::run(s, st).await });
         }
+        // The front page's live example: this node captures its own API reference.
+        if let Some(pool) = state.browser.clone().filter(|_| state.cfg.roles.api) {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { crate::web::front::render_example(s, pool, st).await });
+        }
 
         shutdown.await;
         tracing::info!("shutting down: draining in-flight work");

@@ -31,6 +31,7 @@ mod sessions;
 mod users;
 mod web_store;
 mod webhooks;
+mod website;
 
 pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
@@ -48,3 +49,4 @@ pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
 pub use sessions::WebSessionRow;
 pub use users::{ApiKeyRow, AuthRecord, User};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};
+pub use website::{ScreenshotFilter, UsageDay};

@@ -74,10 +74,10 @@ fn endpoint_from(r: &AnyRow) -> Result<Endpoint> {
     })
 }
 
-const DELIVERY_COLS: &str = "id, endpoint_id, event_type, status, attempts, response_code, error_message, \
+pub(crate) const DELIVERY_COLS: &str = "id, endpoint_id, event_type, status, attempts, response_code, error_message, \
     created_at, last_attempt_at, next_attempt_at";
 
-fn delivery_from(r: &AnyRow) -> Result<Delivery> {
+pub(crate) fn delivery_from(r: &AnyRow) -> Result<Delivery> {
     Ok(Delivery {
         id: r.try_get("id")?,
         endpoint_id: r.try_get("endpoint_id")?,

@@ -12,6 +12,7 @@ mod audits;
 mod auth;
 mod dashboard;
 mod runs;
+mod workspace;
 
 use helpers::{Db, Opts, TestApp, rand_suffix};
 use serde_json::Value;

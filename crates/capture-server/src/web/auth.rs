@@ -80,14 +80,7 @@ pub async fn home(State(state): State<AppState>, headers: HeaderMap) -> WebResul
     if session::current(&state, &headers).await?.is_some() {
         return Ok(see_other("/dashboard", None));
     }
-    Ok(page(StatusCode::OK, &HomePage { chrome: Chrome::public("Welcome") }, None))
-}
-
-/// `templates/web/home.html`
-#[derive(Template)]
-#[template(path = "web/home.html")]
-struct HomePage<'a> {
-    chrome: Chrome<'a>,
+    Ok(page(StatusCode::OK, &super::front::FrontPage::new(&state), None))
 }
 
 /// `templates/web/auth_form.html`: the sign-in or sign-up form.

@@ -39,6 +39,7 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
     let keys = state.store.list_keys(&s.user.id).await?;
     let usage = state.store.usage_by_key(&s.user.id, &acc.window.label).await?;
     let rows = state.store.list_screenshots(&s.user.id, None, RECENT_SCREENSHOTS).await?;
+    let shots_empty = rows.is_empty();
     let mut shots = Vec::with_capacity(rows.len());
     for r in &rows {
         shots.push(ShotRow::new(state, r).await);
@@ -55,8 +56,9 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
         keys: keys.iter().map(|k| KeyRow::new(k, &usage)).collect(),
         shots,
         recent: RECENT_SCREENSHOTS,
-        runs,
         unverified: state.store.email_unverified(&s.user.id).await?,
+        start: (shots_empty && runs.is_empty()).then(|| super::start::Start::new(state, &keys)),
+        runs,
     };
     Ok(page(status, &dashboard, origin(&state.base_url).as_deref()))
 }
@@ -76,6 +78,8 @@ struct DashboardPage<'a> {
     runs: Vec<RunLine>,
     /// The account waits for its e-mail to be verified (no quota until then).
     unverified: bool,
+    /// Getting started, until the account's first job exists.
+    start: Option<super::start::Start>,
 }
 
 /// A browser run as the dashboard lists it.
@@ -295,14 +299,14 @@ pub async fn revoke_key(State(state): State<AppState>, Path(id): Path<String>, f
 pub async fn share(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
     screenshots::share(&state, &acc, &web_id(&id)?).await?;
-    Ok(see_other("/dashboard#screenshots", None))
+    Ok(see_other(&back_to(&f.form), None))
 }
 
 /// `POST /dashboard/screenshots/{id}/unshare`: the public link stops working.
 pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     let acc = account(&state, &f.session).await?;
     screenshots::unshare(&state, &acc, &web_id(&id)?).await?;
-    Ok(see_other("/dashboard#screenshots", None))
+    Ok(see_other(&back_to(&f.form), None))
 }
 
 /// `GET /dashboard/screenshots/{id}/pdf`: the PDF as an attachment, for the signed-in owner
@@ -310,4 +314,14 @@ pub async fn unshare(State(state): State<AppState>, Path(id): Path<String>, f: S
 pub async fn pdf(State(state): State<AppState>, Path(id): Path<String>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
     Ok(pdf_response(screenshots::pdf(&state, &acc, &web_id(&id)?).await?))
+}
+
+/// Where a share form returns: its `back` field when it is a job's page, else the
+/// dashboard's screenshots.
+fn back_to(form: &super::base::forms::Form) -> String {
+    let back = form.text("back");
+    match back.strip_prefix("/dashboard/screenshots/") {
+        Some(id) if ids::looks_like(ids::SCREENSHOT, id) => back.to_string(),
+        _ => "/dashboard#screenshots".to_string(),
+    }
 }

@@ -11,8 +11,14 @@ mod audits;
 mod auth;
 pub mod base;
 mod dashboard;
+pub mod front;
 mod hooks;
+mod playground;
 mod settings;
+mod shots;
+mod snippets;
+mod start;
+mod usage;
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
@@ -48,6 +54,17 @@ pub fn router() -> Router<AppState> {
         .route("/settings/sign-out-everywhere", post(settings::sign_out_everywhere))
         .route("/assets/web.css", get(css))
         .route("/assets/web.js", get(js))
+        .route("/dashboard/playground", get(playground::show).post(playground::create))
+        .route("/dashboard/screenshots", get(shots::list))
+        .route("/dashboard/screenshots/{id}", get(shots::show))
+        .route("/dashboard/screenshots/{id}/events", get(shots::events))
+        .route("/dashboard/usage", get(usage::show))
+        .route("/assets/work.js", get(work_js))
+        .route("/assets/example.png", get(front::example_png))
+}
+
+async fn work_js() -> Response {
+    asset("text/javascript; charset=utf-8", include_str!("assets/work.js"))
 }
 
 async fn css() -> Response {

@@ -20,6 +20,9 @@ pub enum Nav {
     Audits,
     Ads,
     Settings,
+    Playground,
+    Screenshots,
+    Usage,
     None,
 }
 
@@ -53,6 +56,9 @@ impl Nav {
             Nav::Audits => "audits",
             Nav::Ads => "ads",
             Nav::Settings => "settings",
+            Nav::Playground => "playground",
+            Nav::Screenshots => "screenshots",
+            Nav::Usage => "usage",
             Nav::None => "",
         }
     }

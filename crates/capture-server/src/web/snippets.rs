@@ -1,0 +1,167 @@
+//! The same capture request as `curl`, Python and Node code, with the caller's key left as
+//! a placeholder (`$CAPTURE_API_KEY`), for the playground and a job's page.
+
+use capture_core::options::{CaptureOptions, ImageFormat, WaitUntil, defaults};
+use serde_json::{Map, Value, json};
+
+/// One snippet: its language's name, the element id and the code.
+pub struct Snippet {
+    pub id: &'static str,
+    pub label: &'static str,
+    pub code: String,
+}
+
+/// The `POST /v1/screenshot` body for `o`: the URL and every option that differs from its
+/// default, in the contract's names.
+pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("url".into(), json!(o.url.clone().unwrap_or_default()));
+    if o.width != defaults::WIDTH {
+        m.insert("width".into(), json!(o.width));
+    }
+    if o.height != defaults::HEIGHT {
+        m.insert("height".into(), json!(o.height));
+    }
+    if o.full_page {
+        m.insert("fullPage".into(), json!(true));
+    }
+    if o.pdf {
+        m.insert("pdf".into(), json!(true));
+    } else if o.format != ImageFormat::Png {
+        m.insert("format".into(), json!(o.format.as_str()));
+    }
+    if o.dark_mode {
+        m.insert("darkMode".into(), json!(true));
+    }
+    if !o.cookie_consent {
+        m.insert("cookieConsent".into(), json!("none"));
+    }
+    if o.wait_until != defaults::WAIT_UNTIL {
+        let w = match o.wait_until {
+            WaitUntil::Networkidle => "networkidle",
+            WaitUntil::Load => "load",
+            WaitUntil::Domcontentloaded => "domcontentloaded",
+            WaitUntil::None => "none",
+        };
+        m.insert("waitUntil".into(), json!(w));
+    }
+    if o.delay != defaults::DELAY {
+        m.insert("delay".into(), json!(o.delay));
+    }
+    if o.device_scale_factor != defaults::DEVICE_SCALE_FACTOR {
+        m.insert("deviceScaleFactor".into(), json!(o.device_scale_factor));
+    }
+    if o.timeout_ms != defaults::TIMEOUT_MS {
+        m.insert("timeoutMs".into(), json!(o.timeout_ms));
+    }
+    for (k, v) in
+        [("waitFor", &o.wait_for), ("clickBefore", &o.click_before), ("preScreenshotJs", &o.pre_screenshot_js)]
+    {
+        if let Some(v) = v {
+            m.insert(k.into(), json!(v));
+        }
+    }
+    m
+}
+
+/// `curl`, Python (`requests`) and Node (`fetch`) snippets sending `body` to `base_url`.
+pub fn snippets(base_url: &str, body: &Map<String, Value>) -> Vec<Snippet> {
+    let endpoint = format!("{base_url}/v1/screenshot");
+    let compact = Value::Object(body.clone()).to_string();
+    let pretty = serde_json::to_string_pretty(&Value::Object(body.clone())).unwrap_or_else(|_| compact.clone());
+    let shell_quoted = format!("'{}'", compact.replace('\'', "'\\''"));
+    let curl = format!(
+        "curl -X POST {endpoint} \\\n  -H \"Authorization: Bearer $CAPTURE_API_KEY\" \\\n  -H \"Content-Type: application/json\" \\\n  -d {shell_quoted}"
+    );
+    let python = format!(
+        "import os, requests\n\nr = requests.post(\n    \"{endpoint}\",\n    headers={{\"Authorization\": \"Bearer \" + os.environ[\"CAPTURE_API_KEY\"]}},\n    json={},\n)\nprint(r.json())",
+        python_literal(&Value::Object(body.clone()), 1)
+    );
+    let node = format!(
+        "const r = await fetch(\"{endpoint}\", {{\n  method: \"POST\",\n  headers: {{\n    Authorization: `Bearer ${{process.env.CAPTURE_API_KEY}}`,\n    \"Content-Type\": \"application/json\",\n  }},\n  body: JSON.stringify({}),\n}});\nconsole.log(await r.json());",
+        indent(&pretty, 2)
+    );
+    vec![
+        Snippet { id: "snippet-curl", label: "curl", code: curl },
+        Snippet { id: "snippet-python", label: "Python", code: python },
+        Snippet { id: "snippet-node", label: "Node.js", code: node },
+    ]
+}
+
+/// Every line after the first indented by `n` spaces.
+fn indent(s: &str, n: usize) -> String {
+    let pad = " ".repeat(n);
+    s.lines()
+        .enumerate()
+        .map(|(i, l)| if i == 0 { l.to_string() } else { format!("{pad}{l}") })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `v` as a Python literal (`True`, `False`, `None`), objects one key a line.
+fn python_literal(v: &Value, depth: usize) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => Value::String(s.clone()).to_string(),
+        Value::Array(a) => {
+            format!("[{}]", a.iter().map(|x| python_literal(x, depth + 1)).collect::<Vec<_>>().join(", "))
+        }
+        Value::Object(m) => {
+            let pad = "    ".repeat(depth + 1);
+            let end = "    ".repeat(depth);
+            let items: Vec<String> = m
+                .iter()
+                .map(|(k, x)| format!("{pad}{}: {},", Value::String(k.clone()), python_literal(x, depth + 1)))
+                .collect();
+            format!("{{\n{}\n{end}}}", items.join("\n"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(v: Value) -> CaptureOptions {
+        CaptureOptions::from_json(v.as_object().unwrap(), true).unwrap()
+    }
+
+    #[test]
+    fn the_body_names_only_what_differs_from_the_defaults() {
+        let o =
+            opts(json!({"url": "https://example.com/", "fullPage": true, "format": "webp", "cookieConsent": "none"}));
+        assert_eq!(
+            Value::Object(request_body(&o)),
+            json!({"url": "https://example.com/", "fullPage": true, "format": "webp", "cookieConsent": "none"})
+        );
+        let pdf = opts(json!({"url": "https://example.com/", "pdf": true, "deviceScaleFactor": 2}));
+        assert_eq!(
+            Value::Object(request_body(&pdf)),
+            json!({"url": "https://example.com/", "pdf": true, "deviceScaleFactor": 2.0})
+        );
+        // The body parses back to the same options.
+        assert_eq!(opts(Value::Object(request_body(&o))), o);
+        assert_eq!(opts(Value::Object(request_body(&pdf))), pdf);
+    }
+
+    #[test]
+    fn snippets_quote_the_body_for_each_language() {
+        let o = opts(json!({"url": "https://example.com/", "darkMode": true, "waitFor": "a[title='x']"}));
+        let s = snippets("https://capture.example", &request_body(&o));
+        assert_eq!(s.len(), 3);
+        assert!(s[0].code.contains("curl -X POST https://capture.example/v1/screenshot"), "{}", s[0].code);
+        assert!(
+            s[0].code.contains(r#"-d '{"darkMode":true,"url":"https://example.com/","waitFor":"a[title='\''x'\'']"}'"#),
+            "{}",
+            s[0].code
+        );
+        assert!(s[0].code.contains("$CAPTURE_API_KEY"));
+        assert!(s[1].code.contains("\"darkMode\": True,"), "{}", s[1].code);
+        assert!(s[1].code.contains("os.environ[\"CAPTURE_API_KEY\"]"));
+        assert!(s[2].code.contains("\"darkMode\": true"), "{}", s[2].code);
+        assert!(s[2].code.contains("process.env.CAPTURE_API_KEY"));
+    }
+}
