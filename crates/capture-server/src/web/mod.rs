@@ -13,6 +13,7 @@ pub mod base;
 mod dashboard;
 mod hooks;
 mod settings;
+mod inbox;
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
@@ -46,6 +47,8 @@ pub fn router() -> Router<AppState> {
         .route("/dashboard/webhooks/{id}/delete", post(hooks::delete))
         .route("/settings", get(settings::show))
         .route("/settings/sign-out-everywhere", post(settings::sign_out_everywhere))
+        .route("/settings/inbox/reveal", post(inbox::reveal))
+        .route("/settings/inbox/rotate", post(inbox::rotate))
         .route("/assets/web.css", get(css))
         .route("/assets/web.js", get(js))
 }
