@@ -148,7 +148,7 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     let (_, rest) = json_of(app.get(&key, &format!("/v1/inbox/messages?limit=10&before={cursor}")).await).await;
     assert_eq!(rest["data"].as_array().unwrap().len(), 2, "{rest}");
     assert!(rest["nextCursor"].is_null());
-    let (_, inbox_now) = inbox_of(&app, &key).await;
+    let (inbox_now, _) = inbox_of(&app, &key).await;
     assert_eq!(inbox_now["counts"]["messages"], 4, "{inbox_now}");
 
     // Accounts are kept apart: the other account sees nothing of this inbox.
