@@ -155,7 +155,7 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     let (_, their_list) = json_of(app.get(&other, "/v1/inbox/messages").await).await;
     assert_eq!(their_list["data"], json!([]));
     let (status, e) = json_of(app.get(&other, &format!("/v1/inbox/messages/{id}")).await).await;
-    assert_eq!((status, e["error"]["code"].as_str()), (404, Some("NOT_FOUND")), "{e}");
+    assert_eq!((status, e["code"].as_str()), (404, Some("NOT_FOUND")), "{e}");
     assert_eq!(delete(&app, &other, &format!("/v1/inbox/messages/{id}")).await.status(), 404);
     let (_, w) = json_of(app.get(&other, "/v1/inbox/messages/wait?timeoutMs=200").await).await;
     assert!(w["message"].is_null(), "{w}");
@@ -168,7 +168,7 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
         ("/v1/inbox/messages/wait?since=soon", "since"),
     ] {
         let (status, e) = json_of(app.get(&key, path).await).await;
-        assert_eq!((status, e["error"]["details"]["field"].as_str()), (400, Some(field)), "{path}: {e}");
+        assert_eq!((status, e["details"]["field"].as_str()), (400, Some(field)), "{path}: {e}");
     }
     let (status, _) = json_of(app.get(&key, "/v1/inbox/messages/nope").await).await;
     assert_eq!(status, 404);
@@ -188,7 +188,7 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     let new_address = rotated["address"].as_str().unwrap();
     assert_eq!(smtp_send(smtp, "a@fixture.test", new_address, b"Subject: new\r\n\r\nhi\r\n").await.code, 250);
     let (status, e) = json_of(app.post_json(&key, "/v1/inbox/rotate", &json!({"rotate": "everything"})).await).await;
-    assert_eq!((status, e["error"]["details"]["field"].as_str()), (400, Some("rotate")), "{e}");
+    assert_eq!((status, e["details"]["field"].as_str()), (400, Some("rotate")), "{e}");
     let (status, d) = json_of(delete(&app, &key, "/v1/inbox/messages").await).await;
     assert_eq!((status, d["deleted"].as_u64()), (200, Some(4)), "{d}");
 }
@@ -246,7 +246,7 @@ async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
         (json!({"url": site.url("/"), "action": "sign_in", "outcome": "success", "extra": 1}), "extra"),
     ] {
         let (status, e) = json_of(app.post_json(&key, "/v1/auth-test/record", &body).await).await;
-        assert_eq!((status, e["error"]["details"]["field"].as_str()), (400, Some(field)), "{body}: {e}");
+        assert_eq!((status, e["details"]["field"].as_str()), (400, Some(field)), "{body}: {e}");
     }
     let upper = site.base.replace("http://", "HTTP://") + "/Some/Path?q=1";
     let (status, a) = json_of(
