@@ -178,10 +178,7 @@ async fn wait(c: &Client, a: &InboxArgs) -> Result<()> {
             return Ok(());
         }
         if started.elapsed() >= a.timeout {
-            return Err(ClientError::new(
-                exit::FAILURE,
-                format!("no mail arrived within {} s", a.timeout.as_secs()),
-            ));
+            return Err(ClientError::new(exit::FAILURE, format!("no mail arrived within {} s", a.timeout.as_secs())));
         }
     }
 }

@@ -102,7 +102,17 @@ async fn the_auth_test_journey_through_the_cli() {
     let code = out.lines().find_map(|l| l.strip_prefix("code: ")).unwrap_or_else(|| panic!("no code in: {out}"));
     assert!(link.starts_with(&site.url("/verify?token=")), "{out}");
     assert_eq!(code.len(), 6, "{out}");
-    agent.ok(&["auth-test", "record", &home, "--action", "sign_up", "--outcome", "verification_sent", "--method", "password"]);
+    agent.ok(&[
+        "auth-test",
+        "record",
+        &home,
+        "--action",
+        "sign_up",
+        "--outcome",
+        "verification_sent",
+        "--method",
+        "password",
+    ]);
     let c = agent.json(&["auth-test", &home, "--json"]);
     assert_eq!(c["recommendation"], "expect_verification", "{c}");
     assert_eq!(c["expectedFollowUp"], "email_verification", "{c}");
@@ -112,7 +122,17 @@ async fn the_auth_test_journey_through_the_cli() {
     let r = web.get(link).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(site.verified(&address), Some(true));
-    let rec = agent.ok(&["auth-test", "record", &home, "--action", "verify", "--outcome", "success", "--note", "link from the inbox"]);
+    let rec = agent.ok(&[
+        "auth-test",
+        "record",
+        &home,
+        "--action",
+        "verify",
+        "--outcome",
+        "success",
+        "--note",
+        "link from the inbox",
+    ]);
     assert!(rec.contains("verify → success"), "{rec}");
 
     // 5. Next visit: sign in, with high confidence, the history shown, no page load needed.

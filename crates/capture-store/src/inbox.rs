@@ -345,7 +345,8 @@ impl Store {
 
     /// Delete messages received before `before` (retention); how many.
     pub async fn purge_inbox_messages(&self, before: i64) -> Result<u64> {
-        let r = sqlx::query("DELETE FROM inbox_messages WHERE received_at < $1").bind(before).execute(&self.pool).await?;
+        let r =
+            sqlx::query("DELETE FROM inbox_messages WHERE received_at < $1").bind(before).execute(&self.pool).await?;
         Ok(r.rows_affected())
     }
 

@@ -75,7 +75,6 @@ macro_rules! on_both_backends {
     )*};
 }
 
-
 on_both_backends! {
     an_inbox_is_made_once_and_its_address_is_unique => an_inbox_is_made_once_and_its_address_is_unique_sqlite, an_inbox_is_made_once_and_its_address_is_unique_postgres;
     messages_list_filter_wait_and_expire_per_account => messages_list_filter_wait_and_expire_per_account_sqlite, messages_list_filter_wait_and_expire_per_account_postgres;
@@ -143,8 +142,10 @@ async fn an_inbox_is_made_once_and_its_address_is_unique(store: Store) {
     assert!(store.inbox_by_address("ta@inbox.test").await.unwrap().is_none());
     assert!(store.rotate_inbox_password(&a.id, "enc9", T0 + 6).await.unwrap());
     let row = store.inbox_of(&a.id).await.unwrap().unwrap();
-    assert_eq!((row.address.as_str(), row.password_enc.as_str(), row.address_rotated_at, row.password_rotated_at),
-        ("tnew@inbox.test", "enc9", T0 + 5, T0 + 6));
+    assert_eq!(
+        (row.address.as_str(), row.password_enc.as_str(), row.address_rotated_at, row.password_rotated_at),
+        ("tnew@inbox.test", "enc9", T0 + 5, T0 + 6)
+    );
 }
 
 async fn messages_list_filter_wait_and_expire_per_account(store: Store) {
@@ -162,7 +163,8 @@ async fn messages_list_filter_wait_and_expire_per_account(store: Store) {
     let page = store.list_inbox_messages(&a.id, None, &all, 2).await.unwrap();
     assert_eq!(page.iter().map(|m| m.id.clone()).collect::<Vec<_>>(), vec![ids[4].clone(), ids[3].clone()]);
     let last = &page[1];
-    let rest = store.list_inbox_messages(&a.id, Some((last.received_at, Some(last.id.clone()))), &all, 10).await.unwrap();
+    let rest =
+        store.list_inbox_messages(&a.id, Some((last.received_at, Some(last.id.clone()))), &all, 10).await.unwrap();
     assert_eq!(rest.len(), 3);
     // From a domain (and subdomains) or an address; since.
     let shop = MessageFilter { since: None, from: Some("shop.test".into()) };

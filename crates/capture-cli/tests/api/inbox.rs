@@ -116,7 +116,9 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
         (Instant::now(), r.json::<Value>().await.unwrap())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let body = format!("From: Magic <login@magic.test>\r\nTo: {a2}\r\nSubject: Your magic link\r\n\r\nSign in: http://127.0.0.1:9/magic/login?token=zyxwvutsrqponmlkjihgfedcba987654\r\n");
+    let body = format!(
+        "From: Magic <login@magic.test>\r\nTo: {a2}\r\nSubject: Your magic link\r\n\r\nSign in: http://127.0.0.1:9/magic/login?token=zyxwvutsrqponmlkjihgfedcba987654\r\n"
+    );
     let sent_at = Instant::now();
     assert_eq!(smtp_send(smtp, "login@magic.test", &address, body.as_bytes()).await.code, 250);
     let (woke_at, w) = waiter.await.unwrap();
@@ -142,7 +144,10 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     let (status, m) = json_of(app.get(&key, &format!("/v1/inbox/messages/{newest}")).await).await;
     assert_eq!(status, 200, "{m}");
     assert_eq!(m["mailFrom"], "", "the null sender: {m}");
-    assert!(m["links"].as_array().unwrap().iter().all(|l| !l["url"].as_str().unwrap().starts_with("javascript")), "{m}");
+    assert!(
+        m["links"].as_array().unwrap().iter().all(|l| !l["url"].as_str().unwrap().starts_with("javascript")),
+        "{m}"
+    );
     // The cursor walks the rest: 4 stored in all (the oversized one was not).
     let cursor = list["nextCursor"].as_str().unwrap();
     let (_, rest) = json_of(app.get(&key, &format!("/v1/inbox/messages?limit=10&before={cursor}")).await).await;
@@ -223,7 +228,8 @@ async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
     let (_, key) = app.user_with_key("free");
     let (_, smtp) = inbox_of(&app, &key).await;
 
-    let (status, c) = json_of(app.post_json(&key, "/v1/auth-test/check", &json!({"url": site.url("/magic")})).await).await;
+    let (status, c) =
+        json_of(app.post_json(&key, "/v1/auth-test/check", &json!({"url": site.url("/magic")})).await).await;
     assert_eq!(status, 200, "{c}");
     assert_eq!(c["origin"], site.base.as_str());
     assert_eq!(c["probed"], true, "{c}");
@@ -250,8 +256,12 @@ async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
     }
     let upper = site.base.replace("http://", "HTTP://") + "/Some/Path?q=1";
     let (status, a) = json_of(
-        app.post_json(&key, "/v1/auth-test/record", &json!({"url": upper, "action": "sign_in", "outcome": "success", "method": "password"}))
-            .await,
+        app.post_json(
+            &key,
+            "/v1/auth-test/record",
+            &json!({"url": upper, "action": "sign_in", "outcome": "success", "method": "password"}),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, 201, "{a}");
@@ -260,7 +270,9 @@ async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
     assert_eq!((c["recommendation"].as_str(), c["probed"].as_bool()), (Some("sign_in"), Some(false)), "{c}");
     // Another account has no history there.
     let (_, other) = app.user_with_key("free");
-    let (_, c) = json_of(app.post_json(&other, "/v1/auth-test/check", &json!({"url": site.url("/"), "probe": "never"})).await).await;
+    let (_, c) =
+        json_of(app.post_json(&other, "/v1/auth-test/check", &json!({"url": site.url("/"), "probe": "never"})).await)
+            .await;
     assert_eq!(c["history"], json!([]), "{c}");
     assert_eq!(c["recommendation"], "sign_up");
 
@@ -270,4 +282,26 @@ async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
     assert_eq!(done["status"], "failed", "{done}");
     let e = done["error"].as_str().unwrap().to_lowercase();
     assert!(e.contains("own listener") || e.contains("egress") || e.contains("blocked"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_sending_too_fast_is_told_to_wait() {
+    let app = TestApp::spawn(
+        Opts::api(Db::Sqlite)
+            .roles("api,inbound")
+            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test")
+            .env("CAPTURE_INBOUND_RATE", "2"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("free");
+    let (inbox, smtp) = inbox_of(&app, &key).await;
+    let address = inbox["address"].as_str().unwrap();
+    for _ in 0..2 {
+        assert_eq!(smtp_send(smtp, "a@fixture.test", address, b"Subject: x\r\n\r\nhi\r\n").await.code, 250);
+    }
+    let r = smtp_send(smtp, "a@fixture.test", address, b"Subject: x\r\n\r\nhi\r\n").await;
+    assert_eq!(r.code, 450, "{r:?}");
+    let (_, inbox) = json_of(app.get(&key, "/v1/inbox").await).await;
+    assert_eq!(inbox["counts"]["messages"], 2, "{inbox}");
 }

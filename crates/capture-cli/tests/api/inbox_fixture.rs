@@ -210,7 +210,8 @@ impl AuthSite {
 
 async fn signup(State(s): State<Arc<SiteState>>, body: String) -> (StatusCode, Html<String>) {
     let f = form(&body);
-    let (email, password) = (f.get("email").cloned().unwrap_or_default(), f.get("password").cloned().unwrap_or_default());
+    let (email, password) =
+        (f.get("email").cloned().unwrap_or_default(), f.get("password").cloned().unwrap_or_default());
     if email.is_empty() || password.len() < 8 || f.get("confirm") != Some(&password) {
         return (StatusCode::BAD_REQUEST, Html("<p>Check the form.</p>".into()));
     }
@@ -234,7 +235,10 @@ async fn signup(State(s): State<Arc<SiteState>>, body: String) -> (StatusCode, H
     (StatusCode::OK, Html("<p>Check your inbox: we sent you a link to verify your email.</p>".into()))
 }
 
-async fn verify(State(s): State<Arc<SiteState>>, Query(q): Query<HashMap<String, String>>) -> (StatusCode, &'static str) {
+async fn verify(
+    State(s): State<Arc<SiteState>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> (StatusCode, &'static str) {
     let token = q.get("token").cloned().unwrap_or_default();
     let mut accounts = s.accounts.lock().unwrap();
     match accounts.values_mut().find(|a| a.token == token && !token.is_empty()) {

@@ -108,7 +108,9 @@ pub async fn record(state: &AppState, account: &Account, r: &RecordIn) -> Result
         Some(m) => Some(one_of("method", m, METHODS)?),
     };
     let note = match r.note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
-        Some(n) if n.chars().count() > 1000 => return Err(FieldError::new("note", "must be at most 1000 characters").into()),
+        Some(n) if n.chars().count() > 1000 => {
+            return Err(FieldError::new("note", "must be at most 1000 characters").into());
+        }
         Some(n) => Some(n.chars().filter(|c| !c.is_control() || *c == '\n').collect::<String>()),
         None => None,
     };
@@ -159,9 +161,18 @@ pub struct ProbeReading {
     pub evidence: Vec<String>,
 }
 
-const SIGN_UP_WORDS: &[&str] =
-    &["sign up", "signup", "sign-up", "register", "create account", "create an account", "create your account", "join now"];
-const SIGN_IN_WORDS: &[&str] = &["sign in", "signin", "sign-in", "log in", "login", "log-in", "welcome back", "forgot password"];
+const SIGN_UP_WORDS: &[&str] = &[
+    "sign up",
+    "signup",
+    "sign-up",
+    "register",
+    "create account",
+    "create an account",
+    "create your account",
+    "join now",
+];
+const SIGN_IN_WORDS: &[&str] =
+    &["sign in", "signin", "sign-in", "log in", "login", "log-in", "welcome back", "forgot password"];
 const MAGIC_WORDS: &[&str] = &[
     "magic link",
     "sign-in link",
@@ -231,7 +242,8 @@ pub fn read_page(f: &PageFacts) -> ProbeReading {
             r.evidence.push("a form with one password field and sign-in wording — a sign-in form".into());
         } else if up.is_some() {
             r.sign_up_form = true;
-            r.evidence.push(format!("a form with one password field and a \"{}\" button — a sign-up form", up.unwrap_or("")));
+            r.evidence
+                .push(format!("a form with one password field and a \"{}\" button — a sign-up form", up.unwrap_or("")));
         } else {
             r.sign_in_form = true;
             r.evidence.push("a form with one password field — most likely a sign-in form".into());
@@ -344,9 +356,7 @@ async fn probe(state: &AppState, url: &str) -> std::result::Result<PageFacts, St
             return Err(format!("the page answered HTTP {status}"));
         }
         // Give scripts that render the form a moment.
-        let _ = session
-            .evaluate("new Promise(r => setTimeout(r, 300))", true, Duration::from_secs(2))
-            .await;
+        let _ = session.evaluate("new Promise(r => setTimeout(r, 300))", true, Duration::from_secs(2)).await;
         let v = session.evaluate(PROBE_JS, false, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
         serde_json::from_value::<PageFacts>(v).map_err(|e| e.to_string())
     }
@@ -378,22 +388,17 @@ pub fn read_history(h: &[AuthAttemptRow]) -> HistoryReading {
         method: h.iter().find_map(|a| a.method.clone()).filter(|m| m != "unknown"),
         evidence: Vec::new(),
     };
-    let exists = |a: &AuthAttemptRow| {
-        (a.outcome == "success" && a.action != "reset_password") || a.outcome == "account_exists"
-    };
+    let exists =
+        |a: &AuthAttemptRow| (a.outcome == "success" && a.action != "reset_password") || a.outcome == "account_exists";
     r.successes = h.iter().filter(|&a| exists(a)).count();
     r.account_known = r.successes > 0;
     // The newest attempt that says something about the account.
     if let Some(latest) = h.first() {
-        r.evidence.push(format!(
-            "last recorded: {} → {} at {}",
-            latest.action,
-            latest.outcome,
-            iso(latest.created_at)
-        ));
+        r.evidence.push(format!("last recorded: {} → {} at {}", latest.action, latest.outcome, iso(latest.created_at)));
     }
     let newest_sign_up_pending = h.iter().position(|a| a.action == "sign_up" && a.outcome == "verification_sent");
-    let newest_confirmed = h.iter().position(|a| (a.action == "verify" || a.action == "sign_in") && a.outcome == "success");
+    let newest_confirmed =
+        h.iter().position(|a| (a.action == "verify" || a.action == "sign_in") && a.outcome == "success");
     if let Some(p) = newest_sign_up_pending
         && newest_confirmed.is_none_or(|c| c > p)
     {
@@ -472,11 +477,16 @@ pub async fn check(state: &AppState, account: &Account, input: &CheckIn) -> Resu
                     evidence.push(Evidence { source: "probe".into(), detail: d.clone() });
                 }
                 if r.evidence.is_empty() {
-                    evidence.push(Evidence { source: "probe".into(), detail: "no sign-in or sign-up form on the page".into() });
+                    evidence.push(Evidence {
+                        source: "probe".into(),
+                        detail: "no sign-in or sign-up form on the page".into(),
+                    });
                 }
                 page = Some((f, r));
             }
-            Err(e) => evidence.push(Evidence { source: "probe".into(), detail: format!("the page could not be probed: {e}") }),
+            Err(e) => {
+                evidence.push(Evidence { source: "probe".into(), detail: format!("the page could not be probed: {e}") })
+            }
         }
     }
     let d = decide(&hist, &mail_reading, page.as_ref().map(|(f, r)| (f, r)));
@@ -641,7 +651,8 @@ mod tests {
         let h = [att("sign_in", "no_account", 30)];
         assert_eq!(decide(&read_history(&h), &none, None).recommendation, "sign_up");
 
-        let mail = MailReading { messages: 1, fresh_verification: true, any_verification: true, ..MailReading::default() };
+        let mail =
+            MailReading { messages: 1, fresh_verification: true, any_verification: true, ..MailReading::default() };
         assert_eq!(decide(&read_history(&[]), &mail, None).recommendation, "expect_verification");
     }
 
@@ -678,7 +689,8 @@ mod tests {
             ..PageFacts::default()
         };
         assert!(read_page(&sign_in).sign_in_form);
-        let oauth_only = PageFacts { targets: vec!["https://github.com/login/oauth/authorize?x".into()], ..PageFacts::default() };
+        let oauth_only =
+            PageFacts { targets: vec!["https://github.com/login/oauth/authorize?x".into()], ..PageFacts::default() };
         let r = read_page(&oauth_only);
         assert_eq!(r.method(&oauth_only), "oauth");
     }

@@ -63,8 +63,7 @@ impl InboundSink for StoreSink {
                 .map_err(|_| SinkError("the message could not be parsed".into()))?;
             let json = serde_json::to_string(&parsed).map_err(|e| SinkError(e.to_string()))?;
             let from_address = parsed.from.as_ref().map(|a| a.address.to_ascii_lowercase());
-            let from_domain =
-                from_address.as_deref().and_then(domain_of).or_else(|| domain_of(&envelope.mail_from));
+            let from_domain = from_address.as_deref().and_then(domain_of).or_else(|| domain_of(&envelope.mail_from));
             let now = now_ms();
             for rcpt in &envelope.rcpt_to {
                 let address = rcpt.trim().to_ascii_lowercase();

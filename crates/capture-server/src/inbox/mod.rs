@@ -75,7 +75,10 @@ pub fn router() -> Router<AppState> {
 fn body_as<T: DeserializeOwned>(body: Map<String, Value>, fields: &[&str]) -> Result<T, ApiError> {
     for k in body.keys() {
         if !fields.contains(&k.as_str()) {
-            return Err(ApiError::validation(FieldError::new(k.clone(), format!("is not a field ({})", fields.join(", ")))));
+            return Err(ApiError::validation(FieldError::new(
+                k.clone(),
+                format!("is not a field ({})", fields.join(", ")),
+            )));
         }
     }
     serde_json::from_value(Value::Object(body)).map_err(|e| {

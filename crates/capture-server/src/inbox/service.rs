@@ -220,11 +220,11 @@ pub async fn list(state: &AppState, account: &Account, q: &MessagesQuery) -> Res
                 .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
         ),
     };
-    let filter = MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
+    let filter =
+        MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
     let rows = state.store.list_inbox_messages(&account.user.id, before, &filter, limit).await?;
-    let next_cursor = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| format!("{}~{}", iso(r.received_at), r.id)))
-        .flatten();
+    let next_cursor =
+        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.received_at), r.id))).flatten();
     Ok(MessageList { data: rows.iter().map(summary).collect(), next_cursor })
 }
 
@@ -271,7 +271,8 @@ pub async fn wait(state: &AppState, account: &Account, q: &WaitQuery) -> Result<
             _ => return Err(FieldError::new("timeoutMs", "must be a whole number from 0 to 60000").into()),
         },
     };
-    let filter = MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
+    let filter =
+        MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
     ensure(state, account).await?;
     let started = Instant::now();
     let deadline = started + Duration::from_millis(timeout_ms);

@@ -51,9 +51,9 @@ impl InboxSettings {
         };
         let listen_explicit = get("CAPTURE_INBOUND_LISTEN").is_some();
         let listen_s = get("CAPTURE_INBOUND_LISTEN").unwrap_or_else(|| "127.0.0.1:2525".into());
-        let listen = listen_s
-            .parse::<SocketAddr>()
-            .map_err(|_| err("CAPTURE_INBOUND_LISTEN", format!("'{listen_s}' is not host:port (e.g. 127.0.0.1:2525)")))?;
+        let listen = listen_s.parse::<SocketAddr>().map_err(|_| {
+            err("CAPTURE_INBOUND_LISTEN", format!("'{listen_s}' is not host:port (e.g. 127.0.0.1:2525)"))
+        })?;
         let retention_s = get("CAPTURE_INBOX_RETENTION").unwrap_or_else(|| "7d".into());
         let retention = parse_duration(&retention_s).map_err(|e| err("CAPTURE_INBOX_RETENTION", e))?;
         if retention < Duration::from_secs(60) || retention > Duration::from_secs(365 * 86400) {
@@ -78,7 +78,15 @@ impl InboxSettings {
                 Err(e) => return Err(err("CAPTURE_INBOUND_MAX_MESSAGE_BYTES", e)),
             },
         };
-        Ok(InboxSettings { domain, listen, listen_explicit, retention, max_messages, max_message_bytes, rate_per_minute })
+        Ok(InboxSettings {
+            domain,
+            listen,
+            listen_explicit,
+            retention,
+            max_messages,
+            max_message_bytes,
+            rate_per_minute,
+        })
     }
 }
 
@@ -100,7 +108,8 @@ mod tests {
         assert!(!s.listen_explicit);
         assert_eq!(s.retention, Duration::from_secs(7 * 86400));
         assert_eq!(s.max_message_bytes, 10 << 20);
-        let s = read(&[("CAPTURE_INBOX_DOMAIN", "Mail.Example.COM"), ("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")]).unwrap();
+        let s =
+            read(&[("CAPTURE_INBOX_DOMAIN", "Mail.Example.COM"), ("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")]).unwrap();
         assert_eq!(s.domain, "mail.example.com");
         assert!(s.listen_explicit);
         assert_eq!(read(&[("CAPTURE_INBOX_DOMAIN", "not a domain")]).unwrap_err().var, "CAPTURE_INBOX_DOMAIN");

@@ -89,7 +89,12 @@ fn structured<T: Serialize>(text: String, v: &T) -> Result<CallToolResult> {
 }
 
 /// Run one of these tools, or None when `name` is not one.
-pub async fn call(state: &AppState, account: &Account, name: &str, args: &JsonObject) -> Option<Result<CallToolResult>> {
+pub async fn call(
+    state: &AppState,
+    account: &Account,
+    name: &str,
+    args: &JsonObject,
+) -> Option<Result<CallToolResult>> {
     Some(match name {
         "auth_test_check" => check(state, account, args).await,
         "auth_test_record" => record(state, account, args).await,

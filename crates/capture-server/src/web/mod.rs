@@ -12,8 +12,8 @@ mod auth;
 pub mod base;
 mod dashboard;
 mod hooks;
-mod settings;
 mod inbox;
+mod settings;
 
 use axum::Router;
 use axum::http::{HeaderValue, header};
