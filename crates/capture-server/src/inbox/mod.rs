@@ -59,18 +59,6 @@ use crate::state::AppState;
 )]
 pub struct ApiDoc;
 
-/// Routes (authenticated by the caller's router: an API key or an OAuth session).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/inbox", get(inbox))
-        .route("/v1/inbox/rotate", post(rotate))
-        .route("/v1/inbox/messages", get(messages).delete(delete_messages))
-        .route("/v1/inbox/messages/wait", get(wait))
-        .route("/v1/inbox/messages/{id}", get(message).delete(delete_message))
-        .route("/v1/auth-test/check", post(check))
-        .route("/v1/auth-test/record", post(record))
-}
-
 /// A JSON object as `T`, refusing fields it does not have (by name).
 fn body_as<T: DeserializeOwned>(body: Map<String, Value>, fields: &[&str]) -> Result<T, ApiError> {
     for k in body.keys() {
@@ -200,4 +188,17 @@ pub async fn record(
         Ok(a) => (StatusCode::CREATED, Json(a)).into_response(),
         Err(e) => ApiError::from(e).into_response(),
     }
+}
+
+// Last in the file: the docs' route walk reads everything after a `.route(` as its handlers.
+/// Routes (authenticated by the caller's router: an API key or an OAuth session).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/inbox", get(inbox))
+        .route("/v1/inbox/rotate", post(rotate))
+        .route("/v1/inbox/messages", get(messages).delete(delete_messages))
+        .route("/v1/inbox/messages/wait", get(wait))
+        .route("/v1/inbox/messages/{id}", get(message).delete(delete_message))
+        .route("/v1/auth-test/check", post(check))
+        .route("/v1/auth-test/record", post(record))
 }
