@@ -39,13 +39,15 @@ async fn read_reply(r: &mut BufReader<tokio::net::tcp::OwnedReadHalf>) -> Reply 
 
 /// Send one message over SMTP (no dot-stuffing needed for our fixtures: no line starts
 /// with a dot). Returns the reply that ended the transaction: `250` when accepted, else the
-/// refusal (at RCPT, DATA or after the final dot).
+/// refusal (at the greeting, MAIL, RCPT, DATA or after the final dot).
 pub async fn smtp_send(addr: SocketAddr, from: &str, to: &str, data: &[u8]) -> Reply {
     let stream = TcpStream::connect(addr).await.expect("the inbound SMTP server accepts connections");
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::new(r);
     let greeting = read_reply(&mut r).await;
-    assert_eq!(greeting.code, 220, "{greeting:?}");
+    if greeting.code != 220 {
+        return greeting;
+    }
     for cmd in ["EHLO fixture.test".to_string(), format!("MAIL FROM:<{from}>"), format!("RCPT TO:<{to}>")] {
         w.write_all(format!("{cmd}\r\n").as_bytes()).await.unwrap();
         let reply = read_reply(&mut r).await;
