@@ -28,7 +28,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run the service (API, workers and scheduler by default).
+    /// Run the service (API, workers, scheduler and the inbound SMTP server by default).
     Serve {
         /// Roles to run: any of api,worker,scheduler,inbound.
         #[arg(long, value_name = "ROLES")]
