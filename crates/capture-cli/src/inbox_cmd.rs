@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 
 use crate::client::{Client, ClientError, Result, exit};
 
-/// Each long-poll of `inbox --wait` asks the server to hold this long (below the request timeout).
-const POLL_MS: u64 = 20_000;
+/// Each long-poll of `inbox --wait` asks the server to hold this long (its most).
+const POLL_MS: u64 = 8_000;
 
 fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()

@@ -108,7 +108,7 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     let base = app.base.clone();
     let waiter = tokio::spawn(async move {
         let r = reqwest::Client::new()
-            .get(format!("{base}/v1/inbox/messages/wait?timeoutMs=20000"))
+            .get(format!("{base}/v1/inbox/messages/wait?timeoutMs=8000"))
             .bearer_auth(&k2)
             .send()
             .await
@@ -169,7 +169,9 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     for (path, field) in [
         ("/v1/inbox/messages?limit=0", "limit"),
         ("/v1/inbox/messages?before=yesterday", "before"),
-        ("/v1/inbox/messages/wait?timeoutMs=600000", "timeoutMs"),
+        ("/v1/inbox/messages/wait?timeoutMs=8001", "timeoutMs"),
+        ("/v1/inbox/messages/wait?timeoutMs=1&timeoutMs=2", "timeoutMs"),
+        ("/v1/inbox/messages?limit=1&limit=2", "limit"),
         ("/v1/inbox/messages/wait?since=soon", "since"),
     ] {
         let (status, e) = json_of(app.get(&key, path).await).await;

@@ -26,10 +26,12 @@ use crate::state::AppState;
 pub const MESSAGE_ID: &str = "eml";
 /// What a message id names, in words.
 pub const MESSAGE_NOUN: &str = "message";
-/// Longest wait of one long-poll.
-pub const MAX_WAIT_MS: u64 = 60_000;
-/// A long-poll's wait unless the request says otherwise.
-pub const DEFAULT_WAIT_MS: u64 = 25_000;
+/// Longest wait of one REST long-poll (clients call again; short enough for any proxy or
+/// HTTP client timeout on the way).
+pub const REST_MAX_WAIT_MS: u64 = 8_000;
+/// Longest wait of the `inbox_wait` tool, and its default.
+pub const TOOL_MAX_WAIT_MS: u64 = 60_000;
+pub const TOOL_DEFAULT_WAIT_MS: u64 = 25_000;
 
 /// Wakes long-polls on this node when a message is stored here (others poll the database).
 pub(crate) static ARRIVED: Notify = Notify::const_new();
@@ -263,12 +265,19 @@ pub async fn delete_all(state: &AppState, account: &Account) -> Result<Deleted> 
 
 /// Wait until a matching message is there (the oldest unseen one without `since`, else the
 /// first received after it) and return it marked seen; `message: null` when the time is up.
-pub async fn wait(state: &AppState, account: &Account, q: &WaitQuery) -> Result<WaitResult> {
+/// `timeoutMs` may be at most `max_ms` (the default).
+pub async fn wait(
+    state: &AppState,
+    account: &Account,
+    q: &WaitQuery,
+    default_ms: u64,
+    max_ms: u64,
+) -> Result<WaitResult> {
     let timeout_ms = match q.timeout_ms.as_deref() {
-        None | Some("") => DEFAULT_WAIT_MS,
+        None | Some("") => default_ms,
         Some(s) => match s.parse::<u64>() {
-            Ok(n) if n <= MAX_WAIT_MS => n,
-            _ => return Err(FieldError::new("timeoutMs", "must be a whole number from 0 to 60000").into()),
+            Ok(n) if n <= max_ms => n,
+            _ => return Err(FieldError::new("timeoutMs", format!("must be a whole number from 0 to {max_ms}")).into()),
         },
     };
     let filter =

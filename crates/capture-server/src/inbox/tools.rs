@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::types::{CheckIn, MessagesQuery, RecordIn, WaitQuery};
+use super::types::{CheckIn, MessagesQuery, RecordIn, WaitArgs, WaitQuery};
 use super::{auth_test, service};
 use crate::auth::Account;
 use crate::error::{Error, Result};
@@ -58,7 +58,7 @@ pub fn catalogue() -> Vec<Tool> {
             "Wait (up to timeoutMs, at most 60000) for the next mail in the saved test inbox — the oldest unseen \
              one, or the first after since; from narrows it to a sender address or domain — and return it whole: \
              headers, text, links (verification links scored) and codes. message is null when none came in time.",
-            tool_input::<WaitQuery>(),
+            tool_input::<WaitArgs>(),
         )
         .annotate(annotations("Wait for a mail in the test inbox", false, false, false)),
     ]
@@ -146,8 +146,9 @@ async fn messages(state: &AppState, account: &Account, args: &Map<String, Value>
 }
 
 async fn wait(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let q: WaitQuery = query_args_as(args)?;
-    let r = service::wait(state, account, &q).await?;
+    let a: WaitArgs = query_args_as(args)?;
+    let q = WaitQuery { since: a.since, from: a.from, timeout_ms: a.timeout_ms };
+    let r = service::wait(state, account, &q, service::TOOL_DEFAULT_WAIT_MS, service::TOOL_MAX_WAIT_MS).await?;
     let text = match &r.message {
         None => format!("No mail arrived within {} ms.", r.waited_ms),
         Some(m) => format!(

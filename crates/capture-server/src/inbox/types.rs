@@ -189,11 +189,26 @@ impl IntoParams for MessagesQuery {
     }
 }
 
-/// `GET /v1/inbox/messages/wait` (also the `inbox_wait` tool's input).
+/// `GET /v1/inbox/messages/wait`.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(deny_unknown_fields)]
 pub struct WaitQuery {
+    /// Wait for a message received after this ISO 8601 time; without it, the oldest message
+    /// not yet seen (or the next to arrive).
+    pub since: Option<String>,
+    /// Only from this sender: an address, or a domain (and its subdomains).
+    pub from: Option<String>,
+    /// How long to wait, 0–8000 ms (default 8000); call again to wait longer.
+    #[schemars(with = "Option<u32>", range(min = 0, max = 8000))]
+    pub timeout_ms: Option<String>,
+}
+
+/// The `inbox_wait` tool's input: as `GET /v1/inbox/messages/wait`, waiting up to a minute.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct WaitArgs {
     /// Wait for a message received after this ISO 8601 time; without it, the oldest message
     /// not yet seen (or the next to arrive).
     pub since: Option<String>,
