@@ -3,6 +3,7 @@
 
 mod client;
 mod commands;
+mod inbox_cmd;
 mod login;
 mod logs;
 mod retry;
@@ -27,9 +28,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Run the service (API, workers and scheduler by default).
+    /// Run the service (API, workers, scheduler and the inbound SMTP server by default).
     Serve {
-        /// Roles to run: any of api,worker,scheduler.
+        /// Roles to run: any of api,worker,scheduler,inbound.
         #[arg(long, value_name = "ROLES")]
         roles: Option<String>,
     },
@@ -94,6 +95,66 @@ enum Cmd {
         json: bool,
         #[command(subcommand)]
         cmd: WebhooksCmd,
+    },
+    /// Sign in or sign up? Checks a site against the saved test inbox, the recorded history
+    /// and the page itself; `record` stores what happened.
+    #[command(name = "auth-test", args_conflicts_with_subcommands = true)]
+    AuthTest {
+        #[command(flatten)]
+        conn: Conn,
+        #[command(subcommand)]
+        cmd: Option<AuthTestCmd>,
+        /// The site (any page of it).
+        url: Option<String>,
+        /// Print the check as JSON (with the inbox password added).
+        #[arg(long, global = true)]
+        json: bool,
+        /// Load the page in the browser: auto (when history and mail do not settle it), always, never.
+        #[arg(long)]
+        probe: Option<String>,
+    },
+    /// The saved test inbox: address, password and messages; --wait prints the verification
+    /// link and code of the next mail.
+    Inbox {
+        #[command(flatten)]
+        conn: Conn,
+        /// Wait for the next unseen mail (or the first after --since).
+        #[arg(long)]
+        wait: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Only mail from this address or domain.
+        #[arg(long)]
+        from: Option<String>,
+        /// Only mail received after this ISO 8601 time.
+        #[arg(long)]
+        since: Option<String>,
+        /// Messages listed (1-100).
+        #[arg(long)]
+        limit: Option<u32>,
+        /// How long --wait waits, in seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuthTestCmd {
+    /// Record an attempt's outcome for the site.
+    Record {
+        url: String,
+        /// sign_up, sign_in, verify or reset_password.
+        #[arg(long)]
+        action: String,
+        /// success, failure, verification_sent, account_exists, no_account, invalid_credentials, blocked, error.
+        #[arg(long)]
+        outcome: String,
+        /// password, magic_link, email_code, oauth, passkey or unknown.
+        #[arg(long)]
+        method: Option<String>,
+        #[arg(long)]
+        note: Option<String>,
     },
 }
 
@@ -327,7 +388,14 @@ fn bound_malloc_arenas() {
 fn is_client(cmd: &Cmd) -> bool {
     matches!(
         cmd,
-        Cmd::Login { .. } | Cmd::Logout | Cmd::Balance { .. } | Cmd::Shot(_) | Cmd::Audit { .. } | Cmd::Webhooks { .. }
+        Cmd::Login { .. }
+            | Cmd::Logout
+            | Cmd::Balance { .. }
+            | Cmd::Shot(_)
+            | Cmd::Audit { .. }
+            | Cmd::Webhooks { .. }
+            | Cmd::AuthTest { .. }
+            | Cmd::Inbox { .. }
     )
 }
 
@@ -428,6 +496,31 @@ async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
                 WebhooksCmd::Delete { id } => commands::WebhookCmd::Delete { id },
             };
             commands::webhooks(&c, cmd, json).await
+        }
+        Cmd::AuthTest { conn, cmd, url, json, probe } => {
+            let c = conn.connect(false).await?;
+            match (cmd, url) {
+                (Some(AuthTestCmd::Record { url, action, outcome, method, note }), _) => {
+                    inbox_cmd::record(&c, &url, &action, &outcome, method, note, json).await
+                }
+                (None, Some(url)) => inbox_cmd::check(&c, &url, json, probe).await,
+                (None, None) => Err(client::ClientError::new(
+                    client::exit::INVALID,
+                    "give the site's URL: capture auth-test URL (or capture auth-test record URL --action A --outcome O)",
+                )),
+            }
+        }
+        Cmd::Inbox { conn, wait, json, from, since, limit, timeout } => {
+            let c = conn.connect(false).await?;
+            let args = inbox_cmd::InboxArgs {
+                wait,
+                json,
+                from,
+                since,
+                limit,
+                timeout: std::time::Duration::from_secs(timeout),
+            };
+            inbox_cmd::inbox(&c, args).await
         }
         _ => Ok(()),
     }

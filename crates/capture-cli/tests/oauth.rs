@@ -6,6 +6,9 @@
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
+#[path = "api/inbox_fixture.rs"]
+#[allow(dead_code)]
+mod inbox_fixture;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -764,4 +767,59 @@ async fn mcp_answers_carry_the_rate_limit_headers_of_the_account() {
     assert!(h.contains_key("x-ratelimit-reset"), "{h:?}");
     let exposed = h["access-control-expose-headers"].to_str().unwrap();
     assert!(exposed.contains("x-ratelimit-remaining"), "{exposed}");
+}
+
+/// The auth-test and inbox tools over MCP: listed; a record, a check that answers from it
+/// (with the inbox password), the inbox with its messages, and a wait that hands over a mail
+/// delivered to the inbound SMTP server with its code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mcp_auth_test_and_inbox_tools_call_the_inbox_service() {
+    let app = App::spawn_with(
+        Opts::api(Db::Sqlite)
+            .roles("api,scheduler,inbound")
+            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
+    )
+    .await;
+    let (_e, _c, m) = app.tokens(Some(&app.url("/mcp"))).await;
+    let token = m["access_token"].as_str().unwrap();
+    let tools = mcp_call(&app, token, "tools/list", json!({})).await;
+    let names: Vec<&str> = tools["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for t in ["auth_test_check", "auth_test_record", "inbox_messages", "inbox_wait"] {
+        assert!(names.contains(&t), "{t} in {names:?}");
+    }
+    let call = |name: &'static str, args: Value| {
+        let app = &app;
+        async move { mcp_call(app, token, "tools/call", json!({"name": name, "arguments": args})).await }
+    };
+    let site = "https://www.Shop.example/sign-up";
+    let r = call("auth_test_record", json!({"url": site, "action": "sign_up", "outcome": "verification_sent"})).await;
+    assert_eq!(r["structuredContent"]["origin"], "https://shop.example", "{r}");
+    let r = call("auth_test_check", json!({"url": "https://shop.example/login", "probe": "never"})).await;
+    let c = &r["structuredContent"];
+    assert_eq!(c["recommendation"], "expect_verification", "{r}");
+    assert_eq!(c["history"].as_array().unwrap().len(), 1);
+    assert!(c["inbox"]["password"].as_str().unwrap().len() >= 20, "{r}");
+    let r = call("auth_test_record", json!({"url": site, "action": "dance", "outcome": "success"})).await;
+    assert_eq!(
+        (r["isError"].as_bool(), r["structuredContent"]["code"].as_str()),
+        (Some(true), Some("VALIDATION_ERROR")),
+        "{r}"
+    );
+
+    let r = call("inbox_messages", json!({"limit": 5})).await;
+    let inbox = &r["structuredContent"]["inbox"];
+    assert_eq!(inbox["password"], c["inbox"]["password"]);
+    let address = inbox["address"].as_str().unwrap().to_string();
+    let smtp = format!("{}:{}", inbox["smtp"]["host"].as_str().unwrap(), inbox["smtp"]["port"]).parse().unwrap();
+    let mail =
+        inbox_fixture::verification_mail(&address, "https://shop.example/verify?token=0123456789abcdefghij", "739182");
+    assert_eq!(inbox_fixture::smtp_send(smtp, "no-reply@shop.example", &address, &mail).await.code, 250);
+    let r = call("inbox_wait", json!({"timeoutMs": 5000})).await;
+    assert_eq!(r["structuredContent"]["message"]["code"], "739182", "{r}");
+    assert!(r["content"][0]["text"].as_str().unwrap().contains("https://shop.example/verify?token="), "{r}");
+    let r = call("inbox_messages", json!({"from": "fixture.test"})).await;
+    assert_eq!(r["structuredContent"]["messages"]["data"].as_array().unwrap().len(), 1, "{r}");
+    let r = call("inbox_wait", json!({"timeoutMs": 100})).await;
+    assert!(r["structuredContent"]["message"].is_null(), "{r}");
 }

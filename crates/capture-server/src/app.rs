@@ -37,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
+        .merge(crate::inbox::router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key_or_oauth));
     // The PDF download is the website's too: a Bearer key or the session cookie.
     let web_app = screenshots::web_app_router().route_layer(middleware::from_fn_with_state(
@@ -125,6 +126,8 @@ pub struct Application {
     addr: Option<SocketAddr>,
     /// PostgreSQL notifications from every node (None on SQLite).
     notifications: Option<Listener>,
+    /// The inbound SMTP server of the saved test inboxes (inbound role).
+    inbound: Option<capture_mail::InboundServer>,
 }
 
 impl Application {
@@ -185,6 +188,12 @@ impl Application {
         if let Some(a) = addr.or_else(|| cfg.listen.parse().ok()) {
             egress.deny_listener(a);
         }
+        let inbound = if cfg.roles.inbound { crate::inbox::inbound::bind(&store, &cfg.inbox).await? } else { None };
+        match inbound.as_ref().map(crate::inbox::inbound::local_addr) {
+            Some(a) => egress.deny_listener(a),
+            None if cfg.inbox.listen.port() != 0 => egress.deny_listener(cfg.inbox.listen),
+            None => {}
+        }
         let browser = if cfg.roles.worker {
             let browsers = cfg.browsers.max(1);
             let pool = BrowserPool::start(BrowserConfig {
@@ -227,7 +236,7 @@ impl Application {
             mailer,
             shutdown: CancellationToken::new(),
         }));
-        Ok(Application { state, listener, addr, notifications })
+        Ok(Application { state, listener, addr, notifications, inbound })
     }
 
     /// The bound address (api role).
@@ -260,6 +269,10 @@ impl Application {
                     tracing::error!(error = %e, "HTTP server failed");
                 }
             });
+        }
+        if let Some(server) = self.inbound {
+            let (store, settings, st) = (state.store.clone(), state.cfg.inbox.clone(), stop.clone());
+            tasks.spawn(async move { crate::inbox::inbound::run(server, store, settings, st).await });
         }
         if let Some(notifications) = self.notifications {
             let (s, st) = (state.clone(), stop.clone());

@@ -14,27 +14,30 @@ pub struct Roles {
     pub api: bool,
     pub worker: bool,
     pub scheduler: bool,
+    /// The inbound SMTP server of the saved test inboxes (`CAPTURE_INBOUND_LISTEN`).
+    pub inbound: bool,
 }
 
 impl Roles {
     /// All roles (the default of `capture serve`).
     pub fn all() -> Roles {
-        Roles { api: true, worker: true, scheduler: true }
+        Roles { api: true, worker: true, scheduler: true, inbound: true }
     }
 
     /// Parse `api,worker,scheduler` (any non-empty subset).
     pub fn parse(s: &str) -> Result<Roles, String> {
-        let mut r = Roles { api: false, worker: false, scheduler: false };
+        let mut r = Roles { api: false, worker: false, scheduler: false, inbound: false };
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             match part {
                 "api" => r.api = true,
                 "worker" => r.worker = true,
                 "scheduler" => r.scheduler = true,
+                "inbound" => r.inbound = true,
                 "all" => r = Roles::all(),
-                other => return Err(format!("unknown role '{other}' (use api, worker, scheduler)")),
+                other => return Err(format!("unknown role '{other}' (use api, worker, scheduler, inbound)")),
             }
         }
-        if !(r.api || r.worker || r.scheduler) {
+        if !(r.api || r.worker || r.scheduler || r.inbound) {
             return Err("no role selected".into());
         }
         Ok(r)
@@ -159,6 +162,8 @@ pub struct Config {
     pub run_connect_ttl: Duration,
     pub roles: Roles,
     pub log_format: LogFormat,
+    /// The saved test inbox and its inbound SMTP server.
+    pub inbox: crate::inbox::settings::InboxSettings,
 }
 
 /// A configuration error naming the variable.
@@ -272,6 +277,12 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_RUN_CONNECT_TTL",
     "CAPTURE_ROLES",
     "CAPTURE_LOG_FORMAT",
+    "CAPTURE_INBOX_DOMAIN",
+    "CAPTURE_INBOUND_LISTEN",
+    "CAPTURE_INBOX_RETENTION",
+    "CAPTURE_INBOX_MAX_MESSAGES",
+    "CAPTURE_INBOUND_MAX_MESSAGE_BYTES",
+    "CAPTURE_INBOUND_RATE",
 ];
 
 /// Standard AWS variables read from the environment (never from the TOML file) when the
@@ -580,6 +591,7 @@ impl Config {
             Some("json") => LogFormat::Json,
             Some(v) => return Err(err("CAPTURE_LOG_FORMAT", format!("'{v}' is not text or json"))),
         };
+        let inbox = crate::inbox::settings::InboxSettings::from_get(&get)?;
         Ok(Config {
             listen,
             base_url,
@@ -619,6 +631,7 @@ impl Config {
             run_connect_ttl,
             roles,
             log_format,
+            inbox,
         })
     }
 

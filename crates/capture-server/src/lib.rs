@@ -28,6 +28,7 @@ pub mod hotcache;
 pub mod html;
 pub mod http;
 pub mod idempotency;
+pub mod inbox;
 pub mod jobs;
 pub mod mcp;
 pub mod metrics;

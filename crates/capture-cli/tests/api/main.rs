@@ -15,6 +15,9 @@ mod captures;
 mod cluster;
 mod durability;
 mod hardening;
+mod inbox;
+#[allow(dead_code)]
+mod inbox_fixture;
 mod nodes;
 mod quotas;
 mod runs;

@@ -11,6 +11,7 @@ mod visitor;
 mod audits;
 mod auth;
 mod dashboard;
+mod inbox;
 mod runs;
 mod workspace;
 

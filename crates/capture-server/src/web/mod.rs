@@ -14,6 +14,7 @@ mod dashboard;
 pub mod front;
 mod hooks;
 mod playground;
+mod inbox;
 mod settings;
 mod shots;
 mod snippets;
@@ -52,6 +53,8 @@ pub fn router() -> Router<AppState> {
         .route("/dashboard/webhooks/{id}/delete", post(hooks::delete))
         .route("/settings", get(settings::show))
         .route("/settings/sign-out-everywhere", post(settings::sign_out_everywhere))
+        .route("/settings/inbox/reveal", post(inbox::reveal))
+        .route("/settings/inbox/rotate", post(inbox::rotate))
         .route("/assets/web.css", get(css))
         .route("/assets/web.js", get(js))
         .route("/dashboard/playground", get(playground::show).post(playground::create))

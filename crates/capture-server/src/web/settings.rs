@@ -1,5 +1,5 @@
-//! The settings page: the account, its plan, signing out everywhere, and where the saved
-//! auth-test inbox will be shown.
+//! The settings page: the account, its plan, the saved auth-test inbox (address, counts,
+//! recent auth history; reveal and rotate in `web::inbox`), signing out everywhere.
 
 use askama::Template;
 use axum::extract::State;
@@ -26,6 +26,7 @@ pub async fn show(State(state): State<AppState>, Signed(s): Signed) -> WebResult
         plan_note,
         since: date(u.created_at),
         csrf: &s.csrf,
+        inbox: super::inbox::panel(&state, &s).await?,
     };
     Ok(page(StatusCode::OK, &settings, None))
 }
@@ -49,6 +50,7 @@ struct SettingsPage<'a> {
     plan_note: PlanNote,
     since: String,
     csrf: &'a str,
+    inbox: super::inbox::InboxPanel,
 }
 
 /// `POST /settings/sign-out-everywhere`: end every website session of the account.

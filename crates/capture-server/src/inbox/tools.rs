@@ -1,0 +1,163 @@
+//! The MCP tools of the auth-test helper and the saved test inbox: `auth_test_check`,
+//! `auth_test_record`, `inbox_messages`, `inbox_wait`. They call the same service functions
+//! as the REST API.
+
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::types::{CheckIn, MessagesQuery, RecordIn, WaitArgs, WaitQuery};
+use super::{auth_test, service};
+use crate::auth::Account;
+use crate::error::{Error, Result};
+use crate::schema::tool_input;
+use crate::state::AppState;
+
+fn annotations(title: &str, read_only: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
+    ToolAnnotations::with_title(title)
+        .read_only(read_only)
+        .destructive(false)
+        .idempotent(idempotent)
+        .open_world(open_world)
+}
+
+/// The tools, with their schemas and descriptions.
+pub fn catalogue() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "auth_test_check",
+            "Before testing sign-up or sign-in on a site: recommends sign_in, sign_up or expect_verification for \
+             the account's saved test inbox, with accountExistsConfidence (0-1), likelyAuthMethod (password, \
+             magic_link, email_code, oauth), expectedFollowUp (none, email_verification, email_code, magic_link), \
+             the recorded history for the site's normalized origin and every reason in evidence (history, mail \
+             the inbox got from the site, and a look at the page in a browser: password fields, sign-up/sign-in \
+             wording, OAuth buttons, magic-link wording). Use inbox.address and the password from the inbox \
+             (inbox_messages returns it) on the site, then record the outcome with auth_test_record.",
+            tool_input::<CheckIn>(),
+        )
+        .annotate(annotations("Check a site's sign-in or sign-up", true, false, true)),
+        Tool::new(
+            "auth_test_record",
+            "Record what happened on a site so the next auth_test_check knows: action sign_up, sign_in, verify or \
+             reset_password; outcome success, failure, verification_sent, account_exists, no_account, \
+             invalid_credentials, blocked or error; optional method and note.",
+            tool_input::<RecordIn>(),
+        )
+        .annotate(annotations("Record a sign-in or sign-up attempt", false, false, false)),
+        Tool::new(
+            "inbox_messages",
+            "The saved test inbox: its address and password (for sites under test) and its messages, newest \
+             first, each with the best verification link and one-time code found in it. Filter with from (an \
+             address or a domain) and since (ISO time); page with before (nextCursor).",
+            tool_input::<MessagesQuery>(),
+        )
+        .annotate(annotations("Read the test inbox", true, true, false)),
+        Tool::new(
+            "inbox_wait",
+            "Wait (up to timeoutMs, at most 60000) for the next mail in the saved test inbox — the oldest unseen \
+             one, or the first after since; from narrows it to a sender address or domain — and return it whole: \
+             headers, text, links (verification links scored) and codes. message is null when none came in time.",
+            tool_input::<WaitArgs>(),
+        )
+        .annotate(annotations("Wait for a mail in the test inbox", false, false, false)),
+    ]
+}
+
+fn args_as<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T> {
+    serde_json::from_value(Value::Object(args.clone()))
+        .map_err(|e| capture_core::FieldError::new("arguments", e.to_string()).into())
+}
+
+/// Query-shaped arguments: numbers become the text a query string would carry.
+fn query_args_as<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T> {
+    let args: Map<String, Value> = args
+        .iter()
+        .map(|(k, v)| match v {
+            Value::Number(n) => (k.clone(), Value::String(n.to_string())),
+            v => (k.clone(), v.clone()),
+        })
+        .collect();
+    serde_json::from_value(Value::Object(args))
+        .map_err(|e| capture_core::FieldError::new("arguments", e.to_string()).into())
+}
+
+fn structured<T: Serialize>(text: String, v: &T) -> Result<CallToolResult> {
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(serde_json::to_value(v).map_err(Error::internal)?);
+    Ok(r)
+}
+
+/// Run one of these tools, or None when `name` is not one.
+pub async fn call(
+    state: &AppState,
+    account: &Account,
+    name: &str,
+    args: &JsonObject,
+) -> Option<Result<CallToolResult>> {
+    Some(match name {
+        "auth_test_check" => check(state, account, args).await,
+        "auth_test_record" => record(state, account, args).await,
+        "inbox_messages" => messages(state, account, args).await,
+        "inbox_wait" => wait(state, account, args).await,
+        _ => return None,
+    })
+}
+
+async fn check(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let input: CheckIn = args_as(args)?;
+    let c = auth_test::check(state, account, &input).await?;
+    let password = service::password(state, &service::ensure(state, account).await?)?;
+    let text = format!(
+        "{}: {} (account exists: {:.0}%), method {}, then {}. Use {} with password {}. {} recorded attempt(s).",
+        c.origin,
+        c.recommendation,
+        c.account_exists_confidence * 100.0,
+        c.likely_auth_method,
+        c.expected_follow_up,
+        c.inbox.address,
+        password,
+        c.history.len()
+    );
+    let mut v = serde_json::to_value(&c).map_err(Error::internal)?;
+    v["inbox"]["password"] = Value::String(password);
+    structured(text, &v)
+}
+
+async fn record(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let input: RecordIn = args_as(args)?;
+    let a = auth_test::record(state, account, &input).await?;
+    structured(format!("Recorded {} → {} on {}.", a.action, a.outcome, a.origin), &a)
+}
+
+async fn messages(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let q: MessagesQuery = query_args_as(args)?;
+    let inbox = service::get(state, account).await?;
+    let list = service::list(state, account, &q).await?;
+    let text = format!(
+        "Inbox {} (password {}): {} message(s), {} unseen; this page has {}.",
+        inbox.address,
+        inbox.password,
+        inbox.counts.messages,
+        inbox.counts.unseen,
+        list.data.len()
+    );
+    structured(text, &serde_json::json!({"inbox": inbox, "messages": list}))
+}
+
+async fn wait(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let a: WaitArgs = query_args_as(args)?;
+    let q = WaitQuery { since: a.since, from: a.from, timeout_ms: a.timeout_ms };
+    let r = service::wait(state, account, &q, service::TOOL_DEFAULT_WAIT_MS, service::TOOL_MAX_WAIT_MS).await?;
+    let text = match &r.message {
+        None => format!("No mail arrived within {} ms.", r.waited_ms),
+        Some(m) => format!(
+            "Mail from {}: \"{}\". Verification link: {}. Code: {}.",
+            m.summary.from.as_ref().map_or(m.summary.mail_from.as_str(), |f| f.address.as_str()),
+            m.summary.subject.as_deref().unwrap_or(""),
+            m.summary.verification_link.as_deref().unwrap_or("none"),
+            m.summary.code.as_deref().unwrap_or("none")
+        ),
+    };
+    structured(text, &r)
+}
