@@ -159,6 +159,12 @@ pub struct Config {
     pub run_connect_ttl: Duration,
     pub roles: Roles,
     pub log_format: LogFormat,
+    /// MCP automation sessions one account may have open at once (None = unbounded; they
+    /// are runs too, so `runs_max_active_per_account` also bounds them).
+    pub automation_max_sessions: Option<i64>,
+    /// An automation session no tool has used for this long is ended (and the longest idle
+    /// timeout a session may ask for).
+    pub automation_idle_timeout: Duration,
 }
 
 /// A configuration error naming the variable.
@@ -583,6 +589,14 @@ impl Config {
         let run_lease = dur_in("CAPTURE_RUN_LEASE", "15s", Duration::from_secs(2), hour, "must be between 2s and 1h")?;
         let run_connect_ttl =
             dur_in("CAPTURE_RUN_CONNECT_TTL", "60s", Duration::from_secs(1), hour, "must be between 1s and 1h")?;
+        let automation_max_sessions = bound("CAPTURE_AUTOMATION_MAX_SESSIONS", 2)?;
+        let automation_idle_timeout = dur_in(
+            "CAPTURE_AUTOMATION_IDLE_TIMEOUT",
+            "120s",
+            Duration::from_secs(1),
+            hour,
+            "must be between 1s and 1h",
+        )?;
         let roles = match get("CAPTURE_ROLES") {
             None => Roles::all(),
             Some(r) => Roles::parse(&r).map_err(|e| err("CAPTURE_ROLES", e))?,
@@ -631,6 +645,8 @@ impl Config {
             run_connect_ttl,
             roles,
             log_format,
+            automation_max_sessions,
+            automation_idle_timeout,
         })
     }
 

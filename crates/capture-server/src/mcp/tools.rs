@@ -128,6 +128,7 @@ pub fn catalogue() -> Vec<Tool> {
     ];
     all.extend(super::audit_tools::catalogue());
     all.extend(crate::runs::tools::catalogue());
+    all.extend(crate::automation::catalogue());
     all
 }
 
@@ -141,6 +142,9 @@ pub async fn call(
 ) -> std::result::Result<CallToolResult, rmcp::ErrorData> {
     if let Some(out) = super::audit_tools::call(state, account, name, &args, ctx).await {
         return Ok(out.unwrap_or_else(tool_error));
+    }
+    if let Some(out) = crate::automation::call(state, account, name, &args).await {
+        return Ok(out);
     }
     let out = match name {
         "account_balance" => Ok(structured(&crate::account::service::balance_of(account))),
