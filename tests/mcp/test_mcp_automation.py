@@ -81,7 +81,7 @@ car.addEventListener('touchend', () => {
 </script></body></html>"""
 
 TOOLS_HTML = """<!doctype html><html><head><title>Tool bench</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="viewport" content="width=device-width, initial-scale=1, maximum-scale=1, user-scalable=no">
 <style>
 .pad { width: 200px; height: 60px; background: #ccd; margin: 6px; }
 #tall { height: 3000px; }

@@ -748,3 +748,152 @@ pub async fn evaluate(cx: Cx, a: EvaluateIn) -> AutoResult<Reply> {
 pub async fn eval(s: &Session, expression: &str, t: Duration) -> AutoResult<Value> {
     Ok(s.evaluate(expression, true, t).await?)
 }
+
+/// The centre of a target in viewport coordinates (scrolled into view when an element).
+async fn centre(s: &Session, target: &Target, t: Duration) -> AutoResult<(f64, f64)> {
+    if let Target::Point { x, y } = target {
+        return Ok((*x, *y));
+    }
+    let f = "function() { this.scrollIntoView({block: 'center', inline: 'center'}); const r = this.getBoundingClientRect(); \
+             return {x: r.x + r.width / 2, y: r.y + r.height / 2, w: r.width, h: r.height}; }";
+    let v = super::look::on_element(s, target, f, vec![], t).await?;
+    match (v["x"].as_f64(), v["y"].as_f64(), v["w"].as_f64()) {
+        (Some(x), Some(y), Some(w)) if w > 0.0 => Ok((x, y)),
+        _ => Err(AutoError::new("ACTION_FAILED", format!("{} is not visible (it has no box)", show(target)))),
+    }
+}
+
+/// Drag from one element or point to another: with a finger (touchstart, touchmove…, touchend; the default on touch devices) or the mouse (pressed, moved, released). For sliders, sortable lists, maps, drawers.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DragIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Start on this element (ref from snapshot or find).
+    pub from_ref: Option<String>,
+    /// Start on the element matching this CSS selector.
+    pub from_selector: Option<String>,
+    /// Start at this point (with fromY).
+    pub from_x: Option<f64>,
+    /// With fromX.
+    pub from_y: Option<f64>,
+    /// End on this element (ref).
+    pub to_ref: Option<String>,
+    /// End on the element matching this CSS selector.
+    pub to_selector: Option<String>,
+    /// End at this point (with toY).
+    pub to_x: Option<f64>,
+    /// With toX.
+    pub to_y: Option<f64>,
+    /// touch or mouse (default: touch on touch devices).
+    pub pointer: Option<Pointer>,
+    /// How long the move takes in ms (default 500, 50–5000).
+    #[schemars(range(min = 50, max = 5000))]
+    pub duration_ms: Option<u64>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+/// `touch` or `mouse`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Pointer {
+    Touch,
+    Mouse,
+}
+
+pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let from = point_target(a.from_ref.as_deref(), a.from_selector.as_deref(), a.from_x, a.from_y)
+        .map_err(|e| AutoError::invalid("fromRef", e.message))?;
+    let to = point_target(a.to_ref.as_deref(), a.to_selector.as_deref(), a.to_x, a.to_y)
+        .map_err(|e| AutoError::invalid("toRef", e.message))?;
+    let duration = a.duration_ms.unwrap_or(500);
+    if !(50..=5_000).contains(&duration) {
+        return Err(AutoError::invalid("durationMs", "must be from 50 to 5000"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let (x0, y0) = centre(&l.session, &from, t).await?;
+    let (x1, y1) = centre(&l.session, &to, t).await?;
+    let pointer = a.pointer.unwrap_or(if touch_device(&l) { Pointer::Touch } else { Pointer::Mouse });
+    let t = t.max(Duration::from_millis(duration + 2_000));
+    match pointer {
+        Pointer::Touch => {
+            l.session.swipe(Target::Point { x: x0, y: y0 }, x1 - x0, y1 - y0, Duration::from_millis(duration), t).await?;
+        }
+        Pointer::Mouse => {
+            let ev = |kind: &str, x: f64, y: f64, button: &str, buttons: u32| {
+                json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": 1})
+            };
+            let s = &l.session;
+            s.cdp("Input.dispatchMouseEvent", ev("mouseMoved", x0, y0, "none", 0), t).await?;
+            s.cdp("Input.dispatchMouseEvent", ev("mousePressed", x0, y0, "left", 1), t).await?;
+            let steps: u32 = 10;
+            for i in 1..=steps {
+                let f = f64::from(i) / f64::from(steps);
+                tokio::time::sleep(Duration::from_millis(duration / u64::from(steps))).await;
+                s.cdp("Input.dispatchMouseEvent", ev("mouseMoved", x0 + (x1 - x0) * f, y0 + (y1 - y0) * f, "left", 1), t)
+                    .await?;
+            }
+            s.cdp("Input.dispatchMouseEvent", ev("mouseReleased", x1, y1, "left", 0), t).await?;
+        }
+    }
+    after(&l, format!("dragged from ({x0:.0}, {y0:.0}) to ({x1:.0}, {y1:.0}) with {pointer:?}").to_lowercase()).await
+}
+
+element_input! {
+    /// Give an element (ref or selector) the keyboard focus without tapping it (focus handlers run); type and press_key then go to it.
+    FocusIn
+}
+
+pub async fn focus(cx: Cx, a: FocusIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let l = live(&cx, &a.session_id).await?;
+    let ok = super::look::on_element(&l.session, &target, "function() { this.focus(); return document.activeElement === this; }", vec![], t)
+        .await?;
+    if ok != json!(true) {
+        return Err(AutoError::new("ACTION_FAILED", format!("{} cannot take the focus", show(&target))));
+    }
+    after(&l, format!("focused {}", show(&target))).await
+}
+
+page_input! {
+    /// Take the focus away from the focused element (blur handlers and validation run; on a phone the on-screen keyboard would close).
+    BlurIn
+}
+
+pub async fn blur(cx: Cx, a: BlurIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let was = l
+        .session
+        .evaluate(
+            "(() => { const e = document.activeElement; const d = e && e !== document.body ? (e.id || e.localName) : null; \
+             if (e && e.blur) e.blur(); return d; })()",
+            false,
+            t,
+        )
+        .await?;
+    Ok(Reply::data(json!({"blurred": was})))
+}
+
+/// Wait a fixed time (ms, at most 60000) while the page runs: animations, timers, debounced searches. Prefer wait_for when there is something to wait for.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Milliseconds, 1–60000.
+    #[schemars(range(min = 1, max = 60_000))]
+    pub ms: u64,
+}
+
+pub async fn wait(cx: Cx, a: WaitIn) -> AutoResult<Reply> {
+    if !(1..=60_000).contains(&a.ms) {
+        return Err(AutoError::invalid("ms", "must be from 1 to 60000"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    l.session.wait(Duration::from_millis(a.ms)).await?;
+    after(&l, format!("waited {} ms", a.ms)).await
+}

@@ -423,3 +423,166 @@ pub async fn pdf(cx: Cx, a: PdfIn) -> AutoResult<Reply> {
     let url = cx.state.file_url(&name).await;
     Ok(Reply::data(json!({"url": url, "bytes": size, "contentType": "application/pdf"})).with_text(format!("PDF ({size} bytes): {url}")))
 }
+
+element_input! {
+    /// The state of one element (ref or selector): visible, enabled, checked, focused, editable, its tag, value and box in CSS pixels (relative to the viewport).
+    ElementStateIn
+}
+
+pub async fn get_element_state(cx: Cx, a: ElementStateIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let l = live(&cx, &a.session_id).await?;
+    let f = "function() { const r = this.getBoundingClientRect(); const s = getComputedStyle(this); \
+             return {tag: this.localName, visible: r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none', \
+             enabled: !this.disabled, checked: 'checked' in this ? !!this.checked : null, focused: document.activeElement === this, \
+             editable: !!(this.isContentEditable || (('value' in this) && !this.readOnly && !this.disabled && this.localName !== 'button')), \
+             value: 'value' in this ? String(this.value) : null, box: {x: r.x, y: r.y, width: r.width, height: r.height}}; }";
+    let v = on_element(&l.session, &target, f, vec![], t).await?;
+    Ok(Reply::data(v))
+}
+
+page_input! {
+    /// Every link of the page: its text, its absolute href and whether it is visible, in document order (at most 500).
+    GetLinksIn
+}
+
+pub async fn get_links(cx: Cx, a: GetLinksIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let v = l
+        .session
+        .evaluate(
+            "[...document.links].slice(0, 500).map(a => ({text: (a.innerText || a.textContent || '').trim().slice(0, 200), \
+             href: a.href, visible: a.getClientRects().length > 0}))",
+            false,
+            t,
+        )
+        .await?;
+    let text = v
+        .as_array()
+        .map(|a| a.iter().map(|l| format!("{} → {}", l["text"].as_str().unwrap_or(""), l["href"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n"))
+        .unwrap_or_default();
+    Ok(Reply::data(json!({"links": v})).with_text(if text.is_empty() { "No links.".into() } else { text }))
+}
+
+/// The JavaScript dialogs the page opened so far (kind, message, default prompt), oldest first, and the one open now if any.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetDialogsIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+}
+
+pub async fn get_dialogs(cx: Cx, a: GetDialogsIn) -> AutoResult<Reply> {
+    let l = live(&cx, &a.session_id).await?;
+    let all = l.session.dialogs().await?;
+    let open = l.session.open_dialog().await?;
+    Ok(Reply::data(json!({"dialogs": all, "open": open})))
+}
+
+page_input! {
+    /// The page's performance: DevTools metrics (JS heap, DOM nodes, layouts, script and task durations) and the navigation timing (time to first byte, DOMContentLoaded, load, in ms).
+    PerformanceIn
+}
+
+pub async fn get_performance(cx: Cx, a: PerformanceIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let _ = l.session.cdp("Performance.enable", json!({}), t).await?;
+    let m = l.session.cdp("Performance.getMetrics", json!({}), t).await?;
+    let metrics: serde_json::Map<String, Value> = m
+        .get("metrics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| Some((x.get("name")?.as_str()?.to_string(), x.get("value")?.clone())))
+        .collect();
+    let timing = l
+        .session
+        .evaluate(
+            "(() => { const n = performance.getEntriesByType('navigation')[0]; if (!n) return null; \
+             return {ttfbMs: Math.round(n.responseStart), domContentLoadedMs: Math.round(n.domContentLoadedEventEnd), \
+             loadMs: Math.round(n.loadEventEnd), transferBytes: n.transferSize}; })()",
+            false,
+            t,
+        )
+        .await?;
+    Ok(Reply::data(json!({"metrics": metrics, "navigation": timing})))
+}
+
+page_input! {
+    /// The device the session emulates now (preset, viewport, scale, touch, mobile, orientation, user agent) and what the page sees (innerWidth, innerHeight, screen orientation, touch points), with the session's start, expiry and idle timeout.
+    GetDeviceIn
+}
+
+pub async fn get_device(cx: Cx, a: GetDeviceIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let page = l
+        .session
+        .evaluate(
+            "({innerWidth, innerHeight, devicePixelRatio, orientation: (screen.orientation && screen.orientation.type) || null, \
+             touchPoints: navigator.maxTouchPoints, userAgent: navigator.userAgent})",
+            false,
+            t,
+        )
+        .await?;
+    let mut data = l.view();
+    data["page"] = page;
+    Ok(Reply::data(data))
+}
+
+page_input! {
+    /// The current page's sessionStorage items (key → value) of its origin.
+    GetSessionStorageIn
+}
+
+pub async fn get_session_storage(cx: Cx, a: GetSessionStorageIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let v = l.session.evaluate("Object.fromEntries(Object.entries(sessionStorage))", false, t).await?;
+    Ok(Reply::data(json!({"items": v})))
+}
+
+/// Wait until the page has made a request whose URL contains url (and, unless done is false, it has finished or failed): an XHR or fetch a tap started, an image. Returns the request (status, failure, resourceType). Fails with TIMEOUT after timeoutMs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitForRequestIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// A part of the request's URL.
+    #[schemars(length(min = 1, max = 4096))]
+    pub url: String,
+    /// Wait for its response or failure too (default true).
+    pub done: Option<bool>,
+    /// Only requests made after this call (default true).
+    pub new_only: Option<bool>,
+    /// Most time in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    if a.url.is_empty() || a.url.len() > 4096 {
+        return Err(AutoError::invalid("url", "must be 1 to 4096 characters"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let skip = if a.new_only.unwrap_or(true) { l.session.network().await?.len() } else { 0 };
+    let want_done = a.done.unwrap_or(true);
+    let until = tokio::time::Instant::now() + t;
+    loop {
+        let log = l.session.network().await?;
+        let hit = log.into_iter().skip(skip).find(|r| {
+            r.url.contains(a.url.as_str()) && (!want_done || r.status.is_some() || r.failure.is_some())
+        });
+        if let Some(r) = hit {
+            let text = format!("{} {} → {}", r.method, r.url, r.status.map_or_else(|| r.failure.clone().unwrap_or_default(), |s| s.to_string()));
+            return Ok(Reply::data(json!({"request": r})).with_text(text));
+        }
+        if tokio::time::Instant::now() >= until {
+            return Err(AutoError::new("TIMEOUT", format!("no request to a URL containing '{}' within {} ms", a.url, t.as_millis())));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -317,6 +317,12 @@ toolset! {
     "get_console_logs", "Console log", true, false, look::ConsoleLogsIn => look::console_logs;
     "get_network_logs", "Network log", true, false, look::NetworkLogsIn => look::network_logs;
     "pdf", "Print to PDF", true, false, look::PdfIn => look::pdf;
+    "get_element_state", "Element state", true, false, look::ElementStateIn => look::get_element_state;
+    "get_links", "List links", true, false, look::GetLinksIn => look::get_links;
+    "get_dialogs", "Dialogs so far", true, false, look::GetDialogsIn => look::get_dialogs;
+    "get_performance", "Performance metrics", true, false, look::PerformanceIn => look::get_performance;
+    "get_device", "Current device", true, false, look::GetDeviceIn => look::get_device;
+    "wait_for_request", "Wait for a request", true, false, look::WaitForRequestIn => look::wait_for_request;
     // Acting
     "navigate", "Navigate to a URL", false, false, actions::NavigateIn => actions::navigate;
     "back", "Go back", false, false, actions::BackIn => actions::back;
@@ -340,6 +346,10 @@ toolset! {
     "handle_dialog", "Accept or dismiss a dialog", false, false, actions::DialogIn => actions::handle_dialog;
     "wait_for", "Wait for a condition", true, false, actions::WaitForIn => actions::wait_for;
     "evaluate", "Run JavaScript", false, false, actions::EvaluateIn => actions::evaluate;
+    "drag", "Drag", false, false, actions::DragIn => actions::drag;
+    "focus", "Focus an element", false, false, actions::FocusIn => actions::focus;
+    "blur", "Remove the focus", false, false, actions::BlurIn => actions::blur;
+    "wait", "Wait a fixed time", true, false, actions::WaitIn => actions::wait;
     // Device and state
     "set_geolocation", "Set the position", false, false, state_tools::GeolocationIn => state_tools::set_geolocation;
     "set_network", "Network profile", false, false, state_tools::NetworkIn => state_tools::set_network;
@@ -359,6 +369,13 @@ toolset! {
     "set_color_scheme", "Light or dark mode", false, false, state_tools::ColorSchemeIn => state_tools::set_color_scheme;
     "set_timezone", "Set the time zone", false, false, state_tools::TimezoneIn => state_tools::set_timezone;
     "set_locale", "Set the locale", false, false, state_tools::LocaleIn => state_tools::set_locale;
+    "get_session_storage", "Get sessionStorage", true, false, look::GetSessionStorageIn => look::get_session_storage;
+    "set_session_storage", "Set a sessionStorage item", false, false, state_tools::SessionStorageIn => state_tools::set_session_storage;
+    "delete_cookie", "Delete a cookie", false, true, state_tools::DeleteCookieIn => state_tools::delete_cookie;
+    "block_urls", "Block URLs", false, false, state_tools::BlockUrlsIn => state_tools::block_urls;
+    "set_reduced_motion", "Reduced motion", false, false, state_tools::ReducedMotionIn => state_tools::set_reduced_motion;
+    "set_media_type", "Print or screen media", false, false, state_tools::MediaTypeIn => state_tools::set_media_type;
+    "set_javascript", "JavaScript on or off", false, false, state_tools::JavascriptIn => state_tools::set_javascript;
 }
 
 /// A tool's `timeoutMs` as a duration (default 10 s, 100 ms – 60 s).
@@ -426,7 +443,7 @@ mod tests {
                 assert!(req.contains(&json!("sessionId")), "{} requires sessionId: {req:?}", t.name);
             }
         }
-        assert!(tools.len() >= 55, "{}", tools.len());
+        assert!(tools.len() >= 70, "{}", tools.len());
     }
 
     #[test]

@@ -563,3 +563,159 @@ pub async fn set_locale(cx: Cx, a: LocaleIn) -> AutoResult<Reply> {
     let now = l.session.evaluate("[navigator.language, Intl.NumberFormat().resolvedOptions().locale]", false, t).await?;
     Ok(Reply::data(json!({"locale": a.locale, "navigatorLanguage": now[0], "intlLocale": now[1]})))
 }
+
+/// Set one sessionStorage item of the current page's origin (kept for this tab only).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionStorageIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    #[schemars(length(min = 1, max = 1024))]
+    pub key: String,
+    #[schemars(length(max = 100_000))]
+    pub value: String,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn set_session_storage(cx: Cx, a: SessionStorageIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    if a.key.is_empty() || a.key.len() > 1024 || a.value.len() > 100_000 {
+        return Err(AutoError::invalid("key", "key 1–1024 and value up to 100000 characters"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let expr = format!("sessionStorage.setItem({}, {}), true", json!(a.key), json!(a.value));
+    l.session.evaluate(&expr, false, t).await?;
+    Ok(Reply::data(json!({"key": a.key, "value": a.value})))
+}
+
+/// Delete the cookies named name (for the current page's URL, or for domain and path when given).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeleteCookieIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    #[schemars(length(min = 1, max = 4096))]
+    pub name: String,
+    pub domain: Option<String>,
+    pub path: Option<String>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn delete_cookie(cx: Cx, a: DeleteCookieIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    if a.name.is_empty() || a.name.len() > 4096 {
+        return Err(AutoError::invalid("name", "must be 1 to 4096 characters"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let mut params = json!({"name": a.name});
+    match &a.domain {
+        Some(d) => {
+            params["domain"] = json!(d);
+            if let Some(p) = &a.path {
+                params["path"] = json!(p);
+            }
+        }
+        None => {
+            let (_, url) = l.session.title_url(t).await?;
+            params["url"] = json!(url);
+        }
+    }
+    l.session.cdp("Network.deleteCookies", params, t).await?;
+    let left = l.session.cookies(t).await?.iter().filter(|c| c.name == a.name).count();
+    Ok(Reply::data(json!({"deleted": a.name, "remainingWithThatName": left})))
+}
+
+/// Refuse the page's requests whose URL matches any of these patterns (* is a wildcard, e.g. *.png or *://ads.example.com/*): they fail as blocked. An empty list stops blocking.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BlockUrlsIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    #[schemars(length(max = 100))]
+    pub patterns: Vec<String>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn block_urls(cx: Cx, a: BlockUrlsIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    if a.patterns.len() > 100 || a.patterns.iter().any(|p| p.is_empty() || p.len() > 1024) {
+        return Err(AutoError::invalid("patterns", "at most 100 patterns of 1 to 1024 characters"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    l.session.cdp("Network.setBlockedURLs", json!({"urls": a.patterns}), t).await?;
+    Ok(Reply::data(json!({"blocked": a.patterns})))
+}
+
+/// Emulate prefers-reduced-motion (reduce: true asks pages to drop animations).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReducedMotionIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    pub reduce: bool,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn set_reduced_motion(cx: Cx, a: ReducedMotionIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let value = if a.reduce { "reduce" } else { "no-preference" };
+    let l = live(&cx, &a.session_id).await?;
+    l.session
+        .cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-reduced-motion", "value": value}]}), t)
+        .await?;
+    let now = l.session.evaluate("matchMedia('(prefers-reduced-motion: reduce)').matches", false, t).await?;
+    Ok(Reply::data(json!({"prefersReducedMotion": now})))
+}
+
+/// Render the page as for print or screen (CSS @media print rules apply while print).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MediaTypeIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    pub media: MediaType,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+/// `screen` or `print`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaType {
+    Screen,
+    Print,
+}
+
+pub async fn set_media_type(cx: Cx, a: MediaTypeIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let media = match a.media {
+        MediaType::Screen => "screen",
+        MediaType::Print => "print",
+    };
+    let l = live(&cx, &a.session_id).await?;
+    l.session.cdp("Emulation.setEmulatedMedia", json!({"media": media}), t).await?;
+    let print = l.session.evaluate("matchMedia('print').matches", false, t).await?;
+    Ok(Reply::data(json!({"media": media, "printMatches": print})))
+}
+
+/// Turn the page's JavaScript off (enabled: false) or back on; takes effect from the next navigation or reload, as when a user disables scripts.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JavascriptIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    pub enabled: bool,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn set_javascript(cx: Cx, a: JavascriptIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    l.session.cdp("Emulation.setScriptExecutionDisabled", json!({"value": !a.enabled}), t).await?;
+    Ok(Reply::data(json!({"javascript": a.enabled})))
+}
