@@ -97,9 +97,24 @@ TOOLS_HTML = """<!doctype html><html><head><title>Tool bench</title>
 <button id="where">Where am I</button><p id="where-result">-</p>
 <input id="note" aria-label="Note" value="old text">
 <a id="echo" href="/echo">Echo</a>
+<div id="track" style="width:320px;height:44px;background:#eee;position:relative">
+  <div id="knob" style="width:44px;height:44px;background:#333;position:absolute;left:0;touch-action:none"></div>
+  <div id="drop" style="width:20px;height:44px;position:absolute;right:0;background:#9c9"></div>
+</div><p id="drag-result">-</p>
+<button id="fetch">Load more</button><p id="fetch-result">-</p>
+<p id="js-on">no scripts</p>
 <div id="tall"></div><p id="bottom">The end</p>
 <script>
 console.error('fixture boom');
+document.getElementById('js-on').textContent = 'scripts ran';
+let downX = null;
+document.getElementById('knob').addEventListener('pointerdown', e => { downX = e.clientX; });
+document.addEventListener('pointerup', e => {
+  if (downX !== null) out('drag-result', 'moved ' + Math.round(e.clientX - downX) + ' by ' + e.pointerType); downX = null;
+});
+document.getElementById('fetch').addEventListener('click', () => {
+  fetch('/echo?more=1').then(r => out('fetch-result', 'loaded ' + r.status), () => out('fetch-result', 'blocked'));
+});
 const out = (id, t) => { document.getElementById(id).textContent = t; };
 let lastTap = 0;
 document.getElementById('double').addEventListener('touchend', () => {
@@ -272,7 +287,7 @@ async def signed_in(service: Service, account: Account, body) -> None:
         redirect_handler=browser.redirect_handler,
         callback_handler=browser.callback_handler,
     )
-    async with create_mcp_http_client(auth=provider, timeout=httpx.Timeout(180)) as http:
+    async with create_mcp_http_client(auth=provider) as http:
         async with Client(streamable_http_client(mcp_url, http_client=http)) as client:
             await body(Agent(client))
 
@@ -531,10 +546,65 @@ async def toolbox(agent: Agent, site: str, service: Service, account: Account) -
                     "NAVIGATION_FAILED")
     await agent.err("navigate", {"sessionId": sid, "url": "file:///etc/passwd"}, "VALIDATION_ERROR")
 
+    # The rest of the looking tools, on the bench page.
+    await agent.ok("navigate", {"sessionId": sid, "url": site + "/tools"})
+    links = (await agent.ok("get_links", {"sessionId": sid})).structured_content["links"]
+    assert {"text": "Echo", "href": site + "/echo", "visible": True} in links
+    dialogs = (await agent.ok("get_dialogs", {"sessionId": sid})).structured_content
+    assert [d["message"] for d in dialogs["dialogs"]] == ["Delete everything?"] and dialogs["open"] is None
+    perf = (await agent.ok("get_performance", {"sessionId": sid})).structured_content
+    assert perf["metrics"]["Nodes"] > 10 and perf["navigation"]["loadMs"] > 0
+    device = (await agent.ok("get_device", {"sessionId": sid})).structured_content
+    assert device["device"]["preset"] == "pixel-8" and device["page"]["innerWidth"] == 412
+    assert device["page"]["devicePixelRatio"] == 2.625
+    # Focus and blur.
+    await agent.ok("focus", {"sessionId": sid, "selector": "#note"})
+    state = (await agent.ok("get_element_state", {"sessionId": sid, "selector": "#note"})).structured_content
+    assert state["focused"] is True and state["editable"] is True and state["tag"] == "input"
+    assert (await agent.ok("blur", {"sessionId": sid})).structured_content["blurred"] == "note"
+    state = (await agent.ok("get_element_state", {"sessionId": sid, "selector": "#note"})).structured_content
+    assert state["focused"] is False
+    # Drag the knob to the drop zone with a finger.
+    await agent.ok("drag", {"sessionId": sid, "fromSelector": "#knob", "toSelector": "#drop"})
+    moved = await agent.text(sid, "#drag-result")
+    assert re.fullmatch(r"moved \d+ by touch", moved) and int(moved.split()[1]) > 200, moved
+    # (the tap right after the drag is not swallowed by a fling)
+    # A request a tap starts is waited for; blocked URLs fail.
+    await agent.ok("tap", {"sessionId": sid, "selector": "#fetch"})
+    await agent.ok("wait_for", {"sessionId": sid, "text": "loaded 200"})
+    req = (await agent.ok("wait_for_request", {"sessionId": sid, "url": "/echo?more=1", "newOnly": False})).structured_content
+    assert req["request"]["status"] == 200
+    await agent.ok("block_urls", {"sessionId": sid, "patterns": ["*more=2*"]})
+    await agent.ok("evaluate", {"sessionId": sid, "expression": "fetch('/echo?more=2').then(() => 'ok', () => 'blocked')"})
+    blocked = (await agent.ok("wait_for_request", {"sessionId": sid, "url": "more=2", "newOnly": False})).structured_content
+    assert blocked["request"]["failure"], blocked
+    await agent.ok("block_urls", {"sessionId": sid, "patterns": []})
+    # sessionStorage; one cookie deleted by name.
+    await agent.ok("set_session_storage", {"sessionId": sid, "key": "step", "value": "2"})
+    assert (await agent.ok("get_session_storage", {"sessionId": sid})).structured_content["items"] == {"step": "2"}
+    await agent.ok("set_cookies", {"sessionId": sid, "cookies": [{"name": "a", "value": "1"}, {"name": "b", "value": "2"}]})
+    gone = (await agent.ok("delete_cookie", {"sessionId": sid, "name": "a"})).structured_content
+    assert gone["remainingWithThatName"] == 0 and await agent.js(sid, "document.cookie") == "b=2"
+    # Media: reduced motion, print.
+    assert (await agent.ok("set_reduced_motion", {"sessionId": sid, "reduce": True})).structured_content["prefersReducedMotion"] is True
+    assert await agent.js(sid, "matchMedia('(prefers-reduced-motion: reduce)').matches") is True
+    assert (await agent.ok("set_media_type", {"sessionId": sid, "media": "print"})).structured_content["printMatches"] is True
+    await agent.ok("set_media_type", {"sessionId": sid, "media": "screen"})
+    # JavaScript off: the page's own script no longer runs after a reload.
+    await agent.ok("set_javascript", {"sessionId": sid, "enabled": False})
+    await agent.ok("reload", {"sessionId": sid})
+    assert await agent.text(sid, "#js-on") == "no scripts"
+    await agent.ok("set_javascript", {"sessionId": sid, "enabled": True})
+    await agent.ok("reload", {"sessionId": sid})
+    assert await agent.text(sid, "#js-on") == "scripts ran"
+    await agent.ok("wait", {"sessionId": sid, "ms": 200})
+
     # Device: a desktop, hover and click with the mouse, the viewport resized, a PDF.
     changed = (await agent.ok("session_set_device", {"sessionId": sid, "device": "desktop-1280"})).structured_content
     assert changed["device"]["touch"] is False and changed["page"]["innerWidth"] == 1280
     await agent.ok("hover", {"sessionId": sid, "selector": "#hover"})
+    await agent.ok("drag", {"sessionId": sid, "fromSelector": "#knob", "toSelector": "#drop", "pointer": "mouse"})
+    assert re.fullmatch(r"moved \d+ by mouse", await agent.text(sid, "#drag-result"))
     assert await agent.text(sid, "#hover-result") == "hovered"
     await agent.ok("click", {"sessionId": sid, "selector": "#confirm"})
     await agent.ok("handle_dialog", {"sessionId": sid, "accept": True})

@@ -119,6 +119,10 @@ pub async fn reload(cx: Cx, a: ReloadIn) -> AutoResult<Reply> {
 
 /// After an input: where the page is now (an input may have navigated).
 async fn after(l: &Live, what: String) -> AutoResult<Reply> {
+    if let Some(d) = l.session.open_dialog().await? {
+        let text = format!("{what}; the page opened a {} dialog ({:?}): answer it with handle_dialog", d.kind, d.message);
+        return Ok(Reply::data(json!({"done": what, "dialog": d})).with_text(text));
+    }
     let (title, url) = l.session.title_url(Duration::from_secs(5)).await?;
     Ok(Reply::data(json!({"done": what, "url": url, "title": title})).with_text(format!("{what}; now at {url}")))
 }
@@ -819,7 +823,25 @@ pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
     let t = t.max(Duration::from_millis(duration + 2_000));
     match pointer {
         Pointer::Touch => {
-            l.session.swipe(Target::Point { x: x0, y: y0 }, x1 - x0, y1 - y0, Duration::from_millis(duration), t).await?;
+            // Not `swipe`: a drag holds still at its end before the finger lifts, so the
+            // release starts no fling (which would swallow the next tap, as on a phone).
+            let s = &l.session;
+            let finger = |x: f64, y: f64| json!([{"x": x, "y": y, "id": 0, "radiusX": 1, "radiusY": 1, "force": 1}]);
+            let touch = |kind: &str, points: Value| json!({"type": kind, "touchPoints": points});
+            s.cdp("Input.dispatchTouchEvent", touch("touchStart", finger(x0, y0)), t).await?;
+            let steps: u32 = 12;
+            for i in 1..=steps {
+                let f = f64::from(i) / f64::from(steps);
+                tokio::time::sleep(Duration::from_millis(duration / u64::from(steps))).await;
+                s.cdp("Input.dispatchTouchEvent", touch("touchMove", finger(x0 + (x1 - x0) * f, y0 + (y1 - y0) * f)), t)
+                    .await?;
+            }
+            for _ in 0..3 {
+                tokio::time::sleep(Duration::from_millis(60)).await;
+                s.cdp("Input.dispatchTouchEvent", touch("touchMove", finger(x1, y1)), t).await?;
+            }
+            s.cdp("Input.dispatchTouchEvent", touch("touchEnd", json!([])), t).await?;
+            l.session.wait(Duration::from_millis(100)).await?;
         }
         Pointer::Mouse => {
             let ev = |kind: &str, x: f64, y: f64, button: &str, buttons: u32| {

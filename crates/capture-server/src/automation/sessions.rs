@@ -5,6 +5,7 @@
 //! every run.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,6 +47,8 @@ pub struct Live {
     /// Permissions granted so far (DevTools replaces the whole set on each grant).
     pub granted: Mutex<std::collections::BTreeSet<String>>,
     last_used: Mutex<Instant>,
+    /// Tool calls using it now (a long wait_for is not idleness).
+    busy: AtomicUsize,
     /// Cancelled by `session_end`.
     end: CancellationToken,
     /// Cancelled once the run is finalised.
@@ -55,6 +58,11 @@ pub struct Live {
 impl Live {
     fn touch(&self) {
         *self.last_used.lock().unwrap() = Instant::now();
+    }
+
+    /// Idle: no tool is using it and none used it for its idle timeout.
+    fn idle(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0 && self.last_used.lock().unwrap().elapsed() >= self.idle
     }
 
     /// The session as listed.
@@ -86,9 +94,26 @@ pub async fn drain(limit: Duration) {
     }
 }
 
+/// A session in use by a tool call: not idle until dropped.
+pub struct Held(Arc<Live>);
+
+impl std::ops::Deref for Held {
+    type Target = Live;
+    fn deref(&self) -> &Live {
+        &self.0
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The caller's session `id` held here, marked as used now. Errors an agent can act on:
 /// `SESSION_EXPIRED` for one that ended, `NOT_FOUND` for none of the caller's.
-pub async fn live(cx: &Cx, id: &str) -> AutoResult<Arc<Live>> {
+pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     let id = id.trim();
     let found = LIVE.lock().unwrap().get(id).cloned();
     if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id) {
@@ -103,7 +128,8 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Arc<Live>> {
             ));
         }
         l.touch();
-        return Ok(l);
+        l.busy.fetch_add(1, Ordering::SeqCst);
+        return Ok(Held(l));
     }
     let Some(rid) = RunId::parse(id) else {
         return Err(AutoError::new("NOT_FOUND", format!("no session {id}: session ids look like run_… (session_start returns one)")));
@@ -471,6 +497,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         record_video: row.record_video,
         granted: Mutex::new(geolocation.iter().map(|_| "geolocation".to_string()).collect()),
         last_used: Mutex::new(Instant::now()),
+        busy: AtomicUsize::new(0),
         end: CancellationToken::new(),
         finished: CancellationToken::new(),
     });
@@ -522,7 +549,7 @@ async fn supervise(
     let idle = async {
         loop {
             tokio::time::sleep(Duration::from_millis(250)).await;
-            if live.last_used.lock().unwrap().elapsed() >= live.idle {
+            if live.idle() {
                 return;
             }
         }
