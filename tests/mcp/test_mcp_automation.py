@@ -256,7 +256,9 @@ class Agent:
 
     async def ok(self, tool: str, args: dict) -> dict:
         self.used.add(tool)
+        started = time.monotonic()
         r = await self.client.call_tool(tool, args)
+        TIMINGS.setdefault(tool, []).append(time.monotonic() - started)
         assert not r.is_error, f"{tool} {args}: {text_of(r)}"
         return r
 
@@ -654,6 +656,8 @@ async def bounds(agent: Agent, site: str, service: Service, account: Account) ->
 
 
 USED: set[str] = set()
+# Seconds per successful call of each tool, printed by the last test (pytest -s shows them).
+TIMINGS: dict[str, list[float]] = {}
 
 
 def run(service: Service, account: Account, site: str, scenario, limit: int = 400) -> None:
@@ -689,5 +693,9 @@ def test_every_automation_tool_was_exercised(auto_service, auto_account):
         assert len(automation) >= 55, sorted(automation)
         missing = automation - USED
         assert not missing, f"not exercised: {sorted(missing)}"
+        for tool in ["session_start", "snapshot", "tap", "type", "swipe", "session_rotate", "screenshot", "session_end"]:
+            t = sorted(TIMINGS.get(tool, []))
+            if t:
+                print(f"{tool}: {len(t)} calls, median {t[len(t) // 2] * 1000:.0f} ms, max {t[-1] * 1000:.0f} ms")
 
     asyncio.run(asyncio.wait_for(signed_in(auto_service, auto_account, body), timeout=120))

@@ -290,6 +290,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_RUN_CONNECT_TTL",
     "CAPTURE_ROLES",
     "CAPTURE_LOG_FORMAT",
+    "CAPTURE_AUTOMATION_MAX_SESSIONS",
+    "CAPTURE_AUTOMATION_IDLE_TIMEOUT",
 ];
 
 /// Standard AWS variables read from the environment (never from the TOML file) when the
@@ -863,5 +865,16 @@ mod tests {
         assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("x").is_err());
+    }
+
+    #[test]
+    fn automation_session_settings() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.automation_max_sessions, c.automation_idle_timeout), (Some(2), Duration::from_secs(120)));
+        let c = cfg(&[("CAPTURE_AUTOMATION_MAX_SESSIONS", "off"), ("CAPTURE_AUTOMATION_IDLE_TIMEOUT", "5s")]).unwrap();
+        assert_eq!((c.automation_max_sessions, c.automation_idle_timeout), (None, Duration::from_secs(5)));
+        for (k, v) in [("CAPTURE_AUTOMATION_IDLE_TIMEOUT", "2h"), ("CAPTURE_AUTOMATION_MAX_SESSIONS", "lots")] {
+            assert_eq!(cfg(&[(k, v)]).unwrap_err().var, k);
+        }
     }
 }

@@ -30,12 +30,8 @@ pub enum WaitUntilIn {
 }
 
 fn nav_reply(n: Navigation) -> Reply {
-    let text = format!(
-        "{} (HTTP {}), title {:?}",
-        n.final_url,
-        n.status.map_or("-".into(), |s| s.to_string()),
-        n.title
-    );
+    let text =
+        format!("{} (HTTP {}), title {:?}", n.final_url, n.status.map_or("-".into(), |s| s.to_string()), n.title);
     Reply::data(json!({
         "url": n.final_url, "status": n.status, "title": n.title, "redirects": n.redirects,
         "timing": n.timing, "tags": n.tags,
@@ -120,7 +116,8 @@ pub async fn reload(cx: Cx, a: ReloadIn) -> AutoResult<Reply> {
 /// After an input: where the page is now (an input may have navigated).
 async fn after(l: &Live, what: String) -> AutoResult<Reply> {
     if let Some(d) = l.session.open_dialog().await? {
-        let text = format!("{what}; the page opened a {} dialog ({:?}): answer it with handle_dialog", d.kind, d.message);
+        let text =
+            format!("{what}; the page opened a {} dialog ({:?}): answer it with handle_dialog", d.kind, d.message);
         return Ok(Reply::data(json!({"done": what, "dialog": d})).with_text(text));
     }
     let (title, url) = l.session.title_url(Duration::from_secs(5)).await?;
@@ -564,9 +561,16 @@ pub async fn check(cx: Cx, a: CheckIn) -> AutoResult<Reply> {
     l.session.set_checked(target.clone(), want, t).await?;
     let now = super::look::on_element(&l.session, &target, "function() { return !!this.checked; }", vec![], t).await?;
     if now != json!(want) {
-        return Err(AutoError::new("ACTION_FAILED", format!("{} is still {}", show(&target), if want { "unchecked" } else { "checked" })));
+        return Err(AutoError::new(
+            "ACTION_FAILED",
+            format!("{} is still {}", show(&target), if want { "unchecked" } else { "checked" }),
+        ));
     }
-    Ok(Reply::data(json!({"checked": want})).with_text(format!("{} is {}", show(&target), if want { "checked" } else { "unchecked" })))
+    Ok(Reply::data(json!({"checked": want})).with_text(format!(
+        "{} is {}",
+        show(&target),
+        if want { "checked" } else { "unchecked" }
+    )))
 }
 
 /// A file given inline.
@@ -610,13 +614,20 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
         let sid = ScreenshotId::parse(id.trim()).ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
         let row = crate::screenshots::service::find(&cx.state, &cx.account, &sid).await?;
         let key = row.result_key.clone().filter(|_| row.status == "done").ok_or_else(|| {
-            AutoError::invalid("screenshotId", format!("screenshot {id} is {}, not done: it has no image yet", row.status))
+            AutoError::invalid(
+                "screenshotId",
+                format!("screenshot {id} is {}, not done: it has no image yet", row.status),
+            )
         })?;
         let bytes = cx.state.blobs.get(&key).await.map_err(Error::internal)?.ok_or_else(|| {
             AutoError::invalid("screenshotId", format!("the image of screenshot {id} is no longer stored"))
         })?;
         let ext = key.rsplit('.').next().unwrap_or("png").to_string();
-        files.push(FileUpload { name: format!("{}.{ext}", row.id), mime_type: crate::blob::content_type(&key).into(), bytes });
+        files.push(FileUpload {
+            name: format!("{}.{ext}", row.id),
+            mime_type: crate::blob::content_type(&key).into(),
+            bytes,
+        });
     }
     for (i, f) in a.files.iter().flatten().enumerate() {
         let bytes = base64::engine::general_purpose::STANDARD
@@ -833,8 +844,12 @@ pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
             for i in 1..=steps {
                 let f = f64::from(i) / f64::from(steps);
                 tokio::time::sleep(Duration::from_millis(duration / u64::from(steps))).await;
-                s.cdp("Input.dispatchTouchEvent", touch("touchMove", finger(x0 + (x1 - x0) * f, y0 + (y1 - y0) * f)), t)
-                    .await?;
+                s.cdp(
+                    "Input.dispatchTouchEvent",
+                    touch("touchMove", finger(x0 + (x1 - x0) * f, y0 + (y1 - y0) * f)),
+                    t,
+                )
+                .await?;
             }
             for _ in 0..3 {
                 tokio::time::sleep(Duration::from_millis(60)).await;
@@ -844,9 +859,7 @@ pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
             l.session.wait(Duration::from_millis(100)).await?;
         }
         Pointer::Mouse => {
-            let ev = |kind: &str, x: f64, y: f64, button: &str, buttons: u32| {
-                json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": 1})
-            };
+            let ev = |kind: &str, x: f64, y: f64, button: &str, buttons: u32| json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": 1});
             let s = &l.session;
             s.cdp("Input.dispatchMouseEvent", ev("mouseMoved", x0, y0, "none", 0), t).await?;
             s.cdp("Input.dispatchMouseEvent", ev("mousePressed", x0, y0, "left", 1), t).await?;
@@ -854,8 +867,12 @@ pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
             for i in 1..=steps {
                 let f = f64::from(i) / f64::from(steps);
                 tokio::time::sleep(Duration::from_millis(duration / u64::from(steps))).await;
-                s.cdp("Input.dispatchMouseEvent", ev("mouseMoved", x0 + (x1 - x0) * f, y0 + (y1 - y0) * f, "left", 1), t)
-                    .await?;
+                s.cdp(
+                    "Input.dispatchMouseEvent",
+                    ev("mouseMoved", x0 + (x1 - x0) * f, y0 + (y1 - y0) * f, "left", 1),
+                    t,
+                )
+                .await?;
             }
             s.cdp("Input.dispatchMouseEvent", ev("mouseReleased", x1, y1, "left", 0), t).await?;
         }
@@ -872,8 +889,14 @@ pub async fn focus(cx: Cx, a: FocusIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let l = live(&cx, &a.session_id).await?;
-    let ok = super::look::on_element(&l.session, &target, "function() { this.focus(); return document.activeElement === this; }", vec![], t)
-        .await?;
+    let ok = super::look::on_element(
+        &l.session,
+        &target,
+        "function() { this.focus(); return document.activeElement === this; }",
+        vec![],
+        t,
+    )
+    .await?;
     if ok != json!(true) {
         return Err(AutoError::new("ACTION_FAILED", format!("{} cannot take the focus", show(&target))));
     }

@@ -160,13 +160,14 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
         }
         let doc = l.session.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
         let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
-        let nodes = l
-            .session
-            .cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": sel}), t)
-            .await
-            .map_err(|e| match e {
-                CaptureError::Script(m) => AutoError::new("ELEMENT_NOT_FOUND", format!("'{sel}' is not a valid CSS selector ({m})")),
-                other => other.into(),
+        let nodes =
+            l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| {
+                match e {
+                    CaptureError::Script(m) => {
+                        AutoError::new("ELEMENT_NOT_FOUND", format!("'{sel}' is not a valid CSS selector ({m})"))
+                    }
+                    other => other.into(),
+                }
             })?;
         let ids: Vec<Value> = nodes.get("nodeIds").and_then(Value::as_array).cloned().unwrap_or_default();
         for id in ids {
@@ -176,7 +177,10 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
             let entry = snap.entries.iter().find(|e| e.reference.as_deref() == Some(r.as_str()));
             // The other filters narrow a selector's matches.
             if let Some(e) = entry {
-                if !snap.find(a.role.as_deref(), a.name.as_deref(), a.text.as_deref(), exact).iter().any(|m| m.reference == e.reference)
+                if !snap
+                    .find(a.role.as_deref(), a.name.as_deref(), a.text.as_deref(), exact)
+                    .iter()
+                    .any(|m| m.reference == e.reference)
                 {
                     continue;
                 }
@@ -191,12 +195,16 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
         }
     } else {
         for e in snap.find(a.role.as_deref(), a.name.as_deref(), a.text.as_deref(), exact).into_iter().take(limit) {
-            found.push(json!({"ref": e.reference, "role": e.role, "name": e.name, "value": e.value, "states": e.states}));
+            found.push(
+                json!({"ref": e.reference, "role": e.role, "name": e.name, "value": e.value, "states": e.states}),
+            );
         }
     }
     let lines: Vec<String> = found
         .iter()
-        .map(|f| format!("{} {} {}", f["ref"].as_str().unwrap_or(""), f["role"].as_str().unwrap_or("element"), f["name"]))
+        .map(|f| {
+            format!("{} {} {}", f["ref"].as_str().unwrap_or(""), f["role"].as_str().unwrap_or("element"), f["name"])
+        })
         .collect();
     let text = if found.is_empty() { "No element matches.".to_string() } else { lines.join("\n") };
     Ok(Reply::data(json!({"matches": found})).with_text(text))
@@ -229,15 +237,23 @@ pub async fn get_html(cx: Cx, a: GetHtmlIn) -> AutoResult<Reply> {
 }
 
 /// Call `function` (a JavaScript function declaration) with `this` = the target element.
-pub async fn on_element(s: &Session, target: &Target, function: &str, args: Vec<Value>, t: Duration) -> AutoResult<Value> {
+pub async fn on_element(
+    s: &Session,
+    target: &Target,
+    function: &str,
+    args: Vec<Value>,
+    t: Duration,
+) -> AutoResult<Value> {
     let object = match target {
         Target::Ref(id) => {
-            let r = s
-                .cdp("DOM.resolveNode", json!({"backendNodeId": id, "objectGroup": GROUP}), t)
-                .await
-                .map_err(|e| match e {
-                    CaptureError::Script(_) => AutoError::new("NO_SUCH_ELEMENT_REF", format!("no such element ref e{id}")),
-                    other => other.into(),
+            let r =
+                s.cdp("DOM.resolveNode", json!({"backendNodeId": id, "objectGroup": GROUP}), t).await.map_err(|e| {
+                    match e {
+                        CaptureError::Script(_) => {
+                            AutoError::new("NO_SUCH_ELEMENT_REF", format!("no such element ref e{id}"))
+                        }
+                        other => other.into(),
+                    }
                 })?;
             r.pointer("/object/objectId").and_then(Value::as_str).map(str::to_string)
         }
@@ -267,8 +283,14 @@ pub async fn on_element(s: &Session, target: &Target, function: &str, args: Vec<
     let _ = s.cdp("Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_secs(2)).await;
     let r = r?;
     if let Some(ex) = r.get("exceptionDetails") {
-        let m = ex.pointer("/exception/description").and_then(Value::as_str).or_else(|| ex.get("text").and_then(Value::as_str));
-        return Err(AutoError::new("ACTION_FAILED", format!("the element's script threw: {}", m.unwrap_or("an exception"))));
+        let m = ex
+            .pointer("/exception/description")
+            .and_then(Value::as_str)
+            .or_else(|| ex.get("text").and_then(Value::as_str));
+        return Err(AutoError::new(
+            "ACTION_FAILED",
+            format!("the element's script threw: {}", m.unwrap_or("an exception")),
+        ));
     }
     Ok(r.pointer("/result/value").cloned().unwrap_or(Value::Null))
 }
@@ -304,7 +326,10 @@ pub async fn get_attribute(cx: Cx, a: AttributeIn) -> AutoResult<Reply> {
              box: {x: r.x, y: r.y, width: r.width, height: r.height}, tag: this.localName}; }";
     let v = on_element(&l.session, &target, f, vec![json!(a.name)], t).await?;
     let text = format!("{}={}", a.name, v["value"]);
-    Ok(Reply::data(json!({"name": a.name, "value": v["value"], "visible": v["visible"], "box": v["box"], "tag": v["tag"]})).with_text(text))
+    Ok(Reply::data(
+        json!({"name": a.name, "value": v["value"], "visible": v["visible"], "box": v["box"], "tag": v["tag"]}),
+    )
+    .with_text(text))
 }
 
 page_input! {
@@ -392,7 +417,8 @@ pub async fn network_logs(cx: Cx, a: NetworkLogsIn) -> AutoResult<Reply> {
     let text = picked
         .iter()
         .map(|r| {
-            let outcome = r.status.map_or_else(|| r.failure.clone().unwrap_or_else(|| "pending".into()), |s| s.to_string());
+            let outcome =
+                r.status.map_or_else(|| r.failure.clone().unwrap_or_else(|| "pending".into()), |s| s.to_string());
             format!("{} {} → {}", r.method, r.url, outcome)
         })
         .collect::<Vec<_>>()
@@ -421,7 +447,8 @@ pub async fn pdf(cx: Cx, a: PdfIn) -> AutoResult<Reply> {
     let size = bytes.len();
     cx.state.blobs.put(&name, bytes, "application/pdf").await.map_err(Error::internal)?;
     let url = cx.state.file_url(&name).await;
-    Ok(Reply::data(json!({"url": url, "bytes": size, "contentType": "application/pdf"})).with_text(format!("PDF ({size} bytes): {url}")))
+    Ok(Reply::data(json!({"url": url, "bytes": size, "contentType": "application/pdf"}))
+        .with_text(format!("PDF ({size} bytes): {url}")))
 }
 
 element_input! {
@@ -461,7 +488,12 @@ pub async fn get_links(cx: Cx, a: GetLinksIn) -> AutoResult<Reply> {
         .await?;
     let text = v
         .as_array()
-        .map(|a| a.iter().map(|l| format!("{} → {}", l["text"].as_str().unwrap_or(""), l["href"].as_str().unwrap_or(""))).collect::<Vec<_>>().join("\n"))
+        .map(|a| {
+            a.iter()
+                .map(|l| format!("{} → {}", l["text"].as_str().unwrap_or(""), l["href"].as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
         .unwrap_or_default();
     Ok(Reply::data(json!({"links": v})).with_text(if text.is_empty() { "No links.".into() } else { text }))
 }
@@ -573,15 +605,24 @@ pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> 
     let until = tokio::time::Instant::now() + t;
     loop {
         let log = l.session.network().await?;
-        let hit = log.into_iter().skip(skip).find(|r| {
-            r.url.contains(a.url.as_str()) && (!want_done || r.status.is_some() || r.failure.is_some())
-        });
+        let hit = log
+            .into_iter()
+            .skip(skip)
+            .find(|r| r.url.contains(a.url.as_str()) && (!want_done || r.status.is_some() || r.failure.is_some()));
         if let Some(r) = hit {
-            let text = format!("{} {} → {}", r.method, r.url, r.status.map_or_else(|| r.failure.clone().unwrap_or_default(), |s| s.to_string()));
+            let text = format!(
+                "{} {} → {}",
+                r.method,
+                r.url,
+                r.status.map_or_else(|| r.failure.clone().unwrap_or_default(), |s| s.to_string())
+            );
             return Ok(Reply::data(json!({"request": r})).with_text(text));
         }
         if tokio::time::Instant::now() >= until {
-            return Err(AutoError::new("TIMEOUT", format!("no request to a URL containing '{}' within {} ms", a.url, t.as_millis())));
+            return Err(AutoError::new(
+                "TIMEOUT",
+                format!("no request to a URL containing '{}' within {} ms", a.url, t.as_millis()),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -391,9 +391,12 @@ pub fn timeout(ms: Option<u64>) -> AutoResult<Duration> {
 pub fn element(reference: Option<&str>, selector: Option<&str>) -> AutoResult<Option<Target>> {
     match (reference, selector) {
         (Some(_), Some(_)) => Err(AutoError::invalid("ref", "give either ref or selector, not both")),
-        (Some(r), None) => snapshot::parse_ref(r)
-            .map(|id| Some(Target::Ref(id)))
-            .ok_or_else(|| AutoError::invalid("ref", format!("'{r}' is not an element ref (refs look like e42: take them from snapshot or find)"))),
+        (Some(r), None) => snapshot::parse_ref(r).map(|id| Some(Target::Ref(id))).ok_or_else(|| {
+            AutoError::invalid(
+                "ref",
+                format!("'{r}' is not an element ref (refs look like e42: take them from snapshot or find)"),
+            )
+        }),
         (None, Some(s)) if s.trim().is_empty() => Err(AutoError::invalid("selector", "must not be empty")),
         (None, Some(s)) if s.len() > 1024 => Err(AutoError::invalid("selector", "must be at most 1024 characters")),
         (None, Some(s)) => Ok(Some(Target::Selector(s.to_string()))),
@@ -402,11 +405,20 @@ pub fn element(reference: Option<&str>, selector: Option<&str>) -> AutoResult<Op
 }
 
 /// An element or a point (`x` and `y`); one of them is required.
-pub fn point_target(reference: Option<&str>, selector: Option<&str>, x: Option<f64>, y: Option<f64>) -> AutoResult<Target> {
+pub fn point_target(
+    reference: Option<&str>,
+    selector: Option<&str>,
+    x: Option<f64>,
+    y: Option<f64>,
+) -> AutoResult<Target> {
     match (element(reference, selector)?, x, y) {
         (Some(t), None, None) => Ok(t),
-        (Some(_), _, _) => Err(AutoError::invalid("x", "give an element (ref or selector) or a point (x and y), not both")),
-        (None, Some(x), Some(y)) if x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0 && x <= 100_000.0 && y <= 100_000.0 => {
+        (Some(_), _, _) => {
+            Err(AutoError::invalid("x", "give an element (ref or selector) or a point (x and y), not both"))
+        }
+        (None, Some(x), Some(y))
+            if x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0 && x <= 100_000.0 && y <= 100_000.0 =>
+        {
             Ok(Target::Point { x, y })
         }
         (None, Some(_), Some(_)) => Err(AutoError::invalid("x", "x and y must be CSS pixels from 0 to 100000")),
@@ -419,7 +431,8 @@ pub fn point_target(reference: Option<&str>, selector: Option<&str>, x: Option<f
 
 /// Like [`element`], but one is required.
 pub fn required_element(reference: Option<&str>, selector: Option<&str>) -> AutoResult<Target> {
-    element(reference, selector)?.ok_or_else(|| AutoError::invalid("ref", "give the element: ref (from snapshot or find) or selector"))
+    element(reference, selector)?
+        .ok_or_else(|| AutoError::invalid("ref", "give the element: ref (from snapshot or find) or selector"))
 }
 
 #[cfg(test)]
@@ -449,7 +462,10 @@ mod tests {
     #[test]
     fn browser_errors_get_stable_codes_and_agent_refs() {
         let e = AutoError::from(CaptureError::Script("tap ref 42: no such element ref 42".into()));
-        assert_eq!((e.code.as_str(), e.message.as_str()), ("NO_SUCH_ELEMENT_REF", "tap ref e42: no such element ref e42"));
+        assert_eq!(
+            (e.code.as_str(), e.message.as_str()),
+            ("NO_SUCH_ELEMENT_REF", "tap ref e42: no such element ref e42")
+        );
         let e = AutoError::from(CaptureError::Closed("the session's 300 s deadline passed".into()));
         assert_eq!(e.code, "SESSION_EXPIRED");
         assert!(e.message.starts_with("session expired"));

@@ -120,11 +120,7 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
         if l.session.is_closed() {
             return Err(AutoError::new(
                 "SESSION_EXPIRED",
-                format!(
-                    "session expired: {} ({})",
-                    id,
-                    l.session.end_reason().unwrap_or_else(|| "it ended".into())
-                ),
+                format!("session expired: {} ({})", id, l.session.end_reason().unwrap_or_else(|| "it ended".into())),
             ));
         }
         l.touch();
@@ -132,7 +128,10 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
         return Ok(Held(l));
     }
     let Some(rid) = RunId::parse(id) else {
-        return Err(AutoError::new("NOT_FOUND", format!("no session {id}: session ids look like run_… (session_start returns one)")));
+        return Err(AutoError::new(
+            "NOT_FOUND",
+            format!("no session {id}: session ids look like run_… (session_start returns one)"),
+        ));
     };
     match cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)? {
         None => Err(AutoError::new("NOT_FOUND", format!("no session {id}"))),
@@ -144,10 +143,12 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
                 row.end_reason.as_deref().unwrap_or("ended")
             ),
         )),
-        Some(row) if row.kind == "live" && row.worker.as_deref().is_some_and(|w| w != node_id()) => Err(AutoError::new(
-            "SESSION_ELSEWHERE",
-            format!("session {id} is held by another node of the service; send its tool calls to that node"),
-        )),
+        Some(row) if row.kind == "live" && row.worker.as_deref().is_some_and(|w| w != node_id()) => {
+            Err(AutoError::new(
+                "SESSION_ELSEWHERE",
+                format!("session {id} is held by another node of the service; send its tool calls to that node"),
+            ))
+        }
         Some(_) => Err(AutoError::new(
             "NOT_FOUND",
             format!("{id} is not an automation session (a run driven by a script or a DevTools client)"),
@@ -289,10 +290,7 @@ pub fn presets() -> Vec<Value> {
 }
 
 pub async fn list_devices(_cx: Cx, a: ListDevicesIn) -> AutoResult<Reply> {
-    let all: Vec<Value> = presets()
-        .into_iter()
-        .filter(|d| a.kind.is_none_or(|k| d["kind"] == json!(k)))
-        .collect();
+    let all: Vec<Value> = presets().into_iter().filter(|d| a.kind.is_none_or(|k| d["kind"] == json!(k))).collect();
     let names: Vec<&str> = all.iter().filter_map(|d| d["name"].as_str()).collect();
     let text = format!("{} devices: {}", all.len(), names.join(", "));
     Ok(Reply::data(json!({"devices": all})).with_text(text))
@@ -717,7 +715,12 @@ mod tests {
         assert!(handheld.len() >= 20, "{}", handheld.len());
         for d in &handheld {
             assert_eq!(d["touch"], json!(true), "{d}");
-            assert!(d["userAgent"].as_str().is_some_and(|u| u.contains("Mobile") || u.contains("Android") || u.contains("Silk")), "{d}");
+            assert!(
+                d["userAgent"]
+                    .as_str()
+                    .is_some_and(|u| u.contains("Mobile") || u.contains("Android") || u.contains("Silk")),
+                "{d}"
+            );
             let (w, h) = (d["width"].as_u64().unwrap(), d["height"].as_u64().unwrap());
             assert!(w < h, "presets are portrait: {d}");
             assert!(d["deviceScaleFactor"].as_f64().unwrap() >= 1.5, "{d}");

@@ -77,9 +77,8 @@ fn cut(s: &str) -> String {
 }
 
 /// Properties shown beside an entry, in this order.
-const STATES: &[&str] = &[
-    "checked", "pressed", "selected", "expanded", "disabled", "required", "readonly", "focused", "invalid", "level",
-];
+const STATES: &[&str] =
+    &["checked", "pressed", "selected", "expanded", "disabled", "required", "readonly", "focused", "invalid", "level"];
 
 fn states(node: &Value) -> Vec<String> {
     let props = node.get("properties").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -93,7 +92,9 @@ fn states(node: &Value) -> Vec<String> {
             Value::String(s) if s == "false" => {}
             Value::String(s) if s == "true" => out.push((*want).to_string()),
             Value::String(s) if *want == "checked" && s == "mixed" => out.push("checked=mixed".into()),
-            other if *want == "level" => out.push(format!("level={}", other.as_str().map_or(other.to_string(), str::to_string))),
+            other if *want == "level" => {
+                out.push(format!("level={}", other.as_str().map_or(other.to_string(), str::to_string)))
+            }
             _ => {}
         }
     }

@@ -71,9 +71,7 @@ pub async fn set_geolocation(cx: Cx, a: GeolocationIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let at = match (a.clear.unwrap_or(false), a.latitude, a.longitude) {
         (true, None, None) => None,
-        (false, Some(latitude), Some(longitude)) => {
-            Some(GeoIn { latitude, longitude, accuracy: a.accuracy }.check()?)
-        }
+        (false, Some(latitude), Some(longitude)) => Some(GeoIn { latitude, longitude, accuracy: a.accuracy }.check()?),
         _ => return Err(AutoError::invalid("latitude", "give latitude and longitude, or clear: true")),
     };
     let l = live(&cx, &a.session_id).await?;
@@ -121,7 +119,9 @@ pub async fn set_network(cx: Cx, a: NetworkIn) -> AutoResult<Reply> {
                 return Err(AutoError::invalid("latencyMs", "must be at most 60000"));
             }
             let bps = |field: &str, k: Option<u64>| match k {
-                Some(k) if !(1..=10_000_000).contains(&k) => Err(AutoError::invalid(field, "must be from 1 to 10000000")),
+                Some(k) if !(1..=10_000_000).contains(&k) => {
+                    Err(AutoError::invalid(field, "must be from 1 to 10000000"))
+                }
                 Some(k) => Ok(Some(k * 1000 / 8)),
                 None => Ok(None),
             };
@@ -132,7 +132,9 @@ pub async fn set_network(cx: Cx, a: NetworkIn) -> AutoResult<Reply> {
                 upload_bps: bps("uploadKbps", a.upload_kbps)?,
             }
         }
-        (None, false) => return Err(AutoError::invalid("profile", "give a profile or latencyMs/downloadKbps/uploadKbps")),
+        (None, false) => {
+            return Err(AutoError::invalid("profile", "give a profile or latencyMs/downloadKbps/uploadKbps"));
+        }
     };
     let l = live(&cx, &a.session_id).await?;
     l.session.set_network(c, t).await?;
@@ -151,7 +153,11 @@ pub async fn get_cookies(cx: Cx, a: GetCookiesIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let l = live(&cx, &a.session_id).await?;
     let cookies = l.session.cookies(t).await?;
-    let text = cookies.iter().map(|c| format!("{}={} ({}{})", c.name, c.value, c.domain, c.path)).collect::<Vec<_>>().join("\n");
+    let text = cookies
+        .iter()
+        .map(|c| format!("{}={} ({}{})", c.name, c.value, c.domain, c.path))
+        .collect::<Vec<_>>()
+        .join("\n");
     Ok(Reply::data(json!({"cookies": cookies})).with_text(if text.is_empty() { "No cookies.".into() } else { text }))
 }
 
@@ -197,7 +203,10 @@ pub async fn set_cookies(cx: Cx, a: CookiesIn) -> AutoResult<Reply> {
     let mut out = Vec::new();
     for (i, c) in a.cookies.into_iter().enumerate() {
         if c.name.is_empty() || c.name.len() > 4096 || c.value.len() > 4096 {
-            return Err(AutoError::invalid(&format!("cookies[{i}].name"), "name 1–4096 and value up to 4096 characters"));
+            return Err(AutoError::invalid(
+                &format!("cookies[{i}].name"),
+                "name 1–4096 and value up to 4096 characters",
+            ));
         }
         if let Some(s) = &c.same_site
             && !matches!(s.as_str(), "Strict" | "Lax" | "None")
@@ -208,7 +217,12 @@ pub async fn set_cookies(cx: Cx, a: CookiesIn) -> AutoResult<Reply> {
             (Some(u), _) => Some(u.clone()),
             (None, Some(_)) => None,
             (None, None) if page_url.starts_with("http") => Some(page_url.clone()),
-            (None, None) => return Err(AutoError::invalid(&format!("cookies[{i}].url"), "the page has no http(s) URL: give url or domain")),
+            (None, None) => {
+                return Err(AutoError::invalid(
+                    &format!("cookies[{i}].url"),
+                    "the page has no http(s) URL: give url or domain",
+                ));
+            }
         };
         out.push(Cookie {
             name: c.name,
@@ -458,11 +472,16 @@ pub async fn set_extra_headers(cx: Cx, a: HeadersIn) -> AutoResult<Reply> {
         if !is_token(k) || k.len() > 256 {
             return Err(AutoError::invalid("headers", format!("'{k}' is not a header name")));
         }
-        if ["host", "content-length", "connection", "transfer-encoding", "cookie"].contains(&k.to_ascii_lowercase().as_str()) {
+        if ["host", "content-length", "connection", "transfer-encoding", "cookie"]
+            .contains(&k.to_ascii_lowercase().as_str())
+        {
             return Err(AutoError::invalid("headers", format!("{k} is set by the browser (cookies: use set_cookies)")));
         }
         if v.len() > 8192 || v.chars().any(|c| c.is_control() && c != '\t') {
-            return Err(AutoError::invalid("headers", format!("the value of {k} must be up to 8192 characters without line breaks")));
+            return Err(AutoError::invalid(
+                "headers",
+                format!("the value of {k} must be up to 8192 characters without line breaks"),
+            ));
         }
     }
     let l = live(&cx, &a.session_id).await?;
@@ -549,7 +568,10 @@ pub struct LocaleIn {
 
 pub async fn set_locale(cx: Cx, a: LocaleIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
-    if a.locale.len() < 2 || a.locale.len() > 35 || !a.locale.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if a.locale.len() < 2
+        || a.locale.len() > 35
+        || !a.locale.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
         return Err(AutoError::invalid("locale", "must be a BCP 47 tag such as de-DE"));
     }
     let l = live(&cx, &a.session_id).await?;
@@ -560,7 +582,8 @@ pub async fn set_locale(cx: Cx, a: LocaleIn) -> AutoResult<Reply> {
             .cdp("Emulation.setUserAgentOverride", json!({"userAgent": ua, "acceptLanguage": a.locale}), t)
             .await?;
     }
-    let now = l.session.evaluate("[navigator.language, Intl.NumberFormat().resolvedOptions().locale]", false, t).await?;
+    let now =
+        l.session.evaluate("[navigator.language, Intl.NumberFormat().resolvedOptions().locale]", false, t).await?;
     Ok(Reply::data(json!({"locale": a.locale, "navigatorLanguage": now[0], "intlLocale": now[1]})))
 }
 

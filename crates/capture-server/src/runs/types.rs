@@ -62,7 +62,8 @@ pub const DEVICE_PRESETS: &[(&str, u32, u32, f64, bool, &str)] = &[
         2.0,
         true,
         "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
-    ),    // Added with the MCP automation tools (docs/automation.md lists them all).
+    ),
+    // Added with the MCP automation tools (docs/automation.md lists them all).
     (
         "iphone-se",
         375,
