@@ -149,6 +149,10 @@ document.getElementById('where').addEventListener('click', () => {
 </body></html>"""
 
 
+# Webhook deliveries the fixture site received.
+HOOKS: queue.Queue = queue.Queue()
+
+
 class _Site(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -180,6 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length", "0"))).decode()
+        if self.path == "/hook":
+            HOOKS.put(json.loads(raw))
+            self._send(200, "{}", "application/json")
+            return
         form = {k: v[0] for k, v in parse_qs(raw).items()}
         body = ("<!doctype html><title>Welcome</title><h1>Welcome, %s!</h1><p id='details'>plan: %s, terms: %s</p>"
                 % (form.get("email", "?"), form.get("plan", "?"), form.get("terms", "off")))
@@ -207,6 +215,7 @@ def auto_service():
         "CAPTURE_DATA_DIR": str(Path(tmp.name) / "data"),
         "CAPTURE_DATABASE_URL": f"sqlite://{Path(tmp.name) / 'capture.db'}",
         "CAPTURE_EGRESS_ALLOW": "127.0.0.1",
+        "CAPTURE_WEBHOOK_ALLOW_HTTP": "true",
         "CAPTURE_BROWSERS": "1",
         "CAPTURE_WORKER_CONCURRENCY": "3",
         "CAPTURE_AUTOMATION_MAX_SESSIONS": "2",
@@ -318,6 +327,8 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     tablets = (await agent.ok("list_devices", {"kind": "tablet"})).structured_content["devices"]
     assert tablets and all(d["kind"] == "tablet" for d in tablets)
 
+    hook = await agent.ok("create_webhook", {"url": site + "/hook", "events": ["run.completed", "run.failed"]})
+    assert hook.structured_content["secret"].startswith("whsec_")
     started = await agent.ok("session_start", {"url": site + "/", "device": "iphone-15",
                                                "locale": "de-DE", "timezone": "Europe/Berlin"})
     s = started.structured_content
@@ -340,6 +351,8 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     submit = refs(snap, "button", "Sign up")
     found = (await agent.ok("find", {"sessionId": sid, "role": "button", "name": "sign up"})).structured_content
     assert [m["ref"] for m in found["matches"]] == [submit]
+    found = (await agent.ok("find", {"sessionId": sid, "text": "slide 1"})).structured_content["matches"]
+    assert [m["role"] for m in found] == ["text"] and found[0]["name"] == "Slide 1 of 3"
 
     # Sign up like a person on a phone: tap the field, type; fill; pick; tick.
     await agent.ok("tap", {"sessionId": sid, "ref": email})
@@ -403,6 +416,10 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     assert run["status"] == "completed" and run["videoUrl"]
     msg = await agent.err("get_url", {"sessionId": sid}, "SESSION_EXPIRED")
     assert msg.startswith("session expired")
+    # The run.completed event reached the webhook endpoint, with the video.
+    event = await asyncio.to_thread(HOOKS.get, True, 60)
+    assert event["type"] == "run.completed" and event["data"]["runId"] == sid, event
+    assert event["data"]["videoUrl"] and event["data"]["finalUrl"] == site + "/signup"
     assert (await agent.ok("session_list", {})).structured_content["sessions"] == []
 
 
