@@ -82,6 +82,31 @@ impl Live {
 
 /// The sessions of this process, by run id.
 static LIVE: LazyLock<Mutex<HashMap<String, Arc<Live>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Sessions being started, by account.
+static STARTING: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// One session start of an account, counted while it lasts.
+struct Starting(String);
+
+impl Starting {
+    fn new(user: &str) -> Starting {
+        *STARTING.lock().unwrap().entry(user.to_string()).or_insert(0) += 1;
+        Starting(user.to_string())
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        let mut m = STARTING.lock().unwrap();
+        if let Some(n) = m.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.0);
+            }
+        }
+    }
+}
+
 /// Their supervisors, so shutdown can let them finalise.
 static TASKS: LazyLock<tokio_util::task::TaskTracker> = LazyLock::new(tokio_util::task::TaskTracker::new);
 
@@ -388,8 +413,15 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     if !(60_000..=bounds::TIMEOUT.1).contains(&timeout_ms) {
         return Err(AutoError::invalid("timeoutMs", format!("must be from 60000 to {}", bounds::TIMEOUT.1)));
     }
+    // Counted with the sessions being started, so two starts at once cannot both pass.
+    let starting = Starting::new(&cx.account.user.id);
     if let Some(max) = state.cfg.automation_max_sessions {
-        let open = LIVE.lock().unwrap().values().filter(|l| l.user_id == cx.account.user.id).count() as i64;
+        let open = {
+            let live = LIVE.lock().unwrap();
+            live.values().filter(|l| l.user_id == cx.account.user.id).count()
+                + STARTING.lock().unwrap().get(&cx.account.user.id).copied().unwrap_or(1)
+                - 1
+        } as i64;
         if open >= max {
             let mut e = AutoError::new(
                 ErrorCode::ConcurrencyLimit.as_str(),
@@ -500,6 +532,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         finished: CancellationToken::new(),
     });
     LIVE.lock().unwrap().insert(row.id.clone(), live.clone());
+    drop(starting);
     TASKS.spawn(supervise(state.clone(), live.clone(), row, hold, started, video, video_err, budget, cut_by_actions));
     let mut data = live.view();
     let text;
