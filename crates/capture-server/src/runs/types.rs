@@ -251,7 +251,8 @@ pub struct RunIn {
     /// The page the session opens first (http or https).
     #[schemars(url, length(max = bounds::URL_MAX), extend("examples" = ["https://example.com"]))]
     pub start_url: String,
-    /// A preset name (`desktop-1280`, `desktop-1920`, `iphone-15`, `pixel-8`, `ipad`) or
+    /// A preset name (`desktop-1280`, `desktop-1920`, `iphone-15`, `pixel-8`, `ipad`, and 22 more
+    /// phones and tablets: the MCP tool `list_devices`, docs/automation.md) or
     /// `{viewport: {width, height}, deviceScaleFactor, touch, mobile, userAgent}`.
     pub device: Option<DeviceIn>,
     /// Record the session as an MP4 (`videoUrl`).
@@ -743,7 +744,7 @@ pub struct Run {
     pub error: Option<String>,
     /// Why finishing the run failed (the encoder, the browser, storage, a lost worker).
     pub finalization_error: Option<String>,
-    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`.
+    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`, `shutdown`, `idle` (an MCP automation session).
     pub end_reason: Option<String>,
     pub stop_requested: bool,
     /// Actions reserved at the start (1 per started minute of `timeoutMs`, or what was left).
