@@ -669,6 +669,12 @@ async def bounds(agent: Agent, site: str, service: Service, account: Account) ->
     assert run["status"] == "stopped", (stopped.structured_content, run)
     await agent.err("get_url", {"sessionId": b["sessionId"]}, "SESSION_EXPIRED")
     await agent.err("session_start", {"url": site + "/", "device": "nokia-3310"}, "VALIDATION_ERROR")
+    # A first page the egress guard refuses: the session starts, says why the page did not load, and
+    # navigates elsewhere.
+    c = (await agent.ok("session_start", {"url": "http://10.1.2.3/admin", "recordVideo": False})).structured_content
+    assert c["loadError"]["code"] == "NAVIGATION_FAILED" and "egress" in c["loadError"]["error"], c
+    await agent.ok("navigate", {"sessionId": c["sessionId"], "url": site + "/"})
+    await agent.ok("session_end", {"sessionId": c["sessionId"]})
     await agent.err("session_start", {"url": site + "/", "idleTimeoutMs": 10_000_000}, "VALIDATION_ERROR")
 
 

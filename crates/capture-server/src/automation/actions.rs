@@ -212,7 +212,7 @@ pub enum Direction {
     Right,
 }
 
-/// Swipe one finger across the screen in a direction (the finger's movement: left moves content/carousels to the next item, up scrolls down a page), starting on an element, a point, or the viewport's centre. Real touchstart/touchmove/touchend events over durationMs.
+/// Swipe one finger across the screen in a direction (the finger's movement: left moves content/carousels to the next item, up scrolls down a page), starting on an element, a point, or the viewport's centre. Real touchstart/touchmove/touchend events over durationMs. As on a phone, a fast swipe on scrollable content flings it, and a tap while it still moves only stops it: wait a moment (wait_for, wait) before the next tap.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SwipeIn {
