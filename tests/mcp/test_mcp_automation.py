@@ -33,7 +33,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
 from conftest import Account, Service
-from test_mcp_oauth import REDIRECT_URI, Browser, MemoryStorage, text_of
+from test_mcp_oauth import REDIRECT_URI, Browser, MemoryStorage, png_size_and_first_pixel, text_of
 
 SIGNUP_HTML = """<!doctype html><html lang="en"><head><title>Fixture shop</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -103,10 +103,14 @@ TOOLS_HTML = """<!doctype html><html><head><title>Tool bench</title>
 </div><p id="drag-result">-</p>
 <button id="fetch">Load more</button><p id="fetch-result">-</p>
 <p id="js-on">no scripts</p>
+<div id="red" style="width:60px;height:60px;background:rgb(220,20,20)"></div><p id="tilt">-</p>
 <div id="tall"></div><p id="bottom">The end</p>
 <script>
 console.error('fixture boom');
 document.getElementById('js-on').textContent = 'scripts ran';
+window.addEventListener('deviceorientation', e => {
+  if (e.beta !== null) out('tilt', 'beta ' + Math.round(e.beta) + ' gamma ' + Math.round(e.gamma));
+});
 let downX = null;
 document.getElementById('knob').addEventListener('pointerdown', e => { downX = e.clientX; });
 document.addEventListener('pointerup', e => {
@@ -349,6 +353,10 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     plan = refs(snap, "combobox", "Plan")
     terms = refs(snap, "checkbox", "I agree to the terms")
     submit = refs(snap, "button", "Sign up")
+    fields = (await agent.ok("get_form_fields", {"sessionId": sid})).structured_content["fields"]
+    assert [(f["type"], f["label"]) for f in fields] == [
+        ("email", "Email"), ("password", "Password"), ("select-one", "Plan"), ("checkbox", "I agree to the terms")]
+    assert [f["ref"] for f in fields] == [email, password, plan, terms]
     found = (await agent.ok("find", {"sessionId": sid, "role": "button", "name": "sign up"})).structured_content
     assert [m["ref"] for m in found["matches"]] == [submit]
     found = (await agent.ok("find", {"sessionId": sid, "text": "slide 1"})).structured_content["matches"]
@@ -390,7 +398,9 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     turned = (await agent.ok("session_rotate", {"sessionId": sid})).structured_content
     assert turned["device"]["orientation"] == "landscape" and turned["page"]["innerWidth"] == 852
     assert turned["page"]["orientation"].startswith("landscape")
-    assert await agent.js(sid, "getComputedStyle(document.getElementById('layout')).flexDirection") == "row"
+    style = (await agent.ok("get_computed_style", {"sessionId": sid, "selector": "#layout",
+                                                   "properties": ["flex-direction"]})).structured_content["style"]
+    assert style == {"flex-direction": "row"}
     assert await agent.js(sid, "getComputedStyle(document.getElementById('orient-landscape')).display") == "block"
     shot = await agent.ok("screenshot", {"sessionId": sid})
     image = [c for c in shot.content if c.type == "image"][0]
@@ -617,6 +627,21 @@ async def toolbox(agent: Agent, site: str, service: Service, account: Account) -
     await agent.ok("reload", {"sessionId": sid})
     assert await agent.text(sid, "#js-on") == "scripts ran"
     await agent.ok("wait", {"sessionId": sid, "ms": 200})
+
+    # A vision deficiency changes what is rendered; the device orientation reaches the page.
+    def first_pixel(r) -> tuple[int, int, int]:
+        image = [c for c in r.content if c.type == "image"][0]
+        return png_size_and_first_pixel(base64.b64decode(image.data))[2]
+
+    red = first_pixel(await agent.ok("screenshot", {"sessionId": sid, "selector": "#red"}))
+    assert red[0] > 150 and red[1] < 80, red
+    await agent.ok("set_vision_deficiency", {"sessionId": sid, "deficiency": "achromatopsia"})
+    grey = first_pixel(await agent.ok("screenshot", {"sessionId": sid, "selector": "#red"}))
+    assert max(grey) - min(grey) < 25, grey
+    await agent.ok("set_vision_deficiency", {"sessionId": sid, "deficiency": "none"})
+    await agent.ok("set_device_orientation", {"sessionId": sid, "alpha": 10, "beta": 45, "gamma": -20})
+    await agent.ok("wait_for", {"sessionId": sid, "text": "beta 45 gamma -20"})
+    await agent.ok("set_device_orientation", {"sessionId": sid, "clear": True})
 
     # Device: a desktop, hover and click with the mouse, the viewport resized, a PDF.
     changed = (await agent.ok("session_set_device", {"sessionId": sid, "device": "desktop-1280"})).structured_content

@@ -627,3 +627,96 @@ pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> 
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Computed CSS of one element (ref or selector): the given properties (default display, visibility, position, width, height, color, background-color, font-size, flex-direction) as the browser resolved them, e.g. to check a layout after rotating.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComputedStyleIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// The element's ref from snapshot or find.
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// A CSS selector, instead of ref.
+    pub selector: Option<String>,
+    /// CSS property names (kebab-case).
+    #[schemars(length(max = 50))]
+    pub properties: Option<Vec<String>>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+const DEFAULT_STYLE: &[&str] = &[
+    "display",
+    "visibility",
+    "position",
+    "width",
+    "height",
+    "color",
+    "background-color",
+    "font-size",
+    "flex-direction",
+];
+
+pub async fn get_computed_style(cx: Cx, a: ComputedStyleIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let props: Vec<String> = a.properties.unwrap_or_else(|| DEFAULT_STYLE.iter().map(|p| p.to_string()).collect());
+    if props.is_empty() || props.len() > 50 || props.iter().any(|p| p.is_empty() || p.len() > 100) {
+        return Err(AutoError::invalid("properties", "give 1 to 50 CSS property names"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let f = "function(ps) { const s = getComputedStyle(this); const o = {}; for (const p of ps) o[p] = s.getPropertyValue(p); return o; }";
+    let v = on_element(&l.session, &target, f, vec![json!(props)], t).await?;
+    Ok(Reply::data(json!({"style": v})))
+}
+
+page_input! {
+    /// The page's form fields (input, select, textarea) in document order, each with its ref (for fill, tap, select_option, check), type, name, label, value, whether it is required or checked: a quick map of what a form asks for (at most 200).
+    GetFormFieldsIn
+}
+
+pub async fn get_form_fields(cx: Cx, a: GetFormFieldsIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    const QUERY: &str = "input:not([type=hidden]), select, textarea";
+    let info = l
+        .session
+        .evaluate(
+            &format!(
+                "[...document.querySelectorAll({})].slice(0, 200).map(e => ({{type: e.type || e.localName, name: e.name || null, \
+                 label: ((e.labels && e.labels[0] && e.labels[0].innerText) || e.getAttribute('aria-label') || e.placeholder || '').trim(), \
+                 value: e.type === 'password' ? (e.value ? '••••' : '') : e.value, required: !!e.required, \
+                 checked: 'checked' in e && (e.type === 'checkbox' || e.type === 'radio') ? e.checked : null}}))",
+                json!(QUERY)
+            ),
+            false,
+            t,
+        )
+        .await?;
+    let mut fields = info.as_array().cloned().unwrap_or_default();
+    let doc = l.session.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
+    let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
+    let ids = l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": QUERY}), t).await?;
+    let ids: Vec<Value> = ids.get("nodeIds").and_then(Value::as_array).cloned().unwrap_or_default();
+    for (field, id) in fields.iter_mut().zip(ids) {
+        let d = l.session.cdp("DOM.describeNode", json!({"nodeId": id}), t).await?;
+        if let Some(b) = d.pointer("/node/backendNodeId").and_then(Value::as_i64) {
+            field["ref"] = json!(snapshot::ref_of(b));
+        }
+    }
+    let text = fields
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {:?} = {:?}",
+                f["ref"].as_str().unwrap_or("?"),
+                f["type"].as_str().unwrap_or(""),
+                f["label"].as_str().unwrap_or(""),
+                f["value"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Reply::data(json!({"fields": fields})).with_text(if text.is_empty() { "No form fields.".into() } else { text }))
+}

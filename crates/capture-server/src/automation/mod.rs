@@ -323,6 +323,8 @@ toolset! {
     "get_performance", "Performance metrics", true, false, look::PerformanceIn => look::get_performance;
     "get_device", "Current device", true, false, look::GetDeviceIn => look::get_device;
     "wait_for_request", "Wait for a request", true, false, look::WaitForRequestIn => look::wait_for_request;
+    "get_computed_style", "Computed CSS", true, false, look::ComputedStyleIn => look::get_computed_style;
+    "get_form_fields", "Form fields with refs", true, false, look::GetFormFieldsIn => look::get_form_fields;
     // Acting
     "navigate", "Navigate to a URL", false, false, actions::NavigateIn => actions::navigate;
     "back", "Go back", false, false, actions::BackIn => actions::back;
@@ -376,6 +378,8 @@ toolset! {
     "set_reduced_motion", "Reduced motion", false, false, state_tools::ReducedMotionIn => state_tools::set_reduced_motion;
     "set_media_type", "Print or screen media", false, false, state_tools::MediaTypeIn => state_tools::set_media_type;
     "set_javascript", "JavaScript on or off", false, false, state_tools::JavascriptIn => state_tools::set_javascript;
+    "set_vision_deficiency", "Simulate a vision deficiency", false, false, state_tools::VisionIn => state_tools::set_vision_deficiency;
+    "set_device_orientation", "Device orientation sensors", false, false, state_tools::DeviceOrientationIn => state_tools::set_device_orientation;
 }
 
 /// A tool's `timeoutMs` as a duration (default 10 s, 100 ms – 60 s).
@@ -456,7 +460,7 @@ mod tests {
                 assert!(req.contains(&json!("sessionId")), "{} requires sessionId: {req:?}", t.name);
             }
         }
-        assert!(tools.len() >= 70, "{}", tools.len());
+        assert!(tools.len() >= 78, "{}", tools.len());
     }
 
     #[test]

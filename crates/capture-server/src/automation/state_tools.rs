@@ -742,3 +742,79 @@ pub async fn set_javascript(cx: Cx, a: JavascriptIn) -> AutoResult<Reply> {
     l.session.cdp("Emulation.setScriptExecutionDisabled", json!({"value": !a.enabled}), t).await?;
     Ok(Reply::data(json!({"javascript": a.enabled})))
 }
+
+/// Simulate a vision deficiency for everything the page renders (screenshots and the video show it): blurredVision, reducedContrast, achromatopsia, deuteranopia, protanopia, tritanopia, or none.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VisionIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    pub deficiency: VisionDeficiency,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+/// A vision deficiency DevTools can simulate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum VisionDeficiency {
+    None,
+    BlurredVision,
+    ReducedContrast,
+    Achromatopsia,
+    Deuteranopia,
+    Protanopia,
+    Tritanopia,
+}
+
+pub async fn set_vision_deficiency(cx: Cx, a: VisionIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let kind = serde_json::to_value(a.deficiency).unwrap_or(json!("none"));
+    let l = live(&cx, &a.session_id).await?;
+    l.session.cdp("Emulation.setEmulatedVisionDeficiency", json!({"type": kind}), t).await?;
+    Ok(Reply::data(json!({"deficiency": kind})))
+}
+
+/// Emulate how the device is held in space (the deviceorientation event and sensors): alpha (compass, 0–360), beta (front-back tilt, -180–180), gamma (left-right tilt, -90–90); clear: true removes it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DeviceOrientationIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    #[schemars(range(min = 0.0, max = 360.0))]
+    pub alpha: Option<f64>,
+    #[schemars(range(min = -180.0, max = 180.0))]
+    pub beta: Option<f64>,
+    #[schemars(range(min = -90.0, max = 90.0))]
+    pub gamma: Option<f64>,
+    /// Remove the emulated orientation.
+    pub clear: Option<bool>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn set_device_orientation(cx: Cx, a: DeviceOrientationIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    if a.clear == Some(true) {
+        let l = live(&cx, &a.session_id).await?;
+        l.session.cdp("DeviceOrientation.clearDeviceOrientationOverride", json!({}), t).await?;
+        return Ok(Reply::data(json!({"cleared": true})));
+    }
+    let (al, be, ga) = (a.alpha.unwrap_or(0.0), a.beta.unwrap_or(0.0), a.gamma.unwrap_or(0.0));
+    if !(0.0..=360.0).contains(&al) {
+        return Err(AutoError::invalid("alpha", "must be from 0 to 360"));
+    }
+    if !(-180.0..=180.0).contains(&be) {
+        return Err(AutoError::invalid("beta", "must be from -180 to 180"));
+    }
+    if !(-90.0..=90.0).contains(&ga) {
+        return Err(AutoError::invalid("gamma", "must be from -90 to 90"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    // Pages read the orientation through the motion sensors.
+    grant(&l, &["sensors"], t).await?;
+    l.session
+        .cdp("DeviceOrientation.setDeviceOrientationOverride", json!({"alpha": al, "beta": be, "gamma": ga}), t)
+        .await?;
+    Ok(Reply::data(json!({"alpha": al, "beta": be, "gamma": ga})))
+}
