@@ -536,6 +536,7 @@ async def toolbox(agent: Agent, site: str, service: Service, account: Account) -
 
     # Headers, user agent, locale, time zone, reach the next request / the page.
     await agent.ok("set_extra_headers", {"sessionId": sid, "headers": {"X-Agent-Test": "yes"}})
+    await agent.err("set_extra_headers", {"sessionId": sid, "headers": {"Proxy-Authorization": "x"}}, "VALIDATION_ERROR")
     await agent.ok("set_user_agent", {"sessionId": sid, "userAgent": "AgentPhone/1.0"})
     await agent.ok("set_locale", {"sessionId": sid, "locale": "fr-FR"})
     nav = (await agent.ok("navigate", {"sessionId": sid, "url": site + "/echo"})).structured_content

@@ -472,8 +472,9 @@ pub async fn set_extra_headers(cx: Cx, a: HeadersIn) -> AutoResult<Reply> {
         if !is_token(k) || k.len() > 256 {
             return Err(AutoError::invalid("headers", format!("'{k}' is not a header name")));
         }
-        if ["host", "content-length", "connection", "transfer-encoding", "cookie"]
-            .contains(&k.to_ascii_lowercase().as_str())
+        let lower = k.to_ascii_lowercase();
+        if ["host", "content-length", "connection", "transfer-encoding", "cookie"].contains(&lower.as_str())
+            || lower.starts_with("proxy-")
         {
             return Err(AutoError::invalid("headers", format!("{k} is set by the browser (cookies: use set_cookies)")));
         }
