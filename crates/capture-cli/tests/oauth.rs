@@ -823,3 +823,100 @@ async fn mcp_auth_test_and_inbox_tools_call_the_inbox_service() {
     let r = call("inbox_wait", json!({"timeoutMs": 100})).await;
     assert!(r["structuredContent"]["message"].is_null(), "{r}");
 }
+
+/// A `tools/call` of `name` on the MCP endpoint at `mcp_url`.
+async fn tool_at(http: &reqwest::Client, mcp_url: &str, bearer: &str, name: &str, args: Value) -> Value {
+    let r = http
+        .post(mcp_url)
+        .timeout(Duration::from_secs(300))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(bearer)
+        .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": args}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{name}");
+    let body = r.text().await.unwrap();
+    let msg: Value = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == 9)
+        .or_else(|| serde_json::from_str(&body).ok())
+        .unwrap_or_else(|| panic!("no answer in {body}"));
+    msg["result"].clone()
+}
+
+/// An MCP automation session is a live run held by the node that started it, on both
+/// databases: it shows as a running live run with its minutes reserved, its tools drive the
+/// page (a ref from the snapshot tapped), another node (behind the same base URL) says where
+/// it lives, a node without a browser refuses to start one, and the end finalises the run.
+async fn automation_session_is_a_live_run(db: Db) {
+    let page =
+        "<!doctype html><title>Counter</title><button id=go onclick=\"document.getElementById('n').textContent = \
+                'clicked'\">Go</button><p id=n>waiting</p>"
+            .to_string();
+    let site = helpers::Site::start(vec![("/", "text/html", page)]).await;
+    let app = App::spawn_with(Opts::full(db)).await;
+    let mcp = app.url("/mcp");
+    let (email, _c, m) = app.tokens(Some(&mcp)).await;
+    let token = m["access_token"].as_str().unwrap();
+    let key = app.app.new_key(&email);
+    let call = |name: &'static str, args: Value| tool_at(&app.http, &mcp, token, name, args);
+
+    let r = call("session_start", json!({"url": site.url("/"), "device": "iphone-se", "recordVideo": false})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    let sid = r["structuredContent"]["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(r["structuredContent"]["title"], "Counter", "{r}");
+    let run: Value = app.app.get(&key, &format!("/v1/runs/{sid}")).await.json().await.unwrap();
+    assert_eq!((run["status"].as_str(), run["kind"].as_str()), (Some("running"), Some("live")), "{run}");
+    assert_eq!((run["actionsReserved"].as_i64(), run["device"]["preset"].as_str()), (Some(5), Some("iphone-se")));
+    assert!(run["connectUrl"].is_null(), "the connect token was spent by the node: {run}");
+
+    let r = call("snapshot", json!({"sessionId": sid})).await;
+    let tree = r["structuredContent"]["snapshot"].as_str().unwrap().to_string();
+    let go = tree
+        .lines()
+        .find(|l| l.contains("button \"Go\""))
+        .and_then(|l| l.split("[ref=").nth(1))
+        .map(|r| r.trim_end_matches(']').to_string())
+        .unwrap_or_else(|| panic!("{tree}"));
+    let r = call("tap", json!({"sessionId": sid, "ref": go})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    let r = call("get_text", json!({"sessionId": sid, "selector": "#n"})).await;
+    assert_eq!(r["structuredContent"]["text"], "clicked", "{r}");
+
+    if db == Db::Postgres {
+        // Another node of the deployment (same base URL, no browser).
+        let other = app.app.node("api", &[("CAPTURE_BASE_URL", &app.base)]).await;
+        let elsewhere = other.url("/mcp");
+        let r = tool_at(&app.http, &elsewhere, token, "get_url", json!({"sessionId": sid})).await;
+        assert_eq!(
+            (r["isError"].as_bool(), r["structuredContent"]["code"].as_str()),
+            (Some(true), Some("SESSION_ELSEWHERE"))
+        );
+        let r = tool_at(&app.http, &elsewhere, token, "session_start", json!({"url": site.url("/")})).await;
+        assert_eq!(r["structuredContent"]["code"], "SERVICE_UNAVAILABLE", "{r}");
+    }
+
+    let r = call("session_end", json!({"sessionId": sid})).await;
+    let ended = &r["structuredContent"];
+    assert_eq!((ended["status"].as_str(), ended["endReason"].as_str()), (Some("completed"), Some("finished")), "{r}");
+    assert_eq!((ended["actionsCharged"].as_i64(), ended["finalUrl"].as_str()), (Some(1), Some(site.url("/").as_str())));
+    let run: Value = app.app.get(&key, &format!("/v1/runs/{sid}")).await.json().await.unwrap();
+    assert_eq!(run["status"], "completed", "{run}");
+    let b = call("account_balance", json!({})).await;
+    assert_eq!(b["structuredContent"]["usage"]["used"], 1, "5 reserved, 4 given back: {b}");
+    let r = call("session_end", json!({"sessionId": sid})).await;
+    assert_eq!(r["structuredContent"]["code"], "SESSION_EXPIRED", "{r}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn automation_session_is_a_live_run_on_sqlite() {
+    automation_session_is_a_live_run(Db::Sqlite).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn automation_session_is_a_live_run_on_postgres() {
+    automation_session_is_a_live_run(Db::Postgres).await
+}

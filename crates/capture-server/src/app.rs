@@ -331,6 +331,7 @@ impl Application {
         timer.abort();
         // Live sessions ended with the shutdown signal: let them finalise first.
         crate::runs::live::drain(Duration::from_secs(20)).await;
+        crate::automation::drain(Duration::from_secs(20)).await;
         if let Some(pool) = &state.browser {
             pool.shutdown().await;
         }

@@ -164,6 +164,12 @@ pub struct Config {
     pub log_format: LogFormat,
     /// The saved test inbox and its inbound SMTP server.
     pub inbox: crate::inbox::settings::InboxSettings,
+    /// MCP automation sessions one account may have open at once (None = unbounded; they
+    /// are runs too, so `runs_max_active_per_account` also bounds them).
+    pub automation_max_sessions: Option<i64>,
+    /// An automation session no tool has used for this long is ended (and the longest idle
+    /// timeout a session may ask for).
+    pub automation_idle_timeout: Duration,
 }
 
 /// A configuration error naming the variable.
@@ -283,6 +289,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_INBOX_MAX_MESSAGES",
     "CAPTURE_INBOUND_MAX_MESSAGE_BYTES",
     "CAPTURE_INBOUND_RATE",
+    "CAPTURE_AUTOMATION_MAX_SESSIONS",
+    "CAPTURE_AUTOMATION_IDLE_TIMEOUT",
 ];
 
 /// Standard AWS variables read from the environment (never from the TOML file) when the
@@ -582,6 +590,14 @@ impl Config {
         let run_lease = dur_in("CAPTURE_RUN_LEASE", "15s", Duration::from_secs(2), hour, "must be between 2s and 1h")?;
         let run_connect_ttl =
             dur_in("CAPTURE_RUN_CONNECT_TTL", "60s", Duration::from_secs(1), hour, "must be between 1s and 1h")?;
+        let automation_max_sessions = bound("CAPTURE_AUTOMATION_MAX_SESSIONS", 2)?;
+        let automation_idle_timeout = dur_in(
+            "CAPTURE_AUTOMATION_IDLE_TIMEOUT",
+            "120s",
+            Duration::from_secs(1),
+            hour,
+            "must be between 1s and 1h",
+        )?;
         let roles = match get("CAPTURE_ROLES") {
             None => Roles::all(),
             Some(r) => Roles::parse(&r).map_err(|e| err("CAPTURE_ROLES", e))?,
@@ -632,6 +648,8 @@ impl Config {
             roles,
             log_format,
             inbox,
+            automation_max_sessions,
+            automation_idle_timeout,
         })
     }
 
@@ -852,5 +870,16 @@ mod tests {
         assert_eq!(parse_duration("1d").unwrap(), Duration::from_secs(86400));
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("-5s").is_err());
+    }
+
+    #[test]
+    fn automation_session_settings() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!((c.automation_max_sessions, c.automation_idle_timeout), (Some(2), Duration::from_secs(120)));
+        let c = cfg(&[("CAPTURE_AUTOMATION_MAX_SESSIONS", "off"), ("CAPTURE_AUTOMATION_IDLE_TIMEOUT", "5s")]).unwrap();
+        assert_eq!((c.automation_max_sessions, c.automation_idle_timeout), (None, Duration::from_secs(5)));
+        for (k, v) in [("CAPTURE_AUTOMATION_IDLE_TIMEOUT", "2h"), ("CAPTURE_AUTOMATION_MAX_SESSIONS", "lots")] {
+            assert_eq!(cfg(&[(k, v)]).unwrap_err().var, k);
+        }
     }
 }

@@ -18,6 +18,7 @@ pub mod ads;
 pub mod app;
 pub mod audits;
 pub mod auth;
+pub mod automation;
 pub mod blob;
 pub mod config;
 pub mod crypto;

@@ -129,6 +129,8 @@ pub fn catalogue() -> Vec<Tool> {
     all.extend(super::audit_tools::catalogue());
     all.extend(crate::runs::tools::catalogue());
     all.extend(crate::inbox::tools::catalogue());
+    }
+    all.extend(crate::automation::catalogue());
     all
 }
 
@@ -145,6 +147,9 @@ pub async fn call(
     }
     if let Some(out) = crate::inbox::tools::call(state, account, name, &args).await {
         return Ok(out.unwrap_or_else(tool_error));
+    }
+    if let Some(out) = crate::automation::call(state, account, name, &args).await {
+        return Ok(out);
     }
     let out = match name {
         "account_balance" => Ok(structured(&crate::account::service::balance_of(account))),

@@ -63,6 +63,183 @@ pub const DEVICE_PRESETS: &[(&str, u32, u32, f64, bool, &str)] = &[
         true,
         "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
     ),
+    // Added with the MCP automation tools (docs/automation.md lists them all).
+    (
+        "iphone-se",
+        375,
+        667,
+        2.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-12",
+        390,
+        844,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-13-mini",
+        375,
+        812,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-14-pro-max",
+        430,
+        932,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-15-pro",
+        393,
+        852,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-15-pro-max",
+        430,
+        932,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-16-pro",
+        402,
+        874,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "iphone-16-pro-max",
+        440,
+        956,
+        3.0,
+        true,
+        "Mozilla/5.0 (iPhone; CPU iPhone OS 18_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "pixel-5",
+        393,
+        851,
+        2.75,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; Pixel 5) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "pixel-7",
+        412,
+        915,
+        2.625,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "pixel-8-pro",
+        448,
+        998,
+        3.0,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8 Pro) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "galaxy-s8",
+        360,
+        740,
+        4.0,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; SM-G950F) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "galaxy-s20-ultra",
+        412,
+        915,
+        3.5,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; SM-G988B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "galaxy-s23",
+        360,
+        780,
+        3.0,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; SM-S911B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "galaxy-s24-ultra",
+        384,
+        824,
+        3.75,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; SM-S928B) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "galaxy-a51",
+        412,
+        914,
+        2.625,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; SM-A515F) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Mobile Safari/537.36",
+    ),
+    (
+        "ipad-mini",
+        768,
+        1024,
+        2.0,
+        true,
+        "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "ipad-pro-11",
+        834,
+        1194,
+        2.0,
+        true,
+        "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "ipad-pro-12-9",
+        1024,
+        1366,
+        2.0,
+        true,
+        "Mozilla/5.0 (iPad; CPU OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
+    ),
+    (
+        "galaxy-tab-s4",
+        712,
+        1138,
+        2.25,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; SM-T835) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+    ),
+    (
+        "nexus-10",
+        800,
+        1280,
+        2.0,
+        true,
+        "Mozilla/5.0 (Linux; Android 14; Nexus 10) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36",
+    ),
+    (
+        "kindle-fire-hdx",
+        800,
+        1280,
+        2.0,
+        true,
+        "Mozilla/5.0 (Linux; U; en-us; KFAPWI Build/JDQ39) AppleWebKit/535.19 (KHTML, like Gecko) Silk/3.13 Safari/535.19 Silk-Accelerated=true",
+    ),
 ];
 
 /// A run: `startUrl`, a device, `recordVideo`, `timeoutMs`, and either `steps` (a
@@ -74,7 +251,8 @@ pub struct RunIn {
     /// The page the session opens first (http or https).
     #[schemars(url, length(max = bounds::URL_MAX), extend("examples" = ["https://example.com"]))]
     pub start_url: String,
-    /// A preset name (`desktop-1280`, `desktop-1920`, `iphone-15`, `pixel-8`, `ipad`) or
+    /// A preset name (`desktop-1280`, `desktop-1920`, `iphone-15`, `pixel-8`, `ipad`, and 22 more
+    /// phones and tablets: the MCP tool `list_devices`, docs/automation.md) or
     /// `{viewport: {width, height}, deviceScaleFactor, touch, mobile, userAgent}`.
     pub device: Option<DeviceIn>,
     /// Record the session as an MP4 (`videoUrl`).
@@ -566,7 +744,7 @@ pub struct Run {
     pub error: Option<String>,
     /// Why finishing the run failed (the encoder, the browser, storage, a lost worker).
     pub finalization_error: Option<String>,
-    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`.
+    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`, `shutdown`, `idle` (an MCP automation session).
     pub end_reason: Option<String>,
     pub stop_requested: bool,
     /// Actions reserved at the start (1 per started minute of `timeoutMs`, or what was left).

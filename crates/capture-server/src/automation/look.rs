@@ -1,0 +1,722 @@
+//! Looking at a session's page: screenshots, the accessibility snapshot with refs, finding
+//! elements, text, HTML, attributes, URL and title, the console and network logs, a PDF.
+
+use std::time::Duration;
+
+use capture_browser::session::{PdfSpec, ScreenshotSpec, Session, ShotArea, Target, WaitFor};
+use capture_browser::{CaptureError, ImageFormat};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::sessions::live;
+use super::snapshot::{self, Snapshot};
+use super::{AutoError, AutoResult, Cx, Reply, element, required_element, timeout};
+use crate::blob;
+use crate::error::Error;
+
+/// Largest image returned inline (MCP clients refuse much larger ones); bigger ones are
+/// only linked.
+const MAX_INLINE_IMAGE: usize = 3 * 1024 * 1024 + 512 * 1024;
+/// Longest text or HTML returned.
+const MAX_TEXT: usize = 100_000;
+/// Object group of the remote objects the tools make.
+const GROUP: &str = "capture-automation";
+
+/// `png` or `jpeg`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ShotFormat {
+    Png,
+    Jpeg,
+}
+
+/// Take a screenshot of the session's viewport (default), the whole page (fullPage), or one element (ref or selector). Returns the image itself, and its size and a URL of the stored file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScreenshotIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// The whole scrollable page instead of the viewport.
+    pub full_page: Option<bool>,
+    /// Only this element (a ref from snapshot or find).
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// Only the element matching this CSS selector.
+    pub selector: Option<String>,
+    /// png (default) or jpeg.
+    pub format: Option<ShotFormat>,
+    /// JPEG quality 1–100 (default 80).
+    #[schemars(range(min = 1, max = 100))]
+    pub quality: Option<u8>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+fn truncate(mut s: String, max: usize) -> (String, bool) {
+    if s.len() <= max {
+        return (s, false);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    (s, true)
+}
+
+pub async fn screenshot(cx: Cx, a: ScreenshotIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let el = element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let area = match (el, a.full_page.unwrap_or(false)) {
+        (Some(_), true) => return Err(AutoError::invalid("fullPage", "an element screenshot cannot be full page")),
+        (Some(t), false) => ShotArea::Element(t),
+        (None, true) => ShotArea::FullPage,
+        (None, false) => ShotArea::Viewport,
+    };
+    if a.quality.is_some_and(|q| !(1..=100).contains(&q)) {
+        return Err(AutoError::invalid("quality", "must be from 1 to 100"));
+    }
+    let format = match a.format.unwrap_or(ShotFormat::Png) {
+        ShotFormat::Png => ImageFormat::Png,
+        ShotFormat::Jpeg => ImageFormat::Jpeg,
+    };
+    let img = l.session.screenshot(ScreenshotSpec { area, format, quality: a.quality }, t).await?;
+    let ext = if format == ImageFormat::Png { "png" } else { "jpg" };
+    let name = blob::new_name(ext);
+    cx.state.blobs.put(&name, img.bytes.clone(), img.content_type).await.map_err(Error::internal)?;
+    let url = cx.state.file_url(&name).await;
+    let data = json!({"width": img.width, "height": img.height, "contentType": img.content_type, "bytes": img.bytes.len(), "url": url});
+    let mut reply = Reply::data(data).with_text(format!("Screenshot {}×{} px: {url}", img.width, img.height));
+    if img.bytes.len() <= MAX_INLINE_IMAGE {
+        reply.image = Some((img.bytes, img.content_type));
+    }
+    Ok(reply)
+}
+
+page_input! {
+    /// The page as an accessibility tree: one line per element an agent can read or act on (role, name, value, states such as checked or disabled) with its ref (e.g. [ref=e42]). Pass a ref to tap, fill, type, check, select_option, get_text, screenshot… instead of a selector. Refs are stable: the same element keeps its ref across snapshots; one that is gone fails with NO_SUCH_ELEMENT_REF.
+    SnapshotIn
+}
+
+/// The page's accessibility snapshot.
+pub async fn take_snapshot(s: &Session, t: Duration) -> AutoResult<Snapshot> {
+    let raw = s.cdp("Accessibility.getFullAXTree", json!({}), t).await?;
+    let nodes = raw.get("nodes").and_then(Value::as_array).cloned().unwrap_or_default();
+    Ok(snapshot::build(&nodes))
+}
+
+pub async fn snapshot(cx: Cx, a: SnapshotIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let snap = take_snapshot(&l.session, t).await?;
+    let (title, url) = l.session.title_url(t).await?;
+    let tree = snap.text();
+    let text = format!("Page URL: {url}\nPage title: {title}\n\n{tree}");
+    let data = json!({"url": url, "title": title, "entries": snap.entries.len(), "truncated": snap.truncated, "snapshot": tree});
+    Ok(Reply::data(data).with_text(text))
+}
+
+/// Find elements by role (button, link, textbox, checkbox, heading…), accessible name, text, or CSS selector. Returns their refs (for tap, fill, check…) with role and name, in document order.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FindIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// ARIA role, e.g. button, link, textbox, checkbox, combobox, heading (any case).
+    pub role: Option<String>,
+    /// Accessible name, contained (any case) unless exact.
+    pub name: Option<String>,
+    /// Text shown by the element (its name or value), contained unless exact.
+    pub text: Option<String>,
+    /// A CSS selector (every match, not waited for).
+    pub selector: Option<String>,
+    /// Match name and text exactly (ignoring case).
+    pub exact: Option<bool>,
+    /// Most matches returned (default 20, at most 100).
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<usize>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let limit = a.limit.unwrap_or(20);
+    if !(1..=100).contains(&limit) {
+        return Err(AutoError::invalid("limit", "must be from 1 to 100"));
+    }
+    if a.role.is_none() && a.name.is_none() && a.text.is_none() && a.selector.is_none() {
+        return Err(AutoError::invalid("role", "give at least one of role, name, text or selector"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let snap = take_snapshot(&l.session, t).await?;
+    let exact = a.exact.unwrap_or(false);
+    let mut found: Vec<Value> = Vec::new();
+    if let Some(sel) = &a.selector {
+        if sel.trim().is_empty() || sel.len() > 1024 {
+            return Err(AutoError::invalid("selector", "must be a CSS selector of 1 to 1024 characters"));
+        }
+        let doc = l.session.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
+        let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
+        let nodes =
+            l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| {
+                match e {
+                    CaptureError::Script(m) => {
+                        AutoError::new("ELEMENT_NOT_FOUND", format!("'{sel}' is not a valid CSS selector ({m})"))
+                    }
+                    other => other.into(),
+                }
+            })?;
+        let ids: Vec<Value> = nodes.get("nodeIds").and_then(Value::as_array).cloned().unwrap_or_default();
+        for id in ids {
+            let d = l.session.cdp("DOM.describeNode", json!({"nodeId": id}), t).await?;
+            let Some(backend) = d.pointer("/node/backendNodeId").and_then(Value::as_i64) else { continue };
+            let r = snapshot::ref_of(backend);
+            let entry = snap.entries.iter().find(|e| e.reference.as_deref() == Some(r.as_str()));
+            // The other filters narrow a selector's matches.
+            if let Some(e) = entry {
+                if !snap
+                    .find(a.role.as_deref(), a.name.as_deref(), a.text.as_deref(), exact)
+                    .iter()
+                    .any(|m| m.reference == e.reference)
+                {
+                    continue;
+                }
+                found.push(json!({"ref": r, "role": e.role, "name": e.name, "value": e.value, "states": e.states}));
+            } else if a.role.is_none() && a.name.is_none() && a.text.is_none() {
+                let tag = d.pointer("/node/localName").and_then(Value::as_str).unwrap_or("").to_string();
+                found.push(json!({"ref": r, "role": null, "name": "", "tag": tag}));
+            }
+            if found.len() >= limit {
+                break;
+            }
+        }
+    } else {
+        for e in snap.find(a.role.as_deref(), a.name.as_deref(), a.text.as_deref(), exact).into_iter().take(limit) {
+            found.push(
+                json!({"ref": e.reference, "role": e.role, "name": e.name, "value": e.value, "states": e.states}),
+            );
+        }
+    }
+    let lines: Vec<String> = found
+        .iter()
+        .map(|f| {
+            format!("{} {} {}", f["ref"].as_str().unwrap_or(""), f["role"].as_str().unwrap_or("element"), f["name"])
+        })
+        .collect();
+    let text = if found.is_empty() { "No element matches.".to_string() } else { lines.join("\n") };
+    Ok(Reply::data(json!({"matches": found})).with_text(text))
+}
+
+element_input! {
+    /// The visible text (innerText) of the whole page, or of one element (ref or selector). At most 100000 characters (truncated: true beyond).
+    GetTextIn
+}
+
+pub async fn get_text(cx: Cx, a: GetTextIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let l = live(&cx, &a.session_id).await?;
+    let (text, truncated) = truncate(l.session.text(target, t).await?, MAX_TEXT);
+    Ok(Reply::data(json!({"text": text, "truncated": truncated})).with_text(text))
+}
+
+element_input! {
+    /// The HTML (outerHTML) of the whole page's body, or of one element (ref or selector). At most 100000 characters (truncated: true beyond).
+    GetHtmlIn
+}
+
+pub async fn get_html(cx: Cx, a: GetHtmlIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let l = live(&cx, &a.session_id).await?;
+    let (html, truncated) = truncate(l.session.html(target, t).await?, MAX_TEXT);
+    Ok(Reply::data(json!({"html": html, "truncated": truncated})).with_text(html))
+}
+
+/// Call `function` (a JavaScript function declaration) with `this` = the target element.
+pub async fn on_element(
+    s: &Session,
+    target: &Target,
+    function: &str,
+    args: Vec<Value>,
+    t: Duration,
+) -> AutoResult<Value> {
+    let object = match target {
+        Target::Ref(id) => {
+            let r =
+                s.cdp("DOM.resolveNode", json!({"backendNodeId": id, "objectGroup": GROUP}), t).await.map_err(|e| {
+                    match e {
+                        CaptureError::Script(_) => {
+                            AutoError::new("NO_SUCH_ELEMENT_REF", format!("no such element ref e{id}"))
+                        }
+                        other => other.into(),
+                    }
+                })?;
+            r.pointer("/object/objectId").and_then(Value::as_str).map(str::to_string)
+        }
+        Target::Selector(sel) => {
+            s.wait_for(WaitFor::Selector(sel.clone()), t).await?;
+            let expr = format!("document.querySelector({})", json!(sel));
+            let r = s.cdp("Runtime.evaluate", json!({"expression": expr, "objectGroup": GROUP}), t).await?;
+            r.pointer("/result/objectId").and_then(Value::as_str).map(str::to_string)
+        }
+        Target::Point { x, y } => {
+            let expr = format!("document.elementFromPoint({x}, {y})");
+            let r = s.cdp("Runtime.evaluate", json!({"expression": expr, "objectGroup": GROUP}), t).await?;
+            r.pointer("/result/objectId").and_then(Value::as_str).map(str::to_string)
+        }
+    };
+    let Some(object) = object else {
+        return Err(AutoError::new("ELEMENT_NOT_FOUND", format!("no element for {target}")));
+    };
+    let args: Vec<Value> = args.into_iter().map(|v| json!({"value": v})).collect();
+    let r = s
+        .cdp(
+            "Runtime.callFunctionOn",
+            json!({"objectId": object, "functionDeclaration": function, "arguments": args, "returnByValue": true, "awaitPromise": true}),
+            t,
+        )
+        .await;
+    let _ = s.cdp("Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_secs(2)).await;
+    let r = r?;
+    if let Some(ex) = r.get("exceptionDetails") {
+        let m = ex
+            .pointer("/exception/description")
+            .and_then(Value::as_str)
+            .or_else(|| ex.get("text").and_then(Value::as_str));
+        return Err(AutoError::new(
+            "ACTION_FAILED",
+            format!("the element's script threw: {}", m.unwrap_or("an exception")),
+        ));
+    }
+    Ok(r.pointer("/result/value").cloned().unwrap_or(Value::Null))
+}
+
+/// One attribute of an element (ref or selector), e.g. href, aria-expanded, value, placeholder; null when it has none. Also returns whether the element is visible and its box in CSS pixels.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttributeIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// The element's ref from snapshot or find.
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// A CSS selector, instead of ref.
+    pub selector: Option<String>,
+    /// The attribute's name (value gives a field's current value).
+    #[schemars(length(min = 1, max = 256))]
+    pub name: String,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn get_attribute(cx: Cx, a: AttributeIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    if a.name.is_empty() || a.name.len() > 256 {
+        return Err(AutoError::invalid("name", "must be an attribute name of 1 to 256 characters"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let f = "function(n) { const r = this.getBoundingClientRect(); const s = getComputedStyle(this); \
+             const v = n === 'value' && 'value' in this ? String(this.value) : this.getAttribute(n); \
+             return {value: v, visible: r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none', \
+             box: {x: r.x, y: r.y, width: r.width, height: r.height}, tag: this.localName}; }";
+    let v = on_element(&l.session, &target, f, vec![json!(a.name)], t).await?;
+    let text = format!("{}={}", a.name, v["value"]);
+    Ok(Reply::data(
+        json!({"name": a.name, "value": v["value"], "visible": v["visible"], "box": v["box"], "tag": v["tag"]}),
+    )
+    .with_text(text))
+}
+
+page_input! {
+    /// The page's current URL (location.href, after redirects and client-side routing).
+    GetUrlIn
+}
+
+pub async fn get_url(cx: Cx, a: GetUrlIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let (_, url) = l.session.title_url(t).await?;
+    Ok(Reply::data(json!({"url": url})).with_text(url))
+}
+
+page_input! {
+    /// The page's current title (document.title).
+    GetTitleIn
+}
+
+pub async fn get_title(cx: Cx, a: GetTitleIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let (title, _) = l.session.title_url(t).await?;
+    Ok(Reply::data(json!({"title": title})).with_text(title))
+}
+
+/// The session's console messages and uncaught exceptions so far (level, text, url, line), oldest first; the counts of console errors cover the whole session.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsoleLogsIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Only errors (console.error, console.assert, uncaught exceptions).
+    pub errors_only: Option<bool>,
+    /// The last this many entries (default 100, at most 2000).
+    #[schemars(range(min = 1, max = 2000))]
+    pub limit: Option<usize>,
+}
+
+fn limit_of(l: Option<usize>) -> AutoResult<usize> {
+    let l = l.unwrap_or(100);
+    if !(1..=2000).contains(&l) {
+        return Err(AutoError::invalid("limit", "must be from 1 to 2000"));
+    }
+    Ok(l)
+}
+
+fn last<T>(v: Vec<T>, n: usize) -> Vec<T> {
+    let skip = v.len().saturating_sub(n);
+    v.into_iter().skip(skip).collect()
+}
+
+pub async fn console_logs(cx: Cx, a: ConsoleLogsIn) -> AutoResult<Reply> {
+    let n = limit_of(a.limit)?;
+    let l = live(&cx, &a.session_id).await?;
+    let all = l.session.console().await?;
+    let counts = l.session.counts().await?;
+    let picked: Vec<_> = all.into_iter().filter(|c| !a.errors_only.unwrap_or(false) || c.is_error()).collect();
+    let picked = last(picked, n);
+    let text = picked.iter().map(|c| format!("[{}] {}", c.level, c.text)).collect::<Vec<_>>().join("\n");
+    let data = json!({"entries": picked, "consoleErrorCount": counts.console_errors});
+    Ok(Reply::data(data).with_text(if text.is_empty() { "No console messages.".into() } else { text }))
+}
+
+/// The session's requests so far (url, method, resourceType, status, failure, transferBytes), oldest first; failedOnly keeps network failures and HTTP statuses ≥ 400 (the egress guard's refusals among them).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkLogsIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Only failed requests.
+    pub failed_only: Option<bool>,
+    /// The last this many entries (default 100, at most 2000).
+    #[schemars(range(min = 1, max = 2000))]
+    pub limit: Option<usize>,
+}
+
+pub async fn network_logs(cx: Cx, a: NetworkLogsIn) -> AutoResult<Reply> {
+    let n = limit_of(a.limit)?;
+    let l = live(&cx, &a.session_id).await?;
+    let all = l.session.network().await?;
+    let counts = l.session.counts().await?;
+    let picked: Vec<_> = all.into_iter().filter(|r| !a.failed_only.unwrap_or(false) || r.failed()).collect();
+    let picked = last(picked, n);
+    let text = picked
+        .iter()
+        .map(|r| {
+            let outcome =
+                r.status.map_or_else(|| r.failure.clone().unwrap_or_else(|| "pending".into()), |s| s.to_string());
+            format!("{} {} → {}", r.method, r.url, outcome)
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let data = json!({"requests": picked, "requestCount": counts.requests, "failedCount": counts.failed_requests});
+    Ok(Reply::data(data).with_text(if text.is_empty() { "No requests.".into() } else { text }))
+}
+
+/// Print the page to a PDF (A4, backgrounds included), stored as a file: returns its URL and size.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PdfIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Landscape paper.
+    pub landscape: Option<bool>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn pdf(cx: Cx, a: PdfIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let bytes = l.session.pdf(PdfSpec { landscape: a.landscape.unwrap_or(false), ..Default::default() }, t).await?;
+    let name = blob::new_name("pdf");
+    let size = bytes.len();
+    cx.state.blobs.put(&name, bytes, "application/pdf").await.map_err(Error::internal)?;
+    let url = cx.state.file_url(&name).await;
+    Ok(Reply::data(json!({"url": url, "bytes": size, "contentType": "application/pdf"}))
+        .with_text(format!("PDF ({size} bytes): {url}")))
+}
+
+element_input! {
+    /// The state of one element (ref or selector): visible, enabled, checked, focused, editable, its tag, value and box in CSS pixels (relative to the viewport).
+    ElementStateIn
+}
+
+pub async fn get_element_state(cx: Cx, a: ElementStateIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let l = live(&cx, &a.session_id).await?;
+    let f = "function() { const r = this.getBoundingClientRect(); const s = getComputedStyle(this); \
+             return {tag: this.localName, visible: r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none', \
+             enabled: !this.disabled, checked: 'checked' in this ? !!this.checked : null, focused: document.activeElement === this, \
+             editable: !!(this.isContentEditable || (('value' in this) && !this.readOnly && !this.disabled && this.localName !== 'button')), \
+             value: 'value' in this ? String(this.value) : null, box: {x: r.x, y: r.y, width: r.width, height: r.height}}; }";
+    let v = on_element(&l.session, &target, f, vec![], t).await?;
+    Ok(Reply::data(v))
+}
+
+page_input! {
+    /// Every link of the page: its text, its absolute href and whether it is visible, in document order (at most 500).
+    GetLinksIn
+}
+
+pub async fn get_links(cx: Cx, a: GetLinksIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let v = l
+        .session
+        .evaluate(
+            "[...document.links].slice(0, 500).map(a => ({text: (a.innerText || a.textContent || '').trim().slice(0, 200), \
+             href: a.href, visible: a.getClientRects().length > 0}))",
+            false,
+            t,
+        )
+        .await?;
+    let text = v
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|l| format!("{} → {}", l["text"].as_str().unwrap_or(""), l["href"].as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default();
+    Ok(Reply::data(json!({"links": v})).with_text(if text.is_empty() { "No links.".into() } else { text }))
+}
+
+/// The JavaScript dialogs the page opened so far (kind, message, default prompt), oldest first, and the one open now if any.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetDialogsIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+}
+
+pub async fn get_dialogs(cx: Cx, a: GetDialogsIn) -> AutoResult<Reply> {
+    let l = live(&cx, &a.session_id).await?;
+    let all = l.session.dialogs().await?;
+    let open = l.session.open_dialog().await?;
+    Ok(Reply::data(json!({"dialogs": all, "open": open})))
+}
+
+page_input! {
+    /// The page's performance: DevTools metrics (JS heap, DOM nodes, layouts, script and task durations) and the navigation timing (time to first byte, DOMContentLoaded, load, in ms).
+    PerformanceIn
+}
+
+pub async fn get_performance(cx: Cx, a: PerformanceIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let _ = l.session.cdp("Performance.enable", json!({}), t).await?;
+    let m = l.session.cdp("Performance.getMetrics", json!({}), t).await?;
+    let metrics: serde_json::Map<String, Value> = m
+        .get("metrics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|x| Some((x.get("name")?.as_str()?.to_string(), x.get("value")?.clone())))
+        .collect();
+    let timing = l
+        .session
+        .evaluate(
+            "(() => { const n = performance.getEntriesByType('navigation')[0]; if (!n) return null; \
+             return {ttfbMs: Math.round(n.responseStart), domContentLoadedMs: Math.round(n.domContentLoadedEventEnd), \
+             loadMs: Math.round(n.loadEventEnd), transferBytes: n.transferSize}; })()",
+            false,
+            t,
+        )
+        .await?;
+    Ok(Reply::data(json!({"metrics": metrics, "navigation": timing})))
+}
+
+page_input! {
+    /// The device the session emulates now (preset, viewport, scale, touch, mobile, orientation, user agent) and what the page sees (innerWidth, innerHeight, screen orientation, touch points), with the session's start, expiry and idle timeout.
+    GetDeviceIn
+}
+
+pub async fn get_device(cx: Cx, a: GetDeviceIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let page = l
+        .session
+        .evaluate(
+            "({innerWidth, innerHeight, devicePixelRatio, orientation: (screen.orientation && screen.orientation.type) || null, \
+             touchPoints: navigator.maxTouchPoints, userAgent: navigator.userAgent})",
+            false,
+            t,
+        )
+        .await?;
+    let mut data = l.view();
+    data["page"] = page;
+    Ok(Reply::data(data))
+}
+
+page_input! {
+    /// The current page's sessionStorage items (key → value) of its origin.
+    GetSessionStorageIn
+}
+
+pub async fn get_session_storage(cx: Cx, a: GetSessionStorageIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let v = l.session.evaluate("Object.fromEntries(Object.entries(sessionStorage))", false, t).await?;
+    Ok(Reply::data(json!({"items": v})))
+}
+
+/// Wait until the page has made a request whose URL contains url (and, unless done is false, it has finished or failed): an XHR or fetch a tap started, an image. Returns the request (status, failure, resourceType). Fails with TIMEOUT after timeoutMs.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WaitForRequestIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// A part of the request's URL.
+    #[schemars(length(min = 1, max = 4096))]
+    pub url: String,
+    /// Wait for its response or failure too (default true).
+    pub done: Option<bool>,
+    /// Only requests made after this call (default true).
+    pub new_only: Option<bool>,
+    /// Most time in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    if a.url.is_empty() || a.url.len() > 4096 {
+        return Err(AutoError::invalid("url", "must be 1 to 4096 characters"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let skip = if a.new_only.unwrap_or(true) { l.session.network().await?.len() } else { 0 };
+    let want_done = a.done.unwrap_or(true);
+    let until = tokio::time::Instant::now() + t;
+    loop {
+        let log = l.session.network().await?;
+        let hit = log
+            .into_iter()
+            .skip(skip)
+            .find(|r| r.url.contains(a.url.as_str()) && (!want_done || r.status.is_some() || r.failure.is_some()));
+        if let Some(r) = hit {
+            let text = format!(
+                "{} {} → {}",
+                r.method,
+                r.url,
+                r.status.map_or_else(|| r.failure.clone().unwrap_or_default(), |s| s.to_string())
+            );
+            return Ok(Reply::data(json!({"request": r})).with_text(text));
+        }
+        if tokio::time::Instant::now() >= until {
+            return Err(AutoError::new(
+                "TIMEOUT",
+                format!("no request to a URL containing '{}' within {} ms", a.url, t.as_millis()),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Computed CSS of one element (ref or selector): the given properties (default display, visibility, position, width, height, color, background-color, font-size, flex-direction) as the browser resolved them, e.g. to check a layout after rotating.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComputedStyleIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// The element's ref from snapshot or find.
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// A CSS selector, instead of ref.
+    pub selector: Option<String>,
+    /// CSS property names (kebab-case).
+    #[schemars(length(max = 50))]
+    pub properties: Option<Vec<String>>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+const DEFAULT_STYLE: &[&str] = &[
+    "display",
+    "visibility",
+    "position",
+    "width",
+    "height",
+    "color",
+    "background-color",
+    "font-size",
+    "flex-direction",
+];
+
+pub async fn get_computed_style(cx: Cx, a: ComputedStyleIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
+    let props: Vec<String> = a.properties.unwrap_or_else(|| DEFAULT_STYLE.iter().map(|p| p.to_string()).collect());
+    if props.is_empty() || props.len() > 50 || props.iter().any(|p| p.is_empty() || p.len() > 100) {
+        return Err(AutoError::invalid("properties", "give 1 to 50 CSS property names"));
+    }
+    let l = live(&cx, &a.session_id).await?;
+    let f = "function(ps) { const s = getComputedStyle(this); const o = {}; for (const p of ps) o[p] = s.getPropertyValue(p); return o; }";
+    let v = on_element(&l.session, &target, f, vec![json!(props)], t).await?;
+    Ok(Reply::data(json!({"style": v})))
+}
+
+page_input! {
+    /// The page's form fields (input, select, textarea) in document order, each with its ref (for fill, tap, select_option, check), type, name, label, value, whether it is required or checked: a quick map of what a form asks for (at most 200).
+    GetFormFieldsIn
+}
+
+pub async fn get_form_fields(cx: Cx, a: GetFormFieldsIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    const QUERY: &str = "input:not([type=hidden]), select, textarea";
+    let info = l
+        .session
+        .evaluate(
+            &format!(
+                "[...document.querySelectorAll({})].slice(0, 200).map(e => ({{type: e.type || e.localName, name: e.name || null, \
+                 label: ((e.labels && e.labels[0] && e.labels[0].innerText) || e.getAttribute('aria-label') || e.placeholder || '').trim(), \
+                 value: e.type === 'password' ? (e.value ? '••••' : '') : e.value, required: !!e.required, \
+                 checked: 'checked' in e && (e.type === 'checkbox' || e.type === 'radio') ? e.checked : null}}))",
+                json!(QUERY)
+            ),
+            false,
+            t,
+        )
+        .await?;
+    let mut fields = info.as_array().cloned().unwrap_or_default();
+    let doc = l.session.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
+    let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
+    let ids = l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": QUERY}), t).await?;
+    let ids: Vec<Value> = ids.get("nodeIds").and_then(Value::as_array).cloned().unwrap_or_default();
+    for (field, id) in fields.iter_mut().zip(ids) {
+        let d = l.session.cdp("DOM.describeNode", json!({"nodeId": id}), t).await?;
+        if let Some(b) = d.pointer("/node/backendNodeId").and_then(Value::as_i64) {
+            field["ref"] = json!(snapshot::ref_of(b));
+        }
+    }
+    let text = fields
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {:?} = {:?}",
+                f["ref"].as_str().unwrap_or("?"),
+                f["type"].as_str().unwrap_or(""),
+                f["label"].as_str().unwrap_or(""),
+                f["value"].as_str().unwrap_or("")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    Ok(Reply::data(json!({"fields": fields})).with_text(if text.is_empty() { "No form fields.".into() } else { text }))
+}

@@ -1,0 +1,494 @@
+//! The MCP automation tools: an agent opens a browser session on an emulated phone, tablet
+//! or desktop, looks at it (screenshots, an accessibility snapshot with element refs, text,
+//! logs), acts on it (real touch, mouse and key events through DevTools) and changes its
+//! device and state — see `docs/automation.md`.
+//!
+//! A session is a live run (`runs`): created through the same service function (actions
+//! reserved per minute of its `timeoutMs`, the account's bound on active runs), its
+//! single-use connect token spent at once by this node, which then holds the run and its
+//! browser session in memory ([`sessions`]). It ends on `session_end`, at its timeout, when
+//! idle past its idle timeout, on `stop_run`, or at shutdown — finalised like every run:
+//! the video, the console and network error counts, `run.completed`.
+//!
+//! Every tool comes from one typed definition: an input struct deriving `Deserialize` (the
+//! arguments, unknown fields refused) and `JsonSchema` (the tool's `inputSchema`; the
+//! struct's doc comment is the tool's description), and one async handler. [`toolset!`]
+//! turns the list into the catalogue and the dispatch.
+
+/// An input of a tool on a session's page: `sessionId` and `timeoutMs` (plus the doc
+/// comment, which is the tool's description).
+macro_rules! page_input {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name {
+            /// The session (run_…) from session_start.
+            pub session_id: String,
+            /// Most time for this tool in ms (default 10000, 100–60000).
+            pub timeout_ms: Option<u64>,
+        }
+    };
+}
+
+/// An input of a tool on one element (or a point): `sessionId`, `ref` or `selector` (or
+/// `x`/`y`), `timeoutMs`.
+macro_rules! point_input {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name {
+            /// The session (run_…) from session_start.
+            pub session_id: String,
+            /// The element's ref from snapshot or find (e.g. e42): preferred over selectors.
+            #[serde(rename = "ref")]
+            pub element_ref: Option<String>,
+            /// A CSS selector (waited for until timeoutMs), instead of ref.
+            pub selector: Option<String>,
+            /// A point of the viewport in CSS pixels, instead of an element (with y).
+            pub x: Option<f64>,
+            /// With x.
+            pub y: Option<f64>,
+            /// Most time for this tool in ms (default 10000, 100–60000).
+            pub timeout_ms: Option<u64>,
+        }
+
+        impl $name {
+            pub fn target(&self) -> AutoResult<capture_browser::session::Target> {
+                crate::automation::point_target(self.element_ref.as_deref(), self.selector.as_deref(), self.x, self.y)
+            }
+        }
+    };
+}
+
+/// An input of a tool on an optional element: `sessionId`, `ref` or `selector`, `timeoutMs`.
+macro_rules! element_input {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name {
+            /// The session (run_…) from session_start.
+            pub session_id: String,
+            /// The element's ref from snapshot or find (e.g. e42).
+            #[serde(rename = "ref")]
+            pub element_ref: Option<String>,
+            /// A CSS selector (waited for until timeoutMs), instead of ref.
+            pub selector: Option<String>,
+            /// Most time for this tool in ms (default 10000, 100–60000).
+            pub timeout_ms: Option<u64>,
+        }
+    };
+}
+
+mod actions;
+mod look;
+pub mod sessions;
+pub mod snapshot;
+mod state_tools;
+
+use std::future::Future;
+use std::time::Duration;
+
+use base64::Engine;
+use capture_browser::CaptureError;
+use capture_browser::session::Target;
+use capture_core::FieldError;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+pub use sessions::drain;
+
+use crate::auth::Account;
+use crate::error::Error;
+use crate::schema::tool_input;
+use crate::state::AppState;
+
+/// Default time of one tool's browser operation.
+pub const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+/// Bounds of a tool's `timeoutMs`.
+pub const TIMEOUT_MS: (u64, u64) = (100, 60_000);
+
+/// What a tool call runs with.
+#[derive(Clone)]
+pub struct Cx {
+    pub state: AppState,
+    pub account: Account,
+}
+
+/// A tool's failure: a stable code, a message an agent can act on, details.
+#[derive(Debug, Clone)]
+pub struct AutoError {
+    pub code: String,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl AutoError {
+    pub fn new(code: &str, message: impl Into<String>) -> AutoError {
+        AutoError { code: code.into(), message: message.into(), details: None }
+    }
+
+    pub fn invalid(field: &str, reason: impl Into<String>) -> AutoError {
+        Error::from(FieldError::new(field, reason)).into()
+    }
+}
+
+impl From<Error> for AutoError {
+    fn from(e: Error) -> AutoError {
+        AutoError { code: e.code().as_str().into(), message: e.to_string(), details: e.details() }
+    }
+}
+
+impl From<FieldError> for AutoError {
+    fn from(e: FieldError) -> AutoError {
+        Error::from(e).into()
+    }
+}
+
+/// `ref 42` in the browser's messages is `e42` to the agent.
+fn agent_refs(m: &str) -> String {
+    let mut out = String::with_capacity(m.len());
+    let mut rest = m;
+    while let Some(i) = rest.find("ref ") {
+        out.push_str(&rest[..i + 4]);
+        rest = &rest[i + 4..];
+        if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            out.push('e');
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl From<CaptureError> for AutoError {
+    fn from(e: CaptureError) -> AutoError {
+        let (code, m) = match e {
+            CaptureError::Closed(m) => ("SESSION_EXPIRED", format!("session expired: {m}")),
+            CaptureError::Timeout(m) if m.contains("no element matches") => ("ELEMENT_NOT_FOUND", m),
+            CaptureError::Timeout(m) => ("TIMEOUT", m),
+            CaptureError::Script(m) if m.contains("no such element ref") => ("NO_SUCH_ELEMENT_REF", m),
+            CaptureError::Script(m) if m.contains("no element matches") || m.contains("not a valid CSS selector") => {
+                ("ELEMENT_NOT_FOUND", m)
+            }
+            CaptureError::Script(m) if m.contains("dialog is open") => ("DIALOG_OPEN", m),
+            CaptureError::Script(m) => ("ACTION_FAILED", m),
+            CaptureError::Navigation(m) => ("NAVIGATION_FAILED", m),
+            CaptureError::Browser(m) => ("BROWSER_FAILED", m),
+            CaptureError::Refused(m) => ("REFUSED", m),
+        };
+        AutoError::new(code, agent_refs(&m))
+    }
+}
+
+pub type AutoResult<T> = std::result::Result<T, AutoError>;
+
+/// A tool's answer: structured data, a line for people (else the data as text), an image.
+#[derive(Debug, Default)]
+pub struct Reply {
+    pub data: Value,
+    pub text: Option<String>,
+    pub image: Option<(Vec<u8>, &'static str)>,
+}
+
+impl Reply {
+    pub fn data(data: Value) -> Reply {
+        Reply { data, ..Default::default() }
+    }
+
+    pub fn with_text(mut self, text: impl Into<String>) -> Reply {
+        self.text = Some(text.into());
+        self
+    }
+
+    fn into_result(self) -> CallToolResult {
+        let mut content = Vec::new();
+        if let Some((bytes, mime)) = self.image {
+            content.push(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(bytes), mime));
+        }
+        content.push(ContentBlock::text(self.text.unwrap_or_else(|| self.data.to_string())));
+        let mut r = CallToolResult::success(content);
+        r.structured_content = Some(self.data);
+        r
+    }
+}
+
+fn error_result(e: AutoError) -> CallToolResult {
+    let mut body = json!({"code": e.code, "error": e.message});
+    if let Some(d) = e.details {
+        body["details"] = d;
+    }
+    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("{}: {}", e.code, e.message))]);
+    r.structured_content = Some(body);
+    r
+}
+
+/// A tool's definition from its input type: the schema, and the description from the
+/// type's doc comment.
+fn define<I: JsonSchema>(name: &'static str, title: &'static str, read_only: bool, destructive: bool) -> Tool {
+    let mut schema = (*tool_input::<I>()).clone();
+    let mut parts = Vec::new();
+    for k in ["title", "description"] {
+        if let Some(Value::String(s)) = schema.remove(k) {
+            parts.push(s);
+        }
+    }
+    let description = parts.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+    Tool::new(name, description, std::sync::Arc::new(schema)).annotate(
+        ToolAnnotations::with_title(title)
+            .read_only(read_only)
+            .destructive(destructive)
+            .idempotent(read_only)
+            .open_world(!read_only),
+    )
+}
+
+/// Parse the arguments into the tool's input and run its handler.
+async fn invoke<I, F, Fut>(cx: Cx, args: &JsonObject, handler: F) -> CallToolResult
+where
+    I: DeserializeOwned,
+    F: FnOnce(Cx, I) -> Fut,
+    Fut: Future<Output = AutoResult<Reply>>,
+{
+    let input: I = match serde_json::from_value(Value::Object(args.clone())) {
+        Ok(i) => i,
+        Err(e) => return error_result(AutoError::invalid(&arg_field(&e.to_string()), e.to_string())),
+    };
+    match handler(cx, input).await {
+        Ok(r) => r.into_result(),
+        Err(e) => error_result(e),
+    }
+}
+
+/// The field a serde error names (`missing field `sessionId``), else `arguments`.
+fn arg_field(msg: &str) -> String {
+    for lead in ["missing field `", "unknown field `"] {
+        if let Some(rest) = msg.split(lead).nth(1)
+            && let Some(f) = rest.split('`').next()
+        {
+            return f.to_string();
+        }
+    }
+    "arguments".into()
+}
+
+/// One tool per line: name, title, read-only, destructive, input type => handler.
+macro_rules! toolset {
+    ($( $name:literal, $title:literal, $ro:literal, $destructive:literal, $input:ty => $handler:path; )*) => {
+        /// Every automation tool, with its schema and description.
+        pub fn catalogue() -> Vec<Tool> {
+            vec![$( define::<$input>($name, $title, $ro, $destructive) ),*]
+        }
+
+        /// Run automation tool `name` (None: not one of these).
+        pub async fn call(state: &AppState, account: &Account, name: &str, args: &JsonObject) -> Option<CallToolResult> {
+            let cx = Cx { state: state.clone(), account: account.clone() };
+            Some(match name {
+                $( $name => invoke::<$input, _, _>(cx, args, $handler).await, )*
+                _ => return None,
+            })
+        }
+
+        /// The tool names, in catalogue order.
+        pub const NAMES: &[&str] = &[$($name),*];
+    };
+}
+
+toolset! {
+    // Sessions
+    "list_devices", "List device presets", true, false, sessions::ListDevicesIn => sessions::list_devices;
+    "session_start", "Start a browser session", false, false, sessions::SessionStartIn => sessions::session_start;
+    "session_list", "List open sessions", true, false, sessions::SessionListIn => sessions::session_list;
+    "session_end", "End a browser session", false, true, sessions::SessionEndIn => sessions::session_end;
+    "session_set_device", "Change the session's device", false, false, sessions::SetDeviceIn => sessions::session_set_device;
+    "session_rotate", "Rotate the device", false, false, sessions::RotateIn => sessions::session_rotate;
+    // Looking
+    "screenshot", "Screenshot", true, false, look::ScreenshotIn => look::screenshot;
+    "snapshot", "Accessibility snapshot with refs", true, false, look::SnapshotIn => look::snapshot;
+    "find", "Find elements", true, false, look::FindIn => look::find;
+    "get_text", "Get visible text", true, false, look::GetTextIn => look::get_text;
+    "get_html", "Get HTML", true, false, look::GetHtmlIn => look::get_html;
+    "get_attribute", "Get an element's attribute", true, false, look::AttributeIn => look::get_attribute;
+    "get_url", "Get the URL", true, false, look::GetUrlIn => look::get_url;
+    "get_title", "Get the title", true, false, look::GetTitleIn => look::get_title;
+    "get_console_logs", "Console log", true, false, look::ConsoleLogsIn => look::console_logs;
+    "get_network_logs", "Network log", true, false, look::NetworkLogsIn => look::network_logs;
+    "pdf", "Print to PDF", true, false, look::PdfIn => look::pdf;
+    "get_element_state", "Element state", true, false, look::ElementStateIn => look::get_element_state;
+    "get_links", "List links", true, false, look::GetLinksIn => look::get_links;
+    "get_dialogs", "Dialogs so far", true, false, look::GetDialogsIn => look::get_dialogs;
+    "get_performance", "Performance metrics", true, false, look::PerformanceIn => look::get_performance;
+    "get_device", "Current device", true, false, look::GetDeviceIn => look::get_device;
+    "wait_for_request", "Wait for a request", true, false, look::WaitForRequestIn => look::wait_for_request;
+    "get_computed_style", "Computed CSS", true, false, look::ComputedStyleIn => look::get_computed_style;
+    "get_form_fields", "Form fields with refs", true, false, look::GetFormFieldsIn => look::get_form_fields;
+    // Acting
+    "navigate", "Navigate to a URL", false, false, actions::NavigateIn => actions::navigate;
+    "back", "Go back", false, false, actions::BackIn => actions::back;
+    "forward", "Go forward", false, false, actions::ForwardIn => actions::forward;
+    "reload", "Reload", false, false, actions::ReloadIn => actions::reload;
+    "tap", "Tap", false, false, actions::TapIn => actions::tap;
+    "double_tap", "Double tap", false, false, actions::DoubleTapIn => actions::double_tap;
+    "long_press", "Long press", false, false, actions::LongPressIn => actions::long_press;
+    "swipe", "Swipe", false, false, actions::SwipeIn => actions::swipe;
+    "scroll", "Scroll", false, false, actions::ScrollIn => actions::scroll;
+    "pinch", "Pinch zoom", false, false, actions::PinchIn => actions::pinch;
+    "click", "Mouse click", false, false, actions::ClickIn => actions::click;
+    "hover", "Mouse hover", false, false, actions::HoverIn => actions::hover;
+    "type", "Type text", false, false, actions::TypeIn => actions::type_text;
+    "fill", "Fill a field", false, false, actions::FillIn => actions::fill;
+    "clear", "Clear a field", false, false, actions::ClearIn => actions::clear;
+    "press_key", "Press a key", false, false, actions::KeyIn => actions::press_key;
+    "select_option", "Select an option", false, false, actions::SelectIn => actions::select_option;
+    "check", "Check or uncheck", false, false, actions::CheckIn => actions::check;
+    "upload_file", "Upload a file", false, false, actions::UploadIn => actions::upload_file;
+    "handle_dialog", "Accept or dismiss a dialog", false, false, actions::DialogIn => actions::handle_dialog;
+    "wait_for", "Wait for a condition", true, false, actions::WaitForIn => actions::wait_for;
+    "evaluate", "Run JavaScript", false, false, actions::EvaluateIn => actions::evaluate;
+    "drag", "Drag", false, false, actions::DragIn => actions::drag;
+    "focus", "Focus an element", false, false, actions::FocusIn => actions::focus;
+    "blur", "Remove the focus", false, false, actions::BlurIn => actions::blur;
+    "wait", "Wait a fixed time", true, false, actions::WaitIn => actions::wait;
+    // Device and state
+    "set_geolocation", "Set the position", false, false, state_tools::GeolocationIn => state_tools::set_geolocation;
+    "set_network", "Network profile", false, false, state_tools::NetworkIn => state_tools::set_network;
+    "get_cookies", "Get cookies", true, false, state_tools::GetCookiesIn => state_tools::get_cookies;
+    "set_cookies", "Set cookies", false, false, state_tools::CookiesIn => state_tools::set_cookies;
+    "clear_cookies", "Clear cookies", false, true, state_tools::ClearCookiesIn => state_tools::clear_cookies;
+    "get_local_storage", "Get localStorage", true, false, state_tools::GetStorageIn => state_tools::get_local_storage;
+    "set_local_storage", "Set a localStorage item", false, false, state_tools::StorageIn => state_tools::set_local_storage;
+    "clear_local_storage", "Clear localStorage", false, true, state_tools::ClearStorageIn => state_tools::clear_local_storage;
+    "grant_permissions", "Grant permissions", false, false, state_tools::PermissionsIn => state_tools::grant_permissions;
+    "reset_permissions", "Reset permissions", false, false, state_tools::ResetPermissionsIn => state_tools::reset_permissions;
+    "clipboard_write", "Write the clipboard", false, false, state_tools::ClipboardIn => state_tools::clipboard_write;
+    "clipboard_read", "Read the clipboard", true, false, state_tools::ClipboardReadIn => state_tools::clipboard_read;
+    "set_viewport", "Resize the viewport", false, false, state_tools::ViewportIn => state_tools::set_viewport;
+    "set_user_agent", "Set the user agent", false, false, state_tools::UserAgentIn => state_tools::set_user_agent;
+    "set_extra_headers", "Set extra request headers", false, false, state_tools::HeadersIn => state_tools::set_extra_headers;
+    "set_color_scheme", "Light or dark mode", false, false, state_tools::ColorSchemeIn => state_tools::set_color_scheme;
+    "set_timezone", "Set the time zone", false, false, state_tools::TimezoneIn => state_tools::set_timezone;
+    "set_locale", "Set the locale", false, false, state_tools::LocaleIn => state_tools::set_locale;
+    "get_session_storage", "Get sessionStorage", true, false, look::GetSessionStorageIn => look::get_session_storage;
+    "set_session_storage", "Set a sessionStorage item", false, false, state_tools::SessionStorageIn => state_tools::set_session_storage;
+    "delete_cookie", "Delete a cookie", false, true, state_tools::DeleteCookieIn => state_tools::delete_cookie;
+    "block_urls", "Block URLs", false, false, state_tools::BlockUrlsIn => state_tools::block_urls;
+    "set_reduced_motion", "Reduced motion", false, false, state_tools::ReducedMotionIn => state_tools::set_reduced_motion;
+    "set_media_type", "Print or screen media", false, false, state_tools::MediaTypeIn => state_tools::set_media_type;
+    "set_javascript", "JavaScript on or off", false, false, state_tools::JavascriptIn => state_tools::set_javascript;
+    "set_vision_deficiency", "Simulate a vision deficiency", false, false, state_tools::VisionIn => state_tools::set_vision_deficiency;
+    "set_device_orientation", "Device orientation sensors", false, false, state_tools::DeviceOrientationIn => state_tools::set_device_orientation;
+}
+
+/// A tool's `timeoutMs` as a duration (default 10 s, 100 ms – 60 s).
+pub fn timeout(ms: Option<u64>) -> AutoResult<Duration> {
+    let ms = ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+    if !(TIMEOUT_MS.0..=TIMEOUT_MS.1).contains(&ms) {
+        return Err(AutoError::invalid("timeoutMs", format!("must be from {} to {}", TIMEOUT_MS.0, TIMEOUT_MS.1)));
+    }
+    Ok(Duration::from_millis(ms))
+}
+
+/// The element a tool acts on: a `ref` from `snapshot`/`find` or a CSS `selector` (one).
+pub fn element(reference: Option<&str>, selector: Option<&str>) -> AutoResult<Option<Target>> {
+    match (reference, selector) {
+        (Some(_), Some(_)) => Err(AutoError::invalid("ref", "give either ref or selector, not both")),
+        (Some(r), None) => snapshot::parse_ref(r).map(|id| Some(Target::Ref(id))).ok_or_else(|| {
+            AutoError::invalid(
+                "ref",
+                format!("'{r}' is not an element ref (refs look like e42: take them from snapshot or find)"),
+            )
+        }),
+        (None, Some(s)) if s.trim().is_empty() => Err(AutoError::invalid("selector", "must not be empty")),
+        (None, Some(s)) if s.len() > 1024 => Err(AutoError::invalid("selector", "must be at most 1024 characters")),
+        (None, Some(s)) => Ok(Some(Target::Selector(s.to_string()))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// An element or a point (`x` and `y`); one of them is required.
+pub fn point_target(
+    reference: Option<&str>,
+    selector: Option<&str>,
+    x: Option<f64>,
+    y: Option<f64>,
+) -> AutoResult<Target> {
+    match (element(reference, selector)?, x, y) {
+        (Some(t), None, None) => Ok(t),
+        (Some(_), _, _) => {
+            Err(AutoError::invalid("x", "give an element (ref or selector) or a point (x and y), not both"))
+        }
+        (None, Some(x), Some(y))
+            if x.is_finite() && y.is_finite() && x >= 0.0 && y >= 0.0 && x <= 100_000.0 && y <= 100_000.0 =>
+        {
+            Ok(Target::Point { x, y })
+        }
+        (None, Some(_), Some(_)) => Err(AutoError::invalid("x", "x and y must be CSS pixels from 0 to 100000")),
+        (None, Some(_), None) | (None, None, Some(_)) => Err(AutoError::invalid("x", "give both x and y")),
+        (None, None, None) => {
+            Err(AutoError::invalid("ref", "give the element: ref (from snapshot or find), selector, or x and y"))
+        }
+    }
+}
+
+/// Like [`element`], but one is required.
+pub fn required_element(reference: Option<&str>, selector: Option<&str>) -> AutoResult<Target> {
+    element(reference, selector)?
+        .ok_or_else(|| AutoError::invalid("ref", "give the element: ref (from snapshot or find) or selector"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_description_and_an_object_schema() {
+        let tools = catalogue();
+        assert_eq!(tools.len(), NAMES.len());
+        let mut seen = std::collections::HashSet::new();
+        for t in &tools {
+            assert!(seen.insert(t.name.to_string()), "{} twice", t.name);
+            let d = t.description.as_deref().unwrap_or("");
+            assert!(d.len() > 40, "{}: description {d:?}", t.name);
+            assert_eq!(t.input_schema.get("type"), Some(&json!("object")), "{}", t.name);
+            let text = Value::Object((*t.input_schema).clone()).to_string();
+            assert!(!text.contains("session_id") && !text.contains("timeout_ms"), "camelCase: {text}");
+            if t.name != "list_devices" && t.name != "session_start" && t.name != "session_list" {
+                let req = t.input_schema["required"].as_array().cloned().unwrap_or_default();
+                assert!(req.contains(&json!("sessionId")), "{} requires sessionId: {req:?}", t.name);
+            }
+        }
+        assert!(tools.len() >= 78, "{}", tools.len());
+    }
+
+    #[test]
+    fn browser_errors_get_stable_codes_and_agent_refs() {
+        let e = AutoError::from(CaptureError::Script("tap ref 42: no such element ref 42".into()));
+        assert_eq!(
+            (e.code.as_str(), e.message.as_str()),
+            ("NO_SUCH_ELEMENT_REF", "tap ref e42: no such element ref e42")
+        );
+        let e = AutoError::from(CaptureError::Closed("the session's 300 s deadline passed".into()));
+        assert_eq!(e.code, "SESSION_EXPIRED");
+        assert!(e.message.starts_with("session expired"));
+        let e = AutoError::from(CaptureError::Timeout("tap '#x': no element matches '#x' (…)".into()));
+        assert_eq!(e.code, "ELEMENT_NOT_FOUND");
+        assert_eq!(agent_refs("refs: ref x, ref 7."), "refs: ref x, ref e7.");
+    }
+
+    #[test]
+    fn targets_and_timeouts_are_checked() {
+        assert_eq!(element(Some("e5"), None).unwrap(), Some(Target::Ref(5)));
+        assert_eq!(element(None, Some("#go")).unwrap(), Some(Target::Selector("#go".into())));
+        assert_eq!(element(None, None).unwrap(), None);
+        assert_eq!(element(Some("e5"), Some("#go")).unwrap_err().code, "VALIDATION_ERROR");
+        assert_eq!(element(Some("#go"), None).unwrap_err().code, "VALIDATION_ERROR");
+        assert!(required_element(None, None).is_err());
+        assert_eq!(timeout(None).unwrap(), Duration::from_secs(10));
+        assert!(timeout(Some(99)).is_err() && timeout(Some(60_001)).is_err());
+        assert_eq!(arg_field("missing field `sessionId`"), "sessionId");
+        assert_eq!(arg_field("unknown field `colour`, expected one of `a`"), "colour");
+    }
+}

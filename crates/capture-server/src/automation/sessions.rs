@@ -1,0 +1,780 @@
+//! Automation sessions: live runs this node holds, with the browser session the tools
+//! drive. Start (create the run, spend its token here, open the browser session, record,
+//! load the first page), look up (the caller's, on this node, touched so it is not idle),
+//! end (on request, at the timeout, when idle, on `stop_run`, at shutdown), finalised like
+//! every run.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
+use capture_browser::WaitUntil;
+use capture_browser::session::{ColorScheme, Device, DialogPolicy, Geolocation, NetworkConditions, Session};
+use capture_core::ErrorCode;
+use capture_core::RunId;
+use capture_core::time::{iso, now_ms};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{AutoError, AutoResult, Cx, Reply, timeout};
+use crate::error::Error;
+use crate::jobs::run::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::runs::service::{self as runs, ended};
+use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, bounds, device_spec};
+use crate::state::AppState;
+
+/// How long the first page may take to load before the session is handed over anyway.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default whole time of a session.
+const DEFAULT_SESSION_MS: u64 = 300_000;
+/// Shortest idle timeout a session may ask for.
+const MIN_IDLE_MS: u64 = 1_000;
+
+/// A session this node holds.
+pub struct Live {
+    pub id: String,
+    pub user_id: String,
+    pub session: Session,
+    pub device: Mutex<Device>,
+    pub preset: Mutex<Option<String>>,
+    pub started_at: i64,
+    pub expires_at: i64,
+    pub idle: Duration,
+    pub record_video: bool,
+    /// Permissions granted so far (DevTools replaces the whole set on each grant).
+    pub granted: Mutex<std::collections::BTreeSet<String>>,
+    last_used: Mutex<Instant>,
+    /// Tool calls using it now (a long wait_for is not idleness).
+    busy: AtomicUsize,
+    /// Cancelled by `session_end`.
+    end: CancellationToken,
+    /// Cancelled once the run is finalised.
+    finished: CancellationToken,
+}
+
+impl Live {
+    fn touch(&self) {
+        *self.last_used.lock().unwrap() = Instant::now();
+    }
+
+    /// Idle: no tool is using it and none used it for its idle timeout.
+    fn idle(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) == 0 && self.last_used.lock().unwrap().elapsed() >= self.idle
+    }
+
+    /// The session as listed.
+    pub fn view(&self) -> Value {
+        let d = self.device.lock().unwrap().clone();
+        json!({
+            "sessionId": self.id,
+            "device": device_json(&d, self.preset.lock().unwrap().as_deref()),
+            "startedAt": iso(self.started_at),
+            "expiresAt": iso(self.expires_at),
+            "idleTimeoutMs": self.idle.as_millis() as u64,
+            "idleForMs": self.last_used.lock().unwrap().elapsed().as_millis() as u64,
+            "recordVideo": self.record_video,
+        })
+    }
+}
+
+/// The sessions of this process, by run id.
+static LIVE: LazyLock<Mutex<HashMap<String, Arc<Live>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Sessions being started, by account.
+static STARTING: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// One session start of an account, counted while it lasts.
+struct Starting(String);
+
+impl Starting {
+    fn new(user: &str) -> Starting {
+        *STARTING.lock().unwrap().entry(user.to_string()).or_insert(0) += 1;
+        Starting(user.to_string())
+    }
+}
+
+impl Drop for Starting {
+    fn drop(&mut self) {
+        let mut m = STARTING.lock().unwrap();
+        if let Some(n) = m.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.0);
+            }
+        }
+    }
+}
+
+/// Their supervisors, so shutdown can let them finalise.
+static TASKS: LazyLock<tokio_util::task::TaskTracker> = LazyLock::new(tokio_util::task::TaskTracker::new);
+
+/// On shutdown (the shutdown token already ended every session): wait up to `limit` for
+/// them to be finalised (video, event).
+pub async fn drain(limit: Duration) {
+    TASKS.close();
+    if tokio::time::timeout(limit, TASKS.wait()).await.is_err() {
+        tracing::warn!("automation sessions still finalising at shutdown; the sweep of another node ends them");
+    }
+}
+
+/// A session in use by a tool call: not idle until dropped.
+pub struct Held(Arc<Live>);
+
+impl std::ops::Deref for Held {
+    type Target = Live;
+    fn deref(&self) -> &Live {
+        &self.0
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.busy.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The caller's session `id` held here, marked as used now. Errors an agent can act on:
+/// `SESSION_EXPIRED` for one that ended, `NOT_FOUND` for none of the caller's.
+pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
+    let id = id.trim();
+    let found = LIVE.lock().unwrap().get(id).cloned();
+    if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id) {
+        if l.session.is_closed() {
+            return Err(AutoError::new(
+                "SESSION_EXPIRED",
+                format!("session expired: {} ({})", id, l.session.end_reason().unwrap_or_else(|| "it ended".into())),
+            ));
+        }
+        l.touch();
+        l.busy.fetch_add(1, Ordering::SeqCst);
+        return Ok(Held(l));
+    }
+    let Some(rid) = RunId::parse(id) else {
+        return Err(AutoError::new(
+            "NOT_FOUND",
+            format!("no session {id}: session ids look like run_… (session_start returns one)"),
+        ));
+    };
+    match cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)? {
+        None => Err(AutoError::new("NOT_FOUND", format!("no session {id}"))),
+        Some(row) if !matches!(row.status.as_str(), "pending" | "running") => Err(AutoError::new(
+            "SESSION_EXPIRED",
+            format!(
+                "session expired: {id} ended ({}, {}); start a new one with session_start",
+                row.status,
+                row.end_reason.as_deref().unwrap_or("ended")
+            ),
+        )),
+        Some(row) if row.kind == "live" && row.worker.as_deref().is_some_and(|w| w != node_id()) => {
+            Err(AutoError::new(
+                "SESSION_ELSEWHERE",
+                format!("session {id} is held by another node of the service; send its tool calls to that node"),
+            ))
+        }
+        Some(_) => Err(AutoError::new(
+            "NOT_FOUND",
+            format!("{id} is not an automation session (a run driven by a script or a DevTools client)"),
+        )),
+    }
+}
+
+/// `portrait` or `landscape`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Orientation {
+    Portrait,
+    Landscape,
+}
+
+/// `prefers-color-scheme`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    Light,
+    Dark,
+    NoPreference,
+}
+
+impl From<Scheme> for ColorScheme {
+    fn from(s: Scheme) -> ColorScheme {
+        match s {
+            Scheme::Light => ColorScheme::Light,
+            Scheme::Dark => ColorScheme::Dark,
+            Scheme::NoPreference => ColorScheme::NoPreference,
+        }
+    }
+}
+
+/// A network profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkProfile {
+    /// No throttling.
+    Online,
+    /// No network at all (`navigator.onLine` is false, requests fail).
+    Offline,
+    /// 400 ms latency, 50 kB/s each way.
+    #[serde(rename = "slow-3g")]
+    Slow3g,
+    /// 150 ms latency, ~200 kB/s down.
+    #[serde(rename = "fast-3g")]
+    Fast3g,
+}
+
+impl NetworkProfile {
+    pub fn conditions(self) -> NetworkConditions {
+        match self {
+            NetworkProfile::Online => NetworkConditions::default(),
+            NetworkProfile::Offline => NetworkConditions::offline(),
+            NetworkProfile::Slow3g => NetworkConditions::slow_3g(),
+            NetworkProfile::Fast3g => NetworkConditions::fast_3g(),
+        }
+    }
+}
+
+/// What happens to alert, confirm and prompt dialogs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialogs {
+    /// Stay open until handle_dialog (other tools fail with DIALOG_OPEN meanwhile).
+    Manual,
+    /// Accepted at once.
+    Accept,
+    /// Dismissed at once.
+    Dismiss,
+}
+
+/// A position.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GeoIn {
+    #[schemars(range(min = -90.0, max = 90.0))]
+    pub latitude: f64,
+    #[schemars(range(min = -180.0, max = 180.0))]
+    pub longitude: f64,
+    /// Metres (default 20).
+    #[schemars(range(min = 0.0, max = 100000.0))]
+    pub accuracy: Option<f64>,
+}
+
+impl GeoIn {
+    pub fn check(self) -> AutoResult<Geolocation> {
+        if !(-90.0..=90.0).contains(&self.latitude) {
+            return Err(AutoError::invalid("latitude", "must be from -90 to 90"));
+        }
+        if !(-180.0..=180.0).contains(&self.longitude) {
+            return Err(AutoError::invalid("longitude", "must be from -180 to 180"));
+        }
+        let accuracy = self.accuracy.unwrap_or(20.0);
+        if !(0.0..=100_000.0).contains(&accuracy) {
+            return Err(AutoError::invalid("accuracy", "must be from 0 to 100000 metres"));
+        }
+        Ok(Geolocation { latitude: self.latitude, longitude: self.longitude, accuracy })
+    }
+}
+
+/// List the device presets session_start and session_set_device accept: phones, tablets and desktops with their real CSS viewport (portrait), device pixel ratio, touch and mobile flags and user agent.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListDevicesIn {
+    /// Only `phone`, `tablet` or `desktop` presets.
+    pub kind: Option<DeviceKind>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Phone,
+    Tablet,
+    Desktop,
+}
+
+fn kind_of(w: u32, h: u32, mobile: bool) -> DeviceKind {
+    match (mobile, w.min(h)) {
+        (false, _) => DeviceKind::Desktop,
+        (true, m) if m >= 600 => DeviceKind::Tablet,
+        _ => DeviceKind::Phone,
+    }
+}
+
+/// Every preset, as listed.
+pub fn presets() -> Vec<Value> {
+    DEVICE_PRESETS
+        .iter()
+        .map(|&(name, w, h, dsf, mobile, ua)| {
+            json!({
+                "name": name, "kind": kind_of(w, h, mobile), "width": w, "height": h,
+                "deviceScaleFactor": dsf, "mobile": mobile, "touch": mobile,
+                "userAgent": (!ua.is_empty()).then_some(ua),
+            })
+        })
+        .collect()
+}
+
+pub async fn list_devices(_cx: Cx, a: ListDevicesIn) -> AutoResult<Reply> {
+    let all: Vec<Value> = presets().into_iter().filter(|d| a.kind.is_none_or(|k| d["kind"] == json!(k))).collect();
+    let names: Vec<&str> = all.iter().filter_map(|d| d["name"].as_str()).collect();
+    let text = format!("{} devices: {}", all.len(), names.join(", "));
+    Ok(Reply::data(json!({"devices": all})).with_text(text))
+}
+
+/// Start a browser session on an emulated device and open url in it. Returns sessionId, which every other automation tool takes. The session is a live run (see get_run): it records a video (videoUrl once ended), costs 1 action per started minute (reserved for timeoutMs up front, the unused rest given back), ends on session_end, after timeoutMs, or when no tool used it for idleTimeoutMs. Next: snapshot to see the page with element refs, then tap/type/fill.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionStartIn {
+    /// The first page (http or https).
+    #[schemars(length(max = bounds::URL_MAX), extend("examples" = ["https://example.com"]))]
+    pub url: String,
+    /// A preset name from list_devices (iphone-15, pixel-8, galaxy-s23, ipad-mini, desktop-1280…; default desktop-1280) or {viewport: {width, height}, deviceScaleFactor, touch, mobile, userAgent}.
+    pub device: Option<DeviceIn>,
+    /// How the device is held (default portrait; a preset's viewport is its portrait one).
+    pub orientation: Option<Orientation>,
+    /// navigator.language, Intl and Accept-Language, e.g. de-DE.
+    #[schemars(length(max = 35))]
+    pub locale: Option<String>,
+    /// IANA time zone, e.g. Europe/Berlin.
+    #[schemars(length(max = 64))]
+    pub timezone: Option<String>,
+    /// Emulated position (the geolocation permission is granted).
+    pub geolocation: Option<GeoIn>,
+    /// prefers-color-scheme.
+    pub color_scheme: Option<Scheme>,
+    /// Network conditions from the start (default online).
+    pub network: Option<NetworkProfile>,
+    /// Alert/confirm/prompt handling (default manual: they wait for handle_dialog).
+    pub dialogs: Option<Dialogs>,
+    /// Record the session as an MP4 (default true).
+    pub record_video: Option<bool>,
+    /// The session's whole time in ms (default 300000, at most 1800000).
+    #[schemars(range(min = 60_000, max = bounds::TIMEOUT.1))]
+    pub timeout_ms: Option<u64>,
+    /// End the session when no tool used it for this long (default and maximum: the service's setting, 120000 unless configured).
+    #[schemars(range(min = 1_000))]
+    pub idle_timeout_ms: Option<u64>,
+}
+
+fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
+    if let Some(s) = v
+        && (s.trim().is_empty() || s.len() > max || s.chars().any(|c| c.is_control() || c == ' '))
+    {
+        return Err(AutoError::invalid(field, format!("must be a non-empty name of at most {max} characters")));
+    }
+    Ok(())
+}
+
+/// A device spec as the browser emulates it, held per `orientation`.
+pub fn device_of(spec: &DeviceSpec, orientation: Option<Orientation>) -> Device {
+    let d = Device {
+        width: spec.width,
+        height: spec.height,
+        device_scale_factor: spec.device_scale_factor,
+        mobile: spec.mobile,
+        touch: spec.touch,
+        landscape: spec.width > spec.height,
+        user_agent: spec.user_agent.clone(),
+    };
+    match orientation {
+        Some(Orientation::Landscape) if !d.landscape => d.rotated(),
+        Some(Orientation::Portrait) if d.landscape => d.rotated(),
+        _ => d,
+    }
+}
+
+pub fn device_json(d: &Device, preset: Option<&str>) -> Value {
+    json!({
+        "preset": preset, "width": d.width, "height": d.height, "deviceScaleFactor": d.device_scale_factor,
+        "mobile": d.mobile, "touch": d.touch,
+        "orientation": if d.landscape { "landscape" } else { "portrait" },
+        "userAgent": d.user_agent,
+    })
+}
+
+pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
+    let state = &cx.state;
+    let Some(pool) = state.browser.clone() else {
+        return Err(Error::Refused(
+            ErrorCode::ServiceUnavailable,
+            "this node runs no browser: automation sessions are served by nodes with the worker role".into(),
+        )
+        .into());
+    };
+    short_text("locale", &a.locale, 35)?;
+    short_text("timezone", &a.timezone, 64)?;
+    let geolocation = a.geolocation.map(GeoIn::check).transpose()?;
+    let max_idle = state.cfg.automation_idle_timeout.as_millis() as u64;
+    let idle_ms = a.idle_timeout_ms.unwrap_or(max_idle);
+    if !(MIN_IDLE_MS..=max_idle.max(MIN_IDLE_MS)).contains(&idle_ms) {
+        return Err(AutoError::invalid("idleTimeoutMs", format!("must be from {MIN_IDLE_MS} to {max_idle}")));
+    }
+    let timeout_ms = a.timeout_ms.unwrap_or(DEFAULT_SESSION_MS);
+    if !(60_000..=bounds::TIMEOUT.1).contains(&timeout_ms) {
+        return Err(AutoError::invalid("timeoutMs", format!("must be from 60000 to {}", bounds::TIMEOUT.1)));
+    }
+    // Counted with the sessions being started, so two starts at once cannot both pass.
+    let starting = Starting::new(&cx.account.user.id);
+    if let Some(max) = state.cfg.automation_max_sessions {
+        let open = {
+            let live = LIVE.lock().unwrap();
+            live.values().filter(|l| l.user_id == cx.account.user.id).count()
+                + STARTING.lock().unwrap().get(&cx.account.user.id).copied().unwrap_or(1)
+                - 1
+        } as i64;
+        if open >= max {
+            let mut e = AutoError::new(
+                ErrorCode::ConcurrencyLimit.as_str(),
+                format!("{open} automation sessions are open, the most allowed at once: end one with session_end"),
+            );
+            e.details = Some(json!({"active": open, "limit": max, "scope": "automation_sessions"}));
+            return Err(e);
+        }
+    }
+    let spec = RunIn {
+        start_url: a.url.trim().to_string(),
+        device: a.device.clone(),
+        record_video: a.record_video,
+        timeout_ms: Some(timeout_ms),
+        steps: None,
+        live: Some(true),
+    }
+    .check()
+    .map_err(|e| {
+        // The run's field names, as this tool calls them.
+        let field = if e.field == "startUrl" { "url".to_string() } else { e.field.clone() };
+        AutoError::invalid(&field, e.reason)
+    })?;
+    let created = runs::create(state, &cx.account, &spec, None).await?;
+    let token = created
+        .run
+        .connect_url
+        .as_deref()
+        .and_then(|u| u.split("token=").nth(1))
+        .map(str::to_string)
+        .ok_or_else(|| Error::internal("a live run was created without its connect token"))?;
+    let hash = crate::crypto::sha256_hex(token.as_bytes());
+    let lease_until = now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let id = created.run.id.to_string();
+    let row = state
+        .store
+        .claim_live_run(&id, &hash, node_id(), lease_until, now_ms())
+        .await
+        .map_err(Error::from)?
+        .ok_or_else(|| Error::internal("a fresh live run could not be claimed"))?;
+    state.job_changed(&row.id);
+    let (budget, cut_by_actions) = budget(&row);
+    let hold = Hold::start(state, &row.id, node_id());
+    let mut opts = session_options(&row, budget);
+    let device = device_of(&spec.device, a.orientation);
+    opts.device = device.clone();
+    opts.locale = a.locale.clone();
+    opts.timezone = a.timezone.clone();
+    opts.geolocation = geolocation;
+    opts.color_scheme = a.color_scheme.map(Into::into);
+    opts.dialogs = match a.dialogs.unwrap_or(Dialogs::Manual) {
+        Dialogs::Manual => DialogPolicy::Manual,
+        Dialogs::Accept => DialogPolicy::Accept,
+        Dialogs::Dismiss => DialogPolicy::Dismiss,
+    };
+    let session = match pool.open_session(opts).await {
+        Ok(s) => s,
+        Err(e) => {
+            let mut end = ended(
+                state,
+                &row,
+                "failed",
+                "browser_failed",
+                None,
+                Some(format!("no browser session could be opened: {e}")),
+            );
+            end.charged = 0;
+            if let Ok(true) = state.store.finish_run(&end).await {
+                state.job_changed(&row.id);
+            }
+            return Err(AutoError::new("BROWSER_FAILED", format!("no browser session could be opened: {e}")));
+        }
+    };
+    let started = Instant::now();
+    let mut video_err = None;
+    let video = if row.record_video {
+        match Video::start(state, &session, budget).await {
+            Ok(v) => Some(v),
+            Err(e) => {
+                video_err = Some(format!("recording could not start: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    // A phone's foreground tab has focus: the clipboard and focus handlers work as there.
+    let _ = session.cdp("Emulation.setFocusEmulationEnabled", json!({"enabled": true}), Duration::from_secs(5)).await;
+    if let Some(n) = a.network {
+        let _ = session.set_network(n.conditions(), Duration::from_secs(5)).await;
+    }
+    let nav = session.goto(&row.start_url, WaitUntil::Load, START_TIMEOUT).await;
+    let started_at = row.started_at.unwrap_or_else(now_ms);
+    let live = Arc::new(Live {
+        id: row.id.clone(),
+        user_id: row.user_id.clone(),
+        session: session.clone(),
+        device: Mutex::new(device.clone()),
+        preset: Mutex::new(spec.device.preset.clone()),
+        started_at,
+        expires_at: started_at + budget.as_millis() as i64,
+        idle: Duration::from_millis(idle_ms),
+        record_video: row.record_video,
+        granted: Mutex::new(geolocation.iter().map(|_| "geolocation".to_string()).collect()),
+        last_used: Mutex::new(Instant::now()),
+        busy: AtomicUsize::new(0),
+        end: CancellationToken::new(),
+        finished: CancellationToken::new(),
+    });
+    LIVE.lock().unwrap().insert(row.id.clone(), live.clone());
+    drop(starting);
+    TASKS.spawn(supervise(state.clone(), live.clone(), row, hold, started, video, video_err, budget, cut_by_actions));
+    let mut data = live.view();
+    let text;
+    match nav {
+        Ok(n) => {
+            text = format!(
+                "Session {} started on {} ({}×{}); {} loaded (HTTP {}), title {:?}. Call snapshot to see its elements.",
+                live.id,
+                spec.device.preset.as_deref().unwrap_or("a custom device"),
+                device.width,
+                device.height,
+                n.final_url,
+                n.status.map_or("-".into(), |s| s.to_string()),
+                n.title
+            );
+            data["url"] = json!(n.final_url);
+            data["title"] = json!(n.title);
+            data["status"] = json!(n.status);
+        }
+        Err(e) => {
+            let e = AutoError::from(e);
+            text = format!(
+                "Session {} started, but its first page did not load ({}: {}); navigate elsewhere or end it.",
+                live.id, e.code, e.message
+            );
+            data["loadError"] = json!({"code": e.code, "error": e.message});
+        }
+    }
+    Ok(Reply::data(data).with_text(text))
+}
+
+/// Hold the session until it ends for any reason, then finalise its run.
+#[allow(clippy::too_many_arguments)]
+async fn supervise(
+    state: AppState,
+    live: Arc<Live>,
+    row: capture_store::RunRow,
+    hold: Hold,
+    started: Instant,
+    video: Option<Video>,
+    video_err: Option<String>,
+    budget: Duration,
+    cut_by_actions: bool,
+) {
+    let idle = async {
+        loop {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            if live.idle() {
+                return;
+            }
+        }
+    };
+    let done = |status, reason| Outcome { status, reason, error: None, finalization_error: None };
+    let outcome = tokio::select! {
+        _ = live.end.cancelled() => done("completed", "finished"),
+        _ = idle => done("completed", "idle"),
+        _ = tokio::time::sleep(budget) => if cut_by_actions { done("stopped", "quota") } else { done("completed", "timeout") },
+        _ = hold.stop.cancelled() => done("stopped", "stopped"),
+        _ = live.session.ended() => Outcome {
+            status: "failed",
+            reason: "browser_failed",
+            error: None,
+            finalization_error: Some(format!(
+                "the browser session ended: {}",
+                live.session.end_reason().unwrap_or_default()
+            )),
+        },
+        _ = hold.lost.cancelled() => {
+            LIVE.lock().unwrap().remove(&live.id);
+            live.session.close().await;
+            live.finished.cancel();
+            return;
+        }
+        _ = state.shutdown.cancelled() => Outcome {
+            status: "failed",
+            reason: "shutdown",
+            error: None,
+            finalization_error: Some("the service shut down during the session".into()),
+        },
+    };
+    // No more tool calls from here on: they learn the session expired.
+    LIVE.lock().unwrap().remove(&live.id);
+    // A dialog left open would keep the final page from being read.
+    if let Ok(Some(_)) = live.session.open_dialog().await {
+        let _ = live.session.handle_dialog(false, None, Duration::from_secs(5)).await;
+    }
+    let outcome = Outcome { finalization_error: outcome.finalization_error.or(video_err), ..outcome };
+    finalize(&state, &live.session, &row, started, video, outcome, None, None).await;
+    drop(hold);
+    live.finished.cancel();
+}
+
+/// List this account's open automation sessions on this service node: sessionId, device, when each started and expires, how long it has been idle.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionListIn {}
+
+pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
+    let mut mine: Vec<Arc<Live>> =
+        LIVE.lock().unwrap().values().filter(|l| l.user_id == cx.account.user.id).cloned().collect();
+    mine.sort_by_key(|l| l.started_at);
+    let data: Vec<Value> = mine.iter().map(|l| l.view()).collect();
+    let text = format!("{} open session(s)", data.len());
+    Ok(Reply::data(json!({"sessions": data})).with_text(text))
+}
+
+/// End a browser session: the page is closed, the video encoded and stored, and the run finalised (run.completed with videoUrl, console and network error counts, the minutes charged). Returns the run, with videoUrl. Tools called with this sessionId afterwards fail with SESSION_EXPIRED.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SessionEndIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+}
+
+pub async fn session_end(cx: Cx, a: SessionEndIn) -> AutoResult<Reply> {
+    let l = live(&cx, &a.session_id).await?;
+    l.end.cancel();
+    // Encoding the video takes a while on a busy machine; the run says how it ended.
+    let _ = tokio::time::timeout(Duration::from_secs(90), l.finished.cancelled()).await;
+    let id = RunId::parse(&l.id).ok_or_else(|| Error::not_found(RunId::NOUN))?;
+    let run = runs::get(&cx.state, &cx.account, &id).await?;
+    let text = format!(
+        "Session {} ended ({}, {}); video: {}",
+        run.id,
+        run.status,
+        run.end_reason.as_deref().unwrap_or("-"),
+        run.video_url.as_deref().unwrap_or("none")
+    );
+    Ok(Reply::data(serde_json::to_value(&run).map_err(Error::internal)?).with_text(text))
+}
+
+/// Emulate another device in the running session: a preset from list_devices or an explicit viewport, scale, touch, mobile and user agent. The page keeps its URL and reflows (reload it if it sniffs the user agent only on load).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetDeviceIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// A preset name (iphone-15, pixel-8, ipad-mini, desktop-1280…) or {viewport: {width, height}, deviceScaleFactor, touch, mobile, userAgent}.
+    pub device: DeviceIn,
+    /// How it is held (default portrait).
+    pub orientation: Option<Orientation>,
+    /// Most time for the change in ms (default 10000).
+    pub timeout_ms: Option<u64>,
+}
+
+async fn viewport_now(s: &Session) -> Value {
+    s.evaluate(
+        "({innerWidth, innerHeight, orientation: (screen.orientation && screen.orientation.type) || null, \
+         touchPoints: navigator.maxTouchPoints})",
+        false,
+        Duration::from_secs(5),
+    )
+    .await
+    .unwrap_or(Value::Null)
+}
+
+pub async fn session_set_device(cx: Cx, a: SetDeviceIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let spec = device_spec(Some(&a.device))?;
+    let device = device_of(&spec, a.orientation);
+    l.session.set_device(device.clone(), t).await?;
+    *l.device.lock().unwrap() = device.clone();
+    *l.preset.lock().unwrap() = spec.preset.clone();
+    let data = json!({"device": device_json(&device, spec.preset.as_deref()), "page": viewport_now(&l.session).await});
+    Ok(Reply::data(data))
+}
+
+/// Rotate the device by 90° (portrait ↔ landscape), or to the given orientation: the viewport's width and height swap, screen.orientation and orientation media queries change, and the page reflows. Returns the device and the page's new innerWidth/innerHeight.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RotateIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Turn to this orientation (nothing happens if already so); default: the other one.
+    pub orientation: Option<Orientation>,
+    /// Most time for the change in ms (default 10000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn session_rotate(cx: Cx, a: RotateIn) -> AutoResult<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let l = live(&cx, &a.session_id).await?;
+    let current = l.session.device().await?;
+    let want_landscape = match a.orientation {
+        Some(Orientation::Landscape) => true,
+        Some(Orientation::Portrait) => false,
+        None => !current.landscape,
+    };
+    let device = if want_landscape == current.landscape { current } else { l.session.rotate(t).await? };
+    *l.device.lock().unwrap() = device.clone();
+    let preset = l.preset.lock().unwrap().clone();
+    let page = viewport_now(&l.session).await;
+    let text = format!(
+        "Now {} ({}×{}); the page sees {}×{}.",
+        if device.landscape { "landscape" } else { "portrait" },
+        device.width,
+        device.height,
+        page["innerWidth"],
+        page["innerHeight"]
+    );
+    Ok(Reply::data(json!({"device": device_json(&device, preset.as_deref()), "page": page})).with_text(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_least_twenty_phones_and_tablets_with_real_metrics() {
+        let all = presets();
+        let handheld: Vec<&Value> = all.iter().filter(|d| d["kind"] != json!("desktop")).collect();
+        assert!(handheld.len() >= 20, "{}", handheld.len());
+        for d in &handheld {
+            assert_eq!(d["touch"], json!(true), "{d}");
+            assert!(
+                d["userAgent"]
+                    .as_str()
+                    .is_some_and(|u| u.contains("Mobile") || u.contains("Android") || u.contains("Silk")),
+                "{d}"
+            );
+            let (w, h) = (d["width"].as_u64().unwrap(), d["height"].as_u64().unwrap());
+            assert!(w < h, "presets are portrait: {d}");
+            assert!(d["deviceScaleFactor"].as_f64().unwrap() >= 1.5, "{d}");
+        }
+        let names: std::collections::HashSet<&str> = all.iter().filter_map(|d| d["name"].as_str()).collect();
+        assert_eq!(names.len(), all.len(), "names are unique");
+        assert!(all.iter().filter(|d| d["kind"] == json!("tablet")).count() >= 4);
+        // Every preset is accepted by the runs' device parser too.
+        for n in names {
+            assert!(device_spec(Some(&DeviceIn::Preset(n.into()))).is_ok(), "{n}");
+        }
+    }
+
+    #[test]
+    fn orientation_turns_the_preset() {
+        let spec = device_spec(Some(&DeviceIn::Preset("iphone-15".into()))).unwrap();
+        let p = device_of(&spec, None);
+        assert_eq!((p.width, p.height, p.landscape, p.touch), (393, 852, false, true));
+        let l = device_of(&spec, Some(Orientation::Landscape));
+        assert_eq!((l.width, l.height, l.landscape), (852, 393, true));
+        assert_eq!(device_of(&spec, Some(Orientation::Portrait)), p);
+        assert_eq!(device_json(&l, Some("iphone-15"))["orientation"], json!("landscape"));
+    }
+}
