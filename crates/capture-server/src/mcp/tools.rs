@@ -129,7 +129,6 @@ pub fn catalogue() -> Vec<Tool> {
     all.extend(super::audit_tools::catalogue());
     all.extend(crate::runs::tools::catalogue());
     all.extend(crate::inbox::tools::catalogue());
-    }
     all.extend(crate::automation::catalogue());
     all
 }
