@@ -23,7 +23,8 @@ pub fn router() -> Router<AppState> {
         (name = "audits", description = "Website audits: scores, findings with evidence, a public report and its PDF"),
         (name = "webhooks", description = "Signed event deliveries"),
         (name = "account", description = "Balance and usage"),
-        (name = "ads", description = "Generated video ads: drafts and renders")
+        (name = "ads", description = "Generated video ads: drafts and renders"),
+        (name = "campaigns", description = "Bulk audit campaigns mailed within sending hours, caps and suppressions")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -39,6 +40,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());
+    doc.merge(crate::campaigns::ApiDoc::openapi());
     error_responses(&mut doc);
     doc.webhooks = Some(webhook_events());
     doc
@@ -167,6 +169,7 @@ mod tests {
             include_str!("audits/mod.rs"),
             include_str!("runs/mod.rs"),
             include_str!("ads/mod.rs"),
+            include_str!("campaigns/mod.rs"),
         ];
         // The JSON API; public HTML pages (`/r/{token}`) are not part of the document.
         let routes: Vec<(String, String)> = sources

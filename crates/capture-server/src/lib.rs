@@ -40,6 +40,7 @@ pub mod screenshots;
 pub mod state;
 pub mod web;
 pub mod webhooks;
+pub mod campaigns;
 
 pub use app::{Application, shutdown_signal};
 pub use config::Config;

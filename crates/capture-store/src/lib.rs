@@ -31,6 +31,7 @@ mod sessions;
 mod users;
 mod web_store;
 mod webhooks;
+mod campaigns;
 
 pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
@@ -47,4 +48,8 @@ pub use queue::{FairShare, Task};
 pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
 pub use sessions::WebSessionRow;
 pub use users::{ApiKeyRow, AuthRecord, User};
+pub use campaigns::{
+    AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
+    TargetRecord,
+};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};

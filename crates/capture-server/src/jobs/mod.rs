@@ -10,6 +10,7 @@ pub mod audit;
 pub mod capture;
 pub mod run;
 pub mod webhook;
+pub mod campaign;
 
 use std::future::Future;
 use std::time::Duration;
