@@ -20,3 +20,4 @@ mod quotas;
 mod runs;
 mod s3;
 mod webhooks;
+mod campaigns;
