@@ -128,6 +128,7 @@ pub fn catalogue() -> Vec<Tool> {
     ];
     all.extend(super::audit_tools::catalogue());
     all.extend(crate::runs::tools::catalogue());
+    all.extend(super::campaign_tools::catalogue());
     all
 }
 
@@ -140,6 +141,9 @@ pub async fn call(
     ctx: &RequestContext<RoleServer>,
 ) -> std::result::Result<CallToolResult, rmcp::ErrorData> {
     if let Some(out) = super::audit_tools::call(state, account, name, &args, ctx).await {
+        return Ok(out.unwrap_or_else(tool_error));
+    }
+    if let Some(out) = super::campaign_tools::call(state, account, name, &args).await {
         return Ok(out.unwrap_or_else(tool_error));
     }
     let out = match name {
