@@ -305,20 +305,19 @@ impl Store {
                 .bind(user_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-        let refuse = |r| Ok(Err(r));
         let Some((status,)) = status else {
             tx.rollback().await?;
-            return refuse(AddRefused::NotFound);
+            return Ok(Err(AddRefused::NotFound));
         };
         if status == "completed" || status == "cancelled" {
             tx.rollback().await?;
-            return refuse(AddRefused::Closed(status));
+            return Ok(Err(AddRefused::Closed(status)));
         }
         let inserted = insert_targets(&mut tx, campaign_id, user_id, rows, now).await?;
         let total = count_targets(&mut tx, campaign_id).await?;
         if total > max {
             tx.rollback().await?;
-            return refuse(AddRefused::TooMany { existing: total - inserted, max });
+            return Ok(Err(AddRefused::TooMany { existing: total - inserted, max }));
         }
         tx.commit().await?;
         Ok(Ok(inserted))

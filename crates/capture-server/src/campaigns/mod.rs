@@ -210,6 +210,7 @@ pub async fn sender_limits(
 
 /// `?email=` of `DELETE /v1/suppressions`.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EmailQuery {
     /// The address.
     pub email: Option<String>,
