@@ -356,7 +356,9 @@ async fn office_hours_hold_across_zones_and_a_dst_change() {
     assert_eq!((s, added["added"].as_i64()), (200, Some(1)), "{added}");
 
     let waits = |c: &Value, email: &str| (row(c, email)["waiting"].as_str().map(str::to_string), row(c, email)["nextCheckAt"].as_str().map(str::to_string));
-    let ready = |c: &Value| c["rows"].as_array().unwrap().iter().all(|r| r["state"] == "ready" && r["waiting"] != "audit");
+    let ready = |c: &Value| {
+        c["rows"].as_array().unwrap().iter().all(|r| r["state"] == "ready" && (r["waiting"] == "sending_hours" || r["waiting"] == "send_at"))
+    };
     let limit = Duration::from_secs(180);
     let s = |x: &str| Some(x.to_string());
     let c = wait_for(&app, &key, &berlin, limit, ready).await;
