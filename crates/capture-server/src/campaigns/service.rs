@@ -119,14 +119,14 @@ pub async fn view(state: &AppState, c: &CampaignRecord, with_rows: bool) -> Resu
         counts.total += n;
     }
     let rows = if with_rows {
-        let paused = c.status == "paused";
+        let paused = c.status.as_str();
         Some(
             state
                 .store
                 .campaign_targets(&c.id, MAX_ROWS_SHOWN)
                 .await?
                 .iter()
-                .map(|(t, token)| row_view(state, t, token.as_deref(), paused))
+                .map(|(t, token)| row_view(state, t, token.as_deref(), paused_or_draft(paused)))
                 .collect(),
         )
     } else {
@@ -148,14 +148,21 @@ pub async fn view(state: &AppState, c: &CampaignRecord, with_rows: bool) -> Resu
     })
 }
 
-fn row_view(state: &AppState, t: &TargetRecord, token: Option<&str>, paused: bool) -> CampaignRow {
+/// What holds every open row of a campaign in `status` back, if the campaign itself does.
+fn paused_or_draft(status: &str) -> Option<&'static str> {
+    match status {
+        "paused" => Some("paused"),
+        "draft" => Some("launch"),
+        _ => None,
+    }
+}
+
+fn row_view(state: &AppState, t: &TargetRecord, token: Option<&str>, held: Option<&str>) -> CampaignRow {
     let is_final = FINAL_STATES.contains(&t.state.as_str());
-    let waiting = if is_final {
-        None
-    } else if paused {
-        Some("paused".to_string())
-    } else {
-        Some(t.reason.clone().unwrap_or_else(|| if t.state == "pending" { "launch".into() } else { "check".into() }))
+    let waiting = match (is_final, held) {
+        (true, _) => None,
+        (false, Some(h)) => Some(h.to_string()),
+        (false, None) => Some(t.reason.clone().unwrap_or_else(|| "queued".into())),
     };
     CampaignRow {
         id: t.id.clone(),
