@@ -54,6 +54,8 @@ pub async fn create(
         limit: account.limit(),
         reset_at: iso(account.window.reset_ms),
         now: state.clock.now_ms(),
+        // The queue runs on the system clock (leases, claims), whatever the service's clock says.
+        task_run_at: capture_core::time::now_ms(),
         task_payload: serde_json::to_string(&payload).map_err(Error::internal)?,
         queue_limits: state.cfg.queue_limits(),
     };
