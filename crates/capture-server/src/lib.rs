@@ -19,6 +19,7 @@ pub mod app;
 pub mod audits;
 pub mod auth;
 pub mod blob;
+pub mod campaigns;
 pub mod config;
 pub mod crypto;
 pub mod docs;
@@ -40,7 +41,6 @@ pub mod screenshots;
 pub mod state;
 pub mod web;
 pub mod webhooks;
-pub mod campaigns;
 
 pub use app::{Application, shutdown_signal};
 pub use config::Config;

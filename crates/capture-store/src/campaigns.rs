@@ -357,11 +357,7 @@ impl Store {
 
     /// The rows of a campaign, oldest first (at most `limit`), each with its audit's public
     /// report token once it has an audit.
-    pub async fn campaign_targets(
-        &self,
-        campaign_id: &str,
-        limit: i64,
-    ) -> Result<Vec<(TargetRecord, Option<String>)>> {
+    pub async fn campaign_targets(&self, campaign_id: &str, limit: i64) -> Result<Vec<(TargetRecord, Option<String>)>> {
         let rows = sqlx::query(sqlf!(
             "SELECT {TARGET_COLS}, a.share_token AS a_token FROM campaign_rows t \
              LEFT JOIN audits a ON a.id = t.audit_id \
@@ -700,7 +696,13 @@ impl Store {
 
     /// The mail of a reserved row could not be made (our side): the row fails with `reason`;
     /// nothing was sent and the address is not suppressed.
-    pub async fn finish_send_rejected_no_suppress(&self, row_id: &str, reason: &str, detail: &str, now: i64) -> Result<()> {
+    pub async fn finish_send_rejected_no_suppress(
+        &self,
+        row_id: &str,
+        reason: &str,
+        detail: &str,
+        now: i64,
+    ) -> Result<()> {
         let mut tx = self.begin_write().await?;
         sqlx::query(
             "UPDATE campaign_outbox SET state = 'failed', response = $1, finished_at = $2 \
@@ -868,12 +870,10 @@ impl Store {
 
     /// The row a one-click unsubscribe token names: (user id, address, its key).
     pub async fn target_by_unsubscribe_token(&self, token: &str) -> Result<Option<(String, String, String)>> {
-        Ok(sqlx::query_as(
-            "SELECT user_id, recipient_email, email_key FROM campaign_rows WHERE unsubscribe_token = $1",
-        )
-        .bind(token)
-        .fetch_optional(&self.pool)
-        .await?)
+        Ok(sqlx::query_as("SELECT user_id, recipient_email, email_key FROM campaign_rows WHERE unsubscribe_token = $1")
+            .bind(token)
+            .fetch_optional(&self.pool)
+            .await?)
     }
 
     // ---- senders ----

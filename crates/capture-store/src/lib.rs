@@ -19,6 +19,7 @@ mod admission;
 mod adshots;
 mod audits;
 mod authver;
+mod campaigns;
 mod db;
 mod idempotency;
 mod jobs;
@@ -31,12 +32,15 @@ mod sessions;
 mod users;
 mod web_store;
 mod webhooks;
-mod campaigns;
 
 pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
 pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudit};
 pub use authver::AuthVersion;
+pub use campaigns::{
+    AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
+    TargetRecord,
+};
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use jobs::{IdemResponse, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
@@ -48,8 +52,4 @@ pub use queue::{FairShare, Task};
 pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
 pub use sessions::WebSessionRow;
 pub use users::{ApiKeyRow, AuthRecord, User};
-pub use campaigns::{
-    AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
-    TargetRecord,
-};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};

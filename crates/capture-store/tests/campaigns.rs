@@ -104,21 +104,35 @@ async fn rows_and_bounds(store: Store) {
     let id = campaign(
         &store,
         &u,
-        &[target("a@x.example", "https://a.example"), target("a@x.example", "https://a.example"), target("b@x.example", "https://a.example")],
+        &[
+            target("a@x.example", "https://a.example"),
+            target("a@x.example", "https://a.example"),
+            target("b@x.example", "https://a.example"),
+        ],
     )
     .await;
     assert_eq!(store.campaign_targets(&id, 100).await.unwrap().len(), 2, "duplicates are stored once");
     let added = store
-        .add_campaign_targets(&u.id, &id, &[target("a@x.example", "https://a.example"), target("c@y.example", "https://c.example")], 3, T0)
+        .add_campaign_targets(
+            &u.id,
+            &id,
+            &[target("a@x.example", "https://a.example"), target("c@y.example", "https://c.example")],
+            3,
+            T0,
+        )
         .await
         .unwrap();
     assert_eq!(added, Ok(1));
-    let too_many = store.add_campaign_targets(&u.id, &id, &[target("d@y.example", "https://d.example")], 3, T0).await.unwrap();
+    let too_many =
+        store.add_campaign_targets(&u.id, &id, &[target("d@y.example", "https://d.example")], 3, T0).await.unwrap();
     assert!(matches!(too_many, Err(capture_store::AddRefused::TooMany { existing: 3, max: 3 })), "{too_many:?}");
     assert_eq!(store.campaign_targets(&id, 100).await.unwrap().len(), 3, "a refused add writes nothing");
     let other = user(&store).await;
     assert_eq!(
-        store.add_campaign_targets(&other.id, &id, &[target("e@y.example", "https://e.example")], 100, T0).await.unwrap(),
+        store
+            .add_campaign_targets(&other.id, &id, &[target("e@y.example", "https://e.example")], 100, T0)
+            .await
+            .unwrap(),
         Err(capture_store::AddRefused::NotFound)
     );
     let (c, changed) = store.transition_campaign(&u.id, &id, &["draft"], "cancelled", T0).await.unwrap().unwrap();
@@ -202,7 +216,12 @@ async fn outcomes_suppressions_and_interrupted_sends(store: Store) {
     let id = campaign(
         &store,
         &u,
-        &[target("ok@a.example", "https://s.example"), target("bounce@a.example", "https://s.example"), target("crash@a.example", "https://s.example"), target("later@a.example", "https://s.example")],
+        &[
+            target("ok@a.example", "https://s.example"),
+            target("bounce@a.example", "https://s.example"),
+            target("crash@a.example", "https://s.example"),
+            target("later@a.example", "https://s.example"),
+        ],
     )
     .await;
     launch_ready(&store, &u, &id).await;
@@ -212,7 +231,16 @@ async fn outcomes_suppressions_and_interrupted_sends(store: Store) {
         let store = store.clone();
         async move {
             let ob = new_id("obx");
-            let r = Reservation { outbox_id: &ob, row_id: &row, worker: "w", sender: "s@c.example", sender_cap: 100, domain_cap: 100, day: DAY, now: T0 };
+            let r = Reservation {
+                outbox_id: &ob,
+                row_id: &row,
+                worker: "w",
+                sender: "s@c.example",
+                sender_cap: 100,
+                domain_cap: 100,
+                day: DAY,
+                now: T0,
+            };
             store.reserve_send(&r).await.unwrap()
         }
     };
@@ -222,7 +250,10 @@ async fn outcomes_suppressions_and_interrupted_sends(store: Store) {
     store.finish_send_ok(&by("ok@a.example"), "<m1@c.example>", "250 ok", T0 + 1).await.unwrap();
     assert_eq!(reserve(by("ok@a.example")).await, Reserved::NotSendable);
     let sent = store.campaign_target(&by("ok@a.example")).await.unwrap().unwrap();
-    assert_eq!((sent.state.as_str(), sent.message_id.as_deref(), sent.sent_at), ("sent", Some("<m1@c.example>"), Some(T0 + 1)));
+    assert_eq!(
+        (sent.state.as_str(), sent.message_id.as_deref(), sent.sent_at),
+        ("sent", Some("<m1@c.example>"), Some(T0 + 1))
+    );
 
     // A 5xx rejection fails the row and suppresses the address for the account.
     assert_eq!(reserve(by("bounce@a.example")).await, Reserved::Yes);
@@ -273,7 +304,16 @@ async fn sender_limits_and_warmup_start(store: Store) {
     launch_ready(&store, &u, &id).await;
     let (t, _) = store.campaign_targets(&id, 10).await.unwrap().remove(0);
     let ob = new_id("obx");
-    let r = Reservation { outbox_id: &ob, row_id: &t.id, worker: "w", sender: "s@c.example", sender_cap: 5, domain_cap: 5, day: DAY, now: T0 };
+    let r = Reservation {
+        outbox_id: &ob,
+        row_id: &t.id,
+        worker: "w",
+        sender: "s@c.example",
+        sender_cap: 5,
+        domain_cap: 5,
+        day: DAY,
+        now: T0,
+    };
     assert_eq!(store.reserve_send(&r).await.unwrap(), Reserved::Yes);
     assert_eq!(store.sender_limits("s@c.example", (20, 20, 500), T0).await.unwrap().first_day.as_deref(), Some(DAY));
 }

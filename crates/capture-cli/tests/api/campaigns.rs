@@ -21,7 +21,10 @@ fn axe_path() -> String {
     let p = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
         format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
     });
-    assert!(Path::new(&p).is_file(), "axe-core not found at {p}: run `npm ci --prefix tests/audit` or set CAPTURE_AXE_PATH");
+    assert!(
+        Path::new(&p).is_file(),
+        "axe-core not found at {p}: run `npm ci --prefix tests/audit` or set CAPTURE_AXE_PATH"
+    );
     p
 }
 
@@ -123,7 +126,12 @@ async fn wait_for(app: &TestApp, key: &str, id: &str, limit: Duration, done: imp
 }
 
 fn row<'a>(c: &'a Value, email: &str) -> &'a Value {
-    c["rows"].as_array().unwrap().iter().find(|r| r["recipientEmail"] == email).unwrap_or_else(|| panic!("{email}: {c:#}"))
+    c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["recipientEmail"] == email)
+        .unwrap_or_else(|| panic!("{email}: {c:#}"))
 }
 
 /// A top-level header, unfolded.
@@ -153,7 +161,10 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     let sink = Sink::start(&["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
     let app = TestApp::spawn(
-        Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe_path()).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_MAIL_FROM", FROM),
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_AXE_PATH", &axe_path())
+            .env("CAPTURE_SMTP_URL", &sink.url())
+            .env("CAPTURE_MAIL_FROM", FROM),
     )
     .await;
     let (_, key) = app.user_with_key("pro");
@@ -165,11 +176,23 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
         (new_campaign("x", "UTC", "anytime", "soon", json!([])), "sendAt"),
         (new_campaign("x", "UTC", "night", "2026-01-01T00:00:00Z", json!([])), "sendHours"),
         (
-            new_campaign("x", "UTC", "anytime", "2026-01-01T00:00:00Z", json!([{"websiteUrl": page, "recipientEmail": "a@@b"}])),
+            new_campaign(
+                "x",
+                "UTC",
+                "anytime",
+                "2026-01-01T00:00:00Z",
+                json!([{"websiteUrl": page, "recipientEmail": "a@@b"}]),
+            ),
             "recipients[0].recipientEmail",
         ),
         (
-            new_campaign("x", "UTC", "anytime", "2026-01-01T00:00:00Z", json!([{"websiteUrl": "file:///etc/passwd", "recipientEmail": "a@b.test"}])),
+            new_campaign(
+                "x",
+                "UTC",
+                "anytime",
+                "2026-01-01T00:00:00Z",
+                json!([{"websiteUrl": "file:///etc/passwd", "recipientEmail": "a@b.test"}]),
+            ),
             "recipients[0].websiteUrl",
         ),
     ] {
@@ -210,7 +233,8 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     assert_eq!(mails.len(), 2, "one mail per row");
     for email in ["owner@one.test", "other@two.test"] {
         let r = row(&c, email);
-        let (raw, envelope) = mails.iter().find(|(_, e)| e["rcpt_tos"][0] == email).unwrap_or_else(|| panic!("no mail to {email}"));
+        let (raw, envelope) =
+            mails.iter().find(|(_, e)| e["rcpt_tos"][0] == email).unwrap_or_else(|| panic!("no mail to {email}"));
         assert_eq!(envelope["mail_from"], "reports@capture.test");
         assert_eq!(header(raw, "From").as_deref(), Some("\"Capture Reports\" <reports@capture.test>"));
         assert_eq!(header(raw, "To").as_deref(), Some(email));
@@ -220,11 +244,20 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
         assert!(header(raw, "Date").is_some_and(|d| d.ends_with("+0000")), "{raw}");
         assert_eq!(header(raw, "List-Unsubscribe-Post").as_deref(), Some("List-Unsubscribe=One-Click"));
         let unsub = header(raw, "List-Unsubscribe").unwrap();
-        assert!(unsub.starts_with(&format!("<{}/unsubscribe/", app.base)) && unsub.contains(", <mailto:unsubscribe+"), "{unsub}");
+        assert!(
+            unsub.starts_with(&format!("<{}/unsubscribe/", app.base)) && unsub.contains(", <mailto:unsubscribe+"),
+            "{unsub}"
+        );
         let ctype = header(raw, "Content-Type").unwrap();
         assert!(ctype.starts_with("multipart/alternative"), "{ctype}");
         let body = raw.replace("=\r\n", "");
-        for part in ["Content-Type: text/plain", "Content-Type: text/html", "multipart/related", "Content-Type: image/jpeg", "Content-ID: <screenshot."] {
+        for part in [
+            "Content-Type: text/plain",
+            "Content-Type: text/html",
+            "multipart/related",
+            "Content-Type: image/jpeg",
+            "Content-ID: <screenshot.",
+        ] {
             assert!(body.contains(part), "{part} missing:\n{raw}");
         }
         let report_url = r["reportUrl"].as_str().unwrap();
@@ -251,7 +284,11 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
         .unwrap();
     assert_eq!(r.status(), 200);
     let s: Value = app.get(&key, "/v1/suppressions").await.json().await.unwrap();
-    assert_eq!((s["data"][0]["email"].as_str(), s["data"][0]["reason"].as_str()), (Some("owner@one.test"), Some("unsubscribed")), "{s}");
+    assert_eq!(
+        (s["data"][0]["email"].as_str(), s["data"][0]["reason"].as_str()),
+        (Some("owner@one.test"), Some("unsubscribed")),
+        "{s}"
+    );
     let r = app.client.get(app.url("/unsubscribe/nosuchtoken0000000000")).send().await.unwrap();
     assert_eq!(r.status(), 404);
 
@@ -271,13 +308,24 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     let id2 = create_and_launch(&app, &key, &body).await;
     let c2 = wait_for(&app, &key, &id2, Duration::from_secs(150), |c| c["status"] == "completed").await;
     let owner = row(&c2, "Owner@one.test");
-    assert_eq!((owner["state"].as_str(), owner["reason"].as_str(), owner["auditId"].as_str()), (Some("skipped"), Some("suppressed"), None), "{c2:#}");
+    assert_eq!(
+        (owner["state"].as_str(), owner["reason"].as_str(), owner["auditId"].as_str()),
+        (Some("skipped"), Some("suppressed"), None),
+        "{c2:#}"
+    );
     let gone = row(&c2, "gone@two.test");
-    assert_eq!((gone["state"].as_str(), gone["reason"].as_str()), (Some("failed"), Some("smtp_rejected:550")), "{c2:#}");
+    assert_eq!(
+        (gone["state"].as_str(), gone["reason"].as_str()),
+        (Some("failed"), Some("smtp_rejected:550")),
+        "{c2:#}"
+    );
     assert_eq!(row(&c2, "third@two.test")["state"], "sent");
     assert_eq!(sink.received().len(), 3, "only third@two.test got a second-campaign mail");
     let s: Value = app.get(&key, "/v1/suppressions").await.json().await.unwrap();
-    assert!(s["data"].as_array().unwrap().iter().any(|x| x["email"] == "gone@two.test" && x["reason"] == "bounced"), "{s}");
+    assert!(
+        s["data"].as_array().unwrap().iter().any(|x| x["email"] == "gone@two.test" && x["reason"] == "bounced"),
+        "{s}"
+    );
     let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
     assert_eq!(b["usage"]["used"], 4, "two more audits, none for the suppressed address: {b}");
 
@@ -288,12 +336,15 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     assert_eq!(s, 200);
     let (s, e) = post(&app, &key, "/v1/suppressions", &json!({"email": "nope"})).await;
     assert_eq!((s, e["details"]["field"].as_str()), (400, Some("email")));
-    let del = |email: &str| app.client.delete(app.url(&format!("/v1/suppressions?email={email}"))).bearer_auth(&key).send();
+    let del =
+        |email: &str| app.client.delete(app.url(&format!("/v1/suppressions?email={email}"))).bearer_auth(&key).send();
     assert_eq!(del("no@one.test").await.unwrap().status(), 204);
     assert_eq!(del("no@one.test").await.unwrap().status(), 404);
 
     // Pause, resume, cancel: transitions and refusals.
-    let (_, d) = post(&app, &key, "/v1/campaigns", &new_campaign("Later", "UTC", "office", "2099-01-01T00:00:00Z", json!([]))).await;
+    let (_, d) =
+        post(&app, &key, "/v1/campaigns", &new_campaign("Later", "UTC", "office", "2099-01-01T00:00:00Z", json!([])))
+            .await;
     let id3 = d["id"].as_str().unwrap();
     let (s, e) = post(&app, &key, &format!("/v1/campaigns/{id3}/pause"), &json!({})).await;
     assert_eq!((s, e["details"]["field"].as_str()), (400, Some("status")), "a draft cannot be paused: {e}");
@@ -307,7 +358,13 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     assert_eq!(x["status"], "cancelled");
     let (s, e) = post(&app, &key, &format!("/v1/campaigns/{id3}/launch"), &json!({})).await;
     assert_eq!((s, e["details"]["field"].as_str()), (400, Some("status")), "{e}");
-    let (s, e) = post(&app, &key, &format!("/v1/campaigns/{id3}/targets"), &json!({"recipients": [{"websiteUrl": page, "recipientEmail": "z@z.test"}]})).await;
+    let (s, e) = post(
+        &app,
+        &key,
+        &format!("/v1/campaigns/{id3}/targets"),
+        &json!({"recipients": [{"websiteUrl": page, "recipientEmail": "z@z.test"}]}),
+    )
+    .await;
     assert_eq!((s, e["details"]["field"].as_str()), (400, Some("status")), "{e}");
 
     // Lists, and other accounts see nothing.
@@ -342,9 +399,13 @@ async fn office_hours_hold_across_zones_and_a_dst_change() {
     let page = site.url(CLEAN_PAGE);
     let one = |email: &str| json!([{"websiteUrl": page, "recipientEmail": email}]);
     let since = "2027-03-27T00:00:00Z";
-    let berlin = create_and_launch(&app, &key, &new_campaign("be", "Europe/Berlin", "office", since, one("a@berlin.test"))).await;
-    let newyork = create_and_launch(&app, &key, &new_campaign("ny", "America/New_York", "office", since, one("b@ny.test"))).await;
-    let tokyo = create_and_launch(&app, &key, &new_campaign("tk", "Asia/Tokyo", "office", since, one("c@tokyo.test"))).await;
+    let berlin =
+        create_and_launch(&app, &key, &new_campaign("be", "Europe/Berlin", "office", since, one("a@berlin.test")))
+            .await;
+    let newyork =
+        create_and_launch(&app, &key, &new_campaign("ny", "America/New_York", "office", since, one("b@ny.test"))).await;
+    let tokyo =
+        create_and_launch(&app, &key, &new_campaign("tk", "Asia/Tokyo", "office", since, one("c@tokyo.test"))).await;
     // sendAt Tuesday 07:00 CEST: before that day's window, so it waits for 09:00 CEST.
     let later = create_and_launch(
         &app,
@@ -353,12 +414,23 @@ async fn office_hours_hold_across_zones_and_a_dst_change() {
     )
     .await;
     // A recipient added after launch.
-    let (s, added) = post(&app, &key, &format!("/v1/campaigns/{berlin}/targets"), &json!({"recipients": one("e@berlin.test")})).await;
+    let (s, added) =
+        post(&app, &key, &format!("/v1/campaigns/{berlin}/targets"), &json!({"recipients": one("e@berlin.test")}))
+            .await;
     assert_eq!((s, added["added"].as_i64()), (200, Some(1)), "{added}");
 
-    let waits = |c: &Value, email: &str| (row(c, email)["waiting"].as_str().map(str::to_string), row(c, email)["nextCheckAt"].as_str().map(str::to_string));
+    let waits = |c: &Value, email: &str| {
+        (
+            row(c, email)["waiting"].as_str().map(str::to_string),
+            row(c, email)["nextCheckAt"].as_str().map(str::to_string),
+        )
+    };
     let ready = |c: &Value| {
-        c["rows"].as_array().unwrap().iter().all(|r| r["state"] == "ready" && (r["waiting"] == "sending_hours" || r["waiting"] == "send_at"))
+        c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["state"] == "ready" && (r["waiting"] == "sending_hours" || r["waiting"] == "send_at"))
     };
     let limit = Duration::from_secs(180);
     let s = |x: &str| Some(x.to_string());
@@ -374,7 +446,11 @@ async fn office_hours_hold_across_zones_and_a_dst_change() {
     assert_eq!(sink.received().len(), 0, "launched outside hours: nothing sent");
     let cap: Value = app.get(&key, "/v1/campaigns/sender-capacity").await.json().await.unwrap();
     assert_eq!(cap["senders"][0]["sender"], "reports@capture.test", "{cap}");
-    assert_eq!((cap["senders"][0]["capToday"].as_i64(), cap["senders"][0]["sentToday"].as_i64()), (Some(20), Some(0)), "{cap}");
+    assert_eq!(
+        (cap["senders"][0]["capToday"].as_i64(), cap["senders"][0]["sentToday"].as_i64()),
+        (Some(20), Some(0)),
+        "{cap}"
+    );
     assert_eq!(cap["senders"][0]["resetsAt"], "2027-03-28T00:00:00.000Z");
 
     // Monday 06:59:30 UTC: 15:59:30 in Tokyo (open for 30 s more), 08:59:30 in Berlin, 02:59:30
@@ -423,7 +499,8 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
     app.cli(&["admin", "user", "create", "--email", "ops@capture.test", "--plan", "pro"]);
     let admin = app.new_key("ops@capture.test");
 
-    let limits = json!({"sender": "reports@capture.test", "warmup": {"startPerDay": 3, "growthPercent": 100, "maxPerDay": 50}});
+    let limits =
+        json!({"sender": "reports@capture.test", "warmup": {"startPerDay": 3, "growthPercent": 100, "maxPerDay": 50}});
     let (s, e) = post(&app, &key, "/v1/campaigns/sender-limits", &limits).await;
     assert_eq!((s, e["code"].as_str()), (403, Some("FORBIDDEN")), "{e}");
     let (s, l) = post(&app, &admin, "/v1/campaigns/sender-limits", &limits).await;
@@ -437,8 +514,12 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
         .iter()
         .map(|e| json!({"websiteUrl": page, "recipientEmail": e}))
         .collect();
-    let id = create_and_launch(&app, &key, &new_campaign("caps", "UTC", "anytime", &send_at, Value::Array(recipients))).await;
-    let c = wait_for(&app, &key, &id, Duration::from_secs(120), |c| c["counts"]["ready"] == 5 || c["counts"]["sent"].as_i64() > Some(0)).await;
+    let id = create_and_launch(&app, &key, &new_campaign("caps", "UTC", "anytime", &send_at, Value::Array(recipients)))
+        .await;
+    let c = wait_for(&app, &key, &id, Duration::from_secs(120), |c| {
+        c["counts"]["ready"] == 5 || c["counts"]["sent"].as_i64() > Some(0)
+    })
+    .await;
     assert_eq!(c["counts"]["sent"], 0, "nothing before sendAt: {c:#}");
     wait_for(&app, &key, &id, Duration::from_secs(90), |c| c["counts"]["sent"] == 3).await;
     // Give the losers time to try again: the cap holds.
@@ -446,13 +527,22 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
     let c = campaign(&app, &key, &id).await;
     assert_eq!(c["counts"]["sent"], 3, "{c:#}");
     assert_eq!(sink.received().len(), 3);
-    let one = c["rows"].as_array().unwrap().iter().filter(|r| r["state"] == "sent" && r["recipientEmail"].as_str().unwrap().ends_with("@one.test")).count();
+    let one = c["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["state"] == "sent" && r["recipientEmail"].as_str().unwrap().ends_with("@one.test"))
+        .count();
     assert!(one <= 2, "the domain cap of 2 held: {c:#}");
     for r in c["rows"].as_array().unwrap().iter().filter(|r| r["state"] == "ready") {
         assert!(r["waiting"] == "sender_cap" || r["waiting"] == "domain_cap", "{r}");
     }
     let cap: Value = app.get(&key, "/v1/campaigns/sender-capacity").await.json().await.unwrap();
-    assert_eq!((cap["senders"][0]["sentToday"].as_i64(), cap["senders"][0]["remainingToday"].as_i64()), (Some(3), Some(0)), "{cap}");
+    assert_eq!(
+        (cap["senders"][0]["sentToday"].as_i64(), cap["senders"][0]["remainingToday"].as_i64()),
+        (Some(3), Some(0)),
+        "{cap}"
+    );
     let one_cap = cap["domains"].as_array().unwrap().iter().find(|d| d["domain"] == "one.test").unwrap();
     assert_eq!(one_cap["capToday"], 2);
 
@@ -467,5 +557,9 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
     assert_eq!(sink.received().len(), 5, "each row mailed once");
     let cap: Value = app.get(&key, "/v1/campaigns/sender-capacity").await.json().await.unwrap();
     let s0 = &cap["senders"][0];
-    assert_eq!((s0["warmupDay"].as_i64(), s0["capToday"].as_i64(), s0["sentToday"].as_i64()), (Some(1), Some(6), Some(2)), "{cap}");
+    assert_eq!(
+        (s0["warmupDay"].as_i64(), s0["capToday"].as_i64(), s0["sentToday"].as_i64()),
+        (Some(1), Some(6), Some(2)),
+        "{cap}"
+    );
 }

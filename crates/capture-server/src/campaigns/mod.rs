@@ -27,11 +27,39 @@ use crate::state::AppState;
 /// The campaign and suppression paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(create, list, get_one, add_targets, launch, pause, resume, cancel, sender_capacity, sender_limits,
-        list_suppressions, add_suppression, delete_suppression),
-    components(schemas(CampaignIn, RecipientIn, TargetsIn, Campaign, CampaignRow, RowCounts, CampaignList,
-        TargetsAdded, Capacity, SenderCapacity, DomainCapacity, SenderLimitsIn, WarmupIn, SuppressionIn,
-        SuppressionOut, SuppressionList))
+    paths(
+        create,
+        list,
+        get_one,
+        add_targets,
+        launch,
+        pause,
+        resume,
+        cancel,
+        sender_capacity,
+        sender_limits,
+        list_suppressions,
+        add_suppression,
+        delete_suppression
+    ),
+    components(schemas(
+        CampaignIn,
+        RecipientIn,
+        TargetsIn,
+        Campaign,
+        CampaignRow,
+        RowCounts,
+        CampaignList,
+        TargetsAdded,
+        Capacity,
+        SenderCapacity,
+        DomainCapacity,
+        SenderLimitsIn,
+        WarmupIn,
+        SuppressionIn,
+        SuppressionOut,
+        SuppressionList
+    ))
 )]
 pub struct ApiDoc;
 
@@ -277,11 +305,9 @@ pub async fn delete_suppression(
 /// mail client's RFC 8058 one-click POST, or a person opening the link).
 pub async fn unsubscribe(State(state): State<AppState>, Path(token): Path<String>) -> Response {
     let (status, title, body) = match service::unsubscribe(&state, &token).await {
-        Ok(Some(email)) => (
-            StatusCode::OK,
-            "Unsubscribed",
-            format!("{} will not receive these reports again.", html_escape(&email)),
-        ),
+        Ok(Some(email)) => {
+            (StatusCode::OK, "Unsubscribed", format!("{} will not receive these reports again.", html_escape(&email)))
+        }
         Ok(None) => (StatusCode::NOT_FOUND, "Link not found", "This unsubscribe link is not valid.".to_string()),
         Err(e) => return ApiError::from(e).into_response(),
     };

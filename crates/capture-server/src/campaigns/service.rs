@@ -245,21 +245,16 @@ pub async fn add_targets(
         Ok(added) => {
             state.campaign_work.notify_waiters();
             let c = find(state, account, id).await?;
-            Ok(TargetsAdded {
-                added,
-                duplicates: rows.len() as i64 - added,
-                campaign: view(state, &c, true).await?,
-            })
+            Ok(TargetsAdded { added, duplicates: rows.len() as i64 - added, campaign: view(state, &c, true).await? })
         }
         Err(AddRefused::NotFound) => Err(Error::not_found(CampaignId::NOUN)),
         Err(AddRefused::Closed(status)) => {
             Err(FieldError::new("status", format!("the campaign is {status}; targets can no longer be added")).into())
         }
-        Err(AddRefused::TooMany { existing, max }) => Err(FieldError::new(
-            "recipients",
-            format!("a campaign holds at most {max} rows; this one has {existing}"),
-        )
-        .into()),
+        Err(AddRefused::TooMany { existing, max }) => {
+            Err(FieldError::new("recipients", format!("a campaign holds at most {max} rows; this one has {existing}"))
+                .into())
+        }
     }
 }
 
@@ -334,7 +329,12 @@ pub async fn capacity(state: &AppState, account: &Account) -> Result<Capacity> {
     let mut domains = Vec::new();
     for d in state.store.campaign_domains(&account.user.id, day_start).await? {
         let sent = state.store.send_count("domain", &d, &day).await?;
-        domains.push(DomainCapacity { domain: d, cap_today: dcap, sent_today: sent, remaining_today: (dcap - sent).max(0) });
+        domains.push(DomainCapacity {
+            domain: d,
+            cap_today: dcap,
+            sent_today: sent,
+            remaining_today: (dcap - sent).max(0),
+        });
     }
     Ok(Capacity { senders, domains, counting_zone: COUNTING_ZONE.name().to_string() })
 }
@@ -352,9 +352,8 @@ pub async fn set_sender_limits(
             "only an administrator may change the sender's limits".into(),
         ));
     }
-    let warmup = opts
-        .warmup
-        .map(|w| (i64::from(w.start_per_day), i64::from(w.growth_percent), i64::from(w.max_per_day)));
+    let warmup =
+        opts.warmup.map(|w| (i64::from(w.start_per_day), i64::from(w.growth_percent), i64::from(w.max_per_day)));
     let now_ms = state.clock.now_ms();
     let l = state.store.set_sender_limits(&opts.sender, default_warmup(), opts.daily_limit, warmup, now_ms).await?;
     let now = state.clock.now();
@@ -374,7 +373,12 @@ pub async fn set_sender_limits(
 }
 
 fn suppression_view(s: &Suppression) -> SuppressionOut {
-    SuppressionOut { email: s.email.clone(), reason: s.reason.clone(), detail: s.detail.clone(), created_at: iso(s.created_at) }
+    SuppressionOut {
+        email: s.email.clone(),
+        reason: s.reason.clone(),
+        detail: s.detail.clone(),
+        created_at: iso(s.created_at),
+    }
 }
 
 /// The caller's suppressed addresses, newest first.

@@ -144,7 +144,8 @@ pub fn parse_recipients(v: Option<&Value>, required: bool) -> Result<Vec<Recipie
                 validate_url(url).map_err(|e| FieldError::new(format!("{p}websiteUrl"), e.reason.clone()))?;
             let email = string(o, "recipientEmail", &format!("{p}recipientEmail"))?
                 .ok_or_else(|| FieldError::new(format!("{p}recipientEmail"), "is required"))?;
-            let email = validate_email(email).map_err(|e| FieldError::new(format!("{p}recipientEmail"), e.to_string()))?;
+            let email =
+                validate_email(email).map_err(|e| FieldError::new(format!("{p}recipientEmail"), e.to_string()))?;
             let rt = report_type(string(o, "reportType", &format!("{p}reportType"))?, &format!("{p}reportType"))?;
             Ok(Recipient {
                 website_url,
@@ -160,12 +161,7 @@ pub fn parse_recipients(v: Option<&Value>, required: bool) -> Result<Vec<Recipie
 impl CampaignIn {
     /// Validate a create request's JSON object.
     pub fn parse(body: &Map<String, Value>) -> Result<CampaignOptions, FieldError> {
-        check_keys(
-            body,
-            &["name", "sendAt", "timezone", "reportType", "sendHours", "recipients"],
-            "a campaign",
-            "",
-        )?;
+        check_keys(body, &["name", "sendAt", "timezone", "reportType", "sendHours", "recipients"], "a campaign", "")?;
         let name = string(body, "name", "name")?.map(str::trim).unwrap_or_default();
         if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
             return Err(FieldError::new("name", "must be 1 to 200 characters without control characters"));
@@ -464,17 +460,23 @@ mod tests {
             (serde_json::json!({"sendHours": "night"}), "sendHours"),
             (serde_json::json!({"reportType": "deep"}), "reportType"),
             (serde_json::json!({"color": "red"}), "color"),
-            (serde_json::json!({"recipients": [{"websiteUrl": "ftp://x.example", "recipientEmail": "a@b.example"}]}),
-             "recipients[0].websiteUrl"),
-            (serde_json::json!({"recipients": [{"websiteUrl": "https://x.example", "recipientEmail": "not-mail"}]}),
-             "recipients[0].recipientEmail"),
+            (
+                serde_json::json!({"recipients": [{"websiteUrl": "ftp://x.example", "recipientEmail": "a@b.example"}]}),
+                "recipients[0].websiteUrl",
+            ),
+            (
+                serde_json::json!({"recipients": [{"websiteUrl": "https://x.example", "recipientEmail": "not-mail"}]}),
+                "recipients[0].recipientEmail",
+            ),
         ] {
             let mut body = base.as_object().unwrap().clone();
             body.extend(patch.as_object().unwrap().clone());
             assert_eq!(CampaignIn::parse(&body).unwrap_err().field, field, "{patch}");
         }
         let many: Vec<Value> = (0..501)
-            .map(|i| serde_json::json!({"websiteUrl": "https://x.example", "recipientEmail": format!("a{i}@b.example")}))
+            .map(
+                |i| serde_json::json!({"websiteUrl": "https://x.example", "recipientEmail": format!("a{i}@b.example")}),
+            )
             .collect();
         let mut body = base.as_object().unwrap().clone();
         body.insert("recipients".into(), Value::Array(many));

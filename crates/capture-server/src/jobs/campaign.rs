@@ -23,8 +23,8 @@ use capture_core::ids;
 use capture_core::sending::{
     self, Capacity, Decision, ReportQuality, ReportStatus, SendInputs, SkipReason, WaitReason, parse_zone,
 };
-use capture_mail::outbound::{CampaignMail, InlineImage, Sender};
 use capture_mail::SendError;
+use capture_mail::outbound::{CampaignMail, InlineImage, Sender};
 use capture_store::{AuditRow, DueTarget, Reservation, Reserved};
 use tokio_util::sync::CancellationToken;
 
@@ -93,7 +93,10 @@ async fn tick(state: &AppState, worker: &str, index: usize) -> Result<usize, Err
     if index == 0 {
         let n = state.store.sweep_interrupted_sends(now - SEND_ABANDONED.as_millis() as i64, now).await?;
         if n > 0 {
-            tracing::warn!(rows = n, "campaign mails interrupted mid-send were marked failed (send_interrupted), not re-sent");
+            tracing::warn!(
+                rows = n,
+                "campaign mails interrupted mid-send were marked failed (send_interrupted), not re-sent"
+            );
         }
     }
     let mut due = state.store.due_campaign_targets(now, BATCH).await?;
@@ -248,7 +251,8 @@ async fn try_send(state: &AppState, worker: &str, d: &DueTarget) -> Result<(), E
     let dsent = state.store.send_count("domain", &t.recipient_domain, &day).await?;
     let suppressed = state.store.suppression(&t.user_id, &t.email_key).await?.is_some();
     // A `ready` row passed every quality gate when its audit ended.
-    let passed = ReportQuality { audit_finished: true, site_status: Some(200), screenshot_blank: false, has_scores: true };
+    let passed =
+        ReportQuality { audit_finished: true, site_status: Some(200), screenshot_blank: false, has_scores: true };
     let inputs = SendInputs {
         now,
         send_at: chrono::DateTime::from_timestamp_millis(d.send_at).unwrap_or_default(),
@@ -395,7 +399,10 @@ async fn compose(state: &AppState, d: &DueTarget) -> Result<CampaignMail, String
     };
     let cid = format!("screenshot.{}@{}", t.id.to_ascii_lowercase(), from.domain());
 
-    let mut text = format!("Hello,\n\nwe audited {} and wrote up what we found:\n{report_url}\n\nScores (0-100):\n", t.website_url);
+    let mut text = format!(
+        "Hello,\n\nwe audited {} and wrote up what we found:\n{report_url}\n\nScores (0-100):\n",
+        t.website_url
+    );
     for (name, v) in &scores {
         text.push_str(&format!("  {name}: {v}\n"));
     }
@@ -434,7 +441,12 @@ async fn compose(state: &AppState, d: &DueTarget) -> Result<CampaignMail, String
     if !findings.is_empty() {
         html.push_str("<h3>Top findings</h3><ul>");
         for (sev, title, pages) in &findings {
-            html.push_str(&format!("<li>[{}] {} ({pages} page{})</li>", e(sev), e(title), if *pages == 1 { "" } else { "s" }));
+            html.push_str(&format!(
+                "<li>[{}] {} ({pages} page{})</li>",
+                e(sev),
+                e(title),
+                if *pages == 1 { "" } else { "s" }
+            ));
         }
         html.push_str("</ul>");
     }
@@ -452,8 +464,7 @@ async fn compose(state: &AppState, d: &DueTarget) -> Result<CampaignMail, String
         subject: format!("Website report for {host}"),
         text,
         html,
-        inline_image: shot
-            .map(|bytes| InlineImage { content_id: cid, content_type: "image/jpeg".into(), bytes }),
+        inline_image: shot.map(|bytes| InlineImage { content_id: cid, content_type: "image/jpeg".into(), bytes }),
         unsubscribe_url,
         unsubscribe_mailto: format!("unsubscribe+{}@{}", t.unsubscribe_token, from.domain()),
         extra_headers: vec![
@@ -485,6 +496,10 @@ mod tests {
         assert!(is_blank(b"not an image"));
         assert!(!is_blank(&png(|x, _| if x < 160 { [255, 255, 255] } else { [10, 60, 200] })));
         // A heading on a white page.
-        assert!(!is_blank(&png(|x, y| if (20..60).contains(&y) && (20..200).contains(&x) { [0, 0, 0] } else { [255; 3] })));
+        assert!(!is_blank(&png(|x, y| if (20..60).contains(&y) && (20..200).contains(&x) {
+            [0, 0, 0]
+        } else {
+            [255; 3]
+        })));
     }
 }

@@ -7,10 +7,10 @@
 
 pub mod ads;
 pub mod audit;
+pub mod campaign;
 pub mod capture;
 pub mod run;
 pub mod webhook;
-pub mod campaign;
 
 use std::future::Future;
 use std::time::Duration;

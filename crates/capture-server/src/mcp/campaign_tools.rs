@@ -71,7 +71,12 @@ pub fn catalogue() -> Vec<Tool> {
 }
 
 /// Run a campaign tool, or None when `name` is not one.
-pub async fn call(state: &AppState, account: &Account, name: &str, args: &JsonObject) -> Option<Result<CallToolResult>> {
+pub async fn call(
+    state: &AppState,
+    account: &Account,
+    name: &str,
+    args: &JsonObject,
+) -> Option<Result<CallToolResult>> {
     Some(match name {
         "list_campaigns" => list(state, account, args).await,
         "create_campaign" => match CampaignIn::parse(args) {

@@ -8,9 +8,9 @@
 
 mod ads;
 mod audits;
-mod campaigns;
 mod auth;
 pub mod base;
+mod campaigns;
 mod dashboard;
 mod hooks;
 mod settings;
