@@ -371,6 +371,12 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     let l: Value = app.get(&key, "/v1/campaigns?limit=2").await.json().await.unwrap();
     assert_eq!(l["data"].as_array().unwrap().len(), 2);
     assert!(l["data"][0].get("rows").is_none() && l["nextCursor"].is_string(), "{l}");
+    for path in ["/v1/campaigns?limit=1&limit=2", "/v1/suppressions?before=x&before=y", "/v1/campaigns?limit=0"] {
+        let r = app.get(&key, path).await;
+        assert_eq!(r.status(), 400, "{path}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["code"], "VALIDATION_ERROR", "{path}: {e}");
+    }
     let (_, other) = app.user_with_key("free");
     assert_eq!(app.get(&other, &format!("/v1/campaigns/{id}")).await.status(), 404);
     assert_eq!(app.get(&other, "/v1/campaigns/cmp_nope").await.status(), 404);
