@@ -133,3 +133,34 @@ fn structured<T: Serialize>(v: &T) -> CallToolResult {
         Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("INTERNAL_ERROR: {e}"))]),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_campaign_tools_are_in_the_catalogue_and_none_sends() {
+        let tools = super::super::tools::catalogue();
+        for (name, field) in [
+            ("list_campaigns", "limit"),
+            ("create_campaign", "recipients"),
+            ("add_campaign_targets", "recipients"),
+            ("launch_campaign", "id"),
+            ("get_campaign", "id"),
+        ] {
+            let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
+            assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
+        }
+        assert!(tools.iter().any(|t| t.name == "sender_capacity"));
+        let create = tools.iter().find(|t| t.name == "create_campaign").unwrap();
+        for field in ["name", "sendAt", "timezone", "reportType", "sendHours"] {
+            assert!(create.input_schema["properties"].get(field).is_some(), "{field}");
+        }
+        // No tool offers to send now: campaign mail leaves only through the campaign loop.
+        for t in catalogue() {
+            let text = format!("{} {}", t.name, t.description.as_deref().unwrap_or_default()).to_lowercase();
+            assert!(!t.name.contains("send") || t.name == "sender_capacity", "{}", t.name);
+            assert!(!text.contains("send now") && !text.contains("send_now"), "{text}");
+        }
+    }
+}
