@@ -160,6 +160,7 @@ async fn create_and_launch(app: &TestApp, key: &str, body: &Value) -> String {
 async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscribe() {
     let sink = Sink::start(&["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
+    let blank = Site::start(vec![("/", "text/html", solid("#ffffff"))]).await;
     let app = TestApp::spawn(
         Opts::full(Db::Sqlite)
             .env("CAPTURE_AXE_PATH", &axe_path())
@@ -303,6 +304,9 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
             {"websiteUrl": page, "recipientEmail": "Owner@one.test"},
             {"websiteUrl": page, "recipientEmail": "gone@two.test"},
             {"websiteUrl": page, "recipientEmail": "third@two.test"},
+            {"websiteUrl": site.url("/no-such-page"), "recipientEmail": "missing@three.test"},
+            {"websiteUrl": blank.url("/"), "recipientEmail": "blank@three.test"},
+            {"websiteUrl": "http://127.0.0.1:9/", "recipientEmail": "down@three.test"},
         ]),
     );
     let id2 = create_and_launch(&app, &key, &body).await;
@@ -320,6 +324,16 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
         "{c2:#}"
     );
     assert_eq!(row(&c2, "third@two.test")["state"], "sent");
+    // The quality gates skip a report not worth mailing; the row costs only its audit.
+    for (email, gate) in [
+        ("missing@three.test", "quality_gate:site_answered_2xx"),
+        ("blank@three.test", "quality_gate:screenshot_not_blank"),
+        ("down@three.test", "quality_gate:audit_finished"),
+    ] {
+        let r = row(&c2, email);
+        assert_eq!((r["state"].as_str(), r["reason"].as_str()), (Some("skipped"), Some(gate)), "{r}");
+        assert!(r["auditId"].is_string() && r["sentAt"].is_null(), "{r}");
+    }
     assert_eq!(sink.received().len(), 3, "only third@two.test got a second-campaign mail");
     let s: Value = app.get(&key, "/v1/suppressions").await.json().await.unwrap();
     assert!(
@@ -327,7 +341,9 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
         "{s}"
     );
     let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
-    assert_eq!(b["usage"]["used"], 4, "two more audits, none for the suppressed address: {b}");
+    // gone, third, missing and blank kept their audit's action; the failed audit of the site
+    // that is down was refunded; none was spent on the suppressed address.
+    assert_eq!(b["usage"]["used"], 6, "{b}");
 
     // Suppressions by hand; lifting one.
     let (s, _) = post(&app, &key, "/v1/suppressions", &json!({"email": "no@one.test"})).await;
