@@ -585,3 +585,26 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
         "{cap}"
     );
 }
+
+/// Without an SMTP server nothing is ever mailed: the row waits saying why, and the readiness
+/// check says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_smtp_rows_wait_and_readiness_says_so() {
+    let site = FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe_path())).await;
+    let (_, key) = app.user_with_key("pro");
+    let body = new_campaign(
+        "no smtp",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([{"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "x@y.test"}]),
+    );
+    let id = create_and_launch(&app, &key, &body).await;
+    let c =
+        wait_for(&app, &key, &id, Duration::from_secs(120), |c| c["rows"][0]["waiting"] == "smtp_not_configured").await;
+    assert_eq!((c["rows"][0]["state"].as_str(), c["status"].as_str()), (Some("ready"), Some("running")), "{c:#}");
+    let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert!(ready["checks"]["mail"].as_str().unwrap().starts_with("not-configured"), "{ready}");
+    assert_eq!(ready["status"], "ready", "mail is reported, not required: {ready}");
+}
