@@ -608,3 +608,43 @@ async fn without_smtp_rows_wait_and_readiness_says_so() {
     assert!(ready["checks"]["mail"].as_str().unwrap().starts_with("not-configured"), "{ready}");
     assert_eq!(ready["status"], "ready", "mail is reported, not required: {ready}");
 }
+
+/// A node killed after the SMTP server took the message but before the send was recorded: the
+/// row is never mailed again (it fails as `send_interrupted` once its claim is abandoned).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_killed_mid_send_never_mails_the_row_twice() {
+    // The sink stores the message, then waits 60 s before its final 250.
+    let sink = Sink::start(&["--reply-delay", "60"]);
+    let site = FixtureSite::start().await.unwrap();
+    let mut app = TestApp::spawn(
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_AXE_PATH", &axe_path())
+            .env("CAPTURE_SMTP_URL", &format!("{}?timeout=120s", sink.url()))
+            .env("CAPTURE_MAIL_FROM", FROM),
+    )
+    .await;
+    let (_, key) = app.user_with_key("pro");
+    let body = new_campaign(
+        "crash",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([{"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "once@y.test"}]),
+    );
+    let id = create_and_launch(&app, &key, &body).await;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while sink.received().is_empty() {
+        assert!(Instant::now() < deadline, "the mail never reached the SMTP server");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.kill9();
+
+    // Restarted 20 minutes later (the claim is abandoned after 15).
+    set_env(&mut app, "CAPTURE_CLOCK_OFFSET", "+20m");
+    app.start("api,scheduler").await;
+    let c = wait_for(&app, &key, &id, Duration::from_secs(30), |c| c["rows"][0]["state"] == "failed").await;
+    assert_eq!(c["rows"][0]["reason"], "send_interrupted", "{c:#}");
+    assert_eq!(c["status"], "completed");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(sink.received().len(), 1, "no second mail");
+}
