@@ -32,6 +32,10 @@ pub const DELIVERY: &str = "msg";
 pub const AUDIT: &str = "aud";
 /// Prefix of browser session run ids.
 pub const RUN: &str = "run";
+/// Prefix of audit campaigns.
+pub const CAMPAIGN: &str = "cmp";
+/// Prefix of campaign rows (a target: a website and a recipient).
+pub const CAMPAIGN_ROW: &str = "cmr";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -193,6 +197,12 @@ id_type!(
     RunId,
     RUN,
     "run"
+);
+id_type!(
+    /// An audit campaign (`cmp_…`).
+    CampaignId,
+    CAMPAIGN,
+    "campaign"
 );
 id_type!(
     /// An account (`usr_…`).

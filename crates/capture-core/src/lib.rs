@@ -1,6 +1,7 @@
 //! Domain types of Capture: ids, capture options and their validation, plans, the
 //! calendar-month quota window, the sending rules of campaigns and the stable error codes. No I/O lives here.
 
+pub mod clock;
 pub mod egress;
 pub mod error;
 pub mod events;
@@ -13,7 +14,7 @@ pub mod states;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
-pub use ids::{AuditId, DeliveryId, EndpointId, KeyId, RunId, ScreenshotId, TypedId, UserId};
+pub use ids::{AuditId, CampaignId, DeliveryId, EndpointId, KeyId, RunId, ScreenshotId, TypedId, UserId};
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
 pub use states::{DeliveryStatus, JobStatus, OutputFormat};

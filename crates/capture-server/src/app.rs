@@ -34,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::webhooks::router())
         .merge(screenshots::api_router())
         .merge(crate::runs::v1_router())
+        .merge(crate::campaigns::v1_router())
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
     // The balance also accepts the OAuth session of the CLI and MCP clients.
     let account = account::router()
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .route("/s/{token}", get(screenshots::share_page))
         .merge(crate::audits::public_router())
         .merge(crate::runs::devtools_router())
+        .merge(crate::campaigns::public_router())
         .merge(docs::router())
         .merge(crate::web::router())
         .merge(crate::oauth::router())
@@ -101,7 +103,9 @@ async fn readyz(State(state): State<AppState>) -> Response {
     };
     let ok = db == "ok" && storage == "ok" && (browser == "ok" || state.browser.is_none());
     let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    (status, Json(json!({"status": if ok {"ready"} else {"unavailable"}, "checks": {"database": db, "browser": browser, "storage": storage}})))
+    // Campaign mail: reported, not required (without it campaign rows wait with a reason).
+    let mail = crate::campaigns::service::mail_check(&state).await;
+    (status, Json(json!({"status": if ok {"ready"} else {"unavailable"}, "checks": {"database": db, "browser": browser, "storage": storage, "mail": mail}})))
         .into_response()
 }
 
@@ -218,6 +222,10 @@ impl Application {
             None => None,
         };
         let (job_events, _) = tokio::sync::broadcast::channel(1024);
+        let clock = capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms);
+        if clock.offset_ms() != 0 {
+            tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
+        }
         let state = AppState(Arc::new(Inner {
             cfg,
             store,
@@ -235,6 +243,8 @@ impl Application {
             egress: Arc::new(egress),
             mailer,
             shutdown: CancellationToken::new(),
+            clock,
+            campaign_work: tokio::sync::Notify::new(),
         }));
         Ok(Application { state, listener, addr, notifications, inbound })
     }
@@ -312,6 +322,10 @@ impl Application {
         if let Some(pool) = state.browser.clone().filter(|_| state.cfg.roles.api) {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { crate::web::front::render_example(s, pool, st).await });
+        }
+        if (state.cfg.roles.scheduler || state.cfg.roles.worker) && state.cfg.campaign_senders > 0 {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { jobs::campaign::run(s, st).await });
         }
 
         shutdown.await;

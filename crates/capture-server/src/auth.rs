@@ -54,7 +54,7 @@ pub fn account_for(state: &AppState, user: User, key_id: Option<String>, used: i
 
 /// The account of a signed-in website user, with this month's usage.
 pub async fn account_of_user(state: &AppState, user: &User) -> Result<Account, StoreError> {
-    let window = MonthWindow::containing(now_ms());
+    let window = MonthWindow::containing(state.clock.now_ms());
     let used = state.store.month_usage(&user.id, &window.label).await?;
     Ok(account_for(state, user.clone(), None, used, window))
 }
@@ -85,7 +85,7 @@ pub async fn from_api_key(state: &AppState, token: &str) -> Result<Option<Accoun
     if !token.starts_with("sk_live_") || token.len() > 200 {
         return Ok(None);
     }
-    let window = MonthWindow::containing(now_ms());
+    let window = MonthWindow::containing(state.clock.now_ms());
     let hash = sha256_hex(token.as_bytes());
     // Read the version before the lookup: a change committed in between makes the
     // cached entry stale at once (see hotcache).
@@ -127,7 +127,7 @@ pub async fn from_access_token(
         return Ok(None);
     }
     let now = now_ms();
-    let window = MonthWindow::containing(now);
+    let window = MonthWindow::containing(state.clock.now_ms());
     let Some(rec) = state.store.oauth_access(&sha256_hex(token.as_bytes()), now, &window.label).await? else {
         return Ok(None);
     };

@@ -170,6 +170,16 @@ pub struct Config {
     /// An automation session no tool has used for this long is ended (and the longest idle
     /// timeout a session may ask for).
     pub automation_idle_timeout: Duration,
+    /// Offset of the service's clock from the system clock, ms (`CAPTURE_CLOCK_OFFSET`; tests
+    /// and demos only).
+    pub clock_offset_ms: i64,
+    /// Campaign mails per recipient domain per UTC day (`CAPTURE_CAMPAIGN_DOMAIN_DAILY_CAP`).
+    pub campaign_domain_daily_cap: i64,
+    /// Campaign sending loops per node with the scheduler or worker role
+    /// (`CAPTURE_CAMPAIGN_SENDERS`; 0 = this node sends no campaign mail).
+    pub campaign_senders: usize,
+    /// How often the campaign loops look for due rows (`CAPTURE_CAMPAIGN_POLL`).
+    pub campaign_poll: Duration,
 }
 
 /// A configuration error naming the variable.
@@ -291,6 +301,10 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_INBOUND_RATE",
     "CAPTURE_AUTOMATION_MAX_SESSIONS",
     "CAPTURE_AUTOMATION_IDLE_TIMEOUT",
+    "CAPTURE_CLOCK_OFFSET",
+    "CAPTURE_CAMPAIGN_DOMAIN_DAILY_CAP",
+    "CAPTURE_CAMPAIGN_SENDERS",
+    "CAPTURE_CAMPAIGN_POLL",
 ];
 
 /// Standard AWS variables read from the environment (never from the TOML file) when the
@@ -608,6 +622,19 @@ impl Config {
             Some(v) => return Err(err("CAPTURE_LOG_FORMAT", format!("'{v}' is not text or json"))),
         };
         let inbox = crate::inbox::settings::InboxSettings::from_get(&get)?;
+        let clock_offset_ms = match get("CAPTURE_CLOCK_OFFSET") {
+            None => 0,
+            Some(v) => capture_core::clock::parse_offset(&v).map_err(|e| err("CAPTURE_CLOCK_OFFSET", e))?,
+        };
+        let campaign_domain_daily_cap = num("CAPTURE_CAMPAIGN_DOMAIN_DAILY_CAP", 50, 1, 1_000_000)? as i64;
+        let campaign_senders = num("CAPTURE_CAMPAIGN_SENDERS", 2, 0, 64)? as usize;
+        let campaign_poll = dur_in(
+            "CAPTURE_CAMPAIGN_POLL",
+            "1s",
+            Duration::from_millis(50),
+            Duration::from_secs(600),
+            "must be between 50ms and 10m",
+        )?;
         Ok(Config {
             listen,
             base_url,
@@ -650,6 +677,10 @@ impl Config {
             inbox,
             automation_max_sessions,
             automation_idle_timeout,
+            clock_offset_ms,
+            campaign_domain_daily_cap,
+            campaign_senders,
+            campaign_poll,
         })
     }
 

@@ -25,7 +25,8 @@ pub fn router() -> Router<AppState> {
         (name = "account", description = "Balance and usage"),
         (name = "ads", description = "Generated video ads: drafts and renders"),
         (name = "inbox", description = "The saved test inbox: address, password, received mail with its links and codes"),
-        (name = "auth-test", description = "Sign-in or sign-up? Auth history per site and the recommendation")
+        (name = "auth-test", description = "Sign-in or sign-up? Auth history per site and the recommendation"),
+        (name = "campaigns", description = "Bulk audit campaigns mailed within sending hours, caps and suppressions")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -42,6 +43,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());
     doc.merge(crate::inbox::ApiDoc::openapi());
+    doc.merge(crate::campaigns::ApiDoc::openapi());
     error_responses(&mut doc);
     doc.webhooks = Some(webhook_events());
     doc
@@ -171,6 +173,7 @@ mod tests {
             include_str!("runs/mod.rs"),
             include_str!("ads/mod.rs"),
             include_str!("inbox/mod.rs"),
+            include_str!("campaigns/mod.rs"),
         ];
         // The JSON API; public HTML pages (`/r/{token}`) are not part of the document.
         let routes: Vec<(String, String)> = sources

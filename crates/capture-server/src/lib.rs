@@ -20,6 +20,7 @@ pub mod audits;
 pub mod auth;
 pub mod automation;
 pub mod blob;
+pub mod campaigns;
 pub mod config;
 pub mod crypto;
 pub mod docs;

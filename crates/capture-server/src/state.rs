@@ -45,6 +45,11 @@ pub struct Inner {
     pub mailer: Option<Arc<dyn capture_mail::Mailer>>,
     /// Cancelled when the process starts shutting down (ends event streams, stops claims).
     pub shutdown: tokio_util::sync::CancellationToken,
+    /// The service's clock (`CAPTURE_CLOCK_OFFSET`): campaigns, their sending, audits and the
+    /// usage month read "now" here.
+    pub clock: capture_core::clock::Clock,
+    /// Wakes idle campaign loops (a campaign launched or resumed, targets added).
+    pub campaign_work: Notify,
 }
 
 impl std::ops::Deref for AppState {

@@ -62,6 +62,9 @@ pub struct NewAudit {
     /// ISO time the monthly window resets (for `quota.warning`).
     pub reset_at: String,
     pub now: i64,
+    /// When the `audit` task is due, on the queue's clock (the system clock; `now` may be the
+    /// service's shifted clock, `CAPTURE_CLOCK_OFFSET`).
+    pub task_run_at: i64,
     /// The `audit` task's payload.
     pub task_payload: String,
     /// Bounds on audits waiting or running (the screenshots' settings, counted separately).
@@ -203,7 +206,7 @@ impl Store {
         .bind(n.now)
         .execute(&mut *tx)
         .await?;
-        crate::queue::enqueue(&mut tx, "audit", &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
+        crate::queue::enqueue(&mut tx, "audit", &n.id, Some(&n.user_id), &n.task_payload, n.task_run_at).await?;
         append_event(&mut tx, &n.user_id, &n.id, AUDIT_EVENT, &serde_json::json!({"status": "pending"}), n.now).await?;
         if n.key_id.is_some() {
             sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")

@@ -19,6 +19,7 @@ mod admission;
 mod adshots;
 mod audits;
 mod authver;
+mod campaigns;
 mod db;
 mod idempotency;
 mod inbox;
@@ -38,6 +39,10 @@ pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
 pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudit};
 pub use authver::AuthVersion;
+pub use campaigns::{
+    AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
+    TargetRecord,
+};
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter};

@@ -1732,6 +1732,7 @@ fn audit(user: &User, now: i64, actions: i64, limit: Option<i64>) -> capture_sto
         limit,
         reset_at: "2026-12-01T00:00:00.000Z".into(),
         now,
+        task_run_at: now,
         queue_limits: QueueLimits::default(),
     }
 }

@@ -11,6 +11,7 @@ mod ads;
 mod api_errors;
 mod audits;
 mod backpressure;
+mod campaigns;
 mod captures;
 mod cluster;
 mod durability;

@@ -10,6 +10,7 @@ mod visitor;
 
 mod audits;
 mod auth;
+mod campaigns;
 mod dashboard;
 mod inbox;
 mod runs;

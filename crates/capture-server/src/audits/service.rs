@@ -3,7 +3,7 @@
 //! typed results and the domain [`Error`], shared by the REST handlers, the MCP tools and the
 //! website.
 
-use capture_core::time::{iso, now_ms, parse_iso};
+use capture_core::time::{iso, parse_iso};
 use capture_core::{AuditId, FieldError, JobStatus, ids};
 use capture_store::{AuditRow, IdemClaim, IdemResponse, NewAudit, Refused};
 use serde::{Deserialize, Serialize};
@@ -53,7 +53,9 @@ pub async fn create(
         month: account.window.label.clone(),
         limit: account.limit(),
         reset_at: iso(account.window.reset_ms),
-        now: now_ms(),
+        now: state.clock.now_ms(),
+        // The queue runs on the system clock (leases, claims), whatever the service's clock says.
+        task_run_at: capture_core::time::now_ms(),
         task_payload: serde_json::to_string(&payload).map_err(Error::internal)?,
         queue_limits: state.cfg.queue_limits(),
     };

@@ -122,7 +122,7 @@ async fn process(
                 error: msg.clone(),
             };
             let event = serde_json::to_value(&event).unwrap_or_default();
-            match state.store.fail_audit(&tid, &w, &aid, &msg, &event, now_ms()).await {
+            match state.store.fail_audit(&tid, &w, &aid, &msg, &event, state.clock.now_ms()).await {
                 Ok(true) => state.job_changed(&aid),
                 Ok(false) => tracing::warn!(audit = %aid, "lease lost before recording the failure"),
                 Err(e) => tracing::error!(audit = %aid, error = %e, "recording an audit failure failed"),
@@ -146,7 +146,7 @@ async fn process(
     let Some(report_type) = AuditReportType::parse(&row.report_type) else {
         return fail(Some(row), "the audit has an unknown report type".into()).await;
     };
-    match state.store.mark_audit_processing(&audit_id, now_ms()).await {
+    match state.store.mark_audit_processing(&audit_id, state.clock.now_ms()).await {
         Ok(_) => state.job_changed(&audit_id),
         Err(e) => tracing::error!(error = %e, "marking an audit processing failed"),
     }
@@ -179,7 +179,7 @@ async fn process(
         tokio::spawn(async move {
             while let Some(p) = prx.recv().await {
                 let (done, total) = (i64::from(p.pages_done), i64::from(p.pages_total));
-                match st.store.audit_progress(&tid, &w, &aid, done, total, now_ms()).await {
+                match st.store.audit_progress(&tid, &w, &aid, done, total, st.clock.now_ms()).await {
                     Ok(_) => st.job_changed(&aid),
                     Err(e) => tracing::warn!(audit = %aid, error = %e, "recording progress failed"),
                 }
@@ -291,7 +291,7 @@ async fn complete(
     };
     let event = serde_json::to_value(&event).unwrap_or_default();
     let done = AuditDone { pages_audited: i64::from(report.pages_audited), scores: scores_json, report: report_json };
-    match state.store.complete_audit(&task.id, worker, &row.id, &done, &event, now_ms()).await {
+    match state.store.complete_audit(&task.id, worker, &row.id, &done, &event, state.clock.now_ms()).await {
         Ok(true) => state.job_changed(&row.id),
         Ok(false) => tracing::warn!(audit = %row.id, "lease lost before recording the report"),
         Err(e) => tracing::error!(audit = %row.id, error = %e, "recording a report failed"),

@@ -7,6 +7,7 @@
 
 pub mod ads;
 pub mod audit;
+pub mod campaign;
 pub mod capture;
 pub mod run;
 pub mod webhook;

@@ -8,6 +8,7 @@
 //! state, the OAuth grant, is in the database.
 
 mod audit_tools;
+mod campaign_tools;
 mod tools;
 
 use std::sync::Arc;

@@ -130,6 +130,7 @@ pub fn catalogue() -> Vec<Tool> {
     all.extend(crate::runs::tools::catalogue());
     all.extend(crate::inbox::tools::catalogue());
     all.extend(crate::automation::catalogue());
+    all.extend(super::campaign_tools::catalogue());
     all
 }
 
@@ -149,6 +150,9 @@ pub async fn call(
     }
     if let Some(out) = crate::automation::call(state, account, name, &args).await {
         return Ok(out);
+    }
+    if let Some(out) = super::campaign_tools::call(state, account, name, &args).await {
+        return Ok(out.unwrap_or_else(tool_error));
     }
     let out = match name {
         "account_balance" => Ok(structured(&crate::account::service::balance_of(account))),

@@ -10,6 +10,7 @@ mod ads;
 mod audits;
 mod auth;
 pub mod base;
+mod campaigns;
 mod dashboard;
 pub mod front;
 mod hooks;
@@ -39,6 +40,7 @@ pub fn router() -> Router<AppState> {
         .route("/verify-email/resend", post(auth::resend_verification))
         .route("/dashboard", get(dashboard::show))
         .route("/dashboard/audits", get(audits::list))
+        .route("/dashboard/campaigns", get(campaigns::list))
         .route("/dashboard/keys", post(dashboard::create_key))
         .route("/dashboard/keys/{id}/reveal", post(dashboard::reveal_key))
         .route("/dashboard/keys/{id}/revoke", post(dashboard::revoke_key))

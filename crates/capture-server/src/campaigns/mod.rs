@@ -1,0 +1,369 @@
+//! Audit campaigns: create with recipients, read with counts and rows, list, add targets,
+//! launch (only queues), pause, resume, cancel; the sender's capacity and limits; the
+//! account's suppressions; the public one-click unsubscribe (`/unsubscribe/{token}`, RFC 8058).
+//! The handlers are thin: the operations live in [`service`]; the only code that sends
+//! campaign mail is the campaign loop ([`crate::jobs::campaign`]).
+
+pub mod service;
+pub mod types;
+
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use capture_core::CampaignId;
+use serde_json::Value;
+
+use self::service::Transition;
+use self::types::*;
+use crate::auth::Account;
+use crate::http::error::ErrorBody;
+use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
+use crate::idempotency::idempotent;
+use crate::screenshots::types::ListQuery;
+use crate::state::AppState;
+
+/// The campaign and suppression paths and schemas of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(
+        create,
+        list,
+        get_one,
+        add_targets,
+        launch,
+        pause,
+        resume,
+        cancel,
+        sender_capacity,
+        sender_limits,
+        list_suppressions,
+        add_suppression,
+        delete_suppression
+    ),
+    components(schemas(
+        CampaignIn,
+        RecipientIn,
+        TargetsIn,
+        Campaign,
+        CampaignRow,
+        RowCounts,
+        CampaignList,
+        TargetsAdded,
+        Capacity,
+        SenderCapacity,
+        DomainCapacity,
+        SenderLimitsIn,
+        WarmupIn,
+        SuppressionIn,
+        SuppressionOut,
+        SuppressionList
+    ))
+)]
+pub struct ApiDoc;
+
+/// Routes under `/v1` (authenticated by the caller's router).
+pub fn v1_router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/campaigns", post(create).get(list))
+        .route("/v1/campaigns/sender-capacity", get(sender_capacity))
+        .route("/v1/campaigns/sender-limits", post(sender_limits))
+        .route("/v1/campaigns/{id}", get(get_one))
+        .route("/v1/campaigns/{id}/targets", post(add_targets))
+        .route("/v1/campaigns/{id}/launch", post(launch))
+        .route("/v1/campaigns/{id}/pause", post(pause))
+        .route("/v1/campaigns/{id}/resume", post(resume))
+        .route("/v1/campaigns/{id}/cancel", post(cancel))
+        .route("/v1/suppressions", get(list_suppressions).post(add_suppression).delete(delete_suppression))
+}
+
+/// Public routes: the one-click unsubscribe.
+pub fn public_router() -> Router<AppState> {
+    Router::new().route("/unsubscribe/{token}", get(unsubscribe).post(unsubscribe))
+}
+
+#[utoipa::path(post, path = "/v1/campaigns", tag = "campaigns", request_body = CampaignIn,
+    params(("Idempotency-Key" = Option<String>, Header, description = "[A-Za-z0-9_-]{8,128}; replays the first response for 24 h")),
+    responses((status = 201, body = Campaign, description = "Created as a draft; duplicates (same address and website) stored once"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 409, body = ErrorBody),
+    (status = 422, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// Create a campaign (a draft) with recipients.
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    headers: HeaderMap,
+    JsonObject(body, _raw): JsonObject,
+) -> Response {
+    let opts = match CampaignIn::parse(&body) {
+        Ok(o) => o,
+        Err(e) => return ApiError::validation(e).into_response(),
+    };
+    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
+    let (st, acc) = (state.clone(), account.clone());
+    idempotent(&state, &account, &headers, "POST /v1/campaigns", hash, move |_claim| async move {
+        let c = service::create(&st, &acc, &opts).await?;
+        Ok((StatusCode::CREATED, c, acc.used))
+    })
+    .await
+}
+
+#[utoipa::path(get, path = "/v1/campaigns", tag = "campaigns", params(ListQuery),
+    responses((status = 200, body = CampaignList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// List campaigns, newest first (with counts, without rows).
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<CampaignList>> {
+    let q = list_query(raw.as_deref())?;
+    Ok(Json(service::list(&state, &account, &q).await?))
+}
+
+/// `?limit=&before=` parsed here so every refusal is the JSON error (a repeated parameter
+/// too); other parameters are ignored, as elsewhere.
+fn list_query(raw: Option<&str>) -> ApiResult<ListQuery> {
+    let mut q = ListQuery::default();
+    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+        let slot = match k.as_ref() {
+            "limit" => &mut q.limit,
+            "before" => &mut q.before,
+            _ => continue,
+        };
+        if slot.is_some() {
+            return Err(ApiError::validation(capture_core::FieldError::new(k.into_owned(), "is given more than once")));
+        }
+        *slot = Some(v.into_owned());
+    }
+    Ok(q)
+}
+
+/// The one `?email=` of `DELETE /v1/suppressions`.
+fn email_query(raw: Option<&str>) -> ApiResult<String> {
+    let mut email = None;
+    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
+        if k == "email" {
+            if email.is_some() {
+                return Err(ApiError::validation(capture_core::FieldError::new("email", "is given more than once")));
+            }
+            email = Some(v.into_owned());
+        }
+    }
+    email
+        .filter(|e| !e.is_empty())
+        .ok_or_else(|| ApiError::validation(capture_core::FieldError::new("email", "is required")))
+}
+
+#[utoipa::path(get, path = "/v1/campaigns/{id}", tag = "campaigns", params(("id" = String, Path)),
+    responses((status = 200, body = Campaign, description = "With counts by row state and the rows"),
+    (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// One campaign with its counts and rows.
+pub async fn get_one(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Id(id): Id<CampaignId>,
+) -> ApiResult<Json<Campaign>> {
+    Ok(Json(service::get(&state, &account, &id).await?))
+}
+
+#[utoipa::path(post, path = "/v1/campaigns/{id}/targets", tag = "campaigns", params(("id" = String, Path)),
+    request_body = TargetsIn,
+    responses((status = 200, body = TargetsAdded, description = "Rows added (until the campaign completes)"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// Add recipients to a campaign (a launched one sends them in its next window).
+pub async fn add_targets(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Id(id): Id<CampaignId>,
+    JsonObject(body, _raw): JsonObject,
+) -> ApiResult<Json<TargetsAdded>> {
+    if let Some(k) = body.keys().find(|k| k.as_str() != "recipients") {
+        return Err(ApiError::validation(capture_core::FieldError::new(
+            k.clone(),
+            "is not a field of a targets request (recipients)",
+        )));
+    }
+    let recipients = parse_recipients(body.get("recipients"), true).map_err(ApiError::validation)?;
+    Ok(Json(service::add_targets(&state, &account, &id, &recipients).await?))
+}
+
+async fn change(state: &AppState, account: &Account, id: &CampaignId, t: Transition) -> ApiResult<Json<Campaign>> {
+    Ok(Json(service::transition(state, account, id, t).await?))
+}
+
+#[utoipa::path(post, path = "/v1/campaigns/{id}/launch", tag = "campaigns", params(("id" = String, Path)),
+    responses((status = 200, body = Campaign, description = "draft → scheduled; launching again changes nothing. Only queues: sending hours, caps, suppressions and quality gates still hold"),
+    (status = 400, body = ErrorBody, description = "VALIDATION_ERROR (field status): a cancelled campaign"),
+    (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Launch a campaign for scheduled processing.
+pub async fn launch(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Id(id): Id<CampaignId>,
+) -> ApiResult<Json<Campaign>> {
+    change(&state, &account, &id, Transition::Launch).await
+}
+
+#[utoipa::path(post, path = "/v1/campaigns/{id}/pause", tag = "campaigns", params(("id" = String, Path)),
+    responses((status = 200, body = Campaign, description = "scheduled or running → paused: no audit starts, no mail goes out"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// Pause a campaign.
+pub async fn pause(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Id(id): Id<CampaignId>,
+) -> ApiResult<Json<Campaign>> {
+    change(&state, &account, &id, Transition::Pause).await
+}
+
+#[utoipa::path(post, path = "/v1/campaigns/{id}/resume", tag = "campaigns", params(("id" = String, Path)),
+    responses((status = 200, body = Campaign, description = "paused → scheduled (running again once sendAt has come)"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// Resume a paused campaign.
+pub async fn resume(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Id(id): Id<CampaignId>,
+) -> ApiResult<Json<Campaign>> {
+    change(&state, &account, &id, Transition::Resume).await
+}
+
+#[utoipa::path(post, path = "/v1/campaigns/{id}/cancel", tag = "campaigns", params(("id" = String, Path)),
+    responses((status = 200, body = Campaign, description = "→ cancelled; open rows are skipped (reason cancelled)"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// Cancel a campaign.
+pub async fn cancel(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Id(id): Id<CampaignId>,
+) -> ApiResult<Json<Campaign>> {
+    change(&state, &account, &id, Transition::Cancel).await
+}
+
+#[utoipa::path(get, path = "/v1/campaigns/sender-capacity", tag = "campaigns",
+    responses((status = 200, body = Capacity), (status = 401, body = ErrorBody)), security(("api_key" = [])))]
+/// The sender's and the recipient domains' capacity today.
+pub async fn sender_capacity(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+) -> ApiResult<Json<Capacity>> {
+    Ok(Json(service::capacity(&state, &account).await?))
+}
+
+#[utoipa::path(post, path = "/v1/campaigns/sender-limits", tag = "campaigns", request_body = SenderLimitsIn,
+    responses((status = 200, body = SenderCapacity, description = "The sender's capacity with the new limits"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    (status = 403, body = ErrorBody, description = "FORBIDDEN: administrators only")),
+    security(("api_key" = [])))]
+/// Set the sender's manual daily limit and warmup schedule (administrators).
+pub async fn sender_limits(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    JsonObject(body, _raw): JsonObject,
+) -> ApiResult<Json<SenderCapacity>> {
+    let opts = SenderLimitsIn::parse(&body).map_err(ApiError::validation)?;
+    Ok(Json(service::set_sender_limits(&state, &account, &opts).await?))
+}
+
+/// `?email=` of `DELETE /v1/suppressions`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EmailQuery {
+    /// The address.
+    pub email: Option<String>,
+}
+
+#[utoipa::path(get, path = "/v1/suppressions", tag = "campaigns", params(ListQuery),
+    responses((status = 200, body = SuppressionList), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// The account's suppressed addresses, newest first.
+pub async fn list_suppressions(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<SuppressionList>> {
+    let q = list_query(raw.as_deref())?;
+    Ok(Json(service::suppressions(&state, &account, &q).await?))
+}
+
+#[utoipa::path(post, path = "/v1/suppressions", tag = "campaigns", request_body = SuppressionIn,
+    responses((status = 201, body = SuppressionOut, description = "Suppressed; open rows for it are skipped"),
+    (status = 200, body = SuppressionOut, description = "Already suppressed"),
+    (status = 400, body = ErrorBody), (status = 401, body = ErrorBody)), security(("api_key" = [])))]
+/// Suppress an address: no campaign of this account mails it again.
+pub async fn add_suppression(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    JsonObject(body, _raw): JsonObject,
+) -> Response {
+    if let Some(k) = body.keys().find(|k| k.as_str() != "email") {
+        return ApiError::validation(capture_core::FieldError::new(k.clone(), "is not a field (email)"))
+            .into_response();
+    }
+    let email = match body.get("email") {
+        Some(Value::String(s)) => s.clone(),
+        _ => {
+            return ApiError::validation(capture_core::FieldError::new("email", "is required, a string"))
+                .into_response();
+        }
+    };
+    match service::suppress(&state, &account, &email).await {
+        Ok((s, new)) => (if new { StatusCode::CREATED } else { StatusCode::OK }, Json(s)).into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+#[utoipa::path(delete, path = "/v1/suppressions", tag = "campaigns", params(EmailQuery),
+    responses((status = 204, description = "Lifted"), (status = 400, body = ErrorBody),
+    (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Lift a suppression (`?email=`).
+pub async fn delete_suppression(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    let email = match email_query(raw.as_deref()) {
+        Ok(e) => e,
+        Err(e) => return e.into_response(),
+    };
+    match service::unsuppress(&state, &account, &email).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+/// `GET` or `POST /unsubscribe/{token}`: suppress the address at once, without sign-in (a
+/// mail client's RFC 8058 one-click POST, or a person opening the link).
+pub async fn unsubscribe(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    let (status, title, body) = match service::unsubscribe(&state, &token).await {
+        Ok(Some(email)) => {
+            (StatusCode::OK, "Unsubscribed", format!("{} will not receive these reports again.", html_escape(&email)))
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, "Link not found", "This unsubscribe link is not valid.".to_string()),
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let doc = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"robots\" content=\"noindex\"><title>{title}</title>\
+         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}}</style>\
+         </head><body><main><h1>{title}</h1><p>{body}</p></main></body></html>"
+    );
+    let mut r = (status, doc).into_response();
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert("x-robots-tag", HeaderValue::from_static("noindex, nofollow"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    r
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}

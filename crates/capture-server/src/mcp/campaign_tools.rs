@@ -1,0 +1,166 @@
+//! The campaign tools: list, create, add targets, launch and read campaigns, and the sender's
+//! capacity. They call the campaigns' service functions. No tool sends mail or offers a way to
+//! send now: launching only queues, and the campaign loop sends within every rule.
+
+use capture_core::{CampaignId, FieldError};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::tools::{annotations, string_arg};
+use crate::account::types::NoArgs;
+use crate::auth::Account;
+use crate::campaigns::service::{self as campaigns, Transition};
+use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, parse_recipients};
+use crate::error::{Error, Result};
+use crate::schema::tool_input;
+use crate::screenshots::types::ListQuery;
+use crate::state::AppState;
+
+/// The campaign tools, with their schemas and descriptions.
+pub fn catalogue() -> Vec<Tool> {
+    vec![
+        Tool::new(
+            "list_campaigns",
+            "List this account's audit campaigns, newest first, with their status (draft, scheduled, running, \
+             paused, completed, cancelled) and row counts by state (pending, auditing, ready, sent, skipped, failed).",
+            tool_input::<ListQuery>(),
+        )
+        .annotate(annotations("List campaigns", true, true, false)),
+        Tool::new(
+            "create_campaign",
+            "Create an audit campaign (a draft): each recipient is a website and an e-mail address; once launched, \
+             every website is audited (1 action per single_page audit) and its report is e-mailed to the recipient \
+             within the sending hours (office: Monday-Friday 09:00-16:00 in the campaign's IANA timezone; anytime), \
+             the sender's daily cap and warmup, the recipient domain's cap, suppressions and the report quality \
+             gates. sendAt: ISO 8601 instant before which nothing is mailed. Up to 500 recipients per call.",
+            tool_input::<CampaignIn>(),
+        )
+        .annotate(annotations("Create a campaign", false, false, false)),
+        Tool::new(
+            "add_campaign_targets",
+            "Add recipients (website and e-mail) to a campaign that has not completed; duplicates of the campaign \
+             (same address and website) are not added again. A launched campaign mails them in its next window.",
+            tool_input::<AddTargetsArgs>(),
+        )
+        .annotate(annotations("Add campaign recipients", false, false, false)),
+        Tool::new(
+            "launch_campaign",
+            "Launch a draft campaign (cmp_…): this only queues it. Audits start, and mail goes out only when every \
+             sending rule holds; launching again changes nothing. There is no way to send immediately.",
+            tool_input::<CampaignIdArgs>(),
+        )
+        .annotate(annotations("Launch a campaign", false, true, false)),
+        Tool::new(
+            "get_campaign",
+            "Get a campaign (cmp_…) with its counts and rows: each row's state, why it waits (sending_hours, \
+             send_at, sender_cap, domain_cap, audit, …) or why it was skipped or failed (suppressed, \
+             quality_gate:<gate>, smtp_rejected:<code>), its audit id, report URL and when it was sent.",
+            tool_input::<CampaignIdArgs>(),
+        )
+        .annotate(annotations("Get a campaign", true, true, false)),
+        Tool::new(
+            "sender_capacity",
+            "Show today's sending capacity: the sender's cap (the smaller of its manual daily limit and its warmup \
+             cap), sent and remaining today, warmup day and when the counters reset (00:00 UTC), and the same for \
+             the recipient domains of this account's open rows.",
+            tool_input::<NoArgs>(),
+        )
+        .annotate(annotations("Sender capacity", true, true, false)),
+    ]
+}
+
+/// Run a campaign tool, or None when `name` is not one.
+pub async fn call(
+    state: &AppState,
+    account: &Account,
+    name: &str,
+    args: &JsonObject,
+) -> Option<Result<CallToolResult>> {
+    Some(match name {
+        "list_campaigns" => list(state, account, args).await,
+        "create_campaign" => match CampaignIn::parse(args) {
+            Ok(opts) => campaigns::create(state, account, &opts).await.map(|c| structured(&c)),
+            Err(e) => Err(e.into()),
+        },
+        "add_campaign_targets" => add_targets(state, account, args).await,
+        "launch_campaign" => match id_arg(args) {
+            Ok(id) => campaigns::transition(state, account, &id, Transition::Launch).await.map(|c| structured(&c)),
+            Err(e) => Err(e),
+        },
+        "get_campaign" => match id_arg(args) {
+            Ok(id) => campaigns::get(state, account, &id).await.map(|c| structured(&c)),
+            Err(e) => Err(e),
+        },
+        "sender_capacity" => campaigns::capacity(state, account).await.map(|c| structured(&c)),
+        _ => return None,
+    })
+}
+
+fn id_arg(args: &Map<String, Value>) -> Result<CampaignId> {
+    let raw = string_arg(args, "id")?;
+    CampaignId::parse(&raw).ok_or_else(|| Error::not_found(CampaignId::NOUN))
+}
+
+async fn list(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let limit = match args.get("limit") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
+    };
+    let before = match args.get("before") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(FieldError::new("before", "must be a string").into()),
+    };
+    let q = ListQuery { limit, before };
+    campaigns::list(state, account, &q).await.map(|l| structured(&l))
+}
+
+async fn add_targets(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    if let Some(k) = args.keys().find(|k| !["id", "recipients"].contains(&k.as_str())) {
+        return Err(FieldError::new(k.clone(), "is not a field (id, recipients)").into());
+    }
+    let id = id_arg(args)?;
+    let recipients = parse_recipients(args.get("recipients"), true)?;
+    campaigns::add_targets(state, account, &id, &recipients).await.map(|r| structured(&r))
+}
+
+fn structured<T: Serialize>(v: &T) -> CallToolResult {
+    match serde_json::to_value(v) {
+        Ok(v) => CallToolResult::structured(v),
+        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("INTERNAL_ERROR: {e}"))]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_campaign_tools_are_in_the_catalogue_and_none_sends() {
+        let tools = super::super::tools::catalogue();
+        for (name, field) in [
+            ("list_campaigns", "limit"),
+            ("create_campaign", "recipients"),
+            ("add_campaign_targets", "recipients"),
+            ("launch_campaign", "id"),
+            ("get_campaign", "id"),
+        ] {
+            let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
+            assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
+        }
+        assert!(tools.iter().any(|t| t.name == "sender_capacity"));
+        let create = tools.iter().find(|t| t.name == "create_campaign").unwrap();
+        for field in ["name", "sendAt", "timezone", "reportType", "sendHours"] {
+            assert!(create.input_schema["properties"].get(field).is_some(), "{field}");
+        }
+        // No tool offers to send now: campaign mail leaves only through the campaign loop.
+        for t in catalogue() {
+            let text = format!("{} {}", t.name, t.description.as_deref().unwrap_or_default()).to_lowercase();
+            assert!(!t.name.contains("send") || t.name == "sender_capacity", "{}", t.name);
+            assert!(!text.contains("send now") && !text.contains("send_now"), "{text}");
+        }
+    }
+}

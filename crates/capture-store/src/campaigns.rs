@@ -1,0 +1,1031 @@
+//! Audit campaigns: campaigns and their rows (a website and a recipient), per-account
+//! suppressions, sender limits, the daily send counters and the outbox of campaign mail.
+//!
+//! The sending guarantees live here, in single transactions:
+//! - [`Store::reserve_send`] checks the row is still sendable and its address not suppressed,
+//!   claims the row's outbox entry (one per row: two workers can never both hold it) and takes
+//!   one unit of the sender's and of the recipient domain's daily counter with a conditional
+//!   increment (`sent < cap`), so the caps hold exactly whatever the number of workers or nodes;
+//! - [`Store::finish_send_ok`] / [`Store::finish_send_rejected`] / [`Store::finish_send_retry`]
+//!   record the outcome of the SMTP transaction on the outbox entry and the row together;
+//! - [`Store::sweep_interrupted_sends`] settles entries whose worker died mid-send as
+//!   `interrupted` (the row fails with `send_interrupted`): never re-sent, so a crash between
+//!   SMTP acceptance and the commit cannot mail anyone twice.
+
+use sqlx::any::AnyRow;
+use sqlx::{Any, Row, Transaction};
+
+use crate::db::{Result, Store};
+
+/// A campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CampaignRecord {
+    pub id: String,
+    pub user_id: String,
+    pub key_id: Option<String>,
+    pub name: String,
+    /// draft, scheduled, running, paused, completed, cancelled.
+    pub status: String,
+    pub send_at: i64,
+    pub timezone: String,
+    pub report_type: String,
+    pub send_hours: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub launched_at: Option<i64>,
+    pub completed_at: Option<i64>,
+}
+
+/// A row of a campaign: a website, a recipient, and where its report and mail stand.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetRecord {
+    pub id: String,
+    pub campaign_id: String,
+    pub user_id: String,
+    pub website_url: String,
+    pub recipient_email: String,
+    /// The address lower-cased (suppressions and duplicates compare on it).
+    pub email_key: String,
+    pub recipient_domain: String,
+    pub report_type: String,
+    /// pending, auditing, ready, sent, skipped, failed.
+    pub state: String,
+    /// Why it waits (non-final states) or why it ended (skipped, failed).
+    pub reason: Option<String>,
+    pub audit_id: Option<String>,
+    pub unsubscribe_token: String,
+    pub message_id: Option<String>,
+    pub next_check_at: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub sent_at: Option<i64>,
+}
+
+/// A row to add.
+#[derive(Debug, Clone)]
+pub struct NewTarget {
+    pub id: String,
+    pub website_url: String,
+    pub recipient_email: String,
+    pub email_key: String,
+    pub recipient_domain: String,
+    pub report_type: String,
+    pub unsubscribe_token: String,
+}
+
+/// A campaign to create.
+#[derive(Debug, Clone)]
+pub struct NewCampaign {
+    pub id: String,
+    pub user_id: String,
+    pub key_id: Option<String>,
+    pub name: String,
+    pub send_at: i64,
+    pub timezone: String,
+    pub report_type: String,
+    pub send_hours: String,
+    pub now: i64,
+}
+
+/// Why rows were not added.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AddRefused {
+    /// No such campaign for this account.
+    NotFound,
+    /// The campaign is completed or cancelled.
+    Closed(String),
+    /// The campaign would hold more than its bound.
+    TooMany { existing: i64, max: i64 },
+}
+
+/// A row due for the scheduler, with what it needs of its campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DueTarget {
+    pub target: TargetRecord,
+    pub campaign_status: String,
+    pub campaign_name: String,
+    pub send_at: i64,
+    pub timezone: String,
+    pub send_hours: String,
+}
+
+/// A suppressed address of an account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suppression {
+    pub email: String,
+    pub email_key: String,
+    /// unsubscribed, bounced, manual.
+    pub reason: String,
+    pub detail: Option<String>,
+    pub created_at: i64,
+}
+
+/// A sender's manual limit and warmup schedule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SenderLimits {
+    pub sender: String,
+    pub daily_limit: Option<i64>,
+    pub warmup_start: i64,
+    pub warmup_growth: i64,
+    pub warmup_max: i64,
+    /// The sender's first sending day (`YYYY-MM-DD`, UTC), once it sent.
+    pub first_day: Option<String>,
+    pub updated_at: i64,
+}
+
+/// One mail to reserve: the row, its outbox entry and the two counters with today's caps.
+#[derive(Debug, Clone)]
+pub struct Reservation<'a> {
+    pub outbox_id: &'a str,
+    pub row_id: &'a str,
+    pub worker: &'a str,
+    pub sender: &'a str,
+    pub sender_cap: i64,
+    pub domain_cap: i64,
+    /// The counting day (`YYYY-MM-DD`).
+    pub day: &'a str,
+    pub now: i64,
+}
+
+/// What [`Store::reserve_send`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reserved {
+    /// The row is ours to send; one unit of each cap is taken.
+    Yes,
+    /// Another worker holds (or already sent) this row.
+    Taken,
+    /// The row is no longer ready, or its campaign no longer running.
+    NotSendable,
+    /// The address is suppressed (the row is now skipped).
+    Suppressed,
+    /// The sender's cap for the day is spent.
+    SenderCap,
+    /// The recipient domain's cap for the day is spent.
+    DomainCap,
+}
+
+const CAMPAIGN_COLS: &str = "id, user_id, key_id, name, status, send_at, timezone, report_type, send_hours, \
+    created_at, updated_at, launched_at, completed_at";
+const TARGET_COLS: &str = "t.id, t.campaign_id, t.user_id, t.website_url, t.recipient_email, t.email_key, \
+    t.recipient_domain, t.report_type, t.state, t.reason, t.audit_id, t.unsubscribe_token, t.message_id, \
+    t.next_check_at, t.created_at, t.updated_at, t.sent_at";
+
+/// Row states the scheduler still works on.
+pub const OPEN_STATES: &str = "('pending', 'auditing', 'ready')";
+
+fn campaign_from(r: &AnyRow) -> Result<CampaignRecord> {
+    Ok(CampaignRecord {
+        id: r.try_get("id")?,
+        user_id: r.try_get("user_id")?,
+        key_id: r.try_get("key_id")?,
+        name: r.try_get("name")?,
+        status: r.try_get("status")?,
+        send_at: r.try_get("send_at")?,
+        timezone: r.try_get("timezone")?,
+        report_type: r.try_get("report_type")?,
+        send_hours: r.try_get("send_hours")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+        launched_at: r.try_get("launched_at")?,
+        completed_at: r.try_get("completed_at")?,
+    })
+}
+
+fn target_from(r: &AnyRow) -> Result<TargetRecord> {
+    Ok(TargetRecord {
+        id: r.try_get("id")?,
+        campaign_id: r.try_get("campaign_id")?,
+        user_id: r.try_get("user_id")?,
+        website_url: r.try_get("website_url")?,
+        recipient_email: r.try_get("recipient_email")?,
+        email_key: r.try_get("email_key")?,
+        recipient_domain: r.try_get("recipient_domain")?,
+        report_type: r.try_get("report_type")?,
+        state: r.try_get("state")?,
+        reason: r.try_get("reason")?,
+        audit_id: r.try_get("audit_id")?,
+        unsubscribe_token: r.try_get("unsubscribe_token")?,
+        message_id: r.try_get("message_id")?,
+        next_check_at: r.try_get("next_check_at")?,
+        created_at: r.try_get("created_at")?,
+        updated_at: r.try_get("updated_at")?,
+        sent_at: r.try_get("sent_at")?,
+    })
+}
+
+/// Insert rows (duplicates of the campaign, same address and website, are skipped); the
+/// number inserted.
+async fn insert_targets(
+    tx: &mut Transaction<'static, Any>,
+    campaign_id: &str,
+    user_id: &str,
+    rows: &[NewTarget],
+    now: i64,
+) -> Result<i64> {
+    let mut inserted = 0;
+    for t in rows {
+        let res = sqlx::query(
+            "INSERT INTO campaign_rows (id, campaign_id, user_id, website_url, recipient_email, email_key, \
+             recipient_domain, report_type, state, unsubscribe_token, next_check_at, created_at, updated_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, 0, $10, $10) \
+             ON CONFLICT (campaign_id, email_key, website_url) DO NOTHING",
+        )
+        .bind(&t.id)
+        .bind(campaign_id)
+        .bind(user_id)
+        .bind(&t.website_url)
+        .bind(&t.recipient_email)
+        .bind(&t.email_key)
+        .bind(&t.recipient_domain)
+        .bind(&t.report_type)
+        .bind(&t.unsubscribe_token)
+        .bind(now)
+        .execute(&mut **tx)
+        .await?;
+        inserted += res.rows_affected() as i64;
+    }
+    Ok(inserted)
+}
+
+async fn count_targets(tx: &mut Transaction<'static, Any>, campaign_id: &str) -> Result<i64> {
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM campaign_rows WHERE campaign_id = $1")
+        .bind(campaign_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(n)
+}
+
+impl Store {
+    /// Create a campaign (`draft`) with its first rows, duplicates stored once — one
+    /// transaction. Returns the campaign and the number of rows stored.
+    pub async fn create_campaign(&self, c: &NewCampaign, rows: &[NewTarget]) -> Result<(CampaignRecord, i64)> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "INSERT INTO campaigns (id, user_id, key_id, name, status, send_at, timezone, report_type, send_hours, \
+             created_at, updated_at) VALUES ($1, $2, $3, $4, 'draft', $5, $6, $7, $8, $9, $9)",
+        )
+        .bind(&c.id)
+        .bind(&c.user_id)
+        .bind(c.key_id.clone())
+        .bind(&c.name)
+        .bind(c.send_at)
+        .bind(&c.timezone)
+        .bind(&c.report_type)
+        .bind(&c.send_hours)
+        .bind(c.now)
+        .execute(&mut *tx)
+        .await?;
+        let inserted = insert_targets(&mut tx, &c.id, &c.user_id, rows, c.now).await?;
+        let row = sqlx::query(sqlf!("SELECT {CAMPAIGN_COLS} FROM campaigns WHERE id = $1"))
+            .bind(&c.id)
+            .fetch_one(&mut *tx)
+            .await?;
+        let rec = campaign_from(&row)?;
+        tx.commit().await?;
+        Ok((rec, inserted))
+    }
+
+    /// Add rows to a campaign of `user_id` that has not completed (nor been cancelled),
+    /// refusing when it would hold more than `max` rows. Returns the rows inserted
+    /// (duplicates are not).
+    pub async fn add_campaign_targets(
+        &self,
+        user_id: &str,
+        campaign_id: &str,
+        rows: &[NewTarget],
+        max: i64,
+        now: i64,
+    ) -> Result<std::result::Result<i64, AddRefused>> {
+        let mut tx = self.begin_write().await?;
+        // Locks the campaign row on PostgreSQL so the bound and the completion check hold.
+        let status: Option<(String,)> =
+            sqlx::query_as("UPDATE campaigns SET updated_at = $1 WHERE id = $2 AND user_id = $3 RETURNING status")
+                .bind(now)
+                .bind(campaign_id)
+                .bind(user_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((status,)) = status else {
+            tx.rollback().await?;
+            return Ok(Err(AddRefused::NotFound));
+        };
+        if status == "completed" || status == "cancelled" {
+            tx.rollback().await?;
+            return Ok(Err(AddRefused::Closed(status)));
+        }
+        let inserted = insert_targets(&mut tx, campaign_id, user_id, rows, now).await?;
+        let total = count_targets(&mut tx, campaign_id).await?;
+        if total > max {
+            tx.rollback().await?;
+            return Ok(Err(AddRefused::TooMany { existing: total - inserted, max }));
+        }
+        tx.commit().await?;
+        Ok(Ok(inserted))
+    }
+
+    /// A campaign of `user_id`.
+    pub async fn campaign_of(&self, user_id: &str, id: &str) -> Result<Option<CampaignRecord>> {
+        let row = sqlx::query(sqlf!("SELECT {CAMPAIGN_COLS} FROM campaigns WHERE id = $1 AND user_id = $2"))
+            .bind(id)
+            .bind(user_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(campaign_from).transpose()
+    }
+
+    /// The campaigns of `user_id`, newest first; `before` is `(created_at, Some(id))`.
+    pub async fn list_campaigns(
+        &self,
+        user_id: &str,
+        before: Option<(i64, Option<String>)>,
+        limit: i64,
+    ) -> Result<Vec<CampaignRecord>> {
+        let (ts, id) = before.unwrap_or((i64::MAX, None));
+        let rows = sqlx::query(sqlf!(
+            "SELECT {CAMPAIGN_COLS} FROM campaigns WHERE user_id = $1 \
+             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
+             ORDER BY created_at DESC, id DESC LIMIT $4"
+        ))
+        .bind(user_id)
+        .bind(ts)
+        .bind(id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(campaign_from).collect()
+    }
+
+    /// The rows of a campaign, oldest first (at most `limit`), each with its audit's public
+    /// report token once it has an audit.
+    pub async fn campaign_targets(&self, campaign_id: &str, limit: i64) -> Result<Vec<(TargetRecord, Option<String>)>> {
+        let rows = sqlx::query(sqlf!(
+            "SELECT {TARGET_COLS}, a.share_token AS a_token FROM campaign_rows t \
+             LEFT JOIN audits a ON a.id = t.audit_id \
+             WHERE t.campaign_id = $1 ORDER BY t.created_at, t.id LIMIT $2"
+        ))
+        .bind(campaign_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok((target_from(r)?, r.try_get("a_token")?))).collect()
+    }
+
+    /// A row by id.
+    pub async fn campaign_target(&self, id: &str) -> Result<Option<TargetRecord>> {
+        let row = sqlx::query(sqlf!("SELECT {TARGET_COLS} FROM campaign_rows t WHERE t.id = $1"))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(target_from).transpose()
+    }
+
+    /// Rows of a campaign by state.
+    pub async fn campaign_counts(&self, campaign_id: &str) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as("SELECT state, COUNT(*) FROM campaign_rows WHERE campaign_id = $1 GROUP BY state")
+            .bind(campaign_id)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    /// Move a campaign of `user_id` from one of `from` to `to` (stamping `launched_at` on
+    /// `scheduled` the first time). Cancelling also skips every row not yet final. Returns the
+    /// campaign as it is afterwards and whether it changed; None when it is not the caller's.
+    pub async fn transition_campaign(
+        &self,
+        user_id: &str,
+        id: &str,
+        from: &[&str],
+        to: &str,
+        now: i64,
+    ) -> Result<Option<(CampaignRecord, bool)>> {
+        let mut tx = self.begin_write().await?;
+        let list = from.iter().map(|s| format!("'{}'", s.replace('\'', ""))).collect::<Vec<_>>().join(", ");
+        let res = sqlx::query(sqlf!(
+            "UPDATE campaigns SET status = $1, updated_at = $2, \
+             launched_at = CASE WHEN $1 = 'scheduled' AND launched_at IS NULL THEN $2 ELSE launched_at END, \
+             completed_at = CASE WHEN $1 = 'cancelled' THEN $2 ELSE completed_at END \
+             WHERE id = $3 AND user_id = $4 AND status IN ({list})"
+        ))
+        .bind(to)
+        .bind(now)
+        .bind(id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+        let changed = res.rows_affected() > 0;
+        if changed && to == "scheduled" {
+            // Launched or resumed: every open row is looked at again now.
+            sqlx::query(sqlf!(
+                "UPDATE campaign_rows SET next_check_at = 0 WHERE campaign_id = $1 AND state IN {OPEN_STATES}"
+            ))
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        if changed && to == "cancelled" {
+            sqlx::query(sqlf!(
+                "UPDATE campaign_rows SET state = 'skipped', reason = 'cancelled', updated_at = $1 \
+                 WHERE campaign_id = $2 AND state IN {OPEN_STATES} \
+                 AND NOT EXISTS (SELECT 1 FROM campaign_outbox o WHERE o.row_id = campaign_rows.id \
+                 AND o.state = 'sending')"
+            ))
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        let row = sqlx::query(sqlf!("SELECT {CAMPAIGN_COLS} FROM campaigns WHERE id = $1 AND user_id = $2"))
+            .bind(id)
+            .bind(user_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        let rec = row.as_ref().map(campaign_from).transpose()?;
+        tx.commit().await?;
+        Ok(rec.map(|r| (r, changed)))
+    }
+
+    /// The scheduler's campaign steps: `scheduled` campaigns whose `sendAt` has come start
+    /// `running`; `running` campaigns with rows and none left open complete. The number moved.
+    pub async fn advance_campaigns(&self, now: i64) -> Result<u64> {
+        let a = sqlx::query(
+            "UPDATE campaigns SET status = 'running', updated_at = $1 WHERE status = 'scheduled' AND send_at <= $1",
+        )
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        let b = sqlx::query(sqlf!(
+            "UPDATE campaigns SET status = 'completed', completed_at = $1, updated_at = $1 WHERE status = 'running' \
+             AND EXISTS (SELECT 1 FROM campaign_rows r WHERE r.campaign_id = campaigns.id) \
+             AND NOT EXISTS (SELECT 1 FROM campaign_rows r WHERE r.campaign_id = campaigns.id \
+             AND r.state IN {OPEN_STATES})"
+        ))
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(a.rows_affected() + b.rows_affected())
+    }
+
+    /// Rows the scheduler should look at now: open rows of scheduled or running campaigns
+    /// whose next check has come, soonest first.
+    pub async fn due_campaign_targets(&self, now: i64, limit: i64) -> Result<Vec<DueTarget>> {
+        let rows = sqlx::query(sqlf!(
+            "SELECT {TARGET_COLS}, c.status AS c_status, c.name AS c_name, c.send_at AS c_send_at, \
+             c.timezone AS c_timezone, c.send_hours AS c_send_hours \
+             FROM campaign_rows t JOIN campaigns c ON c.id = t.campaign_id \
+             WHERE t.state IN {OPEN_STATES} AND t.next_check_at <= $1 AND c.status IN ('scheduled', 'running') \
+             ORDER BY t.next_check_at, t.id LIMIT $2"
+        ))
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(DueTarget {
+                    target: target_from(r)?,
+                    campaign_status: r.try_get("c_status")?,
+                    campaign_name: r.try_get("c_name")?,
+                    send_at: r.try_get("c_send_at")?,
+                    timezone: r.try_get("c_timezone")?,
+                    send_hours: r.try_get("c_send_hours")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Claim a row to start its audit: `pending` (or `auditing` without an audit whose claim
+    /// expired) → `auditing`, next check at `lease_until`. False when another worker has it.
+    pub async fn claim_target_for_audit(&self, id: &str, now: i64, lease_until: i64) -> Result<bool> {
+        let res = sqlx::query(
+            "UPDATE campaign_rows SET state = 'auditing', reason = 'audit', next_check_at = $1, updated_at = $2 \
+             WHERE id = $3 AND next_check_at <= $2 AND (state = 'pending' OR (state = 'auditing' AND audit_id IS NULL))",
+        )
+        .bind(lease_until)
+        .bind(now)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// Record the audit started for a row.
+    pub async fn set_target_audit(&self, id: &str, audit_id: &str, next_check_at: i64, now: i64) -> Result<()> {
+        sqlx::query(
+            "UPDATE campaign_rows SET audit_id = $1, next_check_at = $2, updated_at = $3 WHERE id = $4 \
+             AND state = 'auditing'",
+        )
+        .bind(audit_id)
+        .bind(next_check_at)
+        .bind(now)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Update an open row: its state (open), why it waits and when to look again.
+    pub async fn target_wait(
+        &self,
+        id: &str,
+        state: &str,
+        reason: Option<&str>,
+        next_check_at: i64,
+        now: i64,
+    ) -> Result<bool> {
+        let res = sqlx::query(sqlf!(
+            "UPDATE campaign_rows SET state = $1, reason = $2, next_check_at = $3, updated_at = $4 \
+             WHERE id = $5 AND state IN {OPEN_STATES}"
+        ))
+        .bind(state)
+        .bind(reason)
+        .bind(next_check_at)
+        .bind(now)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// End an open row as `skipped` or `failed` with its reason.
+    pub async fn target_end(&self, id: &str, state: &str, reason: &str, now: i64) -> Result<bool> {
+        let res = sqlx::query(sqlf!(
+            "UPDATE campaign_rows SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state IN {OPEN_STATES}"
+        ))
+        .bind(state)
+        .bind(reason)
+        .bind(now)
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// Take one mail: see the module docs. One transaction; anything but [`Reserved::Yes`]
+    /// writes nothing (but the row's skip when suppressed).
+    pub async fn reserve_send(&self, r: &Reservation<'_>) -> Result<Reserved> {
+        let mut tx = self.begin_write().await?;
+        let row: Option<(String, String, String, String, String)> = sqlx::query_as(
+            "SELECT t.user_id, t.campaign_id, t.email_key, t.recipient_email, t.recipient_domain \
+             FROM campaign_rows t JOIN campaigns c ON c.id = t.campaign_id \
+             WHERE t.id = $1 AND t.state = 'ready' AND c.status = 'running'",
+        )
+        .bind(r.row_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((user_id, campaign_id, email_key, email, domain)) = row else {
+            tx.rollback().await?;
+            return Ok(Reserved::NotSendable);
+        };
+        let suppressed: Option<(String,)> =
+            sqlx::query_as("SELECT reason FROM suppressions WHERE user_id = $1 AND email_key = $2")
+                .bind(&user_id)
+                .bind(&email_key)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if suppressed.is_some() {
+            sqlx::query(
+                "UPDATE campaign_rows SET state = 'skipped', reason = 'suppressed', updated_at = $1 WHERE id = $2",
+            )
+            .bind(r.now)
+            .bind(r.row_id)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            return Ok(Reserved::Suppressed);
+        }
+        // The outbox entry is the fence: one per row, re-armed only after a retryable failure.
+        let claimed = sqlx::query(
+            "INSERT INTO campaign_outbox (id, row_id, campaign_id, user_id, sender, recipient, day, state, worker, \
+             claimed_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 'sending', $8, $9) \
+             ON CONFLICT (row_id) DO UPDATE SET state = 'sending', worker = excluded.worker, \
+             claimed_at = excluded.claimed_at, day = excluded.day, sender = excluded.sender, \
+             attempts = campaign_outbox.attempts + 1 WHERE campaign_outbox.state = 'retry'",
+        )
+        .bind(r.outbox_id)
+        .bind(r.row_id)
+        .bind(&campaign_id)
+        .bind(&user_id)
+        .bind(r.sender)
+        .bind(&email)
+        .bind(r.day)
+        .bind(r.worker)
+        .bind(r.now)
+        .execute(&mut *tx)
+        .await?;
+        if claimed.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(Reserved::Taken);
+        }
+        if !take_unit(&mut tx, "sender", r.sender, r.day, r.sender_cap).await? {
+            tx.rollback().await?;
+            return Ok(Reserved::SenderCap);
+        }
+        if !take_unit(&mut tx, "domain", &domain, r.day, r.domain_cap).await? {
+            tx.rollback().await?;
+            return Ok(Reserved::DomainCap);
+        }
+        // Day 0 of the sender's warmup is its first sending day.
+        sqlx::query("UPDATE sender_limits SET first_day = $1 WHERE sender = $2 AND first_day IS NULL")
+            .bind(r.day)
+            .bind(r.sender)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("UPDATE campaign_rows SET reason = 'sending', updated_at = $1 WHERE id = $2")
+            .bind(r.now)
+            .bind(r.row_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Reserved::Yes)
+    }
+
+    /// The mail of a reserved row was accepted: the outbox entry and the row are `sent`.
+    pub async fn finish_send_ok(&self, row_id: &str, message_id: &str, response: &str, now: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "UPDATE campaign_outbox SET state = 'sent', message_id = $1, response = $2, finished_at = $3 \
+             WHERE row_id = $4 AND state = 'sending'",
+        )
+        .bind(message_id)
+        .bind(response)
+        .bind(now)
+        .bind(row_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE campaign_rows SET state = 'sent', reason = NULL, message_id = $1, sent_at = $2, updated_at = $2 \
+             WHERE id = $3",
+        )
+        .bind(message_id)
+        .bind(now)
+        .bind(row_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The receiving server refused the recipient for good (5xx): the row fails with
+    /// `reason` and the address is suppressed for the account (`bounced`).
+    pub async fn finish_send_rejected(&self, row_id: &str, reason: &str, detail: &str, now: i64) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "UPDATE campaign_outbox SET state = 'failed', response = $1, finished_at = $2 \
+             WHERE row_id = $3 AND state = 'sending'",
+        )
+        .bind(detail)
+        .bind(now)
+        .bind(row_id)
+        .execute(&mut *tx)
+        .await?;
+        let row: Option<(String, String, String)> = sqlx::query_as(
+            "UPDATE campaign_rows SET state = 'failed', reason = $1, updated_at = $2 WHERE id = $3 \
+             RETURNING user_id, email_key, recipient_email",
+        )
+        .bind(reason)
+        .bind(now)
+        .bind(row_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((user_id, key, email)) = row {
+            insert_suppression(&mut tx, &user_id, &key, &email, "bounced", Some(detail), now).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The mail of a reserved row could not be made (our side): the row fails with `reason`;
+    /// nothing was sent and the address is not suppressed.
+    pub async fn finish_send_rejected_no_suppress(
+        &self,
+        row_id: &str,
+        reason: &str,
+        detail: &str,
+        now: i64,
+    ) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "UPDATE campaign_outbox SET state = 'failed', response = $1, finished_at = $2 \
+             WHERE row_id = $3 AND state = 'sending'",
+        )
+        .bind(detail)
+        .bind(now)
+        .bind(row_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE campaign_rows SET state = 'failed', reason = $1, updated_at = $2 WHERE id = $3")
+            .bind(reason)
+            .bind(now)
+            .bind(row_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A retryable failure (4xx, connection, configuration): the outbox entry is re-armed and
+    /// the row waits with `reason` until `next_check_at`. The units taken stay spent.
+    pub async fn finish_send_retry(
+        &self,
+        row_id: &str,
+        reason: &str,
+        detail: &str,
+        next_check_at: i64,
+        now: i64,
+    ) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        sqlx::query(
+            "UPDATE campaign_outbox SET state = 'retry', response = $1, finished_at = $2 \
+             WHERE row_id = $3 AND state = 'sending'",
+        )
+        .bind(detail)
+        .bind(now)
+        .bind(row_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "UPDATE campaign_rows SET reason = $1, next_check_at = $2, updated_at = $3 WHERE id = $4 \
+             AND state = 'ready'",
+        )
+        .bind(reason)
+        .bind(next_check_at)
+        .bind(now)
+        .bind(row_id)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Settle outbox entries still `sending` that were claimed before `claimed_before` (their
+    /// worker died): `interrupted`, and their rows fail with `send_interrupted`. Never re-sent.
+    pub async fn sweep_interrupted_sends(&self, claimed_before: i64, now: i64) -> Result<u64> {
+        let mut tx = self.begin_write().await?;
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "UPDATE campaign_outbox SET state = 'interrupted', finished_at = $1 \
+             WHERE state = 'sending' AND claimed_at < $2 RETURNING row_id",
+        )
+        .bind(now)
+        .bind(claimed_before)
+        .fetch_all(&mut *tx)
+        .await?;
+        for (row_id,) in &rows {
+            sqlx::query(
+                "UPDATE campaign_rows SET state = 'failed', reason = 'send_interrupted', updated_at = $1 \
+                 WHERE id = $2 AND state = 'ready'",
+            )
+            .bind(now)
+            .bind(row_id)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(rows.len() as u64)
+    }
+
+    /// The outbox entry of a row: (state, attempts, message id).
+    pub async fn outbox_entry(&self, row_id: &str) -> Result<Option<(String, i64, Option<String>)>> {
+        Ok(sqlx::query_as("SELECT state, attempts, message_id FROM campaign_outbox WHERE row_id = $1")
+            .bind(row_id)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    // ---- suppressions ----
+
+    /// Suppress an address for an account; true when it was not suppressed before.
+    pub async fn suppress(
+        &self,
+        user_id: &str,
+        email_key: &str,
+        email: &str,
+        reason: &str,
+        detail: Option<&str>,
+        now: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let new = insert_suppression(&mut tx, user_id, email_key, email, reason, detail, now).await?;
+        tx.commit().await?;
+        Ok(new)
+    }
+
+    /// Lift a suppression; true when there was one.
+    pub async fn unsuppress(&self, user_id: &str, email_key: &str) -> Result<bool> {
+        let res = sqlx::query("DELETE FROM suppressions WHERE user_id = $1 AND email_key = $2")
+            .bind(user_id)
+            .bind(email_key)
+            .execute(&self.pool)
+            .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// Whether an address is suppressed for an account.
+    pub async fn suppression(&self, user_id: &str, email_key: &str) -> Result<Option<Suppression>> {
+        let row: Option<(String, String, String, Option<String>, i64)> = sqlx::query_as(
+            "SELECT email, email_key, reason, detail, created_at FROM suppressions WHERE user_id = $1 AND email_key = $2",
+        )
+        .bind(user_id)
+        .bind(email_key)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|(email, email_key, reason, detail, created_at)| Suppression {
+            email,
+            email_key,
+            reason,
+            detail,
+            created_at,
+        }))
+    }
+
+    /// An account's suppressions, newest first; `before` is `(created_at, Some(email_key))`.
+    pub async fn list_suppressions(
+        &self,
+        user_id: &str,
+        before: Option<(i64, Option<String>)>,
+        limit: i64,
+    ) -> Result<Vec<Suppression>> {
+        let (ts, key) = before.unwrap_or((i64::MAX, None));
+        let rows: Vec<(String, String, String, Option<String>, i64)> = sqlx::query_as(
+            "SELECT email, email_key, reason, detail, created_at FROM suppressions WHERE user_id = $1 \
+             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND email_key < $3)) \
+             ORDER BY created_at DESC, email_key DESC LIMIT $4",
+        )
+        .bind(user_id)
+        .bind(ts)
+        .bind(key)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(email, email_key, reason, detail, created_at)| Suppression {
+                email,
+                email_key,
+                reason,
+                detail,
+                created_at,
+            })
+            .collect())
+    }
+
+    /// The row a one-click unsubscribe token names: (user id, address, its key).
+    pub async fn target_by_unsubscribe_token(&self, token: &str) -> Result<Option<(String, String, String)>> {
+        Ok(sqlx::query_as("SELECT user_id, recipient_email, email_key FROM campaign_rows WHERE unsubscribe_token = $1")
+            .bind(token)
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
+    // ---- senders ----
+
+    /// A sender's limits, created with `defaults` (warmup start, growth, max) when absent.
+    pub async fn sender_limits(&self, sender: &str, defaults: (i64, i64, i64), now: i64) -> Result<SenderLimits> {
+        sqlx::query(
+            "INSERT INTO sender_limits (sender, daily_limit, warmup_start, warmup_growth, warmup_max, updated_at) \
+             VALUES ($1, NULL, $2, $3, $4, $5) ON CONFLICT (sender) DO NOTHING",
+        )
+        .bind(sender)
+        .bind(defaults.0)
+        .bind(defaults.1)
+        .bind(defaults.2)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        let (sender, daily_limit, warmup_start, warmup_growth, warmup_max, first_day, updated_at): (
+            String,
+            Option<i64>,
+            i64,
+            i64,
+            i64,
+            Option<String>,
+            i64,
+        ) = sqlx::query_as(
+            "SELECT sender, daily_limit, warmup_start, warmup_growth, warmup_max, first_day, updated_at \
+             FROM sender_limits WHERE sender = $1",
+        )
+        .bind(sender)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(SenderLimits { sender, daily_limit, warmup_start, warmup_growth, warmup_max, first_day, updated_at })
+    }
+
+    /// Set a sender's manual limit (`Some(None)` removes it) and/or its warmup schedule.
+    pub async fn set_sender_limits(
+        &self,
+        sender: &str,
+        defaults: (i64, i64, i64),
+        daily_limit: Option<Option<i64>>,
+        warmup: Option<(i64, i64, i64)>,
+        now: i64,
+    ) -> Result<SenderLimits> {
+        self.sender_limits(sender, defaults, now).await?;
+        if let Some(limit) = daily_limit {
+            sqlx::query("UPDATE sender_limits SET daily_limit = $1, updated_at = $2 WHERE sender = $3")
+                .bind(limit)
+                .bind(now)
+                .bind(sender)
+                .execute(&self.pool)
+                .await?;
+        }
+        if let Some((start, growth, max)) = warmup {
+            sqlx::query(
+                "UPDATE sender_limits SET warmup_start = $1, warmup_growth = $2, warmup_max = $3, updated_at = $4 \
+                 WHERE sender = $5",
+            )
+            .bind(start)
+            .bind(growth)
+            .bind(max)
+            .bind(now)
+            .bind(sender)
+            .execute(&self.pool)
+            .await?;
+        }
+        self.sender_limits(sender, defaults, now).await
+    }
+
+    /// What was sent (or reserved) on `day` for a counter (`sender` or `domain` scope).
+    pub async fn send_count(&self, scope: &str, name: &str, day: &str) -> Result<i64> {
+        let row: Option<(i64,)> =
+            sqlx::query_as("SELECT sent FROM send_counts WHERE scope = $1 AND name = $2 AND day = $3")
+                .bind(scope)
+                .bind(name)
+                .bind(day)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map_or(0, |(n,)| n))
+    }
+
+    /// The recipient domains an account has open rows for or sent to on `day`.
+    pub async fn campaign_domains(&self, user_id: &str, day_start: i64) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(sqlf!(
+            "SELECT DISTINCT recipient_domain FROM campaign_rows WHERE user_id = $1 \
+             AND (state IN {OPEN_STATES} OR (state = 'sent' AND sent_at >= $2)) ORDER BY recipient_domain LIMIT 500"
+        ))
+        .bind(user_id)
+        .bind(day_start)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(d,)| d).collect())
+    }
+}
+
+/// Take one unit of a daily counter if it is below `cap` (atomic: a conditional increment
+/// that PostgreSQL re-checks after waiting for a concurrent one, and that SQLite's write lock
+/// serialises).
+async fn take_unit(tx: &mut Transaction<'static, Any>, scope: &str, name: &str, day: &str, cap: i64) -> Result<bool> {
+    sqlx::query(
+        "INSERT INTO send_counts (scope, name, day, sent) VALUES ($1, $2, $3, 0) \
+         ON CONFLICT (scope, name, day) DO NOTHING",
+    )
+    .bind(scope)
+    .bind(name)
+    .bind(day)
+    .execute(&mut **tx)
+    .await?;
+    let res =
+        sqlx::query("UPDATE send_counts SET sent = sent + 1 WHERE scope = $1 AND name = $2 AND day = $3 AND sent < $4")
+            .bind(scope)
+            .bind(name)
+            .bind(day)
+            .bind(cap)
+            .execute(&mut **tx)
+            .await?;
+    Ok(res.rows_affected() == 1)
+}
+
+async fn insert_suppression(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    email_key: &str,
+    email: &str,
+    reason: &str,
+    detail: Option<&str>,
+    now: i64,
+) -> Result<bool> {
+    let res = sqlx::query(
+        "INSERT INTO suppressions (user_id, email_key, email, reason, detail, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (user_id, email_key) DO NOTHING",
+    )
+    .bind(user_id)
+    .bind(email_key)
+    .bind(email)
+    .bind(reason)
+    .bind(detail)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    if res.rows_affected() > 0 {
+        // Rows of the account waiting for this address will never be mailed.
+        sqlx::query(sqlf!(
+            "UPDATE campaign_rows SET state = 'skipped', reason = 'suppressed', updated_at = $1 \
+             WHERE user_id = $2 AND email_key = $3 AND state IN {OPEN_STATES} \
+             AND NOT EXISTS (SELECT 1 FROM campaign_outbox o WHERE o.row_id = campaign_rows.id AND o.state = 'sending')"
+        ))
+        .bind(now)
+        .bind(user_id)
+        .bind(email_key)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(res.rows_affected() > 0)
+}
