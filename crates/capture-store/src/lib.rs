@@ -40,7 +40,7 @@ pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudi
 pub use authver::AuthVersion;
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
-pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter};
+pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
 pub use jobs::{IdemResponse, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
