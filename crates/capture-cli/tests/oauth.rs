@@ -984,6 +984,8 @@ async fn upload_file_gives_an_inbox_attachment_to_the_page() {
     let r = call("inbox_wait", json!({"timeoutMs": 5000})).await;
     let msg = &r["structuredContent"]["message"];
     let id = msg["id"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
+    let text = r["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&format!("Attachments of {id}: #0 report 1.bin")), "{text}");
     let atts = msg["attachments"].as_array().unwrap();
     assert_eq!(atts.len(), 1, "{msg}");
     assert_eq!(
