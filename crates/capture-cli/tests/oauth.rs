@@ -989,7 +989,12 @@ async fn upload_file_gives_an_inbox_attachment_to_the_page() {
     let atts = msg["attachments"].as_array().unwrap();
     assert_eq!(atts.len(), 1, "{msg}");
     assert_eq!(
-        (atts[0]["index"].as_u64(), atts[0]["name"].as_str(), atts[0]["size"].as_u64(), atts[0]["downloadable"].as_bool()),
+        (
+            atts[0]["index"].as_u64(),
+            atts[0]["name"].as_str(),
+            atts[0]["size"].as_u64(),
+            atts[0]["downloadable"].as_bool()
+        ),
         (Some(0), Some("report 1.bin"), Some(content.len() as u64), Some(true)),
         "{msg}"
     );
@@ -1071,7 +1076,8 @@ async fn upload_file_gives_an_inbox_attachment_to_the_page() {
         (Some(true), Some("NOT_FOUND")),
         "{r}"
     );
-    let r = tool_at(&app.http, &mcp, &other_token, "get_text", json!({"sessionId": other_sid, "selector": "#out"})).await;
+    let r =
+        tool_at(&app.http, &mcp, &other_token, "get_text", json!({"sessionId": other_sid, "selector": "#out"})).await;
     assert_eq!(r["structuredContent"]["text"], "none", "{r}");
     tool_at(&app.http, &mcp, &other_token, "session_end", json!({"sessionId": other_sid})).await;
     call("session_end", json!({"sessionId": sid})).await;

@@ -188,7 +188,8 @@ impl Application {
         if let Some(a) = addr.or_else(|| cfg.listen.parse().ok()) {
             egress.deny_listener(a);
         }
-        let inbound = if cfg.roles.inbound { crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox).await? } else { None };
+        let inbound =
+            if cfg.roles.inbound { crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox).await? } else { None };
         match inbound.as_ref().map(crate::inbox::inbound::local_addr) {
             Some(a) => egress.deny_listener(a),
             None if cfg.inbox.listen.port() != 0 => egress.deny_listener(cfg.inbox.listen),

@@ -642,13 +642,9 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
         });
     }
     if let Some(att) = &a.inbox_attachment {
-        let (info, bytes) = crate::inbox::service::attachment(
-            &cx.state,
-            &cx.account,
-            att.message_id.trim(),
-            &att.index.to_string(),
-        )
-        .await?;
+        let (info, bytes) =
+            crate::inbox::service::attachment(&cx.state, &cx.account, att.message_id.trim(), &att.index.to_string())
+                .await?;
         let name = info
             .name
             .as_deref()

@@ -19,8 +19,8 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::service::{ARRIVED, MESSAGE_ID, SMTP_ADDR, attachment_blob_name, delete_attachment_blobs};
-use crate::blob::BlobStore;
 use super::settings::InboxSettings;
+use crate::blob::BlobStore;
 
 /// Decides recipients and stores messages for the inbound server.
 pub struct StoreSink {
@@ -101,7 +101,8 @@ impl InboundSink for StoreSink {
                         self.forget(&names).await;
                         return Err(SinkError("temporary storage failure".into()));
                     }
-                    if let Some(slot) = value.pointer_mut(&format!("/attachments/{i}")).and_then(|v| v.as_object_mut()) {
+                    if let Some(slot) = value.pointer_mut(&format!("/attachments/{i}")).and_then(|v| v.as_object_mut())
+                    {
                         slot.insert("blob".into(), name.clone().into());
                     }
                     names.push(name);

@@ -240,7 +240,9 @@ pub async fn attachment(
             let ascii: String =
                 name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' }).collect();
             let encoded = url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>().replace('+', "%20");
-            if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")) {
+            if let Ok(v) =
+                HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"))
+            {
                 h.insert(header::CONTENT_DISPOSITION, v);
             }
             r

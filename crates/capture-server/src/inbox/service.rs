@@ -335,17 +335,15 @@ pub async fn attachment(
     if !looks_like(MESSAGE_ID, message_id) {
         return Err(Error::not_found(MESSAGE_NOUN));
     }
-    let row = state
-        .store
-        .inbox_message(&account.user.id, message_id)
-        .await?
-        .ok_or_else(|| Error::not_found(MESSAGE_NOUN))?;
+    let row =
+        state.store.inbox_message(&account.user.id, message_id).await?.ok_or_else(|| Error::not_found(MESSAGE_NOUN))?;
     let s = stored(&row);
     let i = index.parse::<usize>().ok().filter(|i| *i < s.attachments.len() && !index.starts_with('+'));
     let Some(i) = i else { return Err(Error::not_found(ATTACHMENT_NOUN)) };
     let a = &s.attachments[i];
     let name = a.blob.as_deref().ok_or_else(|| Error::not_found(ATTACHMENT_NOUN))?;
-    let bytes = state.blobs.get(name).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found(ATTACHMENT_NOUN))?;
+    let bytes =
+        state.blobs.get(name).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found(ATTACHMENT_NOUN))?;
     Ok((a.public(i), bytes))
 }
 

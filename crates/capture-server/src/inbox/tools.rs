@@ -167,7 +167,15 @@ async fn wait(state: &AppState, account: &Account, args: &Map<String, Value>) ->
                 .attachments
                 .iter()
                 .filter(|a| a.downloadable)
-                .map(|a| format!("#{} {} ({}, {} bytes)", a.index, a.name.as_deref().unwrap_or("unnamed"), a.content_type, a.size))
+                .map(|a| {
+                    format!(
+                        "#{} {} ({}, {} bytes)",
+                        a.index,
+                        a.name.as_deref().unwrap_or("unnamed"),
+                        a.content_type,
+                        a.size
+                    )
+                })
                 .collect();
             format!(
                 "{text} Attachments of {}: {} (upload_file takes inboxAttachment {{messageId, index}}).",
