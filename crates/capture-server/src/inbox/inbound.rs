@@ -96,7 +96,8 @@ impl InboundSink for StoreSink {
                 let mut names = Vec::new();
                 for (i, a) in parsed.attachments.iter().enumerate() {
                     let name = attachment_blob_name(&inbox.user_id, &id, i);
-                    if let Err(e) = self.blobs.put(&name, a.content.clone(), &a.content_type).await {
+                    // Stored as opaque bytes: never served with the sender's declared type.
+                    if let Err(e) = self.blobs.put(&name, a.content.clone(), "application/octet-stream").await {
                         tracing::warn!(error = %e, "inbound: storing an attachment failed");
                         self.forget(&names).await;
                         return Err(SinkError("temporary storage failure".into()));
