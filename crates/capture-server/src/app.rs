@@ -192,7 +192,8 @@ impl Application {
         if let Some(a) = addr.or_else(|| cfg.listen.parse().ok()) {
             egress.deny_listener(a);
         }
-        let inbound = if cfg.roles.inbound { crate::inbox::inbound::bind(&store, &cfg.inbox).await? } else { None };
+        let inbound =
+            if cfg.roles.inbound { crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox).await? } else { None };
         match inbound.as_ref().map(crate::inbox::inbound::local_addr) {
             Some(a) => egress.deny_listener(a),
             None if cfg.inbox.listen.port() != 0 => egress.deny_listener(cfg.inbox.listen),
@@ -282,7 +283,8 @@ impl Application {
         }
         if let Some(server) = self.inbound {
             let (store, settings, st) = (state.store.clone(), state.cfg.inbox.clone(), stop.clone());
-            tasks.spawn(async move { crate::inbox::inbound::run(server, store, settings, st).await });
+            let blobs = state.blobs.clone();
+            tasks.spawn(async move { crate::inbox::inbound::run(server, store, blobs, settings, st).await });
         }
         if let Some(notifications) = self.notifications {
             let (s, st) = (state.clone(), stop.clone());

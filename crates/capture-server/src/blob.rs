@@ -33,6 +33,8 @@ pub trait BlobStore: Send + Sync + 'static {
     fn check(&self) -> BoxFuture<'_, std::io::Result<()>>;
     /// The absolute URL a client downloads `name` from (`publicUrl`, `thumbnailUrl`).
     fn public_url(&self, name: &str) -> BoxFuture<'_, String>;
+    /// Delete a stored file; deleting one that is not there is not an error.
+    fn delete(&self, name: &str) -> BoxFuture<'_, std::io::Result<()>>;
 }
 
 /// Boxed-future alias so the trait stays object-safe without extra crates.
@@ -127,6 +129,17 @@ impl BlobStore for LocalBlobStore {
     fn public_url(&self, name: &str) -> BoxFuture<'_, String> {
         let url = proxy_url(&self.base_url, name);
         Box::pin(async move { url })
+    }
+
+    fn delete(&self, name: &str) -> BoxFuture<'_, std::io::Result<()>> {
+        let path = self.path(name);
+        Box::pin(async move {
+            let Some(path) = path else { return Ok(()) };
+            match tokio::fs::remove_file(&path).await {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                _ => Ok(()),
+            }
+        })
     }
 }
 
@@ -265,6 +278,17 @@ impl BlobStore for S3BlobStore {
                     tracing::warn!(error = %e, "presigning a file URL failed; handing out the proxied URL");
                     proxied
                 }
+            }
+        })
+    }
+
+    fn delete(&self, name: &str) -> BoxFuture<'_, std::io::Result<()>> {
+        let key = self.key(name);
+        Box::pin(async move {
+            let Some(key) = key else { return Ok(()) };
+            match self.store.delete(&key).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(s3_error(e)),
             }
         })
     }

@@ -56,6 +56,14 @@ pub struct AuthAttemptRow {
     pub created_at: i64,
 }
 
+/// What a delete of messages removed: how many, and the parsed JSON of those whose
+/// attachments are kept in blob storage (`"blob":` names), for the caller to delete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RemovedMessages {
+    pub deleted: u64,
+    pub parsed: Vec<String>,
+}
+
 /// Which messages a listing or a wait returns.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MessageFilter {
@@ -294,18 +302,12 @@ impl Store {
 
     /// Delete one message of the account; false when there is none.
     pub async fn delete_inbox_message(&self, user_id: &str, id: &str) -> Result<bool> {
-        let r = sqlx::query("DELETE FROM inbox_messages WHERE id = $1 AND user_id = $2")
-            .bind(id)
-            .bind(user_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(r.rows_affected() == 1)
+        Ok(self.remove_inbox_message(user_id, id).await?.deleted == 1)
     }
 
     /// Delete every message of the account; how many there were.
     pub async fn delete_inbox_messages(&self, user_id: &str) -> Result<u64> {
-        let r = sqlx::query("DELETE FROM inbox_messages WHERE user_id = $1").bind(user_id).execute(&self.pool).await?;
-        Ok(r.rows_affected())
+        Ok(self.remove_inbox_messages(user_id).await?.deleted)
     }
 
     /// `(messages, unseen, newest received_at)` of the account.
@@ -345,22 +347,55 @@ impl Store {
 
     /// Delete messages received before `before` (retention); how many.
     pub async fn purge_inbox_messages(&self, before: i64) -> Result<u64> {
-        let r =
-            sqlx::query("DELETE FROM inbox_messages WHERE received_at < $1").bind(before).execute(&self.pool).await?;
-        Ok(r.rows_affected())
+        Ok(self.remove_old_inbox_messages(before).await?.deleted)
     }
 
     /// Keep at most `keep` messages of the account (the newest); how many were deleted.
     pub async fn trim_inbox(&self, user_id: &str, keep: i64) -> Result<u64> {
-        let r = sqlx::query(
-            "DELETE FROM inbox_messages WHERE user_id = $1 AND id NOT IN \
+        Ok(self.remove_inbox_overflow(user_id, keep).await?.deleted)
+    }
+
+    /// Delete one message of the account (`deleted` 0 when there is none), with its parsed
+    /// JSON when it names attachment blobs.
+    pub async fn remove_inbox_message(&self, user_id: &str, id: &str) -> Result<RemovedMessages> {
+        self.remove_where("id = $1 AND user_id = $2", |q| q.bind(id.to_string()).bind(user_id.to_string())).await
+    }
+
+    /// Delete every message of the account.
+    pub async fn remove_inbox_messages(&self, user_id: &str) -> Result<RemovedMessages> {
+        self.remove_where("user_id = $1", |q| q.bind(user_id.to_string())).await
+    }
+
+    /// Delete messages received before `before` (retention).
+    pub async fn remove_old_inbox_messages(&self, before: i64) -> Result<RemovedMessages> {
+        self.remove_where("received_at < $1", |q| q.bind(before)).await
+    }
+
+    /// Keep at most `keep` messages of the account (the newest).
+    pub async fn remove_inbox_overflow(&self, user_id: &str, keep: i64) -> Result<RemovedMessages> {
+        self.remove_where(
+            "user_id = $1 AND id NOT IN \
              (SELECT id FROM inbox_messages WHERE user_id = $1 ORDER BY received_at DESC, id DESC LIMIT $2)",
+            |q| q.bind(user_id.to_string()).bind(keep),
         )
-        .bind(user_id)
-        .bind(keep)
-        .execute(&self.pool)
-        .await?;
-        Ok(r.rows_affected())
+        .await
+    }
+
+    /// Delete the messages matching `cond` in one transaction, first reading the parsed JSON
+    /// of those that name attachment blobs (so the caller can delete the blobs too).
+    async fn remove_where<F>(&self, cond: &str, bind: F) -> Result<RemovedMessages>
+    where
+        F: for<'q> Fn(
+            sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+        ) -> sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>,
+    {
+        let mut tx = self.begin_write().await?;
+        let select = sqlf!("SELECT parsed FROM inbox_messages WHERE ({cond}) AND parsed LIKE '%\"blob\":\"%'");
+        let rows = bind(sqlx::query(select)).fetch_all(&mut *tx).await?;
+        let parsed = rows.iter().map(|r| r.try_get::<String, _>("parsed")).collect::<std::result::Result<_, _>>()?;
+        let r = bind(sqlx::query(sqlf!("DELETE FROM inbox_messages WHERE {cond}"))).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(RemovedMessages { deleted: r.rows_affected(), parsed })
     }
 
     /// Record an auth attempt.

@@ -45,7 +45,7 @@ pub use campaigns::{
 };
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
-pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter};
+pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
 pub use jobs::{IdemResponse, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{

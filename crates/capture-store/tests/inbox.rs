@@ -79,6 +79,7 @@ on_both_backends! {
     an_inbox_is_made_once_and_its_address_is_unique => an_inbox_is_made_once_and_its_address_is_unique_sqlite, an_inbox_is_made_once_and_its_address_is_unique_postgres;
     messages_list_filter_wait_and_expire_per_account => messages_list_filter_wait_and_expire_per_account_sqlite, messages_list_filter_wait_and_expire_per_account_postgres;
     auth_history_is_kept_per_account_and_origin => auth_history_is_kept_per_account_and_origin_sqlite, auth_history_is_kept_per_account_and_origin_postgres;
+    removing_messages_hands_back_their_attachment_blobs => removing_messages_hands_back_their_attachment_blobs_sqlite, removing_messages_hands_back_their_attachment_blobs_postgres;
 }
 
 async fn new_user(store: &Store) -> User {
@@ -222,4 +223,45 @@ async fn auth_history_is_kept_per_account_and_origin(store: Store) {
     let recent = store.recent_auth_attempts(&a.id, 10).await.unwrap();
     assert_eq!(recent.len(), 4);
     assert_eq!(recent[0].origin, "https://other.test");
+}
+
+/// Every way messages are deleted (one, all of an account, the overflow past a limit, by
+/// age) hands back the parsed JSON of exactly the deleted messages that name attachment
+/// blobs, so their content can be deleted too; others' messages are untouched.
+async fn removing_messages_hands_back_their_attachment_blobs(store: Store) {
+    let (a, b) = (new_user(&store).await, new_user(&store).await);
+    let with = |n: i64| format!(r#"{{"attachments":[{{"name":"f{n}.pdf","size":3,"blob":"inbox-x-{n}.bin"}}]}}"#);
+    let plain = r#"{"attachments":[{"name":"old.pdf","size":3}],"text":"\"blob\":\"not a key\""}"#;
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let parsed = if i == 1 { plain.to_string() } else { with(i) };
+        let m = msg(&a, "ta@inbox.test", "x@shop.test", T0 + i, &parsed);
+        store.insert_inbox_message(&m).await.unwrap();
+        ids.push(m.id);
+    }
+    let theirs = msg(&b, "tb@inbox.test", "x@shop.test", T0, &with(9));
+    store.insert_inbox_message(&theirs).await.unwrap();
+    let blobs = |r: &capture_store::RemovedMessages| {
+        let mut v: Vec<String> = r
+            .parsed
+            .iter()
+            .map(|p| p.split("inbox-x-").nth(1).unwrap().split('.').next().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    // Not b's to delete; then a's one.
+    let r = store.remove_inbox_message(&b.id, &ids[5]).await.unwrap();
+    assert_eq!((r.deleted, r.parsed.len()), (0, 0));
+    let r = store.remove_inbox_message(&a.id, &ids[5]).await.unwrap();
+    assert_eq!((r.deleted, blobs(&r)), (1, vec!["5".to_string()]));
+    // Age: T0 and T0+1 of a (only T0 names a blob) and b's at T0.
+    let r = store.remove_old_inbox_messages(T0 + 2).await.unwrap();
+    assert_eq!((r.deleted, blobs(&r)), (3, vec!["0".to_string(), "9".to_string()]));
+    // Keep the newest one of a's three left (T0+2..T0+4).
+    let r = store.remove_inbox_overflow(&a.id, 1).await.unwrap();
+    assert_eq!((r.deleted, blobs(&r)), (2, vec!["2".to_string(), "3".to_string()]));
+    let r = store.remove_inbox_messages(&a.id).await.unwrap();
+    assert_eq!((r.deleted, blobs(&r)), (1, vec!["4".to_string()]));
+    assert_eq!(store.inbox_counts(&a.id).await.unwrap().0, 0);
 }

@@ -357,3 +357,75 @@ async fn an_inbound_only_node_feeds_the_api_nodes_long_poll() {
     assert_eq!(w["message"]["code"], "604218", "{w}");
     assert!(woke_at.duration_since(sent_at) < Duration::from_secs(2), "{:?}", woke_at - sent_at);
 }
+
+/// The attachment blobs (`inbox-…`) in the service's local file store.
+fn attachment_blobs(app: &TestApp) -> Vec<String> {
+    std::fs::read_dir(app.data_dir.join("files"))
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().to_string()))
+                .filter(|n| n.starts_with("inbox-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A mail with two attachments: a text file and `bytes` as a binary one.
+fn mail_with_two_attachments(to: &str, bytes: &[u8]) -> Vec<u8> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
+    format!(
+        "From: a@fixture.test\r\nTo: {to}\r\nSubject: files\r\nMIME-Version: 1.0\r\n\
+         Content-Type: multipart/mixed; boundary=\"zz\"\r\n\r\n--zz\r\nContent-Type: text/plain\r\n\r\nSee attached.\r\n\
+         --zz\r\nContent-Type: text/csv; name=\"a.csv\"\r\nContent-Disposition: attachment; filename=\"a.csv\"\r\n\r\n\
+         x,y\r\n1,2\r\n--zz\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=\"dot.png\"\r\n\
+         Content-Transfer-Encoding: base64\r\n\r\n{b64}\r\n--zz--\r\n"
+    )
+    .into_bytes()
+}
+
+/// Attachment contents are kept in blob storage for their message's life: downloadable by
+/// index by the owner only, deleted with the message when the inbox goes past its limit and
+/// when the messages are deleted.
+async fn attachments_are_kept_downloaded_and_deleted_with_their_message(db: Db) {
+    let app = TestApp::spawn(
+        Opts::api(db)
+            .roles("api,scheduler,inbound")
+            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test")
+            .env("CAPTURE_INBOX_MAX_MESSAGES", "1"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("free");
+    let (_, other) = app.user_with_key("free");
+    let (inbox, smtp) = inbox_of(&app, &key).await;
+    let address = inbox["address"].as_str().unwrap().to_string();
+    let png: Vec<u8> = vec![0x89, b'P', b'N', b'G', 0, 0xff, 13, 10, 26];
+    assert_eq!(smtp_send(smtp, "a@fixture.test", &address, &mail_with_two_attachments(&address, &png)).await.code, 250);
+    let (_, w) = json_of(app.get(&key, "/v1/inbox/messages/wait?timeoutMs=5000").await).await;
+    let first = w["message"]["id"].as_str().unwrap_or_else(|| panic!("{w}")).to_string();
+    let atts = &w["message"]["attachments"];
+    assert_eq!(atts[0]["name"], "a.csv", "{w}");
+    assert_eq!((atts[1]["index"].as_u64(), atts[1]["contentType"].as_str()), (Some(1), Some("image/png")), "{w}");
+    assert_eq!(attachment_blobs(&app).len(), 2);
+    let r = app.get(&key, &format!("/v1/inbox/messages/{first}/attachments/1")).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.bytes().await.unwrap().to_vec(), png);
+    let r = app.get(&key, &format!("/v1/inbox/messages/{first}/attachments/0")).await;
+    assert_eq!(r.bytes().await.unwrap().as_ref(), b"x,y\r\n1,2");
+    let (status, e) = json_of(app.get(&other, &format!("/v1/inbox/messages/{first}/attachments/0")).await).await;
+    assert_eq!((status, e["code"].as_str()), (404, Some("NOT_FOUND")), "{e}");
+    let (status, e) = json_of(app.get(&key, &format!("/v1/inbox/messages/{first}/attachments/2")).await).await;
+    assert_eq!((status, e["code"].as_str()), (404, Some("NOT_FOUND")), "{e}");
+
+    // A second mail pushes the first out (at most 1 kept): its contents go with it.
+    assert_eq!(smtp_send(smtp, "a@fixture.test", &address, &mail_with_two_attachments(&address, b"2")).await.code, 250);
+    let (_, list) = json_of(app.get(&key, "/v1/inbox/messages").await).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_ne!(list["data"][0]["id"].as_str(), Some(first.as_str()));
+    assert_eq!(attachment_blobs(&app).len(), 2, "only the kept message's");
+    assert_eq!(app.get(&key, &format!("/v1/inbox/messages/{first}/attachments/1")).await.status(), 404);
+    let (status, d) = json_of(delete(&app, &key, "/v1/inbox/messages").await).await;
+    assert_eq!((status, d["deleted"].as_u64()), (200, Some(1)), "{d}");
+    assert_eq!(attachment_blobs(&app), Vec::<String>::new());
+}
+both_dbs!(attachments_are_kept_downloaded_and_deleted_with_their_message);

@@ -253,6 +253,14 @@ async fn s3_blob_store_stores_reads_streams_checks_and_presigns() {
     assert!(moto.keys("blobs", "").await.contains(&"top.pdf".to_string()));
     assert_eq!(moto.head("blobs", "top.pdf").await["content-type"], "application/pdf");
 
+    // Delete removes the object; deleting a missing one, or a name outside ours, is no error.
+    bare.delete("top.pdf").await.unwrap();
+    assert!(!moto.keys("blobs", "").await.contains(&"top.pdf".to_string()));
+    assert_eq!(bare.get("top.pdf").await.unwrap(), None);
+    bare.delete("top.pdf").await.unwrap();
+    bare.delete("../escape.png").await.unwrap();
+    assert!(moto.keys("blobs", "").await.contains(&"unit/p/abc123.png".to_string()), "others are kept");
+
     // An unreachable server fails the check quickly, not after minutes of retries.
     let dead_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dead_endpoint = format!("http://127.0.0.1:{dead_port}");

@@ -44,12 +44,17 @@ pub struct HeaderField {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttachmentInfo {
+    /// Its place among the message's attachments, from 0.
+    pub index: usize,
     /// The file name, if given.
     pub name: Option<String>,
     /// The media type (`application/pdf`).
     pub content_type: String,
     /// Decoded size in bytes.
     pub size: usize,
+    /// The decoded content (not serialised: the inbox keeps it in blob storage).
+    #[serde(skip)]
+    pub content: Vec<u8>,
 }
 
 /// A parsed message.
@@ -176,7 +181,7 @@ pub fn parse(raw: &[u8]) -> ParsedMail {
         Some(t) => Some(cut(t, MAX_BODY)),
         None => msg.body_text(0).map(|t| cut(&t, MAX_BODY)),
     };
-    for part in msg.attachments().take(MAX_ATTACHMENTS) {
+    for (index, part) in msg.attachments().take(MAX_ATTACHMENTS).enumerate() {
         let content_type = part
             .content_type()
             .map(|ct| match ct.subtype() {
@@ -185,9 +190,11 @@ pub fn parse(raw: &[u8]) -> ParsedMail {
             })
             .unwrap_or_else(|| "application/octet-stream".into());
         out.attachments.push(AttachmentInfo {
+            index,
             name: part.attachment_name().map(|n| cut(n, 256)),
             content_type: cut(&content_type.to_ascii_lowercase(), 256),
             size: part.len(),
+            content: part.contents().to_vec(),
         });
     }
 

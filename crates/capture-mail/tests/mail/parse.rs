@@ -111,6 +111,11 @@ fn attachments_are_listed_and_alphanumeric_codes_found() {
     let json = serde_json::to_value(&m).unwrap();
     assert_eq!(json["attachments"][0]["contentType"], "application/pdf");
     assert_eq!(json["codes"][0]["code"], "K7P2QX");
+    // The decoded content is kept for the inbox's blob storage, but never serialised.
+    assert_eq!((a.index, a.content.len()), (0, 3016));
+    assert!(a.content.starts_with(b"%PDF"), "decoded from base64");
+    assert_eq!(json["attachments"][0]["index"], 0);
+    assert!(json["attachments"][0].get("content").is_none());
 }
 
 #[test]

@@ -586,7 +586,17 @@ pub struct InlineFile {
     pub content_base64: String,
 }
 
-/// Give files to a file input (ref or selector), as if chosen in the phone's picker: a screenshot of this account (screenshotId, its image) and/or files given inline (base64). At most 16 MB together. The input's change event fires.
+/// An attachment of a message in this account's saved test inbox.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InboxAttachmentIn {
+    /// The message (eml_…) from inbox_messages or inbox_wait.
+    pub message_id: String,
+    /// The attachment's index in the message's attachments (from 0).
+    pub index: u32,
+}
+
+/// Give files to a file input (ref or selector), as if chosen in the phone's picker: a screenshot of this account (screenshotId, its image), an attachment of a message in this account's inbox (inboxAttachment) and/or files given inline (base64). At most 16 MB together. The input's change event fires.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UploadIn {
@@ -599,6 +609,8 @@ pub struct UploadIn {
     pub selector: Option<String>,
     /// A finished screenshot of this account (scr_…): its image is the file.
     pub screenshot_id: Option<String>,
+    /// An attachment of a message in this account's inbox: the file keeps its name and bytes.
+    pub inbox_attachment: Option<InboxAttachmentIn>,
     /// Files given inline.
     #[schemars(length(max = 10))]
     pub files: Option<Vec<InlineFile>>,
@@ -629,6 +641,19 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
             bytes,
         });
     }
+    if let Some(att) = &a.inbox_attachment {
+        let (info, bytes) =
+            crate::inbox::service::attachment(&cx.state, &cx.account, att.message_id.trim(), &att.index.to_string())
+                .await?;
+        let name = info
+            .name
+            .as_deref()
+            .map(|n| n.rsplit(['/', '\\']).next().unwrap_or(n).trim())
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("attachment-{}", info.index));
+        files.push(FileUpload { name, mime_type: info.content_type, bytes });
+    }
     for (i, f) in a.files.iter().flatten().enumerate() {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(f.content_base64.trim())
@@ -640,7 +665,7 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
         files.push(FileUpload { name: f.name.clone(), mime_type: mime, bytes });
     }
     if files.is_empty() {
-        return Err(AutoError::invalid("files", "give screenshotId or files"));
+        return Err(AutoError::invalid("files", "give screenshotId, inboxAttachment or files"));
     }
     if files.len() > 10 {
         return Err(AutoError::invalid("files", "at most 10 files"));

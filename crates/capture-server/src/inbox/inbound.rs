@@ -18,12 +18,14 @@ use capture_store::{InboxMessageRow, Store};
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::service::{ARRIVED, MESSAGE_ID, SMTP_ADDR};
+use super::service::{ARRIVED, MESSAGE_ID, SMTP_ADDR, attachment_blob_name, delete_attachment_blobs};
 use super::settings::InboxSettings;
+use crate::blob::BlobStore;
 
 /// Decides recipients and stores messages for the inbound server.
 pub struct StoreSink {
     store: Store,
+    blobs: Arc<dyn BlobStore>,
     settings: InboxSettings,
 }
 
@@ -36,6 +38,17 @@ impl StoreSink {
 /// The sender's domain (lower-case) of an address.
 fn domain_of(address: &str) -> Option<String> {
     address.rsplit_once('@').map(|(_, d)| d.trim_end_matches('>').to_ascii_lowercase()).filter(|d| !d.is_empty())
+}
+
+impl StoreSink {
+    /// Delete attachment blobs of a message that was not stored after all.
+    async fn forget(&self, names: &[String]) {
+        for name in names {
+            if let Err(e) = self.blobs.delete(name).await {
+                tracing::warn!(blob = %name, error = %e, "inbound: deleting an attachment failed");
+            }
+        }
+    }
 }
 
 impl InboundSink for StoreSink {
@@ -61,7 +74,7 @@ impl InboundSink for StoreSink {
             let parsed = tokio::task::spawn_blocking(move || capture_mail::parse(&message))
                 .await
                 .map_err(|_| SinkError("the message could not be parsed".into()))?;
-            let json = serde_json::to_string(&parsed).map_err(|e| SinkError(e.to_string()))?;
+            let value = serde_json::to_value(&parsed).map_err(|e| SinkError(e.to_string()))?;
             let from_address = parsed.from.as_ref().map(|a| a.address.to_ascii_lowercase());
             let from_domain = from_address.as_deref().and_then(domain_of).or_else(|| domain_of(&envelope.mail_from));
             let now = now_ms();
@@ -76,8 +89,28 @@ impl InboundSink for StoreSink {
                         return Err(SinkError("temporary storage failure".into()));
                     }
                 };
+                let id = new_id(MESSAGE_ID);
+                // Each attachment's content goes to blob storage under a name scoped to the
+                // account and the message; the parsed JSON keeps the (private) name.
+                let mut value = value.clone();
+                let mut names = Vec::new();
+                for (i, a) in parsed.attachments.iter().enumerate() {
+                    let name = attachment_blob_name(&inbox.user_id, &id, i);
+                    // Stored as opaque bytes: never served with the sender's declared type.
+                    if let Err(e) = self.blobs.put(&name, a.content.clone(), "application/octet-stream").await {
+                        tracing::warn!(error = %e, "inbound: storing an attachment failed");
+                        self.forget(&names).await;
+                        return Err(SinkError("temporary storage failure".into()));
+                    }
+                    if let Some(slot) = value.pointer_mut(&format!("/attachments/{i}")).and_then(|v| v.as_object_mut())
+                    {
+                        slot.insert("blob".into(), name.clone().into());
+                    }
+                    names.push(name);
+                }
+                let json = value.to_string();
                 let row = InboxMessageRow {
-                    id: new_id(MESSAGE_ID),
+                    id,
                     user_id: inbox.user_id.clone(),
                     address,
                     mail_from: envelope.mail_from.clone(),
@@ -91,10 +124,12 @@ impl InboundSink for StoreSink {
                 };
                 if let Err(e) = self.store.insert_inbox_message(&row).await {
                     tracing::warn!(error = %e, "inbound: storing a message failed");
+                    self.forget(&names).await;
                     return Err(SinkError("temporary storage failure".into()));
                 }
-                if let Err(e) = self.store.trim_inbox(&inbox.user_id, self.settings.max_messages).await {
-                    tracing::warn!(error = %e, "inbound: trimming an inbox failed");
+                match self.store.remove_inbox_overflow(&inbox.user_id, self.settings.max_messages).await {
+                    Ok(removed) => delete_attachment_blobs(self.blobs.as_ref(), &removed.parsed).await,
+                    Err(e) => tracing::warn!(error = %e, "inbound: trimming an inbox failed"),
                 }
                 tracing::info!(message = %row.id, peer = %envelope.peer, bytes = size, "inbound: message stored");
             }
@@ -106,14 +141,18 @@ impl InboundSink for StoreSink {
 
 /// Bind the inbound server of `settings` (None, with a warning, when the default port is
 /// taken; an error when `CAPTURE_INBOUND_LISTEN` was set and cannot be bound).
-pub async fn bind(store: &Store, settings: &InboxSettings) -> anyhow::Result<Option<InboundServer>> {
+pub async fn bind(
+    store: &Store,
+    blobs: &Arc<dyn BlobStore>,
+    settings: &InboxSettings,
+) -> anyhow::Result<Option<InboundServer>> {
     let config = InboundConfig {
         hostname: settings.domain.clone(),
         max_message_bytes: settings.max_message_bytes,
         per_ip_rate: settings.rate_per_minute,
         ..InboundConfig::default()
     };
-    let sink = Arc::new(StoreSink { store: store.clone(), settings: settings.clone() });
+    let sink = Arc::new(StoreSink { store: store.clone(), blobs: blobs.clone(), settings: settings.clone() });
     match InboundServer::bind(settings.listen, config, sink).await {
         Ok(server) => {
             let _ = SMTP_ADDR.set(server.local_addr());
@@ -134,15 +173,25 @@ pub fn local_addr(server: &InboundServer) -> SocketAddr {
 }
 
 /// Serve SMTP until `stop`, and delete messages past the retention once a minute.
-pub async fn run(server: InboundServer, store: Store, settings: InboxSettings, stop: CancellationToken) {
+pub async fn run(
+    server: InboundServer,
+    store: Store,
+    blobs: Arc<dyn BlobStore>,
+    settings: InboxSettings,
+    stop: CancellationToken,
+) {
     tracing::info!(addr = %server.local_addr(), domain = %settings.domain, "inbound SMTP server listening");
     let sweep_stop = stop.clone();
     let sweep = async move {
         loop {
             let before = now_ms() - settings.retention.as_millis() as i64;
-            match store.purge_inbox_messages(before).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(deleted = n, "inbox retention: old messages deleted"),
+            match store.remove_old_inbox_messages(before).await {
+                Ok(removed) => {
+                    delete_attachment_blobs(blobs.as_ref(), &removed.parsed).await;
+                    if removed.deleted > 0 {
+                        tracing::info!(deleted = removed.deleted, "inbox retention: old messages deleted");
+                    }
+                }
                 Err(e) => tracing::warn!(error = %e, "inbox retention sweep failed"),
             }
             tokio::select! {

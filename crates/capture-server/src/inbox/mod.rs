@@ -33,7 +33,7 @@ use crate::state::AppState;
 /// The inbox and auth-test paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(inbox, rotate, messages, delete_messages, wait, message, delete_message, check, record),
+    paths(inbox, rotate, messages, delete_messages, wait, message, delete_message, check, record, attachment),
     components(schemas(
         Inbox,
         InboxCounts,
@@ -215,6 +215,42 @@ pub async fn record(
     }
 }
 
+#[utoipa::path(get, path = "/v1/inbox/messages/{id}/attachments/{index}", tag = "inbox",
+    params(("id" = String, Path), ("index" = u32, Path, description = "The attachment's `index` in the message")),
+    responses((status = 200, content_type = "application/octet-stream",
+        description = "The attachment's decoded bytes, as a download (`Content-Disposition: attachment`; its declared type is the message's `attachments[].contentType`)"),
+    (status = 404, body = ErrorBody, description = "No such message of the caller, no such index, or content not kept")),
+    security(("api_key" = [])))]
+/// Download one attachment of a message (does not mark the message seen).
+pub async fn attachment(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path((id, index)): Path<(String, String)>,
+) -> Response {
+    use axum::http::{HeaderValue, header};
+    match service::attachment(&state, &account, &id, &index).await {
+        Ok((a, bytes)) => {
+            let mut r = (StatusCode::OK, bytes).into_response();
+            let h = r.headers_mut();
+            // Never rendered on our origin, whatever the sender declared.
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+            h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+            let name = a.name.as_deref().unwrap_or("attachment");
+            let ascii: String =
+                name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' { c } else { '_' }).collect();
+            let encoded = url::form_urlencoded::byte_serialize(name.as_bytes()).collect::<String>().replace('+', "%20");
+            if let Ok(v) =
+                HeaderValue::from_str(&format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}"))
+            {
+                h.insert(header::CONTENT_DISPOSITION, v);
+            }
+            r
+        }
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
 // Last in the file: the docs' route walk reads everything after a `.route(` as its handlers.
 /// Routes (authenticated by the caller's router: an API key or an OAuth session).
 pub fn router() -> Router<AppState> {
@@ -224,6 +260,7 @@ pub fn router() -> Router<AppState> {
         .route("/v1/inbox/messages", get(messages).delete(delete_messages))
         .route("/v1/inbox/messages/wait", get(wait))
         .route("/v1/inbox/messages/{id}", get(message).delete(delete_message))
+        .route("/v1/inbox/messages/{id}/attachments/{index}", get(attachment))
         .route("/v1/auth-test/check", post(check))
         .route("/v1/auth-test/record", post(record))
 }

@@ -138,10 +138,60 @@ struct Stored {
     headers: Vec<MailHeader>,
     text: Option<String>,
     html: Option<String>,
-    attachments: Vec<MailAttachment>,
+    attachments: Vec<StoredAttachment>,
     links: Vec<MailLink>,
     codes: Vec<MailCode>,
     problems: Vec<String>,
+}
+
+/// An attachment as stored: what the API shows, and the private blob name of its content.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct StoredAttachment {
+    name: Option<String>,
+    content_type: String,
+    size: u64,
+    blob: Option<String>,
+}
+
+impl StoredAttachment {
+    fn public(&self, index: usize) -> MailAttachment {
+        MailAttachment {
+            index: index as u32,
+            name: self.name.clone(),
+            content_type: self.content_type.clone(),
+            size: self.size,
+            downloadable: self.blob.is_some(),
+        }
+    }
+}
+
+/// The blob name of attachment `index` of message `message_id` of `user_id`: scoped to the
+/// account and the message, with a random tail so it cannot be guessed.
+pub fn attachment_blob_name(user_id: &str, message_id: &str, index: usize) -> String {
+    format!("inbox-{user_id}-{message_id}-{index}-{}.bin", random_string(16))
+}
+
+/// The attachment blob names a stored message's parsed JSON names.
+pub fn attachment_blobs(parsed: &str) -> Vec<String> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Only {
+        attachments: Vec<StoredAttachment>,
+    }
+    serde_json::from_str::<Only>(parsed)
+        .map(|o| o.attachments.into_iter().filter_map(|a| a.blob).collect())
+        .unwrap_or_default()
+}
+
+/// Delete the attachment blobs of removed messages (failures are logged: the message is
+/// gone either way).
+pub async fn delete_attachment_blobs(blobs: &dyn crate::blob::BlobStore, parsed: &[String]) {
+    for name in parsed.iter().flat_map(|p| attachment_blobs(p)) {
+        if let Err(e) = blobs.delete(&name).await {
+            tracing::warn!(blob = %name, error = %e, "deleting an inbox attachment failed");
+        }
+    }
 }
 
 fn stored(row: &InboxMessageRow) -> Stored {
@@ -186,7 +236,7 @@ pub fn message(row: &InboxMessageRow) -> Message {
         html: s.html,
         links: s.links,
         codes: s.codes,
-        attachments: s.attachments,
+        attachments: s.attachments.iter().enumerate().map(|(i, a)| a.public(i)).collect(),
         problems: s.problems,
     }
 }
@@ -250,17 +300,51 @@ pub async fn get_message(state: &AppState, account: &Account, id: &str) -> Resul
     Ok(message(&row))
 }
 
-/// Delete one message, or `NotFound`.
+/// Delete one message (and its attachments' content), or `NotFound`.
 pub async fn delete_message(state: &AppState, account: &Account, id: &str) -> Result<()> {
-    if !looks_like(MESSAGE_ID, id) || !state.store.delete_inbox_message(&account.user.id, id).await? {
+    if !looks_like(MESSAGE_ID, id) {
+        return Err(Error::not_found(MESSAGE_NOUN));
+    }
+    let removed = state.store.remove_inbox_message(&account.user.id, id).await?;
+    delete_attachment_blobs(state.blobs.as_ref(), &removed.parsed).await;
+    if removed.deleted == 0 {
         return Err(Error::not_found(MESSAGE_NOUN));
     }
     Ok(())
 }
 
-/// Delete every message of the caller's inbox.
+/// Delete every message of the caller's inbox (and their attachments' content).
 pub async fn delete_all(state: &AppState, account: &Account) -> Result<Deleted> {
-    Ok(Deleted { deleted: state.store.delete_inbox_messages(&account.user.id).await? })
+    let removed = state.store.remove_inbox_messages(&account.user.id).await?;
+    delete_attachment_blobs(state.blobs.as_ref(), &removed.parsed).await;
+    Ok(Deleted { deleted: removed.deleted })
+}
+
+/// What an attachment names, in words.
+pub const ATTACHMENT_NOUN: &str = "attachment";
+
+/// Attachment `index` of one message of the caller, with its content; `NotFound` for a
+/// message that is not the caller's, an index past the last, or content no longer kept.
+/// Does not mark the message seen.
+pub async fn attachment(
+    state: &AppState,
+    account: &Account,
+    message_id: &str,
+    index: &str,
+) -> Result<(MailAttachment, Vec<u8>)> {
+    if !looks_like(MESSAGE_ID, message_id) {
+        return Err(Error::not_found(MESSAGE_NOUN));
+    }
+    let row =
+        state.store.inbox_message(&account.user.id, message_id).await?.ok_or_else(|| Error::not_found(MESSAGE_NOUN))?;
+    let s = stored(&row);
+    let i = index.parse::<usize>().ok().filter(|i| *i < s.attachments.len() && !index.starts_with('+'));
+    let Some(i) = i else { return Err(Error::not_found(ATTACHMENT_NOUN)) };
+    let a = &s.attachments[i];
+    let name = a.blob.as_deref().ok_or_else(|| Error::not_found(ATTACHMENT_NOUN))?;
+    let bytes =
+        state.blobs.get(name).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found(ATTACHMENT_NOUN))?;
+    Ok((a.public(i), bytes))
 }
 
 /// Wait until a matching message is there (the oldest unseen one without `since`, else the

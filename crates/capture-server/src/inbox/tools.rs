@@ -159,5 +159,30 @@ async fn wait(state: &AppState, account: &Account, args: &Map<String, Value>) ->
             m.summary.code.as_deref().unwrap_or("none")
         ),
     };
+    // Attachments an agent can give to a file input (`upload_file` with `inboxAttachment`).
+    let text = match r.message.as_ref().filter(|m| m.attachments.iter().any(|a| a.downloadable)) {
+        None => text,
+        Some(m) => {
+            let list: Vec<String> = m
+                .attachments
+                .iter()
+                .filter(|a| a.downloadable)
+                .map(|a| {
+                    format!(
+                        "#{} {} ({}, {} bytes)",
+                        a.index,
+                        a.name.as_deref().unwrap_or("unnamed"),
+                        a.content_type,
+                        a.size
+                    )
+                })
+                .collect();
+            format!(
+                "{text} Attachments of {}: {} (upload_file takes inboxAttachment {{messageId, index}}).",
+                m.summary.id,
+                list.join(", ")
+            )
+        }
+    };
     structured(text, &r)
 }

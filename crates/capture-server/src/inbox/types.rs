@@ -86,13 +86,22 @@ pub struct MailHeader {
     pub value: String,
 }
 
-/// An attachment (its content is not kept).
+/// An attachment. Its content is kept with the message (deleted with it) and downloaded
+/// from `GET /v1/inbox/messages/{id}/attachments/{index}`, or given to a page's file input
+/// by the `upload_file` automation tool (`inboxAttachment`).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MailAttachment {
+    /// Its place among the message's attachments, from 0.
+    #[serde(default)]
+    pub index: u32,
     pub name: Option<String>,
     pub content_type: String,
+    /// Decoded size in bytes.
     pub size: u64,
+    /// Whether its content is kept (false for mail stored before contents were kept).
+    #[serde(default)]
+    pub downloadable: bool,
 }
 
 /// A message in a listing or a wait's answer (without bodies and headers).
