@@ -407,6 +407,12 @@ async fn attachments_are_kept_downloaded_and_deleted_with_their_message(db: Db) 
     assert_eq!(atts[0]["name"], "a.csv", "{w}");
     assert_eq!((atts[1]["index"].as_u64(), atts[1]["contentType"].as_str()), (Some(1), Some("image/png")), "{w}");
     assert_eq!(attachment_blobs(&app).len(), 2);
+    // The public file route never serves an attachment, even to someone who knows its name:
+    // only the owner's credential on the attachment route does.
+    for name in attachment_blobs(&app) {
+        let r = reqwest::get(app.url(&format!("/files/{name}"))).await.unwrap();
+        assert_eq!(r.status(), 404, "/files/{name}");
+    }
     let r = app.get(&key, &format!("/v1/inbox/messages/{first}/attachments/1")).await;
     assert_eq!(r.status(), 200);
     assert_eq!(r.bytes().await.unwrap().to_vec(), png);

@@ -38,8 +38,10 @@ pub fn pdf_response(file: PdfFile) -> Response {
 /// `GET /files/{name}`: a stored file, by its unguessable name, streamed from the blob store
 /// (local folder or S3; in presigned mode too, so older links keep working).
 pub async fn serve_file(State(state): State<AppState>, Path(name): Path<String>) -> Response {
-    if name.ends_with(".html") {
-        // Uploaded documents are inputs, never served (they would run on our origin).
+    if name.ends_with(".html") || name.starts_with("inbox-") {
+        // Uploaded documents are inputs, never served (they would run on our origin); inbox
+        // attachments are private mail, served only to their owner by
+        // `/v1/inbox/messages/{id}/attachments/{index}`.
         return ApiError::not_found("file").into_response();
     }
     match state.blobs.open(&name).await {
