@@ -78,6 +78,7 @@ async fn require_token(State(state): State<AppState>, mut req: Request, next: Ne
         return oauth::preflight().await;
     }
     let Some(token) = auth::bearer(req.headers()).map(str::to_string) else {
+        drain(req).await;
         return unauthorized(&state, None);
     };
     match auth::from_access_token(&state, &token, &[&mcp_resource(&state)]).await {
@@ -97,10 +98,24 @@ async fn require_token(State(state): State<AppState>, mut req: Request, next: Ne
             oauth::cors(resp)
         }
         Ok(None) => {
+            drain(req).await;
             unauthorized(&state, Some("the access token is unknown, expired, revoked or not for this MCP server"))
         }
-        Err(e) => crate::http::ApiError::from(e).into_response(),
+        Err(e) => {
+            drain(req).await;
+            crate::http::ApiError::from(e).into_response()
+        }
     }
+}
+
+/// Read (and drop) the body of a request answered without it. A client's first call is
+/// unauthenticated by design (it learns where to sign in from the 401); closing a connection
+/// with its body still unread in the kernel makes Linux send a reset, which can destroy the 401
+/// before the client reads it ("server disconnected without sending a response" in the Python
+/// SDK, seen under load). Bounded by the endpoint's body limit and 5 s.
+async fn drain(req: Request) {
+    let body = axum::body::to_bytes(req.into_body(), crate::http::json::JSON_LIMIT);
+    let _ = tokio::time::timeout(Duration::from_secs(5), body).await;
 }
 
 /// 401 with the RFC 9728 challenge and the contract's JSON body.
