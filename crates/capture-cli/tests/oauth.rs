@@ -1088,3 +1088,88 @@ async fn upload_file_gives_an_inbox_attachment_to_the_page() {
     assert_eq!(attachment_blobs(&app.app), Vec::<String>::new());
     assert_eq!(app.app.get(&key, &path).await.status(), 404);
 }
+
+/// The campaign tools over MCP call the campaigns service: a bad zone refused naming the field,
+/// a create with a duplicate stored once, targets added (a duplicate again not added), a launch
+/// that only queues and a second one that changes nothing, the campaign read back with its rows,
+/// the list, and the sender's capacity with the recipients' domains. No tool sends: launched
+/// rows may be audited, but none is mailed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mcp_campaign_tools_call_the_campaigns_service() {
+    let app = App::spawn_with(Opts::api(Db::Sqlite)).await;
+    let (_e, _c, m) = app.tokens(Some(&app.url("/mcp"))).await;
+    let token = m["access_token"].as_str().unwrap();
+    let call = |name: &'static str, args: Value| {
+        let app = &app;
+        async move { mcp_call(app, token, "tools/call", json!({"name": name, "arguments": args})).await }
+    };
+    let campaign = |zone: &str| {
+        json!({"name": "Cafés in Berlin", "sendAt": "2026-12-01T08:00:00Z", "timezone": zone,
+               "reportType": "single_page", "sendHours": "office",
+               "recipients": [
+                   {"websiteUrl": "https://shop.example", "recipientEmail": "owner@shop.example"},
+                   {"websiteUrl": "https://shop.example", "recipientEmail": "owner@shop.example"},
+                   {"websiteUrl": "https://cafe.example/", "recipientEmail": "hi@cafe.example"}]})
+    };
+    let r = call("create_campaign", campaign("Mars/Olympus_Mons")).await;
+    assert_eq!(
+        (r["isError"].as_bool(), r["structuredContent"]["code"].as_str()),
+        (Some(true), Some("VALIDATION_ERROR")),
+        "{r}"
+    );
+    assert!(r.to_string().contains("timezone"), "{r}");
+
+    let r = call("create_campaign", campaign("Europe/Berlin")).await;
+    let c = &r["structuredContent"];
+    let id = c["id"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
+    assert!(id.starts_with("cmp_"), "{r}");
+    assert_eq!(
+        (c["status"].as_str(), c["counts"]["total"].as_i64()),
+        (Some("draft"), Some(2)),
+        "a duplicate stored once: {r}"
+    );
+
+    let r = call(
+        "add_campaign_targets",
+        json!({"id": id, "recipients": [
+            {"websiteUrl": "https://cafe.example/", "recipientEmail": "hi@cafe.example"},
+            {"websiteUrl": "https://bakery.example", "recipientEmail": "team@bakery.example"}]}),
+    )
+    .await;
+    let t = &r["structuredContent"];
+    assert_eq!((t["added"].as_i64(), t["duplicates"].as_i64()), (Some(1), Some(1)), "{r}");
+
+    let r = call("launch_campaign", json!({"id": id})).await;
+    assert_eq!(r["structuredContent"]["status"], "scheduled", "{r}");
+    let again = call("launch_campaign", json!({"id": id})).await;
+    assert_ne!(again["isError"].as_bool(), Some(true), "{again}");
+    assert_eq!(again["structuredContent"]["status"], "scheduled", "a second launch changes nothing: {again}");
+
+    let r = call("get_campaign", json!({"id": id})).await;
+    let g = &r["structuredContent"];
+    let rows = g["rows"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(rows.len(), 3, "{r}");
+    // Launched: the audits may start at once, but nothing is mailed (before sendAt, and this
+    // service has no SMTP server) — every row is still on its way, none sent.
+    for row in rows {
+        assert!(["pending", "auditing", "ready", "skipped"].contains(&row["state"].as_str().unwrap_or("")), "{row}");
+        assert!(row["sentAt"].is_null() && row["messageId"].is_null(), "{row}");
+    }
+    assert_eq!(g["counts"]["sent"].as_i64(), Some(0), "{r}");
+    let r = call("get_campaign", json!({"id": "cmp_doesnotexist0000"})).await;
+    assert_eq!(r["structuredContent"]["code"], "NOT_FOUND", "{r}");
+
+    let r = call("list_campaigns", json!({"limit": 5})).await;
+    let listed = r["structuredContent"]["data"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert_eq!((listed.len(), listed[0]["id"].as_str()), (1, Some(id.as_str())), "{r}");
+
+    let r = call("sender_capacity", json!({})).await;
+    let cap = &r["structuredContent"];
+    let sender = &cap["senders"][0];
+    assert!(sender["capToday"].as_i64().unwrap_or(0) > 0, "{r}");
+    assert_eq!(sender["sentToday"].as_i64(), Some(0), "{r}");
+    let domains: Vec<&str> = cap["domains"].as_array().unwrap().iter().filter_map(|d| d["domain"].as_str()).collect();
+    for d in ["shop.example", "cafe.example", "bakery.example"] {
+        assert!(domains.contains(&d), "{d} in {domains:?}");
+    }
+}
