@@ -369,8 +369,9 @@ fn main() -> std::process::ExitCode {
 /// glibc gives each thread that allocates under contention its own malloc arena (up to 8 per
 /// core), and memory freed in one arena is not reused by another: after a burst of captures the
 /// server held 64–80 MB instead of ~50. glibc reads `MALLOC_ARENA_MAX` only when the process
-/// starts, so `serve` without it re-executes itself once with `MALLOC_ARENA_MAX=2` (exec keeps
-/// the PID, so supervisors notice nothing). A value the operator set is kept as it is.
+/// starts, so `serve` without it re-executes itself once with `MALLOC_ARENA_MAX=2` and a fixed
+/// `MALLOC_MMAP_THRESHOLD_` (exec keeps the PID, so supervisors notice nothing). A value the
+/// operator set is kept as it is.
 fn bound_malloc_arenas() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
@@ -379,7 +380,16 @@ fn bound_malloc_arenas() {
             return;
         }
         let Ok(exe) = std::env::current_exe() else { return };
-        let err = std::process::Command::new(exe).args(std::env::args_os().skip(1)).env("MALLOC_ARENA_MAX", "2").exec();
+        let mut cmd = std::process::Command::new(exe);
+        cmd.args(std::env::args_os().skip(1)).env("MALLOC_ARENA_MAX", "2");
+        // A fixed mmap threshold: buffers above 256 KiB (decoded captures, encodes) are mapped
+        // and given back when freed. glibc otherwise raises the threshold after each such free,
+        // and the next big buffers come from the heap and stay (83 MB after the capture bench
+        // with its 6000 px pages, against the 80 MB budget).
+        if std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+            cmd.env("MALLOC_MMAP_THRESHOLD_", "262144");
+        }
+        let err = cmd.exec();
         // Only reached when the exec failed (the binary was replaced on disk, say): run as we are.
         eprintln!("note: could not re-execute with MALLOC_ARENA_MAX=2 ({err}); using glibc's default arenas");
     }

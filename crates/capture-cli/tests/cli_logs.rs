@@ -81,6 +81,9 @@ async fn serve_bounds_glibc_malloc_arenas_unless_the_operator_chose() {
     let app = Serve::start("api", &[]).await;
     let want = format!("MALLOC_ARENA_MAX={}", inherited.as_deref().unwrap_or("2"));
     assert!(environ_of(app.pid()).contains(&want), "{want} in the server's environment");
+    if inherited.is_none() && std::env::var_os("MALLOC_MMAP_THRESHOLD_").is_none() {
+        assert!(environ_of(app.pid()).contains(&"MALLOC_MMAP_THRESHOLD_=262144".to_string()));
+    }
     let r = reqwest::get(format!("{}/healthz", app.base)).await.unwrap();
     assert_eq!(r.status(), 200);
     app.stop().await;
