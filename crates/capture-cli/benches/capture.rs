@@ -3,7 +3,7 @@
 //! Starts the real release `capture serve` (API + workers) against fixture pages on
 //! 127.0.0.1, pushes jobs through the REST API at concurrency 1, 2 and 4 for a simple page
 //! (`waitUntil: load`, png), a realistic page (gradients, a noisy photo, a web font, an inline
-//! SVG and text: a PNG of ~400 KB) and a 6000 px full page with 30 lazy images, and reports
+//! SVG and text: a PNG of ~830 KB) and a 6000 px full page with 30 lazy images, and reports
 //! captures/s and p50/p95 latency (request accepted → job done, as the client sees it).
 //! In the same run it measures the floor: the same captures made by bare DevTools calls on a
 //! warm 1280×800 page with Chromium's default PNG encoder (no context per job, no proxy, no
@@ -223,7 +223,7 @@ async fn main() {
         let rich = json!({"url": format!("{base}/rich"), "waitUntil": "load"});
         let (rate, mut lat) = run_cell(&client, &server, rich.clone(), jobs, conc).await;
         ours.insert(("rich", conc), (rate, ms(pct(&mut lat, 0.5))));
-        row("realistic page (~400 KB PNG), load, png", conc, rate, &mut lat);
+        row("realistic page (~830 KB PNG), load, png", conc, rate, &mut lat);
         if conc == 4 {
             chromium_mb = browsers_mb(&client, &server.base).await;
             let id = submit(&client, &server.base, &server.key, &rich).await;
