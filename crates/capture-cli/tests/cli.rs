@@ -222,7 +222,7 @@ async fn api_keys_work_instead_of_a_session_and_errors_have_exit_codes() {
         Opts::api(Db::Sqlite).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true").env("CAPTURE_PLAN_LIMITS", "free=1"),
     )
     .await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let home = tempfile::tempdir().unwrap();
     let run = |args: &[&str], key: Option<&str>| {
         let mut c = client_cmd(&app, home.path(), args);
@@ -270,7 +270,7 @@ async fn audit_prints_the_scores_and_saves_the_pdf() {
     });
     let site = capture_audit::fixtures::FixtureSite::start().await.unwrap();
     let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe)).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let home = tempfile::tempdir().unwrap();
     let pdf = home.path().join("report.pdf");
     let mut c = client_cmd(&app, home.path(), &["audit", &site.url("/no-title"), "--pdf", pdf.to_str().unwrap()]);

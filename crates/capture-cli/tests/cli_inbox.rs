@@ -61,7 +61,7 @@ async fn the_auth_test_journey_through_the_cli() {
             .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
     )
     .await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let agent = Agent { app: &app, key };
     let site = AuthSite::start().await;
     let home = site.url("/");

@@ -50,8 +50,8 @@ async fn wait_all(app: &TestApp, key: &str) {
 async fn a_full_account_queue_answers_429_queue_full_until_it_drains(db: Db) {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::api(db).env("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "5")).await;
-    let (_, key) = app.user_with_key("free");
-    let (_, other) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
+    let (_, other) = app.user_with_key("free").await;
     let page = json!({"url": site.url("/red"), "width": 200, "height": 150, "waitUntil": "load"});
 
     let started = Instant::now();
@@ -119,7 +119,10 @@ both_dbs!(a_full_account_queue_answers_429_queue_full_until_it_drains);
 
 async fn a_full_global_queue_answers_503_until_it_drains(db: Db) {
     let mut app = TestApp::spawn(Opts::api(db).env("CAPTURE_QUEUE_MAX_PENDING", "6")).await;
-    let keys: Vec<String> = (0..3).map(|_| app.user_with_key("free").1).collect();
+    let mut keys: Vec<String> = Vec::new();
+    for _ in 0..3 {
+        keys.push(app.user_with_key("free").await.1);
+    }
     // Nothing listens on port 1: once workers run, these jobs fail at once (and give their
     // action back), which drains the queue.
     let dead = json!({"url": "http://127.0.0.1:1/", "timeoutMs": 2000});

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::Connection;
 
-use crate::captures::read_sse_at;
 use crate::helpers::*;
-use crate::s3::{Moto, require_moto};
-use crate::webhooks::{Receiver, verify};
+use crate::shared::moto::{Moto, require_moto};
+use crate::shared::sse::read_sse_at;
+use crate::shared::webhooks::{Receiver, verify};
 
 /// GET `url` (on any node) with `key`, as JSON.
 async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
@@ -54,7 +54,7 @@ async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_onc
     let api2 = api1.node("api", &[]).await;
     let mut w1 = api1.node("worker", &[]).await;
     let _w2 = api1.node("worker", &[]).await;
-    let (_, key) = api1.user_with_key("free");
+    let (_, key) = api1.user_with_key("free").await;
     let r = api1.post_json(&key, "/v1/webhooks", &json!({"url": hooks.url, "events": ["screenshot.completed"]})).await;
     assert_eq!(r.status(), 201);
     let secret = r.json::<Value>().await.unwrap()["endpoint"]["secret"].as_str().unwrap().to_string();

@@ -22,7 +22,7 @@ async fn wait_status(app: &TestApp, key: &str, id: &str, status: &str) {
 async fn accepted_jobs_survive_a_hard_kill(db: Db) {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::api(db)).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let mut ids = Vec::new();
     for _ in 0..5 {
         ids.push(
@@ -45,7 +45,7 @@ both_dbs!(accepted_jobs_survive_a_hard_kill);
 async fn a_dead_workers_job_returns_when_its_lease_expires(db: Db) {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::full(db).env("CAPTURE_QUEUE_LEASE", "2s")).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let id = app.create(&key, json!({"url": site.url("/red"), "delay": 4000, "width": 200, "height": 150})).await["id"]
         .as_str()
         .unwrap()
@@ -64,7 +64,7 @@ both_dbs!(a_dead_workers_job_returns_when_its_lease_expires);
 async fn sigterm_finishes_in_flight_captures_and_leaves_no_chromium_behind() {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let id = app.create(&key, json!({"url": site.url("/red"), "delay": 1500, "width": 200, "height": 150})).await["id"]
         .as_str()
         .unwrap()
@@ -87,7 +87,7 @@ async fn sigterm_finishes_in_flight_captures_and_leaves_no_chromium_behind() {
 async fn sigterm_hands_back_what_cannot_finish_before_the_deadline() {
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let mut app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SHUTDOWN_GRACE", "1s")).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let id =
         app.create(&key, json!({"url": site.url("/red"), "delay": 25000, "width": 200, "height": 150})).await["id"]
             .as_str()

@@ -1,5 +1,7 @@
-//! Test harness: start the real `capture` binary on a random port against a fresh SQLite
-//! file or a fresh PostgreSQL database, a fixture site on 127.0.0.1, and a typed client.
+//! Test harness of the multi-process tests: start the real `capture` binary on a random
+//! port against a fresh SQLite file or a fresh PostgreSQL database, restart it, kill it,
+//! add nodes. (The in-process harness of the service's other tests, and what both share,
+//! are in `crates/capture-server/tests/service/`.)
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -8,12 +10,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// Which database a test runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Db {
-    Sqlite,
-    Postgres,
-}
+#[path = "../../../capture-server/tests/service/common.rs"]
+mod common;
+#[allow(unused_imports)]
+pub use common::*;
 
 /// Options for [`TestApp::spawn`].
 #[derive(Debug, Clone)]
@@ -54,40 +54,12 @@ pub struct TestApp {
     _tmp: tempfile::TempDir,
 }
 
-pub fn pg_admin_url() -> String {
-    std::env::var("CAPTURE_TEST_PG_URL")
-        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
-}
-
-fn pg_url_for(db: &str) -> String {
-    let mut u = url::Url::parse(&pg_admin_url()).unwrap();
-    u.set_path(&format!("/{db}"));
-    u.to_string()
-}
-
-async fn pg_exec(sql: &str) {
-    use sqlx::Connection;
-    sqlx::any::install_default_drivers();
-    let mut c = sqlx::AnyConnection::connect(&pg_admin_url())
-        .await
-        .expect("PostgreSQL must be reachable (CAPTURE_TEST_PG_URL)");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string())).execute(&mut c).await.unwrap();
-    let _ = c.close().await;
-}
-
 impl TestApp {
     /// Start `capture serve` and wait for its address.
     pub async fn spawn(opts: Opts) -> TestApp {
         let tmp = tempfile::tempdir().unwrap();
         let data_dir = tmp.path().join("data");
-        let (db_url, pg_db) = match opts.db {
-            Db::Sqlite => (format!("sqlite://{}", tmp.path().join("capture.db").display()), None),
-            Db::Postgres => {
-                let name = format!("capture_it_{}", rand_suffix());
-                pg_exec(&format!("CREATE DATABASE {name}")).await;
-                (pg_url_for(&name), Some(name))
-            }
-        };
+        let (db_url, pg_db) = fresh_database(opts.db, tmp.path()).await;
         let mut env: Vec<(String, String)> = vec![
             ("CAPTURE_LISTEN".into(), "127.0.0.1:0".into()),
             ("CAPTURE_DATA_DIR".into(), data_dir.display().to_string()),
@@ -149,16 +121,29 @@ impl TestApp {
         cmd.output().unwrap()
     }
 
+    /// `capture admin user create --email E --plan P [--password W] [--legacy-free]` (the same
+    /// call as the in-process harness's, through the binary here).
+    pub async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool) {
+        let mut args = vec!["admin", "user", "create", "--email", email, "--plan", plan];
+        if let Some(p) = password {
+            args.extend(["--password", p]);
+        }
+        if legacy_free {
+            args.push("--legacy-free");
+        }
+        self.cli(&args);
+    }
+
     /// A new account on `plan` and a key for it.
-    pub fn user_with_key(&self, plan: &str) -> (String, String) {
+    pub async fn user_with_key(&self, plan: &str) -> (String, String) {
         let email = format!("u{}@example.com", rand_suffix());
-        self.cli(&["admin", "user", "create", "--email", &email, "--plan", plan]);
-        let key = self.new_key(&email);
+        self.create_user(&email, plan, None, false).await;
+        let key = self.new_key(&email).await;
         (email, key)
     }
 
     /// A new key of an existing account (the last stdout line of `admin key create`).
-    pub fn new_key(&self, email: &str) -> String {
+    pub async fn new_key(&self, email: &str) -> String {
         let out = self.cli(&["admin", "key", "create", "--email", email, "--name", "test"]);
         out.lines().last().unwrap().trim().to_string()
     }
@@ -304,87 +289,7 @@ impl Drop for TestApp {
         }
         self.kill9();
         if let Some(db) = self.pg_db.take() {
-            // Best effort; a leftover test database is harmless.
-            let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-                rt.block_on(pg_exec(&format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)")));
-            })
-            .join();
+            drop_database(db);
         }
     }
-}
-
-pub fn rand_suffix() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{}{}_{}", std::process::id(), t % 1_000_000_000, N.fetch_add(1, Ordering::Relaxed))
-}
-
-/// A fixture web site on 127.0.0.1 serving the given (path, content-type, body) pages.
-pub struct Site {
-    pub base: String,
-    _handle: tokio::task::JoinHandle<()>,
-}
-
-impl Site {
-    pub async fn start(pages: Vec<(&'static str, &'static str, String)>) -> Site {
-        use axum::routing::get;
-        let mut router = axum::Router::new();
-        for (path, ct, body) in pages {
-            router = router.route(
-                path,
-                get(move || {
-                    let body = body.clone();
-                    async move { ([(axum::http::header::CONTENT_TYPE, ct)], body) }
-                }),
-            );
-        }
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", l.local_addr().unwrap());
-        let h = tokio::spawn(async move {
-            let _ = axum::serve(l, router).await;
-        });
-        Site { base, _handle: h }
-    }
-
-    pub fn url(&self, p: &str) -> String {
-        format!("{}{p}", self.base)
-    }
-}
-
-/// A page with one background colour.
-pub fn solid(color: &str) -> String {
-    format!(
-        "<!doctype html><html><head><title>Solid {color}</title><style>html,body{{margin:0;background:{color};height:100%}}</style></head><body></body></html>"
-    )
-}
-
-/// Decode an image and return it as RGBA.
-pub fn decode(bytes: &[u8]) -> image::RgbaImage {
-    image::load_from_memory(bytes).expect("decodable image").to_rgba8()
-}
-
-/// Assert a pixel is close to `rgb`.
-pub fn assert_px(img: &image::RgbaImage, x: u32, y: u32, rgb: [u8; 3]) {
-    let p = img.get_pixel(x, y);
-    let close = (0..3).all(|i| (p[i] as i32 - rgb[i] as i32).abs() <= 12);
-    assert!(close, "pixel ({x},{y}) is {:?}, expected about {rgb:?}", p);
-}
-
-/// Run a scenario on both databases as `<name>_sqlite` and `<name>_postgres`.
-#[macro_export]
-macro_rules! both_dbs {
-    ($name:ident) => {
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn sqlite() {
-                super::$name($crate::helpers::Db::Sqlite).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn postgres() {
-                super::$name($crate::helpers::Db::Postgres).await
-            }
-        }
-    };
 }

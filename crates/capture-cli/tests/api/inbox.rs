@@ -46,8 +46,8 @@ async fn delete(app: &TestApp, key: &str, path: &str) -> reqwest::Response {
 
 async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
     let app = inbound_app(db, false).await;
-    let (_, key) = app.user_with_key("free");
-    let (_, other) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
+    let (_, other) = app.user_with_key("free").await;
     let (inbox, smtp) = inbox_of(&app, &key).await;
     let address = inbox["address"].as_str().unwrap().to_string();
     assert!(address.ends_with("@inbox.test"), "{inbox}");
@@ -227,7 +227,7 @@ fn chrono_like_iso(ms: i64) -> String {
 async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
     let app = inbound_app(Db::Sqlite, true).await;
     let site = AuthSite::start().await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let (_, smtp) = inbox_of(&app, &key).await;
 
     let (status, c) =
@@ -271,7 +271,7 @@ async fn the_check_reads_a_magic_link_site_and_the_smtp_port_is_out_of_reach() {
     let (_, c) = json_of(app.post_json(&key, "/v1/auth-test/check", &json!({"url": site.url("/")})).await).await;
     assert_eq!((c["recommendation"].as_str(), c["probed"].as_bool()), (Some("sign_in"), Some(false)), "{c}");
     // Another account has no history there.
-    let (_, other) = app.user_with_key("free");
+    let (_, other) = app.user_with_key("free").await;
     let (_, c) =
         json_of(app.post_json(&other, "/v1/auth-test/check", &json!({"url": site.url("/"), "probe": "never"})).await)
             .await;
@@ -296,7 +296,7 @@ async fn a_client_sending_too_fast_is_told_to_wait() {
             .env("CAPTURE_INBOUND_RATE", "2"),
     )
     .await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let (inbox, smtp) = inbox_of(&app, &key).await;
     let address = inbox["address"].as_str().unwrap();
     for _ in 0..2 {
@@ -328,7 +328,7 @@ async fn an_inbound_only_node_feeds_the_api_nodes_long_poll() {
     )
     .await;
     let _inbound = app.node("inbound", &[]).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let (inbox, smtp) = inbox_of(&app, &key).await;
     assert_eq!(smtp.to_string(), listen, "the configured listener: {inbox}");
     let address = inbox["address"].as_str().unwrap().to_string();
@@ -395,8 +395,8 @@ async fn attachments_are_kept_downloaded_and_deleted_with_their_message(db: Db) 
             .env("CAPTURE_INBOX_MAX_MESSAGES", "1"),
     )
     .await;
-    let (_, key) = app.user_with_key("free");
-    let (_, other) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
+    let (_, other) = app.user_with_key("free").await;
     let (inbox, smtp) = inbox_of(&app, &key).await;
     let address = inbox["address"].as_str().unwrap().to_string();
     let png: Vec<u8> = vec![0x89, b'P', b'N', b'G', 0, 0xff, 13, 10, 26];

@@ -1,9 +1,13 @@
-//! End-to-end tests of the real `capture` binary: REST contract, quotas, idempotency,
-//! captures in Chromium, uploads, sharing, streams, durability — on SQLite and PostgreSQL —
-//! and several nodes on one PostgreSQL database.
+//! End-to-end tests of the real `capture` binary where one process is not enough: kill -9
+//! and restarts (durability, leases, owed deliveries), several nodes on one PostgreSQL
+//! database, the inbound mail server, the service's own process (logs, CPU, Chromium's
+//! renderers, PATH), and `capture serve` refusing a bad configuration. The rest of the
+//! service's tests run in-process: `crates/capture-server/tests/service/`.
 
 mod helpers;
-#[path = "../web/visitor.rs"]
+#[path = "../../../capture-server/tests/service/shared/mod.rs"]
+mod shared;
+#[path = "../../../capture-server/tests/service/visitor.rs"]
 #[allow(dead_code)]
 mod visitor;
 
@@ -15,12 +19,11 @@ mod campaigns;
 mod captures;
 mod cluster;
 mod durability;
+mod front_page;
 mod hardening;
 mod inbox;
 #[allow(dead_code)]
 mod inbox_fixture;
 mod nodes;
-mod quotas;
 mod runs;
-mod s3;
 mod webhooks;

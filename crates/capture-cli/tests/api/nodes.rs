@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::captures::read_sse;
 use crate::helpers::*;
+use crate::shared::captures::read_sse;
 
 /// Longer than any wait below: only LISTEN/NOTIFY can make these tests pass in time.
 const SLOW_POLL: &str = "60s";
@@ -19,7 +19,7 @@ async fn a_job_submitted_on_an_api_node_runs_on_an_idle_worker_node_and_its_stre
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;
     let api = TestApp::spawn(Opts::api(Db::Postgres).roles("api").env("CAPTURE_QUEUE_POLL", SLOW_POLL)).await;
     let _worker = api.node("worker", &[]).await;
-    let (_, key) = api.user_with_key("free");
+    let (_, key) = api.user_with_key("free").await;
 
     // The first job may meet a worker that has not finished its first claim yet; by the
     // second, both of its loops are idle and only a notification can wake them in time.

@@ -1,12 +1,13 @@
 //! The dashboard lists the account's browser runs with their video.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, Opts, Site, TestApp};
+use crate::both_dbs;
+use crate::helpers::{Db, Opts, Site, TestApp, eventually};
 use crate::visitor::Visitor;
-use crate::{PASSWORD, both_dbs, email};
+use crate::web::{PASSWORD, email};
 
 async fn the_dashboard_lists_runs_with_their_video(db: Db) {
     let site = Site::start(vec![("/page", "text/html", "<title>Run page</title><h1>Hello</h1>".to_string())]).await;
@@ -19,15 +20,11 @@ async fn the_dashboard_lists_runs_with_their_video(db: Db) {
     let body = json!({"startUrl": site.url("/page"), "steps": [{"action": "assertText", "text": "Hello"}]});
     let run: Value = app.post_json(&key, "/v1/runs", &body).await.json().await.unwrap();
     let id = run["id"].as_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let run = loop {
+    let run = eventually("the run ends", Duration::from_secs(90), || async {
         let r: Value = app.get(&key, &format!("/v1/runs/{id}")).await.json().await.unwrap();
-        if r["status"] == "completed" || r["status"] == "failed" {
-            break r;
-        }
-        assert!(Instant::now() < deadline, "{r}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        if r["status"] == "completed" || r["status"] == "failed" { Ok(r) } else { Err(r) }
+    })
+    .await;
     assert_eq!(run["status"], "completed", "{run}");
     let video = run["videoUrl"].as_str().unwrap();
     let (dash, _) = v.dashboard().await;

@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 
 use crate::helpers::Db;
 use crate::visitor::Visitor;
-use crate::{PASSWORD, email, spawn};
+use crate::web::{PASSWORD, email, spawn};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audits_page_lists_the_accounts_audits_only() {
     let app = spawn(Db::Sqlite).await;
     let v = Visitor::new(&app);

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::helpers::Db;
 use crate::visitor::{Visitor, value_after};
-use crate::{PASSWORD, email, spawn};
+use crate::web::{PASSWORD, email, spawn};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn settings_show_the_inbox_and_reveal_and_rotate_it_with_care() {

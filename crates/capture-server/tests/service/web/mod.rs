@@ -1,12 +1,7 @@
-//! The website end to end, over HTTP against the real `capture` binary: sign-up and
+//! The website end to end, over HTTP against the in-process application: sign-up and
 //! sign-in, CSRF, sign-in throttling, `next=` redirects, sign-out, API keys and their
 //! effect on the REST API, screenshots, webhooks, and account isolation.
 //! (The real-browser tests of the same pages live in `tests/e2e/` at the repository root.)
-
-#[path = "../api/helpers.rs"]
-#[allow(dead_code)]
-mod helpers;
-mod visitor;
 
 mod audits;
 mod auth;
@@ -16,7 +11,7 @@ mod inbox;
 mod runs;
 mod workspace;
 
-use helpers::{Db, Opts, TestApp, rand_suffix};
+use crate::helpers::{Db, Opts, TestApp, rand_suffix};
 use serde_json::Value;
 
 /// A fresh service (api and scheduler roles, no Chromium) on `db`.

@@ -9,7 +9,7 @@ use crate::helpers::*;
 
 async fn concurrent_requests_never_pass_the_monthly_cap(db: Db) {
     let app = TestApp::spawn(Opts::api(db).env("CAPTURE_PLAN_LIMITS", "free=5")).await;
-    let (_, key) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
     let mut tasks = Vec::new();
     for i in 0..20 {
         let (c, url, key) = (app.client.clone(), app.url("/v1/screenshot"), key.clone());
@@ -56,8 +56,8 @@ both_dbs!(concurrent_requests_never_pass_the_monthly_cap);
 
 async fn replayed_request_returns_the_first_response(db: Db) {
     let app = TestApp::spawn(Opts::api(db)).await;
-    let (_, key) = app.user_with_key("free");
-    let (_, other) = app.user_with_key("free");
+    let (_, key) = app.user_with_key("free").await;
+    let (_, other) = app.user_with_key("free").await;
     let body = json!({"url": "https://example.com/idem", "width": 640});
     let send = |k: &str, ik: &str, b: &Value| {
         app.client.post(app.url("/v1/screenshot")).bearer_auth(k).header("idempotency-key", ik).json(b).send()
@@ -121,8 +121,8 @@ both_dbs!(replayed_request_returns_the_first_response);
 
 async fn the_cursor_walks_every_job_exactly_once(db: Db) {
     let app = TestApp::spawn(Opts::api(db)).await;
-    let (_, key) = app.user_with_key("pro");
-    let (_, other) = app.user_with_key("pro");
+    let (_, key) = app.user_with_key("pro").await;
+    let (_, other) = app.user_with_key("pro").await;
     app.create(&other, json!({"url": "https://example.com/not-mine"})).await;
     let mut tasks = Vec::new();
     for i in 0..25 {

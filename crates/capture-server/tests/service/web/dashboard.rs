@@ -1,15 +1,16 @@
 //! The dashboard: keys and the REST API, usage, screenshots, webhooks, isolation, escaping.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::helpers::{Db, TestApp};
+use crate::both_dbs;
+use crate::helpers::{Db, TestApp, eventually};
 use crate::visitor::{Page, Visitor, value_after};
-use crate::{PASSWORD, both_dbs, email, pdf, png, spawn, upload};
+use crate::web::{PASSWORD, email, pdf, png, spawn, upload};
 
 /// The `<tr>…</tr>` of `page` that contains `needle`.
 fn row<'a>(page: &'a Page, needle: &str) -> &'a str {
@@ -246,15 +247,11 @@ async fn webhook_endpoints_are_created_rotated_tested_and_deleted() {
     let sent = v.submit(&format!("/dashboard/webhooks/{id}/test"), &csrf, &[]).await.expect(303);
     assert_eq!(sent.location(), format!("/dashboard/webhooks/{id}?sent=1"));
     assert!(v.get(sent.location()).await.expect(200).body.contains("A test.ping delivery is queued"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let page = loop {
+    let page = eventually("the test delivery succeeds", Duration::from_secs(30), || async {
         let p = v.get(&format!("/dashboard/webhooks/{id}")).await.expect(200);
-        if p.body.contains("<td>succeeded</td>") {
-            break p;
-        }
-        assert!(Instant::now() < deadline, "the test delivery did not succeed:\n{}", p.body);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        if p.body.contains("<td>succeeded</td>") { Ok(p) } else { Err(p.body) }
+    })
+    .await;
     assert!(row(&page, "test.ping").contains("<td class=\"num\">200</td>"));
     // The receiver got a ping signed with the rotated secret.
     let (headers, body) = receiver.got.lock().unwrap()[0].clone();

@@ -1,15 +1,17 @@
 //! The website as a place to work: the playground (a real job through the screenshots
 //! service, its page followed to the file), the screenshots list (filters, search, cursor
 //! pages) and a job's page, usage over time (by product and by key, with the allowance),
-//! getting started until the first job, and the front page with its live example.
+//! getting started until the first job. (The front page's live example is tested against the
+//! binary: `crates/capture-cli/tests/api/front_page.rs`.)
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, Opts, Site, TestApp, assert_px, decode, solid};
+use crate::both_dbs;
+use crate::helpers::{Db, Opts, Site, TestApp, assert_px, decode, eventually, solid};
 use crate::visitor::{Page, Visitor};
-use crate::{PASSWORD, both_dbs, email, pdf, png, spawn, upload};
+use crate::web::{PASSWORD, email, pdf, png, spawn, upload};
 
 /// The `<tr>…</tr>`s of the table with id `id`.
 fn rows<'a>(page: &'a Page, id: &str) -> Vec<&'a str> {
@@ -39,17 +41,16 @@ fn next_link(page: &Page) -> Option<String> {
 }
 
 async fn job_page_until_final(v: &Visitor, href: &str) -> Page {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
+    eventually("the job finishes", Duration::from_secs(90), || async move {
         let p = v.get(href).await.expect(200);
         if !p.body.contains("data-events=") {
-            return p;
+            return Ok(p);
         }
         // A running job's page refreshes itself without JavaScript.
         assert!(p.body.contains("<noscript><meta http-equiv=\"refresh\" content=\"2\"></noscript>"), "{}", p.body);
-        assert!(Instant::now() < deadline, "the job never finished:\n{}", p.body);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        Err(p.body)
+    })
+    .await
 }
 
 async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) {
@@ -122,16 +123,12 @@ async fn the_playground_captures_a_page_and_its_job_page_shows_the_file(db: Db) 
     // The same request as code, for this job.
     assert!(done.body.contains("&quot;darkMode&quot;: True"), "the Python snippet has the options");
     // The delivery it caused, once the sender picked it up.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually("the delivery is listed", Duration::from_secs(30), || async {
         let p = v.get(&href).await.expect(200);
-        let d = rows(&p, "deliveries");
-        if d.iter().any(|r| r.contains("screenshot.completed")) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no delivery listed:\n{}", p.body);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        let listed = rows(&p, "deliveries").iter().any(|r| r.contains("screenshot.completed"));
+        if listed { Ok(()) } else { Err(p.body) }
+    })
+    .await;
     // The event stream the page follows with JavaScript, for its owner only.
     let stream = v.get(&format!("{href}/events")).await.expect(200);
     assert!(stream.header("content-type").starts_with("text/event-stream"));
@@ -324,38 +321,4 @@ async fn getting_started_shows_until_the_first_job() {
     upload(&app, &key, "first.png", png(10, 10, [0, 0, 0])).await;
     let (dash, _) = v.dashboard().await;
     assert!(!dash.body.contains("id=\"start\""), "gone once a job exists");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_front_page_shows_signed_out_visitors_a_live_capture_of_the_docs() {
-    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
-    let anon = Visitor::new(&app);
-    let front = anon.get("/").await.expect(200);
-    assert!(front.body.contains("<a class=\"button\" href=\"/signup\">Create a free account</a>"), "{}", front.body);
-    assert!(front.body.contains("<a href=\"/login\">sign in</a>"));
-    assert!(front.body.contains(&format!("{}/mcp", app.base)));
-    // The node captures its own API reference at start-up (the browser may not load the
-    // service's own listener, so it renders the OpenAPI document as one page).
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let bytes = loop {
-        let (status, _, bytes) = app.fetch(&app.url("/assets/example.png")).await;
-        if status == 200 {
-            break bytes;
-        }
-        assert_eq!(status, 404);
-        assert!(Instant::now() < deadline, "the example was never captured");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    let img = decode(&bytes);
-    assert_eq!((img.width(), img.height()), (1280, 800));
-    // Not a blank page: the reference is dark text on white under a blue header.
-    let dark = img.pixels().filter(|p| p[0] < 100 && p[1] < 100 && p[2] < 100).count();
-    assert!(dark > 500, "the capture shows the reference ({dark} dark pixels)");
-    let front = anon.get("/").await.expect(200);
-    assert!(front.body.contains("<img id=\"example-capture\" src=\"/assets/example.png\""), "{}", front.body);
-    assert!(front.body.contains(&format!("<code>{}/openapi.json</code>", app.base)), "{}", front.body);
-    // Signed in, `/` is the dashboard.
-    let v = Visitor::new(&app);
-    v.sign_up(&email(), PASSWORD).await;
-    assert_eq!(v.get("/").await.expect(303).location(), "/dashboard");
 }

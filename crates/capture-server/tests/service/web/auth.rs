@@ -1,8 +1,9 @@
 //! Sign-up, sign-in, CSRF, throttling, `next=` and sign-out.
 
+use crate::both_dbs;
 use crate::helpers::Db;
 use crate::visitor::Visitor;
-use crate::{PASSWORD, both_dbs, email, spawn};
+use crate::web::{PASSWORD, email, spawn};
 
 async fn signing_up_signs_in_and_the_password_signs_in_again(db: Db) {
     let app = spawn(db).await;
@@ -33,7 +34,7 @@ async fn signing_up_signs_in_and_the_password_signs_in_again(db: Db) {
         other.post("/signup", &[("csrf", &csrf), ("email", &address), ("password", PASSWORD)]).await.expect(400);
     assert!(again.body.contains("already exists"), "{}", again.body);
     let short = other
-        .post("/signup", &[("csrf", &csrf), ("email", &crate::email()), ("password", "1234567")])
+        .post("/signup", &[("csrf", &csrf), ("email", &crate::web::email()), ("password", "1234567")])
         .await
         .expect(400);
     assert!(short.body.contains("at least 8 characters"));

@@ -1,0 +1,281 @@
+//! Audit campaigns through the whole service: it audits the fixture site in its
+//! Chromium and mails the reports over SMTP to a real aiosmtpd server on 127.0.0.1
+//! (`tests/smtp/smtp_sink.py`, from the virtualenv `tests/smtp/aiosmtpd-venv.sh` makes). The
+//! service's clock is set with `CAPTURE_CLOCK_OFFSET` to walk sending hours across zones and a
+//! DST change, and to move caps to the next day.
+
+use crate::helpers::*;
+use crate::shared::campaigns::*;
+use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscribe() {
+    let sink = Sink::start(&["--reject-550", "gone@two.test"]);
+    let site = FixtureSite::start().await.unwrap();
+    let blank = Site::start(vec![("/", "text/html", solid("#ffffff"))]).await;
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_AXE_PATH", &axe_path())
+            .env("CAPTURE_SMTP_URL", &sink.url())
+            .env("CAPTURE_MAIL_FROM", FROM),
+    )
+    .await;
+    let (_, key) = app.user_with_key("pro").await;
+    let page = site.url(CLEAN_PAGE);
+
+    // Validation names the field; nothing is stored.
+    for (body, field) in [
+        (new_campaign("x", "Mars/Base", "anytime", "2026-01-01T00:00:00Z", json!([])), "timezone"),
+        (new_campaign("x", "UTC", "anytime", "soon", json!([])), "sendAt"),
+        (new_campaign("x", "UTC", "night", "2026-01-01T00:00:00Z", json!([])), "sendHours"),
+        (
+            new_campaign(
+                "x",
+                "UTC",
+                "anytime",
+                "2026-01-01T00:00:00Z",
+                json!([{"websiteUrl": page, "recipientEmail": "a@@b"}]),
+            ),
+            "recipients[0].recipientEmail",
+        ),
+        (
+            new_campaign(
+                "x",
+                "UTC",
+                "anytime",
+                "2026-01-01T00:00:00Z",
+                json!([{"websiteUrl": "file:///etc/passwd", "recipientEmail": "a@b.test"}]),
+            ),
+            "recipients[0].websiteUrl",
+        ),
+    ] {
+        let (s, e) = post(&app, &key, "/v1/campaigns", &body).await;
+        assert_eq!((s, e["details"]["field"].as_str()), (400, Some(field)), "{e}");
+    }
+
+    // Duplicates (same address, any case, same website) are stored once.
+    let body = new_campaign(
+        "Spring outreach",
+        "Europe/Berlin",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([
+            {"websiteUrl": page, "recipientEmail": "owner@one.test"},
+            {"websiteUrl": page, "recipientEmail": "OWNER@one.test"},
+            {"websiteUrl": page, "recipientEmail": "other@two.test"},
+        ]),
+    );
+    let (s, c) = post(&app, &key, "/v1/campaigns", &body).await;
+    assert_eq!(s, 201, "{c}");
+    assert_eq!((c["status"].as_str(), c["counts"]["total"].as_i64()), (Some("draft"), Some(2)), "{c}");
+    assert_eq!(c["rows"][0]["state"], "pending");
+    let id = c["id"].as_str().unwrap().to_string();
+    // A draft sends nothing.
+    nothing_within("a draft sends", Duration::from_secs(2), || async {
+        let c = campaign(&app, &key, &id).await;
+        (c["counts"]["pending"] != 2).then_some(c)
+    })
+    .await;
+
+    let (s, l) = post(&app, &key, &format!("/v1/campaigns/{id}/launch"), &json!({})).await;
+    assert_eq!(s, 200, "{l}");
+    let launched_at = l["launchedAt"].clone();
+    let (s, again) = post(&app, &key, &format!("/v1/campaigns/{id}/launch"), &json!({})).await;
+    assert_eq!((s, &again["launchedAt"]), (200, &launched_at), "a second launch changes nothing: {again}");
+
+    wait_for(&app, &key, &id, Duration::from_secs(150), |c| c["counts"]["sent"] == 2).await;
+    let c = wait_for(&app, &key, &id, Duration::from_secs(10), |c| c["status"] == "completed").await;
+    let mails = sink.received();
+    assert_eq!(mails.len(), 2, "one mail per row");
+    for email in ["owner@one.test", "other@two.test"] {
+        let r = row(&c, email);
+        let (raw, envelope) =
+            mails.iter().find(|(_, e)| e["rcpt_tos"][0] == email).unwrap_or_else(|| panic!("no mail to {email}"));
+        assert_eq!(envelope["mail_from"], "reports@capture.test");
+        assert_eq!(header(raw, "From").as_deref(), Some("\"Capture Reports\" <reports@capture.test>"));
+        assert_eq!(header(raw, "To").as_deref(), Some(email));
+        assert_eq!(header(raw, "Subject").as_deref(), Some("Website report for 127.0.0.1"));
+        assert_eq!(header(raw, "Message-ID").as_deref(), r["messageId"].as_str(), "{raw}");
+        assert!(header(raw, "Message-ID").unwrap().ends_with("@capture.test>"));
+        assert!(header(raw, "Date").is_some_and(|d| d.ends_with("+0000")), "{raw}");
+        assert_eq!(header(raw, "List-Unsubscribe-Post").as_deref(), Some("List-Unsubscribe=One-Click"));
+        let unsub = header(raw, "List-Unsubscribe").unwrap();
+        assert!(
+            unsub.starts_with(&format!("<{}/unsubscribe/", app.base)) && unsub.contains(", <mailto:unsubscribe+"),
+            "{unsub}"
+        );
+        let ctype = header(raw, "Content-Type").unwrap();
+        assert!(ctype.starts_with("multipart/alternative"), "{ctype}");
+        let body = raw.replace("=\r\n", "");
+        for part in [
+            "Content-Type: text/plain",
+            "Content-Type: text/html",
+            "multipart/related",
+            "Content-Type: image/jpeg",
+            "Content-ID: <screenshot.",
+        ] {
+            assert!(body.contains(part), "{part} missing:\n{raw}");
+        }
+        let report_url = r["reportUrl"].as_str().unwrap();
+        assert!(body.contains(report_url) && body.contains("Performance") && body.contains("Accessibility"), "{raw}");
+        assert!(r["sentAt"].is_string() && r["waiting"].is_null() && r["reason"].is_null(), "{r}");
+        // The report link works without a credential.
+        let (status, ct, _) = app.fetch(report_url).await;
+        assert_eq!((status, ct.starts_with("text/html")), (200, true));
+    }
+    // Each row cost its audit (1 action for a single page).
+    let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    assert_eq!(b["usage"]["used"], 2, "{b}");
+
+    // One-click unsubscribe (RFC 8058 POST, no sign-in) suppresses the address at once.
+    let raw = &mails.iter().find(|(_, e)| e["rcpt_tos"][0] == "owner@one.test").unwrap().0;
+    let link = header(raw, "List-Unsubscribe").unwrap().split('>').next().unwrap().trim_start_matches('<').to_string();
+    let r = app
+        .client
+        .post(&link)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("List-Unsubscribe=One-Click")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let s: Value = app.get(&key, "/v1/suppressions").await.json().await.unwrap();
+    assert_eq!(
+        (s["data"][0]["email"].as_str(), s["data"][0]["reason"].as_str()),
+        (Some("owner@one.test"), Some("unsubscribed")),
+        "{s}"
+    );
+    let r = app.client.get(app.url("/unsubscribe/nosuchtoken0000000000")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+
+    // A later campaign of the account never mails the suppressed address (and spends no audit
+    // on it); a 5xx rejection fails the row and suppresses that address too.
+    let body = new_campaign(
+        "Again",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([
+            {"websiteUrl": page, "recipientEmail": "Owner@one.test"},
+            {"websiteUrl": page, "recipientEmail": "gone@two.test"},
+            {"websiteUrl": page, "recipientEmail": "third@two.test"},
+            {"websiteUrl": site.url("/no-such-page"), "recipientEmail": "missing@three.test"},
+            {"websiteUrl": blank.url("/"), "recipientEmail": "blank@three.test"},
+            {"websiteUrl": "http://127.0.0.1:9/", "recipientEmail": "down@three.test"},
+        ]),
+    );
+    let id2 = create_and_launch(&app, &key, &body).await;
+    let c2 = wait_for(&app, &key, &id2, Duration::from_secs(150), |c| c["status"] == "completed").await;
+    let owner = row(&c2, "Owner@one.test");
+    assert_eq!(
+        (owner["state"].as_str(), owner["reason"].as_str(), owner["auditId"].as_str()),
+        (Some("skipped"), Some("suppressed"), None),
+        "{c2:#}"
+    );
+    let gone = row(&c2, "gone@two.test");
+    assert_eq!(
+        (gone["state"].as_str(), gone["reason"].as_str()),
+        (Some("failed"), Some("smtp_rejected:550")),
+        "{c2:#}"
+    );
+    assert_eq!(row(&c2, "third@two.test")["state"], "sent");
+    // The quality gates skip a report not worth mailing; the row costs only its audit.
+    for (email, gate) in [
+        ("missing@three.test", "quality_gate:site_answered_2xx"),
+        ("blank@three.test", "quality_gate:screenshot_not_blank"),
+        ("down@three.test", "quality_gate:audit_finished"),
+    ] {
+        let r = row(&c2, email);
+        assert_eq!((r["state"].as_str(), r["reason"].as_str()), (Some("skipped"), Some(gate)), "{r}");
+        assert!(r["auditId"].is_string() && r["sentAt"].is_null(), "{r}");
+    }
+    assert_eq!(sink.received().len(), 3, "only third@two.test got a second-campaign mail");
+    let s: Value = app.get(&key, "/v1/suppressions").await.json().await.unwrap();
+    assert!(
+        s["data"].as_array().unwrap().iter().any(|x| x["email"] == "gone@two.test" && x["reason"] == "bounced"),
+        "{s}"
+    );
+    let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
+    // gone, third, missing and blank kept their audit's action; the failed audit of the site
+    // that is down was refunded; none was spent on the suppressed address.
+    assert_eq!(b["usage"]["used"], 6, "{b}");
+
+    // Suppressions by hand; lifting one.
+    let (s, _) = post(&app, &key, "/v1/suppressions", &json!({"email": "no@one.test"})).await;
+    assert_eq!(s, 201);
+    let (s, _) = post(&app, &key, "/v1/suppressions", &json!({"email": "no@one.test"})).await;
+    assert_eq!(s, 200);
+    let (s, e) = post(&app, &key, "/v1/suppressions", &json!({"email": "nope"})).await;
+    assert_eq!((s, e["details"]["field"].as_str()), (400, Some("email")));
+    let del =
+        |email: &str| app.client.delete(app.url(&format!("/v1/suppressions?email={email}"))).bearer_auth(&key).send();
+    assert_eq!(del("no@one.test").await.unwrap().status(), 204);
+    assert_eq!(del("no@one.test").await.unwrap().status(), 404);
+
+    // Pause, resume, cancel: transitions and refusals.
+    let (_, d) =
+        post(&app, &key, "/v1/campaigns", &new_campaign("Later", "UTC", "office", "2099-01-01T00:00:00Z", json!([])))
+            .await;
+    let id3 = d["id"].as_str().unwrap();
+    let (s, e) = post(&app, &key, &format!("/v1/campaigns/{id3}/pause"), &json!({})).await;
+    assert_eq!((s, e["details"]["field"].as_str()), (400, Some("status")), "a draft cannot be paused: {e}");
+    let (s, x) = post(&app, &key, &format!("/v1/campaigns/{id3}/launch"), &json!({})).await;
+    assert_eq!((s, x["status"].as_str()), (200, Some("scheduled")));
+    let (_, x) = post(&app, &key, &format!("/v1/campaigns/{id3}/pause"), &json!({})).await;
+    assert_eq!(x["status"], "paused");
+    let (_, x) = post(&app, &key, &format!("/v1/campaigns/{id3}/resume"), &json!({})).await;
+    assert_eq!(x["status"], "scheduled");
+    let (_, x) = post(&app, &key, &format!("/v1/campaigns/{id3}/cancel"), &json!({})).await;
+    assert_eq!(x["status"], "cancelled");
+    let (s, e) = post(&app, &key, &format!("/v1/campaigns/{id3}/launch"), &json!({})).await;
+    assert_eq!((s, e["details"]["field"].as_str()), (400, Some("status")), "{e}");
+    let (s, e) = post(
+        &app,
+        &key,
+        &format!("/v1/campaigns/{id3}/targets"),
+        &json!({"recipients": [{"websiteUrl": page, "recipientEmail": "z@z.test"}]}),
+    )
+    .await;
+    assert_eq!((s, e["details"]["field"].as_str()), (400, Some("status")), "{e}");
+
+    // Lists, and other accounts see nothing.
+    let l: Value = app.get(&key, "/v1/campaigns?limit=2").await.json().await.unwrap();
+    assert_eq!(l["data"].as_array().unwrap().len(), 2);
+    assert!(l["data"][0].get("rows").is_none() && l["nextCursor"].is_string(), "{l}");
+    for path in ["/v1/campaigns?limit=1&limit=2", "/v1/suppressions?before=x&before=y", "/v1/campaigns?limit=0"] {
+        let r = app.get(&key, path).await;
+        assert_eq!(r.status(), 400, "{path}");
+        let e: Value = r.json().await.unwrap();
+        assert_eq!(e["code"], "VALIDATION_ERROR", "{path}: {e}");
+    }
+    let (_, other) = app.user_with_key("free").await;
+    assert_eq!(app.get(&other, &format!("/v1/campaigns/{id}")).await.status(), 404);
+    assert_eq!(app.get(&other, "/v1/campaigns/cmp_nope").await.status(), 404);
+    let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["checks"]["mail"], "ok", "{ready}");
+}
+
+/// Without an SMTP server nothing is ever mailed: the row waits saying why, and the readiness
+/// check says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_smtp_rows_wait_and_readiness_says_so() {
+    let site = FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe_path())).await;
+    let (_, key) = app.user_with_key("pro").await;
+    let body = new_campaign(
+        "no smtp",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([{"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "x@y.test"}]),
+    );
+    let id = create_and_launch(&app, &key, &body).await;
+    let c =
+        wait_for(&app, &key, &id, Duration::from_secs(120), |c| c["rows"][0]["waiting"] == "smtp_not_configured").await;
+    assert_eq!((c["rows"][0]["state"].as_str(), c["status"].as_str()), (Some("ready"), Some("running")), "{c:#}");
+    let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert!(ready["checks"]["mail"].as_str().unwrap().starts_with("not-configured"), "{ready}");
+    assert_eq!(ready["status"], "ready", "mail is reported, not required: {ready}");
+}

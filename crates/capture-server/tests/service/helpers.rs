@@ -1,0 +1,250 @@
+//! The in-process harness: each test builds the application with
+//! `Application::build(Config::from_map(..))` on a fresh SQLite file or a fresh PostgreSQL
+//! database, serves it on 127.0.0.1 port 0 on the test's runtime, and talks to it over
+//! HTTP. Settings go through the map, never through the process environment (tests run in
+//! parallel in this one process); accounts, keys and plans are made by the same library
+//! functions `capture admin` calls, over their own database connection as the CLI would.
+//! Tests that kill, restart or add processes live in `crates/capture-cli/tests`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use capture_server::crypto::MasterKey;
+use capture_server::state::AppState;
+use capture_server::{Application, Config, admin};
+use capture_store::Store;
+use serde_json::Value;
+
+#[path = "common.rs"]
+mod common;
+#[allow(unused_imports)]
+pub use common::*;
+
+/// Options for [`TestApp::spawn`].
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub db: Db,
+    /// Start the worker role (Chromium) too.
+    pub workers: bool,
+    /// Exact roles to start with (overrides `workers`); must include `api`.
+    pub roles: Option<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Opts {
+    pub fn api(db: Db) -> Self {
+        Opts { db, workers: false, roles: None, env: vec![] }
+    }
+    pub fn full(db: Db) -> Self {
+        Opts { db, workers: true, roles: None, env: vec![] }
+    }
+    /// A setting (`CAPTURE_…`), as the environment of `capture serve` would carry it.
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+}
+
+/// A running application, stopped (and its PostgreSQL database dropped) on drop.
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub data_dir: PathBuf,
+    /// The application's state (its store, configuration, clock).
+    pub state: AppState,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    pg_db: Option<String>,
+    _tmp: tempfile::TempDir,
+}
+
+/// Log lines of the in-process apps on stderr when `CAPTURE_TEST_LOG` names a filter
+/// (e.g. `warn,capture_server=info`); silent otherwise.
+fn init_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if let Ok(filter) = std::env::var("CAPTURE_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_writer(std::io::stderr)
+                .try_init();
+        }
+    });
+}
+
+impl TestApp {
+    /// Build and serve the application on a random port.
+    pub async fn spawn(opts: Opts) -> TestApp {
+        init_logs();
+        let tmp = tempfile::tempdir().unwrap();
+        let data_dir = tmp.path().join("data");
+        let (db_url, pg_db) = fresh_database(opts.db, tmp.path()).await;
+        let roles = match &opts.roles {
+            Some(r) => r.clone(),
+            None if opts.workers => "api,worker,scheduler".into(),
+            None => "api,scheduler".into(),
+        };
+        // What `Config::load` reads for `capture serve`: the operator's CAPTURE_* variables
+        // (Chromium's path, say), then this test's settings over them.
+        let mut env: Vec<(String, String)> = std::env::vars().filter(|(k, _)| k.starts_with("CAPTURE_")).collect();
+        env.extend([
+            ("CAPTURE_LISTEN".to_string(), "127.0.0.1:0".to_string()),
+            ("CAPTURE_DATA_DIR".into(), data_dir.display().to_string()),
+            ("CAPTURE_DATABASE_URL".into(), db_url),
+            ("CAPTURE_EGRESS_ALLOW".into(), "127.0.0.1,::1".into()),
+            ("CAPTURE_BROWSERS".into(), "1".into()),
+            ("CAPTURE_WORKER_CONCURRENCY".into(), "2".into()),
+            ("CAPTURE_ROLES".into(), roles),
+        ]);
+        env.extend(opts.env.iter().cloned());
+        let map: BTreeMap<String, String> = env.iter().cloned().collect();
+        let cfg = Config::from_map(&map).unwrap_or_else(|e| panic!("test settings: {e}"));
+        let app = Application::build(cfg).await.expect("the application builds");
+        let addr = app.local_addr().expect("the api role binds a port");
+        let state = app.state().clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(app.run(async move {
+            let _ = rx.await;
+        }));
+        TestApp {
+            base: format!("http://{addr}"),
+            client: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(),
+            data_dir,
+            state,
+            stop: Some(tx),
+            task: Some(task),
+            pg_db,
+            _tmp: tmp,
+        }
+    }
+
+    /// The store of a separate connection, as `capture admin` opens one.
+    async fn admin_store(&self) -> Store {
+        Store::connect(&self.database_url(), 2).await.expect("the admin connection")
+    }
+
+    /// `capture admin user create --email E --plan P [--password W] [--legacy-free]`.
+    pub async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool) {
+        let store = self.admin_store().await;
+        admin::create_user(&store, email, plan, password, legacy_free).await.expect("admin user create");
+        store.close().await;
+    }
+
+    /// `capture admin user set-plan --email E --plan P`.
+    pub async fn set_plan(&self, email: &str, plan: &str) {
+        let store = self.admin_store().await;
+        admin::set_plan(&store, email, plan).await.expect("admin user set-plan");
+        store.close().await;
+    }
+
+    /// A new account on `plan` and a key for it.
+    pub async fn user_with_key(&self, plan: &str) -> (String, String) {
+        let email = format!("u{}@example.com", rand_suffix());
+        self.create_user(&email, plan, None, false).await;
+        let key = self.new_key(&email).await;
+        (email, key)
+    }
+
+    /// `capture admin key create --email E --name test`: a new key of an existing account.
+    pub async fn new_key(&self, email: &str) -> String {
+        let store = self.admin_store().await;
+        let master = MasterKey::load_or_create(self.state.cfg.master_key.as_deref(), &self.data_dir).unwrap();
+        let u = admin::user(&store, email).await.expect("admin user");
+        let (_, key) = admin::create_key(&store, &master, &u.id, "test").await.expect("admin key create");
+        store.close().await;
+        key
+    }
+
+    /// `capture admin key list --email E`: (key id, prefix, actions used this month, revoked).
+    pub async fn list_keys(&self, email: &str) -> Vec<(String, String, i64, bool)> {
+        let store = self.admin_store().await;
+        let u = admin::user(&store, email).await.expect("admin user");
+        let month = capture_core::time::MonthWindow::containing(capture_core::time::now_ms()).label;
+        let usage = store.usage_by_key(&u.id, &month).await.unwrap();
+        let keys = store.list_keys(&u.id).await.unwrap();
+        store.close().await;
+        keys.into_iter()
+            .map(|k| {
+                let used = usage.iter().find(|(id, _)| *id == k.id).map_or(0, |(_, n)| *n);
+                (k.id, k.prefix, used, k.revoked_at.is_some())
+            })
+            .collect()
+    }
+
+    /// `capture admin key revoke ID`.
+    pub async fn revoke_key(&self, key_id: &str) {
+        let store = self.admin_store().await;
+        assert!(store.revoke_key(key_id, None, capture_core::time::now_ms()).await.unwrap(), "no live key {key_id}");
+        store.close().await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// The database of this deployment.
+    pub fn database_url(&self) -> String {
+        self.state.cfg.database_url.clone()
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).bearer_auth(key).send().await.unwrap()
+    }
+
+    pub async fn post_json(&self, key: &str, path: &str, body: &Value) -> reqwest::Response {
+        self.client.post(self.url(path)).bearer_auth(key).json(body).send().await.unwrap()
+    }
+
+    /// Create a job and return its JSON (asserting 202).
+    pub async fn create(&self, key: &str, body: Value) -> Value {
+        let r = self.post_json(key, "/v1/screenshot", &body).await;
+        let status = r.status().as_u16();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, 202, "create failed: {v}");
+        v
+    }
+
+    /// Poll a job until it is done or failed.
+    pub async fn wait(&self, key: &str, id: &str) -> Value {
+        eventually(&format!("job {id} finishes"), Duration::from_secs(90), || async {
+            let v: Value = self.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+            if v["status"] == "done" || v["status"] == "failed" { Ok(v) } else { Err(v) }
+        })
+        .await
+    }
+
+    /// Fetch a file URL's bytes.
+    pub async fn fetch(&self, url: &str) -> (u16, String, Vec<u8>) {
+        let r = self.client.get(url).send().await.unwrap();
+        let status = r.status().as_u16();
+        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        (status, ct, r.bytes().await.unwrap().to_vec())
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // Ask the app to stop, and give it a moment to close Chromium and the database on a
+        // multi-threaded runtime; whatever is left ends with the test's runtime (Chromium is
+        // killed when its handle is dropped).
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let multi = tokio::runtime::Handle::try_current()
+                .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+            if multi {
+                tokio::task::block_in_place(|| {
+                    let _ =
+                        tokio::runtime::Handle::current().block_on(tokio::time::timeout(Duration::from_secs(5), task));
+                });
+            } else {
+                task.abort();
+            }
+        }
+        if let Some(db) = self.pg_db.take() {
+            drop_database(db);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! A local S3 server for the tests: moto's `moto_server` on a loopback port, shared by the
+//! in-process suite and the multi-process one (the cluster test stores into it too).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `moto_server` program: `CAPTURE_TEST_MOTO`, else the virtualenv in the target dir.
+pub(crate) fn moto_program() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CAPTURE_TEST_MOTO").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "CAPTURE_TEST_MOTO={} does not exist", p.display());
+        return Some(p);
+    }
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).parent()?.join("moto-venv/bin/moto_server");
+    venv.is_file().then_some(venv)
+}
+
+/// The program, or `None` (and a loud notice) when it is not installed outside CI. In CI
+/// (`CI=true`) a missing server fails the test: it must never pass by skipping.
+pub(crate) fn require_moto() -> Option<PathBuf> {
+    if let Some(p) = moto_program() {
+        return Some(p);
+    }
+    let hint = "install it with `bash tests/s3/moto-venv.sh` (scripts/test.sh does) or set CAPTURE_TEST_MOTO";
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("moto_server (the local S3 server) is missing: {hint}");
+    }
+    // Straight to stderr: the test harness would swallow eprintln! of a passing test.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n!!!!!!!! SKIPPED: moto_server (the local S3 server) is missing; {hint} !!!!!!!!\n"
+    );
+    None
+}
+
+/// A running `moto_server`, killed on drop.
+pub(crate) struct Moto {
+    child: Option<Child>,
+    pub(crate) endpoint: String,
+    http: reqwest::Client,
+    log: tempfile::NamedTempFile,
+}
+
+impl Moto {
+    pub(crate) async fn start(program: &Path) -> Moto {
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
+        // A free port can be taken between our probe and the server's bind: try a few.
+        for _ in 0..3 {
+            let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let log = tempfile::NamedTempFile::new().unwrap();
+            let child = Command::new(program)
+                .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+                .env("PYTHONDONTWRITEBYTECODE", "1")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log.reopen().unwrap())
+                .spawn()
+                .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
+            let mut moto =
+                Moto { child: Some(child), endpoint: format!("http://127.0.0.1:{port}"), http: http.clone(), log };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                if moto.http.get(&moto.endpoint).send().await.is_ok() {
+                    return moto;
+                }
+                if let Ok(Some(status)) = moto.child.as_mut().unwrap().try_wait() {
+                    let log = std::fs::read_to_string(moto.log.path()).unwrap_or_default();
+                    eprintln!("moto_server exited ({status}):\n{log}");
+                    break;
+                }
+                assert!(Instant::now() < deadline, "moto_server did not answer on {} in 60s", moto.endpoint);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        panic!("moto_server did not start");
+    }
+
+    /// Create a bucket (moto does not check signatures, so a plain PUT does).
+    pub(crate) async fn create_bucket(&self, bucket: &str) {
+        let r = self.http.put(format!("{}/{bucket}", self.endpoint)).send().await.unwrap();
+        assert!(r.status().is_success(), "creating bucket {bucket}: {}", r.status());
+    }
+
+    /// The keys under `prefix`, through S3's own ListObjectsV2.
+    pub(crate) async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        let mut url = url::Url::parse(&format!("{}/{bucket}", self.endpoint)).unwrap();
+        url.query_pairs_mut().append_pair("list-type", "2").append_pair("prefix", prefix);
+        let r = self.http.get(url).send().await.unwrap();
+        assert!(r.status().is_success(), "listing {bucket}: {}", r.status());
+        let xml = r.text().await.unwrap();
+        xml.split("<Key>").skip(1).filter_map(|s| s.split_once("</Key>")).map(|(k, _)| k.to_string()).collect()
+    }
+
+    /// An object's stored headers (HEAD). Objects are private, and moto only looks for an
+    /// `Authorization` header (it checks no signature), so a placeholder one stands in.
+    pub(crate) async fn head(&self, bucket: &str, key: &str) -> reqwest::header::HeaderMap {
+        let r = self
+            .http
+            .head(format!("{}/{bucket}/{key}", self.endpoint))
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=AKIDTESTING/20260101/eu-west-1/s3/aws4_request, \
+                 SignedHeaders=host, Signature=0000",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "HEAD {key}: {}", r.status());
+        r.headers().clone()
+    }
+
+    /// Kill the server now (to see storage go away).
+    pub(crate) fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
