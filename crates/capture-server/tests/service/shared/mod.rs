@@ -7,6 +7,7 @@ pub mod campaigns;
 pub mod captures;
 pub mod hardening;
 pub mod moto;
+pub mod oauth;
 pub mod runs;
 pub mod sse;
 pub mod webhooks;
