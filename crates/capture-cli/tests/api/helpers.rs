@@ -15,34 +15,6 @@ mod common;
 #[allow(unused_imports)]
 pub use common::*;
 
-/// Options for [`TestApp::spawn`].
-#[derive(Debug, Clone)]
-pub struct Opts {
-    pub db: Db,
-    /// Start the worker role (Chromium) too.
-    pub workers: bool,
-    /// Exact roles to start with (overrides `workers`); must include `api`.
-    pub roles: Option<String>,
-    pub env: Vec<(String, String)>,
-}
-
-impl Opts {
-    pub fn api(db: Db) -> Self {
-        Opts { db, workers: false, roles: None, env: vec![] }
-    }
-    pub fn full(db: Db) -> Self {
-        Opts { db, workers: true, roles: None, env: vec![] }
-    }
-    pub fn env(mut self, k: &str, v: &str) -> Self {
-        self.env.push((k.into(), v.into()));
-        self
-    }
-    pub fn roles(mut self, roles: &str) -> Self {
-        self.roles = Some(roles.into());
-        self
-    }
-}
-
 /// A running service.
 pub struct TestApp {
     pub base: String,

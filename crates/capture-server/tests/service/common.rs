@@ -13,6 +13,37 @@ pub enum Db {
     Postgres,
 }
 
+/// Options for `TestApp::spawn`.
+#[derive(Debug, Clone)]
+pub struct Opts {
+    pub db: Db,
+    /// Start the worker role (Chromium) too.
+    pub workers: bool,
+    /// Exact roles to start with (overrides `workers`); must include `api`.
+    pub roles: Option<String>,
+    /// Settings (`CAPTURE_…`), as the environment of `capture serve` would carry them.
+    pub env: Vec<(String, String)>,
+}
+
+impl Opts {
+    pub fn api(db: Db) -> Self {
+        Opts { db, workers: false, roles: None, env: vec![] }
+    }
+    pub fn full(db: Db) -> Self {
+        Opts { db, workers: true, roles: None, env: vec![] }
+    }
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+    /// Only the multi-process tests pick roles (a node of a deployment).
+    #[allow(dead_code)]
+    pub fn roles(mut self, roles: &str) -> Self {
+        self.roles = Some(roles.into());
+        self
+    }
+}
+
 pub fn pg_admin_url() -> String {
     std::env::var("CAPTURE_TEST_PG_URL")
         .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
