@@ -59,6 +59,7 @@ mod imgsize;
 mod launch;
 mod memory;
 mod page;
+mod pngenc;
 mod pipeline;
 mod pool;
 mod prepare;
