@@ -39,7 +39,7 @@ pub struct Settings {
 }
 
 /// What captures are encoded with: measured in the capture bench (`encode alternatives`).
-pub const CAPTURE: Settings = Settings { level: 4, filter: RowFilter::Adaptive, threads: 1 };
+pub const CAPTURE: Settings = Settings { level: 6, filter: RowFilter::Adaptive, threads: 1 };
 
 /// Bands smaller than this many filtered bytes are not worth a thread.
 const MIN_BAND: usize = 256 * 1024;
@@ -331,10 +331,7 @@ mod tests {
         let a = b"Wikipedia, the free".as_slice();
         let b = vec![0xabu8; 200_000];
         let whole: Vec<u8> = a.iter().chain(&b).copied().collect();
-        assert_eq!(
-            adler32_combine(adler32(a), adler32(&b), b.len()),
-            adler32(&whole)
-        );
+        assert_eq!(adler32_combine(adler32(a), adler32(&b), b.len()), adler32(&whole));
         assert_eq!(adler32_combine(1, adler32(a), a.len()), adler32(a));
     }
 

@@ -310,7 +310,8 @@ async fn encode_comparison(chromium: &std::path::Path, url: &str) {
         pct(fast.len()),
         same(&decode(&fast), &reference)
     );
-    let alts = tokio::task::spawn_blocking(move || capture_browser::encode::encode_alternatives(&fast, 5)).await.unwrap();
+    let alts =
+        tokio::task::spawn_blocking(move || capture_browser::encode::encode_alternatives(&fast, 5)).await.unwrap();
     for (i, a) in alts.iter().enumerate() {
         if i < 2 {
             println!("{:<58} {:>8.1}", format!("  then: {}", a.name), a.millis);
