@@ -330,6 +330,56 @@ mod tests {
         assert_eq!((thumb.width(), thumb.height()), (320, 240));
     }
 
+    /// An RGBA PNG like Chromium's fast encode: opaque except (3, 2), which gets `alpha`.
+    fn capture_like(w: u32, h: u32, alpha: u8) -> (Vec<u8>, image::RgbaImage) {
+        let mut seed = 7u32;
+        let img = image::RgbaImage::from_fn(w, h, |x, y| {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let a = if (x, y) == (3, 2) { alpha } else { 255 };
+            image::Rgba([(x % 256) as u8, (y % 256) as u8, ((seed >> 24) as u8) & 0x1f, a])
+        });
+        let mut out = Vec::new();
+        let mut e = png::Encoder::new(&mut out, w, h);
+        e.set_color(png::ColorType::Rgba);
+        e.set_depth(png::BitDepth::Eight);
+        e.set_deflate_compression(png::DeflateCompression::FdeflateUltraFast);
+        e.set_filter(png::Filter::Up);
+        let mut wr = e.write_header().unwrap();
+        wr.write_image_data(img.as_raw()).unwrap();
+        wr.finish().unwrap();
+        (out, img)
+    }
+
+    #[test]
+    fn png_captures_keep_their_pixels_get_smaller_and_thumbnail_the_same_pixels() {
+        let (shot, img) = capture_like(640, 400, 255);
+        let (bytes, thumb) = finish_image(shot.clone(), true, 200);
+        assert!(bytes.len() < shot.len(), "{} vs the fast encode's {}", bytes.len(), shot.len());
+        let back = image::load_from_memory(&bytes).unwrap();
+        assert_eq!(back.color(), image::ColorType::Rgb8, "an opaque alpha channel is dropped");
+        assert!(back.to_rgba8() == img, "same pixels");
+        // The size rule (issue 17): within 105 % of a zlib level 6 encode with adaptive filters.
+        let rgb = image::DynamicImage::ImageRgba8(img.clone()).to_rgb8();
+        let px = crate::pngenc::Pixels { data: rgb.as_raw(), width: 640, height: 400, channels: 3 };
+        let reference =
+            crate::pngenc::encode_png_crate(px, png::DeflateCompression::Level(6), png::Filter::Adaptive).len();
+        assert!(bytes.len() as f64 <= reference as f64 * 1.05, "{} vs {reference}", bytes.len());
+        // The thumbnail is the top 200 rows of those pixels, scaled to 320 px.
+        let thumb = image::load_from_memory(&thumb.expect("a thumbnail")).unwrap().to_rgb8();
+        let top = image::imageops::crop_imm(&rgb, 0, 0, 640, 200);
+        assert!(thumb == image::imageops::thumbnail(&*top, 320, 100), "thumbnail from the same pixels");
+    }
+
+    #[test]
+    fn translucent_captures_keep_their_alpha() {
+        let (shot, img) = capture_like(64, 40, 10);
+        let (bytes, thumb) = finish_image(shot, true, 40);
+        let back = image::load_from_memory(&bytes).unwrap();
+        assert_eq!(back.color(), image::ColorType::Rgba8);
+        assert!(back.to_rgba8() == img);
+        assert_eq!(image_size(&thumb.unwrap()), Some((320, 200)));
+    }
+
     #[test]
     fn images_past_the_pixel_limit_are_not_decoded() {
         assert!(decodable(&png(100, 100)));

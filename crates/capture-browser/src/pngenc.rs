@@ -5,8 +5,6 @@
 //! band lose their back-references). Same pixels as any other PNG encoder; the size is
 //! close to Chromium's default encoder at a fraction of its time.
 
-use std::io::Write as _;
-
 /// 8-bit pixels, rows top to bottom without padding.
 #[derive(Debug, Clone, Copy)]
 pub struct Pixels<'a> {
@@ -17,7 +15,8 @@ pub struct Pixels<'a> {
     pub channels: u8,
 }
 
-/// How rows are filtered before deflate.
+/// How rows are filtered before deflate (the fixed filters are for the bench's comparison).
+#[cfg_attr(not(any(test, feature = "bench")), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RowFilter {
     /// Per row, the one of the five filters with the least sum of absolute values.
@@ -258,7 +257,6 @@ pub fn encode_png_crate(px: Pixels<'_>, compression: png::DeflateCompression, fi
     let mut w = e.write_header().expect("writing to a Vec");
     w.write_image_data(px.data).expect("writing to a Vec");
     w.finish().expect("writing to a Vec");
-    let _ = out.flush();
     out
 }
 
