@@ -103,43 +103,193 @@ pub fn decodable(bytes: &[u8]) -> bool {
     image_size(bytes).is_some_and(|(w, h)| w > 0 && h > 0 && u64::from(w) * u64::from(h) <= MAX_DECODE_PIXELS)
 }
 
-/// Decode a capture once: re-encode a PNG with a better deflate (kept only when
-/// smaller) and make the thumbnail (THUMB_WIDTH px wide) of its top `top_px` rows.
-/// A thumbnail of None means the capture was not decoded (too big, or unreadable): the
-/// caller asks the browser for one.
+/// A decoded capture: 8-bit RGB (or RGBA when some pixel is not opaque).
+pub(crate) struct Decoded {
+    pub(crate) data: Vec<u8>,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    pub(crate) channels: u8,
+}
+
+impl Decoded {
+    pub(crate) fn pixels(&self) -> crate::pngenc::Pixels<'_> {
+        crate::pngenc::Pixels { data: &self.data, width: self.width, height: self.height, channels: self.channels }
+    }
+}
+
+/// Decode a capture (PNG through the png crate, anything else through image) within
+/// [`limits`]; None when it cannot be read. Opaque RGBA becomes RGB.
+pub(crate) fn decode_capture(shot: &[u8]) -> Option<Decoded> {
+    let d = decode_png8(shot).or_else(|| {
+        let mut reader = image::ImageReader::new(std::io::Cursor::new(shot));
+        reader.limits(limits());
+        let img = reader.with_guessed_format().ok()?.decode().ok()?;
+        let (width, height) = (img.width(), img.height());
+        if img.color().has_alpha() {
+            Some(Decoded { data: img.into_rgba8().into_raw(), width, height, channels: 4 })
+        } else {
+            Some(Decoded { data: img.into_rgb8().into_raw(), width, height, channels: 3 })
+        }
+    })?;
+    if d.width == 0 || d.height == 0 {
+        return None;
+    }
+    Some(drop_opaque_alpha(d))
+}
+
+/// An 8-bit RGB or RGBA PNG (what Chromium writes) decoded by the png crate; None for
+/// anything else.
+fn decode_png8(shot: &[u8]) -> Option<Decoded> {
+    if !shot.starts_with(b"\x89PNG") {
+        return None;
+    }
+    let mut dec = png::Decoder::new_with_limits(
+        std::io::Cursor::new(shot),
+        png::Limits { bytes: (MAX_DECODE_PIXELS * 4) as usize },
+    );
+    dec.set_transformations(png::Transformations::IDENTITY);
+    let mut r = dec.read_info().ok()?;
+    let info = r.info();
+    let channels = match (info.color_type, info.bit_depth, info.interlaced) {
+        (png::ColorType::Rgb, png::BitDepth::Eight, false) => 3,
+        (png::ColorType::Rgba, png::BitDepth::Eight, false) => 4,
+        _ => return None,
+    };
+    let mut data = vec![0; r.output_buffer_size()?];
+    let frame = r.next_frame(&mut data).ok()?;
+    data.truncate(frame.buffer_size());
+    Some(Decoded { data, width: frame.width, height: frame.height, channels })
+}
+
+/// RGBA whose every pixel is opaque, as RGB (the same pixels, 3/4 of the bytes to deflate).
+fn drop_opaque_alpha(mut d: Decoded) -> Decoded {
+    if d.channels != 4 || d.data.chunks_exact(4).any(|p| p[3] != 255) {
+        return d;
+    }
+    let n = d.data.len() / 4;
+    for i in 0..n {
+        d.data.copy_within(i * 4..i * 4 + 3, i * 3);
+    }
+    d.data.truncate(n * 3);
+    d.channels = 3;
+    d
+}
+
+/// Encodes running right now (see [`encode_threads`]).
+static ENCODING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Threads for one PNG encode: the cores no other encode is using (at least one), so a
+/// lone capture is deflated on every core and a busy node does not oversubscribe them.
+fn encode_threads() -> (usize, impl Drop) {
+    struct Running;
+    impl Drop for Running {
+        fn drop(&mut self) {
+            ENCODING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+    let others = ENCODING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get()).min(8);
+    ((cores / (others + 1)).max(1), Running)
+}
+
+/// Finish a capture from one decode: a PNG is re-encoded by [`crate::pngenc`] (kept only
+/// when smaller than Chromium's fast encode) and the thumbnail (THUMB_WIDTH px wide) of its
+/// top `top_px` rows is scaled from the same pixels. A thumbnail of None means the capture
+/// was not decoded (too big, or unreadable): the caller asks the browser for one.
 pub(crate) fn finish_image(shot: Vec<u8>, png: bool, top_px: u32) -> (Vec<u8>, Option<Vec<u8>>) {
     if !decodable(&shot) {
         return (shot, None);
     }
-    let mut reader = image::ImageReader::new(std::io::Cursor::new(&shot));
-    reader.limits(limits());
-    let Ok(img) = reader.with_guessed_format().map_err(image::ImageError::IoError).and_then(|r| r.decode()) else {
+    let Some(d) = decode_capture(&shot) else {
         return (shot, None);
     };
-    let img = img.into_rgb8();
-    let (w, h) = img.dimensions();
-    if w == 0 || h == 0 {
-        return (shot, None);
-    }
     let bytes = if png {
-        let mut out = Vec::with_capacity(shot.len());
-        let enc = image::codecs::png::PngEncoder::new_with_quality(
-            &mut out,
-            image::codecs::png::CompressionType::Default,
-            image::codecs::png::FilterType::Adaptive,
-        );
-        let ok = image::ImageEncoder::write_image(enc, img.as_raw(), w, h, image::ExtendedColorType::Rgb8).is_ok();
-        if ok && out.len() < shot.len() { out } else { shot }
+        let (threads, _running) = encode_threads();
+        let out = crate::pngenc::encode(d.pixels(), crate::pngenc::Settings { threads, ..crate::pngenc::CAPTURE });
+        if out.len() < shot.len() { out } else { shot }
     } else {
         shot
     };
+    (bytes, Some(thumbnail_of(&d, top_px)))
+}
+
+/// The thumbnail (THUMB_WIDTH px wide) of the top `top_px` rows of `d`, as a PNG.
+pub(crate) fn thumbnail_of(d: &Decoded, top_px: u32) -> Vec<u8> {
+    let (w, h) = (d.width, d.height);
     let top = top_px.clamp(1, h);
     let th = ((f64::from(top) * THUMB_WIDTH / f64::from(w)).round() as u32).max(1);
-    let view = image::imageops::crop_imm(&img, 0, 0, w, top);
-    let thumb = image::imageops::thumbnail(&*view, THUMB_WIDTH as u32, th);
-    let mut out = std::io::Cursor::new(Vec::with_capacity(32 * 1024));
-    let thumb = thumb.write_to(&mut out, image::ImageFormat::Png).ok().map(|()| out.into_inner());
-    (bytes, thumb)
+    let tw = THUMB_WIDTH as u32;
+    let (data, channels) = if d.channels == 4 {
+        let view = image::ImageBuffer::<image::Rgba<u8>, &[u8]>::from_raw(w, h, &d.data[..]).expect("sized buffer");
+        (image::imageops::thumbnail(&*image::imageops::crop_imm(&view, 0, 0, w, top), tw, th).into_raw(), 4)
+    } else {
+        let view = image::ImageBuffer::<image::Rgb<u8>, &[u8]>::from_raw(w, h, &d.data[..]).expect("sized buffer");
+        (image::imageops::thumbnail(&*image::imageops::crop_imm(&view, 0, 0, w, top), tw, th).into_raw(), 3)
+    };
+    let px = crate::pngenc::Pixels { data: &data, width: tw, height: th, channels };
+    crate::pngenc::encode(px, crate::pngenc::Settings { level: 6, threads: 1, ..crate::pngenc::CAPTURE })
+}
+
+/// One way of encoding a capture, timed by [`encode_alternatives`].
+#[cfg(feature = "bench")]
+pub struct Alternative {
+    pub name: String,
+    /// Best of the runs, in milliseconds.
+    pub millis: f64,
+    pub png: Vec<u8>,
+}
+
+/// Time the steps of finishing a PNG capture and the ways of re-encoding it (issue 17):
+/// decode, thumbnail, this crate's encoder at several levels, filters and thread counts,
+/// and the png crate's fdeflate and zlib levels. Each is run `runs` times; the best time
+/// counts. The first entry is the decode (its `png` is the input).
+#[cfg(feature = "bench")]
+pub fn encode_alternatives(fast_png: &[u8], runs: usize) -> Vec<Alternative> {
+    use crate::pngenc::{RowFilter, Settings, encode, encode_png_crate};
+    fn best<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+        let mut out = None;
+        let mut best = f64::MAX;
+        for _ in 0..runs.max(1) {
+            let t = std::time::Instant::now();
+            let r = f();
+            best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+            out = Some(r);
+        }
+        (best, out.expect("one run"))
+    }
+    let mut v = Vec::new();
+    let (ms, d) = best(runs, || decode_capture(fast_png).expect("a decodable PNG"));
+    v.push(Alternative { name: format!("decode ({} channels kept)", d.channels), millis: ms, png: fast_png.to_vec() });
+    let (ms, thumb) = best(runs, || thumbnail_of(&d, d.height));
+    v.push(Alternative { name: "thumbnail from the decoded pixels".into(), millis: ms, png: thumb });
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut ours = vec![];
+    for level in [1, 2, 3, 4, 5, 6] {
+        ours.push(Settings { level, filter: RowFilter::Adaptive, threads: 1 });
+    }
+    ours.push(Settings { level: 4, filter: RowFilter::Paeth, threads: 1 });
+    ours.push(Settings { level: 4, filter: RowFilter::Up, threads: 1 });
+    for threads in [2, cores.max(2) * 2] {
+        ours.push(Settings { level: 4, filter: RowFilter::Adaptive, threads });
+        ours.push(Settings { level: 6, filter: RowFilter::Adaptive, threads });
+    }
+    for s in ours {
+        let (ms, png) = best(runs, || encode(d.pixels(), s));
+        let name = format!("pngenc zlib-rs level {} {:?} filter, {} band(s)", s.level, s.filter, s.threads);
+        v.push(Alternative { name, millis: ms, png });
+    }
+    let crate_alts: [(&str, png::DeflateCompression, png::Filter); 5] = [
+        ("png crate Fast (fdeflate), Adaptive", png::DeflateCompression::FdeflateUltraFast, png::Filter::Adaptive),
+        ("png crate Fast (fdeflate), Paeth", png::DeflateCompression::FdeflateUltraFast, png::Filter::Paeth),
+        ("png crate Fast (fdeflate), Up", png::DeflateCompression::FdeflateUltraFast, png::Filter::Up),
+        ("png crate Balanced (level 6), Adaptive", png::DeflateCompression::Level(6), png::Filter::Adaptive),
+        ("png crate level 3, Adaptive", png::DeflateCompression::Level(3), png::Filter::Adaptive),
+    ];
+    for (name, c, f) in crate_alts {
+        let (ms, png) = best(runs, || encode_png_crate(d.pixels(), c, f));
+        v.push(Alternative { name: name.into(), millis: ms, png });
+    }
+    v
 }
 
 /// Base64 data from the browser (a screenshot, a PDF).
@@ -178,6 +328,56 @@ mod tests {
         assert_eq!(image_size(&bytes), Some((640, 480)));
         let thumb = image::load_from_memory(&thumb.expect("a thumbnail")).unwrap();
         assert_eq!((thumb.width(), thumb.height()), (320, 240));
+    }
+
+    /// An RGBA PNG like Chromium's fast encode: opaque except (3, 2), which gets `alpha`.
+    fn capture_like(w: u32, h: u32, alpha: u8) -> (Vec<u8>, image::RgbaImage) {
+        let mut seed = 7u32;
+        let img = image::RgbaImage::from_fn(w, h, |x, y| {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let a = if (x, y) == (3, 2) { alpha } else { 255 };
+            image::Rgba([(x % 256) as u8, (y % 256) as u8, ((seed >> 24) as u8) & 0x1f, a])
+        });
+        let mut out = Vec::new();
+        let mut e = png::Encoder::new(&mut out, w, h);
+        e.set_color(png::ColorType::Rgba);
+        e.set_depth(png::BitDepth::Eight);
+        e.set_deflate_compression(png::DeflateCompression::FdeflateUltraFast);
+        e.set_filter(png::Filter::Up);
+        let mut wr = e.write_header().unwrap();
+        wr.write_image_data(img.as_raw()).unwrap();
+        wr.finish().unwrap();
+        (out, img)
+    }
+
+    #[test]
+    fn png_captures_keep_their_pixels_get_smaller_and_thumbnail_the_same_pixels() {
+        let (shot, img) = capture_like(640, 400, 255);
+        let (bytes, thumb) = finish_image(shot.clone(), true, 200);
+        assert!(bytes.len() < shot.len(), "{} vs the fast encode's {}", bytes.len(), shot.len());
+        let back = image::load_from_memory(&bytes).unwrap();
+        assert_eq!(back.color(), image::ColorType::Rgb8, "an opaque alpha channel is dropped");
+        assert!(back.to_rgba8() == img, "same pixels");
+        // The size rule (issue 17): within 105 % of a zlib level 6 encode with adaptive filters.
+        let rgb = image::DynamicImage::ImageRgba8(img.clone()).to_rgb8();
+        let px = crate::pngenc::Pixels { data: rgb.as_raw(), width: 640, height: 400, channels: 3 };
+        let reference =
+            crate::pngenc::encode_png_crate(px, png::DeflateCompression::Level(6), png::Filter::Adaptive).len();
+        assert!(bytes.len() as f64 <= reference as f64 * 1.05, "{} vs {reference}", bytes.len());
+        // The thumbnail is the top 200 rows of those pixels, scaled to 320 px.
+        let thumb = image::load_from_memory(&thumb.expect("a thumbnail")).unwrap().to_rgb8();
+        let top = image::imageops::crop_imm(&rgb, 0, 0, 640, 200);
+        assert!(thumb == image::imageops::thumbnail(&*top, 320, 100), "thumbnail from the same pixels");
+    }
+
+    #[test]
+    fn translucent_captures_keep_their_alpha() {
+        let (shot, img) = capture_like(64, 40, 10);
+        let (bytes, thumb) = finish_image(shot, true, 40);
+        let back = image::load_from_memory(&bytes).unwrap();
+        assert_eq!(back.color(), image::ColorType::Rgba8);
+        assert!(back.to_rgba8() == img);
+        assert_eq!(image_size(&thumb.unwrap()), Some((320, 200)));
     }
 
     #[test]

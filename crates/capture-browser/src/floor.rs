@@ -93,6 +93,31 @@ impl FloorBrowser {
         Ok(out)
     }
 
+    /// Screenshot the page as it is `n` times with Chromium's default PNG encoder and `n`
+    /// times with its fast one (`optimizeForSpeed`); the best time of each (the screenshot
+    /// call, transfer included) and the last PNG of each.
+    pub async fn encoder_times(&mut self, n: usize) -> Result<[(Duration, Vec<u8>); 2], String> {
+        let mut out = [(Duration::MAX, Vec::new()), (Duration::MAX, Vec::new())];
+        for (i, fast) in [false, true].into_iter().enumerate() {
+            for _ in 0..n.max(1) {
+                let png = p::CaptureScreenshot {
+                    format: "png",
+                    quality: None,
+                    clip: None,
+                    from_surface: true,
+                    optimize_for_speed: fast,
+                    capture_beyond_viewport: false,
+                };
+                let t0 = Instant::now();
+                let shot = self.conn.cmd(&png, Some(&self.sid)).await.map_err(cdp_err)?;
+                let bytes = crate::encode::decode_base64(&shot.data, "screenshot").map_err(|e| e.to_string())?;
+                out[i].0 = out[i].0.min(t0.elapsed());
+                out[i].1 = bytes;
+            }
+        }
+        Ok(out)
+    }
+
     /// Evaluate `expression` (by value) `n` times; per-call latencies and the reply's size.
     /// With a big string result this times the DevTools transport with big messages.
     pub async fn evaluate_loop(&mut self, expression: &str, n: usize) -> Result<(Vec<Duration>, usize), String> {
@@ -120,6 +145,23 @@ impl FloorBrowser {
     pub async fn shutdown(self) {
         self.chromium.kill_gracefully(Some(&self.conn)).await;
     }
+}
+
+/// Launch a bare browser, load `url` and time Chromium's default and fast PNG encoders on
+/// it ([`FloorBrowser::encoder_times`]).
+pub async fn encoder_times(
+    chromium_path: &Path,
+    work_dir: &Path,
+    url: &str,
+    n: usize,
+) -> Result<[(Duration, Vec<u8>); 2], String> {
+    let mut b = FloorBrowser::launch(chromium_path, work_dir).await?;
+    let r = match b.capture_loop(url, 1).await {
+        Ok(_) => b.encoder_times(n).await,
+        Err(e) => Err(e),
+    };
+    b.shutdown().await;
+    r
 }
 
 /// Launch a bare browser, capture `url` `n` times on one warm page, shut down; returns

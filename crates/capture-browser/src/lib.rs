@@ -60,6 +60,7 @@ mod launch;
 mod memory;
 mod page;
 mod pipeline;
+mod pngenc;
 mod pool;
 mod prepare;
 mod protocol;

@@ -10,8 +10,12 @@
 //! storage), and compares the service's PNG of the realistic page with the floor's (size and
 //! pixels). It ends with the ratios to the floor, Chromium's memory at C=4 and the server's RSS.
 //!
+//! Before the cells it times the ways of encoding the realistic page's PNG (Chromium's
+//! default and fast encoders, then decoding the fast one here and re-encoding it several
+//! ways), each with its size against Chromium's default encode and a pixel check.
+//!
 //! Bounded: a fixed number of jobs per cell, loopback only. `BENCH_JOBS` overrides the
-//! count (default 24).
+//! count (default 24); `BENCH_ENCODE_ONLY=1` stops after the encode comparison.
 
 use std::time::{Duration, Instant};
 
@@ -178,6 +182,11 @@ async fn main() {
     );
     println!("{:<44} {:>5} {:>10} {:>9} {:>9}", "case", "conc", "captures/s", "p50 ms", "p95 ms");
 
+    encode_comparison(&chromium, &format!("{base}/rich")).await;
+    if std::env::var_os("BENCH_ENCODE_ONLY").is_some() {
+        return;
+    }
+
     // Floor: bare DevTools on one warm page per browser, Chromium's default PNG encoder.
     let work = tempfile::tempdir().unwrap();
     let mut floor = std::collections::HashMap::new();
@@ -276,6 +285,52 @@ async fn main() {
     println!(
         "Chromium (PSS of the browsers' process trees) at C=4: {chromium_mb:.0} MB; server RSS after the bench: {server_mb:.0} MB"
     );
+}
+
+/// Chromium's two PNG encoders on the realistic page, then the ways of re-encoding its
+/// fast PNG here (issue 17): time, size against Chromium's default, pixels.
+async fn encode_comparison(chromium: &std::path::Path, url: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let [(slow_t, slow), (fast_t, fast)] =
+        capture_browser::floor::encoder_times(chromium, work.path(), url, 5).await.unwrap();
+    let reference = decode(&slow);
+    let pct = |n: usize| 100.0 * n as f64 / slow.len() as f64;
+    println!(
+        "encode comparison, realistic page {}×{} (best of 5; Chromium's times include the transfer):",
+        reference.width(),
+        reference.height()
+    );
+    println!("{:<58} {:>8} {:>9} {:>7}  pixels", "", "ms", "bytes", "% size");
+    println!("{:<58} {:>8.1} {:>9} {:>7.1}", "Chromium default PNG (captureScreenshot)", ms(slow_t), slow.len(), 100.0);
+    println!(
+        "{:<58} {:>8.1} {:>9} {:>7.1}  {}",
+        "Chromium optimizeForSpeed PNG",
+        ms(fast_t),
+        fast.len(),
+        pct(fast.len()),
+        same(&decode(&fast), &reference)
+    );
+    let alts =
+        tokio::task::spawn_blocking(move || capture_browser::encode::encode_alternatives(&fast, 5)).await.unwrap();
+    for (i, a) in alts.iter().enumerate() {
+        if i < 2 {
+            println!("{:<58} {:>8.1}", format!("  then: {}", a.name), a.millis);
+        } else {
+            println!(
+                "{:<58} {:>8.1} {:>9} {:>7.1}  {}",
+                format!("  then: {}", a.name),
+                a.millis,
+                a.png.len(),
+                pct(a.png.len()),
+                same(&decode(&a.png), &reference)
+            );
+        }
+    }
+    println!();
+}
+
+fn same(a: &image::RgbaImage, b: &image::RgbaImage) -> String {
+    if a == b { "identical".to_string() } else { format!("differ in {} of {}", differing(a, b), b.len() / 4) }
 }
 
 fn decode(png: &[u8]) -> image::RgbaImage {
