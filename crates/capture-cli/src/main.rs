@@ -555,7 +555,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 println!("running without HTTP (no api role)");
             }
-            app.run(capture_server::shutdown_signal()).await
+            Ok(app.run(capture_server::shutdown_signal()).await?)
         }
         Cmd::Migrate => {
             std::fs::create_dir_all(&cfg.data_dir).ok();

@@ -6,7 +6,7 @@
 use std::time::{Duration, SystemTime};
 
 use capture_core::ErrorCode;
-use rand::Rng;
+use rand::RngExt;
 
 /// How a client command retries its requests.
 #[derive(Debug, Clone)]
@@ -54,7 +54,7 @@ impl RetryPolicy {
     pub fn backoff(&self, failed: u32) -> Duration {
         let exp = self.base_delay.saturating_mul(1u32 << failed.saturating_sub(1).min(20)).min(self.max_delay);
         let half = exp / 2;
-        half + half.mul_f64(rand::thread_rng().gen_range(0.0..=1.0))
+        half + half.mul_f64(rand::rng().random_range(0.0..=1.0))
     }
 
     /// After attempt number `failed` failed `elapsed` after the first began, with the
@@ -76,7 +76,7 @@ impl RetryPolicy {
         }
         let wait = match retry_after {
             // The server knows when it expects to cope; a little jitter spreads the herd.
-            Some(after) => after + Duration::from_millis(rand::thread_rng().gen_range(0..=250)),
+            Some(after) => after + Duration::from_millis(rand::rng().random_range(0..=250)),
             None => self.backoff(failed),
         };
         if wait > left {
@@ -129,8 +129,7 @@ pub fn human(d: Duration) -> String {
 /// A fresh Idempotency-Key: `cli_` and 32 random letters and digits (the contract's
 /// pattern is `[A-Za-z0-9_-]{8,128}`).
 pub fn new_idempotency_key() -> String {
-    let r: String =
-        rand::thread_rng().sample_iter(&rand::distributions::Alphanumeric).take(32).map(char::from).collect();
+    let r: String = rand::rng().sample_iter(&rand::distr::Alphanumeric).take(32).map(char::from).collect();
     format!("cli_{r}")
 }
 

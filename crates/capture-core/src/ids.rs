@@ -3,12 +3,12 @@
 //! Requests turn ids into their typed form once, at the edge ([`ScreenshotId::parse`] and
 //! its siblings), so a service function can never be handed a webhook id for a screenshot.
 
-use rand::Rng;
-use rand::distributions::Alphanumeric;
+use rand::RngExt;
+use rand::distr::Alphanumeric;
 
 /// `n` random alphanumeric characters from the OS-seeded CSPRNG.
 pub fn random_string(n: usize) -> String {
-    rand::thread_rng().sample_iter(&Alphanumeric).take(n).map(char::from).collect()
+    rand::rng().sample_iter(&Alphanumeric).take(n).map(char::from).collect()
 }
 
 /// A new id such as `scr_5fG…` (prefix, underscore, 24 random characters).

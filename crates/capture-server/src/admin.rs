@@ -29,13 +29,13 @@ fn valid_email(e: &str) -> bool {
 
 /// Hash a password with argon2id.
 pub fn hash_password(p: &str) -> Result<String, AdminError> {
-    use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};
+    use argon2::password_hash::PasswordHasher;
+    use argon2::password_hash::phc::PasswordHash;
     if p.len() < 8 {
         return Err(AdminError::Invalid("the password must have at least 8 characters".into()));
     }
-    let salt = SaltString::generate(&mut OsRng);
-    argon2::Argon2::default()
-        .hash_password(p.as_bytes(), &salt)
+    // A random 16-byte salt from the operating system.
+    PasswordHasher::<PasswordHash>::hash_password(&argon2::Argon2::default(), p.as_bytes())
         .map(|h| h.to_string())
         .map_err(|e| AdminError::Invalid(e.to_string()))
 }

@@ -123,6 +123,44 @@ async fn metrics(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
 
+/// Why the service could not start: the setting (`CAPTURE_…`) or step it concerns; the cause
+/// is its [`source`](std::error::Error::source), so `{:#}` prints "what: cause" as before.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A setting whose value cannot be used, with the value when it helps
+    /// (`CAPTURE_LISTEN 0.0.0.0:80`).
+    #[error("{setting}")]
+    Setting {
+        setting: String,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The master key file the service keeps in its data folder cannot be used.
+    #[error("{}", path.display())]
+    KeyFile {
+        path: std::path::PathBuf,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Chromium did not start (worker role).
+    #[error("starting Chromium ({})", path.display())]
+    Chromium {
+        path: std::path::PathBuf,
+        #[source]
+        cause: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Reading or writing a local file or socket outside any one setting.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+impl StartError {
+    /// A setting that cannot be used: `setting` names it (and its value), `cause` says why.
+    pub fn setting(setting: impl Into<String>, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        StartError::Setting { setting: setting.into(), cause: cause.into() }
+    }
+}
+
 /// A built application: listener bound, database migrated, browser started.
 pub struct Application {
     state: AppState,
@@ -136,11 +174,11 @@ pub struct Application {
 
 impl Application {
     /// Prepare every role of `cfg`.
-    pub async fn build(cfg: Config) -> anyhow::Result<Application> {
+    pub async fn build(cfg: Config) -> Result<Application, StartError> {
         std::fs::create_dir_all(&cfg.data_dir)
-            .map_err(|e| anyhow::anyhow!("CAPTURE_DATA_DIR {}: {e}", cfg.data_dir.display()))?;
+            .map_err(|e| StartError::setting(format!("CAPTURE_DATA_DIR {}", cfg.data_dir.display()), e))?;
         let store =
-            Store::connect(&cfg.database_url, 16).await.map_err(|e| anyhow::anyhow!("CAPTURE_DATABASE_URL: {e}"))?;
+            Store::connect(&cfg.database_url, 16).await.map_err(|e| StartError::setting("CAPTURE_DATABASE_URL", e))?;
         // Listen before serving or claiming, so nothing committed after start-up is missed.
         // Not fatal: without notifications (e.g. behind a transaction-mode pooler) nodes poll.
         let notifications = match store.listener() {
@@ -156,7 +194,7 @@ impl Application {
         let (listener, addr) = if cfg.roles.api {
             let l = TcpListener::bind(&cfg.listen)
                 .await
-                .map_err(|e| anyhow::anyhow!("CAPTURE_LISTEN {}: {e}", cfg.listen))?;
+                .map_err(|e| StartError::setting(format!("CAPTURE_LISTEN {}", cfg.listen), e))?;
             let a = l.local_addr()?;
             (Some(l), Some(a))
         } else {
@@ -170,11 +208,11 @@ impl Application {
         let blobs: Arc<dyn BlobStore> = match &cfg.storage {
             Storage::Local(dir) => Arc::new(
                 LocalBlobStore::new(dir.clone(), &base_url)
-                    .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL {}: {e}", dir.display()))?,
+                    .map_err(|e| StartError::setting(format!("CAPTURE_STORAGE_URL {}", dir.display()), e))?,
             ),
             Storage::S3(s3) => {
                 let store = S3BlobStore::new(s3, cfg.public_urls, cfg.presign_ttl, &base_url)
-                    .map_err(|e| anyhow::anyhow!("CAPTURE_STORAGE_URL s3://{}: {e}", s3.bucket))?;
+                    .map_err(|e| StartError::setting(format!("CAPTURE_STORAGE_URL s3://{}", s3.bucket), e))?;
                 // Not fatal: the bucket may come up after us; readiness reports it meanwhile.
                 match tokio::time::timeout(Duration::from_secs(10), store.check()).await {
                     Ok(Ok(())) => {}
@@ -211,14 +249,14 @@ impl Application {
                 work_dir: cfg.data_dir.join("browser"),
             })
             .await
-            .map_err(|e| anyhow::anyhow!("starting Chromium ({}): {e}", cfg.chromium_path.display()))?;
+            .map_err(|e| StartError::Chromium { path: cfg.chromium_path.clone(), cause: e.into() })?;
             Some(pool)
         } else {
             None
         };
         let mailer: Option<Arc<dyn capture_mail::Mailer>> = match &cfg.smtp_url {
             Some(u) => Some(Arc::new(
-                capture_mail::SmtpMailer::from_url(u).map_err(|e| anyhow::anyhow!("CAPTURE_SMTP_URL: {}", e.0))?,
+                capture_mail::SmtpMailer::from_url(u).map_err(|e| StartError::setting("CAPTURE_SMTP_URL", e.0))?,
             )),
             None => None,
         };
@@ -262,7 +300,7 @@ impl Application {
 
     /// Serve until `shutdown` resolves, then drain: stop accepting, let in-flight captures
     /// finish within `CAPTURE_SHUTDOWN_GRACE`, hand the rest back to the queue, stop Chromium.
-    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()> + Send + 'static) -> Result<(), StartError> {
         let stop = self.state.shutdown.clone();
         let hard_stop = CancellationToken::new();
         let state = self.state.clone();

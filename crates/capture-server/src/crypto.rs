@@ -8,8 +8,10 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use chacha20poly1305::aead::{Aead, KeyInit};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
-use rand::RngCore;
+use rand::TryRng;
 use sha2::{Digest, Sha256};
+
+use crate::app::StartError;
 
 /// Lowercase hex SHA-256 of `s` (API key lookup).
 pub fn sha256_hex(s: &[u8]) -> String {
@@ -49,17 +51,18 @@ impl MasterKey {
     }
 
     /// The configured key, or the one kept in `data_dir/master.key` (created on first use).
-    pub fn load_or_create(configured: Option<&str>, data_dir: &Path) -> anyhow::Result<MasterKey> {
+    pub fn load_or_create(configured: Option<&str>, data_dir: &Path) -> Result<MasterKey, StartError> {
         if let Some(k) = configured {
-            return MasterKey::parse(k).map_err(|e| anyhow::anyhow!("CAPTURE_MASTER_KEY {e}"));
+            return MasterKey::parse(k).map_err(|e| StartError::setting("CAPTURE_MASTER_KEY", e));
         }
         let path = data_dir.join("master.key");
+        let in_file = |e: String| StartError::KeyFile { path: path.clone(), cause: e.into() };
         if let Ok(text) = std::fs::read_to_string(&path) {
-            return MasterKey::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+            return MasterKey::parse(&text).map_err(in_file);
         }
         std::fs::create_dir_all(data_dir)?;
         let mut bytes = [0u8; 32];
-        rand::rngs::OsRng.fill_bytes(&mut bytes);
+        rand::rngs::SysRng.try_fill_bytes(&mut bytes).expect("the operating system's random source");
         let text = hex::encode(bytes);
         // create_new: two processes starting at once must not overwrite each other's key.
         let mut opts = std::fs::OpenOptions::new();
@@ -70,18 +73,18 @@ impl MasterKey {
             Ok(mut f) => std::io::Write::write_all(&mut f, text.as_bytes())?,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let text = std::fs::read_to_string(&path)?;
-                return MasterKey::parse(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()));
+                return MasterKey::parse(&text).map_err(in_file);
             }
             Err(e) => return Err(e.into()),
         }
-        MasterKey::parse(&text).map_err(|e| anyhow::anyhow!(e))
+        MasterKey::parse(&text).map_err(in_file)
     }
 
     /// Encrypt to base64(nonce ‖ ciphertext).
     pub fn encrypt(&self, plain: &str) -> String {
         let mut nonce = [0u8; 24];
-        rand::rngs::OsRng.fill_bytes(&mut nonce);
-        let ct = self.0.encrypt(XNonce::from_slice(&nonce), plain.as_bytes()).expect("encryption cannot fail");
+        rand::rngs::SysRng.try_fill_bytes(&mut nonce).expect("the operating system's random source");
+        let ct = self.0.encrypt(&XNonce::from(nonce), plain.as_bytes()).expect("encryption cannot fail");
         let mut out = nonce.to_vec();
         out.extend_from_slice(&ct);
         B64.encode(out)
@@ -94,7 +97,7 @@ impl MasterKey {
             return None;
         }
         let (nonce, ct) = raw.split_at(24);
-        let plain = self.0.decrypt(XNonce::from_slice(nonce), ct).ok()?;
+        let plain = self.0.decrypt(&XNonce::try_from(nonce).ok()?, ct).ok()?;
         String::from_utf8(plain).ok()
     }
 }

@@ -44,5 +44,5 @@ pub mod state;
 pub mod web;
 pub mod webhooks;
 
-pub use app::{Application, shutdown_signal};
+pub use app::{Application, StartError, shutdown_signal};
 pub use config::Config;

@@ -10,6 +10,7 @@ use sqlx::any::AnyRow;
 use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store};
 use crate::jobs::{IdemResponse, Refused, append_event, reserve};
+use crate::shape::{Table, created};
 
 /// Kind of a draft row (and its queue kind is `ad_draft`).
 pub const KIND_DRAFT: &str = "draft";
@@ -90,6 +91,8 @@ pub struct AdshotDone {
 const COLS: &str = "id, user_id, key_id, kind, draft_id, status, stage, progress, input, draft, files, \
     video_key, thumb_key, duration_ms, width, height, meta, error, actions, usage_month, created_at, started_at, \
     completed_at";
+/// The reads of a row by id, of a page, and of a created row.
+const TABLE: Table = Table::new("adshots", COLS);
 
 /// The queue kind of a row kind.
 pub fn queue_kind(kind: &str) -> &'static str {
@@ -184,56 +187,29 @@ impl Store {
         crate::queue::enqueue(&mut tx, op, &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
         append_event(&mut tx, &n.user_id, &n.id, "adshot.status", &serde_json::json!({ "status": "pending" }), n.now)
             .await?;
-        if n.key_id.is_some() {
-            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(n.now)
-                .bind(n.key_id.clone())
-                .execute(&mut *tx)
-                .await?;
-        }
-        let row =
-            sqlx::query(sqlf!("SELECT {COLS} FROM adshots WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
-        let row = row_from(&row)?;
-        if let Some(idem) = idem {
-            let (status, body) = (idem.render)(&row);
-            if !Self::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
-                tx.rollback().await?;
-                return Ok(Err(Refused::IdempotencyTakenOver));
-            }
-        }
+        let key = n.key_id.as_deref().map(|k| (k, n.now));
+        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
+            tx.rollback().await?;
+            return Ok(Err(Refused::IdempotencyTakenOver));
+        };
         tx.commit().await?;
         Ok(Ok((row, used)))
     }
 
     /// A draft or render by id, whoever owns it (workers).
     pub async fn adshot(&self, id: &str) -> Result<Option<AdshotRow>> {
-        let row =
-            sqlx::query(sqlf!("SELECT {COLS} FROM adshots WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, None, row_from).await
     }
 
     /// A draft or render of `user_id` (None for someone else's).
     pub async fn adshot_of(&self, user_id: &str, id: &str) -> Result<Option<AdshotRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM adshots WHERE id = $1 AND user_id = $2"))
-            .bind(id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, Some(user_id), row_from).await
     }
 
     /// The newest drafts and renders of `user_id` (`kind`: only one kind), newest first.
     pub async fn list_adshots(&self, user_id: &str, kind: Option<&str>, limit: i64) -> Result<Vec<AdshotRow>> {
-        let rows = sqlx::query(sqlf!(
-            "SELECT {COLS} FROM adshots WHERE user_id = $1 AND ($2 IS NULL OR kind = $2) \
-             ORDER BY created_at DESC, id DESC LIMIT $3"
-        ))
-        .bind(user_id)
-        .bind(kind.map(str::to_string))
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(row_from).collect()
+        let and = kind.map(|k| ("kind = $5", k));
+        TABLE.page(&self.pool, user_id, None, and, limit, row_from).await
     }
 
     /// Record what the worker is doing (`stage`, `progress` 0–100) with a status event, as

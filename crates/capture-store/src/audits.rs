@@ -10,6 +10,7 @@ use sqlx::{Any, Row, Transaction};
 use crate::admission::{self, QueueFull, QueueLimits, QueueScope};
 use crate::db::{Result, Store};
 use crate::jobs::{IdemResponse, Refused, append_event, reserve};
+use crate::shape::{Before, Table, created};
 
 /// An audit row.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,6 +83,8 @@ pub struct AuditDone {
 const COLS: &str = "id, user_id, key_id, status, url, report_type, max_pages, pages_audited, pages_total, \
     scores, report, error, share_token, pdf_key, actions_reserved, actions_charged, usage_month, created_at, \
     started_at, completed_at";
+/// The reads of a row by id, of a page, and of a created row.
+const TABLE: Table = Table::new("audits", COLS);
 
 /// The columns of a listing: everything but the report, which can be large.
 const LIST_COLS: &str = "id, user_id, key_id, status, url, report_type, max_pages, pages_audited, pages_total, \
@@ -208,41 +211,23 @@ impl Store {
         .await?;
         crate::queue::enqueue(&mut tx, "audit", &n.id, Some(&n.user_id), &n.task_payload, n.task_run_at).await?;
         append_event(&mut tx, &n.user_id, &n.id, AUDIT_EVENT, &serde_json::json!({"status": "pending"}), n.now).await?;
-        if n.key_id.is_some() {
-            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(n.now)
-                .bind(n.key_id.clone())
-                .execute(&mut *tx)
-                .await?;
-        }
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM audits WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
-        let row = row_from(&row)?;
-        if let Some(idem) = idem {
-            let (status, body) = (idem.render)(&row);
-            if !Self::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
-                tx.rollback().await?;
-                return Ok(Err(Refused::IdempotencyTakenOver));
-            }
-        }
+        let key = n.key_id.as_deref().map(|k| (k, n.now));
+        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
+            tx.rollback().await?;
+            return Ok(Err(Refused::IdempotencyTakenOver));
+        };
         tx.commit().await?;
         Ok(Ok((row, used)))
     }
 
     /// An audit by id, whoever owns it (workers, streams after an ownership check).
     pub async fn audit(&self, id: &str) -> Result<Option<AuditRow>> {
-        let row =
-            sqlx::query(sqlf!("SELECT {COLS} FROM audits WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, None, row_from).await
     }
 
     /// An audit of `user_id` (None for someone else's).
     pub async fn audit_of(&self, user_id: &str, id: &str) -> Result<Option<AuditRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM audits WHERE id = $1 AND user_id = $2"))
-            .bind(id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, Some(user_id), row_from).await
     }
 
     /// The audit a public report token points at.
@@ -256,25 +241,8 @@ impl Store {
 
     /// Newest first, without their reports; `before` is `(created_at, Some(id))` from a
     /// cursor or `(ts, None)`.
-    pub async fn list_audits(
-        &self,
-        user_id: &str,
-        before: Option<(i64, Option<String>)>,
-        limit: i64,
-    ) -> Result<Vec<AuditRow>> {
-        let (ts, id) = before.unwrap_or((i64::MAX, None));
-        let rows = sqlx::query(sqlf!(
-            "SELECT {LIST_COLS} FROM audits WHERE user_id = $1 \
-             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
-             ORDER BY created_at DESC, id DESC LIMIT $4"
-        ))
-        .bind(user_id)
-        .bind(ts)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(row_from).collect()
+    pub async fn list_audits(&self, user_id: &str, before: Before, limit: i64) -> Result<Vec<AuditRow>> {
+        Table::new("audits", LIST_COLS).page(&self.pool, user_id, before, None, limit, row_from).await
     }
 
     /// Move an audit to `processing` (with its event) when its task is claimed.

@@ -15,7 +15,8 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use crate::db::{Result, Store};
+use crate::db::{Result, Store, StoreError};
+use crate::shape::{Before, Table, created};
 
 /// A campaign.
 #[derive(Debug, Clone, PartialEq)]
@@ -166,6 +167,8 @@ pub enum Reserved {
 
 const CAMPAIGN_COLS: &str = "id, user_id, key_id, name, status, send_at, timezone, report_type, send_hours, \
     created_at, updated_at, launched_at, completed_at";
+/// The reads of a row by id, of a page, and of a created row.
+const TABLE: Table = Table::new("campaigns", CAMPAIGN_COLS);
 const TARGET_COLS: &str = "t.id, t.campaign_id, t.user_id, t.website_url, t.recipient_email, t.email_key, \
     t.recipient_domain, t.report_type, t.state, t.reason, t.audit_id, t.unsubscribe_token, t.message_id, \
     t.next_check_at, t.created_at, t.updated_at, t.sent_at";
@@ -188,6 +191,18 @@ fn campaign_from(r: &AnyRow) -> Result<CampaignRecord> {
         updated_at: r.try_get("updated_at")?,
         launched_at: r.try_get("launched_at")?,
         completed_at: r.try_get("completed_at")?,
+    })
+}
+
+const SUPPRESSION_COLS: &str = "email, email_key, reason, detail, created_at";
+
+fn suppression_from(r: &AnyRow) -> Result<Suppression> {
+    Ok(Suppression {
+        email: r.try_get("email")?,
+        email_key: r.try_get("email_key")?,
+        reason: r.try_get("reason")?,
+        detail: r.try_get("detail")?,
+        created_at: r.try_get("created_at")?,
     })
 }
 
@@ -276,13 +291,10 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let inserted = insert_targets(&mut tx, &c.id, &c.user_id, rows, c.now).await?;
-        let row = sqlx::query(sqlf!("SELECT {CAMPAIGN_COLS} FROM campaigns WHERE id = $1"))
-            .bind(&c.id)
-            .fetch_one(&mut *tx)
-            .await?;
-        let rec = campaign_from(&row)?;
+        // Without an Idempotency-Key here: the route stores the campaign's response itself.
+        let rec = created(&mut tx, &TABLE, &c.id, None, campaign_from, None).await?;
         tx.commit().await?;
-        Ok((rec, inserted))
+        Ok((rec.ok_or(StoreError::NotFound)?, inserted))
     }
 
     /// Add rows to a campaign of `user_id` that has not completed (nor been cancelled),
@@ -325,34 +337,12 @@ impl Store {
 
     /// A campaign of `user_id`.
     pub async fn campaign_of(&self, user_id: &str, id: &str) -> Result<Option<CampaignRecord>> {
-        let row = sqlx::query(sqlf!("SELECT {CAMPAIGN_COLS} FROM campaigns WHERE id = $1 AND user_id = $2"))
-            .bind(id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(campaign_from).transpose()
+        TABLE.get(&self.pool, id, Some(user_id), campaign_from).await
     }
 
     /// The campaigns of `user_id`, newest first; `before` is `(created_at, Some(id))`.
-    pub async fn list_campaigns(
-        &self,
-        user_id: &str,
-        before: Option<(i64, Option<String>)>,
-        limit: i64,
-    ) -> Result<Vec<CampaignRecord>> {
-        let (ts, id) = before.unwrap_or((i64::MAX, None));
-        let rows = sqlx::query(sqlf!(
-            "SELECT {CAMPAIGN_COLS} FROM campaigns WHERE user_id = $1 \
-             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
-             ORDER BY created_at DESC, id DESC LIMIT $4"
-        ))
-        .bind(user_id)
-        .bind(ts)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(campaign_from).collect()
+    pub async fn list_campaigns(&self, user_id: &str, before: Before, limit: i64) -> Result<Vec<CampaignRecord>> {
+        TABLE.page(&self.pool, user_id, before, None, limit, campaign_from).await
     }
 
     /// The rows of a campaign, oldest first (at most `limit`), each with its audit's public
@@ -532,32 +522,14 @@ impl Store {
         next_check_at: i64,
         now: i64,
     ) -> Result<bool> {
-        let res = sqlx::query(sqlf!(
-            "UPDATE campaign_rows SET state = $1, reason = $2, next_check_at = $3, updated_at = $4 \
-             WHERE id = $5 AND state IN {OPEN_STATES}"
-        ))
-        .bind(state)
-        .bind(reason)
-        .bind(next_check_at)
-        .bind(now)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok(res.rows_affected() > 0)
+        let change = RowChange { state: Some(state), reason, next_check_at: Some(next_check_at), ..OPEN_ROW };
+        Ok(change.apply(&self.pool, id, now).await?.is_some())
     }
 
     /// End an open row as `skipped` or `failed` with its reason.
     pub async fn target_end(&self, id: &str, state: &str, reason: &str, now: i64) -> Result<bool> {
-        let res = sqlx::query(sqlf!(
-            "UPDATE campaign_rows SET state = $1, reason = $2, updated_at = $3 WHERE id = $4 AND state IN {OPEN_STATES}"
-        ))
-        .bind(state)
-        .bind(reason)
-        .bind(now)
-        .bind(id)
-        .execute(&self.pool)
-        .await?;
-        Ok(res.rows_affected() > 0)
+        let change = RowChange { state: Some(state), reason: Some(reason), ..OPEN_ROW };
+        Ok(change.apply(&self.pool, id, now).await?.is_some())
     }
 
     /// Take one mail: see the module docs. One transaction; anything but [`Reserved::Yes`]
@@ -583,13 +555,8 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
         if suppressed.is_some() {
-            sqlx::query(
-                "UPDATE campaign_rows SET state = 'skipped', reason = 'suppressed', updated_at = $1 WHERE id = $2",
-            )
-            .bind(r.now)
-            .bind(r.row_id)
-            .execute(&mut *tx)
-            .await?;
+            let change = RowChange { state: Some("skipped"), reason: Some("suppressed"), ..ANY_ROW };
+            change.apply(&mut *tx, r.row_id, r.now).await?;
             tx.commit().await?;
             return Ok(Reserved::Suppressed);
         }
@@ -630,11 +597,7 @@ impl Store {
             .bind(r.sender)
             .execute(&mut *tx)
             .await?;
-        sqlx::query("UPDATE campaign_rows SET reason = 'sending', updated_at = $1 WHERE id = $2")
-            .bind(r.now)
-            .bind(r.row_id)
-            .execute(&mut *tx)
-            .await?;
+        RowChange { reason: Some("sending"), ..ANY_ROW }.apply(&mut *tx, r.row_id, r.now).await?;
         tx.commit().await?;
         Ok(Reserved::Yes)
     }
@@ -642,25 +605,9 @@ impl Store {
     /// The mail of a reserved row was accepted: the outbox entry and the row are `sent`.
     pub async fn finish_send_ok(&self, row_id: &str, message_id: &str, response: &str, now: i64) -> Result<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "UPDATE campaign_outbox SET state = 'sent', message_id = $1, response = $2, finished_at = $3 \
-             WHERE row_id = $4 AND state = 'sending'",
-        )
-        .bind(message_id)
-        .bind(response)
-        .bind(now)
-        .bind(row_id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE campaign_rows SET state = 'sent', reason = NULL, message_id = $1, sent_at = $2, updated_at = $2 \
-             WHERE id = $3",
-        )
-        .bind(message_id)
-        .bind(now)
-        .bind(row_id)
-        .execute(&mut *tx)
-        .await?;
+        settle_outbox(&mut tx, row_id, "sent", response, Some(message_id), now).await?;
+        let change = RowChange { state: Some("sent"), reason: None, message_id: Some(message_id), ..ANY_ROW };
+        change.apply(&mut *tx, row_id, now).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -669,25 +616,9 @@ impl Store {
     /// `reason` and the address is suppressed for the account (`bounced`).
     pub async fn finish_send_rejected(&self, row_id: &str, reason: &str, detail: &str, now: i64) -> Result<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "UPDATE campaign_outbox SET state = 'failed', response = $1, finished_at = $2 \
-             WHERE row_id = $3 AND state = 'sending'",
-        )
-        .bind(detail)
-        .bind(now)
-        .bind(row_id)
-        .execute(&mut *tx)
-        .await?;
-        let row: Option<(String, String, String)> = sqlx::query_as(
-            "UPDATE campaign_rows SET state = 'failed', reason = $1, updated_at = $2 WHERE id = $3 \
-             RETURNING user_id, email_key, recipient_email",
-        )
-        .bind(reason)
-        .bind(now)
-        .bind(row_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((user_id, key, email)) = row {
+        settle_outbox(&mut tx, row_id, "failed", detail, None, now).await?;
+        let change = RowChange { state: Some("failed"), reason: Some(reason), ..ANY_ROW };
+        if let Some((user_id, key, email)) = change.apply(&mut *tx, row_id, now).await? {
             insert_suppression(&mut tx, &user_id, &key, &email, "bounced", Some(detail), now).await?;
         }
         tx.commit().await?;
@@ -704,21 +635,8 @@ impl Store {
         now: i64,
     ) -> Result<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "UPDATE campaign_outbox SET state = 'failed', response = $1, finished_at = $2 \
-             WHERE row_id = $3 AND state = 'sending'",
-        )
-        .bind(detail)
-        .bind(now)
-        .bind(row_id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("UPDATE campaign_rows SET state = 'failed', reason = $1, updated_at = $2 WHERE id = $3")
-            .bind(reason)
-            .bind(now)
-            .bind(row_id)
-            .execute(&mut *tx)
-            .await?;
+        settle_outbox(&mut tx, row_id, "failed", detail, None, now).await?;
+        RowChange { state: Some("failed"), reason: Some(reason), ..ANY_ROW }.apply(&mut *tx, row_id, now).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -734,25 +652,9 @@ impl Store {
         now: i64,
     ) -> Result<()> {
         let mut tx = self.begin_write().await?;
-        sqlx::query(
-            "UPDATE campaign_outbox SET state = 'retry', response = $1, finished_at = $2 \
-             WHERE row_id = $3 AND state = 'sending'",
-        )
-        .bind(detail)
-        .bind(now)
-        .bind(row_id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "UPDATE campaign_rows SET reason = $1, next_check_at = $2, updated_at = $3 WHERE id = $4 \
-             AND state = 'ready'",
-        )
-        .bind(reason)
-        .bind(next_check_at)
-        .bind(now)
-        .bind(row_id)
-        .execute(&mut *tx)
-        .await?;
+        settle_outbox(&mut tx, row_id, "retry", detail, None, now).await?;
+        let change = RowChange { reason: Some(reason), next_check_at: Some(next_check_at), ..READY_ROW };
+        change.apply(&mut *tx, row_id, now).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -770,14 +672,8 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         for (row_id,) in &rows {
-            sqlx::query(
-                "UPDATE campaign_rows SET state = 'failed', reason = 'send_interrupted', updated_at = $1 \
-                 WHERE id = $2 AND state = 'ready'",
-            )
-            .bind(now)
-            .bind(row_id)
-            .execute(&mut *tx)
-            .await?;
+            let change = RowChange { state: Some("failed"), reason: Some("send_interrupted"), ..READY_ROW };
+            change.apply(&mut *tx, row_id, now).await?;
         }
         tx.commit().await?;
         Ok(rows.len() as u64)
@@ -821,51 +717,20 @@ impl Store {
 
     /// Whether an address is suppressed for an account.
     pub async fn suppression(&self, user_id: &str, email_key: &str) -> Result<Option<Suppression>> {
-        let row: Option<(String, String, String, Option<String>, i64)> = sqlx::query_as(
-            "SELECT email, email_key, reason, detail, created_at FROM suppressions WHERE user_id = $1 AND email_key = $2",
-        )
-        .bind(user_id)
-        .bind(email_key)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.map(|(email, email_key, reason, detail, created_at)| Suppression {
-            email,
-            email_key,
-            reason,
-            detail,
-            created_at,
-        }))
+        let row =
+            sqlx::query(sqlf!("SELECT {SUPPRESSION_COLS} FROM suppressions WHERE user_id = $1 AND email_key = $2"))
+                .bind(user_id)
+                .bind(email_key)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.as_ref().map(suppression_from).transpose()
     }
 
     /// An account's suppressions, newest first; `before` is `(created_at, Some(email_key))`.
-    pub async fn list_suppressions(
-        &self,
-        user_id: &str,
-        before: Option<(i64, Option<String>)>,
-        limit: i64,
-    ) -> Result<Vec<Suppression>> {
-        let (ts, key) = before.unwrap_or((i64::MAX, None));
-        let rows: Vec<(String, String, String, Option<String>, i64)> = sqlx::query_as(
-            "SELECT email, email_key, reason, detail, created_at FROM suppressions WHERE user_id = $1 \
-             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND email_key < $3)) \
-             ORDER BY created_at DESC, email_key DESC LIMIT $4",
-        )
-        .bind(user_id)
-        .bind(ts)
-        .bind(key)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(email, email_key, reason, detail, created_at)| Suppression {
-                email,
-                email_key,
-                reason,
-                detail,
-                created_at,
-            })
-            .collect())
+    pub async fn list_suppressions(&self, user_id: &str, before: Before, limit: i64) -> Result<Vec<Suppression>> {
+        Table { table: "suppressions", cols: SUPPRESSION_COLS, key: "email_key" }
+            .page(&self.pool, user_id, before, None, limit, suppression_from)
+            .await
     }
 
     /// The row a one-click unsubscribe token names: (user id, address, its key).
@@ -1028,4 +893,77 @@ async fn insert_suppression(
         .await?;
     }
     Ok(res.rows_affected() > 0)
+}
+
+/// One change of a campaign row (its `updated_at` always moves). Start from [`ANY_ROW`],
+/// [`OPEN_ROW`] or [`READY_ROW`], which say which rows it may change.
+#[derive(Clone, Copy)]
+struct RowChange<'a> {
+    /// The new state; None keeps it.
+    state: Option<&'a str>,
+    /// Why it waits or ended: always written (None clears it).
+    reason: Option<&'a str>,
+    /// When the scheduler looks at it again; None keeps it.
+    next_check_at: Option<i64>,
+    /// The accepted mail's Message-ID (with `sent`, which also stamps `sent_at`).
+    message_id: Option<&'a str>,
+    /// Only a row in one of these states (a SQL list); None: whatever its state.
+    only_in: Option<&'static str>,
+}
+
+/// A change of the row whatever its state (the caller holds it: a reserved send).
+const ANY_ROW: RowChange<'static> =
+    RowChange { state: None, reason: None, next_check_at: None, message_id: None, only_in: None };
+/// A change of a row the scheduler still works on.
+const OPEN_ROW: RowChange<'static> = RowChange { only_in: Some(OPEN_STATES), ..ANY_ROW };
+/// A change of a row ready to send.
+const READY_ROW: RowChange<'static> = RowChange { only_in: Some("('ready')"), ..ANY_ROW };
+
+impl RowChange<'_> {
+    /// Apply to row `id`: its (user id, address key, address) when it changed, None when it
+    /// is gone or not in `only_in`.
+    async fn apply<'e, E>(self, ex: E, id: &str, now: i64) -> Result<Option<(String, String, String)>>
+    where
+        E: sqlx::Executor<'e, Database = Any>,
+    {
+        let only_in = self.only_in.map(|states| format!(" AND state IN {states}")).unwrap_or_default();
+        Ok(sqlx::query_as(sqlf!(
+            "UPDATE campaign_rows SET state = COALESCE($1, state), reason = $2, \
+             next_check_at = COALESCE($3, next_check_at), message_id = COALESCE($4, message_id), \
+             sent_at = CASE WHEN $1 = 'sent' THEN $5 ELSE sent_at END, updated_at = $5 \
+             WHERE id = $6{only_in} RETURNING user_id, email_key, recipient_email"
+        ))
+        .bind(self.state)
+        .bind(self.reason)
+        .bind(self.next_check_at)
+        .bind(self.message_id)
+        .bind(now)
+        .bind(id)
+        .fetch_optional(ex)
+        .await?)
+    }
+}
+
+/// Close a row's `sending` outbox entry as `state` (sent, failed, retry) with the receiving
+/// server's `response`, and the Message-ID of an accepted mail.
+async fn settle_outbox(
+    tx: &mut Transaction<'static, Any>,
+    row_id: &str,
+    state: &str,
+    response: &str,
+    message_id: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE campaign_outbox SET state = $1, response = $2, finished_at = $3, \
+         message_id = COALESCE($4, message_id) WHERE row_id = $5 AND state = 'sending'",
+    )
+    .bind(state)
+    .bind(response)
+    .bind(now)
+    .bind(message_id)
+    .bind(row_id)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }

@@ -6,6 +6,7 @@ use sqlx::{Any, Row, Transaction};
 
 use crate::admission::{self, QueueFull, QueueLimits};
 use crate::db::{Result, Store};
+use crate::shape::{Before, Table, created};
 
 /// A screenshot job row.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +108,8 @@ impl From<QueueFull> for Refused {
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
     created_at, started_at, completed_at";
+/// The reads of a row by id, of a page, and of a created row.
+const TABLE: Table = Table::new("screenshots", COLS);
 
 pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
     let tags: String = r.try_get("tags")?;
@@ -332,25 +335,11 @@ impl Store {
         }
         append_event(&mut tx, &n.user_id, &n.id, "screenshot.status", &serde_json::json!({ "status": status }), n.now)
             .await?;
-        if n.key_id.is_some() {
-            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(n.now)
-                .bind(n.key_id.clone())
-                .execute(&mut *tx)
-                .await?;
-        }
-        // The job as created, read before commit: once committed, a worker on another node
-        // (woken by NOTIFY) may mark it processing before a later read.
-        let row =
-            sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
-        let row = row_from(&row)?;
-        if let Some(idem) = idem {
-            let (status, body) = (idem.render)(&row);
-            if !Self::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
-                tx.rollback().await?;
-                return Ok(Err(Refused::IdempotencyTakenOver));
-            }
-        }
+        let key = n.key_id.as_deref().map(|k| (k, n.now));
+        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
+            tx.rollback().await?;
+            return Ok(Err(Refused::IdempotencyTakenOver));
+        };
         // Last, so the global lock (PostgreSQL) is held only for one count and the commit.
         if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
             tx.rollback().await?;
@@ -362,43 +351,17 @@ impl Store {
 
     /// A job by id, whoever owns it (workers, streams after an ownership check).
     pub async fn screenshot(&self, id: &str) -> Result<Option<ScreenshotRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, None, row_from).await
     }
 
     /// A job of `user_id` (None for someone else's).
     pub async fn screenshot_of(&self, user_id: &str, id: &str) -> Result<Option<ScreenshotRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE id = $1 AND user_id = $2"))
-            .bind(id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, Some(user_id), row_from).await
     }
 
     /// Newest first; `before` is `(created_at, Some(id))` from a cursor or `(ts, None)`.
-    pub async fn list_screenshots(
-        &self,
-        user_id: &str,
-        before: Option<(i64, Option<String>)>,
-        limit: i64,
-    ) -> Result<Vec<ScreenshotRow>> {
-        let (ts, id) = before.unwrap_or((i64::MAX, None));
-        let rows = sqlx::query(sqlf!(
-            "SELECT {COLS} FROM screenshots WHERE user_id = $1 \
-             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
-             ORDER BY created_at DESC, id DESC LIMIT $4"
-        ))
-        .bind(user_id)
-        .bind(ts)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(row_from).collect()
+    pub async fn list_screenshots(&self, user_id: &str, before: Before, limit: i64) -> Result<Vec<ScreenshotRow>> {
+        TABLE.page(&self.pool, user_id, before, None, limit, row_from).await
     }
 
     /// Set the share token of a job if it has none; returns the token in force.

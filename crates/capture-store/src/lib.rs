@@ -30,6 +30,7 @@ mod oauth;
 mod queue;
 mod runs;
 mod sessions;
+mod shape;
 mod users;
 mod web_store;
 mod webhooks;

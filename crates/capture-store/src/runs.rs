@@ -11,6 +11,7 @@ use sqlx::{Any, Row, Transaction};
 
 use crate::db::{Result, Store};
 use crate::jobs::{IdemResponse, QuotaExceeded, append_event};
+use crate::shape::{Before, Table, created};
 
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +141,8 @@ const COLS: &str = "id, user_id, key_id, kind, status, start_url, device, record
     step_results, final_url, page_title, video_key, console_error_count, network_error_count, console_errors, \
     network_errors, error, finalization_error, end_reason, connect_token_hash, connect_expires_at, stop_requested, \
     actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at";
+/// The reads of a row by id, of a page, and of a created row.
+const TABLE: Table = Table::new("runs", COLS);
 
 const ACTIVE: &str = "status IN ('pending', 'running')";
 
@@ -280,63 +283,28 @@ impl Store {
             crate::queue::enqueue(&mut tx, "run", &n.id, Some(&n.user_id), payload, n.now).await?;
         }
         status_event(&mut tx, &n.user_id, &n.id, &serde_json::json!({"status": "pending"}), n.now).await?;
-        if n.key_id.is_some() {
-            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(n.now)
-                .bind(n.key_id.clone())
-                .execute(&mut *tx)
-                .await?;
-        }
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1")).bind(&n.id).fetch_one(&mut *tx).await?;
-        let row = row_from(&row)?;
-        if let Some(idem) = idem {
-            let (status, body) = (idem.render)(&row);
-            if !Self::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
-                tx.rollback().await?;
-                return Ok(Err(RunRefused::IdempotencyTakenOver));
-            }
-        }
+        let key = n.key_id.as_deref().map(|k| (k, n.now));
+        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
+            tx.rollback().await?;
+            return Ok(Err(RunRefused::IdempotencyTakenOver));
+        };
         tx.commit().await?;
         Ok(Ok((row, used)))
     }
 
     /// A run by id, whoever owns it (workers, the relay endpoint after its token check).
     pub async fn run(&self, id: &str) -> Result<Option<RunRow>> {
-        let row =
-            sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, None, row_from).await
     }
 
     /// A run of `user_id` (None for someone else's).
     pub async fn run_of(&self, user_id: &str, id: &str) -> Result<Option<RunRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM runs WHERE id = $1 AND user_id = $2"))
-            .bind(id)
-            .bind(user_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.as_ref().map(row_from).transpose()
+        TABLE.get(&self.pool, id, Some(user_id), row_from).await
     }
 
     /// Newest first; `before` is `(created_at, Some(id))` from a cursor or `(ts, None)`.
-    pub async fn list_runs(
-        &self,
-        user_id: &str,
-        before: Option<(i64, Option<String>)>,
-        limit: i64,
-    ) -> Result<Vec<RunRow>> {
-        let (ts, id) = before.unwrap_or((i64::MAX, None));
-        let rows = sqlx::query(sqlf!(
-            "SELECT {COLS} FROM runs WHERE user_id = $1 \
-             AND (created_at < $2 OR (created_at = $2 AND $3 IS NOT NULL AND id < $3)) \
-             ORDER BY created_at DESC, id DESC LIMIT $4"
-        ))
-        .bind(user_id)
-        .bind(ts)
-        .bind(id)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(row_from).collect()
+    pub async fn list_runs(&self, user_id: &str, before: Before, limit: i64) -> Result<Vec<RunRow>> {
+        TABLE.page(&self.pool, user_id, before, None, limit, row_from).await
     }
 
     /// Start a pending scripted run on `worker`, holding it until `lease_until`. None when

@@ -2,52 +2,18 @@
 //! and closed campaigns, the outbox fence, caps exact under concurrent reservations,
 //! suppressions skipping open rows, and interrupted sends never re-sent.
 //!
-//! PostgreSQL: `CAPTURE_TEST_POSTGRES_URL`, else `CAPTURE_TEST_PG_URL`, else
-//! `postgres://postgres:postgres@127.0.0.1:5432/postgres` (a database per test, dropped after).
+//! The harness (both backends, a database per test dropped after) is `common`.
+
+#[macro_use]
+mod common;
 
 use std::sync::Arc;
 
 use capture_core::ids::{USER, new_id, random_string};
 use capture_store::{NewCampaign, NewTarget, Reservation, Reserved, Store, User};
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
 
 const T0: i64 = 1_800_000_000_000;
 const DAY: &str = "2027-01-15";
-
-fn pg_admin() -> String {
-    std::env::var("CAPTURE_TEST_POSTGRES_URL")
-        .or_else(|_| std::env::var("CAPTURE_TEST_PG_URL"))
-        .unwrap_or_else(|_| "postgres://postgres:postgres@127.0.0.1:5432/postgres".into())
-}
-
-/// A fresh store on `pg` or SQLite; the scenario runs, then the database is dropped.
-async fn with_store<F, Fut>(pg: bool, f: F)
-where
-    F: FnOnce(Store) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let dir = tempfile::tempdir().unwrap();
-    let name = format!("capture_cmp_{}", random_string(12).to_lowercase());
-    let url = if pg {
-        let mut admin = PgConnection::connect(&pg_admin()).await.expect("PostgreSQL (CAPTURE_TEST_PG_URL)");
-        admin.execute(AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.unwrap();
-        let _ = admin.close().await;
-        let mut u = url::Url::parse(&pg_admin()).unwrap();
-        u.set_path(&name);
-        u.to_string()
-    } else {
-        format!("sqlite://{}", dir.path().join("c.db").display())
-    };
-    let store = Store::connect(&url, 8).await.unwrap();
-    let outcome = tokio::spawn(f(store.clone())).await;
-    store.close().await;
-    if pg && let Ok(mut admin) = PgConnection::connect(&pg_admin()).await {
-        let _ = admin.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).await;
-    }
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
 
 async fn user(store: &Store) -> User {
     let u = User {
@@ -99,7 +65,7 @@ async fn launch_ready(store: &Store, u: &User, id: &str) {
     }
 }
 
-async fn rows_and_bounds(store: Store) {
+async fn campaign_rows_and_bounds(store: Store) {
     let u = user(&store).await;
     let id = campaign(
         &store,
@@ -149,7 +115,7 @@ async fn rows_and_bounds(store: Store) {
 }
 
 /// Every reservation at once from many tasks: exactly the caps pass, each row at most once.
-async fn caps_hold_exactly_under_concurrency(store: Store) {
+async fn campaign_caps_hold_exactly_under_concurrency(store: Store) {
     let u = user(&store).await;
     let mut rows = Vec::new();
     for i in 0..12 {
@@ -211,7 +177,7 @@ async fn caps_hold_exactly_under_concurrency(store: Store) {
     assert_eq!(store.reserve_send(&r).await.unwrap(), Reserved::Yes);
 }
 
-async fn outcomes_suppressions_and_interrupted_sends(store: Store) {
+async fn campaign_outcomes_suppressions_and_interrupted_sends(store: Store) {
     let u = user(&store).await;
     let id = campaign(
         &store,
@@ -291,7 +257,7 @@ async fn outcomes_suppressions_and_interrupted_sends(store: Store) {
     assert_eq!((uid, email), (u.id.clone(), "Quiet@A.example".to_string()));
 }
 
-async fn sender_limits_and_warmup_start(store: Store) {
+async fn campaign_sender_limits_and_warmup_start(store: Store) {
     let l = store.sender_limits("s@c.example", (20, 20, 500), T0).await.unwrap();
     assert_eq!((l.daily_limit, l.warmup_start, l.first_day.clone()), (None, 20, None));
     let l = store.set_sender_limits("s@c.example", (20, 20, 500), Some(Some(7)), Some((5, 50, 100)), T0).await.unwrap();
@@ -318,22 +284,10 @@ async fn sender_limits_and_warmup_start(store: Store) {
     assert_eq!(store.sender_limits("s@c.example", (20, 20, 500), T0).await.unwrap().first_day.as_deref(), Some(DAY));
 }
 
-macro_rules! both {
-    ($($scenario:ident => $sqlite:ident, $pg:ident;)*) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            with_store(false, $scenario).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $pg() {
-            with_store(true, $scenario).await;
-        }
-    )*};
-}
-
-both! {
-    rows_and_bounds => campaign_rows_and_bounds_sqlite, campaign_rows_and_bounds_postgres;
-    caps_hold_exactly_under_concurrency => campaign_caps_hold_exactly_under_concurrency_sqlite, campaign_caps_hold_exactly_under_concurrency_postgres;
-    outcomes_suppressions_and_interrupted_sends => campaign_outcomes_suppressions_and_interrupted_sends_sqlite, campaign_outcomes_suppressions_and_interrupted_sends_postgres;
-    sender_limits_and_warmup_start => campaign_sender_limits_and_warmup_start_sqlite, campaign_sender_limits_and_warmup_start_postgres;
+on_both_backends! {
+    store:
+    campaign_rows_and_bounds => campaign_rows_and_bounds_sqlite, campaign_rows_and_bounds_postgres;
+    campaign_caps_hold_exactly_under_concurrency => campaign_caps_hold_exactly_under_concurrency_sqlite, campaign_caps_hold_exactly_under_concurrency_postgres;
+    campaign_outcomes_suppressions_and_interrupted_sends => campaign_outcomes_suppressions_and_interrupted_sends_sqlite, campaign_outcomes_suppressions_and_interrupted_sends_postgres;
+    campaign_sender_limits_and_warmup_start => campaign_sender_limits_and_warmup_start_sqlite, campaign_sender_limits_and_warmup_start_postgres;
 }

@@ -2,82 +2,19 @@
 //! (`<scenario>_sqlite`, `<scenario>_postgres`; PostgreSQL through
 //! `CAPTURE_TEST_POSTGRES_URL`, skipped with `CAPTURE_SKIP_POSTGRES=1`), like `store.rs`.
 
-use std::future::Future;
-use std::time::Duration;
+#[macro_use]
+mod common;
 
 use capture_core::ids::{USER, new_id, random_string};
 use capture_store::{
     Endpoint, IdemBegin, IdemResponse, NewRun, QuotaExceeded, RunEnd, RunRefused, RunRow, Store, User,
 };
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
-use tempfile::TempDir;
 
 const T0: i64 = 1_750_000_000_000;
 const MONTH: &str = "2025-06";
 
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-fn admin_url() -> String {
-    std::env::var("CAPTURE_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-async fn run<F, Fut>(backend: Backend, scenario: F)
-where
-    F: FnOnce(Store) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir: TempDir = tempfile::tempdir().unwrap();
-    let mut pg_db = None;
-    let url = match backend {
-        Backend::Sqlite => format!("sqlite://{}", dir.path().join("runs.db").display()),
-        Backend::Postgres => {
-            if std::env::var("CAPTURE_SKIP_POSTGRES").is_ok_and(|v| v == "1") {
-                return;
-            }
-            let name = format!("capture_test_{}", random_string(16).to_lowercase());
-            let mut admin = tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&admin_url()))
-                .await
-                .expect("PostgreSQL answers")
-                .expect("PostgreSQL is reachable (CAPTURE_TEST_POSTGRES_URL)");
-            admin.execute(AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.unwrap();
-            let _ = admin.close().await;
-            let mut u = url::Url::parse(&admin_url()).unwrap();
-            u.set_path(&name);
-            pg_db = Some(name);
-            u.to_string()
-        }
-    };
-    let store = Store::connect(&url, 8).await.expect("store opens");
-    let outcome = tokio::spawn(scenario(store.clone())).await;
-    store.close().await;
-    if let Some(name) = pg_db
-        && let Ok(mut admin) = PgConnection::connect(&admin_url()).await
-    {
-        let _ = admin.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).await;
-    }
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-macro_rules! on_both_backends {
-    ($($scenario:ident => $sqlite:ident, $postgres:ident;)*) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            run(Backend::Sqlite, $scenario).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $postgres() {
-            run(Backend::Postgres, $scenario).await;
-        }
-    )*};
-}
-
 on_both_backends! {
+    store:
     runs_reserve_what_the_month_has_left_and_bound_active_runs => runs_reserve_what_the_month_has_left_and_bound_active_runs_sqlite, runs_reserve_what_the_month_has_left_and_bound_active_runs_postgres;
     a_run_ends_exactly_once_whoever_races_to_end_it => a_run_ends_exactly_once_whoever_races_to_end_it_sqlite, a_run_ends_exactly_once_whoever_races_to_end_it_postgres;
     live_tokens_are_single_use_and_expire => live_tokens_are_single_use_and_expire_sqlite, live_tokens_are_single_use_and_expire_postgres;

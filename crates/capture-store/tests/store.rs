@@ -1,18 +1,13 @@
-//! Integration tests of the `Store` API. Every scenario is written once and runs on both
-//! backends: `<scenario>_sqlite` on a fresh SQLite file in a temporary directory and
-//! `<scenario>_postgres` on a fresh PostgreSQL database (`capture_test_<random>`, dropped
-//! afterwards, best-effort).
-//!
-//! PostgreSQL is reached through `CAPTURE_TEST_POSTGRES_URL` (default
-//! `postgres://postgres@127.0.0.1:5432/postgres`, the maintenance database used to create
-//! and drop the per-test databases). When it cannot be reached the `_postgres` tests FAIL;
-//! set `CAPTURE_SKIP_POSTGRES=1` to skip them instead.
+//! Integration tests of the `Store` API, every scenario on both backends (the harness in
+//! `common`: `<scenario>_sqlite` and `<scenario>_postgres`, PostgreSQL through
+//! `CAPTURE_TEST_POSTGRES_URL`, skipped with `CAPTURE_SKIP_POSTGRES=1`).
 //!
 //! Times are fixed Unix-millisecond values passed to the store (no sleeps, no wall clock).
 
+#[macro_use]
+mod common;
+
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
@@ -22,187 +17,13 @@ use capture_store::{
     ScreenshotRow, Store, StoreError, User, Wakeup,
 };
 use sqlx::{AnyPool, AssertSqlSafe, Connection, Executor, PgConnection};
-use tempfile::TempDir;
 
-// ---------------------------------------------------------------------------------------
-// Harness
-// ---------------------------------------------------------------------------------------
-
-const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-/// Pool size of the store under test (enough for the concurrency scenarios).
-const POOL: u32 = 8;
+use common::Ctx;
 
 /// A fixed "now" (2025-06-15T..Z) and its usage month.
 const T0: i64 = 1_750_000_000_000;
 const MONTH: &str = "2025-06";
 const DAY_MS: i64 = 86_400_000;
-
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-/// What a scenario gets: the store under test, the URL it was opened with, and a way to
-/// get further empty databases of the same backend.
-#[derive(Clone)]
-struct Ctx {
-    store: Store,
-    url: String,
-    dbs: Arc<Databases>,
-}
-
-/// The databases of one test: SQLite files in a temporary directory, or PostgreSQL
-/// databases created through the maintenance database. All removed by `teardown`.
-struct Databases {
-    backend: Backend,
-    dir: TempDir,
-    admin_url: String,
-    created: Mutex<Vec<String>>,
-}
-
-fn postgres_admin_url() -> String {
-    std::env::var("CAPTURE_TEST_POSTGRES_URL").unwrap_or_else(|_| DEFAULT_POSTGRES_URL.into())
-}
-
-fn skip_postgres() -> bool {
-    std::env::var("CAPTURE_SKIP_POSTGRES").is_ok_and(|v| v == "1")
-}
-
-async fn admin_connection(admin_url: &str) -> PgConnection {
-    match tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(admin_url)).await {
-        Ok(Ok(conn)) => conn,
-        Ok(Err(e)) => panic!(
-            "PostgreSQL is unreachable at {admin_url}: {e}\n\
-             start it, point CAPTURE_TEST_POSTGRES_URL at one, or set CAPTURE_SKIP_POSTGRES=1"
-        ),
-        Err(_) => panic!(
-            "PostgreSQL at {admin_url} did not answer within 10 s\n\
-             start it, point CAPTURE_TEST_POSTGRES_URL at one, or set CAPTURE_SKIP_POSTGRES=1"
-        ),
-    }
-}
-
-impl Databases {
-    /// None when the backend is skipped.
-    fn new(backend: Backend) -> Option<Databases> {
-        if matches!(backend, Backend::Postgres) && skip_postgres() {
-            eprintln!("CAPTURE_SKIP_POSTGRES=1: skipping a PostgreSQL test");
-            return None;
-        }
-        Some(Databases {
-            backend,
-            dir: tempfile::tempdir().expect("temporary directory"),
-            admin_url: postgres_admin_url(),
-            created: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// The URL of a new, empty database (nothing migrated yet).
-    async fn fresh_url(&self) -> String {
-        let name = format!("capture_test_{}", random_string(16).to_lowercase());
-        match self.backend {
-            Backend::Sqlite => format!("sqlite://{}", self.dir.path().join(name + ".db").display()),
-            Backend::Postgres => {
-                let mut admin = admin_connection(&self.admin_url).await;
-                admin.execute(AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.expect("CREATE DATABASE");
-                let _ = admin.close().await;
-                let mut url = url::Url::parse(&self.admin_url).expect("CAPTURE_TEST_POSTGRES_URL");
-                url.set_path(&name);
-                self.created.lock().unwrap().push(name);
-                url.to_string()
-            }
-        }
-    }
-
-    /// Drop the PostgreSQL databases (best-effort: never fails the test); the SQLite
-    /// files go with the temporary directory.
-    async fn teardown(&self) {
-        let names = std::mem::take(&mut *self.created.lock().unwrap());
-        if names.is_empty() {
-            return;
-        }
-        let connect = PgConnection::connect(&self.admin_url);
-        let Ok(Ok(mut admin)) = tokio::time::timeout(Duration::from_secs(10), connect).await else {
-            eprintln!("could not connect to drop the test databases {names:?}");
-            return;
-        };
-        for name in names {
-            let drop_db = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-            if let Err(e) = admin.execute(AssertSqlSafe(drop_db)).await {
-                eprintln!("could not drop test database {name}: {e}");
-            }
-        }
-        let _ = admin.close().await;
-    }
-}
-
-/// Run one scenario on one backend: set up a fresh store, run the scenario (panics
-/// captured), tear everything down, then re-raise the scenario's panic.
-async fn run<F, Fut>(backend: Backend, scenario: F)
-where
-    F: FnOnce(Ctx) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let Some(dbs) = Databases::new(backend) else {
-        return;
-    };
-    let dbs = Arc::new(dbs);
-    let url = dbs.fresh_url().await;
-    let outcome = match Store::connect(&url, POOL).await {
-        Ok(store) => {
-            let ctx = Ctx { store: store.clone(), url, dbs: dbs.clone() };
-            let outcome = tokio::spawn(scenario(ctx)).await;
-            store.close().await;
-            outcome.map_err(|e| match e.try_into_panic() {
-                Ok(panic) => panic,
-                Err(e) => Box::new(format!("scenario task failed: {e}")),
-            })
-        }
-        Err(e) => Err(Box::new(format!("open the {backend:?} store at {url}: {e}")) as _),
-    };
-    dbs.teardown().await;
-    if let Err(panic) = outcome {
-        std::panic::resume_unwind(panic);
-    }
-}
-
-/// `const` string equality, to check the generated test names at compile time.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
-/// `scenario => scenario_sqlite, scenario_postgres;` makes the two tests of a scenario.
-macro_rules! on_both_backends {
-    ($($scenario:ident => $sqlite:ident, $postgres:ident;)*) => {$(
-        const _: () = assert!(
-            same(stringify!($sqlite), concat!(stringify!($scenario), "_sqlite"))
-                && same(stringify!($postgres), concat!(stringify!($scenario), "_postgres")),
-            "test names must be <scenario>_sqlite and <scenario>_postgres"
-        );
-
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            run(Backend::Sqlite, $scenario).await;
-        }
-
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $postgres() {
-            run(Backend::Postgres, $scenario).await;
-        }
-    )*};
-}
 
 on_both_backends! {
     migrations_are_idempotent => migrations_are_idempotent_sqlite, migrations_are_idempotent_postgres;

@@ -3,83 +3,20 @@
 //! (`<scenario>_sqlite`, `<scenario>_postgres`; PostgreSQL through
 //! `CAPTURE_TEST_POSTGRES_URL`, skipped with `CAPTURE_SKIP_POSTGRES=1`), like `store.rs`.
 
-use std::future::Future;
-use std::time::Duration;
+#[macro_use]
+mod common;
 
 use capture_core::ids::{SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
     Endpoint, NewRun, NewScreenshot, QueueLimits, ScreenshotDone, ScreenshotFilter, ScreenshotRow, Store, UsageDay,
     User,
 };
-use sqlx::{AssertSqlSafe, Connection, Executor, PgConnection};
-use tempfile::TempDir;
 
 const T0: i64 = 1_750_000_000_000;
 const MONTH: &str = "2025-06";
 
-#[derive(Debug, Clone, Copy)]
-enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-fn admin_url() -> String {
-    std::env::var("CAPTURE_TEST_POSTGRES_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-async fn run<F, Fut>(backend: Backend, scenario: F)
-where
-    F: FnOnce(Store) -> Fut,
-    Fut: Future<Output = ()> + Send + 'static,
-{
-    let dir: TempDir = tempfile::tempdir().unwrap();
-    let mut pg_db = None;
-    let url = match backend {
-        Backend::Sqlite => format!("sqlite://{}", dir.path().join("website.db").display()),
-        Backend::Postgres => {
-            if std::env::var("CAPTURE_SKIP_POSTGRES").is_ok_and(|v| v == "1") {
-                return;
-            }
-            let name = format!("capture_test_{}", random_string(16).to_lowercase());
-            let mut admin = tokio::time::timeout(Duration::from_secs(10), PgConnection::connect(&admin_url()))
-                .await
-                .expect("PostgreSQL answers")
-                .expect("PostgreSQL is reachable (CAPTURE_TEST_POSTGRES_URL)");
-            admin.execute(AssertSqlSafe(format!("CREATE DATABASE {name}"))).await.unwrap();
-            let _ = admin.close().await;
-            let mut u = url::Url::parse(&admin_url()).unwrap();
-            u.set_path(&name);
-            pg_db = Some(name);
-            u.to_string()
-        }
-    };
-    let store = Store::connect(&url, 8).await.expect("store opens");
-    let outcome = tokio::spawn(scenario(store.clone())).await;
-    store.close().await;
-    if let Some(name) = pg_db
-        && let Ok(mut admin) = PgConnection::connect(&admin_url()).await
-    {
-        let _ = admin.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).await;
-    }
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
-
-macro_rules! on_both_backends {
-    ($($scenario:ident => $sqlite:ident, $postgres:ident;)*) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $sqlite() {
-            run(Backend::Sqlite, $scenario).await;
-        }
-        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-        async fn $postgres() {
-            run(Backend::Postgres, $scenario).await;
-        }
-    )*};
-}
-
 on_both_backends! {
+    store:
     usage_per_day_splits_by_key_and_product_and_nets_refunds => usage_per_day_splits_by_key_and_product_and_nets_refunds_sqlite, usage_per_day_splits_by_key_and_product_and_nets_refunds_postgres;
     screenshots_filter_by_status_and_format_search_url_and_title_and_page => screenshots_filter_by_status_and_format_search_url_and_title_and_page_sqlite, screenshots_filter_by_status_and_format_search_url_and_title_and_page_postgres;
     a_jobs_deliveries_and_events_are_found_by_its_id => a_jobs_deliveries_and_events_are_found_by_its_id_sqlite, a_jobs_deliveries_and_events_are_found_by_its_id_postgres;

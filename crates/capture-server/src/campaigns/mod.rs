@@ -7,7 +7,7 @@
 pub mod service;
 pub mod types;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -19,7 +19,7 @@ use self::service::Transition;
 use self::types::*;
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
+use crate::http::{ApiError, ApiResult, Id, Json, JsonObject, Query};
 use crate::idempotency::idempotent;
 use crate::screenshots::types::ListQuery;
 use crate::state::AppState;
@@ -116,44 +116,9 @@ pub async fn create(
 pub async fn list(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    RawQuery(raw): RawQuery,
+    Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<CampaignList>> {
-    let q = list_query(raw.as_deref())?;
     Ok(Json(service::list(&state, &account, &q).await?))
-}
-
-/// `?limit=&before=` parsed here so every refusal is the JSON error (a repeated parameter
-/// too); other parameters are ignored, as elsewhere.
-fn list_query(raw: Option<&str>) -> ApiResult<ListQuery> {
-    let mut q = ListQuery::default();
-    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
-        let slot = match k.as_ref() {
-            "limit" => &mut q.limit,
-            "before" => &mut q.before,
-            _ => continue,
-        };
-        if slot.is_some() {
-            return Err(ApiError::validation(capture_core::FieldError::new(k.into_owned(), "is given more than once")));
-        }
-        *slot = Some(v.into_owned());
-    }
-    Ok(q)
-}
-
-/// The one `?email=` of `DELETE /v1/suppressions`.
-fn email_query(raw: Option<&str>) -> ApiResult<String> {
-    let mut email = None;
-    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
-        if k == "email" {
-            if email.is_some() {
-                return Err(ApiError::validation(capture_core::FieldError::new("email", "is given more than once")));
-            }
-            email = Some(v.into_owned());
-        }
-    }
-    email
-        .filter(|e| !e.is_empty())
-        .ok_or_else(|| ApiError::validation(capture_core::FieldError::new("email", "is required")))
 }
 
 #[utoipa::path(get, path = "/v1/campaigns/{id}", tag = "campaigns", params(("id" = String, Path)),
@@ -286,9 +251,8 @@ pub struct EmailQuery {
 pub async fn list_suppressions(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    RawQuery(raw): RawQuery,
+    Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<SuppressionList>> {
-    let q = list_query(raw.as_deref())?;
     Ok(Json(service::suppressions(&state, &account, &q).await?))
 }
 
@@ -326,11 +290,10 @@ pub async fn add_suppression(
 pub async fn delete_suppression(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    RawQuery(raw): RawQuery,
+    Query(q): Query<EmailQuery>,
 ) -> Response {
-    let email = match email_query(raw.as_deref()) {
-        Ok(e) => e,
-        Err(e) => return e.into_response(),
+    let Some(email) = q.email.filter(|e| !e.is_empty()) else {
+        return ApiError::validation(capture_core::FieldError::new("email", "is required")).into_response();
     };
     match service::unsuppress(&state, &account, &email).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),

@@ -145,7 +145,7 @@ pub async fn bind(
     store: &Store,
     blobs: &Arc<dyn BlobStore>,
     settings: &InboxSettings,
-) -> anyhow::Result<Option<InboundServer>> {
+) -> Result<Option<InboundServer>, crate::app::StartError> {
     let config = InboundConfig {
         hostname: settings.domain.clone(),
         max_message_bytes: settings.max_message_bytes,
@@ -163,7 +163,7 @@ pub async fn bind(
                 "the inbound SMTP server's default address is taken; running without it (set CAPTURE_INBOUND_LISTEN)");
             Ok(None)
         }
-        Err(e) => Err(anyhow::anyhow!("CAPTURE_INBOUND_LISTEN {}: {e}", settings.listen)),
+        Err(e) => Err(crate::app::StartError::setting(format!("CAPTURE_INBOUND_LISTEN {}", settings.listen), e)),
     }
 }
 

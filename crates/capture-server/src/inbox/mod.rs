@@ -11,7 +11,7 @@ pub mod settings;
 pub mod tools;
 pub mod types;
 
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -27,7 +27,7 @@ use self::types::{
 };
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Json, JsonObject};
+use crate::http::{ApiError, ApiResult, Json, JsonObject, Query};
 use crate::state::AppState;
 
 /// The inbox and auth-test paths and schemas of the OpenAPI document.
@@ -58,21 +58,6 @@ use crate::state::AppState;
     ))
 )]
 pub struct ApiDoc;
-
-/// The query string's parameters; a parameter given twice is a validation error naming it
-/// (others are ignored, as everywhere in the API).
-fn params(raw: Option<String>, known: &[&str]) -> Result<std::collections::HashMap<String, String>, ApiError> {
-    let mut out = std::collections::HashMap::new();
-    for (k, v) in url::form_urlencoded::parse(raw.unwrap_or_default().as_bytes()) {
-        if !known.contains(&k.as_ref()) {
-            continue;
-        }
-        if out.insert(k.to_string(), v.to_string()).is_some() {
-            return Err(ApiError::validation(FieldError::new(k.to_string(), "is given more than once")));
-        }
-    }
-    Ok(out)
-}
 
 /// A JSON object as `T`, refusing fields it does not have (by name).
 fn body_as<T: DeserializeOwned>(body: Map<String, Value>, fields: &[&str]) -> Result<T, ApiError> {
@@ -119,15 +104,8 @@ pub async fn rotate(
 pub async fn messages(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    RawQuery(raw): RawQuery,
+    Query(q): Query<MessagesQuery>,
 ) -> ApiResult<Json<MessageList>> {
-    let mut p = params(raw, &["limit", "before", "from", "since"])?;
-    let q = MessagesQuery {
-        limit: p.remove("limit"),
-        before: p.remove("before"),
-        from: p.remove("from"),
-        since: p.remove("since"),
-    };
     Ok(Json(service::list(&state, &account, &q).await?))
 }
 
@@ -148,10 +126,8 @@ pub async fn delete_messages(
 pub async fn wait(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    RawQuery(raw): RawQuery,
+    Query(q): Query<WaitQuery>,
 ) -> ApiResult<Json<WaitResult>> {
-    let mut p = params(raw, &["since", "from", "timeoutMs"])?;
-    let q = WaitQuery { since: p.remove("since"), from: p.remove("from"), timeout_ms: p.remove("timeoutMs") };
     let max = service::REST_MAX_WAIT_MS;
     Ok(Json(service::wait(&state, &account, &q, max, max).await?))
 }

@@ -341,7 +341,8 @@ fn human_secs(secs: i64) -> String {
 /// e-mail) a hash is still computed, so the answer takes as long either way.
 async fn verify_password(hash: Option<String>, password: String) -> bool {
     tokio::task::spawn_blocking(move || {
-        use argon2::password_hash::{PasswordHash, PasswordVerifier};
+        use argon2::password_hash::PasswordVerifier;
+        use argon2::password_hash::phc::PasswordHash;
         match hash {
             Some(h) => PasswordHash::new(&h)
                 .is_ok_and(|parsed| argon2::Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok()),

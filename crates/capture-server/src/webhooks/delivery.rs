@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use capture_core::time::now_ms;
 use capture_store::{AttemptOutcome, Delivery, MAX_ATTEMPTS, Task};
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use crate::state::AppState;

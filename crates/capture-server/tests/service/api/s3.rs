@@ -28,7 +28,7 @@ fn settings(moto: &Moto, endpoint: Option<&str>, bucket: &str, prefix: &str) -> 
 /// Check a presigned GET URL's SigV4 signature the way S3 does (moto does not), so a URL
 /// that a real S3 would refuse fails here. Returns the query parameters.
 fn assert_sigv4_presigned(url: &str, secret: &str, region: &str, ttl_secs: u64) -> Vec<(String, String)> {
-    use hmac::{Hmac, Mac};
+    use hmac::{Hmac, KeyInit, Mac};
     use sha2::{Digest, Sha256};
     fn hmac(key: &[u8], data: &str) -> Vec<u8> {
         let mut m = Hmac::<Sha256>::new_from_slice(key).unwrap();
