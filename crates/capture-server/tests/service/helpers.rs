@@ -29,7 +29,7 @@ pub struct TestApp {
     /// The application's state (its store, configuration, clock).
     pub state: AppState,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    task: Option<tokio::task::JoinHandle<Result<(), capture_server::StartError>>>,
     pg_db: Option<String>,
     _tmp: tempfile::TempDir,
 }
