@@ -8,7 +8,7 @@
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
-#[path = "api/inbox_fixture.rs"]
+#[path = "../../capture-server/tests/service/shared/inbox_fixture.rs"]
 #[allow(dead_code)]
 mod inbox_fixture;
 

@@ -284,6 +284,8 @@ impl Application {
             shutdown: CancellationToken::new(),
             clock,
             campaign_work: tokio::sync::Notify::new(),
+            inbound_addr: inbound.as_ref().map(crate::inbox::inbound::local_addr),
+            front_example: std::sync::OnceLock::new(),
         }));
         Ok(Application { state, listener, addr, notifications, inbound })
     }

@@ -50,6 +50,11 @@ pub struct Inner {
     pub clock: capture_core::clock::Clock,
     /// Wakes idle campaign loops (a campaign launched or resumed, targets added).
     pub campaign_work: Notify,
+    /// The address this app's inbound SMTP server is bound to (inbound role), for the inbox
+    /// view. Kept per app, not per process, so several apps in one process stay apart.
+    pub inbound_addr: Option<std::net::SocketAddr>,
+    /// The front page's example capture, once this app has made it (api + worker roles).
+    pub front_example: std::sync::OnceLock<crate::web::front::Example>,
 }
 
 impl std::ops::Deref for AppState {

@@ -19,11 +19,8 @@ mod campaigns;
 mod captures;
 mod cluster;
 mod durability;
-mod front_page;
 mod hardening;
 mod inbox;
-#[allow(dead_code)]
-mod inbox_fixture;
 mod nodes;
 mod runs;
 mod webhooks;

@@ -18,7 +18,7 @@ use capture_store::{InboxMessageRow, Store};
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::service::{ARRIVED, MESSAGE_ID, SMTP_ADDR, attachment_blob_name, delete_attachment_blobs};
+use super::service::{ARRIVED, MESSAGE_ID, attachment_blob_name, delete_attachment_blobs};
 use super::settings::InboxSettings;
 use crate::blob::BlobStore;
 
@@ -154,10 +154,7 @@ pub async fn bind(
     };
     let sink = Arc::new(StoreSink { store: store.clone(), blobs: blobs.clone(), settings: settings.clone() });
     match InboundServer::bind(settings.listen, config, sink).await {
-        Ok(server) => {
-            let _ = SMTP_ADDR.set(server.local_addr());
-            Ok(Some(server))
-        }
+        Ok(server) => Ok(Some(server)),
         Err(e) if !settings.listen_explicit => {
             tracing::warn!(listen = %settings.listen, error = %e,
                 "the inbound SMTP server's default address is taken; running without it (set CAPTURE_INBOUND_LISTEN)");

@@ -3,8 +3,6 @@
 //! listing, reading, waiting for and deleting messages. Shared by REST, the MCP tools, the
 //! auth-test helper and the dashboard.
 
-use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use capture_core::FieldError;
@@ -35,8 +33,6 @@ pub const TOOL_DEFAULT_WAIT_MS: u64 = 25_000;
 
 /// Wakes long-polls on this node when a message is stored here (others poll the database).
 pub(crate) static ARRIVED: Notify = Notify::const_new();
-/// The address this process's inbound SMTP server is bound to.
-pub(crate) static SMTP_ADDR: OnceLock<SocketAddr> = OnceLock::new();
 
 /// A new inbox address at `domain`: `t` and 15 lower-case letters and digits.
 pub fn new_address(domain: &str) -> String {
@@ -79,9 +75,8 @@ pub async fn get(state: &AppState, account: &Account) -> Result<Inbox> {
 
 async fn view(state: &AppState, row: &InboxRow) -> Result<Inbox> {
     let (total, unseen, newest) = state.store.inbox_counts(&row.user_id).await?;
-    let smtp = SMTP_ADDR
-        .get()
-        .copied()
+    let smtp = state
+        .inbound_addr
         .or_else(|| (state.cfg.inbox.listen.port() != 0).then_some(state.cfg.inbox.listen))
         .map(|a| SmtpEndpoint { host: a.ip().to_string(), port: a.port() });
     Ok(Inbox {

@@ -8,10 +8,11 @@
 //! `/docs`: the same OpenAPI document `/docs` shows is rendered here as one self-contained
 //! HTML page (`templates/web/reference.html`) and the browser captures that document.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use askama::Template;
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_browser::{BrowserPool, CaptureRequest, ImageFormat, PageSource, WaitUntil};
@@ -21,13 +22,11 @@ use tokio_util::sync::CancellationToken;
 use super::base::layout::{Chrome, minute};
 use crate::state::AppState;
 
-/// The example capture, once made.
-static EXAMPLE: OnceLock<Example> = OnceLock::new();
-
 /// Attempts at the example before giving up (the browser may still be starting).
 const ATTEMPTS: u32 = 5;
 
-struct Example {
+/// The example capture, once made (kept in [`AppState`]).
+pub struct Example {
     png: Vec<u8>,
     width: u32,
     height: u32,
@@ -79,7 +78,7 @@ pub async fn render_example(state: AppState, pool: Arc<BrowserPool>, stop: Cance
                     captured_at: now_ms(),
                 };
                 tracing::info!(bytes = ex.png.len(), "front page: the example capture of the API reference is ready");
-                let _ = EXAMPLE.set(ex);
+                let _ = state.front_example.set(ex);
                 return;
             }
             Err(e) => {
@@ -94,8 +93,8 @@ pub async fn render_example(state: AppState, pool: Arc<BrowserPool>, stop: Cance
 }
 
 /// `GET /assets/example.png`: the example capture (404 until it is made).
-pub async fn example_png() -> Response {
-    match EXAMPLE.get() {
+pub async fn example_png(State(state): State<AppState>) -> Response {
+    match state.front_example.get() {
         Some(ex) => {
             let mut r = ex.png.clone().into_response();
             let h = r.headers_mut();
@@ -129,7 +128,7 @@ impl<'a> FrontPage<'a> {
     pub fn new(state: &AppState) -> Self {
         FrontPage {
             chrome: Chrome::public("Web pages to images and PDFs"),
-            example: EXAMPLE.get().map(|e| ExampleView {
+            example: state.front_example.get().map(|e| ExampleView {
                 width: e.width,
                 height: e.height,
                 url: e.url.clone(),

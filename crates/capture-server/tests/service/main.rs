@@ -10,4 +10,5 @@ mod visitor;
 
 mod api;
 mod oauth;
+mod oauth_inbox;
 mod web;

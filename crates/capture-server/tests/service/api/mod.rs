@@ -7,6 +7,7 @@ mod audits;
 mod campaigns;
 mod captures;
 mod hardening;
+mod inbox;
 mod quotas;
 mod runs;
 mod s3;

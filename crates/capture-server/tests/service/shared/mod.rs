@@ -6,6 +6,8 @@ pub mod audits;
 pub mod campaigns;
 pub mod captures;
 pub mod hardening;
+#[allow(dead_code)]
+pub mod inbox_fixture;
 pub mod moto;
 pub mod oauth;
 pub mod runs;

@@ -288,3 +288,26 @@ pub(crate) async fn mcp_call(app: &App, bearer: &str, method: &str, params: Valu
     };
     msg.get("result").cloned().unwrap_or_else(|| panic!("{method}: {msg}"))
 }
+
+/// A `tools/call` of `name` on the MCP endpoint at `mcp_url`.
+pub async fn tool_at(http: &reqwest::Client, mcp_url: &str, bearer: &str, name: &str, args: Value) -> Value {
+    let r = http
+        .post(mcp_url)
+        .timeout(Duration::from_secs(300))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(bearer)
+        .json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": args}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{name}");
+    let body = r.text().await.unwrap();
+    let msg: Value = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v["id"] == 9)
+        .or_else(|| serde_json::from_str(&body).ok())
+        .unwrap_or_else(|| panic!("no answer in {body}"));
+    msg["result"].clone()
+}

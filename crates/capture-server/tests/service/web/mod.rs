@@ -7,6 +7,7 @@ mod audits;
 mod auth;
 mod campaigns;
 mod dashboard;
+mod front_page;
 mod inbox;
 mod runs;
 mod workspace;

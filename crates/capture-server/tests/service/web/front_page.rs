@@ -1,6 +1,5 @@
-//! The front page's live example: the node captures its own API reference at start-up.
-//! It stays a test of the `capture` binary because the example is held once per process
-//! (`web::front::EXAMPLE`): in-process apps would all show the first one's.
+//! The front page's live example: the node captures its own API reference at start-up
+//! (kept per app in `AppState::front_example`).
 
 use std::time::{Duration, Instant};
 
