@@ -203,14 +203,22 @@ pub(crate) fn finish_image(shot: Vec<u8>, png: bool, top_px: u32) -> (Vec<u8>, O
     let Some(d) = decode_capture(&shot) else {
         return (shot, None);
     };
-    let bytes = if png {
-        let (threads, _running) = encode_threads();
-        let out = crate::pngenc::encode(d.pixels(), crate::pngenc::Settings { threads, ..crate::pngenc::CAPTURE });
-        if out.len() < shot.len() { out } else { shot }
+    if !png {
+        return (shot, Some(thumbnail_of(&d, top_px)));
+    }
+    let (threads, _running) = encode_threads();
+    let encode = || crate::pngenc::encode(d.pixels(), crate::pngenc::Settings { threads, ..crate::pngenc::CAPTURE });
+    // With a core to spare the thumbnail is scaled beside the encode, not after it.
+    let (out, thumb) = if threads > 1 {
+        std::thread::scope(|sc| {
+            let thumb = sc.spawn(|| thumbnail_of(&d, top_px));
+            let out = encode();
+            (out, thumb.join().expect("the thumbnail thread panicked"))
+        })
     } else {
-        shot
+        (encode(), thumbnail_of(&d, top_px))
     };
-    (bytes, Some(thumbnail_of(&d, top_px)))
+    (if out.len() < shot.len() { out } else { shot }, Some(thumb))
 }
 
 /// The thumbnail (THUMB_WIDTH px wide) of the top `top_px` rows of `d`, as a PNG.

@@ -4,7 +4,8 @@
 //! 127.0.0.1, pushes jobs through the REST API at concurrency 1, 2 and 4 for a simple page
 //! (`waitUntil: load`, png), a realistic page (gradients, a noisy photo, a web font, an inline
 //! SVG and text: a PNG of ~830 KB) and a 6000 px full page with 30 lazy images, and reports
-//! captures/s and p50/p95 latency (request accepted → job done, as the client sees it).
+//! captures/s and p50/p95 latency (request accepted → `done` on the job's event stream, as a
+//! client following it sees it), and the CPU each capture of the realistic page costs.
 //! In the same run it measures the floor: the same captures made by bare DevTools calls on a
 //! warm 1280×800 page with Chromium's default PNG encoder (no context per job, no proxy, no
 //! storage), and compares the service's PNG of the realistic page with the floor's (size and
@@ -22,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 mod support;
-use support::{Server, ms, pct, submit, wait_done};
+use support::{Server, ms, pct, submit};
 
 async fn site() -> String {
     use axum::routing::get;
@@ -127,6 +128,54 @@ async fn job_png(client: &reqwest::Client, base: &str, key: &str, id: &str) -> V
     client.get(url).send().await.unwrap().bytes().await.unwrap().to_vec()
 }
 
+/// Follow job `id` on its event stream (`GET /v1/screenshot/{id}/stream`) until `done`, as a
+/// client that does not poll sees it (panics on `failed` or after 10 minutes).
+async fn wait_stream(client: &reqwest::Client, base: &str, key: &str, id: &str) {
+    use futures_util::StreamExt;
+    let r = client.get(format!("{base}/v1/screenshot/{id}/stream")).bearer_auth(key).send().await.unwrap();
+    assert_eq!(r.status(), 200, "stream of {id}");
+    let mut body = r.bytes_stream();
+    let mut buf = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(600);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, body.next()).await.expect("job did not finish in time");
+        buf.extend_from_slice(&chunk.expect("the stream ended before done").unwrap());
+        let text = String::from_utf8_lossy(&buf);
+        if text.contains("event: done") || text.contains("event:done") {
+            return;
+        }
+        assert!(!text.contains("event: failed") && !text.contains("event:failed"), "capture failed: {text}");
+    }
+}
+
+/// CPU seconds (user + system) of process `pid` itself, and of all its descendants (alive,
+/// plus those that ended and were reaped inside the tree), from `/proc`.
+fn tree_cpu(pid: u32) -> (f64, f64) {
+    let tick = 100.0; // USER_HZ on Linux
+    let mut children: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    let mut times: std::collections::HashMap<u32, (f64, f64)> = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else { continue };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        // Fields after the name: state ppid ... utime(11) stime(12) cutime(13) cstime(14).
+        children.entry(num(1) as u32).or_default().push(p);
+        times.insert(p, ((num(11) + num(12)) / tick, (num(13) + num(14)) / tick));
+    }
+    let own = times.get(&pid).map_or(0.0, |t| t.0);
+    let mut below = times.get(&pid).map_or(0.0, |t| t.1);
+    let mut stack = children.get(&pid).cloned().unwrap_or_default();
+    while let Some(p) = stack.pop() {
+        if let Some(t) = times.get(&p) {
+            below += t.0 + t.1;
+        }
+        stack.extend(children.get(&p).cloned().unwrap_or_default());
+    }
+    (own, below)
+}
+
 fn row(case: &str, conc: usize, rate: f64, lat: &mut [Duration]) {
     println!("{case:<44} {conc:>5} {rate:>10.2} {:>9.1} {:>9.1}", ms(pct(lat, 0.5)), ms(pct(lat, 0.95)));
 }
@@ -156,7 +205,7 @@ async fn run_cell(
             while next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < jobs {
                 let t = Instant::now();
                 let id = submit(&client, &base, &key, &body).await;
-                wait_done(&client, &base, &key, &id, Duration::from_millis(5)).await;
+                wait_stream(&client, &base, &key, &id).await;
                 lat.push(t.elapsed());
             }
             lat
@@ -191,8 +240,16 @@ async fn main() {
     let work = tempfile::tempdir().unwrap();
     let mut floor = std::collections::HashMap::new();
     let mut floor_png = Vec::new();
+    // What one floor browser costs outside its captures (launch, one warm-up capture, shut
+    // down), to take out of the floor's CPU per capture below.
+    let me = std::process::id();
+    let before = tree_cpu(me).1;
+    capture_browser::floor::bare_devtools_captures(&chromium, work.path(), &format!("{base}/rich"), 0).await.unwrap();
+    let floor_fixed = tree_cpu(me).1 - before;
+    let mut floor_cpu = Vec::new();
     for page in ["simple", "rich"] {
         for browsers in [1usize, 2] {
+            let cpu0 = tree_cpu(me).1;
             let mut hs = Vec::new();
             for _ in 0..browsers {
                 let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/{page}"));
@@ -209,6 +266,10 @@ async fn main() {
                     floor_png = png;
                 }
             }
+            if page == "rich" {
+                let cpu = (tree_cpu(me).1 - cpu0 - floor_fixed * browsers as f64) / lat.len() as f64;
+                floor_cpu.push(format!("{browsers} browser(s) {:.0} ms", cpu * 1000.0));
+            }
             // Launch time is excluded from the rate: use the sum of per-browser busy time.
             let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
             let rate = lat.len() as f64 / busy.as_secs_f64();
@@ -218,6 +279,7 @@ async fn main() {
     }
 
     let mut ours = std::collections::HashMap::new();
+    let mut ours_cpu = Vec::new();
     let (mut chromium_mb, mut server_mb, mut ours_png) = (0.0, 0.0, Vec::new());
     for (conc, browsers) in [(1usize, 1usize), (2, 2), (4, 2)] {
         let server = start_server(conc, browsers);
@@ -230,13 +292,20 @@ async fn main() {
         let (rate, mut lat) = run_cell(&client, &server, json!({"url": format!("{base}/simple")}), jobs, conc).await;
         row("simple page, networkidle (default), png", conc, rate, &mut lat);
         let rich = json!({"url": format!("{base}/rich"), "waitUntil": "load"});
+        let cpu0 = tree_cpu(server.node.child.id());
         let (rate, mut lat) = run_cell(&client, &server, rich.clone(), jobs, conc).await;
+        let cpu1 = tree_cpu(server.node.child.id());
         ours.insert(("rich", conc), (rate, ms(pct(&mut lat, 0.5))));
         row("realistic page (~830 KB PNG), load, png", conc, rate, &mut lat);
+        ours_cpu.push(format!(
+            "C={conc} server {:.0} + browsers {:.0} ms",
+            (cpu1.0 - cpu0.0) * 1000.0 / jobs as f64,
+            (cpu1.1 - cpu0.1) * 1000.0 / jobs as f64
+        ));
         if conc == 4 {
             chromium_mb = browsers_mb(&client, &server.base).await;
             let id = submit(&client, &server.base, &server.key, &rich).await;
-            wait_done(&client, &server.base, &server.key, &id, Duration::from_millis(5)).await;
+            wait_stream(&client, &server.base, &server.key, &id).await;
             ours_png = job_png(&client, &server.base, &server.key, &id).await;
         }
         let n = (jobs / 2).max(4);
@@ -270,6 +339,11 @@ async fn main() {
             op - fp
         );
     }
+    println!(
+        "CPU per capture of the realistic page (user + system, /proc): floor (browsers) {}; Capture {}",
+        floor_cpu.join(", "),
+        ours_cpu.join(", ")
+    );
     let (a, b) = (decode(&ours_png), decode(&floor_png));
     println!(
         "realistic PNG: {} bytes vs Chromium's default {} bytes ({:.1} %); {}×{} vs {}×{}; pixels {}",

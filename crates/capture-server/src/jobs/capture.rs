@@ -219,18 +219,28 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             };
             let captured = t0.elapsed();
             let name = blob::new_name(ext);
-            if let Err(e) = state.blobs.put(&name, out.bytes, out.content_type).await {
+            // The file and its thumbnail are written at once.
+            let thumb = out.thumbnail.map(|t| (blob::new_name("png"), t));
+            let put_thumb = async {
+                match thumb {
+                    Some((n, t)) => match state.blobs.put(&n, t, "image/png").await {
+                        Ok(()) => Some(n),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "storing a thumbnail failed");
+                            None
+                        }
+                    },
+                    None => None,
+                }
+            };
+            let (stored_file, thumb_key) = tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb);
+            if let Err(e) = stored_file {
                 tracing::error!(error = %e, "storing a capture failed; the job will be retried");
+                if let Some(n) = &thumb_key {
+                    let _ = state.blobs.delete(n).await;
+                }
                 state.metrics.capture(started.elapsed().as_secs_f64(), false);
                 return;
-            }
-            let mut thumb_key = None;
-            if let Some(t) = out.thumbnail {
-                let n = blob::new_name("png");
-                match state.blobs.put(&n, t, "image/png").await {
-                    Ok(()) => thumb_key = Some(n),
-                    Err(e) => tracing::warn!(error = %e, "storing a thumbnail failed"),
-                }
             }
             let done = ScreenshotDone {
                 result_key: name,
