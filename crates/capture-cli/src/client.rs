@@ -1,118 +1,13 @@
 //! The client side of the `capture` binary: credentials (an API key or a stored OAuth
-//! session), the HTTP calls, and errors with clear messages and exit codes.
+//! session) and the HTTP calls, with retries and clear errors.
 
-use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{ClientError, Result, exit};
 use crate::retry::{self, Decision, RetryPolicy, human};
-
-/// Exit codes of client commands.
-pub mod exit {
-    /// A generic failure (network, server error, bad response, a full queue: try again later).
-    pub const FAILURE: u8 = 1;
-    /// Not signed in, or the credential was refused (401).
-    pub const AUTH: u8 = 3;
-    /// The monthly quota is used up (429).
-    pub const QUOTA: u8 = 4;
-    /// The capture itself failed.
-    pub const CAPTURE_FAILED: u8 = 5;
-    /// The request was refused as invalid (4xx other than the above and 429).
-    pub const INVALID: u8 = 6;
-}
-
-/// A client error: a message for people and the exit code to leave with.
-#[derive(Debug)]
-pub struct ClientError {
-    pub message: String,
-    pub code: u8,
-}
-
-impl ClientError {
-    /// An error with `code`.
-    pub fn new(code: u8, message: impl Into<String>) -> Self {
-        ClientError { message: message.into(), code }
-    }
-}
-
-impl std::fmt::Display for ClientError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl From<reqwest::Error> for ClientError {
-    fn from(e: reqwest::Error) -> Self {
-        ClientError::from(&e)
-    }
-}
-
-/// Result alias.
-pub type Result<T> = std::result::Result<T, ClientError>;
-
-/// A stored OAuth session (`~/.config/capture/session.json`, mode 0600).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Session {
-    pub server: String,
-    pub client_id: String,
-    pub access_token: String,
-    pub refresh_token: Option<String>,
-    /// Unix seconds when the access token expires.
-    pub expires_at: i64,
-    pub token_endpoint: String,
-    pub revocation_endpoint: Option<String>,
-}
-
-/// Where the session file lives: `$CAPTURE_CONFIG_DIR`, `$XDG_CONFIG_HOME/capture` or
-/// `~/.config/capture`.
-pub fn config_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("CAPTURE_CONFIG_DIR") {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("capture");
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
-    home.join(".config").join("capture")
-}
-
-/// The session file's path.
-pub fn session_path() -> PathBuf {
-    config_dir().join("session.json")
-}
-
-/// Read the stored session, if any.
-pub fn load_session() -> Option<Session> {
-    let text = std::fs::read_to_string(session_path()).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
-/// Store the session with mode 0600 (written to a temporary file, then renamed).
-pub fn save_session(s: &Session) -> Result<()> {
-    let dir = config_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| ClientError::new(exit::FAILURE, format!("{}: {e}", dir.display())))?;
-    let path = session_path();
-    let tmp = path.with_extension("json.tmp");
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let write = || -> std::io::Result<()> {
-        let mut f = opts.open(&tmp)?;
-        std::io::Write::write_all(&mut f, serde_json::to_string_pretty(s).unwrap_or_default().as_bytes())?;
-        #[cfg(unix)]
-        std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-        std::fs::rename(&tmp, &path)
-    };
-    write().map_err(|e| ClientError::new(exit::FAILURE, format!("saving the session to {}: {e}", path.display())))
-}
-
-/// Unix seconds now.
-pub fn now_secs() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
+use crate::session::{Session, load_session, now_secs};
 
 /// The credential for a call.
 #[derive(Debug, Clone)]
@@ -238,19 +133,6 @@ impl Failure {
     }
 }
 
-impl From<&reqwest::Error> for ClientError {
-    fn from(e: &reqwest::Error) -> Self {
-        let what = if e.is_connect() {
-            "cannot reach the server (is it running? check --server)"
-        } else if e.is_timeout() {
-            "the server did not answer in time"
-        } else {
-            "the request failed"
-        };
-        ClientError::new(exit::FAILURE, format!("{what}: {e}"))
-    }
-}
-
 impl Client {
     /// Build from `--api-key`/`CAPTURE_API_KEY`, else the stored session (refreshed when
     /// it is about to expire). `server` overrides the session's.
@@ -293,7 +175,7 @@ impl Client {
         }
         if session.expires_at - 60 <= now_secs() {
             // Never retried: refresh tokens rotate, and replaying a spent one ends the grant.
-            session = crate::login::refresh(&http, session).await?;
+            session = crate::session::refresh(&http, session).await?;
         }
         Ok(client(session.server.clone(), Credential::Session(session)))
     }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use futures_util::StreamExt;
 use serde_json::{Map, Value, json};
 
-use crate::client::{Client, ClientError, Result, exit};
+use crate::client::Client;
+use crate::error::{ClientError, Result, exit};
 
 /// `capture balance [--json]`.
 pub async fn balance(c: &Client, as_json: bool) -> Result<()> {

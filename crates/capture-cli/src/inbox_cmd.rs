@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::client::{Client, ClientError, Result, exit};
+use crate::client::Client;
+use crate::error::{ClientError, Result, exit};
 
 /// Each long-poll of `inbox --wait` asks the server to hold this long (its most).
 const POLL_MS: u64 = 8_000;

@@ -4,7 +4,7 @@
 //!
 //! The `oauth2` crate makes the PKCE pair, the state, the authorization URL and the token
 //! requests. Its reqwest integration is for reqwest 0.12 while the workspace uses 0.13, so
-//! its requests go through [`send`], a few lines over our client. Discovery and registration
+//! its requests go through [`send`](crate::session::send), a few lines over our client. Discovery and registration
 //! are not part of `oauth2`; revocation is, but it refuses `http://` endpoints, and a server
 //! on the loopback address is the first thing people sign in to: both stay hand-written.
 
@@ -15,61 +15,15 @@ use std::time::Duration;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Html;
-use oauth2::basic::{BasicClient, BasicErrorResponse, BasicTokenResponse};
-use oauth2::{
-    AuthUrl, AuthorizationCode, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, RefreshToken, RequestTokenError,
-    TokenResponse, TokenUrl,
-};
+use oauth2::basic::BasicClient;
+use oauth2::{AuthUrl, AuthorizationCode, ClientId, CsrfToken, PkceCodeChallenge, RedirectUrl, TokenUrl};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use crate::client::{ClientError, Result, Session, exit, load_session, now_secs, save_session, session_path};
-
-/// Send one of `oauth2`'s requests with our reqwest (which must not follow redirects: a
-/// token endpoint that redirects is refused rather than followed with the code).
-async fn send(
-    http: &reqwest::Client,
-    req: oauth2::HttpRequest,
-) -> std::result::Result<oauth2::HttpResponse, reqwest::Error> {
-    let (parts, body) = req.into_parts();
-    let r = http.request(parts.method, parts.uri.to_string()).headers(parts.headers).body(body).send().await?;
-    let status = r.status();
-    let headers = r.headers().clone();
-    let mut resp = oauth2::HttpResponse::new(r.bytes().await?.to_vec());
-    *resp.status_mut() = status;
-    *resp.headers_mut() = headers;
-    Ok(resp)
-}
-
-type TokenError = RequestTokenError<reqwest::Error, BasicErrorResponse>;
-
-/// A token request's failure for people: the server's OAuth error, or why there was none.
-fn token_error(what: &str, e: TokenError) -> ClientError {
-    match e {
-        RequestTokenError::ServerResponse(r) => ClientError::new(
-            exit::AUTH,
-            format!("{what} failed: {} {}", r.error(), r.error_description().map_or("", String::as_str)),
-        ),
-        RequestTokenError::Request(e) => ClientError::from(e),
-        RequestTokenError::Parse(e, _) => {
-            ClientError::new(exit::FAILURE, format!("{what} failed: the token response is malformed: {e}"))
-        }
-        RequestTokenError::Other(e) => ClientError::new(exit::FAILURE, format!("{what} failed: {e}")),
-    }
-}
-
-fn bad_endpoint(name: &str, e: impl std::fmt::Display) -> ClientError {
-    ClientError::new(exit::FAILURE, format!("the server's {name} is not a URL: {e}"))
-}
-
-/// The session fields a token response sets.
-fn apply_tokens(t: &BasicTokenResponse, previous_refresh: Option<String>) -> (String, Option<String>, i64) {
-    (
-        t.access_token().secret().clone(),
-        t.refresh_token().map(|r| r.secret().clone()).or(previous_refresh),
-        now_secs() + t.expires_in().map_or(3600, |d| d.as_secs() as i64),
-    )
-}
+use crate::error::{ClientError, Result, exit};
+use crate::session::{
+    Session, apply_tokens, bad_endpoint, load_session, save_session, send, session_path, token_error,
+};
 
 async fn discover(http: &reqwest::Client, server: &str) -> Result<Value> {
     let url = format!("{server}/.well-known/oauth-authorization-server");
@@ -172,27 +126,6 @@ pub async fn login(server: &str, no_browser: bool, wait: Duration) -> Result<()>
     save_session(&session)?;
     println!("Signed in to {server}. Session saved to {}", session_path().display());
     Ok(())
-}
-
-/// Use the refresh token for a new access token (the refresh token rotates) and save it.
-pub async fn refresh(http: &reqwest::Client, s: Session) -> Result<Session> {
-    let Some(rt) = s.refresh_token.clone() else {
-        return Err(ClientError::new(exit::AUTH, "the session expired: run `capture login` again"));
-    };
-    let oauth = BasicClient::new(ClientId::new(s.client_id.clone()))
-        .set_token_uri(TokenUrl::new(s.token_endpoint.clone()).map_err(|e| bad_endpoint("token_endpoint", e))?);
-    let via = |req| send(http, req);
-    let tokens = match oauth.exchange_refresh_token(&RefreshToken::new(rt)).request_async(&via).await {
-        Ok(t) => t,
-        Err(RequestTokenError::ServerResponse(_)) => {
-            return Err(ClientError::new(exit::AUTH, "the session expired or was revoked: run `capture login` again"));
-        }
-        Err(e) => return Err(token_error("refreshing the session", e)),
-    };
-    let (access_token, refresh_token, expires_at) = apply_tokens(&tokens, s.refresh_token.clone());
-    let new = Session { access_token, refresh_token, expires_at, ..s };
-    save_session(&new)?;
-    Ok(new)
 }
 
 /// What the loopback redirect brought: the code, or why there is none.

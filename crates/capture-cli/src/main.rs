@@ -3,10 +3,12 @@
 
 mod client;
 mod commands;
+mod error;
 mod inbox_cmd;
 mod login;
 mod logs;
 mod retry;
+mod session;
 
 use std::path::PathBuf;
 
@@ -187,7 +189,7 @@ struct RetryArgs {
 }
 
 impl Conn {
-    async fn connect(self, quiet: bool) -> Result<client::Client, client::ClientError> {
+    async fn connect(self, quiet: bool) -> Result<client::Client, error::ClientError> {
         let policy = retry::RetryPolicy {
             max_attempts: self.retry.max_attempts,
             max_elapsed: std::time::Duration::from_secs(self.retry.max_retry_time),
@@ -409,7 +411,7 @@ fn is_client(cmd: &Cmd) -> bool {
     )
 }
 
-async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
+async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
     match cmd {
         Cmd::Login { server, no_browser, timeout } => {
             login::login(&server, no_browser, std::time::Duration::from_secs(timeout)).await
@@ -423,8 +425,8 @@ async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
             let idempotency_key = match a.idempotency_key {
                 Some(k) if retry::valid_idempotency_key(&k) => k,
                 Some(k) => {
-                    return Err(client::ClientError::new(
-                        client::exit::INVALID,
+                    return Err(error::ClientError::new(
+                        error::exit::INVALID,
                         format!("--idempotency-key '{k}' must be 8 to 128 of A-Z a-z 0-9 _ -"),
                     ));
                 }
@@ -514,8 +516,8 @@ async fn run_client(cmd: Cmd) -> Result<(), client::ClientError> {
                     inbox_cmd::record(&c, &url, &action, &outcome, method, note, json).await
                 }
                 (None, Some(url)) => inbox_cmd::check(&c, &url, json, probe).await,
-                (None, None) => Err(client::ClientError::new(
-                    client::exit::INVALID,
+                (None, None) => Err(error::ClientError::new(
+                    error::exit::INVALID,
                     "give the site's URL: capture auth-test URL (or capture auth-test record URL --action A --outcome O)",
                 )),
             }

@@ -9,7 +9,7 @@ mod helpers;
 #[path = "../../capture-server/tests/service/shared/oauth.rs"]
 mod oauth_client;
 
-use helpers::{Db, Opts};
+use helpers::{Api, Db, Opts};
 use oauth_client::*;
 use serde_json::{Value, json};
 

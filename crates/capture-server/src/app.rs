@@ -275,6 +275,7 @@ impl Application {
             work: tokio::sync::Notify::new(),
             webhook_work: tokio::sync::Notify::new(),
             audit_work: tokio::sync::Notify::new(),
+            run_work: tokio::sync::Notify::new(),
             ad_work: tokio::sync::Notify::new(),
             metrics: Default::default(),
             hot: Default::default(),

@@ -22,7 +22,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
                 "screenshot" => state.work.notify_one(),
                 "webhook" => state.webhook_work.notify_one(),
                 "audit" => state.audit_work.notify_one(),
-                "run" => crate::jobs::run::RUN_WORK.notify_one(),
+                "run" => state.run_work.notify_one(),
                 "ad_draft" | "ad_render" => state.ad_work.notify_waiters(),
                 other => tracing::debug!(kind = other, "work of a kind this version does not run"),
             },
@@ -34,7 +34,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
                 state.work.notify_waiters();
                 state.webhook_work.notify_waiters();
                 state.audit_work.notify_waiters();
-                crate::jobs::run::RUN_WORK.notify_waiters();
+                state.run_work.notify_waiters();
                 state.ad_work.notify_waiters();
                 // The empty id: any job may have changed.
                 let _ = state.job_events.send(String::new());

@@ -32,6 +32,8 @@ pub struct Inner {
     pub webhook_work: Notify,
     /// Wakes idle audit workers when an audit is queued (here, or on another node).
     pub audit_work: Notify,
+    /// Wakes idle run workers when a scripted run is queued (here, or on another node).
+    pub run_work: Notify,
     /// Wakes idle ad draft and render workers when one is queued.
     pub ad_work: Notify,
     pub metrics: Metrics,

@@ -9,12 +9,10 @@
 //!   beside the database that is replaced on every change (one `stat` per check);
 //! - on PostgreSQL, never: other nodes learn of a change only when a notification arrives,
 //!   a moment after the commit, and a revoked key must fail on its very next call on every
-//!   node. So PostgreSQL lookups are not cacheable ([`Store::auth_version`] is None).
+//!   node. So PostgreSQL lookups are not cacheable (`Store::auth_version` is None).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::db::{Backend, Store};
 
 /// Opaque; two equal versions mean no key or plan changed in between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +23,8 @@ pub struct AuthVersion {
 
 #[derive(Debug, Default)]
 pub(crate) struct AuthState {
+    /// False on PostgreSQL: no lookup may be cached there.
+    cacheable: bool,
     local: AtomicU64,
     /// SQLite: the marker file beside the database (None for in-memory databases).
     marker: Option<PathBuf>,
@@ -33,22 +33,49 @@ pub(crate) struct AuthState {
 }
 
 impl AuthState {
-    pub(crate) fn new(backend: Backend, url: &str) -> AuthState {
-        let db_file = match backend {
-            Backend::Sqlite => sqlite_path(url),
-            Backend::Postgres => None,
-        };
+    /// A SQLite database at `url` (a file, or in memory).
+    pub(crate) fn sqlite(url: &str) -> AuthState {
+        let db_file = sqlite_path(url);
         let marker = db_file.as_ref().map(|p| {
             let mut m = p.clone().into_os_string();
             m.push("-authv");
             PathBuf::from(m)
         });
-        AuthState { marker, db_file, ..AuthState::default() }
+        AuthState { cacheable: true, marker, db_file, ..AuthState::default() }
+    }
+
+    /// PostgreSQL: nothing is cacheable.
+    pub(crate) fn postgres() -> AuthState {
+        AuthState::default()
     }
 
     /// The SQLite database file (None for PostgreSQL and in-memory databases).
     pub(crate) fn db_file(&self) -> Option<PathBuf> {
         self.db_file.clone()
+    }
+
+    /// The current auth version, or None when lookups must not be cached (PostgreSQL).
+    pub(crate) fn version(&self) -> Option<AuthVersion> {
+        if !self.cacheable {
+            return None;
+        }
+        Some(AuthVersion { local: self.local.load(Ordering::SeqCst), file: self.marker.as_ref().and_then(file_stamp) })
+    }
+
+    /// Record that keys or accounts changed (after the change committed).
+    pub(crate) fn changed(&self) {
+        self.local.fetch_add(1, Ordering::SeqCst);
+        if let Some(marker) = &self.marker {
+            // Replace the file (a new inode), so a reader can never miss the change even
+            // when two changes fall in the same clock tick.
+            let tmp = marker.with_extension(format!("tmp{}", rand::random::<u32>()));
+            let ok =
+                std::fs::write(&tmp, capture_core::ids::random_string(8)).and_then(|()| std::fs::rename(&tmp, marker));
+            if let Err(e) = ok {
+                let _ = std::fs::remove_file(&tmp);
+                tracing::warn!(error = %e, path = %marker.display(), "could not update the auth marker file");
+            }
+        }
     }
 }
 
@@ -62,33 +89,6 @@ fn sqlite_path(url: &str) -> Option<PathBuf> {
 fn file_stamp(path: &PathBuf) -> Option<(u64, i64, i64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(path).ok().map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
-}
-
-impl Store {
-    /// The current auth version, or None when lookups must not be cached (PostgreSQL).
-    pub fn auth_version(&self) -> Option<AuthVersion> {
-        let a = &self.auth;
-        if self.backend == Backend::Postgres {
-            return None;
-        }
-        Some(AuthVersion { local: a.local.load(Ordering::SeqCst), file: a.marker.as_ref().and_then(file_stamp) })
-    }
-
-    /// Record that keys or accounts changed (after the change committed).
-    pub(crate) fn auth_changed(&self) {
-        self.auth.local.fetch_add(1, Ordering::SeqCst);
-        if let Some(marker) = &self.auth.marker {
-            // Replace the file (a new inode), so a reader can never miss the change even
-            // when two changes fall in the same clock tick.
-            let tmp = marker.with_extension(format!("tmp{}", rand::random::<u32>()));
-            let ok =
-                std::fs::write(&tmp, capture_core::ids::random_string(8)).and_then(|()| std::fs::rename(&tmp, marker));
-            if let Err(e) = ok {
-                let _ = std::fs::remove_file(&tmp);
-                tracing::warn!(error = %e, path = %marker.display(), "could not update the auth marker file");
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Executor};
 
+use crate::authver::{AuthState, AuthVersion};
+
 /// Which database is behind the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -34,7 +36,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     pub(crate) pool: AnyPool,
     pub(crate) backend: Backend,
-    pub(crate) auth: std::sync::Arc<crate::authver::AuthState>,
+    pub(crate) auth: Arc<AuthState>,
     /// The PostgreSQL URL, for the connections that must not come from the pool (the
     /// notification listener, the scheduler leader's lock).
     pub(crate) pg_url: Option<PgUrl>,
@@ -84,7 +86,10 @@ impl Store {
             });
         }
         let pool = opts.connect(&url).await?;
-        let auth = std::sync::Arc::new(crate::authver::AuthState::new(backend, &url));
+        let auth = Arc::new(match backend {
+            Backend::Sqlite => AuthState::sqlite(&url),
+            Backend::Postgres => AuthState::postgres(),
+        });
         let pg_url = (backend == Backend::Postgres).then(|| PgUrl(Arc::from(url.as_str())));
         let store = Store { pool, backend, auth, pg_url };
         store.migrate().await?;
@@ -111,6 +116,16 @@ impl Store {
         let (ssl,): (bool,) =
             sqlx::query_as("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").fetch_one(&self.pool).await?;
         Ok(ssl)
+    }
+
+    /// The current auth version, or None when lookups must not be cached (PostgreSQL).
+    pub fn auth_version(&self) -> Option<AuthVersion> {
+        self.auth.version()
+    }
+
+    /// Record that keys or accounts changed (after the change committed).
+    pub(crate) fn auth_changed(&self) {
+        self.auth.changed();
     }
 
     /// Close the pool.

@@ -235,15 +235,12 @@ async fn a_render_whose_worker_is_killed_is_taken_up_again() {
     assert_eq!(status, 202, "{render}");
     let rid = render["id"].as_str().unwrap().to_string();
     // Kill the process once the scenes are being encoded.
-    let deadline = Instant::now() + Duration::from_secs(200);
-    loop {
+    eventually("the scenes stage", Duration::from_secs(200), || async {
         let v = get_ad(&app, &key, &rid).await;
-        if v["stage"] == "scenes" {
-            break;
-        }
-        assert!(v["status"] != "done" && Instant::now() < deadline, "never saw the scenes stage: {v}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        assert!(v["status"] != "done", "never saw the scenes stage: {v}");
+        if v["stage"] == "scenes" { Ok(()) } else { Err(v) }
+    })
+    .await;
     app.kill9();
     app.start("api,worker,scheduler").await;
     let v = wait_ad(&app, &key, &rid, Duration::from_secs(400)).await;

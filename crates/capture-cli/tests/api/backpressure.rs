@@ -155,16 +155,12 @@ async fn a_full_global_queue_answers_503_until_it_drains(db: Db) {
     let job = app.create(&keys[0], dead).await;
     assert_eq!(job["status"], "pending");
     // The worker's browser reports its memory.
-    let t = Instant::now();
-    loop {
+    let m = eventually("browser memory in /metrics", Duration::from_secs(20), || async {
         let m = metrics(&app).await;
-        if m.contains("capture_browser_memory_bytes{browser=\"0\"}") {
-            assert!(m.contains("capture_browser_memory_limit_bytes 2147483648"), "{m}");
-            assert!(m.contains("capture_browser_restarts_total{reason=\"memory\"} 0"), "{m}");
-            break;
-        }
-        assert!(t.elapsed() < Duration::from_secs(20), "no browser memory in /metrics:\n{m}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        if m.contains("capture_browser_memory_bytes{browser=\"0\"}") { Ok(m) } else { Err(m) }
+    })
+    .await;
+    assert!(m.contains("capture_browser_memory_limit_bytes 2147483648"), "{m}");
+    assert!(m.contains("capture_browser_restarts_total{reason=\"memory\"} 0"), "{m}");
 }
 both_dbs!(a_full_global_queue_answers_503_until_it_drains);

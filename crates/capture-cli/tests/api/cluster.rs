@@ -7,14 +7,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use sqlx::Connection;
 
 use crate::helpers::*;
 use crate::shared::moto::{Moto, require_moto};
-use crate::shared::sse::read_sse_at;
+use crate::shared::sse::read_sse;
 use crate::shared::webhooks::{Receiver, verify};
 
 /// GET `url` (on any node) with `key`, as JSON.
@@ -109,67 +108,57 @@ async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_onc
     for (i, (_, id)) in accepted.iter().rev().take(6).enumerate() {
         let (client, base, key, id) = (api1.client.clone(), bases[i % 2].clone(), key.clone(), id.clone());
         streams.push(tokio::spawn(async move {
-            let events = read_sse_at(&client, &base, &key, &id, Duration::from_secs(240)).await;
+            let url = format!("{base}/v1/screenshot/{id}/stream");
+            let events = read_sse(&client, &url, &key, Duration::from_secs(240)).await;
             (base, id, events)
         }));
     }
 
     // Kill a worker once the work is well under way.
     let db = api1.database_url();
-    let mut pg = sqlx::PgConnection::connect(&db).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
+    // One connection, shared by the checks below.
+    let pg = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(&db).await.unwrap();
+    eventually("the workers get going", Duration::from_secs(120), || async {
         let (done,): (i64,) =
-            sqlx::query_as("SELECT COUNT(*) FROM screenshots WHERE status = 'done'").fetch_one(&mut pg).await.unwrap();
-        if done as usize >= CAP / 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the workers never got going ({done} done)");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let (in_flight,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM screenshots WHERE status = 'processing'")
-        .fetch_one(&mut pg)
-        .await
-        .unwrap();
+            sqlx::query_as("SELECT COUNT(*) FROM screenshots WHERE status = 'done'").fetch_one(&pg).await.unwrap();
+        if done as usize >= CAP / 3 { Ok(()) } else { Err(format!("{done} done")) }
+    })
+    .await;
+    let (in_flight,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM screenshots WHERE status = 'processing'").fetch_one(&pg).await.unwrap();
     w1.kill9();
     eprintln!("killed a worker with {in_flight} job(s) in flight on the two workers");
 
     // Every accepted job ends done.
-    let deadline = Instant::now() + Duration::from_secs(240);
-    loop {
-        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT status, COUNT(*) FROM screenshots GROUP BY status")
-            .fetch_all(&mut pg)
-            .await
-            .unwrap();
+    eventually("every accepted job is done", Duration::from_secs(240), || async {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM screenshots GROUP BY status").fetch_all(&pg).await.unwrap();
         let by: HashMap<String, i64> = rows.into_iter().collect();
-        if by.get("done").copied().unwrap_or(0) as usize == CAP {
-            break;
-        }
         assert!(!by.contains_key("failed"), "no job fails: {by:?}");
-        assert!(Instant::now() < deadline, "jobs did not finish: {by:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+        if by.get("done").copied().unwrap_or(0) as usize == CAP { Ok(()) } else { Err(by) }
+    })
+    .await;
     // Exactly once: one `done` event per job, none twice, and the ledger charged each once.
     let dup: Vec<(String, i64)> = sqlx::query_as(
         "SELECT subject_id, COUNT(*) FROM events WHERE event_type = 'screenshot.status' AND data LIKE '%\"done\"%' \
          GROUP BY subject_id HAVING COUNT(*) <> 1",
     )
-    .fetch_all(&mut pg)
+    .fetch_all(&pg)
     .await
     .unwrap();
     assert!(dup.is_empty(), "jobs with other than one done event: {dup:?}");
     let (done_events,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM events WHERE event_type = 'screenshot.status' AND data LIKE '%\"done\"%'")
-            .fetch_one(&mut pg)
+            .fetch_one(&pg)
             .await
             .unwrap();
     assert_eq!(done_events as usize, CAP);
     let (reclaimed,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM tasks WHERE kind = 'screenshot' AND attempts > 1")
-        .fetch_one(&mut pg)
+        .fetch_one(&pg)
         .await
         .unwrap();
     eprintln!("{reclaimed} job(s) were claimed again after the kill");
-    let _ = pg.close().await;
+    pg.close().await;
 
     // The cap held: the balance says exactly CAP, on either node.
     for base in &bases {
@@ -190,10 +179,8 @@ async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_onc
     }
 
     // Every completion reached the receiver, signed; deduplicated by Webhook-Id, once per job.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut per_job: HashMap<String, HashSet<String>> = HashMap::new();
-    loop {
-        per_job.clear();
+    let per_job = eventually("every completion is delivered", Duration::from_secs(120), || async {
+        let mut per_job: HashMap<String, HashSet<String>> = HashMap::new();
         for r in hooks.all() {
             let body = verify(&secret, &r).expect("a valid signature");
             let id = r.headers["webhook-id"].to_str().unwrap().to_string();
@@ -201,11 +188,12 @@ async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_onc
             per_job.entry(job).or_default().insert(id);
         }
         if per_job.len() >= CAP {
-            break;
+            Ok(per_job)
+        } else {
+            Err(format!("{} of {CAP} completions delivered", per_job.len()))
         }
-        assert!(Instant::now() < deadline, "{} of {CAP} completions delivered", per_job.len());
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     let ids: HashSet<&String> = accepted.iter().map(|(_, id)| id).collect();
     assert_eq!(per_job.len(), CAP);
     for (job, webhook_ids) in &per_job {

@@ -8,15 +8,11 @@ use crate::both_dbs;
 use crate::helpers::*;
 
 async fn wait_status(app: &TestApp, key: &str, id: &str, status: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    eventually(&format!("job {id} reaches {status}"), Duration::from_secs(60), || async {
         let v: Value = app.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
-        if v["status"] == status {
-            return;
-        }
-        assert!(Instant::now() < deadline, "job never reached {status}: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        if v["status"] == status { Ok(()) } else { Err(v) }
+    })
+    .await;
 }
 
 async fn accepted_jobs_survive_a_hard_kill(db: Db) {

@@ -8,8 +8,6 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 #[path = "../../../capture-server/tests/service/common.rs"]
 mod common;
 #[allow(unused_imports)]
@@ -120,51 +118,9 @@ impl TestApp {
         out.lines().last().unwrap().trim().to_string()
     }
 
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
     /// The database every node of this deployment uses.
     pub fn database_url(&self) -> String {
         self.env.iter().find(|(k, _)| k == "CAPTURE_DATABASE_URL").map(|(_, v)| v.clone()).unwrap()
-    }
-
-    pub async fn get(&self, key: &str, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).bearer_auth(key).send().await.unwrap()
-    }
-
-    pub async fn post_json(&self, key: &str, path: &str, body: &Value) -> reqwest::Response {
-        self.client.post(self.url(path)).bearer_auth(key).json(body).send().await.unwrap()
-    }
-
-    /// Create a job and return its JSON (asserting 202).
-    pub async fn create(&self, key: &str, body: Value) -> Value {
-        let r = self.post_json(key, "/v1/screenshot", &body).await;
-        let status = r.status().as_u16();
-        let v: Value = r.json().await.unwrap();
-        assert_eq!(status, 202, "create failed: {v}");
-        v
-    }
-
-    /// Poll a job until it is done or failed.
-    pub async fn wait(&self, key: &str, id: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(90);
-        loop {
-            let v: Value = self.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
-            if v["status"] == "done" || v["status"] == "failed" {
-                return v;
-            }
-            assert!(Instant::now() < deadline, "job {id} did not finish: {v}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// Fetch a file URL's bytes.
-    pub async fn fetch(&self, url: &str) -> (u16, String, Vec<u8>) {
-        let r = self.client.get(url).send().await.unwrap();
-        let status = r.status().as_u16();
-        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
-        (status, ct, r.bytes().await.unwrap().to_vec())
     }
 
     /// Send SIGTERM and wait for exit (up to `secs`).
@@ -175,6 +131,16 @@ impl TestApp {
     /// `kill -9` the server.
     pub fn kill9(&mut self) {
         kill9(&mut self.child);
+    }
+}
+
+impl Api for TestApp {
+    fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn client(&self) -> &reqwest::Client {
+        &self.client
     }
 }
 

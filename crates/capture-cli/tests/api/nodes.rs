@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::shared::captures::read_sse;
+use crate::shared::captures::job_stream;
 
 /// Longer than any wait below: only LISTEN/NOTIFY can make these tests pass in time.
 const SLOW_POLL: &str = "60s";
@@ -28,7 +28,7 @@ async fn a_job_submitted_on_an_api_node_runs_on_an_idle_worker_node_and_its_stre
         let job =
             api.create(&key, json!({"url": site.url("/red"), "width": 320, "height": 200, "waitUntil": "load"})).await;
         let id = job["id"].as_str().unwrap();
-        let events = read_sse(&api, &key, id, CAPTURE_LIMIT).await;
+        let events = job_stream(&api, &key, id, CAPTURE_LIMIT).await;
         let took = started.elapsed();
         let (last, data) = events.iter().rfind(|(name, _)| name != "ping").expect("events");
         assert_eq!(last, "done", "round {round}: the stream on the api node ends with done: {events:?}");

@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AutoError, AutoResult, Cx, Reply, timeout};
 use crate::error::Error;
-use crate::jobs::run::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
 use crate::runs::service::{self as runs, ended};
+use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
 use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, bounds, device_spec};
 use crate::state::AppState;
 

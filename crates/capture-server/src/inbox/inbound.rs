@@ -19,8 +19,8 @@ use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use super::service::{ARRIVED, MESSAGE_ID, attachment_blob_name, delete_attachment_blobs};
-use super::settings::InboxSettings;
 use crate::blob::BlobStore;
+use crate::config::InboxSettings;
 
 /// Decides recipients and stores messages for the inbound server.
 pub struct StoreSink {

@@ -1,6 +1,6 @@
-//! The `run` queue and everything that drives a browser session run: scripted runs claimed
-//! from the queue, the pieces a live session shares with them (the node's hold on the run,
-//! the video, the end), and the sweep that ends runs nobody will end.
+//! The `run` queue: scripted runs claimed from the queue and driven step by step, and the
+//! sweep that ends runs nobody will end. What a scripted run shares with a live session (the
+//! node's hold on the run, the video, the end) lives in `runs::session`.
 //!
 //! Exactly one end per run: every path ends a run through [`Store::finish_run`], a
 //! conditional update from an active state, so the worker's own end, a stop, and the sweep
@@ -9,41 +9,25 @@
 //!
 //! [`Store::finish_run`]: capture_store::Store::finish_run
 
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use capture_browser::session::{
-    Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea, Target, WaitFor,
-};
-use capture_browser::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
+use capture_browser::session::{ScreenshotSpec, Session, ShotArea, Target, WaitFor};
+use capture_browser::{BrowserPool, CaptureError, WaitUntil};
 use capture_core::time::now_ms;
-use capture_media::{RecorderOptions, ScreencastRecorder};
-use capture_store::{RunEnd, RunRow, Task};
+use capture_store::{RunRow, Task};
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::claim_loop;
 use crate::blob;
-use crate::runs::service::{actions_for, ended, set_event};
-use crate::runs::types::{DeviceSpec, Step, StepResult};
+use crate::runs::service::ended;
+use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::runs::types::{Step, StepResult};
 use crate::state::AppState;
-
-/// Wakes idle run workers when a scripted run is queued (here, or on another node).
-pub static RUN_WORK: LazyLock<Notify> = LazyLock::new(Notify::new);
 
 /// How long a run's start page may take to load.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
-/// Entries kept of the console errors and failed requests behind the counts.
-const MAX_LISTED: usize = 200;
-/// Beyond the run's own time, how long its browser session may live (to finalise).
-const SESSION_MARGIN: Duration = Duration::from_secs(60);
-
-/// This process's name as the holder of runs.
-pub fn node_id() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| format!("node-{}", capture_core::ids::random_string(10)))
-}
 
 /// Run `n` worker loops until `stop`; in-flight runs go on until `hard_stop`, then they are
 /// ended (failed, "the service shut down").
@@ -61,7 +45,7 @@ pub async fn run(
         handles.push(tokio::spawn(async move {
             let lease_ms = st.cfg.queue_lease.as_millis() as i64;
             let share = st.cfg.fair_share();
-            claim_loop(&st, "run", &worker, lease_ms, Some(&share), &RUN_WORK, &s, |task| {
+            claim_loop(&st, "run", &worker, lease_ms, Some(&share), &st.run_work, &s, |task| {
                 process(&st, &p, &worker, task, &hs)
             })
             .await
@@ -198,250 +182,6 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
     }
     let _task_hb = task_hb.drop_guard();
     scripted(state, pool, &row, worker, task_ref, hard_stop).await;
-}
-
-/// The session options of a run: its device, and a deadline past its own time so that it
-/// can be finalised.
-pub fn session_options(row: &RunRow, budget: Duration) -> SessionOptions {
-    let d: DeviceSpec = serde_json::from_str(&row.device).unwrap_or(DeviceSpec {
-        preset: None,
-        width: 1280,
-        height: 800,
-        device_scale_factor: 1.0,
-        mobile: false,
-        touch: false,
-        user_agent: None,
-    });
-    SessionOptions {
-        device: Device {
-            width: d.width,
-            height: d.height,
-            device_scale_factor: d.device_scale_factor,
-            mobile: d.mobile,
-            touch: d.touch,
-            landscape: d.width > d.height,
-            user_agent: d.user_agent,
-        },
-        deadline: budget + SESSION_MARGIN,
-        slot_timeout: Duration::from_secs(30),
-        ..Default::default()
-    }
-}
-
-/// The time a run may take: its timeout, or less when the month had fewer actions left
-/// (then it is cut off cleanly when they run out). True when the actions are the bound.
-pub fn budget(row: &RunRow) -> (Duration, bool) {
-    let by_actions = row.actions_reserved.max(1) * 60_000;
-    let ms = row.timeout_ms.min(by_actions).max(1);
-    (Duration::from_millis(ms as u64), by_actions < row.timeout_ms)
-}
-
-/// The node's hold on a run it drives: renewed every second; `stop` is cancelled when a
-/// stop was requested, `lost` when the run is no longer this node's (ended elsewhere).
-pub struct Hold {
-    pub stop: CancellationToken,
-    pub lost: CancellationToken,
-    done: CancellationToken,
-}
-
-impl Hold {
-    pub fn start(state: &AppState, run_id: &str, worker: &str) -> Hold {
-        let hold =
-            Hold { stop: CancellationToken::new(), lost: CancellationToken::new(), done: CancellationToken::new() };
-        let (st, id, w) = (state.clone(), run_id.to_string(), worker.to_string());
-        let (stop, lost, done) = (hold.stop.clone(), hold.lost.clone(), hold.done.clone());
-        tokio::spawn(async move {
-            let lease = st.cfg.run_lease.as_millis() as i64;
-            let every = (st.cfg.run_lease / 3).min(Duration::from_secs(1));
-            loop {
-                tokio::select! {
-                    _ = done.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                }
-                match st.store.heartbeat_run(&id, &w, now_ms() + lease).await {
-                    Ok(Some(true)) => stop.cancel(),
-                    Ok(Some(false)) => {}
-                    Ok(None) => {
-                        lost.cancel();
-                        return;
-                    }
-                    Err(e) => tracing::warn!(run = %id, error = %e, "renewing the hold on a run failed"),
-                }
-            }
-        });
-        hold
-    }
-}
-
-impl Drop for Hold {
-    fn drop(&mut self) {
-        self.done.cancel();
-    }
-}
-
-/// A recording in progress: the session's screencast spooled by a task of its own.
-pub struct Video {
-    reader: tokio::task::JoinHandle<Result<ScreencastRecorder, String>>,
-    /// When recording started (Unix seconds, the screencast's clock).
-    started: f64,
-}
-
-impl Video {
-    /// Start recording `session` (frames as Chromium paints them, real timestamps).
-    pub async fn start(state: &AppState, session: &Session, budget: Duration) -> Result<Video, String> {
-        let root = state.cfg.data_dir.join("tmp");
-        let _ = tokio::fs::create_dir_all(&root).await;
-        let mut rec = ScreencastRecorder::new(RecorderOptions {
-            max_duration: budget + SESSION_MARGIN,
-            max_width: 1280,
-            max_height: 1280,
-            threads: 1,
-            temp_root: Some(root),
-            ..Default::default()
-        })
-        .map_err(|e| e.to_string())?;
-        let opts = ScreencastOptions { format: ImageFormat::Jpeg, quality: 70, ..Default::default() };
-        let started = epoch_secs();
-        let mut cast = session.start_screencast(opts, Duration::from_secs(10)).await.map_err(|e| e.to_string())?;
-        let reader = tokio::spawn(async move {
-            while let Some(f) = cast.next().await {
-                rec.push_frame(&f.data, f.timestamp).await.map_err(|e| e.to_string())?;
-            }
-            Ok(rec)
-        });
-        Ok(Video { reader, started })
-    }
-
-    /// Stop recording, encode up to `end` (Unix seconds) and store the MP4; its blob name.
-    pub async fn finish(self, state: &AppState, session: &Session, end: f64) -> Result<String, String> {
-        let _ = session.stop_screencast(Duration::from_secs(5)).await;
-        let rec = match tokio::time::timeout(Duration::from_secs(15), self.reader).await {
-            Ok(Ok(r)) => r?,
-            Ok(Err(e)) => return Err(format!("the recorder failed: {e}")),
-            Err(_) => return Err("the screencast did not stop".into()),
-        };
-        let mut rec = rec;
-        if rec.frame_count() == 0 {
-            // A run shorter than Chromium's first screencast frame (a static page done in a
-            // few hundred ms): the page as it ends, shown for the whole run.
-            let spec = ScreenshotSpec { area: ShotArea::Viewport, format: ImageFormat::Jpeg, quality: Some(70) };
-            let shot = session
-                .screenshot(spec, Duration::from_secs(10))
-                .await
-                .map_err(|e| format!("the recording has no frames and the final page could not be captured: {e}"))?;
-            rec.push_frame(&shot.bytes, self.started.min(end))
-                .await
-                .map_err(|e| format!("the recorder failed: {e}"))?;
-        }
-        let name = blob::new_name("mp4");
-        let out = state.cfg.data_dir.join("tmp").join(&name);
-        let recording = rec.finish(end, &out).await.map_err(|e| format!("encoding the video failed: {e}"))?;
-        let bytes = tokio::fs::read(&recording.output).await.map_err(|e| format!("reading the video failed: {e}"));
-        let _ = tokio::fs::remove_file(&recording.output).await;
-        state.blobs.put(&name, bytes?, "video/mp4").await.map_err(|e| format!("storing the video failed: {e}"))?;
-        Ok(name)
-    }
-}
-
-/// Seconds since the Unix epoch, the clock of screencast frames.
-fn epoch_secs() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// How a run's driving ended, before finalisation.
-pub struct Outcome {
-    /// `completed`, `stopped` or `failed`.
-    pub status: &'static str,
-    pub reason: &'static str,
-    pub error: Option<String>,
-    pub finalization_error: Option<String>,
-}
-
-/// Finalise a run driven on this node: final URL and title, the console errors and failed
-/// requests with their counts, the video; close the session; end the run (once) with
-/// `run.completed`, or `run.failed` when the driving or the finalisation failed.
-#[allow(clippy::too_many_arguments)]
-pub async fn finalize(
-    state: &AppState,
-    session: &Session,
-    row: &RunRow,
-    started: Instant,
-    video: Option<Video>,
-    outcome: Outcome,
-    step_results: Option<String>,
-    task: Option<(String, String)>,
-) {
-    let end_ts = epoch_secs();
-    let ended_ms = now_ms();
-    let ran_ms = started.elapsed().as_millis() as i64;
-    let mut fin_err = outcome.finalization_error;
-    let (page_title, final_url) = match session.title_url(Duration::from_secs(5)).await {
-        Ok((t, u)) => (Some(t), Some(u)),
-        Err(e) => {
-            fin_err.get_or_insert_with(|| format!("the browser failed before the run ended: {e}"));
-            (None, None)
-        }
-    };
-    let console = session.console().await.unwrap_or_default();
-    let network = session.network().await.unwrap_or_default();
-    let counts = session.counts().await.ok();
-    let console_errors: Vec<Value> = console
-        .iter()
-        .filter(|c| c.is_error())
-        .take(MAX_LISTED)
-        .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
-        .collect();
-    let network_errors: Vec<Value> = network
-        .iter()
-        .filter(|r| r.failed())
-        .take(MAX_LISTED)
-        .map(|r| {
-            json!({"url": r.url, "method": r.method, "resourceType": r.resource_type, "status": r.status, "failure": r.failure})
-        })
-        .collect();
-    let (console_count, network_count) = match counts {
-        Some(c) => (c.console_errors as i64, c.failed_requests as i64),
-        None => (console_errors.len() as i64, network_errors.len() as i64),
-    };
-    let video_key = match video {
-        Some(v) => match v.finish(state, session, end_ts).await {
-            Ok(k) => Some(k),
-            Err(e) => {
-                fin_err.get_or_insert(e);
-                None
-            }
-        },
-        None => None,
-    };
-    session.close().await;
-    let status = if fin_err.is_some() { "failed" } else { outcome.status };
-    let mut end = RunEnd {
-        id: row.id.clone(),
-        status: status.into(),
-        end_reason: outcome.reason.into(),
-        final_url: final_url.clone(),
-        page_title: page_title.clone(),
-        video_key: video_key.clone(),
-        console_error_count: console_count,
-        network_error_count: network_count,
-        console_errors: Some(Value::Array(console_errors).to_string()),
-        network_errors: Some(Value::Array(network_errors).to_string()),
-        step_results,
-        error: outcome.error,
-        finalization_error: fin_err,
-        charged: actions_for(ran_ms),
-        task,
-        now: ended_ms,
-        ..Default::default()
-    };
-    set_event(state, &mut end, final_url, page_title, video_key);
-    match state.store.finish_run(&end).await {
-        Ok(true) => state.job_changed(&row.id),
-        Ok(false) => tracing::info!(run = %row.id, "the run had already ended elsewhere"),
-        Err(e) => {
-            tracing::error!(run = %row.id, error = %e, "recording the end of a run failed; the sweep will end it")
-        }
-    }
 }
 
 /// Drive a scripted run held by `worker`: open the session, record, load the start page,
@@ -632,62 +372,5 @@ async fn do_step(state: &AppState, s: &Session, step: &Step) -> Result<Option<Va
             let ok = if absolute { current == *url } else { current.contains(url.as_str()) };
             if ok { Ok(None) } else { Err(format!("the URL is {current}, not {url}")) }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::runs::service::actions_for;
-
-    fn row(timeout_ms: i64, reserved: i64) -> RunRow {
-        RunRow {
-            id: "run_x".into(),
-            user_id: "usr_x".into(),
-            key_id: None,
-            kind: "scripted".into(),
-            status: "running".into(),
-            start_url: "http://a.test/".into(),
-            device: "{}".into(),
-            record_video: true,
-            timeout_ms,
-            steps: "[]".into(),
-            step_results: "[]".into(),
-            final_url: None,
-            page_title: None,
-            video_key: None,
-            console_error_count: 0,
-            network_error_count: 0,
-            console_errors: "[]".into(),
-            network_errors: "[]".into(),
-            error: None,
-            finalization_error: None,
-            end_reason: None,
-            connect_token_hash: None,
-            connect_expires_at: None,
-            stop_requested: false,
-            actions_reserved: reserved,
-            actions_charged: 0,
-            usage_month: "2026-11".into(),
-            worker: None,
-            lease_until: None,
-            created_at: 0,
-            started_at: None,
-            ended_at: None,
-        }
-    }
-
-    /// 1 action per started minute; a run whose reservation the monthly cap cut short is
-    /// bounded by the minutes it holds (and then ends cleanly, `endReason: quota`).
-    #[test]
-    fn minutes_are_charged_started_and_the_cap_bounds_the_run() {
-        assert_eq!([1, 59_999, 60_000, 60_001, 180_000].map(actions_for), [1, 1, 1, 2, 3]);
-        assert_eq!(budget(&row(90_000, 2)), (Duration::from_millis(90_000), false));
-        assert_eq!(budget(&row(180_000, 1)), (Duration::from_millis(60_000), true));
-        assert_eq!(budget(&row(120_000, 2)), (Duration::from_millis(120_000), false));
-        // The device falls back to a desktop when the stored one is unreadable.
-        let opts = session_options(&row(1_000, 1), Duration::from_secs(1));
-        assert_eq!((opts.device.width, opts.device.height), (1280, 800));
-        assert_eq!(opts.deadline, Duration::from_secs(1) + SESSION_MARGIN);
     }
 }

@@ -8,11 +8,11 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotification
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
-use super::tools::{annotations, string_arg};
+use super::common::{annotations, id_arg, structured};
 use crate::audits::service as audits;
 use crate::audits::types::{Audit, AuditIn, GetAuditArgs};
 use crate::auth::Account;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::schema::tool_input;
 use crate::state::AppState;
 
@@ -67,8 +67,7 @@ pub async fn call(
 }
 
 async fn get_audit(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let raw = string_arg(args, "id")?;
-    let id = AuditId::parse(&raw).ok_or_else(|| Error::not_found(AuditId::NOUN))?;
+    let id: AuditId = id_arg(args)?;
     let include = matches!(args.get("includeReport"), Some(Value::Bool(true)));
     let audit = audits::get(state, account, &id).await?;
     Ok(result(audit, include))
@@ -129,13 +128,6 @@ async fn run_audit(
             );
             return Ok(r);
         }
-    }
-}
-
-fn structured(audit: &Audit) -> CallToolResult {
-    match serde_json::to_value(audit) {
-        Ok(v) => CallToolResult::structured(v),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("INTERNAL_ERROR: {e}"))]),
     }
 }
 

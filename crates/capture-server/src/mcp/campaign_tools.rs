@@ -2,17 +2,16 @@
 //! capacity. They call the campaigns' service functions. No tool sends mail or offers a way to
 //! send now: launching only queues, and the campaign loop sends within every rule.
 
-use capture_core::{CampaignId, FieldError};
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
-use serde::Serialize;
+use capture_core::FieldError;
+use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Map, Value};
 
-use super::tools::{annotations, string_arg};
+use super::common::{annotations, id_arg, structured};
 use crate::account::types::NoArgs;
 use crate::auth::Account;
 use crate::campaigns::service::{self as campaigns, Transition};
 use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, parse_recipients};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::schema::tool_input;
 use crate::screenshots::types::ListQuery;
 use crate::state::AppState;
@@ -97,11 +96,6 @@ pub async fn call(
     })
 }
 
-fn id_arg(args: &Map<String, Value>) -> Result<CampaignId> {
-    let raw = string_arg(args, "id")?;
-    CampaignId::parse(&raw).ok_or_else(|| Error::not_found(CampaignId::NOUN))
-}
-
 async fn list(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
     let limit = match args.get("limit") {
         None | Some(Value::Null) => None,
@@ -125,42 +119,4 @@ async fn add_targets(state: &AppState, account: &Account, args: &Map<String, Val
     let id = id_arg(args)?;
     let recipients = parse_recipients(args.get("recipients"), true)?;
     campaigns::add_targets(state, account, &id, &recipients).await.map(|r| structured(&r))
-}
-
-fn structured<T: Serialize>(v: &T) -> CallToolResult {
-    match serde_json::to_value(v) {
-        Ok(v) => CallToolResult::structured(v),
-        Err(e) => CallToolResult::error(vec![ContentBlock::text(format!("INTERNAL_ERROR: {e}"))]),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_campaign_tools_are_in_the_catalogue_and_none_sends() {
-        let tools = super::super::tools::catalogue();
-        for (name, field) in [
-            ("list_campaigns", "limit"),
-            ("create_campaign", "recipients"),
-            ("add_campaign_targets", "recipients"),
-            ("launch_campaign", "id"),
-            ("get_campaign", "id"),
-        ] {
-            let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
-            assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
-        }
-        assert!(tools.iter().any(|t| t.name == "sender_capacity"));
-        let create = tools.iter().find(|t| t.name == "create_campaign").unwrap();
-        for field in ["name", "sendAt", "timezone", "reportType", "sendHours"] {
-            assert!(create.input_schema["properties"].get(field).is_some(), "{field}");
-        }
-        // No tool offers to send now: campaign mail leaves only through the campaign loop.
-        for t in catalogue() {
-            let text = format!("{} {}", t.name, t.description.as_deref().unwrap_or_default()).to_lowercase();
-            assert!(!t.name.contains("send") || t.name == "sender_capacity", "{}", t.name);
-            assert!(!text.contains("send now") && !text.contains("send_now"), "{text}");
-        }
-    }
 }

@@ -9,6 +9,7 @@
 
 mod audit_tools;
 mod campaign_tools;
+mod common;
 mod tools;
 
 use std::sync::Arc;

@@ -5,13 +5,13 @@
 use std::time::Duration;
 
 use base64::Engine;
-use capture_core::{FieldError, JobStatus, ScreenshotId, TypedId};
+use capture_core::{FieldError, JobStatus, ScreenshotId};
 use capture_store::ScreenshotRow;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, Tool};
 use rmcp::service::{RequestContext, RoleServer};
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::common::{annotations, id_arg, string_arg, structured, tool_error};
 use crate::account::types::NoArgs;
 use crate::auth::Account;
 use crate::error::{Error, Result};
@@ -28,14 +28,6 @@ const MAX_INLINE_IMAGE: usize = 3 * 1024 * 1024 + 512 * 1024;
 const CAPTURE_FAILED: &str = "CAPTURE_FAILED";
 /// How long `take_screenshot` waits beyond the job's own timeout and delay.
 const WAIT_MARGIN: Duration = Duration::from_secs(90);
-
-pub(super) fn annotations(title: &str, read_only: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
-    ToolAnnotations::with_title(title)
-        .read_only(read_only)
-        .destructive(false)
-        .idempotent(idempotent)
-        .open_world(open_world)
-}
 
 /// Every tool, with its schema and description.
 pub fn catalogue() -> Vec<Tool> {
@@ -172,41 +164,6 @@ pub async fn call(
         other => return Err(rmcp::ErrorData::invalid_params(format!("unknown tool '{other}'"), None)),
     };
     Ok(out.unwrap_or_else(tool_error))
-}
-
-/// A typed result as structured content (keys sorted, as over REST).
-fn structured<T: Serialize>(v: &T) -> CallToolResult {
-    match serde_json::to_value(v) {
-        Ok(v) => CallToolResult::structured(v),
-        Err(e) => tool_error(Error::internal(e)),
-    }
-}
-
-/// A tool error carrying our error code.
-fn tool_error(e: Error) -> CallToolResult {
-    let code = e.code().as_str();
-    let message = e.to_string();
-    let mut body = json!({"code": code, "error": message});
-    if let Some(d) = e.details() {
-        body["details"] = d;
-    }
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("{code}: {message}"))]);
-    r.structured_content = Some(body);
-    r
-}
-
-pub(super) fn string_arg(args: &Map<String, Value>, field: &str) -> Result<String> {
-    match args.get(field) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        None | Some(Value::Null) => Err(FieldError::new(field, "is required").into()),
-        Some(_) => Err(FieldError::new(field, "must be a string").into()),
-    }
-}
-
-/// The id in `args` as a typed id; anything else is the same 404 as an id of another account.
-fn id_arg<T: TypedId>(args: &Map<String, Value>) -> Result<T> {
-    let raw = string_arg(args, "id")?;
-    T::parse_id(&raw).ok_or_else(|| Error::not_found(T::NOUN))
 }
 
 async fn get_screenshot(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
@@ -397,6 +354,32 @@ mod tests {
         for (name, field) in [("create_ad_draft", "screenshotUrls"), ("render_ad", "voiceId"), ("get_ad", "id")] {
             let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
             assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
+        }
+    }
+
+    #[test]
+    fn the_campaign_tools_are_in_the_catalogue_and_none_sends() {
+        let tools = super::catalogue();
+        for (name, field) in [
+            ("list_campaigns", "limit"),
+            ("create_campaign", "recipients"),
+            ("add_campaign_targets", "recipients"),
+            ("launch_campaign", "id"),
+            ("get_campaign", "id"),
+        ] {
+            let t = tools.iter().find(|t| t.name == name).unwrap_or_else(|| panic!("{name} is listed"));
+            assert!(t.input_schema["properties"].get(field).is_some(), "{name}: {:?}", t.input_schema);
+        }
+        assert!(tools.iter().any(|t| t.name == "sender_capacity"));
+        let create = tools.iter().find(|t| t.name == "create_campaign").unwrap();
+        for field in ["name", "sendAt", "timezone", "reportType", "sendHours"] {
+            assert!(create.input_schema["properties"].get(field).is_some(), "{field}");
+        }
+        // No tool offers to send now: campaign mail leaves only through the campaign loop.
+        for t in super::super::campaign_tools::catalogue() {
+            let text = format!("{} {}", t.name, t.description.as_deref().unwrap_or_default()).to_lowercase();
+            assert!(!t.name.contains("send") || t.name == "sender_capacity", "{}", t.name);
+            assert!(!text.contains("send now") && !text.contains("send_now"), "{text}");
         }
     }
 }

@@ -36,8 +36,8 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::error::Error;
 use crate::http::ApiError;
-use crate::jobs::run::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
 use crate::runs::service::ended;
+use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
 use crate::state::AppState;
 
 /// How long the start page of a live session may take to load before the client gets it anyway.

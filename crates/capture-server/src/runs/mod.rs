@@ -1,9 +1,11 @@
 //! Browser session runs: create (scripted or live), read, list, stream, stop, and the live
 //! session's DevTools endpoint. The handlers are thin: the operations live in [`service`],
-//! shared by REST, MCP tools and the website; the driving lives in `jobs::run`.
+//! shared by REST, MCP tools and the website; what every session run shares in [`session`];
+//! the scripted runs' driving lives in `jobs::run`.
 
 pub mod live;
 pub mod service;
+pub mod session;
 mod stream;
 pub mod tools;
 pub mod types;

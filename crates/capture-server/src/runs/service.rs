@@ -84,7 +84,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
     match state.store.create_run(&n, idem).await? {
         Ok((row, used)) => {
             if !spec.live {
-                crate::jobs::run::RUN_WORK.notify_one();
+                state.run_work.notify_one();
             }
             state.job_changed(&row.id);
             let mut run = view(state, &row).await;

@@ -1,10 +1,12 @@
 //! What both test harnesses share (this one, which starts the app in-process, and
 //! `crates/capture-cli/tests/api/helpers.rs`, which spawns the `capture` binary): the
-//! database choice, fresh PostgreSQL databases, a fixture site, image checks, and waiting
-//! on an event with a deadline instead of sleeping.
+//! database choice, fresh PostgreSQL databases, the HTTP calls on a running app, a fixture
+//! site, image checks, and waiting on an event with a deadline instead of sleeping.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
 
 /// Which database a test runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +143,68 @@ where
         tokio::time::sleep(pause.min(deadline.saturating_duration_since(Instant::now()))).await;
         pause = (pause * 3 / 2).min(POLL_MAX);
     }
+}
+
+/// The calls tests make on a running app, one set for both harnesses: each harness's
+/// `TestApp` says where it listens and with which client.
+#[allow(async_fn_in_trait)]
+pub trait Api {
+    /// `http://127.0.0.1:PORT`.
+    fn base(&self) -> &str;
+    fn client(&self) -> &reqwest::Client;
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base())
+    }
+
+    async fn get(&self, key: &str, path: &str) -> reqwest::Response {
+        self.client().get(self.url(path)).bearer_auth(key).send().await.unwrap()
+    }
+
+    async fn post_json(&self, key: &str, path: &str, body: &Value) -> reqwest::Response {
+        self.post_idem(key, path, body, None).await
+    }
+
+    /// POST `body` as JSON, with an `Idempotency-Key` when `idem` is given.
+    async fn post_idem(&self, key: &str, path: &str, body: &Value, idem: Option<&str>) -> reqwest::Response {
+        let mut req = self.client().post(self.url(path)).bearer_auth(key).json(body);
+        if let Some(k) = idem {
+            req = req.header("Idempotency-Key", k);
+        }
+        req.send().await.unwrap()
+    }
+
+    /// Create a job and return its JSON (asserting 202).
+    async fn create(&self, key: &str, body: Value) -> Value {
+        let r = self.post_json(key, "/v1/screenshot", &body).await;
+        let status = r.status().as_u16();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status, 202, "create failed: {v}");
+        v
+    }
+
+    /// Poll a job until it is done or failed.
+    async fn wait(&self, key: &str, id: &str) -> Value {
+        eventually(&format!("job {id} finishes"), Duration::from_secs(90), || async {
+            let v: Value = self.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+            if v["status"] == "done" || v["status"] == "failed" { Ok(v) } else { Err(v) }
+        })
+        .await
+    }
+
+    /// Fetch a file URL's bytes: `(status, content type, body)`.
+    async fn fetch(&self, url: &str) -> (u16, String, Vec<u8>) {
+        let r = self.client().get(url).send().await.unwrap();
+        let status = r.status().as_u16();
+        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        (status, ct, r.bytes().await.unwrap().to_vec())
+    }
+}
+
+/// The actions the account of `key` has used this month (its live balance).
+pub async fn used(app: &impl Api, key: &str) -> i64 {
+    let b: Value = app.get(key, "/v1/account/balance").await.json().await.unwrap();
+    b["usage"]["used"].as_i64().unwrap()
 }
 
 /// A fixture web site on 127.0.0.1 serving the given (path, content-type, body) pages.

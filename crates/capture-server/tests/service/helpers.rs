@@ -14,7 +14,6 @@ use capture_server::crypto::MasterKey;
 use capture_server::state::AppState;
 use capture_server::{Application, Config, admin};
 use capture_store::Store;
-use serde_json::Value;
 
 #[path = "common.rs"]
 mod common;
@@ -154,47 +153,19 @@ impl TestApp {
         store.close().await;
     }
 
-    pub fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base)
-    }
-
     /// The database of this deployment.
     pub fn database_url(&self) -> String {
         self.state.cfg.database_url.clone()
     }
+}
 
-    pub async fn get(&self, key: &str, path: &str) -> reqwest::Response {
-        self.client.get(self.url(path)).bearer_auth(key).send().await.unwrap()
+impl Api for TestApp {
+    fn base(&self) -> &str {
+        &self.base
     }
 
-    pub async fn post_json(&self, key: &str, path: &str, body: &Value) -> reqwest::Response {
-        self.client.post(self.url(path)).bearer_auth(key).json(body).send().await.unwrap()
-    }
-
-    /// Create a job and return its JSON (asserting 202).
-    pub async fn create(&self, key: &str, body: Value) -> Value {
-        let r = self.post_json(key, "/v1/screenshot", &body).await;
-        let status = r.status().as_u16();
-        let v: Value = r.json().await.unwrap();
-        assert_eq!(status, 202, "create failed: {v}");
-        v
-    }
-
-    /// Poll a job until it is done or failed.
-    pub async fn wait(&self, key: &str, id: &str) -> Value {
-        eventually(&format!("job {id} finishes"), Duration::from_secs(90), || async {
-            let v: Value = self.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
-            if v["status"] == "done" || v["status"] == "failed" { Ok(v) } else { Err(v) }
-        })
-        .await
-    }
-
-    /// Fetch a file URL's bytes.
-    pub async fn fetch(&self, url: &str) -> (u16, String, Vec<u8>) {
-        let r = self.client.get(url).send().await.unwrap();
-        let status = r.status().as_u16();
-        let ct = r.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
-        (status, ct, r.bytes().await.unwrap().to_vec())
+    fn client(&self) -> &reqwest::Client {
+        &self.client
     }
 }
 

@@ -3,7 +3,7 @@
 //! website, PKCE, redirect URIs, single-use codes, refresh rotation with replay detection,
 //! revocation, audiences, and the 401 of `/mcp`.
 
-use crate::helpers::{Db, Opts};
+use crate::helpers::{Api, Db, Opts};
 use crate::shared::oauth::*;
 use serde_json::{Value, json};
 

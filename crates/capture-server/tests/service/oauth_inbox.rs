@@ -6,7 +6,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::helpers::{self, Db, Opts, TestApp};
+use crate::helpers::{self, Api, Db, Opts, TestApp};
 use crate::shared::inbox_fixture;
 use crate::shared::oauth::*;
 

@@ -158,7 +158,7 @@ async fn streams_report_each_status_then_the_result() {
     let (_, key) = app.user_with_key("free").await;
     let job = app.create(&key, json!({"url": site.url("/red"), "delay": 1200, "width": 300, "height": 200})).await;
     let id = job["id"].as_str().unwrap();
-    let events = read_sse(&app, &key, id, Duration::from_secs(60)).await;
+    let events = job_stream(&app, &key, id, Duration::from_secs(60)).await;
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     let statuses: Vec<String> = events
         .iter()
@@ -173,12 +173,12 @@ async fn streams_report_each_status_then_the_result() {
     assert!(d["publicUrl"].as_str().unwrap().starts_with("http"));
     // Opened after the end: the final event at once.
     let t = std::time::Instant::now();
-    let events = read_sse(&app, &key, id, Duration::from_secs(10)).await;
+    let events = job_stream(&app, &key, id, Duration::from_secs(10)).await;
     assert_eq!(events.last().unwrap().0, "done");
     assert!(t.elapsed() < Duration::from_secs(3));
     // A failed job ends with `failed` and its error.
     let job = app.create(&key, json!({"url": "http://127.0.0.1:9/"})).await;
-    let events = read_sse(&app, &key, job["id"].as_str().unwrap(), Duration::from_secs(60)).await;
+    let events = job_stream(&app, &key, job["id"].as_str().unwrap(), Duration::from_secs(60)).await;
     let (last, data) = events.last().unwrap();
     assert_eq!(last, "failed");
     let d: Value = serde_json::from_str(data).unwrap();
@@ -198,7 +198,7 @@ async fn a_stream_ends_with_timeout_after_the_maximum_duration() {
     .await;
     let (_, key) = app.user_with_key("free").await;
     let job = app.create(&key, json!({"url": "https://example.com"})).await;
-    let events = read_sse(&app, &key, job["id"].as_str().unwrap(), Duration::from_secs(10)).await;
+    let events = job_stream(&app, &key, job["id"].as_str().unwrap(), Duration::from_secs(10)).await;
     assert_eq!(events.first().unwrap().0, "status");
     assert_eq!(events.last().unwrap().0, "timeout");
     assert!(events.iter().any(|(n, _)| n == "ping"));

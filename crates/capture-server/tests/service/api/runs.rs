@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 /// command) beside a browserless-style `puppeteer.launch`, medians of 5 rounds each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn live_session_start_latency_beside_puppeteer_launch() {
-    let site = site().await;
-    let app = TestApp::spawn(opts(Db::Sqlite).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "20")).await;
-    let (_, key) = app.user_with_key("pro").await;
+    let (site, app, key) = pro_app(opts(Db::Sqlite).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "20")).await;
     let out = node(
         &script("latency.mjs"),
         &[
@@ -39,12 +37,25 @@ async fn live_session_start_latency_beside_puppeteer_launch() {
     }
 }
 
-async fn a_scripted_run_of_every_step_kind(db: Db) {
+/// The fixture site, the app with `opts`, and a pro key.
+async fn pro_app(opts: Opts) -> (Site, TestApp, String) {
     let site = site().await;
-    let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
-    let app = TestApp::spawn(opts(db)).await;
+    let app = TestApp::spawn(opts).await;
     let (_, key) = app.user_with_key("pro").await;
+    (site, app, key)
+}
+
+/// The fixture site, a webhook receiver, the app with `opts`, a pro key, and the secret of
+/// the key's webhook endpoint (pointing at the receiver).
+async fn with_hook(opts: Opts) -> (Site, Receiver, TestApp, String, String) {
+    let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let (site, app, key) = pro_app(opts).await;
     let secret = hook(&app, &key, &rx).await;
+    (site, rx, app, key, secret)
+}
+
+async fn a_scripted_run_of_every_step_kind(db: Db) {
+    let (site, rx, app, key, secret) = with_hook(opts(db)).await;
     let run = start(
         &app,
         &key,
@@ -119,8 +130,7 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
     assert!((secs - ran).abs() < 2.0, "video {secs}s vs run {ran}s");
     // Charged for the minute it ran; the reserved rest came back.
     assert_eq!((run["actionsReserved"].as_i64(), run["actionsCharged"].as_i64()), (Some(2), Some(1)));
-    let balance: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
-    assert_eq!(balance["usage"]["used"], 1, "{balance}");
+    assert_eq!(used(&app, &key).await, 1);
     // The stream: pending/running, a step event per step, then completed with the run.
     let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names.iter().filter(|n| **n == "step").count(), 18, "{names:?}");
@@ -149,13 +159,8 @@ async fn a_scripted_run_of_every_step_kind(db: Db) {
 }
 
 async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
-    let site = site().await;
-    let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
-    let app =
-        TestApp::spawn(opts(db).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "1").env("CAPTURE_RUN_CONNECT_TTL", "2s"))
-            .await;
-    let (_, key) = app.user_with_key("pro").await;
-    let secret = hook(&app, &key, &rx).await;
+    let opts = opts(db).env("CAPTURE_RUNS_MAX_ACTIVE_PER_ACCOUNT", "1").env("CAPTURE_RUN_CONNECT_TTL", "2s");
+    let (site, rx, app, key, secret) = with_hook(opts).await;
     let steps = json!([
         {"action": "evaluate", "expression": "1 + 1"},
         {"action": "click", "selector": "#missing", "timeoutMs": 700},
@@ -172,12 +177,7 @@ async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
     } else {
         // The first had already ended (it is quick); the live one waits for a client: stop it.
         assert_eq!(status, 202, "{v}");
-        app.client
-            .post(app.url(&format!("/v1/runs/{}/stop", v["id"].as_str().unwrap())))
-            .bearer_auth(&key)
-            .send()
-            .await
-            .unwrap();
+        stop(&app, &key, v["id"].as_str().unwrap()).await;
     }
     let events = stream(&app, &key, id).await;
     let run = wait_end(&app, &key, id).await;
@@ -230,17 +230,14 @@ async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
 }
 
 async fn stop_ends_a_running_run_cleanly(db: Db) {
-    let site = site().await;
-    let app = TestApp::spawn(opts(db)).await;
-    let (_, key) = app.user_with_key("pro").await;
+    let (site, app, key) = pro_app(opts(db)).await;
     let steps = json!([{"action": "wait", "ms": 60_000}]);
     let run = start(&app, &key, json!({"startUrl": site.url("/ticker"), "steps": steps, "timeoutMs": 120_000})).await;
     let id = run["id"].as_str().unwrap();
     wait_status(&app, &key, id, &["running"], 60).await;
     // About time itself: the run records two seconds of video before it is stopped.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let r = app.client.post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 202);
+    assert_eq!(stop(&app, &key, id).await.status().as_u16(), 202);
     let stopped_at = Instant::now();
     let run = wait_end(&app, &key, id).await;
     assert!(stopped_at.elapsed() < Duration::from_secs(15), "stopped promptly: {run}");
@@ -251,41 +248,20 @@ async fn stop_ends_a_running_run_cleanly(db: Db) {
     let ran = run["durationMs"].as_f64().unwrap() / 1000.0;
     assert!((secs - ran).abs() < 2.0 && secs > 1.5, "video {secs}s vs run {ran}s");
     // Stopping again changes nothing.
-    let r = app.client.post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
-    let again: Value = r.json().await.unwrap();
+    let again: Value = stop(&app, &key, id).await.json().await.unwrap();
     assert_eq!(again["status"], "stopped");
 }
 
 async fn puppeteer_drives_a_live_session(db: Db) {
-    let site = site().await;
-    let rx = Receiver::start(vec![(200, Duration::ZERO)]).await;
-    let app = TestApp::spawn(opts(db)).await;
-    let (_, key) = app.user_with_key("pro").await;
-    let secret = hook(&app, &key, &rx).await;
+    let (site, rx, app, key, secret) = with_hook(opts(db)).await;
     let t0 = Instant::now();
     let body = json!({"startUrl": site.url("/blank"), "live": true, "device": "desktop-1280"});
-    let r = app
-        .client
-        .post(app.url("/v1/runs"))
-        .bearer_auth(&key)
-        .header("idempotency-key", "live-run-0001")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = app.post_idem(&key, "/v1/runs", &body, Some("live-run-0001")).await;
     let post_ms = t0.elapsed().as_millis();
     assert_eq!(r.status().as_u16(), 202);
     let run: Value = r.json().await.unwrap();
     // A retry with the same key replays the answer (the same run, the same connect URL).
-    let r = app
-        .client
-        .post(app.url("/v1/runs"))
-        .bearer_auth(&key)
-        .header("idempotency-key", "live-run-0001")
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
+    let r = app.post_idem(&key, "/v1/runs", &body, Some("live-run-0001")).await;
     assert_eq!((r.status().as_u16(), r.headers()["idempotency-replayed"].to_str().unwrap()), (202, "true"));
     let replay: Value = r.json().await.unwrap();
     assert_eq!((&replay["id"], &replay["connectUrl"]), (&run["id"], &run["connectUrl"]));
@@ -352,9 +328,7 @@ async fn puppeteer_drives_a_live_session(db: Db) {
 }
 
 async fn a_hostile_live_client_is_refused_and_the_pool_unharmed(db: Db) {
-    let site = site().await;
-    let app = TestApp::spawn(opts(db)).await;
-    let (_, key) = app.user_with_key("pro").await;
+    let (site, app, key) = pro_app(opts(db)).await;
     let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "recordVideo": false})).await;
     let id = run["id"].as_str().unwrap();
     let endpoint = run["connectUrl"].as_str().unwrap().to_string();
@@ -402,9 +376,7 @@ async fn a_hostile_live_client_is_refused_and_the_pool_unharmed(db: Db) {
 }
 
 async fn playwright_connects_over_cdp(db: Db) {
-    let site = site().await;
-    let app = TestApp::spawn(opts(db)).await;
-    let (_, key) = app.user_with_key("pro").await;
+    let (site, app, key) = pro_app(opts(db)).await;
     let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "recordVideo": false})).await;
     let id = run["id"].as_str().unwrap();
     let out =
@@ -421,9 +393,7 @@ async fn playwright_connects_over_cdp(db: Db) {
 }
 
 async fn a_live_session_ends_at_its_timeout_and_on_stop(db: Db) {
-    let site = site().await;
-    let app = TestApp::spawn(opts(db)).await;
-    let (_, key) = app.user_with_key("pro").await;
+    let (site, app, key) = pro_app(opts(db)).await;
     let clients = clients_dir().display().to_string();
     // The timeout ends the session: the client is disconnected, the run completes.
     let run = start(&app, &key, json!({"startUrl": site.url("/ticker"), "live": true, "timeoutMs": 3000})).await;
@@ -443,8 +413,7 @@ async fn a_live_session_ends_at_its_timeout_and_on_stop(db: Db) {
     let endpoint = run["connectUrl"].as_str().unwrap().to_string();
     let client = node_connected(&script("hold.mjs"), &[clients, endpoint]).await;
     wait_status(&app, &key, &id, &["running"], 60).await;
-    let r = app.client.post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 202);
+    assert_eq!(stop(&app, &key, &id).await.status().as_u16(), 202);
     let out =
         tokio::time::timeout(Duration::from_secs(20), client).await.expect("the client was disconnected").unwrap();
     assert_eq!(out["url"], site.url("/blank"));
@@ -458,36 +427,25 @@ async fn runs_reserve_their_minutes_and_give_back_the_rest(db: Db) {
     let app = TestApp::spawn(opts(db).env("CAPTURE_PLAN_LIMITS", "free=2,starter=2000,pro=10000")).await;
     let (_, key) = app.user_with_key("free").await;
     let steps = json!([{"action": "wait", "ms": 1500}]);
-    // Two minutes of timeout reserve both actions of the month…
-    let first = start(
-        &app,
-        &key,
-        json!({"startUrl": site.url("/blank"), "steps": steps, "timeoutMs": 120_000, "recordVideo": false}),
-    )
-    .await;
-    assert_eq!(first["actionsReserved"], 2);
-    // …so nothing is left while it runs.
-    let r = app.post_json(&key, "/v1/runs", &json!({"startUrl": site.url("/blank"), "live": true})).await;
-    assert_eq!(r.status().as_u16(), 429);
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(v["code"], "PLAN_QUOTA_EXCEEDED", "{v}");
-    // It ran for under a minute: charged 1, the other given back.
-    let first = wait_end(&app, &key, first["id"].as_str().unwrap()).await;
-    assert_eq!((first["status"].as_str(), first["actionsCharged"].as_i64()), (Some("completed"), Some(1)), "{first}");
-    let balance: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
-    assert_eq!(balance["usage"]["used"], 1, "{balance}");
-    // A three-minute run now gets the one minute left (it would be cut off cleanly then).
-    let second = start(
-        &app,
-        &key,
-        json!({"startUrl": site.url("/blank"), "steps": steps, "timeoutMs": 180_000, "recordVideo": false}),
-    )
-    .await;
-    assert_eq!(second["actionsReserved"], 1);
-    let second = wait_end(&app, &key, second["id"].as_str().unwrap()).await;
-    assert_eq!((second["status"].as_str(), second["actionsCharged"].as_i64()), (Some("completed"), Some(1)));
-    let balance: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
-    assert_eq!(balance["usage"]["used"], 2, "{balance}");
+    // (timeoutMs, actions reserved, used after): two minutes of timeout reserve both actions
+    // of the month; the run takes under a minute, so it is charged 1 and the other is given
+    // back; a three-minute run then gets the one minute left (it would be cut off cleanly).
+    for (timeout_ms, reserved, used_after) in [(120_000, 2, 1), (180_000, 1, 2)] {
+        let body =
+            json!({"startUrl": site.url("/blank"), "steps": steps, "timeoutMs": timeout_ms, "recordVideo": false});
+        let run = start(&app, &key, body).await;
+        assert_eq!(run["actionsReserved"], reserved, "{run}");
+        if reserved == 2 {
+            // Nothing is left while it runs.
+            let r = app.post_json(&key, "/v1/runs", &json!({"startUrl": site.url("/blank"), "live": true})).await;
+            assert_eq!(r.status().as_u16(), 429);
+            let v: Value = r.json().await.unwrap();
+            assert_eq!(v["code"], "PLAN_QUOTA_EXCEEDED", "{v}");
+        }
+        let run = wait_end(&app, &key, run["id"].as_str().unwrap()).await;
+        assert_eq!((run["status"].as_str(), run["actionsCharged"].as_i64()), (Some("completed"), Some(1)), "{run}");
+        assert_eq!(used(&app, &key).await, used_after);
+    }
 }
 
 crate::both_dbs!(a_scripted_run_of_every_step_kind);

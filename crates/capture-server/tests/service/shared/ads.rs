@@ -6,10 +6,10 @@
 use std::process::Command;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use serde_json::Value;
 
 use crate::helpers::*;
+use crate::shared::sse::{json_events, read_sse};
 
 pub(crate) const BRAND: [u8; 3] = [0xE4, 0x57, 0x2E];
 
@@ -40,11 +40,7 @@ pub(crate) fn bakery_page() -> String {
 }
 
 pub(crate) async fn post(app: &TestApp, key: &str, path: &str, body: &Value, idem: Option<&str>) -> (u16, Value, bool) {
-    let mut req = app.client.post(app.url(path)).bearer_auth(key).json(body);
-    if let Some(k) = idem {
-        req = req.header("Idempotency-Key", k);
-    }
-    let r = req.send().await.unwrap();
+    let r = app.post_idem(key, path, body, idem).await;
     let status = r.status().as_u16();
     let replayed = r.headers().get("idempotency-replayed").is_some();
     (status, r.json().await.unwrap(), replayed)
@@ -62,39 +58,9 @@ pub(crate) async fn wait_ad(app: &TestApp, key: &str, id: &str, limit: Duration)
     .await
 }
 
-pub(crate) async fn used(app: &TestApp, key: &str) -> i64 {
-    let b: Value = app.get(key, "/v1/account/balance").await.json().await.unwrap();
-    b["usage"]["used"].as_i64().unwrap()
-}
-
 /// The ad's event stream to its end: `(event, data)`.
 pub(crate) async fn ad_stream(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, Value)> {
-    let r = app.client.get(app.url(&format!("/v1/adshot/{id}/stream"))).bearer_auth(key).send().await.unwrap();
-    assert_eq!(r.status(), 200);
-    assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
-    let mut stream = r.bytes_stream();
-    let (mut buf, mut out) = (String::new(), Vec::new());
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        let chunk = tokio::time::timeout_at(deadline, stream.next()).await.expect("the stream did not end in time");
-        let Some(chunk) = chunk else { break };
-        buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-        while let Some(pos) = buf.find("\n\n") {
-            let block: String = buf.drain(..pos + 2).collect();
-            let (mut name, mut data) = (String::new(), String::new());
-            for line in block.lines() {
-                if let Some(n) = line.strip_prefix("event:") {
-                    name = n.trim().to_string();
-                } else if let Some(d) = line.strip_prefix("data:") {
-                    data.push_str(d.trim_start());
-                }
-            }
-            if !name.is_empty() {
-                out.push((name, serde_json::from_str(&data).unwrap_or(Value::Null)));
-            }
-        }
-    }
-    out
+    json_events(read_sse(&app.client, &app.url(&format!("/v1/adshot/{id}/stream")), key, limit).await)
 }
 
 pub(crate) fn ffprobe(path: &std::path::Path) -> Value {

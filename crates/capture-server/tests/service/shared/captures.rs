@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::helpers::*;
-pub(crate) use crate::shared::sse::read_sse_at;
+use crate::shared::sse::read_sse;
 
 pub(crate) fn pages() -> Vec<(&'static str, &'static str, String)> {
     let tall = {
@@ -57,7 +57,8 @@ pub(crate) async fn shot(app: &TestApp, key: &str, body: Value) -> (Value, Vec<u
     (done, bytes)
 }
 
-/// Read an SSE stream to its end: `(event name, data)`; comments come back as `("ping", "")`.
-pub async fn read_sse(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, String)> {
-    read_sse_at(&app.client, &app.base, key, id, limit).await
+/// Read a job's event stream to its end: `(event name, data)`; comments come back as
+/// `("ping", "")`.
+pub(crate) async fn job_stream(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, String)> {
+    read_sse(&app.client, &app.url(&format!("/v1/screenshot/{id}/stream")), key, limit).await
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
+use crate::shared::sse::{json_events, read_sse};
 use crate::shared::webhooks::{Receiver, verify};
 
 /// The form page: 2 `console.error`s and an uncaught exception (3 console errors), a missing
@@ -74,6 +75,11 @@ pub(crate) async fn start(app: &TestApp, key: &str, body: Value) -> Value {
     v
 }
 
+/// Ask run `id` to stop.
+pub(crate) async fn stop(app: &TestApp, key: &str, id: &str) -> reqwest::Response {
+    app.client.post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(key).send().await.unwrap()
+}
+
 pub(crate) async fn get_run(app: &TestApp, key: &str, id: &str) -> Value {
     app.get(key, &format!("/v1/runs/{id}")).await.json().await.unwrap()
 }
@@ -110,25 +116,8 @@ pub(crate) async fn video_seconds(app: &TestApp, url: &str) -> f64 {
 
 /// The SSE stream of a run, read to its end: (event, data) pairs.
 pub(crate) async fn stream(app: &TestApp, key: &str, id: &str) -> Vec<(String, Value)> {
-    let r = app.get(key, &format!("/v1/runs/{id}/stream")).await;
-    assert_eq!(r.status().as_u16(), 200);
-    let text = tokio::time::timeout(Duration::from_secs(60), r.text()).await.expect("the stream ends").unwrap();
-    let mut out = Vec::new();
-    for block in text.split("\n\n") {
-        let mut name = None;
-        let mut data = None;
-        for line in block.lines() {
-            if let Some(n) = line.strip_prefix("event:") {
-                name = Some(n.trim().to_string());
-            } else if let Some(d) = line.strip_prefix("data:") {
-                data = serde_json::from_str::<Value>(d.trim()).ok();
-            }
-        }
-        if let (Some(n), Some(d)) = (name, data) {
-            out.push((n, d));
-        }
-    }
-    out
+    let url = app.url(&format!("/v1/runs/{id}/stream"));
+    json_events(read_sse(&app.client, &url, key, Duration::from_secs(60)).await)
 }
 
 /// The one webhook event of run `id`, its signature verified.

@@ -1,19 +1,15 @@
-//! Reading a job's event stream (SSE) to its end, from any node.
+//! Reading an event stream (SSE) to its end: the one reader every stream's tests use (jobs,
+//! ads, audits, runs), from any node.
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use serde_json::Value;
 
-/// Read the event stream of job `id` at `base` to its end: `(event name, data)`; comments
-/// come back as `("ping", "")`.
-pub async fn read_sse_at(
-    client: &reqwest::Client,
-    base: &str,
-    key: &str,
-    id: &str,
-    limit: Duration,
-) -> Vec<(String, String)> {
-    let r = client.get(format!("{base}/v1/screenshot/{id}/stream")).bearer_auth(key).send().await.unwrap();
+/// Read the event stream at `url` (GET with bearer `key`) to its end, within `limit`:
+/// `(event name, data)`; comments come back as `("ping", "")`, unnamed data as `"message"`.
+pub async fn read_sse(client: &reqwest::Client, url: &str, key: &str, limit: Duration) -> Vec<(String, String)> {
+    let r = client.get(url).bearer_auth(key).send().await.unwrap();
     assert_eq!(r.status(), 200);
     assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
     let mut stream = r.bytes_stream();
@@ -42,4 +38,14 @@ pub async fn read_sse_at(
         }
     }
     out
+}
+
+/// The named events of a stream read by [`read_sse`], their data as JSON (`null` when it is
+/// not); heartbeats and unnamed blocks are left out.
+pub fn json_events(frames: Vec<(String, String)>) -> Vec<(String, Value)> {
+    frames
+        .into_iter()
+        .filter(|(name, _)| name != "ping" && name != "message")
+        .map(|(name, data)| (name, serde_json::from_str(&data).unwrap_or(Value::Null)))
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! Sign-up, sign-in, CSRF, throttling, `next=` and sign-out.
 
 use crate::both_dbs;
-use crate::helpers::Db;
+use crate::helpers::{Api, Db};
 use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email, spawn};
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::Db;
+use crate::helpers::{Api, Db};
 use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email, spawn};
 

@@ -8,7 +8,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use crate::both_dbs;
-use crate::helpers::{Db, TestApp, eventually};
+use crate::helpers::{Api, Db, TestApp, eventually};
 use crate::visitor::{Page, Visitor, value_after};
 use crate::web::{PASSWORD, email, pdf, png, spawn, upload};
 

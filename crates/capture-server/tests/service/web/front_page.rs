@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::helpers::{Db, Opts, TestApp, decode, rand_suffix};
+use crate::helpers::{Api, Db, Opts, TestApp, decode, rand_suffix};
 use crate::visitor::Visitor;
 
 const PASSWORD: &str = "correct horse battery";

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::Db;
+use crate::helpers::{Api, Db};
 use crate::visitor::{Visitor, value_after};
 use crate::web::{PASSWORD, email, spawn};
 

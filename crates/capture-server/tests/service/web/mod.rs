@@ -12,7 +12,7 @@ mod inbox;
 mod runs;
 mod workspace;
 
-use crate::helpers::{Db, Opts, TestApp, rand_suffix};
+use crate::helpers::{Api, Db, Opts, TestApp, rand_suffix};
 use serde_json::Value;
 
 /// A fresh service (api and scheduler roles, no Chromium) on `db`.

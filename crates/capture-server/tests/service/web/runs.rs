@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::both_dbs;
-use crate::helpers::{Db, Opts, Site, TestApp, eventually};
+use crate::helpers::{Api, Db, Opts, Site, TestApp, eventually};
 use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email};
 

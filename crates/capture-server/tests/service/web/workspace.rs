@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::both_dbs;
-use crate::helpers::{Db, Opts, Site, TestApp, assert_px, decode, eventually, solid};
+use crate::helpers::{Api, Db, Opts, Site, TestApp, assert_px, decode, eventually, solid};
 use crate::visitor::{Page, Visitor};
 use crate::web::{PASSWORD, email, pdf, png, spawn, upload};
 

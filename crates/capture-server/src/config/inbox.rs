@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::config::{ConfigError, parse_duration, parse_size};
+use super::parse::{ConfigError, err, parse_duration, parse_size};
 
 /// How the inbox and its inbound SMTP server behave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,20 +24,6 @@ pub struct InboxSettings {
     pub max_message_bytes: usize,
     /// Messages a minute one client address may send (`450` past it).
     pub rate_per_minute: u32,
-}
-
-/// The setting names, for the list of known keys.
-pub const KEYS: &[&str] = &[
-    "CAPTURE_INBOX_DOMAIN",
-    "CAPTURE_INBOUND_LISTEN",
-    "CAPTURE_INBOX_RETENTION",
-    "CAPTURE_INBOX_MAX_MESSAGES",
-    "CAPTURE_INBOUND_MAX_MESSAGE_BYTES",
-    "CAPTURE_INBOUND_RATE",
-];
-
-fn err(var: &str, reason: impl Into<String>) -> ConfigError {
-    ConfigError { var: var.into(), reason: reason.into() }
 }
 
 impl InboxSettings {

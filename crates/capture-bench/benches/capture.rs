@@ -1,4 +1,4 @@
-//! End-to-end capture benchmark: `cargo bench -p capture --bench capture`.
+//! End-to-end capture benchmark: `cargo bench -p capture-bench --bench capture`.
 //!
 //! Starts the real release `capture serve` (API + workers) against fixture pages on
 //! 127.0.0.1, pushes jobs through the REST API at concurrency 1, 2 and 4 for a simple page

@@ -1,4 +1,4 @@
-//! API throughput benchmark: `cargo bench -p capture --bench api` (needs `wrk`:
+//! API throughput benchmark: `cargo bench -p capture-bench --bench api` (needs `wrk`:
 //! `apt-get install wrk`).
 //!
 //! Starts the release `capture serve --roles api,scheduler` (SQLite, no Chromium) and, in

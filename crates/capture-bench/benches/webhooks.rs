@@ -1,4 +1,4 @@
-//! Webhook delivery benchmark: `cargo bench -p capture --bench webhooks`.
+//! Webhook delivery benchmark: `cargo bench -p capture-bench --bench webhooks`.
 //!
 //! Starts the release `capture serve --roles api,scheduler` (SQLite), a local receiver on
 //! 127.0.0.1 that answers 200 at once, queues `BENCH_DELIVERIES` (default 400) test pings

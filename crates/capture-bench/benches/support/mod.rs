@@ -1,11 +1,39 @@
-//! What the benchmarks share: starting the release `capture serve` (with a fresh data
-//! folder and a pro account with one API key, or as one more node of a deployment),
-//! submitting jobs and waiting for them, PostgreSQL databases, and statistics.
+//! What the benchmarks share: building and starting the release `capture serve` (with a
+//! fresh data folder and a pro account with one API key, or as one more node of a
+//! deployment), submitting jobs and waiting for them, PostgreSQL databases, and statistics.
 
 #![allow(dead_code)]
 
 use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// The release `capture` binary: `CAPTURE_BENCH_BIN` when set, else built once, on first use
+/// (`cargo build --release -p capture --bin capture`), into the target folder this bench
+/// runs from, and found beside it. Only the binary's own package gets
+/// `CARGO_BIN_EXE_capture`, so the benches, a package of their own, build it themselves.
+pub fn capture_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("CAPTURE_BENCH_BIN").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        // This bench is `<target>/release/deps/<bench>-<hash>`; the binary goes to
+        // `<target>/release/capture`.
+        let exe = std::env::current_exe().expect("the bench's own path");
+        let release = exe.parent().and_then(Path::parent).expect("the bench runs from <target>/release/deps");
+        let target = release.parent().expect("the target folder");
+        let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/../../Cargo.toml");
+        let status = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
+            .args(["build", "--release", "-p", "capture", "--bin", "capture", "--manifest-path", workspace])
+            .env("CARGO_TARGET_DIR", target)
+            .status()
+            .expect("running cargo to build the release capture binary");
+        assert!(status.success(), "building the release capture binary failed");
+        release.join("capture")
+    })
+}
 
 /// A running `capture serve` with a fresh data folder and a pro account; stopped with
 /// SIGTERM on drop.
@@ -100,10 +128,10 @@ impl Node {
         let mut cmd = match cpu {
             Some(c) => {
                 let mut t = std::process::Command::new("taskset");
-                t.args(["-c", &c.to_string(), env!("CARGO_BIN_EXE_capture")]);
+                t.arg("-c").arg(c.to_string()).arg(capture_bin());
                 t
             }
-            None => std::process::Command::new(env!("CARGO_BIN_EXE_capture")),
+            None => std::process::Command::new(capture_bin()),
         };
         let mut child = cmd
             .args(["serve", "--roles", roles])
@@ -121,11 +149,7 @@ impl Node {
 
     /// Run `capture <args>` with `envs`; returns stdout.
     pub fn cli(args: &[&str], envs: &[(String, String)]) -> String {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
-            .args(args)
-            .envs(envs.iter().cloned())
-            .output()
-            .unwrap();
+        let out = std::process::Command::new(capture_bin()).args(args).envs(envs.iter().cloned()).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     }

@@ -1,4 +1,4 @@
-//! Load test of a scaled-out set-up: `cargo bench -p capture --bench load`.
+//! Load test of a scaled-out set-up: `cargo bench -p capture-bench --bench load`.
 //!
 //! On PostgreSQL (a fresh database on `CAPTURE_TEST_PG_URL`'s server, dropped at the end)
 //! it starts one API node and 1, then 2, worker nodes (`--roles worker`, one browser and
