@@ -9,7 +9,9 @@
 //! In the same run it measures the floor: the same captures made by bare DevTools calls on a
 //! warm 1280×800 page with Chromium's default PNG encoder (no context per job, no proxy, no
 //! storage), and compares the service's PNG of the realistic page with the floor's (size and
-//! pixels). It ends with the ratios to the floor, Chromium's memory at C=4 and the server's RSS.
+//! pixels). Beside the floor it measures raw DevTools with a fresh context per capture and
+//! Chromium's fast PNG (what isolation alone costs). It ends with the ratios to the floor, the
+//! CPU per capture, Chromium's memory at C=4 and the server's RSS.
 //!
 //! Before the cells it times the ways of encoding the realistic page's PNG (Chromium's
 //! default and fast encoders, then decoding the fast one here and re-encoding it several
@@ -277,6 +279,33 @@ async fn main() {
             row(&format!("floor: {page} page, bare DevTools, {browsers} browser(s)"), browsers, rate, &mut lat);
         }
     }
+    // What isolation alone costs in raw DevTools: a fresh context per capture, fast PNG, no
+    // re-encode, no proxy, no storage (not a target; it explains the gap to the floor).
+    let mut fresh_cpu = Vec::new();
+    for page in ["simple", "rich"] {
+        for browsers in [1usize, 2] {
+            let cpu0 = tree_cpu(me).1;
+            let mut hs = Vec::new();
+            for _ in 0..browsers {
+                let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/{page}"));
+                let n = jobs / browsers;
+                hs.push(tokio::spawn(async move {
+                    capture_browser::floor::fresh_context_captures(&c, &w, &u, n).await.unwrap()
+                }));
+            }
+            let mut lat = Vec::new();
+            for h in hs {
+                lat.extend(h.await.unwrap());
+            }
+            if page == "rich" {
+                let cpu = (tree_cpu(me).1 - cpu0 - floor_fixed * browsers as f64) / lat.len() as f64;
+                fresh_cpu.push(format!("{browsers} browser(s) {:.0} ms", cpu * 1000.0));
+            }
+            let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
+            let rate = lat.len() as f64 / busy.as_secs_f64();
+            row(&format!("raw: {page}, fresh context each, fast PNG, {browsers} br."), browsers, rate, &mut lat);
+        }
+    }
 
     let mut ours = std::collections::HashMap::new();
     let mut ours_cpu = Vec::new();
@@ -340,8 +369,9 @@ async fn main() {
         );
     }
     println!(
-        "CPU per capture of the realistic page (user + system, /proc): floor (browsers) {}; Capture {}",
+        "CPU per capture of the realistic page (user + system, /proc): floor (browsers) {}; raw fresh context each (browsers) {}; Capture {}",
         floor_cpu.join(", "),
+        fresh_cpu.join(", "),
         ours_cpu.join(", ")
     );
     let (a, b) = (decode(&ours_png), decode(&floor_png));

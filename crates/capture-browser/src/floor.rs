@@ -93,6 +93,73 @@ impl FloorBrowser {
         Ok(out)
     }
 
+    /// Capture `url` `n` times, each in a fresh browser context of its own made for it (the
+    /// fewest calls that isolate captures from each other: create the context and a page in
+    /// its window, attach, enable Page, set the viewport, navigate, wait for load, Chromium's
+    /// fast PNG, dispose of the context); per-capture latencies. What isolation alone costs
+    /// in raw DevTools, beside [`FloorBrowser::capture_loop`]'s one warm page.
+    pub async fn fresh_context_loop(&mut self, url: &str, n: usize) -> Result<Vec<Duration>, String> {
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t0 = Instant::now();
+            let ctx =
+                self.conn.cmd(&p::CreateBrowserContext { dispose_on_detach: true }, None).await.map_err(cdp_err)?;
+            let id = ctx.browser_context_id;
+            let create = p::CreateTarget {
+                url: "about:blank",
+                browser_context_id: Some(&id),
+                new_window: true,
+                width: Some(1280),
+                height: Some(800),
+            };
+            let target_id = self.conn.cmd(&create, None).await.map_err(cdp_err)?.target_id;
+            let attach = p::AttachToTarget { target_id: &target_id, flatten: true };
+            let sid = self.conn.cmd(&attach, None).await.map_err(cdp_err)?.session_id;
+            let mut events = self.conn.register_session(&sid);
+            let size = p::SetDeviceMetricsOverride {
+                width: 1280,
+                height: 800,
+                device_scale_factor: 1.0,
+                mobile: false,
+                screen_orientation: None,
+            };
+            let (enable, size) = (self.conn.cmd(&p::PageEnable {}, Some(&sid)), self.conn.cmd(&size, Some(&sid)));
+            enable.await.map_err(cdp_err)?;
+            size.await.map_err(cdp_err)?;
+            let nav = self.conn.cmd(&p::Navigate { url }, Some(&sid)).await.map_err(cdp_err)?;
+            if let Some(e) = nav.error_text {
+                return Err(format!("navigation failed: {e}"));
+            }
+            let wait = async {
+                while let Some(ev) = events.recv().await {
+                    if matches!(PageEvent::decode(&ev.method, ev.params), PageEvent::LoadEventFired) {
+                        return true;
+                    }
+                }
+                false
+            };
+            if !matches!(tokio::time::timeout(Duration::from_secs(30), wait).await, Ok(true)) {
+                return Err("no load event".into());
+            }
+            let png = p::CaptureScreenshot {
+                format: "png",
+                quality: None,
+                clip: None,
+                from_surface: true,
+                optimize_for_speed: true,
+                capture_beyond_viewport: false,
+            };
+            let shot = self.conn.cmd(&png, Some(&sid)).await.map_err(cdp_err)?;
+            if shot.data.is_empty() {
+                return Err("empty screenshot".into());
+            }
+            self.conn.unregister_session(&sid);
+            self.conn.cmd(&p::DisposeBrowserContext { browser_context_id: &id }, None).await.map_err(cdp_err)?;
+            out.push(t0.elapsed());
+        }
+        Ok(out)
+    }
+
     /// Screenshot the page as it is `n` times with Chromium's default PNG encoder and `n`
     /// times with its fast one (`optimizeForSpeed`); the best time of each (the screenshot
     /// call, transfer included) and the last PNG of each.
@@ -192,4 +259,22 @@ pub async fn bare_devtools_captures(
     let png = std::mem::take(&mut b.last_png);
     b.shutdown().await;
     r.map(|lat| (lat, png))
+}
+
+/// Launch a bare browser, capture `url` `n` times each in a fresh context with Chromium's
+/// fast PNG ([`FloorBrowser::fresh_context_loop`]; one warm-up capture not counted), shut
+/// down; the per-capture latencies.
+pub async fn fresh_context_captures(
+    chromium_path: &Path,
+    work_dir: &Path,
+    url: &str,
+    n: usize,
+) -> Result<Vec<Duration>, String> {
+    let mut b = FloorBrowser::launch(chromium_path, work_dir).await?;
+    let r = match b.fresh_context_loop(url, 1).await {
+        Ok(_) => b.fresh_context_loop(url, n).await,
+        Err(e) => Err(e),
+    };
+    b.shutdown().await;
+    r
 }
