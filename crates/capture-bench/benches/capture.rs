@@ -130,6 +130,33 @@ async fn job_png(client: &reqwest::Client, base: &str, key: &str, id: &str) -> V
     client.get(url).send().await.unwrap().bytes().await.unwrap().to_vec()
 }
 
+/// One bare browser: a warm-up capture, then `n` captures of `url` on one warm page with
+/// Chromium's default PNG, or (`fresh`) each in a fresh context with the fast PNG; their
+/// latencies, the last PNG (warm page) and the CPU seconds its process tree spent on them.
+async fn floor_browser(
+    chromium: &std::path::Path,
+    work: &std::path::Path,
+    url: &str,
+    n: usize,
+    fresh: bool,
+) -> (Vec<Duration>, Vec<u8>, f64) {
+    let mut b = capture_browser::floor::FloorBrowser::launch(chromium, work).await.unwrap();
+    let total = |pid: Option<u32>| {
+        pid.map_or(0.0, |p| {
+            let (own, below) = tree_cpu(p);
+            own + below
+        })
+    };
+    if fresh { b.fresh_context_loop(url, 1).await } else { b.capture_loop(url, 1).await }.unwrap();
+    let pid = b.root_pid();
+    let c0 = total(pid);
+    let lat = if fresh { b.fresh_context_loop(url, n).await } else { b.capture_loop(url, n).await }.unwrap();
+    let cpu = total(pid) - c0;
+    let png = std::mem::take(&mut b.last_png);
+    b.shutdown().await;
+    (lat, png, cpu)
+}
+
 /// Follow job `id` on its event stream (`GET /v1/screenshot/{id}/stream`) until `done`, as a
 /// client that does not poll sees it (panics on `failed` or after 10 minutes).
 async fn wait_stream(client: &reqwest::Client, base: &str, key: &str, id: &str) {
@@ -242,68 +269,50 @@ async fn main() {
     let work = tempfile::tempdir().unwrap();
     let mut floor = std::collections::HashMap::new();
     let mut floor_png = Vec::new();
-    // What one floor browser costs outside its captures (launch, one warm-up capture, shut
-    // down), to take out of the floor's CPU per capture below.
-    let me = std::process::id();
-    let before = tree_cpu(me).1;
-    capture_browser::floor::bare_devtools_captures(&chromium, work.path(), &format!("{base}/rich"), 0).await.unwrap();
-    let floor_fixed = tree_cpu(me).1 - before;
+    // Each floor browser's CPU is read from its own process tree while it is alive, around its
+    // captures (launch, warm-up and shut-down left out; renderers that ended were reaped inside
+    // the tree, so they count).
     let mut floor_cpu = Vec::new();
-    for page in ["simple", "rich"] {
-        for browsers in [1usize, 2] {
-            let cpu0 = tree_cpu(me).1;
-            let mut hs = Vec::new();
-            for _ in 0..browsers {
-                let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/{page}"));
-                let n = jobs / browsers;
-                hs.push(tokio::spawn(async move {
-                    capture_browser::floor::bare_devtools_captures(&c, &w, &u, n).await.unwrap()
-                }));
-            }
-            let mut lat = Vec::new();
-            for h in hs {
-                let (l, png) = h.await.unwrap();
-                lat.extend(l);
+    let mut fresh_cpu = Vec::new();
+    // Raw DevTools with a fresh context per capture and the fast PNG (no re-encode, no proxy,
+    // no storage) is what isolation alone costs: not a target, it explains the gap to the floor.
+    for fresh in [false, true] {
+        for page in ["simple", "rich"] {
+            for browsers in [1usize, 2] {
+                let mut hs = Vec::new();
+                for _ in 0..browsers {
+                    let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/{page}"));
+                    let n = jobs / browsers;
+                    hs.push(tokio::spawn(async move { floor_browser(&c, &w, &u, n, fresh).await }));
+                }
+                let (mut lat, mut cpu) = (Vec::new(), 0.0);
+                for h in hs {
+                    let (l, png, c) = h.await.unwrap();
+                    lat.extend(l);
+                    cpu += c;
+                    if page == "rich" && !fresh {
+                        floor_png = png;
+                    }
+                }
                 if page == "rich" {
-                    floor_png = png;
+                    let line = format!("{browsers} browser(s) {:.0} ms", cpu * 1000.0 / lat.len() as f64);
+                    if fresh { fresh_cpu.push(line) } else { floor_cpu.push(line) }
+                }
+                // Launch time is excluded from the rate: use the sum of per-browser busy time.
+                let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
+                let rate = lat.len() as f64 / busy.as_secs_f64();
+                if fresh {
+                    row(
+                        &format!("raw: {page}, fresh context each, fast PNG, {browsers} br."),
+                        browsers,
+                        rate,
+                        &mut lat,
+                    );
+                } else {
+                    floor.insert((page, browsers), (rate, ms(pct(&mut lat, 0.5))));
+                    row(&format!("floor: {page} page, bare DevTools, {browsers} browser(s)"), browsers, rate, &mut lat);
                 }
             }
-            if page == "rich" {
-                let cpu = (tree_cpu(me).1 - cpu0 - floor_fixed * browsers as f64) / lat.len() as f64;
-                floor_cpu.push(format!("{browsers} browser(s) {:.0} ms", cpu * 1000.0));
-            }
-            // Launch time is excluded from the rate: use the sum of per-browser busy time.
-            let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
-            let rate = lat.len() as f64 / busy.as_secs_f64();
-            floor.insert((page, browsers), (rate, ms(pct(&mut lat, 0.5))));
-            row(&format!("floor: {page} page, bare DevTools, {browsers} browser(s)"), browsers, rate, &mut lat);
-        }
-    }
-    // What isolation alone costs in raw DevTools: a fresh context per capture, fast PNG, no
-    // re-encode, no proxy, no storage (not a target; it explains the gap to the floor).
-    let mut fresh_cpu = Vec::new();
-    for page in ["simple", "rich"] {
-        for browsers in [1usize, 2] {
-            let cpu0 = tree_cpu(me).1;
-            let mut hs = Vec::new();
-            for _ in 0..browsers {
-                let (c, w, u) = (chromium.clone(), work.path().to_path_buf(), format!("{base}/{page}"));
-                let n = jobs / browsers;
-                hs.push(tokio::spawn(async move {
-                    capture_browser::floor::fresh_context_captures(&c, &w, &u, n).await.unwrap()
-                }));
-            }
-            let mut lat = Vec::new();
-            for h in hs {
-                lat.extend(h.await.unwrap());
-            }
-            if page == "rich" {
-                let cpu = (tree_cpu(me).1 - cpu0 - floor_fixed * browsers as f64) / lat.len() as f64;
-                fresh_cpu.push(format!("{browsers} browser(s) {:.0} ms", cpu * 1000.0));
-            }
-            let busy: Duration = lat.iter().sum::<Duration>() / browsers as u32;
-            let rate = lat.len() as f64 / busy.as_secs_f64();
-            row(&format!("raw: {page}, fresh context each, fast PNG, {browsers} br."), browsers, rate, &mut lat);
         }
     }
 

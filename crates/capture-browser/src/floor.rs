@@ -53,6 +53,11 @@ impl FloorBrowser {
         Ok(FloorBrowser { chromium, conn, sid, events, last_png: Vec::new() })
     }
 
+    /// The top of this browser's process tree (to read its CPU time while it runs).
+    pub fn root_pid(&self) -> Option<u32> {
+        self.chromium.root_pid()
+    }
+
     /// Capture `url` `n` times (navigate, wait for load, PNG); per-capture latencies.
     pub async fn capture_loop(&mut self, url: &str, n: usize) -> Result<Vec<Duration>, String> {
         let mut out = Vec::with_capacity(n);
@@ -259,22 +264,4 @@ pub async fn bare_devtools_captures(
     let png = std::mem::take(&mut b.last_png);
     b.shutdown().await;
     r.map(|lat| (lat, png))
-}
-
-/// Launch a bare browser, capture `url` `n` times each in a fresh context with Chromium's
-/// fast PNG ([`FloorBrowser::fresh_context_loop`]; one warm-up capture not counted), shut
-/// down; the per-capture latencies.
-pub async fn fresh_context_captures(
-    chromium_path: &Path,
-    work_dir: &Path,
-    url: &str,
-    n: usize,
-) -> Result<Vec<Duration>, String> {
-    let mut b = FloorBrowser::launch(chromium_path, work_dir).await?;
-    let r = match b.fresh_context_loop(url, 1).await {
-        Ok(_) => b.fresh_context_loop(url, n).await,
-        Err(e) => Err(e),
-    };
-    b.shutdown().await;
-    r
 }

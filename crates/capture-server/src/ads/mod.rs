@@ -76,7 +76,8 @@ pub fn v1_router() -> Router<AppState> {
     params(("Idempotency-Key" = Option<String>, Header, description = "[A-Za-z0-9_-]{8,128}; replays the first response for 24 h")),
     responses((status = 202, body = Adshot, description = "the draft (drf_…), pending; 1 action"),
     (status = 400, body = ErrorBody, description = "VALIDATION_ERROR"), (status = 401, body = ErrorBody),
-    (status = 409, body = ErrorBody), (status = 429, body = ErrorBody)), security(("api_key" = [])))]
+    (status = 409, body = ErrorBody), (status = 422, body = ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"),
+    (status = 429, body = ErrorBody)), security(("api_key" = [])))]
 /// Draft an ad from a page or screenshots: copy, brand colour, storyboard, voice-over script.
 pub async fn create_draft(
     State(state): State<AppState>,
@@ -102,7 +103,8 @@ pub async fn create_draft(
     responses((status = 202, body = Adshot, description = "the render (ad_…), pending; 10 actions"),
     (status = 400, body = ErrorBody, description = "VALIDATION_ERROR naming the allowed voiceId, musicId, brandColor or orientation values"),
     (status = 404, body = ErrorBody, description = "no such draft"), (status = 409, body = ErrorBody),
-    (status = 429, body = ErrorBody)), security(("api_key" = [])))]
+    (status = 422, body = ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"), (status = 429, body = ErrorBody)),
+    security(("api_key" = [])))]
 /// Render a finished draft to a narrated, branded MP4.
 pub async fn create_render(
     State(state): State<AppState>,

@@ -97,8 +97,10 @@ async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
 }
 
 #[utoipa::path(post, path = "/v1/screenshot/upload", tag = "screenshots", request_body(content_type = "multipart/form-data", description = "`file` (PNG, JPEG, WebP, PDF or HTML) plus capture options as fields for HTML"),
+    params(("Idempotency-Key" = Option<String>, Header, description = "[A-Za-z0-9_-]{8,128}; replays the first response for 24 h")),
     responses((status = 201, description = "image or PDF stored as a done job", body = super::types::Job), (status = 202, description = "HTML queued for rendering", body = super::types::Job),
-    (status = 400, body = crate::http::error::ErrorBody), (status = 413, body = crate::http::error::ErrorBody), (status = 429, body = crate::http::error::ErrorBody),
+    (status = 400, body = crate::http::error::ErrorBody), (status = 409, body = crate::http::error::ErrorBody), (status = 413, body = crate::http::error::ErrorBody),
+    (status = 422, body = crate::http::error::ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"), (status = 429, body = crate::http::error::ErrorBody),
     (status = 503, body = crate::http::error::ErrorBody, description = "HTML only: the whole queue is full")), security(("api_key" = [])))]
 /// Upload a file as a job.
 pub async fn upload(
