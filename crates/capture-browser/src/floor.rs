@@ -24,6 +24,60 @@ fn cdp_err(e: crate::cdp::CdpError) -> String {
     e.to_string()
 }
 
+/// The service's default viewport, so the floor renders the same pixels.
+fn viewport() -> p::SetDeviceMetricsOverride {
+    p::SetDeviceMetricsOverride {
+        width: 1280,
+        height: 800,
+        device_scale_factor: 1.0,
+        mobile: false,
+        screen_orientation: None,
+    }
+}
+
+/// Navigate session `sid` to `url` and wait (30 s at most) for its load event.
+async fn load(
+    conn: &Arc<Conn>,
+    sid: &str,
+    events: &mut tokio::sync::mpsc::UnboundedReceiver<crate::cdp::Event>,
+    url: &str,
+) -> Result<(), String> {
+    let nav = conn.cmd(&p::Navigate { url }, Some(sid)).await.map_err(cdp_err)?;
+    if let Some(e) = nav.error_text {
+        return Err(format!("navigation failed: {e}"));
+    }
+    let wait = async {
+        while let Some(ev) = events.recv().await {
+            if matches!(PageEvent::decode(&ev.method, ev.params), PageEvent::LoadEventFired) {
+                return true;
+            }
+        }
+        false
+    };
+    match tokio::time::timeout(Duration::from_secs(30), wait).await {
+        Ok(true) => Ok(()),
+        _ => Err("no load event".into()),
+    }
+}
+
+/// A PNG of the whole viewport of session `sid`, Chromium's default encoder or (`fast`) its
+/// `optimizeForSpeed` one; an empty reply is an error.
+async fn screenshot(conn: &Arc<Conn>, sid: &str, fast: bool) -> Result<p::Data, String> {
+    let png = p::CaptureScreenshot {
+        format: "png",
+        quality: None,
+        clip: None,
+        from_surface: true,
+        optimize_for_speed: fast,
+        capture_beyond_viewport: false,
+    };
+    let shot = conn.cmd(&png, Some(sid)).await.map_err(cdp_err)?;
+    if shot.data.is_empty() {
+        return Err("empty screenshot".into());
+    }
+    Ok(shot)
+}
+
 impl FloorBrowser {
     /// Launch Chromium (profile under `work_dir`) and open one page with Page events on.
     pub async fn launch(chromium_path: &Path, work_dir: &Path) -> Result<FloorBrowser, String> {
@@ -42,14 +96,7 @@ impl FloorBrowser {
         let events = conn.register_session(&sid);
         conn.cmd(&p::PageEnable {}, Some(&sid)).await.map_err(cdp_err)?;
         // The service's default viewport, so the floor renders the same pixels (set once).
-        let size = p::SetDeviceMetricsOverride {
-            width: 1280,
-            height: 800,
-            device_scale_factor: 1.0,
-            mobile: false,
-            screen_orientation: None,
-        };
-        conn.cmd(&size, Some(&sid)).await.map_err(cdp_err)?;
+        conn.cmd(&viewport(), Some(&sid)).await.map_err(cdp_err)?;
         Ok(FloorBrowser { chromium, conn, sid, events, last_png: Vec::new() })
     }
 
@@ -64,34 +111,8 @@ impl FloorBrowser {
         for _ in 0..n {
             while self.events.try_recv().is_ok() {}
             let t0 = Instant::now();
-            let nav = self.conn.cmd(&p::Navigate { url }, Some(&self.sid)).await.map_err(cdp_err)?;
-            if let Some(e) = nav.error_text {
-                return Err(format!("navigation failed: {e}"));
-            }
-            let wait = async {
-                while let Some(ev) = self.events.recv().await {
-                    if matches!(PageEvent::decode(&ev.method, ev.params), PageEvent::LoadEventFired) {
-                        return true;
-                    }
-                }
-                false
-            };
-            match tokio::time::timeout(Duration::from_secs(30), wait).await {
-                Ok(true) => {}
-                _ => return Err("no load event".into()),
-            }
-            let png = p::CaptureScreenshot {
-                format: "png",
-                quality: None,
-                clip: None,
-                from_surface: true,
-                optimize_for_speed: false,
-                capture_beyond_viewport: false,
-            };
-            let shot = self.conn.cmd(&png, Some(&self.sid)).await.map_err(cdp_err)?;
-            if shot.data.is_empty() {
-                return Err("empty screenshot".into());
-            }
+            load(&self.conn, &self.sid, &mut self.events, url).await?;
+            let shot = screenshot(&self.conn, &self.sid, false).await?;
             out.push(t0.elapsed());
             self.last_png = crate::encode::decode_base64(&shot.data, "screenshot").map_err(|e| e.to_string())?;
         }
@@ -121,43 +142,11 @@ impl FloorBrowser {
             let attach = p::AttachToTarget { target_id: &target_id, flatten: true };
             let sid = self.conn.cmd(&attach, None).await.map_err(cdp_err)?.session_id;
             let mut events = self.conn.register_session(&sid);
-            let size = p::SetDeviceMetricsOverride {
-                width: 1280,
-                height: 800,
-                device_scale_factor: 1.0,
-                mobile: false,
-                screen_orientation: None,
-            };
-            let (enable, size) = (self.conn.cmd(&p::PageEnable {}, Some(&sid)), self.conn.cmd(&size, Some(&sid)));
+            let (enable, size) = (self.conn.cmd(&p::PageEnable {}, Some(&sid)), self.conn.cmd(&viewport(), Some(&sid)));
             enable.await.map_err(cdp_err)?;
             size.await.map_err(cdp_err)?;
-            let nav = self.conn.cmd(&p::Navigate { url }, Some(&sid)).await.map_err(cdp_err)?;
-            if let Some(e) = nav.error_text {
-                return Err(format!("navigation failed: {e}"));
-            }
-            let wait = async {
-                while let Some(ev) = events.recv().await {
-                    if matches!(PageEvent::decode(&ev.method, ev.params), PageEvent::LoadEventFired) {
-                        return true;
-                    }
-                }
-                false
-            };
-            if !matches!(tokio::time::timeout(Duration::from_secs(30), wait).await, Ok(true)) {
-                return Err("no load event".into());
-            }
-            let png = p::CaptureScreenshot {
-                format: "png",
-                quality: None,
-                clip: None,
-                from_surface: true,
-                optimize_for_speed: true,
-                capture_beyond_viewport: false,
-            };
-            let shot = self.conn.cmd(&png, Some(&sid)).await.map_err(cdp_err)?;
-            if shot.data.is_empty() {
-                return Err("empty screenshot".into());
-            }
+            load(&self.conn, &sid, &mut events, url).await?;
+            screenshot(&self.conn, &sid, true).await?;
             self.conn.unregister_session(&sid);
             self.conn.cmd(&p::DisposeBrowserContext { browser_context_id: &id }, None).await.map_err(cdp_err)?;
             out.push(t0.elapsed());
