@@ -1,10 +1,10 @@
 //! The PNG encoder for captures (issue 17): each row gets the PNG filter libpng's heuristic
 //! picks (least sum of absolute values), the filtered rows are deflated by zlib-rs 64 rows
-//! at a time (never held whole), and a
-//! big image is cut into horizontal bands deflated on separate threads (each band ends
-//! with a sync flush, so the pieces join into one zlib stream; only the first 32 KB of a
-//! band lose their back-references). Same pixels as any other PNG encoder; the size is
-//! close to Chromium's default encoder at a fraction of its time.
+//! at a time (never held whole), and a big image is cut into horizontal bands deflated on
+//! separate threads (each band ends with a sync flush, so the pieces join into one zlib
+//! stream; only the first 32 KB of a band lose their back-references). Same pixels as any
+//! other PNG encoder; the size is close to Chromium's default encoder at a fraction of its
+//! time.
 
 /// 8-bit pixels, rows top to bottom without padding.
 #[derive(Debug, Clone, Copy)]
