@@ -246,17 +246,6 @@ impl Filter {
     }
 }
 
-/// Rows `from..to` of `data`, each prefixed with its filter type and filtered.
-#[cfg(test)]
-fn filter_rows(data: &[u8], stride: usize, bpp: usize, from: usize, to: usize, f: RowFilter) -> Vec<u8> {
-    let mut out = Vec::with_capacity((stride + 1) * (to - from));
-    let mut filter = Filter::new(stride);
-    for y in from..to {
-        filter.row(data, stride, bpp, y, f, &mut out);
-    }
-    out
-}
-
 /// libpng's heuristic: the sum of the bytes read as signed magnitudes.
 fn cost(row: &[u8]) -> u64 {
     // |b as i8| is min(b, −b) read unsigned (−128 gives 128); 256 of them fit a u16. Written
