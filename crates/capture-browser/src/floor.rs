@@ -161,16 +161,8 @@ impl FloorBrowser {
         let mut out = [(Duration::MAX, Vec::new()), (Duration::MAX, Vec::new())];
         for (i, fast) in [false, true].into_iter().enumerate() {
             for _ in 0..n.max(1) {
-                let png = p::CaptureScreenshot {
-                    format: "png",
-                    quality: None,
-                    clip: None,
-                    from_surface: true,
-                    optimize_for_speed: fast,
-                    capture_beyond_viewport: false,
-                };
                 let t0 = Instant::now();
-                let shot = self.conn.cmd(&png, Some(&self.sid)).await.map_err(cdp_err)?;
+                let shot = screenshot(&self.conn, &self.sid, fast).await?;
                 let bytes = crate::encode::decode_base64(&shot.data, "screenshot").map_err(|e| e.to_string())?;
                 out[i].0 = out[i].0.min(t0.elapsed());
                 out[i].1 = bytes;
