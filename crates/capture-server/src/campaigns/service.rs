@@ -429,8 +429,10 @@ pub async fn unsuppress(state: &AppState, account: &Account, email: &str) -> Res
 }
 
 /// What the unsubscribe link's page shows before anything is done (a GET never suppresses:
-/// mail scanners follow links): the address and whether it is already suppressed, or None
-/// for an unknown token.
+/// mail scanners follow links): the address and whether the recipient (or the mail system)
+/// already suppressed it for good, or None for an unknown token. A suppression the account
+/// added is not the recipient's word (the account may lift it), so the page still offers the
+/// button.
 pub async fn unsubscribe_preview(state: &AppState, token: &str) -> Result<Option<(String, bool)>> {
     if !ids::is_token(token, 16, 64) {
         return Ok(None);
@@ -438,7 +440,7 @@ pub async fn unsubscribe_preview(state: &AppState, token: &str) -> Result<Option
     let Some((user_id, email, key)) = state.store.target_by_unsubscribe_token(token).await? else {
         return Ok(None);
     };
-    let done = state.store.suppression(&user_id, &key).await?.is_some();
+    let done = state.store.suppression(&user_id, &key).await?.is_some_and(|s| !s.reason.source().liftable());
     Ok(Some((email, done)))
 }
 
