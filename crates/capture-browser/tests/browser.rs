@@ -547,7 +547,12 @@ async fn a_killed_browser_fails_its_job_and_is_restarted() {
         r.timeout_ms = 20_000;
         pool2.capture(r).await
     });
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // The page is loading once the browser asked for it (the server then hangs).
+    let t = Instant::now();
+    while srv.hits("/hang") == 0 {
+        assert!(t.elapsed() < Duration::from_secs(20), "the browser never asked for /hang");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     // Kill the browser's main process (not its helpers, not the watchdog shell).
     let main: Vec<String> = pgrep(&work)
         .into_iter()

@@ -9,6 +9,7 @@ pub mod ids;
 pub mod limits;
 pub mod options;
 pub mod plan;
+pub mod proxies;
 pub mod sending;
 pub mod states;
 pub mod time;

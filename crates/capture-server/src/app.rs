@@ -27,6 +27,12 @@ use crate::{account, docs, jobs, screenshots};
 
 /// The full HTTP router for `state`.
 pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// The full HTTP router with `extra` routes inside the same layers (request id, error bodies,
+/// the catch-panic guard): tests mount a route that panics to see what a client gets.
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
     let authed = Router::new()
         .merge(screenshots::v1_router())
         .merge(crate::audits::v1_router())
@@ -62,10 +68,13 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::router())
         .merge(crate::oauth::router())
         .merge(crate::mcp::router(state.clone()))
+        .merge(extra)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(upload_limit))
         .layer(middleware::from_fn(request::organization_id))
+        // Inside the request id: a panic becomes an error it renders with the id.
+        .layer(middleware::from_fn(request::catch_panic))
         .layer(middleware::from_fn_with_state(state.clone(), request::request_id))
         .with_state(state)
 }

@@ -5,7 +5,7 @@
 
 use capture_core::time::iso;
 use capture_core::{ErrorCode, FieldError};
-use capture_store::{QueueFull, QueueScope, StoreError};
+use capture_store::{QueueFull, QueueScope, StoreError, SuppressionReason, SuppressionSource};
 use serde_json::{Value, json};
 
 /// `Retry-After` (seconds) of a refusal because the account's jobs fill its share of the queue.
@@ -42,6 +42,11 @@ pub enum Error {
     /// mailed to it: no quota until it does (`FORBIDDEN`, `details: {reason: "email_unverified"}`).
     #[error("verify your e-mail address first: open the link we mailed to {0} (the dashboard sends a new one)")]
     EmailUnverified(String),
+    /// The suppression of an address came from the recipient or the mail system: the account
+    /// cannot lift it (`FORBIDDEN`, `details: {reason: "permanent_suppression", source,
+    /// suppressionReason}`).
+    #[error("{email} was suppressed by {}; only suppressions your account added can be lifted", permanent_by(*.by))]
+    PermanentSuppression { email: String, by: SuppressionSource, reason: SuppressionReason },
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -54,6 +59,14 @@ pub struct QuotaExceeded {
     pub limit: i64,
     pub plan: String,
     pub reset_ms: i64,
+}
+
+fn permanent_by(source: SuppressionSource) -> &'static str {
+    match source {
+        SuppressionSource::Recipient => "the recipient (an unsubscribe or a complaint)",
+        SuppressionSource::MailSystem => "the mail system (the receiving server refused the address for good)",
+        SuppressionSource::Tenant => "your account",
+    }
 }
 
 fn queue_full_message(q: &QueueFull) -> String {
@@ -94,7 +107,7 @@ impl Error {
             Error::IdempotencyInFlight => ErrorCode::IdempotencyInFlight,
             Error::TooManyRuns { .. } => ErrorCode::ConcurrencyLimit,
             Error::Refused(code, _) => *code,
-            Error::EmailUnverified(_) => ErrorCode::Forbidden,
+            Error::EmailUnverified(_) | Error::PermanentSuppression { .. } => ErrorCode::Forbidden,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -113,6 +126,9 @@ impl Error {
             }),
             Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
             Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
+            Error::PermanentSuppression { by, reason, .. } => Some(
+                json!({"reason": "permanent_suppression", "source": by.as_str(), "suppressionReason": reason.as_str()}),
+            ),
             _ => None,
         }
     }

@@ -36,6 +36,7 @@ pub mod mcp;
 pub mod metrics;
 pub mod nodes;
 pub mod oauth;
+pub mod paging;
 pub mod runs;
 pub mod scheduler;
 pub mod schema;

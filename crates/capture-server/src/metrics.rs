@@ -2,7 +2,7 @@
 //! histogram, capture outcomes, jobs refused by back-pressure. Jobs and tasks by status,
 //! queue depth, browser restarts and browser memory are read at scrape time.
 //! `capture_scheduler_leader` says whether this process runs the scheduler now (one node
-//! at a time on PostgreSQL).
+//! at a time on PostgreSQL); `capture_inbox_waiting` counts the inbox long-polls in progress.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -28,6 +28,16 @@ pub struct Metrics {
     scheduler_leader: AtomicBool,
     refused_account: AtomicU64,
     refused_global: AtomicU64,
+    inbox_waiting: AtomicU64,
+}
+
+/// One inbox long-poll counted in `capture_inbox_waiting` while it lives.
+pub struct InboxWaiting<'a>(&'a AtomicU64);
+
+impl Drop for InboxWaiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// What `/metrics` reads at scrape time.
@@ -90,6 +100,13 @@ impl Metrics {
         .fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Count an inbox long-poll (`GET /v1/inbox/messages/wait`, the `inbox_wait` tool)
+    /// until the returned guard is dropped.
+    pub fn inbox_waiting(&self) -> InboxWaiting<'_> {
+        self.inbox_waiting.fetch_add(1, Ordering::Relaxed);
+        InboxWaiting(&self.inbox_waiting)
+    }
+
     /// Render the text exposition format.
     pub fn render(&self, now: &Scrape<'_>) -> String {
         let mut s = String::new();
@@ -127,6 +144,11 @@ impl Metrics {
         for (scope, n) in [("account", &self.refused_account), ("global", &self.refused_global)] {
             let _ = writeln!(s, "capture_queue_refused_total{{scope=\"{scope}\"}} {}", n.load(Ordering::Relaxed));
         }
+        let _ = writeln!(
+            s,
+            "# HELP capture_inbox_waiting Inbox long-polls waiting for mail on this process.\n# TYPE capture_inbox_waiting gauge\ncapture_inbox_waiting {}",
+            self.inbox_waiting.load(Ordering::Relaxed)
+        );
         s.push_str("# HELP capture_browser_restarts_total Browser processes restarted, by reason (crash, recycle, memory, health).\n# TYPE capture_browser_restarts_total counter\n");
         for reason in capture_browser::RestartReason::ALL {
             let n = now.browser.as_ref().map_or(0, |b| b.restarts(reason));

@@ -42,7 +42,7 @@ pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudi
 pub use authver::AuthVersion;
 pub use campaigns::{
     AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
-    TargetRecord,
+    SuppressionReason, SuppressionSource, TargetRecord, Unsuppressed,
 };
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};

@@ -10,7 +10,9 @@ mod common;
 use std::sync::Arc;
 
 use capture_core::ids::{USER, new_id, random_string};
-use capture_store::{NewCampaign, NewTarget, Reservation, Reserved, Store, User};
+use capture_store::{
+    NewCampaign, NewTarget, Reservation, Reserved, Store, SuppressionReason, SuppressionSource, Unsuppressed, User,
+};
 
 const T0: i64 = 1_800_000_000_000;
 const DAY: &str = "2027-01-15";
@@ -224,7 +226,7 @@ async fn campaign_outcomes_suppressions_and_interrupted_sends(store: Store) {
     // A 5xx rejection fails the row and suppresses the address for the account.
     assert_eq!(reserve(by("bounce@a.example")).await, Reserved::Yes);
     store.finish_send_rejected(&by("bounce@a.example"), "smtp_rejected:550", "550 no such user", T0).await.unwrap();
-    assert_eq!(store.suppression(&u.id, "bounce@a.example").await.unwrap().unwrap().reason, "bounced");
+    assert_eq!(store.suppression(&u.id, "bounce@a.example").await.unwrap().unwrap().reason, SuppressionReason::Bounced);
 
     // A retryable failure re-arms the outbox entry: the row may be reserved again.
     assert_eq!(reserve(by("later@a.example")).await, Reserved::Yes);
@@ -243,16 +245,54 @@ async fn campaign_outcomes_suppressions_and_interrupted_sends(store: Store) {
     // A suppression skips the account's open rows for the address, in every campaign.
     let id2 = campaign(&store, &u, &[target("Quiet@A.example", "https://s.example")]).await;
     launch_ready(&store, &u, &id2).await;
-    assert!(store.suppress(&u.id, "quiet@a.example", "Quiet@A.example", "unsubscribed", None, T0).await.unwrap());
-    assert!(!store.suppress(&u.id, "quiet@a.example", "Quiet@A.example", "manual", None, T0).await.unwrap());
+    assert!(
+        store
+            .suppress(&u.id, "quiet@a.example", "Quiet@A.example", SuppressionReason::Unsubscribed, None, T0)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .suppress(&u.id, "quiet@a.example", "Quiet@A.example", SuppressionReason::Manual, None, T0)
+            .await
+            .unwrap()
+    );
     let (t, _) = store.campaign_targets(&id2, 10).await.unwrap().remove(0);
     assert_eq!((t.state.as_str(), t.reason.as_deref()), ("skipped", Some("suppressed")));
     // Another account's suppression does not touch this one's rows.
     let other = user(&store).await;
     assert!(store.suppression(&other.id, "quiet@a.example").await.unwrap().is_none());
     assert_eq!(store.list_suppressions(&u.id, None, 10).await.unwrap().len(), 2);
-    assert!(store.unsuppress(&u.id, "quiet@a.example").await.unwrap());
-    assert!(!store.unsuppress(&u.id, "quiet@a.example").await.unwrap());
+    // A manual entry never replaces the recipient's own: it stays unsubscribed, and stays.
+    let quiet = store.suppression(&u.id, "quiet@a.example").await.unwrap().unwrap();
+    assert_eq!((quiet.reason, quiet.reason.source()), (SuppressionReason::Unsubscribed, SuppressionSource::Recipient));
+    assert_eq!(store.unsuppress(&u.id, "quiet@a.example").await.unwrap(), Unsuppressed::Permanent(quiet));
+    assert!(matches!(
+        store.unsuppress(&u.id, "bounce@a.example").await.unwrap(),
+        Unsuppressed::Permanent(s) if s.reason.source() == SuppressionSource::MailSystem
+    ));
+    // The account's own entry is lifted; a recipient's unsubscribe replaces it for good.
+    assert!(
+        store.suppress(&u.id, "mine@a.example", "mine@a.example", SuppressionReason::Manual, None, T0).await.unwrap()
+    );
+    assert_eq!(store.unsuppress(&u.id, "mine@a.example").await.unwrap(), Unsuppressed::Lifted);
+    assert_eq!(store.unsuppress(&u.id, "mine@a.example").await.unwrap(), Unsuppressed::NotSuppressed);
+    assert!(
+        store.suppress(&u.id, "mine@a.example", "mine@a.example", SuppressionReason::Manual, None, T0).await.unwrap()
+    );
+    let upgraded = store
+        .suppress(&u.id, "mine@a.example", "mine@a.example", SuppressionReason::Unsubscribed, Some("link"), T0 + 5)
+        .await
+        .unwrap();
+    assert!(!upgraded, "not a new suppression");
+    let mine = store.suppression(&u.id, "mine@a.example").await.unwrap().unwrap();
+    assert_eq!(
+        (mine.reason, mine.detail.as_deref(), mine.created_at),
+        (SuppressionReason::Unsubscribed, Some("link"), T0)
+    );
+    assert!(matches!(store.unsuppress(&u.id, "mine@a.example").await.unwrap(), Unsuppressed::Permanent(_)));
+    // Another account's delete finds nothing of this one's.
+    assert_eq!(store.unsuppress(&other.id, "quiet@a.example").await.unwrap(), Unsuppressed::NotSuppressed);
     let (uid, email, _) = store.target_by_unsubscribe_token(&t.unsubscribe_token).await.unwrap().unwrap();
     assert_eq!((uid, email), (u.id.clone(), "Quiet@A.example".to_string()));
 }

@@ -1,4 +1,5 @@
-//! Every log line of a request carries its request id: the process's JSON logs on stderr.
+//! Every log line of a request carries its request id and client address: the process's JSON
+//! logs on stderr.
 //! The rest: `crates/capture-server/tests/service/api/hardening.rs`.
 
 use crate::helpers::*;
@@ -28,8 +29,13 @@ async fn every_log_line_of_a_request_carries_its_request_id() {
     assert_eq!(r.unwrap().status(), 401);
     let r = app.client.get(format!("{base}/healthz")).send().await.unwrap();
     let minted = r.headers()["x-request-id"].to_str().unwrap().to_string();
-    // Let the lines reach the pipe, then stop the server.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The last request's access line is written once it is answered: wait until it reaches
+    // the pipe, then stop the server.
+    eventually("the last request's access line is logged", Duration::from_secs(10), || async {
+        let seen = lines.lock().unwrap().iter().any(|l| l.contains(&minted) && l.contains("request answered"));
+        if seen { Ok(()) } else { Err(lines.lock().unwrap().len()) }
+    })
+    .await;
     let _ = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
     let _ = tokio::task::spawn_blocking(move || child.wait()).await;
     let lines = lines.lock().unwrap().clone();
@@ -45,10 +51,11 @@ async fn every_log_line_of_a_request_carries_its_request_id() {
     assert!(of("req_logs_nokey_1").iter().any(|v| v["status"] == 401), "{lines:#?}");
     // A minted id is the one the response named.
     assert!(of(&minted).iter().any(|v| v["message"] == "request answered"), "{minted}: {lines:#?}");
-    // And no line logged inside a request lacks it.
+    // And no line logged inside a request lacks it, nor the client's address.
     for v in &parsed {
         if v["span"]["name"] == "request" {
             assert!(v["span"]["request_id"].as_str().is_some_and(|s| s.starts_with("req_")), "{v}");
+            assert_eq!(v["span"]["client"], "127.0.0.1", "{v}");
         }
     }
 }

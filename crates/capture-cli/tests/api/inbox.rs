@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::helpers::*;
-use crate::shared::inbox_fixture::{smtp_send, verification_mail};
+use crate::shared::inbox_fixture::{smtp_send, verification_mail, wait_for_inbox_poll};
 
 /// The inbox of `key` and the SMTP address to reach it.
 async fn inbox_of(app: &TestApp, key: &str) -> (Value, SocketAddr) {
@@ -50,7 +50,7 @@ async fn an_inbound_only_node_feeds_the_api_nodes_long_poll() {
             .unwrap();
         (Instant::now(), r.json::<Value>().await.unwrap())
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_inbox_poll(&app.client, &app.url("/metrics")).await;
     // The inbound node may still be binding: retry the connection for a few seconds.
     let deadline = Instant::now() + Duration::from_secs(10);
     while tokio::net::TcpStream::connect(smtp).await.is_err() {

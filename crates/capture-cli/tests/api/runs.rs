@@ -25,7 +25,11 @@ async fn a_worker_killed_mid_run_ends_it_exactly_once(db: Db) {
     assert!(run["finalizationError"].as_str().unwrap().contains("stopped before finishing"), "{run}");
     rx.wait_for(1, Duration::from_secs(30)).await;
     // Sweeps and the re-claimed task come and go: still exactly one event.
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    nothing_within("a second run event", Duration::from_secs(4), || async {
+        let n = rx.all().len();
+        (n != 1).then_some(n)
+    })
+    .await;
     let got = rx.all();
     assert_eq!(got.len(), 1, "{got:?}");
     let body: Value = serde_json::from_str(&got[0].body).unwrap();
@@ -129,8 +133,10 @@ async fn a_live_session_is_finalised_when_the_service_shuts_down() {
     let run = start(&app, &key, json!({"startUrl": site.url("/ticker"), "live": true})).await;
     let id = run["id"].as_str().unwrap().to_string();
     let args = [clients_dir().display().to_string(), run["connectUrl"].as_str().unwrap().to_string()];
-    let client = tokio::spawn(async move { node(&script("hold.mjs"), &args).await });
+    // Returns once the client says it is connected.
+    let client = node_connected(&script("hold.mjs"), &args).await;
     wait_status(&app, &key, &id, &["running"], 60).await;
+    // About time itself: the session records a second of video before the shutdown.
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(app.terminate(60).is_some(), "the service stopped");
     let out = tokio::time::timeout(Duration::from_secs(20), client).await.expect("disconnected").unwrap();

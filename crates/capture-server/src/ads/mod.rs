@@ -9,8 +9,9 @@ pub mod service;
 mod stream;
 pub mod types;
 
+use crate::http::Path;
 use crate::http::Query;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};

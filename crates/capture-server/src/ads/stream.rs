@@ -1,8 +1,9 @@
 //! `GET /v1/adshot/{id}/stream`: a draft's or render's state and stage as server-sent
 //! events, with the screenshot stream's heartbeat and time limit.
 
+use crate::http::Path;
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::response::Response;
 use axum::response::sse::Event;
 use capture_core::JobStatus;

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
+use crate::http::Path;
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;

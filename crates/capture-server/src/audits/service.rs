@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::types::{Audit, AuditList, AuditOptions, AuditReportType, AuditScores};
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
+use crate::paging;
 use crate::screenshots::types::{DEFAULT_PAGE, ListQuery, MAX_PAGE};
 use crate::state::AppState;
 
@@ -156,9 +157,8 @@ pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<
                 .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
         ),
     };
-    let rows = state.store.list_audits(&account.user.id, before, limit).await?;
-    let next_cursor =
-        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
+    let rows = state.store.list_audits(&account.user.id, before, paging::fetch_limit(limit)).await?;
+    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
     Ok(AuditList { data: rows.iter().map(|r| view(state, r, false)).collect(), next_cursor })
 }
 

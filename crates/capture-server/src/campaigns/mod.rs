@@ -7,7 +7,8 @@
 pub mod service;
 pub mod types;
 
-use axum::extract::{Path, State};
+use crate::http::Path;
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -80,7 +81,7 @@ pub fn v1_router() -> Router<AppState> {
 
 /// Public routes: the one-click unsubscribe.
 pub fn public_router() -> Router<AppState> {
-    Router::new().route("/unsubscribe/{token}", get(unsubscribe).post(unsubscribe))
+    Router::new().route("/unsubscribe/{token}", get(unsubscribe_page).post(unsubscribe))
 }
 
 #[utoipa::path(post, path = "/v1/campaigns", tag = "campaigns", request_body = CampaignIn,
@@ -285,8 +286,10 @@ pub async fn add_suppression(
 
 #[utoipa::path(delete, path = "/v1/suppressions", tag = "campaigns", params(EmailQuery),
     responses((status = 204, description = "Lifted"), (status = 400, body = ErrorBody),
-    (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
-/// Lift a suppression (`?email=`).
+    (status = 401, body = ErrorBody),
+    (status = 403, body = ErrorBody, description = "The suppression came from the recipient (unsubscribe, complaint) or the mail system (a hard bounce): `FORBIDDEN`, `details: {reason: \"permanent_suppression\", source, suppressionReason}`; only `source: tenant` suppressions can be lifted"),
+    (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Lift a suppression the account added (`?email=`).
 pub async fn delete_suppression(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
@@ -301,22 +304,57 @@ pub async fn delete_suppression(
     }
 }
 
-/// `GET` or `POST /unsubscribe/{token}`: suppress the address at once, without sign-in (a
-/// mail client's RFC 8058 one-click POST, or a person opening the link).
-pub async fn unsubscribe(State(state): State<AppState>, Path(token): Path<String>) -> Response {
-    let (status, title, body) = match service::unsubscribe(&state, &token).await {
-        Ok(Some(email)) => {
-            (StatusCode::OK, "Unsubscribed", format!("{} will not receive these reports again.", html_escape(&email)))
+/// `GET /unsubscribe/{token}`: a page with one button that unsubscribes. Opening the link
+/// changes nothing, so a mail scanner or a link preview that follows it does not unsubscribe
+/// anyone; the button POSTs to the same address.
+pub async fn unsubscribe_page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    match service::unsubscribe_preview(&state, &token).await {
+        Ok(Some((email, false))) => {
+            let body = format!(
+                "<p>Stop e-mailing website reports to <strong>{}</strong>?</p>\
+                 <form method=\"post\"><input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
+                 <button type=\"submit\">Unsubscribe</button></form>",
+                html_escape(&email)
+            );
+            unsubscribe_doc(StatusCode::OK, "Unsubscribe", &body)
         }
-        Ok(None) => (StatusCode::NOT_FOUND, "Link not found", "This unsubscribe link is not valid.".to_string()),
-        Err(e) => return ApiError::from(e).into_response(),
-    };
+        Ok(Some((email, true))) => unsubscribe_doc(
+            StatusCode::OK,
+            "Unsubscribed",
+            &format!("<p>{} will not receive these reports again.</p>", html_escape(&email)),
+        ),
+        Ok(None) => not_found_doc(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+/// `POST /unsubscribe/{token}`: suppress the address at once, without sign-in (a mail
+/// client's RFC 8058 one-click POST, or the button of the link's page).
+pub async fn unsubscribe(State(state): State<AppState>, Path(token): Path<String>) -> Response {
+    match service::unsubscribe(&state, &token).await {
+        Ok(Some(email)) => unsubscribe_doc(
+            StatusCode::OK,
+            "Unsubscribed",
+            &format!("<p>{} will not receive these reports again.</p>", html_escape(&email)),
+        ),
+        Ok(None) => not_found_doc(),
+        Err(e) => ApiError::from(e).into_response(),
+    }
+}
+
+fn not_found_doc() -> Response {
+    unsubscribe_doc(StatusCode::NOT_FOUND, "Link not found", "<p>This unsubscribe link is not valid.</p>")
+}
+
+/// A small page of its own (`body` is HTML, already escaped), never cached or indexed.
+fn unsubscribe_doc(status: StatusCode, title: &str, body: &str) -> Response {
     let doc = format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"robots\" content=\"noindex\"><title>{title}</title>\
-         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}}</style>\
-         </head><body><main><h1>{title}</h1><p>{body}</p></main></body></html>"
+         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}}\
+         button{{font:inherit;padding:.5rem 1.25rem}}</style>\
+         </head><body><main><h1>{title}</h1>{body}</main></body></html>"
     );
     let mut r = (status, doc).into_response();
     let h = r.headers_mut();

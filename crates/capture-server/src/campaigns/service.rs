@@ -7,12 +7,16 @@ use capture_core::ids::{self, CAMPAIGN_ROW};
 use capture_core::sending::{self, COUNTING_ZONE, SendHours, WarmupSchedule, validate_email};
 use capture_core::time::{iso, parse_iso};
 use capture_core::{CampaignId, FieldError};
-use capture_store::{AddRefused, CampaignRecord, NewCampaign, NewTarget, SenderLimits, Suppression, TargetRecord};
+use capture_store::{
+    AddRefused, CampaignRecord, NewCampaign, NewTarget, SenderLimits, Suppression, SuppressionReason, TargetRecord,
+    Unsuppressed,
+};
 
 use super::types::*;
 use crate::audits::types::AuditReportType;
 use crate::auth::Account;
 use crate::error::{Error, Result};
+use crate::paging;
 use crate::screenshots::types::{DEFAULT_PAGE, ListQuery, MAX_PAGE};
 use crate::state::AppState;
 
@@ -202,9 +206,8 @@ pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<
                 .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
         ),
     };
-    let rows = state.store.list_campaigns(&account.user.id, before, limit).await?;
-    let next_cursor =
-        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
+    let rows = state.store.list_campaigns(&account.user.id, before, paging::fetch_limit(limit)).await?;
+    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
     let mut data = Vec::with_capacity(rows.len());
     for r in &rows {
         data.push(view(state, r, false).await?);
@@ -375,7 +378,8 @@ pub async fn set_sender_limits(
 fn suppression_view(s: &Suppression) -> SuppressionOut {
     SuppressionOut {
         email: s.email.clone(),
-        reason: s.reason.clone(),
+        reason: s.reason.as_str().to_string(),
+        source: s.reason.source().as_str().to_string(),
         detail: s.detail.clone(),
         created_at: iso(s.created_at),
     }
@@ -391,10 +395,8 @@ pub async fn suppressions(state: &AppState, account: &Account, q: &ListQuery) ->
                 .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
         ),
     };
-    let rows = state.store.list_suppressions(&account.user.id, before, limit).await?;
-    let next_cursor = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.email_key)))
-        .flatten();
+    let rows = state.store.list_suppressions(&account.user.id, before, paging::fetch_limit(limit)).await?;
+    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.email_key));
     Ok(SuppressionList { data: rows.iter().map(suppression_view).collect(), next_cursor })
 }
 
@@ -407,23 +409,44 @@ fn parse_email(raw: &str, field: &str) -> Result<capture_core::sending::EmailAdd
 pub async fn suppress(state: &AppState, account: &Account, email: &str) -> Result<(SuppressionOut, bool)> {
     let a = parse_email(email, "email")?;
     let now = state.clock.now_ms();
-    let new = state.store.suppress(&account.user.id, &a.key(), a.as_str(), "manual", None, now).await?;
+    let new =
+        state.store.suppress(&account.user.id, &a.key(), a.as_str(), SuppressionReason::Manual, None, now).await?;
     let s = state.store.suppression(&account.user.id, &a.key()).await?.ok_or(Error::Internal)?;
     Ok((suppression_view(&s), new))
 }
 
-/// Lift a suppression of the caller.
+/// Lift a suppression the caller added. One the recipient (unsubscribe, complaint) or the
+/// mail system (a hard bounce) made is refused: the sender cannot undo the recipient's choice.
 pub async fn unsuppress(state: &AppState, account: &Account, email: &str) -> Result<()> {
     let a = parse_email(email, "email")?;
-    if state.store.unsuppress(&account.user.id, &a.key()).await? {
-        Ok(())
-    } else {
-        Err(Error::not_found("suppression"))
+    match state.store.unsuppress(&account.user.id, &a.key()).await? {
+        Unsuppressed::Lifted => Ok(()),
+        Unsuppressed::NotSuppressed => Err(Error::not_found("suppression")),
+        Unsuppressed::Permanent(s) => {
+            Err(Error::PermanentSuppression { email: s.email, by: s.reason.source(), reason: s.reason })
+        }
     }
 }
 
-/// The one-click unsubscribe: suppress the row's address for its account (no sign-in; the
-/// token is the credential). The address, or None for an unknown token.
+/// What the unsubscribe link's page shows before anything is done (a GET never suppresses:
+/// mail scanners follow links): the address and whether the recipient (or the mail system)
+/// already suppressed it for good, or None for an unknown token. A suppression the account
+/// added is not the recipient's word (the account may lift it), so the page still offers the
+/// button.
+pub async fn unsubscribe_preview(state: &AppState, token: &str) -> Result<Option<(String, bool)>> {
+    if !ids::is_token(token, 16, 64) {
+        return Ok(None);
+    }
+    let Some((user_id, email, key)) = state.store.target_by_unsubscribe_token(token).await? else {
+        return Ok(None);
+    };
+    let done = state.store.suppression(&user_id, &key).await?.is_some_and(|s| !s.reason.source().liftable());
+    Ok(Some((email, done)))
+}
+
+/// The unsubscribe (RFC 8058's one-click POST, or the button of the link's page): suppress
+/// the row's address for its account (no sign-in; the token is the credential). The
+/// address, or None for an unknown token.
 pub async fn unsubscribe(state: &AppState, token: &str) -> Result<Option<String>> {
     if !ids::is_token(token, 16, 64) {
         return Ok(None);
@@ -432,7 +455,10 @@ pub async fn unsubscribe(state: &AppState, token: &str) -> Result<Option<String>
         return Ok(None);
     };
     let now = state.clock.now_ms();
-    state.store.suppress(&user_id, &key, &email, "unsubscribed", Some("one-click link"), now).await?;
+    state
+        .store
+        .suppress(&user_id, &key, &email, SuppressionReason::Unsubscribed, Some("unsubscribe link"), now)
+        .await?;
     Ok(Some(email))
 }
 

@@ -401,8 +401,12 @@ pub struct SuppressionIn {
 #[serde(rename_all = "camelCase")]
 pub struct SuppressionOut {
     pub email: String,
-    /// `unsubscribed` (the one-click link), `bounced` (a 5xx SMTP rejection) or `manual`.
+    /// `unsubscribed` (the unsubscribe link), `bounced` (a 5xx SMTP rejection) or `manual`
+    /// (added by the account).
     pub reason: String,
+    /// Who made it: `tenant` (this account: it may lift it), `recipient` (an unsubscribe or a
+    /// complaint) or `mail_system` (a hard bounce). Only `tenant` suppressions can be deleted.
+    pub source: String,
     pub detail: Option<String>,
     pub created_at: String,
 }

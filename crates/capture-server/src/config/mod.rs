@@ -147,6 +147,9 @@ pub struct Config {
     /// Most accounts one client address may create on the website in an hour
     /// (`CAPTURE_SIGNUPS_PER_HOUR`; 0 = no limit).
     pub signups_per_hour: i64,
+    /// The load balancers whose forwarding header gives the client's address
+    /// (`CAPTURE_TRUSTED_PROXIES`, read from `CAPTURE_FORWARDED_HEADER`; none by default).
+    pub trusted_proxies: capture_core::proxies::TrustedProxies,
     pub queue_lease: Duration,
     /// How often idle workers, webhook senders and event streams look at the database
     /// without a wake-up (on PostgreSQL, notifications from other nodes wake them sooner).
@@ -230,6 +233,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_SMTP_URL",
     "CAPTURE_MAIL_FROM",
     "CAPTURE_SIGNUPS_PER_HOUR",
+    "CAPTURE_TRUSTED_PROXIES",
+    "CAPTURE_FORWARDED_HEADER",
     "CAPTURE_QUEUE_LEASE",
     "CAPTURE_QUEUE_POLL",
     "CAPTURE_LEADER_RETRY",
@@ -518,6 +523,16 @@ impl Config {
             return Err(err("CAPTURE_MAIL_FROM", format!("'{mail_from}': {e}")));
         }
         let signups_per_hour = num("CAPTURE_SIGNUPS_PER_HOUR", 5, 0, 1_000_000)? as i64;
+        let forwarded_header = match get("CAPTURE_FORWARDED_HEADER") {
+            None => capture_core::proxies::ForwardedHeader::default(),
+            Some(h) => capture_core::proxies::ForwardedHeader::parse(&h)
+                .ok_or_else(|| err("CAPTURE_FORWARDED_HEADER", format!("'{h}' is not x-forwarded-for or forwarded")))?,
+        };
+        let trusted_proxies = capture_core::proxies::TrustedProxies::parse(
+            &get("CAPTURE_TRUSTED_PROXIES").unwrap_or_default(),
+            forwarded_header,
+        )
+        .map_err(|e| err("CAPTURE_TRUSTED_PROXIES", e.to_string()))?;
         let queue_lease = dur("CAPTURE_QUEUE_LEASE", "60s")?;
         if queue_lease < Duration::from_secs(1) {
             return Err(err("CAPTURE_QUEUE_LEASE", "must be at least 1s"));
@@ -611,6 +626,7 @@ impl Config {
             smtp_url,
             mail_from,
             signups_per_hour,
+            trusted_proxies,
             queue_lease,
             queue_poll,
             leader_retry,
@@ -703,6 +719,7 @@ mod tests {
         assert_eq!(c.sse_max_duration, Duration::from_secs(300));
         assert_eq!(c.webhook_retry_delays[4], Duration::from_secs(12 * 3600));
         assert!(c.egress_allow.is_empty());
+        assert!(c.trusted_proxies.is_empty(), "no forwarding header is believed by default");
         assert_eq!(c.queue_poll, Duration::from_secs(1));
         assert_eq!(c.leader_retry, Duration::from_secs(5));
     }
@@ -738,6 +755,10 @@ mod tests {
             ("CAPTURE_QUEUE_MAX_PENDING", "-1"),
             ("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "many"),
             ("CAPTURE_LOG_FORMAT", "xml"),
+            ("CAPTURE_TRUSTED_PROXIES", "10.0.0.0/33"),
+            ("CAPTURE_TRUSTED_PROXIES", "lb.internal"),
+            ("CAPTURE_TRUSTED_PROXIES", "10.0.0.1,nope/8"),
+            ("CAPTURE_FORWARDED_HEADER", "x-real-ip"),
         ] {
             let e = cfg(&[(k, v)]).unwrap_err();
             assert_eq!(e.var, k, "{v}");

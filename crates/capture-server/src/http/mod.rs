@@ -8,10 +8,12 @@ pub mod json;
 pub mod request;
 pub mod sse;
 
-use axum::extract::{FromRequestParts, Path};
+use axum::extract::FromRequestParts;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::PathRejection;
 use axum::http::request::Parts;
-use capture_core::FieldError;
 use capture_core::ids::TypedId;
+use capture_core::{ErrorCode, FieldError};
 use serde::de::DeserializeOwned;
 
 pub use error::{ApiError, ApiResult};
@@ -30,6 +32,39 @@ impl<S: Send + Sync, T: TypedId> FromRequestParts<S> for Id<T> {
         let not_found = || ApiError::from(crate::error::Error::not_found(T::NOUN));
         let Path(raw) = Path::<String>::from_request_parts(parts, state).await.map_err(|_| not_found())?;
         T::parse_id(&raw).map(Id).ok_or_else(not_found)
+    }
+}
+
+/// The route's path parameters, deserialised: axum's `Path` with the app's error as its
+/// rejection. A parameter that cannot be decoded (`%FF` is not UTF-8) or parsed (a word where
+/// a number belongs) names nothing that exists, so it is the JSON 404 `NOT_FOUND` that an
+/// unknown id gets, never axum's plain-text 400 "Invalid URL". Every handler takes its path
+/// parameters through this (or [`Id`]); clippy's `disallowed-types` keeps axum's out.
+#[derive(Debug, Clone)]
+pub struct Path<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        #[allow(clippy::disallowed_types)] // the one place that wraps it
+        let decoded = axum::extract::Path::<T>::from_request_parts(parts, state).await;
+        match decoded {
+            Ok(axum::extract::Path(v)) => Ok(Path(v)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => match e.into_kind() {
+                // The route and the handler's type disagree: our bug, not the caller's.
+                kind @ (ErrorKind::WrongNumberOfParameters { .. } | ErrorKind::UnsupportedType { .. }) => {
+                    Err(ApiError::internal(format!("path parameters of {}: {kind}", parts.uri.path())))
+                }
+                ErrorKind::InvalidUtf8InPathParam { key }
+                | ErrorKind::ParseErrorAtKey { key, .. }
+                | ErrorKind::DeserializeError { key, .. } => {
+                    Err(ApiError::new(ErrorCode::NotFound, format!("not found: the path's {key} is not valid")))
+                }
+                _ => Err(ApiError::new(ErrorCode::NotFound, "not found: a segment of the path is not valid")),
+            },
+            Err(e) => Err(ApiError::internal(format!("path parameters of {}: {e}", parts.uri.path()))),
+        }
     }
 }
 

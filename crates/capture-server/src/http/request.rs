@@ -1,12 +1,16 @@
 //! The outer layers of every call: the request id (echoed or minted; every error body is
-//! rendered here so `requestId` equals the header), metrics, and `X-Organization-ID`.
+//! rendered here so `requestId` equals the header), metrics, the guard that turns a panic into
+//! the JSON 500, and `X-Organization-ID`.
 
-use axum::extract::{Request, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use capture_core::ErrorCode;
 use capture_core::ids::is_token;
+use futures_util::FutureExt;
 use serde_json::json;
 use tracing::Instrument;
 
@@ -16,6 +20,36 @@ use crate::state::AppState;
 /// The request id, in request extensions.
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
+
+/// The client's address, in request extensions: the socket's peer, or behind a trusted load
+/// balancer (`CAPTURE_TRUSTED_PROXIES`) the address its forwarding header gives. Sign-in
+/// backoff, sign-up limits and the logs all key on this. None when the server runs without
+/// connection info.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientAddr(pub Option<std::net::IpAddr>);
+
+impl std::fmt::Display for ClientAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(ip) => write!(f, "{ip}"),
+            None => f.write_str("unknown"),
+        }
+    }
+}
+
+/// The client's address of `req` as [`ClientAddr`] describes it.
+fn client_addr(state: &AppState, req: &Request) -> ClientAddr {
+    let Some(peer) = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()) else {
+        return ClientAddr(None);
+    };
+    let proxies = &state.cfg.trusted_proxies;
+    if proxies.is_empty() {
+        return ClientAddr(Some(peer));
+    }
+    let values: Vec<&str> =
+        req.headers().get_all(proxies.header().name()).iter().filter_map(|v| v.to_str().ok()).collect();
+    ClientAddr(Some(proxies.client(peer, &values)))
+}
 
 /// Echo a valid inbound `X-Request-ID`, else mint `req_…`; render error bodies with it;
 /// count the request for metrics.
@@ -28,12 +62,15 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
         .map(str::to_string)
         .unwrap_or_else(|| format!("req_{}", capture_core::ids::random_string(20)));
     req.extensions_mut().insert(RequestId(id.clone()));
+    let client = client_addr(&state, &req);
+    req.extensions_mut().insert(client);
     let method = req.method().clone();
     let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
     let path_for_metrics = route.unwrap_or_else(|| metrics_route(req.uri().path()));
     // Every line logged while the request is served carries its id (work it spawns is
     // instrumented with the same span).
-    let span = tracing::info_span!("request", request_id = %id, method = %method, path = %req.uri().path());
+    let span =
+        tracing::info_span!("request", request_id = %id, client = %client, method = %method, path = %req.uri().path());
     let started = std::time::Instant::now();
     let mut resp = next.run(req).instrument(span.clone()).await;
     let _entered = span.enter();
@@ -63,6 +100,24 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
         tracing::debug!(target: "capture_server::access", status, ms, "request answered");
     }
     resp
+}
+
+/// A handler that panics is answered with the opaque 500 `INTERNAL_ERROR` (rendered with the
+/// request id by [`request_id`], whose span this runs in, so the log line of the panic carries
+/// the id too) instead of a connection closed with no answer.
+pub async fn catch_panic(req: Request, next: Next) -> Response {
+    match std::panic::AssertUnwindSafe(next.run(req)).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            tracing::error!(panic = %what, "a handler panicked");
+            ApiError::new(ErrorCode::InternalError, "internal error").into_response()
+        }
+    }
 }
 
 /// Bucket unmatched paths so metrics labels stay bounded.

@@ -10,7 +10,8 @@ pub mod service;
 pub mod tools;
 pub mod types;
 
-use axum::extract::{Path, State};
+use crate::http::Path;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};

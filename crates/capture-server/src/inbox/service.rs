@@ -18,6 +18,7 @@ use super::types::{
 };
 use crate::auth::Account;
 use crate::error::{Error, Result};
+use crate::paging;
 use crate::state::AppState;
 
 /// Prefix of message ids.
@@ -269,9 +270,8 @@ pub async fn list(state: &AppState, account: &Account, q: &MessagesQuery) -> Res
     };
     let filter =
         MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
-    let rows = state.store.list_inbox_messages(&account.user.id, before, &filter, limit).await?;
-    let next_cursor =
-        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.received_at), r.id))).flatten();
+    let rows = state.store.list_inbox_messages(&account.user.id, before, &filter, paging::fetch_limit(limit)).await?;
+    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.received_at), r.id));
     Ok(MessageList { data: rows.iter().map(summary).collect(), next_cursor })
 }
 
@@ -364,6 +364,7 @@ pub async fn wait(
     ensure(state, account).await?;
     let started = Instant::now();
     let deadline = started + Duration::from_millis(timeout_ms);
+    let _waiting = state.metrics.inbox_waiting();
     loop {
         let arrived = ARRIVED.notified();
         tokio::pin!(arrived);

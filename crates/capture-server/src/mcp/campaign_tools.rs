@@ -1,16 +1,16 @@
-//! The campaign tools: list, create, add targets, launch and read campaigns, and the sender's
-//! capacity. They call the campaigns' service functions. No tool sends mail or offers a way to
+//! The campaign tools: list, create, add targets, launch and read campaigns, the sender's
+//! capacity, and the account's suppressions (list, add, lift its own). They call the campaigns' service functions. No tool sends mail or offers a way to
 //! send now: launching only queues, and the campaign loop sends within every rule.
 
 use capture_core::FieldError;
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use serde_json::{Map, Value};
 
-use super::common::{annotations, id_arg, structured};
+use super::common::{annotations, id_arg, string_arg, structured};
 use crate::account::types::NoArgs;
 use crate::auth::Account;
 use crate::campaigns::service::{self as campaigns, Transition};
-use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, parse_recipients};
+use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, SuppressionIn, parse_recipients};
 use crate::error::Result;
 use crate::schema::tool_input;
 use crate::screenshots::types::ListQuery;
@@ -66,6 +66,27 @@ pub fn catalogue() -> Vec<Tool> {
             tool_input::<NoArgs>(),
         )
         .annotate(annotations("Sender capacity", true, true, false)),
+        Tool::new(
+            "list_suppressions",
+            "List the addresses this account's campaigns never mail, newest first, as {data, nextCursor}: each with \
+             its reason (manual, unsubscribed, bounced) and source (tenant: added by this account; recipient: the \
+             recipient unsubscribed or complained; mail_system: the receiving server refused it for good).",
+            tool_input::<ListQuery>(),
+        )
+        .annotate(annotations("List suppressions", true, true, false)),
+        Tool::new(
+            "add_suppression",
+            "Suppress an address for this account: no campaign mails it again, and its open rows are skipped.",
+            tool_input::<SuppressionIn>(),
+        )
+        .annotate(annotations("Suppress an address", false, true, false)),
+        Tool::new(
+            "remove_suppression",
+            "Lift a suppression this account added (source tenant). One made by the recipient (an unsubscribe or a \
+             complaint) or by the mail system (a hard bounce) is permanent: refused with FORBIDDEN.",
+            tool_input::<SuppressionIn>(),
+        )
+        .annotate(annotations("Lift a suppression", false, true, false)),
     ]
 }
 
@@ -92,11 +113,39 @@ pub async fn call(
             Err(e) => Err(e),
         },
         "sender_capacity" => campaigns::capacity(state, account).await.map(|c| structured(&c)),
+        "list_suppressions" => match list_query(args) {
+            Ok(q) => campaigns::suppressions(state, account, &q).await.map(|l| structured(&l)),
+            Err(e) => Err(e),
+        },
+        "add_suppression" => match email_arg(args) {
+            Ok(email) => campaigns::suppress(state, account, &email).await.map(|(s, _)| structured(&s)),
+            Err(e) => Err(e),
+        },
+        "remove_suppression" => match email_arg(args) {
+            Ok(email) => campaigns::unsuppress(state, account, &email)
+                .await
+                .map(|()| structured(&serde_json::json!({"email": email, "lifted": true}))),
+            Err(e) => Err(e),
+        },
         _ => return None,
     })
 }
 
 async fn list(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+    let q = list_query(args)?;
+    campaigns::list(state, account, &q).await.map(|l| structured(&l))
+}
+
+/// The `email` argument of the suppression tools (the only one).
+fn email_arg(args: &Map<String, Value>) -> Result<String> {
+    if let Some(k) = args.keys().find(|k| k.as_str() != "email") {
+        return Err(FieldError::new(k.clone(), "is not a field (email)").into());
+    }
+    string_arg(args, "email")
+}
+
+/// `limit` and `before` of a list tool.
+fn list_query(args: &Map<String, Value>) -> Result<ListQuery> {
     let limit = match args.get("limit") {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) => Some(n.to_string()),
@@ -108,8 +157,7 @@ async fn list(state: &AppState, account: &Account, args: &Map<String, Value>) ->
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(FieldError::new("before", "must be a string").into()),
     };
-    let q = ListQuery { limit, before };
-    campaigns::list(state, account, &q).await.map(|l| structured(&l))
+    Ok(ListQuery { limit, before })
 }
 
 async fn add_targets(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {

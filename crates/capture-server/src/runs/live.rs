@@ -17,9 +17,10 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use crate::http::Path;
 use crate::http::Query;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_browser::relay::{RelayEnd, RelayOptions};

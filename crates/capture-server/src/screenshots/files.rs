@@ -1,8 +1,9 @@
 //! Stored files: `GET /files/{name}` (public, by unguessable name) and a PDF job's
 //! download as an attachment.
 
+use crate::http::Path;
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_core::ScreenshotId;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::types::{DEFAULT_PAGE, Job, JobList, ListQuery, MAX_PAGE, ShareLink};
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
+use crate::paging;
 use crate::state::AppState;
 
 /// What a `screenshot` task needs from the worker (the task's payload).
@@ -200,9 +201,8 @@ pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<
                 .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
         ),
     };
-    let rows = state.store.list_screenshots(&account.user.id, before, limit).await?;
-    let next_cursor =
-        (rows.len() as i64 == limit).then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id))).flatten();
+    let rows = state.store.list_screenshots(&account.user.id, before, paging::fetch_limit(limit)).await?;
+    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
     let mut data = Vec::with_capacity(rows.len());
     for r in &rows {
         data.push(view(state, r).await);

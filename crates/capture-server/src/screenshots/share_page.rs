@@ -1,7 +1,8 @@
 //! `GET /s/{token}`: the public share page of a capture (`templates/screenshots/share.html`).
 
+use crate::http::Path;
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use capture_core::{JobStatus, OutputFormat, ids};

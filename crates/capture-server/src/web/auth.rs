@@ -190,6 +190,7 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
         Err(e) => return Err(e.into()),
     };
     state.store.record_login_attempt(&signup_key, false, now).await?;
+    tracing::info!(client = %f.client, user = %user.id, "account created on the website");
     // With outgoing mail, the address is verified before the account gets any quota.
     if state.mailer.is_some() {
         send_verification(&state, &user).await?;
@@ -301,6 +302,7 @@ pub async fn login(State(state): State<AppState>, headers: HeaderMap, f: AnonFor
         .flatten()
         .max();
     if let Some(secs) = wait {
+        tracing::info!(client = %f.client, retry_after_secs = secs, "sign-in refused: backing off this client");
         return Err(WebError::Throttled {
             retry_after_secs: secs,
             message: format!(
@@ -315,6 +317,8 @@ pub async fn login(State(state): State<AppState>, headers: HeaderMap, f: AnonFor
     let ok = verify_password(hash, password).await;
     state.store.record_login_attempt(&pair_key, ok, now).await?;
     state.store.record_login_attempt(&addr_key, ok, now).await?;
+    // The sign-in trail: which client address tried, and whether it got in.
+    tracing::info!(client = %f.client, ok, "sign-in attempt");
     match user.filter(|_| ok) {
         Some(user) => {
             let cookie = session::start(&state, &user.id).await?;

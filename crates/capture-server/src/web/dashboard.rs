@@ -1,8 +1,9 @@
 //! The dashboard: this month's usage, API keys (create, reveal, revoke), recent
 //! screenshots (share, unshare, PDF download).
 
+use crate::http::Path;
 use askama::Template;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
 use capture_core::time::{iso, now_ms};

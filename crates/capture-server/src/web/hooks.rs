@@ -1,8 +1,9 @@
 //! Webhook endpoints on the website: create (the secret shown once), rotate the secret,
 //! send a test, list deliveries, delete. Every operation is the REST API's service function.
 
+use crate::http::Path;
 use askama::Template;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use capture_core::EndpointId;

@@ -4,8 +4,10 @@
 //! code, and its progress while it runs (server-sent events with JavaScript, a refresh
 //! without).
 
+use crate::http::Path;
+use crate::paging;
 use askama::Template;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::{Extension, extract};
@@ -106,23 +108,21 @@ pub async fn list(
     };
     let filter =
         ScreenshotFilter { status: Some(status.clone()), format: Some(format.clone()), search: Some(search.clone()) };
-    let rows = state.store.search_screenshots(&s.user.id, &filter, before, limit).await?;
-    let next = (rows.len() as i64 == limit)
-        .then(|| rows.last().map(|r| format!("{}~{}", iso(r.created_at), r.id)))
-        .flatten()
-        .map(|cursor| {
-            let lim = if limit == PAGE { String::new() } else { limit.to_string() };
-            format!(
-                "/dashboard/screenshots?{}",
-                query_string(&[
-                    ("status", &status),
-                    ("format", &format),
-                    ("q", &search),
-                    ("limit", &lim),
-                    ("before", &cursor)
-                ])
-            )
-        });
+    let rows = state.store.search_screenshots(&s.user.id, &filter, before, paging::fetch_limit(limit)).await?;
+    let (rows, next) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
+    let next = next.map(|cursor| {
+        let lim = if limit == PAGE { String::new() } else { limit.to_string() };
+        format!(
+            "/dashboard/screenshots?{}",
+            query_string(&[
+                ("status", &status),
+                ("format", &format),
+                ("q", &search),
+                ("limit", &lim),
+                ("before", &cursor)
+            ])
+        )
+    });
     let mut shots = Vec::with_capacity(rows.len());
     for r in &rows {
         shots.push(ListRow::new(&state, r).await);

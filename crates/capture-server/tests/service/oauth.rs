@@ -557,3 +557,62 @@ async fn mcp_campaign_tools_call_the_campaigns_service() {
         assert!(domains.contains(&d), "{d} in {domains:?}");
     }
 }
+
+/// The suppression tools: the account lifts only what it added. A recipient's unsubscribe or
+/// complaint and the mail system's hard bounce (written here by the same store calls the
+/// unsubscribe link and the campaign loop make; the REST test drives the real ones) are
+/// refused with FORBIDDEN and their source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mcp_suppression_tools_lift_only_what_the_account_added() {
+    use capture_store::SuppressionReason;
+    let app = App::spawn_with(Opts::api(Db::Sqlite)).await;
+    let (email, _c, m) = app.tokens(Some(&app.url("/mcp"))).await;
+    let token = m["access_token"].as_str().unwrap();
+    let call = |name: &'static str, args: Value| {
+        let app = &app;
+        async move { mcp_call(app, token, "tools/call", json!({"name": name, "arguments": args})).await }
+    };
+    let store = &app.app.state.store;
+    let user = store.user_by_email(&email).await.unwrap().unwrap();
+    for (address, reason) in [
+        ("reader@mcp.test", SuppressionReason::Unsubscribed),
+        ("spam@mcp.test", SuppressionReason::Complained),
+        ("gone@mcp.test", SuppressionReason::Bounced),
+    ] {
+        assert!(store.suppress(&user.id, address, address, reason, None, capture_core::time::now_ms()).await.unwrap());
+    }
+    let r = call("add_suppression", json!({"email": "Mine@mcp.test"})).await;
+    let added = &r["structuredContent"];
+    assert_eq!((added["reason"].as_str(), added["source"].as_str()), (Some("manual"), Some("tenant")), "{r}");
+
+    let r = call("list_suppressions", json!({"limit": 10})).await;
+    let listed = r["structuredContent"]["data"].as_array().unwrap_or_else(|| panic!("{r}")).clone();
+    let source_of = |list: &[Value], e: &str| {
+        list.iter().find(|s| s["email"].as_str().unwrap().eq_ignore_ascii_case(e)).map(|s| s["source"].clone())
+    };
+    assert_eq!(source_of(&listed, "reader@mcp.test"), Some(json!("recipient")));
+    assert_eq!(source_of(&listed, "spam@mcp.test"), Some(json!("recipient")));
+    assert_eq!(source_of(&listed, "gone@mcp.test"), Some(json!("mail_system")));
+    assert_eq!(source_of(&listed, "mine@mcp.test"), Some(json!("tenant")));
+
+    for (address, source, reason) in [
+        ("reader@mcp.test", "recipient", "unsubscribed"),
+        ("spam@mcp.test", "recipient", "complained"),
+        ("gone@mcp.test", "mail_system", "bounced"),
+    ] {
+        let r = call("remove_suppression", json!({"email": address})).await;
+        let e = &r["structuredContent"];
+        assert_eq!((r["isError"].as_bool(), e["code"].as_str()), (Some(true), Some("FORBIDDEN")), "{r}");
+        assert_eq!(
+            (e["details"]["source"].as_str(), e["details"]["suppressionReason"].as_str()),
+            (Some(source), Some(reason))
+        );
+    }
+    let r = call("remove_suppression", json!({"email": "mine@mcp.test"})).await;
+    assert_ne!(r["isError"].as_bool(), Some(true), "{r}");
+    let r = call("remove_suppression", json!({"email": "mine@mcp.test"})).await;
+    assert_eq!(r["structuredContent"]["code"], "NOT_FOUND", "{r}");
+    let r = call("list_suppressions", json!({})).await;
+    let left = r["structuredContent"]["data"].as_array().unwrap().len();
+    assert_eq!(left, 3, "the three permanent ones stay: {r}");
+}

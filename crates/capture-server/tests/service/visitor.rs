@@ -66,6 +66,8 @@ pub struct Visitor {
     base: String,
     client: reqwest::Client,
     cookies: Mutex<BTreeMap<String, String>>,
+    /// Sent with every request (a load balancer's `X-Forwarded-For`, say).
+    headers: Vec<(String, String)>,
 }
 
 impl Visitor {
@@ -78,7 +80,16 @@ impl Visitor {
                 .build()
                 .unwrap(),
             cookies: Mutex::new(BTreeMap::new()),
+            headers: Vec::new(),
         }
+    }
+
+    /// A visitor whose every request carries `name: value` (as a load balancer in front of
+    /// the service would add it).
+    pub fn with_header(app: &TestApp, name: &str, value: &str) -> Visitor {
+        let mut v = Visitor::new(app);
+        v.headers.push((name.into(), value.into()));
+        v
     }
 
     /// The value of one of this visitor's cookies.
@@ -95,7 +106,10 @@ impl Visitor {
             let c = self.cookies.lock().unwrap();
             c.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
         };
-        let rb = if jar.is_empty() { rb } else { rb.header("cookie", jar) };
+        let mut rb = if jar.is_empty() { rb } else { rb.header("cookie", jar) };
+        for (k, v) in &self.headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
         let r = rb.send().await.unwrap();
         let status = r.status().as_u16();
         let headers = r.headers().clone();

@@ -8,9 +8,7 @@
 //! POST is accepted only when both are present and equal (constant-time). A cross-site page
 //! can neither read the cookie nor make the browser send it with a cross-site POST.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, header};
 use capture_core::ids::{self, TypedId};
@@ -20,6 +18,7 @@ use super::session::{self, WebSession};
 use crate::auth::{self, Account};
 use crate::crypto::ct_eq;
 use crate::http::json::read_body;
+use crate::http::request::ClientAddr;
 use crate::state::AppState;
 
 /// Largest form body the website accepts.
@@ -126,9 +125,10 @@ impl FromRequest<AppState> for AnonForm {
     }
 }
 
-/// The peer address of the connection ("unknown" when the server runs without connect info).
+/// The client's address as the request-id layer found it (the peer, or the address a trusted
+/// load balancer forwarded; "unknown" without connection info).
 fn client_address(req: &Request) -> String {
-    req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip().to_string()).unwrap_or_else(|| "unknown".into())
+    req.extensions().get::<ClientAddr>().map_or_else(|| "unknown".into(), ToString::to_string)
 }
 
 fn csrf_cookie_name(state: &AppState) -> &'static str {

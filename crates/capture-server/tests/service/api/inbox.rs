@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::both_dbs;
 use crate::helpers::*;
-use crate::shared::inbox_fixture::{AuthSite, smtp_send, verification_mail};
+use crate::shared::inbox_fixture::{AuthSite, smtp_send, verification_mail, wait_for_inbox_poll};
 
 /// A service with the inbound role on a free port (and Chromium when `browser`).
 pub async fn inbound_app(db: Db, browser: bool) -> TestApp {
@@ -115,7 +115,7 @@ async fn inbox_receives_verifies_and_keeps_accounts_apart(db: Db) {
             .unwrap();
         (Instant::now(), r.json::<Value>().await.unwrap())
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_for_inbox_poll(&app.client, &app.url("/metrics")).await;
     let body = format!(
         "From: Magic <login@magic.test>\r\nTo: {a2}\r\nSubject: Your magic link\r\n\r\nSign in: http://127.0.0.1:9/magic/login?token=zyxwvutsrqponmlkjihgfedcba987654\r\n"
     );

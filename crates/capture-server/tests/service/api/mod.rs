@@ -1,5 +1,6 @@
 //! The REST contract: quotas, idempotency, captures in Chromium, uploads, sharing, streams,
-//! webhooks, audits, ads, campaigns, runs, S3 storage, and the hardening around them.
+//! webhooks, audits, ads, campaigns and their suppressions, runs, S3 storage, cursor pages, and
+//! the hardening around them.
 
 mod ads;
 mod api_errors;
@@ -8,7 +9,9 @@ mod campaigns;
 mod captures;
 mod hardening;
 mod inbox;
+mod lists;
 mod quotas;
 mod runs;
 mod s3;
+mod suppressions;
 mod webhooks;

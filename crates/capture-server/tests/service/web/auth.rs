@@ -1,7 +1,7 @@
-//! Sign-up, sign-in, CSRF, throttling, `next=` and sign-out.
+//! Sign-up, sign-in, CSRF, throttling (behind trusted load balancers too), `next=` and sign-out.
 
 use crate::both_dbs;
-use crate::helpers::{Api, Db};
+use crate::helpers::{Api, Db, Opts, TestApp};
 use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email, spawn};
 
@@ -239,4 +239,73 @@ async fn an_administrator_sees_an_unlimited_allowance() {
     );
     assert!(!dash.body.contains("<meter"));
     assert!(v.get("/settings").await.expect(200).body.contains("administrator: no monthly cap"));
+}
+
+/// Behind a load balancer (`CAPTURE_TRUSTED_PROXIES` names it; here the test client on
+/// 127.0.0.1 plays it and adds `X-Forwarded-For`), backoff and the sign-up limit key on the
+/// client the balancer names: one client's 30 failures pause that client only, even when it
+/// forged the owner's address into the header before the balancer appended its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn behind_a_trusted_proxy_one_clients_failures_do_not_pause_another() {
+    let app = TestApp::spawn(
+        Opts::api(Db::Sqlite)
+            .env("CAPTURE_TRUSTED_PROXIES", "127.0.0.0/8, 10.0.0.0/8")
+            .env("CAPTURE_SIGNUPS_PER_HOUR", "2"),
+    )
+    .await;
+    let (owner_ip, attacker_ip) = ("203.0.113.20", "198.51.100.7");
+    let owner = email();
+    Visitor::with_header(&app, "x-forwarded-for", owner_ip).sign_up(&owner, PASSWORD).await;
+    // The attacker's own header says it is the owner; the balancer (a second trusted hop at
+    // 10.0.0.5 too) appends the address it really came from.
+    let forged = format!("{owner_ip}, {attacker_ip}, 10.0.0.5");
+    let attacker = Visitor::with_header(&app, "x-forwarded-for", &forged);
+    let targets: Vec<String> = (0..4).map(|_| email()).collect();
+    for i in 0..30 {
+        let p = attacker.sign_in(&targets[i % 4], "wrong password", None).await;
+        assert_eq!(p.status, 400, "attempt {i}");
+    }
+    let paused = Visitor::with_header(&app, "x-forwarded-for", attacker_ip).sign_in(&owner, PASSWORD, None).await;
+    assert_eq!(paused.status, 429, "the attacker's address is paused");
+    // The owner, behind the same balancer, signs in at once.
+    let ok = Visitor::with_header(&app, "x-forwarded-for", owner_ip).sign_in(&owner, PASSWORD, None).await;
+    assert_eq!(ok.expect(303).location(), "/dashboard");
+    // Without a header the balancer itself is the client: not paused by the attacker either.
+    assert_eq!(Visitor::new(&app).sign_in(&owner, PASSWORD, None).await.expect(303).location(), "/dashboard");
+
+    // Sign-ups are counted per client: the owner's address made one, may make one more.
+    Visitor::with_header(&app, "x-forwarded-for", owner_ip).sign_up(&email(), PASSWORD).await;
+    let v = Visitor::with_header(&app, "x-forwarded-for", owner_ip);
+    let csrf = v.get("/signup").await.expect(200).csrf();
+    let refused = v.post("/signup", &[("csrf", &csrf), ("email", &email()), ("password", PASSWORD)]).await;
+    assert_eq!(refused.status, 429, "the third account from one client in an hour");
+    Visitor::with_header(&app, "x-forwarded-for", attacker_ip).sign_up(&email(), PASSWORD).await;
+}
+
+/// A forwarding header from a peer that is not a trusted proxy is ignored: a guesser on the
+/// internet cannot dodge the backoff by naming a new address on every try — with no trusted
+/// proxies (the default) or with some that do not include it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn from_an_untrusted_peer_a_forged_forwarded_header_changes_nothing() {
+    for trusted in [None, Some("10.0.0.0/8")] {
+        let opts = match trusted {
+            None => Opts::api(Db::Sqlite),
+            Some(t) => Opts::api(Db::Sqlite).env("CAPTURE_TRUSTED_PROXIES", t),
+        };
+        let app = TestApp::spawn(opts).await;
+        let real = email();
+        Visitor::new(&app).sign_up(&real, PASSWORD).await;
+        let targets: Vec<String> = (0..4).map(|_| email()).collect();
+        for i in 0..30 {
+            let forged = format!("198.51.100.{i}");
+            let (name, value) =
+                if i % 2 == 0 { ("x-forwarded-for", forged.clone()) } else { ("forwarded", format!("for={forged}")) };
+            let p = Visitor::with_header(&app, name, &value).sign_in(&targets[i % 4], "wrong password", None).await;
+            assert_eq!(p.status, 400, "attempt {i} ({trusted:?})");
+        }
+        for (name, value) in [("x-forwarded-for", "192.0.2.99"), ("forwarded", "for=192.0.2.99")] {
+            let p = Visitor::with_header(&app, name, value).sign_in(&real, PASSWORD, None).await;
+            assert_eq!(p.status, 429, "{name} from an untrusted peer is ignored ({trusted:?})");
+        }
+    }
 }
