@@ -504,8 +504,8 @@ impl Store {
         let launched_at: Option<i64> = c.try_get("launched_at")?;
         let count = |state: &str| by_state.iter().filter(|(s, _, _)| s == state).map(|(_, _, n)| n).sum::<i64>();
         let mut reasons = serde_json::Map::new();
-        for (_, reason, n) in &by_state {
-            if let Some(r) = reason {
+        for (state, reason, n) in &by_state {
+            if let Some(r) = reason.as_ref().filter(|r| !r.is_empty() && (state == "skipped" || state == "failed")) {
                 let e = reasons.entry(r.clone()).or_insert(serde_json::json!(0));
                 *e = serde_json::json!(e.as_i64().unwrap_or(0) + n);
             }
