@@ -138,13 +138,7 @@ pub struct SkippedUrl {
 impl SkippedUrl {
     /// A skipped URL with nothing more to say than its reason.
     pub fn new(url: &str, reason: SkipReason) -> SkippedUrl {
-        SkippedUrl {
-            url: url.chars().take(2048).collect(),
-            reason,
-            status: None,
-            duplicate_of: None,
-            found_on: None,
-        }
+        SkippedUrl { url: url.chars().take(2048).collect(), reason, status: None, duplicate_of: None, found_on: None }
     }
 }
 

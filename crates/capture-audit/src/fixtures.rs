@@ -555,23 +555,29 @@ fn trap_page(path: &str) -> String {
 <li><a href="/contact">Contact</a></li>
 </ul>"#,
         ),
-        "/about" => ("About us — trap site", "/about", "<h1>About us</h1><p>Who we are. <a href=\"/services\">Next</a></p>"),
-        "/services" => {
-            ("Our services — trap site", "/services", "<h1>Services</h1><p>What we do. <a href=\"/pricing\">Next</a></p>")
+        "/about" => {
+            ("About us — trap site", "/about", "<h1>About us</h1><p>Who we are. <a href=\"/services\">Next</a></p>")
         }
+        "/services" => (
+            "Our services — trap site",
+            "/services",
+            "<h1>Services</h1><p>What we do. <a href=\"/pricing\">Next</a></p>",
+        ),
         "/services/print" => (
             "Our services (print) — trap site",
             "/services",
             "<h1>Services</h1><p>What we do, in a layout for paper. <a href=\"/pricing\">Next</a></p>",
         ),
-        "/pricing" => ("Pricing — trap site", "/pricing", "<h1>Pricing</h1><p>What it costs. <a href=\"/blog\">Next</a></p>"),
-        "/blog" => ("Our blog — trap site", "/blog", "<h1>Blog</h1><p>What we wrote. <a href=\"/contact\">Next</a></p>"),
+        "/pricing" => {
+            ("Pricing — trap site", "/pricing", "<h1>Pricing</h1><p>What it costs. <a href=\"/blog\">Next</a></p>")
+        }
+        "/blog" => {
+            ("Our blog — trap site", "/blog", "<h1>Blog</h1><p>What we wrote. <a href=\"/contact\">Next</a></p>")
+        }
         _ => ("Contact — trap site", "/contact", "<h1>Contact</h1><p>How to reach us. <a href=\"/\">Home</a></p>"),
     };
     // The fixture pages' `<link rel=canonical href="">` stands for "this page"; here each
     // page names its address (the print copy names the page it copies).
-    page(title, body, "").replace(
-        "<link rel=\"canonical\" href=\"\">",
-        &format!("<link rel=\"canonical\" href=\"{canonical}\">"),
-    )
+    page(title, body, "")
+        .replace("<link rel=\"canonical\" href=\"\">", &format!("<link rel=\"canonical\" href=\"{canonical}\">"))
 }

@@ -48,8 +48,7 @@ pub struct PageProbe {
 impl PageProbe {
     /// Whether the answer is a page (2xx or 3xx, HTML or no content type).
     pub fn is_page(&self) -> bool {
-        self.status.is_some_and(|s| s < 400)
-            && self.content_type.as_deref().is_none_or(is_html_content_type)
+        self.status.is_some_and(|s| s < 400) && self.content_type.as_deref().is_none_or(is_html_content_type)
     }
 
     /// The one canonical address the page names, if it names exactly one (several that
@@ -63,7 +62,8 @@ impl PageProbe {
 /// GET `url` (redirects followed up to `opts.max_redirects`) and read its HTML's canonical
 /// address and links; never fails (no answer is [`PageProbe::error`]).
 pub async fn probe_page(client: &Client, url: &Url, opts: &FetchOptions) -> PageProbe {
-    let sent = send_following(client, Method::GET, url, &opts.user_agent, opts.timeout, opts.max_redirects, false).await;
+    let sent =
+        send_following(client, Method::GET, url, &opts.user_agent, opts.timeout, opts.max_redirects, false).await;
     let (mut resp, hops) = match sent {
         Ok(r) => r,
         Err((e, hops)) => return PageProbe { redirects: hops, error: Some(e), ..PageProbe::default() },
@@ -146,17 +146,13 @@ pub fn scan_html(html: &str) -> Scanned {
                 }
             }
             "link" => {
-                let canonical = get("rel")
-                    .is_some_and(|r| r.split_ascii_whitespace().any(|t| t.eq_ignore_ascii_case("canonical")));
+                let canonical =
+                    get("rel").is_some_and(|r| r.split_ascii_whitespace().any(|t| t.eq_ignore_ascii_case("canonical")));
                 if canonical && let Some(h) = get("href") {
                     out.canonical.push(h);
                 }
             }
-            "base" => {
-                if out.base.is_none() {
-                    out.base = get("href");
-                }
-            }
+            "base" if out.base.is_none() => out.base = get("href"),
             n if RAW_TEXT.contains(&n) => {
                 // Skip to the matching end tag (case-insensitive), or the end.
                 i = find_end_tag(html, i, n).unwrap_or(html.len());

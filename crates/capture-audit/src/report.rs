@@ -564,13 +564,7 @@ pub fn render_html(report: &Report, opts: &HtmlOptions) -> Result<String, Render
         pages,
         crawl_discovered: report.crawl.discovered,
         crawl_skipped: report.crawl.skipped_counts.iter().map(|(r, n)| (skip_label(*r).to_owned(), *n)).collect(),
-        skipped_list: report
-            .crawl
-            .skipped
-            .iter()
-            .take(30)
-            .map(|s| (s.url.clone(), skipped_label(s)))
-            .collect(),
+        skipped_list: report.crawl.skipped.iter().take(30).map(|s| (s.url.clone(), skipped_label(s))).collect(),
         brand: opts.brand.clone().unwrap_or_else(|| "Capture".into()),
         pdf_url: opts.pdf_url.as_deref().and_then(|u| {
             let l = u.to_ascii_lowercase();

@@ -246,13 +246,7 @@ enum Screened {
 }
 
 /// Rules 1–3 of the module docs. The start URL is always audited (a person asked for it).
-async fn screen(
-    client: &Client,
-    plan: &AuditPlan,
-    frontier: &Frontier,
-    probe: &PageProbe,
-    is_start: bool,
-) -> Screened {
+async fn screen(client: &Client, plan: &AuditPlan, frontier: &Frontier, probe: &PageProbe, is_start: bool) -> Screened {
     if is_start {
         return Screened::Audit;
     }

@@ -482,8 +482,9 @@ async fn identical_content_is_one_page_but_an_apps_routes_are_not() {
     };
     let same = page("<h1>The same words</h1><p>Served at two addresses.</p>");
     let (s1, s2) = (same.clone(), same.clone());
-    let app_shell =
-        page("<h1 id=h>Loading</h1><script>document.getElementById('h').textContent = 'Route ' + location.pathname;</script>");
+    let app_shell = page(
+        "<h1 id=h>Loading</h1><script>document.getElementById('h').textContent = 'Route ' + location.pathname;</script>",
+    );
     let (a1, a2) = (app_shell.clone(), app_shell.clone());
     let home = page("<h1>Home</h1>");
     let html = |b: String| ([(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")], b);

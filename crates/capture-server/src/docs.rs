@@ -224,6 +224,9 @@ mod tests {
                 op["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
             assert_eq!(headers, ["webhook-id", "webhook-timestamp", "webhook-signature"]);
         }
+        let data = &doc["webhooks"]["campaign.completed"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+            ["properties"]["data"]["description"];
+        assert!(data.as_str().unwrap().contains("counts {pending"), "{data}");
     }
 
     #[test]

@@ -168,13 +168,7 @@ fn accessibility(axe: &AxeSource) -> FeatureStatus {
     FeatureStatus { id: "auditAccessibility", name: "Accessibility scores of audits", status, detail, fix }
 }
 
-fn tools(
-    id: &'static str,
-    name: &'static str,
-    here: bool,
-    needed: &[&'static str],
-    meanwhile: &str,
-) -> FeatureStatus {
+fn tools(id: &'static str, name: &'static str, here: bool, needed: &[&'static str], meanwhile: &str) -> FeatureStatus {
     if !here {
         return FeatureStatus {
             id,

@@ -491,7 +491,9 @@ impl Store {
         .bind(id)
         .fetch_all(&mut *tx)
         .await?;
-        if by_state.is_empty() || by_state.iter().any(|(s, _, _)| matches!(s.as_str(), "pending" | "auditing" | "ready")) {
+        if by_state.is_empty()
+            || by_state.iter().any(|(s, _, _)| matches!(s.as_str(), "pending" | "auditing" | "ready"))
+        {
             tx.rollback().await?;
             return Ok(false);
         }

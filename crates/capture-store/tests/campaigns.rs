@@ -307,7 +307,11 @@ async fn campaign_completed_is_emitted_once_with_the_counts(store: Store) {
     let id = campaign(
         &store,
         &u,
-        &[target("a@x.example", "https://a.example"), target("b@x.example", "https://a.example"), target("c@y.example", "https://c.example")],
+        &[
+            target("a@x.example", "https://a.example"),
+            target("b@x.example", "https://a.example"),
+            target("c@y.example", "https://c.example"),
+        ],
     )
     .await;
     launch_ready(&store, &u, &id).await;
@@ -363,7 +367,10 @@ async fn campaign_completed_is_emitted_once_with_the_counts(store: Store) {
     launch_ready(&store, &u, &id2).await;
     let first = store.campaign_targets(&id2, 10).await.unwrap().remove(0).0.id;
     store.target_end(&first, "sent", "", T0).await.unwrap();
-    assert_eq!(store.add_campaign_targets(&u.id, &id2, &[target("e@x.example", "https://e.example")], 10, T0).await.unwrap(), Ok(1));
+    assert_eq!(
+        store.add_campaign_targets(&u.id, &id2, &[target("e@x.example", "https://e.example")], 10, T0).await.unwrap(),
+        Ok(1)
+    );
     store.advance_campaigns(T0 + 20).await.unwrap();
     assert_eq!(store.campaign_of(&u.id, &id2).await.unwrap().unwrap().status, "running");
 }

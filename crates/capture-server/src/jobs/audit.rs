@@ -86,13 +86,7 @@ pub async fn run(
     }
 }
 
-async fn process(
-    state: &AppState,
-    pool: &Arc<BrowserPool>,
-    worker: &str,
-    task: Task,
-    hard_stop: &CancellationToken,
-) {
+async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: Task, hard_stop: &CancellationToken) {
     let audit_id = task.subject_id.clone();
     let fail = |row: Option<AuditRow>, msg: String| {
         let state = state.clone();

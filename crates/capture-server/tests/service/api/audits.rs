@@ -284,7 +284,10 @@ async fn a_hanging_page_and_a_5xx_page_are_reported_and_the_worker_goes_on() {
     assert!(evidence.iter().any(|e| e.starts_with(&format!("{base}/hang → "))), "{evidence:?}");
     let skipped = audit["report"]["crawl"]["skipped"].as_array().unwrap();
     let find = |p: &str| skipped.iter().find(|s| s["url"] == format!("{base}{p}").as_str()).unwrap().clone();
-    assert_eq!(find("/boom"), json!({"url": format!("{base}/boom"), "reason": "broken", "status": 500, "foundOn": format!("{base}/")}));
+    assert_eq!(
+        find("/boom"),
+        json!({"url": format!("{base}/boom"), "reason": "broken", "status": 500, "foundOn": format!("{base}/")})
+    );
     assert_eq!(find("/hang")["reason"], "unreachable");
     // 1 page audited, the capture's action, and nothing more.
     assert_eq!(audit["actions"], 1);
@@ -327,8 +330,14 @@ async fn a_full_site_audit_spends_max_pages_on_distinct_real_pages_in_a_stable_o
     // printable copy as /services (its canonical address).
     assert_eq!(
         first,
-        [("/", "/"), ("/contact", "/contact"), ("/about", "/about"), ("/old-pricing", "/pricing"), ("/services", "/services")]
-            .map(|(a, b)| (a.to_string(), b.to_string())),
+        [
+            ("/", "/"),
+            ("/contact", "/contact"),
+            ("/about", "/about"),
+            ("/old-pricing", "/pricing"),
+            ("/services", "/services")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
         "{}",
         runs[0]["report"]["crawl"]
     );

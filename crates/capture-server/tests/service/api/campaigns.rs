@@ -15,12 +15,9 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     let sink = Sink::start(&["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
     let blank = Site::start(vec![("/", "text/html", solid("#ffffff"))]).await;
-    let app = TestApp::spawn(
-        Opts::full(Db::Sqlite)
-            .env("CAPTURE_SMTP_URL", &sink.url())
-            .env("CAPTURE_MAIL_FROM", FROM),
-    )
-    .await;
+    let app =
+        TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_MAIL_FROM", FROM))
+            .await;
     let (_, key) = app.user_with_key("pro").await;
     let page = site.url(CLEAN_PAGE);
 
@@ -288,8 +285,8 @@ async fn a_default_install_scores_all_four_categories_and_mails_a_campaign() {
     let site = FixtureSite::start().await.unwrap();
     // Only the mail server is set. CAPTURE_AXE_PATH is blanked (unset) in case the test's
     // environment carries one: this is the install `scripts/run.sh` makes.
-    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", "").env("CAPTURE_SMTP_URL", &sink.url()))
-        .await;
+    let app =
+        TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", "").env("CAPTURE_SMTP_URL", &sink.url())).await;
     assert_eq!(app.state.cfg.axe_path, None);
     let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["features"]["auditAccessibility"], json!({"status": "ok", "detail": "axe-core 4.14.1, bundled"}));
@@ -336,10 +333,19 @@ async fn a_default_install_scores_all_four_categories_and_mails_a_campaign() {
     let mail = capture_mail::parse(raw.as_bytes());
     assert_eq!(mail.subject.as_deref(), Some("Website report for 127.0.0.1"));
     let text = mail.text.unwrap();
-    let row_audit: Value =
-        app.get(&key, &format!("/v1/audits/{}", row(&c, "owner@site.test")["auditId"].as_str().unwrap())).await.json().await.unwrap();
+    let row_audit: Value = app
+        .get(&key, &format!("/v1/audits/{}", row(&c, "owner@site.test")["auditId"].as_str().unwrap()))
+        .await
+        .json()
+        .await
+        .unwrap();
     let rs = &row_audit["scores"];
-    for (label, cat) in [("Performance", "performance"), ("SEO", "seo"), ("Accessibility", "accessibility"), ("Best practices", "bestPractices")] {
+    for (label, cat) in [
+        ("Performance", "performance"),
+        ("SEO", "seo"),
+        ("Accessibility", "accessibility"),
+        ("Best practices", "bestPractices"),
+    ] {
         let line = format!("  {label}: {}", rs[cat]);
         assert!(text.lines().any(|l| l.trim_end() == line), "{line:?} in:\n{text}");
     }
@@ -359,7 +365,8 @@ async fn campaign_completed_reaches_its_subscribers_once_with_the_counts() {
     )
     .await;
     let (_, key) = app.user_with_key("pro").await;
-    let (want, other) = (Receiver::start(vec![(200, Duration::ZERO)]).await, Receiver::start(vec![(200, Duration::ZERO)]).await);
+    let (want, other) =
+        (Receiver::start(vec![(200, Duration::ZERO)]).await, Receiver::start(vec![(200, Duration::ZERO)]).await);
     let ep = create_endpoint(&app, &key, json!({"url": want.url, "events": ["campaign.completed"]})).await;
     create_endpoint(&app, &key, json!({"url": other.url, "events": ["screenshot.completed"]})).await;
     // Subscribing to an unknown event is still refused, naming the new one among the known.
@@ -399,10 +406,15 @@ async fn campaign_completed_reaches_its_subscribers_once_with_the_counts() {
     );
     assert_eq!(data["counts"], serde_json::to_value(&c["counts"]).unwrap(), "the campaign's own counts");
     assert_eq!(data["reasons"], json!({"suppressed": 1}));
-    assert_eq!((data["completedAt"].as_str(), data["launchedAt"].as_str()), (c["completedAt"].as_str(), c["launchedAt"].as_str()));
+    assert_eq!(
+        (data["completedAt"].as_str(), data["launchedAt"].as_str()),
+        (c["completedAt"].as_str(), c["launchedAt"].as_str())
+    );
     // Exactly once, and nothing for the other endpoint.
-    nothing_within("a second campaign.completed or any delivery to the other endpoint", Duration::from_secs(3), || async {
-        (want.all().len() != 1 || !other.all().is_empty()).then(|| (want.all().len(), other.all().len()))
-    })
+    nothing_within(
+        "a second campaign.completed or any delivery to the other endpoint",
+        Duration::from_secs(3),
+        || async { (want.all().len() != 1 || !other.all().is_empty()).then(|| (want.all().len(), other.all().len())) },
+    )
     .await;
 }

@@ -326,7 +326,8 @@ async fn the_dashboard_and_readiness_say_which_features_cannot_work_here() {
     let r = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(r.status(), 200, "features are reported, not required");
     let ready: Value = r.json().await.unwrap();
-    let down: Vec<&str> = ready["unavailableFeatures"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let down: Vec<&str> =
+        ready["unavailableFeatures"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(down.contains(&"mail") && down.contains(&"auditAccessibility"), "{ready}");
     let acc = &ready["features"]["auditAccessibility"];
     assert_eq!(acc["status"], "unavailable");
@@ -342,7 +343,8 @@ async fn the_dashboard_and_readiness_say_which_features_cannot_work_here() {
     let v = Visitor::new(&app);
     v.sign_up(&email(), PASSWORD).await;
     let (page, _) = v.dashboard().await;
-    let section = page.body.split("<section id=\"unavailable\"").nth(1).expect("the notice").split("</section>").next().unwrap();
+    let section =
+        page.body.split("<section id=\"unavailable\"").nth(1).expect("the notice").split("</section>").next().unwrap();
     assert!(section.contains("Not working on this server"), "{section}");
     let mail = section.split("id=\"feature-mail\"").nth(1).unwrap().split("</li>").next().unwrap();
     assert!(mail.contains("No SMTP server is configured") && mail.contains("Set CAPTURE_SMTP_URL"), "{mail}");
