@@ -209,9 +209,11 @@ where
         let hrefs: Vec<String> =
             facts.collection.as_ref().map(|c| c.links.iter().map(|l| l.href.clone()).collect()).unwrap_or_default();
         if full {
-            // The served HTML's links first, then those only the browser saw.
-            frontier.add_links(&base, q.depth, static_links.iter().map(String::as_str));
-            frontier.add_links(&base, q.depth, hrefs.iter().map(String::as_str));
+            // The served HTML's links first, then those only the browser saw (each link once,
+            // so `duplicates` counts copies on the site, not the two readings of one page).
+            let mut seen: std::collections::HashSet<&str> = static_links.iter().map(String::as_str).collect();
+            let only_browser = hrefs.iter().map(String::as_str).filter(|h| seen.insert(h)).collect::<Vec<_>>();
+            frontier.add_links(&base, q.depth, static_links.iter().map(String::as_str).chain(only_browser));
         }
         if facts.collection.is_some() {
             facts.links = Some(check_links(client, &base, &hrefs, &plan.links, Some(&robots.robots)).await);
