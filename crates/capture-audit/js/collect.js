@@ -197,9 +197,33 @@
     }
   }
 
+  // What the page shows (title, text, images, link targets) as a 64-bit hash and a length:
+  // two addresses that render the same are one page to the crawl, the last of its
+  // de-duplication rules. A page showing no text has none (a blank page is no evidence).
+  const bodyText = document.body ? (document.body.innerText || '').replace(/\s+/g, ' ').trim() : '';
+  let fingerprint = null;
+  if (bodyText) {
+    const parts = [document.title, bodyText];
+    for (const img of document.images) parts.push(img.currentSrc || img.src);
+    for (const a of anchors) parts.push(a.href);
+    const s = parts.join('\u0001');
+    let h1 = 0xdeadbeef;
+    let h2 = 0x41c6ce57;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      h1 = Math.imul(h1 ^ c, 2654435761);
+      h2 = Math.imul(h2 ^ c, 1597334677);
+    }
+    h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+    h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+    const hex = (n) => (n >>> 0).toString(16).padStart(8, '0');
+    fingerprint = hex(h2) + hex(h1) + ':' + s.length;
+  }
+
   return {
     url: location.href,
     https,
+    fingerprint,
     navigation,
     vitals,
     resources: {

@@ -7,7 +7,7 @@
 //! | before any page script | [`OBSERVERS_JS`] | `Page.addScriptToEvaluateOnNewDocument {source}` before `Page.navigate` |
 //! | after `load` | [`settle_js`] (e.g. `settle_js(3000, 300)`): resolves once the first paint was observed and LCP/layout shifts have rested | `Runtime.evaluate {expression, awaitPromise: true, returnByValue: true}` → [`Settled`] |
 //! | after the settle | [`COLLECT_JS`] | `Runtime.evaluate {expression, returnByValue: true}` → [`PageCollection`] |
-//! | after [`COLLECT_JS`] | the file `axe.min.js` of the npm package `axe-core` (its path is a setting; never vendored) | `Runtime.evaluate {expression: <file>}` |
+//! | after [`COLLECT_JS`] | axe-core's `axe.min.js` ([`crate::axe::AXE_JS`], vendored; `CAPTURE_AXE_PATH` may replace it) | `Runtime.evaluate {expression: <file>}` |
 //! | after axe is loaded | [`AXE_RUN_JS`] | `Runtime.evaluate {expression, awaitPromise: true, returnByValue: true}` → [`AxeResults`] |
 //!
 //! Console errors and failed requests are **not** collected in the page: DevTools events are
@@ -280,6 +280,10 @@ pub struct PageCollection {
     /// Password forms submitted over http.
     #[serde(default)]
     pub insecure_password_forms: Vec<InsecureForm>,
+    /// A hash of what the page shows (title, text, images, link targets); None when it shows
+    /// no text. Two addresses with one fingerprint are one page to the crawl.
+    #[serde(default)]
+    pub fingerprint: Option<String>,
 }
 
 /// One element an axe rule flagged.

@@ -22,8 +22,16 @@
 //!    asked for it);
 //! 10. the frontier holds at most [`CrawlConfig::max_frontier`] URLs — else `frontier_full`.
 //!
-//! [`Frontier::next_page`] hands out at most `max_pages` URLs; what is still queued at the end is
-//! reported as `page_limit` by [`Frontier::summary`].
+//! A URL that passes is only a candidate: [`crate::run`] looks at what it answers before it
+//! costs a place in the page budget (an error status is a `broken` link, no answer
+//! `unreachable`, a copy of an audited page — by redirect, `<link rel=canonical>` or identical
+//! content — a `duplicate`), and [`Frontier::accept`] counts the pages actually audited. Once
+//! `max_pages` were accepted, [`Frontier::next_candidate`] hands out nothing more; what is
+//! still queued then is reported as `page_limit` by [`Frontier::summary`].
+//!
+//! The order is stable: the same site gives the same candidates in the same order (the
+//! start URL, then the sitemap's URLs in file order, then links breadth-first in document
+//! order), so the same site gives the same report.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
@@ -100,6 +108,12 @@ pub enum SkipReason {
     FrontierFull,
     /// Discovered, but the page limit was reached first.
     PageLimit,
+    /// It answers with an error status (4xx/5xx): a broken link, not a page to audit.
+    Broken,
+    /// It did not answer (connection refused, timeout, too many redirects).
+    Unreachable,
+    /// The same page as one audited (a redirect to it, its canonical address or identical content).
+    Duplicate,
 }
 
 /// One skipped URL in the report.
@@ -110,6 +124,22 @@ pub struct SkippedUrl {
     pub url: String,
     /// Why it was skipped.
     pub reason: SkipReason,
+    /// The status it answered with (`broken`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// The audited page it is a copy of (`duplicate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplicate_of: Option<String>,
+    /// The page that links to it (None: the sitemap or the start URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_on: Option<String>,
+}
+
+impl SkippedUrl {
+    /// A skipped URL with nothing more to say than its reason.
+    pub fn new(url: &str, reason: SkipReason) -> SkippedUrl {
+        SkippedUrl { url: url.chars().take(2048).collect(), reason, status: None, duplicate_of: None, found_on: None }
+    }
 }
 
 /// What the crawl found, for the report.
@@ -118,7 +148,8 @@ pub struct SkippedUrl {
 pub struct CrawlSummary {
     /// Distinct in-scope page URLs discovered (audited, queued or skipped by a trap rule).
     pub discovered: u32,
-    /// Links and sitemap entries that were duplicates of a known URL.
+    /// Links and sitemap entries that were duplicates of a known URL (same identity, see
+    /// [`crate::urls::dedupe_key`]), plus the candidates found to be copies of an audited page.
     pub duplicates: u32,
     /// How many URLs each rule skipped.
     pub skipped_counts: BTreeMap<SkipReason, u32>,
@@ -133,6 +164,8 @@ pub struct QueuedUrl {
     pub url: Url,
     /// Link depth from the start URL (sitemap entries count as depth 1).
     pub depth: u32,
+    /// The page whose link it is (None: the start URL or a sitemap entry).
+    pub found_on: Option<Url>,
 }
 
 /// The breadth-first frontier of one crawl.
@@ -143,9 +176,12 @@ pub struct Frontier {
     robots: Option<RobotsTxt>,
     start_key: String,
     seen: HashSet<String>,
-    audited: HashSet<String>,
+    /// Identity of every audited page and its aliases → the URL it was audited under.
+    audited: HashMap<String, String>,
+    /// Content fingerprint of every audited page → the URL it was audited under.
+    contents: HashMap<String, String>,
     queue: VecDeque<QueuedUrl>,
-    handed_out: usize,
+    accepted: usize,
     query_variants: HashMap<String, usize>,
     patterns: HashMap<String, usize>,
     discovered: u32,
@@ -177,9 +213,10 @@ impl Frontier {
             robots,
             start_key: dedupe_key(&start),
             seen: HashSet::new(),
-            audited: HashSet::new(),
+            audited: HashMap::new(),
+            contents: HashMap::new(),
             queue: VecDeque::new(),
-            handed_out: 0,
+            accepted: 0,
             query_variants: HashMap::new(),
             patterns: HashMap::new(),
             discovered: 0,
@@ -189,7 +226,7 @@ impl Frontier {
         };
         f.seen.insert(f.start_key.clone());
         f.discovered = 1;
-        f.queue.push_back(QueuedUrl { url: start, depth: 0 });
+        f.queue.push_back(QueuedUrl { url: start, depth: 0, found_on: None });
         Ok(f)
     }
 
@@ -217,12 +254,54 @@ impl Frontier {
         }
     }
 
-    /// Record that `url` was audited under another address (the target of a redirect): it is
-    /// not queued again, and a copy already queued is dropped when its turn comes.
-    pub fn mark_audited(&mut self, url: &Url) {
-        let key = dedupe_key(url);
+    /// Record that `alias` is the page audited as `page` (the target of a redirect, its
+    /// canonical address, the address it was found under): it is not queued again, and a copy
+    /// already queued is dropped when its turn comes.
+    pub fn mark_audited(&mut self, alias: &Url, page: &Url) {
+        let key = dedupe_key(alias);
         self.seen.insert(key.clone());
-        self.audited.insert(key);
+        self.audited.entry(key).or_insert_with(|| page.to_string());
+    }
+
+    /// The URL of the audited page `url` is an address of, if any.
+    pub fn audited_as(&self, url: &Url) -> Option<&str> {
+        self.audited.get(&dedupe_key(url)).map(String::as_str)
+    }
+
+    /// The URL of the audited page with this content fingerprint, if any.
+    pub fn same_content_as(&self, fingerprint: &str) -> Option<&str> {
+        self.contents.get(fingerprint).map(String::as_str)
+    }
+
+    /// Count `page` as audited (one place of the page budget), under the address `q` was
+    /// queued as and every alias (final URL, canonical address), with its content fingerprint.
+    pub fn accept(&mut self, q: &QueuedUrl, page: &Url, aliases: &[&Url], fingerprint: Option<&str>) {
+        self.accepted += 1;
+        self.mark_audited(page, page);
+        self.mark_audited(&q.url, page);
+        for a in aliases {
+            self.mark_audited(a, page);
+        }
+        if let Some(fp) = fingerprint {
+            self.contents.entry(fp.to_owned()).or_insert_with(|| page.to_string());
+        }
+    }
+
+    /// Record that a candidate is not audited: `reason`, with the status it answered (broken).
+    pub fn reject(&mut self, q: &QueuedUrl, reason: SkipReason, status: Option<u16>) {
+        let mut s = SkippedUrl::new(q.url.as_str(), reason);
+        s.status = status;
+        s.found_on = q.found_on.as_ref().map(Url::to_string);
+        self.push_skipped(s);
+    }
+
+    /// Record that a candidate is the page audited as `of`.
+    pub fn duplicate(&mut self, q: &QueuedUrl, of: &str) {
+        self.duplicates += 1;
+        let mut s = SkippedUrl::new(q.url.as_str(), SkipReason::Duplicate);
+        s.duplicate_of = Some(of.to_owned());
+        s.found_on = q.found_on.as_ref().map(Url::to_string);
+        self.push_skipped(s);
     }
 
     /// Record that an audited URL turned out not to be HTML (its content type).
@@ -230,43 +309,51 @@ impl Frontier {
         self.skip(url.as_str(), SkipReason::NotHtml);
     }
 
-    /// The next URL to audit, or None when done (queue empty or page limit reached).
-    pub fn next_page(&mut self) -> Option<QueuedUrl> {
-        if self.handed_out >= self.config.max_pages {
+    /// The next URL to consider, or None when done (queue empty or `max_pages` accepted).
+    /// Addresses of pages already audited are dropped on the way (counted as duplicates).
+    pub fn next_candidate(&mut self) -> Option<QueuedUrl> {
+        if self.accepted >= self.config.max_pages {
             return None;
         }
         loop {
             let q = self.queue.pop_front()?;
-            if self.audited.contains(&dedupe_key(&q.url)) {
+            if self.audited.contains_key(&dedupe_key(&q.url)) {
                 self.duplicates += 1;
                 continue;
             }
-            self.handed_out += 1;
             return Some(q);
         }
     }
 
-    /// How many URLs [`Frontier::next_page`] has handed out.
-    pub fn handed_out(&self) -> usize {
-        self.handed_out
+    /// The next candidate, accepted at once (for callers that look at nothing first).
+    pub fn next_page(&mut self) -> Option<QueuedUrl> {
+        let q = self.next_candidate()?;
+        let url = q.url.clone();
+        self.accept(&q, &url, &[], None);
+        Some(q)
     }
 
-    /// How many URLs are waiting.
+    /// How many pages were accepted (audited).
+    pub fn handed_out(&self) -> usize {
+        self.accepted
+    }
+
+    /// How many URLs are waiting (some may turn out to be copies or errors).
     pub fn queued(&self) -> usize {
         self.queue.len()
     }
 
-    /// The crawl summary; URLs still queued count as `page_limit`.
+    /// The crawl summary; URLs still queued count as `page_limit` (those that turned out to
+    /// be addresses of audited pages are left out).
     pub fn summary(&self) -> CrawlSummary {
         let mut counts = self.counts.clone();
         let mut skipped = self.skipped.clone();
-        if !self.queue.is_empty() {
-            *counts.entry(SkipReason::PageLimit).or_default() += self.queue.len() as u32;
-            for q in &self.queue {
-                if skipped.len() >= MAX_SKIPPED_LISTED {
-                    break;
-                }
-                skipped.push(SkippedUrl { url: q.url.to_string(), reason: SkipReason::PageLimit });
+        for q in self.queue.iter().filter(|q| !self.audited.contains_key(&dedupe_key(&q.url))) {
+            *counts.entry(SkipReason::PageLimit).or_default() += 1;
+            if skipped.len() < MAX_SKIPPED_LISTED {
+                let mut s = SkippedUrl::new(q.url.as_str(), SkipReason::PageLimit);
+                s.found_on = q.found_on.as_ref().map(Url::to_string);
+                skipped.push(s);
             }
         }
         let skipped_counts: BTreeMap<SkipReason, u32> = counts.into_iter().collect();
@@ -274,9 +361,13 @@ impl Frontier {
     }
 
     fn skip(&mut self, url: &str, reason: SkipReason) {
-        *self.counts.entry(reason).or_default() += 1;
+        self.push_skipped(SkippedUrl::new(url, reason));
+    }
+
+    fn push_skipped(&mut self, s: SkippedUrl) {
+        *self.counts.entry(s.reason).or_default() += 1;
         if self.skipped.len() < MAX_SKIPPED_LISTED {
-            self.skipped.push(SkippedUrl { url: url.chars().take(2048).collect(), reason });
+            self.skipped.push(s);
         }
     }
 
@@ -337,7 +428,7 @@ impl Frontier {
         if self.queue.len() >= self.config.max_frontier {
             return self.skip(url.as_str(), SkipReason::FrontierFull);
         }
-        self.queue.push_back(QueuedUrl { url, depth });
+        self.queue.push_back(QueuedUrl { url, depth, found_on: base.cloned() });
     }
 }
 
@@ -429,7 +520,7 @@ mod tests {
         let s = f.summary();
         assert_eq!(s.discovered, 5);
         assert_eq!(s.duplicates, 4);
-        assert_eq!(s.skipped, vec![SkippedUrl { url: "https://other.org/".into(), reason: SkipReason::OtherOrigin }]);
+        assert_eq!(s.skipped, vec![SkippedUrl::new("https://other.org/", SkipReason::OtherOrigin)]);
     }
 
     #[test]
@@ -513,10 +604,53 @@ mod tests {
         // The sitemap lists the landing page before the start page was audited.
         f.add_sitemap_urls(["https://example.com/"]);
         let landed = Url::parse("https://www.example.com/").unwrap();
-        f.mark_audited(&landed);
+        f.mark_audited(&landed, &s.url);
         f.add_links(&landed, 0, ["/a", "https://example.com/b", "http://example.com/c", "/"]);
         assert_eq!(drain(&mut f), ["/a", "/b"]);
         assert_eq!(f.summary().skipped_counts, BTreeMap::from([(SkipReason::OtherOrigin, 1)]));
+    }
+
+    #[test]
+    fn only_accepted_pages_count_and_copies_errors_are_listed_with_why() {
+        let mut f = Frontier::new("https://example.com/", cfg(2), None).unwrap();
+        let start = f.next_candidate().unwrap();
+        f.accept(&start, &start.url, &[], Some("fp-home"));
+        f.add_links(&start.url, 0, ["/index.html", "/gone", "/alias", "/a", "/b", "/c"]);
+        let u = |p: &str| Url::parse(&format!("https://example.com{p}")).unwrap();
+        // The index file is the start page: never a candidate.
+        let gone = f.next_candidate().unwrap();
+        assert_eq!(gone.url.path(), "/gone");
+        assert_eq!(gone.found_on.as_ref(), Some(&start.url));
+        f.reject(&gone, SkipReason::Broken, Some(404));
+        let alias = f.next_candidate().unwrap();
+        f.duplicate(&alias, "https://example.com/");
+        // Neither cost a place: the budget of 2 still has one.
+        let a = f.next_candidate().unwrap();
+        assert_eq!(a.url.path(), "/a");
+        f.accept(&a, &u("/a"), &[&u("/b/")], Some("fp-a"));
+        assert_eq!(f.handed_out(), 2);
+        assert!(f.next_candidate().is_none(), "the budget is spent");
+        assert_eq!(f.audited_as(&u("/b")), Some("https://example.com/a"));
+        assert_eq!(f.same_content_as("fp-home"), Some("https://example.com/"));
+        let s = f.summary();
+        // /b is an address of /a: not listed as left over; /c is.
+        let listed: Vec<(&str, SkipReason)> = s.skipped.iter().map(|x| (x.url.as_str(), x.reason)).collect();
+        assert_eq!(
+            listed,
+            [
+                ("https://example.com/gone", SkipReason::Broken),
+                ("https://example.com/alias", SkipReason::Duplicate),
+                ("https://example.com/c", SkipReason::PageLimit),
+            ]
+        );
+        assert_eq!((s.skipped[0].status, s.skipped[0].found_on.as_deref()), (Some(404), Some("https://example.com/")));
+        assert_eq!(s.skipped[1].duplicate_of.as_deref(), Some("https://example.com/"));
+        assert_eq!(s.duplicates, 2, "the index file and the alias");
+        let json = serde_json::to_value(&s.skipped[2]).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"url": "https://example.com/c", "reason": "page_limit", "foundOn": "https://example.com/"})
+        );
     }
 
     #[test]

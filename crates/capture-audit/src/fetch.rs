@@ -93,7 +93,7 @@ fn short_error(e: &reqwest::Error) -> String {
 }
 
 /// Send `method` to `url`, following redirects by hand; `range0` asks for the first byte.
-async fn send_following(
+pub(crate) async fn send_following(
     client: &Client,
     method: Method,
     url: &Url,

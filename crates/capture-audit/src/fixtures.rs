@@ -25,6 +25,10 @@
 //!
 //! Pages whose defect appears after load (the layout shift) carry `data-fixture-pending` on
 //! `<html>` until it has happened, so a test can poll for it instead of sleeping.
+//!
+//! [`TrapSite`] is a second, defect-free site of six pages with every way to reach a page
+//! twice (an index file, a trailing slash, a redirect, a canonical copy) and a 404 link, for
+//! the crawl's page budget.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -447,4 +451,133 @@ async fn sitemap_more(State(site): State<Site>) -> Response {
         Ok(gz) => ([(header::CONTENT_TYPE, "application/gzip")], Body::from(gz)).into_response(),
         Err(_) => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     }
+}
+
+/// The real pages of [`TrapSite`], start page first.
+pub const TRAP_SITE_PAGES: &[&str] = &["/", "/about", "/services", "/pricing", "/blog", "/contact"];
+
+/// A six-page site with the traps that made full-site audits spend their page budget on
+/// copies and errors, each linked from the start page before the real pages:
+///
+/// | path | trap |
+/// |---|---|
+/// | `/index.html` | the start page again |
+/// | `/about/` | a trailing-slash twin of `/about` (both answer 200 with the same page) |
+/// | `/old-pricing` | a redirecting alias (301 → `/pricing`) |
+/// | `/services/print` | a printable copy of `/services` whose `<link rel=canonical>` names `/services` |
+/// | `/missing` | a link to a page that does not exist (404) |
+/// | `/sitemap.xml` | lists `/contact` and `/index.html` (the crawl takes sitemap entries before links) |
+///
+/// Every real page names itself as canonical, links home and to the next page.
+pub struct TrapSite {
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    hits: Arc<Mutex<HashMap<String, u32>>>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl TrapSite {
+    /// Serve the site on 127.0.0.1 (random port).
+    pub async fn start() -> std::io::Result<TrapSite> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let base = format!("http://{}", listener.local_addr()?);
+        let hits = Arc::new(Mutex::new(HashMap::new()));
+        let site = Site { base: base.clone(), hits: hits.clone() };
+        let serve = |path: &'static str| get(move || async move { (html_headers(), trap_page(path)) });
+        let app = Router::new()
+            .route("/", serve("/"))
+            .route("/index.html", serve("/"))
+            .route("/about", serve("/about"))
+            .route("/about/", serve("/about"))
+            .route("/services", serve("/services"))
+            .route("/services/print", serve("/services/print"))
+            .route("/pricing", serve("/pricing"))
+            .route("/old-pricing", get(|| async { Redirect::permanent("/pricing") }))
+            .route("/blog", serve("/blog"))
+            .route("/contact", serve("/contact"))
+            .route(
+                "/sitemap.xml",
+                get(|State(site): State<Site>| async move {
+                    ([(header::CONTENT_TYPE, "application/xml")], urlset(&site.base, &["/contact", "/index.html"]))
+                }),
+            )
+            .fallback(|| async {
+                (StatusCode::NOT_FOUND, html_headers(), page("Not found", "<h1>Not found</h1><p>Nothing here.</p>", ""))
+            })
+            .layer(axum::middleware::from_fn_with_state(site.clone(), count_and_secure))
+            .with_state(site);
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.await;
+                })
+                .await;
+        });
+        Ok(TrapSite { base, hits, shutdown: Some(tx) })
+    }
+
+    /// The absolute URL of `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// How many requests `path` received (any method).
+    pub fn hits(&self, path: &str) -> u32 {
+        self.hits.lock().unwrap().get(path).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for TrapSite {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A page of [`TrapSite`]: `/services/print` is the copy of `/services`.
+fn trap_page(path: &str) -> String {
+    let (title, canonical, body) = match path {
+        "/" => (
+            "Trap site — home",
+            "/",
+            r#"<h1>Welcome</h1><p>A small site with six pages and every way to reach them twice.</p><ul>
+<li><a href="/index.html">Home again</a></li>
+<li><a href="/about/">About (with a slash)</a></li>
+<li><a href="/old-pricing">Pricing (old address)</a></li>
+<li><a href="/services/print">Services, printable</a></li>
+<li><a href="/missing">A page that is gone</a></li>
+<li><a href="/about">About</a></li>
+<li><a href="/services">Services</a></li>
+<li><a href="/pricing">Pricing</a></li>
+<li><a href="/blog">Blog</a></li>
+<li><a href="/contact">Contact</a></li>
+</ul>"#,
+        ),
+        "/about" => {
+            ("About us — trap site", "/about", "<h1>About us</h1><p>Who we are. <a href=\"/services\">Next</a></p>")
+        }
+        "/services" => (
+            "Our services — trap site",
+            "/services",
+            "<h1>Services</h1><p>What we do. <a href=\"/pricing\">Next</a></p>",
+        ),
+        "/services/print" => (
+            "Our services (print) — trap site",
+            "/services",
+            "<h1>Services</h1><p>What we do, in a layout for paper. <a href=\"/pricing\">Next</a></p>",
+        ),
+        "/pricing" => {
+            ("Pricing — trap site", "/pricing", "<h1>Pricing</h1><p>What it costs. <a href=\"/blog\">Next</a></p>")
+        }
+        "/blog" => {
+            ("Our blog — trap site", "/blog", "<h1>Blog</h1><p>What we wrote. <a href=\"/contact\">Next</a></p>")
+        }
+        _ => ("Contact — trap site", "/contact", "<h1>Contact</h1><p>How to reach us. <a href=\"/\">Home</a></p>"),
+    };
+    // The fixture pages' `<link rel=canonical href="">` stands for "this page"; here each
+    // page names its address (the print copy names the page it copies).
+    page(title, body, "")
+        .replace("<link rel=\"canonical\" href=\"\">", &format!("<link rel=\"canonical\" href=\"{canonical}\">"))
 }

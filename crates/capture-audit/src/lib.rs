@@ -5,8 +5,11 @@
 //! - [`robots`]: robots.txt (RFC 9309) for the `CaptureAudit` user agent;
 //! - [`sitemap`]: sitemaps and sitemap indexes, plain or gzip;
 //! - [`crawl`]: the breadth-first frontier with its crawl-trap defences;
-//! - [`fetch`]: the only I/O here — robots.txt, sitemaps and link checks over a
-//!   caller-configured `reqwest::Client`;
+//! - [`fetch`] and [`probe`]: the only I/O here — robots.txt, sitemaps, link checks and
+//!   page probes over a caller-configured `reqwest::Client`;
+//! - [`axe`]: axe-core, vendored and compiled in (`CAPTURE_AXE_PATH` may replace it);
+//! - [`probe`]: what a crawled URL answers (status, final URL, canonical address, links)
+//!   before it costs a place in the page budget;
 //! - [`collect`]: the JavaScript the browser runs in an audited page and the types of what
 //!   it returns;
 //! - [`checks`]: page and site facts → findings with evidence;
@@ -15,12 +18,14 @@
 //! - [`run`]: one audit from robots.txt to report, the browser supplied by the caller;
 //! - `fixtures` (feature `fixtures`): a local website with known defects for tests.
 
+pub mod axe;
 pub mod checks;
 pub mod collect;
 pub mod crawl;
 pub mod fetch;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+pub mod probe;
 pub mod report;
 pub mod robots;
 pub mod run;

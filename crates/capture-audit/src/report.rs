@@ -462,6 +462,18 @@ fn skip_label(r: SkipReason) -> &'static str {
         SkipReason::RobotsDisallowed => "disallowed by robots.txt",
         SkipReason::FrontierFull => "crawl queue full",
         SkipReason::PageLimit => "page limit reached",
+        SkipReason::Broken => "broken link (an error answer)",
+        SkipReason::Unreachable => "no answer",
+        SkipReason::Duplicate => "a copy of an audited page",
+    }
+}
+
+/// A skipped URL's reason with what it answered or what it copies.
+fn skipped_label(s: &crate::crawl::SkippedUrl) -> String {
+    match (s.reason, s.status, s.duplicate_of.as_deref()) {
+        (SkipReason::Broken, Some(status), _) => format!("broken link (HTTP {status})"),
+        (SkipReason::Duplicate, _, Some(of)) => format!("the same page as {of}"),
+        (r, _, _) => skip_label(r).to_owned(),
     }
 }
 
@@ -552,13 +564,7 @@ pub fn render_html(report: &Report, opts: &HtmlOptions) -> Result<String, Render
         pages,
         crawl_discovered: report.crawl.discovered,
         crawl_skipped: report.crawl.skipped_counts.iter().map(|(r, n)| (skip_label(*r).to_owned(), *n)).collect(),
-        skipped_list: report
-            .crawl
-            .skipped
-            .iter()
-            .take(30)
-            .map(|s| (s.url.clone(), skip_label(s.reason).to_owned()))
-            .collect(),
+        skipped_list: report.crawl.skipped.iter().take(30).map(|s| (s.url.clone(), skipped_label(s))).collect(),
         brand: opts.brand.clone().unwrap_or_else(|| "Capture".into()),
         pdf_url: opts.pdf_url.as_deref().and_then(|u| {
             let l = u.to_ascii_lowercase();

@@ -6,10 +6,12 @@
 //!   an empty path becomes `/`, the fragment dropped, tracking parameters removed
 //!   ([`is_tracking_param`]) and the remaining query parameters sorted by name (stable, so
 //!   repeated names keep their order); an empty query disappears (`/a?` → `/a`).
-//! - the **identity** ([`dedupe_key`]): the fetch form with a trailing slash folded
+//! - the **identity** ([`dedupe_key`]): the fetch form with a directory index file dropped
+//!   (`/index.html`, `/index.htm`: `/docs/index.html` is `/docs/`), a trailing slash folded
 //!   (`/a/` and `/a` are one page; `/` stays `/`) and a leading `www.` dropped from the host
 //!   (`www.example.com` and `example.com` are one site). Two URLs with one identity are
-//!   audited once, under the first form seen.
+//!   audited once, under the first form seen. (What a URL answers can make two identities one
+//!   page too — a redirect, `<link rel=canonical>`, the same content: see [`crate::run`].)
 //!
 //! The scope ([`Scope`]) is the start URL's origin (scheme + host + port, RFC 6454) and its
 //! `www.` twin: `https://example.com` also admits `https://www.example.com` and the other
@@ -115,11 +117,19 @@ pub fn bare_host(host: &str) -> &str {
     host.strip_prefix("www.").unwrap_or(host)
 }
 
+/// Names of directory index files: `/docs/index.html` is the page `/docs/`.
+pub const INDEX_FILES: &[&str] = &["index.html", "index.htm"];
+
 /// The identity two URLs share when they are the same page (see the module docs).
 pub fn dedupe_key(url: &Url) -> String {
     let host = bare_host(url.host_str().unwrap_or_default());
     let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
     let mut path = url.path();
+    if let Some((dir, last)) = path.rsplit_once('/')
+        && INDEX_FILES.iter().any(|f| last.eq_ignore_ascii_case(f))
+    {
+        path = &path[..dir.len() + 1];
+    }
     if path.len() > 1 && path.ends_with('/') {
         path = path.trim_end_matches('/');
         if path.is_empty() {
@@ -275,6 +285,12 @@ mod tests {
         assert_ne!(k("http://example.com/a"), k("https://example.com/a"));
         assert_ne!(k("https://example.com:8443/a"), k("https://example.com/a"));
         assert_ne!(k("https://example.com/a?p=1"), k("https://example.com/a?p=2"));
+        // A directory's index file is the directory.
+        assert_eq!(k("https://example.com/index.html"), k("https://example.com/"));
+        assert_eq!(k("https://example.com/docs/INDEX.HTM"), k("https://example.com/docs"));
+        assert_eq!(k("https://example.com/docs/index.html?x=1"), k("https://example.com/docs/?x=1"));
+        assert_ne!(k("https://example.com/index.php"), k("https://example.com/"));
+        assert_ne!(k("https://example.com/myindex.html"), k("https://example.com/"));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use axum::routing::get;
 use capture_audit::checks::{Severity, check_page};
 use capture_audit::crawl::{SkipReason, max_pages};
 use capture_audit::fetch::{FetchOptions, LinkCheckOptions, LinkVerdict, check_links, fetch_robots, fetch_sitemaps};
-use capture_audit::fixtures::{CLEAN_PAGE, EXPECTED, EXPECTED_SITE, FixtureSite};
+use capture_audit::fixtures::{CLEAN_PAGE, EXPECTED, EXPECTED_SITE, FixtureSite, TRAP_SITE_PAGES, TrapSite};
 use capture_audit::report::{HtmlOptions, PageInput, ReportType, render_html};
 use capture_audit::robots::{RobotsSource, user_agent};
 use capture_audit::run::{AuditPlan, Progress, run_audit};
@@ -413,4 +413,108 @@ async fn a_single_page_audit_loads_one_page_and_a_passed_deadline_none() {
     // One HEAD finds where the start URL lands; the browser loaded nothing.
     assert_eq!(site.hits("/"), home_hits + 1);
     render_html(&report, &HtmlOptions::default()).unwrap();
+}
+
+/// A full-site audit spends `maxPages` on distinct pages only: on the trap site (an index
+/// file, a trailing-slash twin, a redirecting alias, a canonical copy, a 404 link before the
+/// six real pages) five places go to five real pages, the same five in the same order on
+/// every run; with room for all, exactly the six real pages are audited and the 404 is a
+/// broken link, not a page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_site_audit_spends_its_budget_on_distinct_pages_in_a_stable_order() {
+    let site = TrapSite::start().await.unwrap();
+    let chrome = support::chrome::Chrome::launch().await;
+    let client = client();
+    let audit = |url: Url| {
+        let chrome = &chrome;
+        async move {
+            let (facts, screenshots) = chrome.audit_page(url.as_str()).await;
+            PageInput { facts, screenshots }
+        }
+    };
+    let finals = |r: &capture_audit::report::Report| -> Vec<String> {
+        r.pages.iter().map(|p| p.final_url.trim_start_matches(&site.base).to_owned()).collect()
+    };
+    let five = AuditPlan::new(&site.url("/"), ReportType::FullSite, 5, &ua());
+    let first = run_audit(&client, &five, audit, |_| {}).await.unwrap();
+    // Start page, the sitemap's page, then the start page's links in document order, each
+    // under the address it really is.
+    assert_eq!(finals(&first), ["/", "/contact", "/about", "/pricing", "/services"], "{:#?}", first.crawl);
+    let urls: Vec<&str> = first.pages.iter().map(|p| p.url.trim_start_matches(&site.base)).collect();
+    assert_eq!(urls, ["/", "/contact", "/about", "/old-pricing", "/services"]);
+    // The start page's link check (HEAD, then GET to confirm the 404), and nothing else.
+    assert_eq!(site.hits("/missing"), 2, "only the start page's link check asked for the 404");
+    let home = &first.pages[0];
+    let broken = home.findings.iter().find(|f| f.id == "broken-links").expect("the 404 is a broken link");
+    assert_eq!(broken.occurrences, 1);
+    assert!(broken.evidence.value.as_deref().is_some_and(|v| v.contains("/missing")), "{broken:?}");
+    let second = run_audit(&client, &five, audit, |_| {}).await.unwrap();
+    assert_eq!(finals(&second), finals(&first), "the same site gives the same pages in the same order");
+
+    let all = AuditPlan::new(&site.url("/"), ReportType::FullSite, 10, &ua());
+    let report = run_audit(&client, &all, audit, |_| {}).await.unwrap();
+    let mut got = finals(&report);
+    got.sort();
+    let mut want: Vec<String> = TRAP_SITE_PAGES.iter().map(|p| (*p).to_owned()).collect();
+    want.sort();
+    assert_eq!(got, want, "exactly the six real pages: {:#?}", report.crawl);
+    let missing = report.crawl.skipped.iter().find(|s| s.url == site.url("/missing")).expect("/missing listed");
+    assert_eq!((missing.reason, missing.status), (SkipReason::Broken, Some(404)));
+    assert_eq!(missing.found_on.as_deref(), Some(site.url("/").as_str()));
+    let print = report.crawl.skipped.iter().find(|s| s.url == site.url("/services/print"));
+    // The print copy named /services, which was audited in its place.
+    assert!(print.is_none_or(|p| p.reason == SkipReason::Duplicate), "{print:?}");
+    assert!(report.pages.iter().all(|p| p.status == Some(200)), "no error page was audited");
+    let html = render_html(&report, &HtmlOptions::default()).unwrap();
+    assert!(html.contains("broken link (HTTP 404)"), "the report says why /missing is not a page");
+}
+
+/// Identical content under two addresses (no redirect, no canonical) is one page — the
+/// crawl's last de-duplication rule — but a single-page app's routes, one HTML file that
+/// renders different content per address, are distinct pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identical_content_is_one_page_but_an_apps_routes_are_not() {
+    let page = |body: &'static str| {
+        format!(
+            "<!doctype html><html lang=en><head><title>Copies</title></head><body>{body}\
+             <p><a href=\"/a\">a</a> <a href=\"/b\">b</a> <a href=\"/app/x\">x</a> <a href=\"/app/y\">y</a></p></body></html>"
+        )
+    };
+    let same = page("<h1>The same words</h1><p>Served at two addresses.</p>");
+    let (s1, s2) = (same.clone(), same.clone());
+    let app_shell = page(
+        "<h1 id=h>Loading</h1><script>document.getElementById('h').textContent = 'Route ' + location.pathname;</script>",
+    );
+    let (a1, a2) = (app_shell.clone(), app_shell.clone());
+    let home = page("<h1>Home</h1>");
+    let html = |b: String| ([(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")], b);
+    let app = Router::new()
+        .route("/", get(move || async move { html(home) }))
+        .route("/a", get(move || async move { html(s1) }))
+        .route("/b", get(move || async move { html(s2) }))
+        .route("/app/x", get(move || async move { html(a1) }))
+        .route("/app/y", get(move || async move { html(a2) }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let chrome = support::chrome::Chrome::launch().await;
+    let plan = AuditPlan::new(&format!("{base}/"), ReportType::FullSite, 10, &ua());
+    let report = run_audit(
+        &client(),
+        &plan,
+        |url: Url| {
+            let chrome = &chrome;
+            async move {
+                let (facts, screenshots) = chrome.audit_page(url.as_str()).await;
+                PageInput { facts, screenshots }
+            }
+        },
+        |_| {},
+    )
+    .await
+    .unwrap();
+    let urls: Vec<&str> = report.pages.iter().map(|p| p.url.trim_start_matches(&base)).collect();
+    assert_eq!(urls, ["/", "/a", "/app/x", "/app/y"], "{:#?}", report.crawl);
+    let b = report.crawl.skipped.iter().find(|s| s.url == format!("{base}/b")).expect("/b listed");
+    assert_eq!((b.reason, b.duplicate_of.as_deref()), (SkipReason::Duplicate, Some(format!("{base}/a").as_str())));
 }

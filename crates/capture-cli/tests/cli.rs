@@ -265,11 +265,8 @@ async fn api_keys_work_instead_of_a_session_and_errors_have_exit_codes() {
 /// links, saves the PDF; a failed audit exits with the capture-failed code.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn audit_prints_the_scores_and_saves_the_pdf() {
-    let axe = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
-        format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
-    });
     let site = capture_audit::fixtures::FixtureSite::start().await.unwrap();
-    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe)).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
     let (_, key) = app.user_with_key("free").await;
     let home = tempfile::tempdir().unwrap();
     let pdf = home.path().join("report.pdf");

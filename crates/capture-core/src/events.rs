@@ -12,6 +12,7 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "audit.failed",
     "adshot.completed",
     "adshot.failed",
+    "campaign.completed",
 ];
 
 /// Is `name` a known event type or `*`?

@@ -12,6 +12,7 @@ pub mod music;
 pub mod probe;
 mod process;
 pub mod screencast;
+pub mod tools;
 pub mod voice;
 
 pub use ad::{

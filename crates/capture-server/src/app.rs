@@ -112,10 +112,19 @@ async fn readyz(State(state): State<AppState>) -> Response {
     };
     let ok = db == "ok" && storage == "ok" && (browser == "ok" || state.browser.is_none());
     let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
-    // Campaign mail: reported, not required (without it campaign rows wait with a reason).
-    let mail = crate::campaigns::service::mail_check(&state).await;
-    (status, Json(json!({"status": if ok {"ready"} else {"unavailable"}, "checks": {"database": db, "browser": browser, "storage": storage, "mail": mail}})))
-        .into_response()
+    // Features are reported, not required: a node that cannot mail or make videos still
+    // serves everything else, so it stays in the balancer; `unavailableFeatures` says what
+    // cannot work (the mail check is the same one as `checks.mail`).
+    let mail = crate::features::live_mail_check(&state).await;
+    let features = crate::features::report(&state, &mail);
+    let (features, unavailable) = crate::features::readiness_json(&features);
+    let body = json!({
+        "status": if ok {"ready"} else {"unavailable"},
+        "checks": {"database": db, "browser": browser, "storage": storage, "mail": mail},
+        "features": features,
+        "unavailableFeatures": unavailable,
+    });
+    (status, Json(body)).into_response()
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -274,6 +283,7 @@ impl Application {
         if clock.offset_ms() != 0 {
             tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
         }
+        let features = crate::features::Features::new(&cfg);
         let state = AppState(Arc::new(Inner {
             cfg,
             store,
@@ -296,6 +306,7 @@ impl Application {
             campaign_work: tokio::sync::Notify::new(),
             inbound_addr: inbound.as_ref().map(crate::inbox::inbound::local_addr),
             front_example: std::sync::OnceLock::new(),
+            features,
         }));
         Ok(Application { state, listener, addr, notifications, inbound })
     }

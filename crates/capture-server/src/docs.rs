@@ -93,6 +93,10 @@ fn webhook_events() -> utoipa::openapi::path::Paths {
         "run.failed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount, finalizationError",
         "quota.warning" => "threshold, used, limit, remaining, resetAt",
         "test.ping" => "endpointId, message",
+        "campaign.completed" => {
+            "campaignId, name, status (completed), counts {pending, auditing, ready (all 0), sent, skipped, failed, \
+             total}, reasons {<why a row was skipped or failed>: rows}, sendAt, timezone, launchedAt, completedAt"
+        }
         _ => "the event's fields",
     };
     let mut paths = serde_json::Map::new();
@@ -220,6 +224,9 @@ mod tests {
                 op["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
             assert_eq!(headers, ["webhook-id", "webhook-timestamp", "webhook-signature"]);
         }
+        let data = &doc["webhooks"]["campaign.completed"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+            ["properties"]["data"]["description"];
+        assert!(data.as_str().unwrap().contains("counts {pending"), "{data}");
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod crypto;
 pub mod docs;
 pub mod egress;
 pub mod error;
+pub mod features;
 pub mod hotcache;
 pub mod html;
 pub mod http;

@@ -57,6 +57,9 @@ pub struct Inner {
     pub inbound_addr: Option<std::net::SocketAddr>,
     /// The front page's example capture, once this app has made it (api + worker roles).
     pub front_example: std::sync::OnceLock<crate::web::front::Example>,
+    /// What this install can do: the axe-core audits inject, and each feature's status for
+    /// `/readyz` and the dashboard.
+    pub features: crate::features::Features,
 }
 
 impl std::ops::Deref for AppState {

@@ -520,6 +520,12 @@ impl Store {
 
     /// The scheduler's campaign steps: `scheduled` campaigns whose `sendAt` has come start
     /// `running`; `running` campaigns with rows and none left open complete. The number moved.
+    ///
+    /// Each completion is its own transaction that also queues `campaign.completed` (its row
+    /// counts) in the webhook outbox, so the event exists exactly when the campaign is
+    /// completed: once, whatever the number of loops and nodes racing here (the status change
+    /// is fenced on `running`, and the campaign row is locked first — as adding rows locks it —
+    /// so rows added meanwhile keep it running).
     pub async fn advance_campaigns(&self, now: i64) -> Result<u64> {
         let a = sqlx::query(
             "UPDATE campaigns SET status = 'running', updated_at = $1 WHERE status = 'scheduled' AND send_at <= $1",
@@ -527,16 +533,87 @@ impl Store {
         .bind(now)
         .execute(&self.pool)
         .await?;
-        let b = sqlx::query(sqlf!(
-            "UPDATE campaigns SET status = 'completed', completed_at = $1, updated_at = $1 WHERE status = 'running' \
+        let due: Vec<(String,)> = sqlx::query_as(sqlf!(
+            "SELECT id FROM campaigns WHERE status = 'running' \
              AND EXISTS (SELECT 1 FROM campaign_rows r WHERE r.campaign_id = campaigns.id) \
              AND NOT EXISTS (SELECT 1 FROM campaign_rows r WHERE r.campaign_id = campaigns.id \
-             AND r.state IN {OPEN_STATES})"
+             AND r.state IN {OPEN_STATES}) ORDER BY id"
         ))
-        .bind(now)
-        .execute(&self.pool)
+        .fetch_all(&self.pool)
         .await?;
-        Ok(a.rows_affected() + b.rows_affected())
+        let mut moved = a.rows_affected();
+        for (id,) in due {
+            if self.complete_campaign(&id, now).await? {
+                moved += 1;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Complete a running campaign that has no open row, emitting `campaign.completed` in the
+    /// same transaction. False when it is not running any more or a row is open again.
+    async fn complete_campaign(&self, id: &str, now: i64) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        // Lock the campaign row (PostgreSQL) and fence on its status.
+        let locked = sqlx::query(
+            "UPDATE campaigns SET updated_at = $1 WHERE id = $2 AND status = 'running' \
+             RETURNING user_id, name, send_at, timezone, launched_at",
+        )
+        .bind(now)
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(c) = locked else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        // A fresh statement after the lock sees rows another transaction added meanwhile.
+        let by_state: Vec<(String, Option<String>, i64)> = sqlx::query_as(
+            "SELECT state, reason, COUNT(*) FROM campaign_rows WHERE campaign_id = $1 GROUP BY state, reason \
+             ORDER BY state, reason",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        if by_state.is_empty()
+            || by_state.iter().any(|(s, _, _)| matches!(s.as_str(), "pending" | "auditing" | "ready"))
+        {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        sqlx::query("UPDATE campaigns SET status = 'completed', completed_at = $1 WHERE id = $2")
+            .bind(now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        let user_id: String = c.try_get("user_id")?;
+        let launched_at: Option<i64> = c.try_get("launched_at")?;
+        let count = |state: &str| by_state.iter().filter(|(s, _, _)| s == state).map(|(_, _, n)| n).sum::<i64>();
+        let mut reasons = serde_json::Map::new();
+        for (state, reason, n) in &by_state {
+            if let Some(r) = reason.as_ref().filter(|r| !r.is_empty() && (state == "skipped" || state == "failed")) {
+                let e = reasons.entry(r.clone()).or_insert(serde_json::json!(0));
+                *e = serde_json::json!(e.as_i64().unwrap_or(0) + n);
+            }
+        }
+        let data = serde_json::json!({
+            "campaignId": id,
+            "name": c.try_get::<String, _>("name")?,
+            "status": "completed",
+            "counts": {
+                "pending": 0, "auditing": 0, "ready": 0,
+                "sent": count("sent"), "skipped": count("skipped"), "failed": count("failed"),
+                "total": by_state.iter().map(|(_, _, n)| n).sum::<i64>(),
+            },
+            "reasons": reasons,
+            "sendAt": capture_core::time::iso(c.try_get("send_at")?),
+            "timezone": c.try_get::<String, _>("timezone")?,
+            "launchedAt": launched_at.map(capture_core::time::iso),
+            "completedAt": capture_core::time::iso(now),
+        });
+        crate::webhooks::emit(&mut tx, &user_id, "campaign.completed", &data, now, None).await?;
+        tx.commit().await?;
+        Ok(true)
     }
 
     /// Rows the scheduler should look at now: open rows of scheduled or running campaigns

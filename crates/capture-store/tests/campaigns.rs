@@ -324,8 +324,100 @@ async fn campaign_sender_limits_and_warmup_start(store: Store) {
     assert_eq!(store.sender_limits("s@c.example", (20, 20, 500), T0).await.unwrap().first_day.as_deref(), Some(DAY));
 }
 
+/// A campaign completes once its last row is final, emitting `campaign.completed` with its
+/// counts in the same transaction — exactly once however many schedulers race to complete it
+/// — to the endpoints subscribed to it (or to `*`), not to others; a row added while it runs
+/// keeps it running.
+async fn campaign_completed_is_emitted_once_with_the_counts(store: Store) {
+    let u = user(&store).await;
+    let endpoint = |events: &[&str]| capture_store::Endpoint {
+        id: new_id("whe"),
+        user_id: u.id.clone(),
+        url: "https://hooks.example/h".into(),
+        events: events.iter().map(|e| e.to_string()).collect(),
+        description: None,
+        secret_enc: "x".into(),
+        created_at: T0,
+    };
+    let (sub, all, other) =
+        (endpoint(&["campaign.completed"]), endpoint(&["*"]), endpoint(&["audit.completed", "screenshot.completed"]));
+    for e in [&sub, &all, &other] {
+        store.create_endpoint(e).await.unwrap();
+    }
+    let id = campaign(
+        &store,
+        &u,
+        &[
+            target("a@x.example", "https://a.example"),
+            target("b@x.example", "https://a.example"),
+            target("c@y.example", "https://c.example"),
+        ],
+    )
+    .await;
+    launch_ready(&store, &u, &id).await;
+    let rows: Vec<String> = store.campaign_targets(&id, 10).await.unwrap().into_iter().map(|(t, _)| t.id).collect();
+    store.target_end(&rows[0], "skipped", "quality_gate:report_has_scores", T0).await.unwrap();
+    store.target_end(&rows[1], "failed", "smtp_rejected:550", T0).await.unwrap();
+    // One row still open: not completed, nothing emitted.
+    store.advance_campaigns(T0 + 1).await.unwrap();
+    assert_eq!(store.campaign_of(&u.id, &id).await.unwrap().unwrap().status, "running");
+    assert!(store.list_deliveries(&u.id, &sub.id, 10).await.unwrap().is_empty());
+    store.target_end(&rows[2], "skipped", "quality_gate:report_has_scores", T0).await.unwrap();
+    // Eight schedulers at once: one completes it.
+    let store = Arc::new(store);
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.advance_campaigns(T0 + 5).await.unwrap() })
+        })
+        .collect();
+    let mut moved = 0;
+    for t in tasks {
+        moved += t.await.unwrap();
+    }
+    assert_eq!(moved, 1, "one completion");
+    let c = store.campaign_of(&u.id, &id).await.unwrap().unwrap();
+    assert_eq!((c.status.as_str(), c.completed_at), ("completed", Some(T0 + 5)));
+    for (ep, n) in [(&sub, 1), (&all, 1), (&other, 0)] {
+        let ds = store.list_deliveries(&u.id, &ep.id, 10).await.unwrap();
+        assert_eq!(ds.len(), n, "{:?}: {ds:?}", ep.events);
+        if let Some(d) = ds.first() {
+            assert_eq!(d.event_type, "campaign.completed");
+            let job = store.delivery_job(&d.id).await.unwrap().unwrap();
+            let body: serde_json::Value = serde_json::from_str(&job.payload).unwrap();
+            assert_eq!(body["type"], "campaign.completed");
+            assert_eq!(
+                body["data"],
+                serde_json::json!({
+                    "campaignId": id, "name": "test", "status": "completed",
+                    "counts": {"pending": 0, "auditing": 0, "ready": 0, "sent": 0, "skipped": 2, "failed": 1, "total": 3},
+                    "reasons": {"quality_gate:report_has_scores": 2, "smtp_rejected:550": 1},
+                    "sendAt": capture_core::time::iso(T0), "timezone": "UTC",
+                    "launchedAt": capture_core::time::iso(T0), "completedAt": capture_core::time::iso(T0 + 5),
+                })
+            );
+        }
+    }
+    // Later rounds emit nothing more.
+    store.advance_campaigns(T0 + 10).await.unwrap();
+    assert_eq!(store.list_deliveries(&u.id, &sub.id, 10).await.unwrap().len(), 1);
+
+    // Rows added to a running campaign keep it running until they too are final.
+    let id2 = campaign(&store, &u, &[target("d@x.example", "https://d.example")]).await;
+    launch_ready(&store, &u, &id2).await;
+    let first = store.campaign_targets(&id2, 10).await.unwrap().remove(0).0.id;
+    store.target_end(&first, "sent", "", T0).await.unwrap();
+    assert_eq!(
+        store.add_campaign_targets(&u.id, &id2, &[target("e@x.example", "https://e.example")], 10, T0).await.unwrap(),
+        Ok(1)
+    );
+    store.advance_campaigns(T0 + 20).await.unwrap();
+    assert_eq!(store.campaign_of(&u.id, &id2).await.unwrap().unwrap().status, "running");
+}
+
 on_both_backends! {
     store:
+    campaign_completed_is_emitted_once_with_the_counts => campaign_completed_is_emitted_once_with_the_counts_sqlite, campaign_completed_is_emitted_once_with_the_counts_postgres;
     campaign_rows_and_bounds => campaign_rows_and_bounds_sqlite, campaign_rows_and_bounds_postgres;
     campaign_caps_hold_exactly_under_concurrency => campaign_caps_hold_exactly_under_concurrency_sqlite, campaign_caps_hold_exactly_under_concurrency_postgres;
     campaign_outcomes_suppressions_and_interrupted_sends => campaign_outcomes_suppressions_and_interrupted_sends_sqlite, campaign_outcomes_suppressions_and_interrupted_sends_postgres;

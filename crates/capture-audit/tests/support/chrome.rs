@@ -1,6 +1,6 @@
 //! A minimal DevTools driver for these tests: it runs the crate's collection scripts in a
 //! real headless Chromium the way the browser crate will (observers before page scripts,
-//! collection after load, axe-core injected from its npm file) and gathers the DevTools
+//! collection after load, the vendored axe-core injected) and gathers the DevTools
 //! events the checks need (document status, headers and redirects, console errors, failed
 //! requests). The production driver lives in `capture-browser`; this one is deliberately
 //! small and single-page.
@@ -38,19 +38,6 @@ pub fn chromium_path() -> PathBuf {
         }
     }
     panic!("no Chromium found: install chromium-headless-shell (scripts/setup.sh) or set CAPTURE_CHROMIUM_PATH");
-}
-
-/// `axe.min.js` of the npm package axe-core: `CAPTURE_AXE_PATH`, else `tests/audit/node_modules`.
-pub fn axe_source() -> String {
-    let path = std::env::var_os("CAPTURE_AXE_PATH").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/audit/node_modules/axe-core/axe.min.js")
-    });
-    std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "axe-core not found at {} ({e}): run `npm ci --prefix tests/audit` or set CAPTURE_AXE_PATH",
-            path.display()
-        )
-    })
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
@@ -156,7 +143,7 @@ impl Chrome {
             pending,
             next_id: AtomicU64::new(1),
             events: tokio::sync::Mutex::new(ev_rx),
-            axe: axe_source(),
+            axe: capture_audit::axe::AXE_JS.to_owned(),
         }
     }
 

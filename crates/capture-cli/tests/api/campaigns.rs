@@ -21,7 +21,6 @@ async fn office_hours_hold_across_zones_and_a_dst_change() {
     // York has been on EDT (UTC-4) since 14 March, Tokyo has no DST (UTC+9).
     let mut app = TestApp::spawn(
         Opts::full(Db::Sqlite)
-            .env("CAPTURE_AXE_PATH", &axe_path())
             .env("CAPTURE_SMTP_URL", &sink.url())
             .env("CAPTURE_MAIL_FROM", FROM)
             .env("CAPTURE_CLOCK_OFFSET", &offset_to("2027-03-27T12:00:00Z")),
@@ -119,7 +118,6 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
     let site = FixtureSite::start().await.unwrap();
     let mut app = TestApp::spawn(
         Opts::full(Db::Postgres)
-            .env("CAPTURE_AXE_PATH", &axe_path())
             .env("CAPTURE_SMTP_URL", &sink.url())
             .env("CAPTURE_MAIL_FROM", FROM)
             .env("CAPTURE_ADMIN_EMAILS", "ops@capture.test")
@@ -214,7 +212,6 @@ async fn a_node_killed_mid_send_never_mails_the_row_twice() {
     let site = FixtureSite::start().await.unwrap();
     let mut app = TestApp::spawn(
         Opts::full(Db::Sqlite)
-            .env("CAPTURE_AXE_PATH", &axe_path())
             .env("CAPTURE_SMTP_URL", &format!("{}?timeout=120s", sink.url()))
             .env("CAPTURE_MAIL_FROM", FROM),
     )

@@ -122,8 +122,8 @@ pub struct Config {
     pub public_urls: PublicUrls,
     pub presign_ttl: Duration,
     pub chromium_path: PathBuf,
-    /// axe-core's `axe.min.js` for audits' accessibility checks (`CAPTURE_AXE_PATH`; None:
-    /// not found, audits then report accessibility as not checked).
+    /// Another axe-core `axe.min.js` for audits' accessibility checks (`CAPTURE_AXE_PATH`);
+    /// None: the copy compiled into the binary (`capture_audit::axe`).
     pub axe_path: Option<PathBuf>,
     pub worker_concurrency: usize,
     pub browsers: usize,
@@ -191,16 +191,6 @@ pub struct Config {
     /// How often the campaign loops look for due rows (`CAPTURE_CAMPAIGN_POLL`).
     pub campaign_poll: Duration,
 }
-
-/// Where axe-core's `axe.min.js` is looked for when `CAPTURE_AXE_PATH` is not set: the npm
-/// package installed by `scripts/setup.sh` / `scripts/test.sh` (never copied into the repository).
-const AXE_CANDIDATES: &[&str] = &[
-    "node_modules/axe-core/axe.min.js",
-    "tests/audit/node_modules/axe-core/axe.min.js",
-    "/usr/lib/node_modules/axe-core/axe.min.js",
-    "/usr/local/lib/node_modules/axe-core/axe.min.js",
-    "/usr/share/nodejs/axe-core/axe.min.js",
-];
 
 /// Every setting this version reads (for the defaults file, docs and unknown-key checks).
 pub const KEYS: &[&str] = &[
@@ -439,18 +429,13 @@ impl Config {
         )?;
         let chromium_path =
             get("CAPTURE_CHROMIUM_PATH").map_or_else(capture_browser::default_chromium_path, PathBuf::from);
-        let axe_path = match get("CAPTURE_AXE_PATH") {
-            Some(p) => {
-                let p = PathBuf::from(p);
-                if !p.is_file() {
-                    return Err(err(
-                        "CAPTURE_AXE_PATH",
-                        format!("{} is not a file (axe-core's axe.min.js)", p.display()),
-                    ));
-                }
-                Some(p)
+        // Unset: the copy compiled into the binary. No node_modules folder is looked for, so
+        // what runs never depends on the directory the service was started in.
+        let axe_path = match get("CAPTURE_AXE_PATH").map(PathBuf::from) {
+            Some(p) if !p.is_file() => {
+                return Err(err("CAPTURE_AXE_PATH", format!("{} is not a file (axe-core's axe.min.js)", p.display())));
             }
-            None => AXE_CANDIDATES.iter().map(PathBuf::from).find(|p| p.is_file()),
+            p => p,
         };
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;

@@ -7,8 +7,9 @@
 //!   through the browser pool's egress proxy, which checks every resolved address.
 //! - Each page gets a fresh session (context) of the pool: loaded at 1280×800 with the
 //!   engine's observers installed before any page script, settled, collected, checked with
-//!   axe-core (`CAPTURE_AXE_PATH`), screenshotted, then emulated as a phone (390×844, DPR 3,
-//!   touch, a mobile user agent), reloaded and screenshotted again.
+//!   axe-core (built in; `CAPTURE_AXE_PATH` may replace it: [`crate::features`]),
+//!   screenshotted, then emulated as a phone (390×844, DPR 3, touch, a mobile user agent),
+//!   reloaded and screenshotted again.
 //! - Time bounds: a page load is bounded by [`PAGE_LOAD_TIMEOUT`], the whole page by
 //!   [`PAGE_BUDGET`] (its session's deadline), and no page starts after the audit's deadline
 //!   ([`audit_budget`]); link checks have their own budget (`capture_audit::fetch`).
@@ -66,18 +67,16 @@ pub async fn run(
     stop: CancellationToken,
     hard_stop: CancellationToken,
 ) {
-    let axe = Arc::new(load_axe(&state));
     let node = ids::random_string(8);
     let mut handles = Vec::new();
     for i in 0..n.max(1) {
         let worker = format!("aud-{node}-{i}");
-        let (state, pool, axe, stop, hard_stop) =
-            (state.clone(), pool.clone(), axe.clone(), stop.clone(), hard_stop.clone());
+        let (state, pool, stop, hard_stop) = (state.clone(), pool.clone(), stop.clone(), hard_stop.clone());
         handles.push(tokio::spawn(async move {
             let lease_ms = state.cfg.queue_lease.as_millis() as i64;
             let share = state.cfg.fair_share();
             claim_loop(&state, "audit", &worker, lease_ms, Some(&share), &state.audit_work, &stop, |task| {
-                process(&state, &pool, &axe, &worker, task, &hard_stop)
+                process(&state, &pool, &worker, task, &hard_stop)
             })
             .await
         }));
@@ -87,26 +86,7 @@ pub async fn run(
     }
 }
 
-/// axe-core's `axe.min.js` (`CAPTURE_AXE_PATH`), or why there is none.
-fn load_axe(state: &AppState) -> Result<String, String> {
-    let Some(path) = state.cfg.axe_path.as_ref() else {
-        tracing::warn!("axe-core not found: audits will not score accessibility (set CAPTURE_AXE_PATH)");
-        return Err("axe-core is not installed on this server (CAPTURE_AXE_PATH)".into());
-    };
-    std::fs::read_to_string(path).map_err(|e| {
-        tracing::warn!(path = %path.display(), error = %e, "axe-core could not be read: audits will not score accessibility");
-        format!("axe-core could not be read on this server ({e})")
-    })
-}
-
-async fn process(
-    state: &AppState,
-    pool: &Arc<BrowserPool>,
-    axe: &Arc<Result<String, String>>,
-    worker: &str,
-    task: Task,
-    hard_stop: &CancellationToken,
-) {
+async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: Task, hard_stop: &CancellationToken) {
     let audit_id = task.subject_id.clone();
     let fail = |row: Option<AuditRow>, msg: String| {
         let state = state.clone();
@@ -203,8 +183,8 @@ async fn process(
         &client,
         &plan,
         |url| {
-            let (state, pool, axe) = (state.clone(), pool.clone(), axe.clone());
-            async move { audit_page(&state, &pool, &axe, url.as_str()).await }
+            let (state, pool) = (state.clone(), pool.clone());
+            async move { audit_page(&state, &pool, url.as_str()).await }
         },
         move |p| {
             let _ = ptx.send(p);
@@ -300,10 +280,10 @@ async fn complete(
 
 /// Load one page in a fresh session and gather its facts and screenshots; never fails (a
 /// page that cannot be loaded is reported with its error). A browser crash is retried once.
-async fn audit_page(state: &AppState, pool: &BrowserPool, axe: &Result<String, String>, url: &str) -> PageInput {
+async fn audit_page(state: &AppState, pool: &BrowserPool, url: &str) -> PageInput {
     let mut last = None;
     for _ in 0..2 {
-        match audit_page_once(state, pool, axe, url).await {
+        match audit_page_once(state, pool, url).await {
             Ok(input) => return input,
             Err(e) if e.is_transient() => last = Some(e),
             Err(e) => return failed_page(url, e.to_string()),
@@ -319,12 +299,7 @@ fn failed_page(url: &str, error: String) -> PageInput {
     }
 }
 
-async fn audit_page_once(
-    state: &AppState,
-    pool: &BrowserPool,
-    axe: &Result<String, String>,
-    url: &str,
-) -> Result<PageInput, CaptureError> {
+async fn audit_page_once(state: &AppState, pool: &BrowserPool, url: &str) -> Result<PageInput, CaptureError> {
     let session = pool
         .open_session(SessionOptions {
             device: Device::desktop(1280, 800),
@@ -334,17 +309,12 @@ async fn audit_page_once(
             ..SessionOptions::default()
         })
         .await?;
-    let r = gather(state, &session, axe, url).await;
+    let r = gather(state, &session, url).await;
     session.close().await;
     r
 }
 
-async fn gather(
-    state: &AppState,
-    s: &Session,
-    axe: &Result<String, String>,
-    url: &str,
-) -> Result<PageInput, CaptureError> {
+async fn gather(state: &AppState, s: &Session, url: &str) -> Result<PageInput, CaptureError> {
     const STEP: Duration = Duration::from_secs(15);
     let mut facts = PageFacts { url: url.to_owned(), final_url: url.to_owned(), ..PageFacts::default() };
     let nav = match s.goto(url, WaitUntil::Load, PAGE_LOAD_TIMEOUT).await {
@@ -370,7 +340,7 @@ async fn gather(
     {
         facts.collection = serde_json::from_value::<PageCollection>(v).ok();
     }
-    facts.axe = Some(match axe {
+    facts.axe = Some(match state.features.axe().script() {
         Ok(src) => match s.evaluate(src, false, STEP).await {
             Ok(_) => match s.evaluate(AXE_RUN_JS, true, Duration::from_secs(30)).await {
                 Ok(v) => serde_json::from_value::<AxeResults>(v).unwrap_or_else(|e| AxeResults {
@@ -384,7 +354,7 @@ async fn gather(
                 ..AxeResults::default()
             },
         },
-        Err(why) => AxeResults { error: Some(why.clone()), ..AxeResults::default() },
+        Err(why) => AxeResults { error: Some(why.to_owned()), ..AxeResults::default() },
     });
 
     // Console errors and failed sub-requests, from DevTools.

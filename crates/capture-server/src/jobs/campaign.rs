@@ -2,7 +2,8 @@
 //!
 //! Each node with the scheduler or worker role runs `CAPTURE_CAMPAIGN_SENDERS` loops. A loop
 //! moves campaigns along (`scheduled` → `running` once `sendAt` has come, `running` →
-//! `completed` once no row is open) and works on the rows that are due:
+//! `completed` once no row is open, emitting `campaign.completed` with the row counts in the
+//! same transaction) and works on the rows that are due:
 //! - `pending`: claims the row and creates its audit through the audits service (so it is
 //!   billed and refunded exactly like `POST /v1/audits`); the row is `auditing`;
 //! - `auditing`: once the audit ended, applies the quality gates — a failing report skips the
@@ -89,7 +90,10 @@ async fn run_loop(state: &AppState, worker: &str, index: usize, stop: &Cancellat
 /// One round: move campaigns along and work on the due rows. The number of rows worked on.
 async fn tick(state: &AppState, worker: &str, index: usize) -> Result<usize, Error> {
     let now = state.clock.now_ms();
-    state.store.advance_campaigns(now).await?;
+    if state.store.advance_campaigns(now).await? > 0 {
+        // A completed campaign queued `campaign.completed` for the webhook senders.
+        state.webhook_work.notify_one();
+    }
     if index == 0 {
         let n = state.store.sweep_interrupted_sends(now - SEND_ABANDONED.as_millis() as i64, now).await?;
         if n > 0 {

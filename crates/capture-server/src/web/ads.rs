@@ -19,7 +19,8 @@ const RECENT_ADS: i64 = 30;
 pub async fn list(State(state): State<AppState>, Signed(s): Signed) -> WebResult<Response> {
     let acc = account(&state, &s).await?;
     let list = ads::list(&state, &acc, RECENT_ADS).await?;
-    let p = AdsPage { chrome: Chrome::signed("Ads", &s, Nav::Ads), ads: list.data };
+    let unavailable = crate::features::unavailable(&state).await.into_iter().filter(|f| f.id == "videoAds").collect();
+    let p = AdsPage { chrome: Chrome::signed("Ads", &s, Nav::Ads), ads: list.data, unavailable };
     Ok(page(StatusCode::OK, &p, origin(&state.base_url).as_deref()))
 }
 
@@ -29,4 +30,6 @@ pub async fn list(State(state): State<AppState>, Signed(s): Signed) -> WebResult
 struct AdsPage<'a> {
     chrome: Chrome<'a>,
     ads: Vec<Adshot>,
+    /// Why renders cannot work on this server, when that is so.
+    unavailable: Vec<crate::features::FeatureStatus>,
 }

@@ -35,6 +35,12 @@ pub async fn list(State(state): State<AppState>, Signed(s): Signed) -> WebResult
         cap_today: sender.map_or(0, |x| x.cap_today),
         warmup_day: sender.map_or(0, |x| x.warmup_day),
         resets_at: sender.map(|x| x.resets_at.clone()).unwrap_or_default(),
+        // A campaign needs mail and all four scores (its quality gate).
+        unavailable: crate::features::unavailable(&state)
+            .await
+            .into_iter()
+            .filter(|f| matches!(f.id, "mail" | "auditAccessibility"))
+            .collect(),
     };
     Ok(page(StatusCode::OK, &view, None))
 }
@@ -50,6 +56,8 @@ struct CampaignsPage<'a> {
     cap_today: i64,
     warmup_day: i64,
     resets_at: String,
+    /// Why no mail can leave this server, when that is so.
+    unavailable: Vec<crate::features::FeatureStatus>,
 }
 
 struct CampaignView {

@@ -60,6 +60,7 @@ async fn render(state: &AppState, s: &WebSession, status: StatusCode, error: Opt
         unverified: state.store.email_unverified(&s.user.id).await?,
         start: (shots_empty && runs.is_empty()).then(|| super::start::Start::new(state, &keys)),
         runs,
+        unavailable: crate::features::unavailable(state).await,
     };
     Ok(page(status, &dashboard, origin(&state.base_url).as_deref()))
 }
@@ -79,6 +80,8 @@ struct DashboardPage<'a> {
     runs: Vec<RunLine>,
     /// The account waits for its e-mail to be verified (no quota until then).
     unverified: bool,
+    /// What cannot work on this server (no SMTP, no ffmpeg, …), shown at the top.
+    unavailable: Vec<crate::features::FeatureStatus>,
     /// Getting started, until the account's first job exists.
     start: Option<super::start::Start>,
 }

@@ -409,11 +409,8 @@ async fn a_client_id_metadata_document_identifies_a_client_without_registration(
 /// top issues and report links (one action), `get_audit` reads it back with the whole report.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mcp_run_audit_and_get_audit_call_the_audit_service() {
-    let axe = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
-        format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
-    });
     let site = capture_audit::fixtures::FixtureSite::start().await.unwrap();
-    let app = App::spawn_with(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe)).await;
+    let app = App::spawn_with(Opts::full(Db::Sqlite)).await;
     let (_e, _c, m) = app.tokens(Some(&app.url("/mcp"))).await;
     let token = m["access_token"].as_str().unwrap();
     let tools = mcp_call(&app, token, "tools/list", json!({})).await;

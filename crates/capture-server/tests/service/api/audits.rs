@@ -6,7 +6,7 @@
 use crate::helpers::*;
 use crate::shared::audits::*;
 use crate::shared::webhooks::Receiver;
-use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite};
+use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite, TRAP_SITE_PAGES, TrapSite};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -219,9 +219,10 @@ async fn an_unreachable_site_fails_free_and_bad_requests_get_stable_errors() {
     assert_eq!(list["data"], json!([]));
 }
 
-/// A site with a page that never finishes loading and a page answering 500: the audit ends
-/// within its bound, reports both (the hanging page with a clear error, the 500 as critical),
-/// charges the pages it audited and gives the rest back — and captures go on meanwhile.
+/// A site with a page that never answers and a page answering 500: the audit ends within its
+/// bound and reports both as broken links of the page linking them (neither is audited as a
+/// page: it would spend the page budget on an error), charges the one page it audited and
+/// gives the rest back — and captures go on meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hanging_page_and_a_5xx_page_are_reported_and_the_worker_goes_on() {
     use axum::routing::get;
@@ -270,19 +271,116 @@ async fn a_hanging_page_and_a_5xx_page_are_reported_and_the_worker_goes_on() {
     let took = t0.elapsed();
     assert_eq!(audit["status"], "done", "{audit}");
     assert!(took < Duration::from_secs(150), "bounded: {took:?}");
-    assert_eq!(audit["pagesAudited"], 3, "{}", audit["report"]["pages"]);
-    let pages = audit["report"]["pages"].as_array().unwrap();
-    let page = |p: &str| pages.iter().find(|x| x["url"] == format!("{base}{p}").as_str()).unwrap().clone();
-    let hang = page("/hang");
-    assert!(hang["error"].as_str().unwrap().contains("did not finish loading"), "{hang}");
-    assert!(finding_ids(&hang).contains(&"http-status".to_string()), "{hang}");
-    let boom = page("/boom");
-    assert_eq!(boom["status"], 500);
-    let status = boom["findings"].as_array().unwrap().iter().find(|f| f["id"] == "http-status").unwrap();
-    assert_eq!(status["severity"], "critical");
-    // 3 pages audited, the capture's action, and nothing more.
-    assert_eq!(audit["actions"], 3);
-    assert_eq!(used(&app, &key).await, 3 + 1);
+    assert_eq!(audit["pagesAudited"], 1, "{}", audit["report"]["crawl"]);
+    let home = &audit["report"]["pages"][0];
+    assert_eq!(home["url"], format!("{base}/"));
+    let broken = home["findings"].as_array().unwrap().iter().find(|f| f["id"] == "broken-links").unwrap();
+    let evidence: Vec<&str> = std::iter::once(&broken["evidence"])
+        .chain(broken["moreEvidence"].as_array().unwrap())
+        .map(|e| e["value"].as_str().unwrap())
+        .collect();
+    assert_eq!(broken["occurrences"], 2, "{broken}");
+    assert!(evidence.contains(&format!("{base}/boom → HTTP 500").as_str()), "{evidence:?}");
+    assert!(evidence.iter().any(|e| e.starts_with(&format!("{base}/hang → "))), "{evidence:?}");
+    let skipped = audit["report"]["crawl"]["skipped"].as_array().unwrap();
+    let find = |p: &str| skipped.iter().find(|s| s["url"] == format!("{base}{p}").as_str()).unwrap().clone();
+    assert_eq!(
+        find("/boom"),
+        json!({"url": format!("{base}/boom"), "reason": "broken", "status": 500, "foundOn": format!("{base}/")})
+    );
+    assert_eq!(find("/hang")["reason"], "unreachable");
+    // 1 page audited, the capture's action, and nothing more.
+    assert_eq!(audit["actions"], 1);
+    assert_eq!(used(&app, &key).await, 1 + 1);
+}
+
+/// `maxPages: 5` on a six-page site full of copies (`/` and `/index.html`, `/about/` and
+/// `/about`, a redirecting alias, a page whose canonical address is another, a 404 link):
+/// five distinct real pages are audited, the same five in the same order on a second run,
+/// the 404 is a broken link of the page linking it, and only the pages audited are charged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_full_site_audit_spends_max_pages_on_distinct_real_pages_in_a_stable_order() {
+    let site = TrapSite::start().await.unwrap();
+    let app = TestApp::spawn(opts(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro").await;
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let body = json!({"url": site.url("/"), "reportType": "full_site", "maxPages": 5});
+        let r = post_audit(&app, &key, &body, None).await;
+        assert_eq!(r.status(), 202);
+        let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+        let audit = wait_audit(&app, &key, &id, Duration::from_secs(240)).await;
+        assert_eq!((audit["status"].as_str(), audit["actions"].as_i64()), (Some("done"), Some(5)), "{audit}");
+        runs.push(audit);
+    }
+    let pages = |a: &Value| -> Vec<(String, String)> {
+        a["report"]["pages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let short = |k: &str| p[k].as_str().unwrap().trim_start_matches(&site.base).to_string();
+                (short("url"), short("finalUrl"))
+            })
+            .collect()
+    };
+    let first = pages(&runs[0]);
+    // The start page, the sitemap's page, then the start page's links in document order:
+    // the slash twin audited as its canonical /about, the alias as what it redirects to, the
+    // printable copy as /services (its canonical address).
+    assert_eq!(
+        first,
+        [
+            ("/", "/"),
+            ("/contact", "/contact"),
+            ("/about", "/about"),
+            ("/old-pricing", "/pricing"),
+            ("/services", "/services")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
+        "{}",
+        runs[0]["report"]["crawl"]
+    );
+    let finals: std::collections::HashSet<&str> = first.iter().map(|(_, f)| f.as_str()).collect();
+    assert!(finals.len() == 5 && finals.iter().all(|f| TRAP_SITE_PAGES.contains(f)), "{first:?}");
+    assert_eq!(pages(&runs[1]), first, "the same site, the same report");
+    for a in &runs {
+        let home = &a["report"]["pages"][0];
+        let broken = home["findings"].as_array().unwrap().iter().find(|f| f["id"] == "broken-links").unwrap();
+        assert_eq!(broken["occurrences"], 1, "{broken}");
+        assert_eq!(broken["evidence"]["value"], format!("{} → HTTP 404", site.url("/missing")));
+        assert!(a["report"]["pages"].as_array().unwrap().iter().all(|p| p["status"] == 200));
+    }
+    assert_eq!(used(&app, &key).await, 10, "five pages per audit");
+}
+
+/// `CAPTURE_AXE_PATH` replaces the axe-core built into the binary: the audit runs the file
+/// named (here a stand-in whose one rule always fails), and `/readyz` says which one runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_axe_core_named_by_capture_axe_path_replaces_the_bundled_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("axe.min.js");
+    std::fs::write(
+        &file,
+        "window.axe = { version: 'override', run: async () => ({ passes: [], incomplete: [], violations: [\
+         { id: 'override-rule', impact: 'serious', help: 'Found by the override', description: 'd', \
+         helpUrl: 'https://example.com/', tags: [], nodes: [] }] }) };",
+    )
+    .unwrap();
+    let site = FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(opts(Db::Sqlite).env("CAPTURE_AXE_PATH", file.to_str().unwrap())).await;
+    let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    let acc = &ready["features"]["auditAccessibility"];
+    assert_eq!(acc["status"], "ok");
+    assert_eq!(acc["detail"], format!("axe-core from {} (CAPTURE_AXE_PATH)", file.display()));
+    let (_, key) = app.user_with_key("free").await;
+    let r = post_audit(&app, &key, &json!({"url": site.url(CLEAN_PAGE)}), None).await;
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let audit = wait_audit(&app, &key, &id, Duration::from_secs(120)).await;
+    assert_eq!(audit["status"], "done", "{audit}");
+    let ids = finding_ids(&audit["report"]["pages"][0]);
+    assert!(ids.contains(&"axe-override-rule".to_string()), "{ids:?}");
+    assert!(audit["scores"]["accessibility"].as_u64().unwrap() < 100, "{}", audit["scores"]);
 }
 
 /// Seconds per audited page through the whole service (POST → done), a single page and a

@@ -15,13 +15,9 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     let sink = Sink::start(&["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
     let blank = Site::start(vec![("/", "text/html", solid("#ffffff"))]).await;
-    let app = TestApp::spawn(
-        Opts::full(Db::Sqlite)
-            .env("CAPTURE_AXE_PATH", &axe_path())
-            .env("CAPTURE_SMTP_URL", &sink.url())
-            .env("CAPTURE_MAIL_FROM", FROM),
-    )
-    .await;
+    let app =
+        TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_MAIL_FROM", FROM))
+            .await;
     let (_, key) = app.user_with_key("pro").await;
     let page = site.url(CLEAN_PAGE);
 
@@ -262,7 +258,7 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_smtp_rows_wait_and_readiness_says_so() {
     let site = FixtureSite::start().await.unwrap();
-    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", &axe_path())).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
     let (_, key) = app.user_with_key("pro").await;
     let body = new_campaign(
         "no smtp",
@@ -278,4 +274,147 @@ async fn without_smtp_rows_wait_and_readiness_says_so() {
     let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
     assert!(ready["checks"]["mail"].as_str().unwrap().starts_with("not-configured"), "{ready}");
     assert_eq!(ready["status"], "ready", "mail is reported, not required: {ready}");
+}
+
+/// A default install — no audit-related setting at all, so audits run the axe-core built
+/// into the binary — scores all four categories and mails a campaign: the recipient's mail,
+/// received by a real SMTP server, carries the four scores. `/readyz` says both work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_default_install_scores_all_four_categories_and_mails_a_campaign() {
+    let sink = Sink::start(&[]);
+    let site = FixtureSite::start().await.unwrap();
+    // Only the mail server is set. CAPTURE_AXE_PATH is blanked (unset) in case the test's
+    // environment carries one: this is the install `scripts/run.sh` makes.
+    let app =
+        TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", "").env("CAPTURE_SMTP_URL", &sink.url())).await;
+    assert_eq!(app.state.cfg.axe_path, None);
+    let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["features"]["auditAccessibility"], json!({"status": "ok", "detail": "axe-core 4.14.1, bundled"}));
+    assert_eq!(ready["features"]["mail"]["status"], "ok", "{ready}");
+    assert!(!ready["unavailableFeatures"].as_array().unwrap().iter().any(|f| f == "mail" || f == "auditAccessibility"));
+    let (_, key) = app.user_with_key("pro").await;
+
+    // An audit: the four scores, accessibility measured by axe-core on the page.
+    let r = app.post_json(&key, "/v1/audits", &json!({"url": site.url(CLEAN_PAGE)})).await;
+    assert_eq!(r.status(), 202);
+    let id = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+    let audit = eventually("the audit finishes", Duration::from_secs(120), || {
+        let (app, key, id) = (&app, &key, &id);
+        async move {
+            let a: Value = app.get(key, &format!("/v1/audits/{id}")).await.json().await.unwrap();
+            if a["status"] == "done" || a["status"] == "failed" { Ok(a) } else { Err(a) }
+        }
+    })
+    .await;
+    assert_eq!(audit["status"], "done", "{audit}");
+    let s = &audit["scores"];
+    for cat in ["performance", "seo", "accessibility", "bestPractices"] {
+        assert!(s[cat].as_u64().is_some_and(|v| v <= 100), "{cat}: {s}");
+    }
+    assert_eq!(s["accessibility"], 100, "the clean page passes every axe rule: {s}");
+    let findings = audit["report"]["pages"][0]["findings"].as_array().unwrap();
+    assert!(!findings.iter().any(|f| f["id"] == "axe-not-run"), "{findings:?}");
+
+    // A campaign to one recipient: mailed, with the scores.
+    let body = new_campaign(
+        "default install",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([{"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "owner@site.test"}]),
+    );
+    let cid = create_and_launch(&app, &key, &body).await;
+    let c = wait_for(&app, &key, &cid, Duration::from_secs(150), |c| c["status"] == "completed").await;
+    assert_eq!((c["counts"]["sent"].as_i64(), c["counts"]["skipped"].as_i64()), (Some(1), Some(0)), "{c:#}");
+    let mails = sink.received();
+    assert_eq!(mails.len(), 1);
+    let (raw, envelope) = &mails[0];
+    assert_eq!(envelope["rcpt_tos"], json!(["owner@site.test"]));
+    let mail = capture_mail::parse(raw.as_bytes());
+    assert_eq!(mail.subject.as_deref(), Some("Website report for 127.0.0.1"));
+    let text = mail.text.unwrap();
+    let row_audit: Value = app
+        .get(&key, &format!("/v1/audits/{}", row(&c, "owner@site.test")["auditId"].as_str().unwrap()))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rs = &row_audit["scores"];
+    for (label, cat) in [
+        ("Performance", "performance"),
+        ("SEO", "seo"),
+        ("Accessibility", "accessibility"),
+        ("Best practices", "bestPractices"),
+    ] {
+        let line = format!("  {label}: {}", rs[cat]);
+        assert!(text.lines().any(|l| l.trim_end() == line), "{line:?} in:\n{text}");
+    }
+    assert!(text.lines().any(|l| l.trim_end() == "  Accessibility: 100"), "{text}");
+}
+
+/// `campaign.completed` is emitted once, when the campaign's last row is done, with its
+/// counts, signed, to the endpoints subscribed to it; an endpoint subscribed to another
+/// event gets nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn campaign_completed_reaches_its_subscribers_once_with_the_counts() {
+    use crate::shared::webhooks::{Receiver, create_endpoint, verify};
+    let sink = Sink::start(&[]);
+    let site = FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("pro").await;
+    let (want, other) =
+        (Receiver::start(vec![(200, Duration::ZERO)]).await, Receiver::start(vec![(200, Duration::ZERO)]).await);
+    let ep = create_endpoint(&app, &key, json!({"url": want.url, "events": ["campaign.completed"]})).await;
+    create_endpoint(&app, &key, json!({"url": other.url, "events": ["screenshot.completed"]})).await;
+    // Subscribing to an unknown event is still refused, naming the new one among the known.
+    let r = app.post_json(&key, "/v1/webhooks", &json!({"url": want.url, "events": ["campaign.done"]})).await;
+    assert_eq!(r.status(), 400);
+    let e: Value = r.json().await.unwrap();
+    assert!(e["error"].as_str().unwrap().contains("campaign.completed"), "{e}");
+
+    // One row mailed, one skipped (its address is suppressed beforehand).
+    let (s, _) = post(&app, &key, "/v1/suppressions", &json!({"email": "no@site.test"})).await;
+    assert_eq!(s, 201);
+    let body = new_campaign(
+        "with a hook",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([
+            {"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "yes@site.test"},
+            {"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "no@site.test"},
+        ]),
+    );
+    let id = create_and_launch(&app, &key, &body).await;
+    let c = wait_for(&app, &key, &id, Duration::from_secs(150), |c| c["status"] == "completed").await;
+    let got = want.wait_for(1, Duration::from_secs(30)).await;
+    let event = verify(ep["secret"].as_str().unwrap(), &got[0]).expect("signed with the endpoint's secret");
+    assert_eq!(got[0].headers["x-service-event"], "campaign.completed");
+    assert_eq!(event["type"], "campaign.completed");
+    assert_eq!(event["id"], got[0].headers["webhook-id"].to_str().unwrap());
+    let data = &event["data"];
+    assert_eq!(
+        (data["campaignId"].as_str(), data["name"].as_str(), data["status"].as_str()),
+        (Some(id.as_str()), Some("with a hook"), Some("completed"))
+    );
+    assert_eq!(
+        data["counts"],
+        json!({"pending": 0, "auditing": 0, "ready": 0, "sent": 1, "skipped": 1, "failed": 0, "total": 2})
+    );
+    assert_eq!(data["counts"], serde_json::to_value(&c["counts"]).unwrap(), "the campaign's own counts");
+    assert_eq!(data["reasons"], json!({"suppressed": 1}));
+    assert_eq!(
+        (data["completedAt"].as_str(), data["launchedAt"].as_str()),
+        (c["completedAt"].as_str(), c["launchedAt"].as_str())
+    );
+    // Exactly once, and nothing for the other endpoint.
+    nothing_within(
+        "a second campaign.completed or any delivery to the other endpoint",
+        Duration::from_secs(3),
+        || async { (want.all().len() != 1 || !other.all().is_empty()).then(|| (want.all().len(), other.all().len())) },
+    )
+    .await;
 }

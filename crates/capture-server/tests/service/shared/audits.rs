@@ -10,20 +10,10 @@ use serde_json::Value;
 use crate::helpers::*;
 use crate::shared::sse::{json_events, read_sse};
 
-/// axe-core's `axe.min.js` (`scripts/test.sh` installs it: `npm ci --prefix tests/audit`).
-pub(crate) fn axe_path() -> String {
-    let p = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
-        format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
-    });
-    assert!(
-        std::path::Path::new(&p).is_file(),
-        "axe-core not found at {p}: run `npm ci --prefix tests/audit` or set CAPTURE_AXE_PATH"
-    );
-    p
-}
-
+/// The settings of the audit tests: workers and plain-http webhooks. No `CAPTURE_AXE_PATH`:
+/// audits run the axe-core built into the binary, as on a default install.
 pub(crate) fn opts(db: Db) -> Opts {
-    Opts::full(db).env("CAPTURE_AXE_PATH", &axe_path()).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")
+    Opts::full(db).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")
 }
 
 pub(crate) async fn post_audit(app: &TestApp, key: &str, body: &Value, idem: Option<&str>) -> reqwest::Response {

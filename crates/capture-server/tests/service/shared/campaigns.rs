@@ -15,17 +15,6 @@ use crate::helpers::*;
 
 pub(crate) const FROM: &str = "Capture Reports <reports@capture.test>";
 
-pub(crate) fn axe_path() -> String {
-    let p = std::env::var("CAPTURE_AXE_PATH").unwrap_or_else(|_| {
-        format!("{}/../../tests/audit/node_modules/axe-core/axe.min.js", env!("CARGO_MANIFEST_DIR"))
-    });
-    assert!(
-        Path::new(&p).is_file(),
-        "axe-core not found at {p}: run `npm ci --prefix tests/audit` or set CAPTURE_AXE_PATH"
-    );
-    p
-}
-
 /// Python with aiosmtpd: `CAPTURE_TEST_AIOSMTPD`, else the virtualenv in the target dir. These
 /// tests fail without it (they never pass by skipping).
 pub(crate) fn aiosmtpd() -> PathBuf {

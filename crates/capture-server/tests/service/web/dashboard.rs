@@ -307,3 +307,51 @@ async fn user_data_is_escaped_and_pages_carry_their_headers() {
     assert_eq!(v.get("/").await.expect(303).location(), "/dashboard");
     assert!(Visitor::new(&app).get("/").await.expect(200).body.contains("Create account"));
 }
+
+/// What cannot work on this server is said once, up front: with no SMTP server and a
+/// `CAPTURE_AXE_PATH` that is not axe-core, `/readyz` names both features (and stays ready:
+/// they are reported, not required), the dashboard shows both with what fixes them, and the
+/// campaigns page — which needs both — shows them too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_and_readiness_say_which_features_cannot_work_here() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_axe = dir.path().join("axe.min.js");
+    std::fs::write(&not_axe, "console.log('not the accessibility engine');").unwrap();
+    let app = TestApp::spawn(
+        crate::helpers::Opts::api(Db::Sqlite)
+            .env("CAPTURE_AXE_PATH", not_axe.to_str().unwrap())
+            .env("CAPTURE_SMTP_URL", ""),
+    )
+    .await;
+    let r = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(r.status(), 200, "features are reported, not required");
+    let ready: Value = r.json().await.unwrap();
+    let down: Vec<&str> =
+        ready["unavailableFeatures"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(down.contains(&"mail") && down.contains(&"auditAccessibility"), "{ready}");
+    let acc = &ready["features"]["auditAccessibility"];
+    assert_eq!(acc["status"], "unavailable");
+    assert!(acc["detail"].as_str().unwrap().contains("does not look like axe-core"), "{acc}");
+    assert!(acc["detail"].as_str().unwrap().contains("quality_gate:report_has_scores"), "{acc}");
+    assert!(acc["fix"].as_str().unwrap().contains("CAPTURE_AXE_PATH"), "{acc}");
+    assert_eq!(ready["features"]["mail"]["status"], "unavailable");
+    assert!(ready["features"]["mail"]["fix"].as_str().unwrap().contains("CAPTURE_SMTP_URL"));
+    // This node has no worker role: it cannot speak for the workers' tools.
+    assert_eq!(ready["features"]["runVideos"]["status"], "not-on-this-node");
+    assert_eq!(ready["features"]["videoAds"]["status"], "not-on-this-node");
+
+    let v = Visitor::new(&app);
+    v.sign_up(&email(), PASSWORD).await;
+    let (page, _) = v.dashboard().await;
+    let section =
+        page.body.split("<section id=\"unavailable\"").nth(1).expect("the notice").split("</section>").next().unwrap();
+    assert!(section.contains("Not working on this server"), "{section}");
+    let mail = section.split("id=\"feature-mail\"").nth(1).unwrap().split("</li>").next().unwrap();
+    assert!(mail.contains("No SMTP server is configured") && mail.contains("Set CAPTURE_SMTP_URL"), "{mail}");
+    let axe = section.split("id=\"feature-auditAccessibility\"").nth(1).unwrap().split("</li>").next().unwrap();
+    assert!(axe.contains("Accessibility scores of audits") && axe.contains("does not look like axe-core"), "{axe}");
+    assert!(!section.contains("feature-runVideos"), "not this node's to say: {section}");
+    let campaigns = v.get("/dashboard/campaigns").await.expect(200);
+    let notice = campaigns.body.split("<section id=\"unavailable\"").nth(1).expect("the campaigns page says it too");
+    assert!(notice.contains("feature-mail") && notice.contains("feature-auditAccessibility"), "{notice}");
+}
