@@ -415,7 +415,8 @@ impl Relay {
                 if let Err(why) = filter::check_page_command(method, &params) {
                     return self.refuse(&id, Some(&csid), &why).await;
                 }
-                let command = if method == "Input.dispatchKeyEvent" { clipboard::guard_key_event(&mut params) } else { None };
+                let command =
+                    if method == "Input.dispatchKeyEvent" { clipboard::guard_key_event(&mut params) } else { None };
                 self.forward(method, &params, Some(&real), plain(id, csid));
                 if let Some(op) = command {
                     // The `commands` taken out run on the session's clipboard, through the shim.

@@ -40,7 +40,7 @@ impl Store {
 
     pub(crate) fn set(&self, text: &str) -> Result<(), String> {
         if text.len() > MAX_CLIPBOARD_BYTES {
-            return Err(format!("the clipboard holds at most {} bytes", MAX_CLIPBOARD_BYTES));
+            return Err(format!("the clipboard holds at most {MAX_CLIPBOARD_BYTES} bytes"));
         }
         *self.0.lock().unwrap() = text.to_owned();
         Ok(())
@@ -111,7 +111,7 @@ fn clipboard_command(name: &str) -> Option<&'static str> {
 /// out. Returns the clipboard command taken out, for the caller to run through the shim
 /// ([`command_expression`]).
 pub(crate) fn guard_key_event(params: &mut Value) -> Option<&'static str> {
-    let Some(obj) = params.as_object_mut() else { return None };
+    let obj = params.as_object_mut()?;
     let down = matches!(obj.get("type").and_then(Value::as_str), Some("keyDown" | "rawKeyDown"));
     let code = obj.get("windowsVirtualKeyCode").and_then(Value::as_u64).unwrap_or(0);
     let mods = obj.get("modifiers").and_then(Value::as_u64).unwrap_or(0);
@@ -154,7 +154,9 @@ mod tests {
             assert_eq!(ev["windowsVirtualKeyCode"], 0, "{code} {mods}");
         }
         // Not clipboard shortcuts: left alone.
-        for (kind, code, mods) in [("rawKeyDown", 86, 0), ("rawKeyDown", 86, 3), ("rawKeyDown", 65, 2), ("keyUp", 86, 2)] {
+        for (kind, code, mods) in
+            [("rawKeyDown", 86, 0), ("rawKeyDown", 86, 3), ("rawKeyDown", 65, 2), ("keyUp", 86, 2)]
+        {
             let mut ev = json!({ "type": kind, "modifiers": mods, "windowsVirtualKeyCode": code });
             guard_key_event(&mut ev);
             assert_eq!(ev["windowsVirtualKeyCode"], code, "{kind} {code} {mods}");
@@ -170,7 +172,10 @@ mod tests {
     #[test]
     fn the_store_answers_the_shim() {
         let s = Store::default();
-        assert_eq!(s.answer(r#"{"id":1,"op":"read"}"#).unwrap(), "window[Symbol.for('__captureClipboard')]?.settle(1, true, \"\")");
+        assert_eq!(
+            s.answer(r#"{"id":1,"op":"read"}"#).unwrap(),
+            "window[Symbol.for('__captureClipboard')]?.settle(1, true, \"\")"
+        );
         s.answer(r#"{"id":2,"op":"write","text":"a\"b"}"#).unwrap();
         assert_eq!(s.get(), "a\"b");
         assert!(s.answer(r#"{"id":3,"op":"read"}"#).unwrap().ends_with(r#"settle(3, true, "a\"b")"#));

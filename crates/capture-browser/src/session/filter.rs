@@ -78,12 +78,12 @@ pub fn check_page_command(method: &str, params: &Value) -> Result<(), String> {
                 check_url(url).map_err(|e| format!("{method}: {e}"))?;
             }
         }
-        "Input.dispatchMouseEvent" | "Input.emulateTouchFromMouseEvent" => {
-            if params.get("button").and_then(Value::as_str) == Some("middle") {
-                return Err(format!(
-                    "{method} with the middle button is not allowed in a session: on Linux it pastes the browser's shared selection buffer"
-                ));
-            }
+        "Input.dispatchMouseEvent" | "Input.emulateTouchFromMouseEvent"
+            if params.get("button").and_then(Value::as_str) == Some("middle") =>
+        {
+            return Err(format!(
+                "{method} with the middle button is not allowed in a session: on Linux it pastes the browser's shared selection buffer"
+            ));
         }
         "Input.dispatchDragEvent" => {
             let files = params.pointer("/data/files").and_then(Value::as_array).is_some_and(|f| !f.is_empty());

@@ -92,10 +92,7 @@ fn install_commands() -> Vec<(&'static str, Value)> {
         ("Runtime.enable", json!({})),
         ("Runtime.addBinding", json!({ "name": clipboard::BINDING })),
         ("Page.addScriptToEvaluateOnNewDocument", json!({ "source": clipboard::SHIM, "runImmediately": true })),
-        (
-            "Target.setAutoAttach",
-            json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true }),
-        ),
+        ("Target.setAutoAttach", json!({ "autoAttach": true, "waitForDebuggerOnStart": true, "flatten": true })),
     ]
 }
 

@@ -616,7 +616,8 @@ impl BrowserPool {
         let (done_tx, done) = tokio::sync::watch::channel(false);
         let store = clipboard::Store::default();
         let guarded =
-            guard::start(&conn, &context_id, &target_id, opts.max_pages, store.clone(), setup_until, done.clone()).await;
+            guard::start(&conn, &context_id, &target_id, opts.max_pages, store.clone(), setup_until, done.clone())
+                .await;
         if let Err(e) = guarded {
             return Err(sp.fail(e));
         }
@@ -625,8 +626,7 @@ impl BrowserPool {
             return Err(sp.fail(e));
         }
         let (tx, rx) = mpsc::channel::<Op>(64);
-        let shared =
-            Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, conn, done, clipboard: store });
+        let shared = Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, conn, done, clipboard: store });
         tokio::spawn(drive(sp, rx, shared.clone(), done_tx));
         Ok(Session { ops: tx, shared })
     }

@@ -734,7 +734,11 @@ impl SessionPage {
         // A clipboard shortcut goes without its key code: Blink then runs no clipboard
         // command of its own, and the page's shim uses the session's clipboard.
         let key_code = match kind {
-            "keyDown" | "rawKeyDown" if super::clipboard::shortcut(u64::from(key.key_code), u64::from(modifiers)).is_some() => 0,
+            "keyDown" | "rawKeyDown"
+                if super::clipboard::shortcut(u64::from(key.key_code), u64::from(modifiers)).is_some() =>
+            {
+                0
+            }
             _ => key.key_code,
         };
         let cmd = s::DispatchKeyEvent {

@@ -27,10 +27,13 @@ const chord = async (p, mod, key) => {
 const field = (p, id, value) => p.$eval(`#${id}`, (e, v) => { e.value = v; e.focus(); e.select(); }, value);
 const value = (p, id) => p.$eval(`#${id}`, (e) => e.value);
 const read = (p) => p.evaluate(() => navigator.clipboard.readText().catch((e) => `rejected ${e.name}`));
-// Waits (bounded) until the field holds `want`, for what the page does after the key event.
+// What the field holds once the page has handled the key event (a paste lands
+// asynchronously): waits (bounded) for an expected value; an empty field must stay empty
+// for 300 ms, and the first thing that landed in it is returned.
 const settled = async (p, id, want) => {
-  for (let i = 0; i < 100; i++) {
-    if ((await value(p, id)) === want) break;
+  for (let i = 0; i < (want === '' ? 15 : 100); i++) {
+    const v = await value(p, id);
+    if (want === '' ? v !== '' : v === want) return v;
     await new Promise((r) => setTimeout(r, 20));
   }
   return value(p, id);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, Opts, Site};
+use crate::helpers::{Db, Opts, Site, eventually, nothing_within};
 use crate::shared::oauth::*;
 
 const PAGE: &str = "<!doctype html><title>Clip</title><input id=f><input id=g><p id=code>A-PAGE-CODE</p>\
@@ -34,33 +34,42 @@ impl Tenant<'_> {
     }
 
     async fn js(&self, sid: &str, expression: &str) -> Value {
-        self.ok("evaluate", json!({"sessionId": sid, "expression": expression}))
-            .await["value"]
-            .clone()
+        self.ok("evaluate", json!({"sessionId": sid, "expression": expression})).await["value"].clone()
     }
 
     /// Focus a field, clear it, press a chord in it; the field's value once the page has
-    /// handled it (a paste lands asynchronously: polled, bounded).
+    /// handled it. A paste lands asynchronously: an expected value is waited for, and an
+    /// empty field must stay empty for a window.
     async fn paste_into(&self, sid: &str, field: &str, chord: &str, want: &str) -> Value {
-        self.js(sid, &format!("(() => {{ const e = document.getElementById('{field}'); e.value = ''; e.focus(); }})()"))
-            .await;
+        self.js(
+            sid,
+            &format!("(() => {{ const e = document.getElementById('{field}'); e.value = ''; e.focus(); }})()"),
+        )
+        .await;
         self.ok("press_key", json!({"sessionId": sid, "key": chord})).await;
-        let mut v = Value::Null;
-        for _ in 0..50 {
-            v = self.js(sid, &format!("document.getElementById('{field}').value")).await;
-            if v == want {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        let expr = format!("document.getElementById('{field}').value");
+        let what = format!("{chord} into #{field}");
+        if want.is_empty() {
+            nothing_within(&what, Duration::from_millis(500), || async {
+                let v = self.js(sid, &expr).await;
+                (v != "").then_some(v)
+            })
+            .await;
+            return self.js(sid, &expr).await;
         }
-        v
+        eventually(&what, Duration::from_secs(5), || async {
+            let v = self.js(sid, &expr).await;
+            if v == want { Ok(v) } else { Err(v) }
+        })
+        .await
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mcp_sessions_on_one_browser_never_share_a_clipboard() {
-    let site = Site::start(vec![("/", "text/html", PAGE.to_string()), ("/blank", "text/html", "<title>b</title>".into())])
-        .await;
+    let site =
+        Site::start(vec![("/", "text/html", PAGE.to_string()), ("/blank", "text/html", "<title>b</title>".into())])
+            .await;
     let app = App::spawn_with(Opts::full(Db::Sqlite).env("CAPTURE_BROWSERS", "1")).await;
     let mcp = app.url("/mcp");
     let mut tenants = Vec::new();
@@ -81,9 +90,13 @@ async fn mcp_sessions_on_one_browser_never_share_a_clipboard() {
     assert_eq!(a.js(&sa, "navigator.clipboard.readText()").await, "A-TOOL-CODE");
     assert_eq!(a.paste_into(&sa, "f", "Control+v", "A-TOOL-CODE").await, "A-TOOL-CODE");
     // Granting the clipboard permissions changes nothing for either.
-    a.ok("grant_permissions", json!({"sessionId": sa, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]}))
+    a.ok(
+        "grant_permissions",
+        json!({"sessionId": sa, "permissions": ["clipboardReadWrite", "clipboardSanitizedWrite"]}),
+    )
+    .await;
+    a.js(&sa, "(() => { const e = document.getElementById('g'); e.value = 'A-KBD-CODE'; e.focus(); e.select(); })()")
         .await;
-    a.js(&sa, "(() => { const e = document.getElementById('g'); e.value = 'A-KBD-CODE'; e.focus(); e.select(); })()").await;
     a.ok("press_key", json!({"sessionId": sa, "key": "Control+c"})).await;
     assert_eq!(a.ok("clipboard_read", json!({"sessionId": sa})).await["text"], "A-KBD-CODE");
     assert_eq!(b.ok("clipboard_read", json!({"sessionId": sb})).await["text"], "");
@@ -107,15 +120,11 @@ async fn mcp_sessions_on_one_browser_never_share_a_clipboard() {
 
     // Popups from a tap: the session keeps at most five pages (its own and four popups).
     a.ok("tap", json!({"sessionId": sa2, "selector": "#open"})).await;
-    let mut open = Value::Null;
-    for _ in 0..100 {
-        open = a.js(&sa2, "window.opened.filter(w => w && !w.closed).length").await;
-        if open == 4 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert_eq!(open, 4, "30 popups opened, 26 closed");
+    let open = || async {
+        let v = a.js(&sa2, "[window.opened.length, window.opened.filter(w => w && !w.closed).length]").await;
+        if v == json!([30, 4]) { Ok(v) } else { Err(v) }
+    };
+    eventually("30 popups opened, 26 of them closed", Duration::from_secs(10), open).await;
     a.ok("session_end", json!({"sessionId": sa2})).await;
     b.ok("session_end", json!({"sessionId": sb})).await;
 }

@@ -460,20 +460,21 @@ async fn a_live_client_that_stops_reading_is_closed_with_a_reason(db: Db) {
     let id = run["id"].as_str().unwrap();
     let (mut ws, _) = tokio_tungstenite::connect_async(run["connectUrl"].as_str().unwrap()).await.unwrap();
     let mut next = 0;
-    let mut call = async |ws: &mut tokio_tungstenite::WebSocketStream<_>, method: &str, params: Value, sid: Option<&str>| {
-        next += 1;
-        let mut m = json!({"id": next, "method": method, "params": params});
-        if let Some(s) = sid {
-            m["sessionId"] = json!(s);
-        }
-        ws.send(Message::Text(m.to_string().into())).await.unwrap();
-        loop {
-            let v: Value = serde_json::from_str(ws.next().await.unwrap().unwrap().to_text().unwrap()).unwrap();
-            if v["id"] == next {
-                return v;
+    let mut call =
+        async |ws: &mut tokio_tungstenite::WebSocketStream<_>, method: &str, params: Value, sid: Option<&str>| {
+            next += 1;
+            let mut m = json!({"id": next, "method": method, "params": params});
+            if let Some(s) = sid {
+                m["sessionId"] = json!(s);
             }
-        }
-    };
+            ws.send(Message::Text(m.to_string().into())).await.unwrap();
+            loop {
+                let v: Value = serde_json::from_str(ws.next().await.unwrap().unwrap().to_text().unwrap()).unwrap();
+                if v["id"] == next {
+                    return v;
+                }
+            }
+        };
     let targets = call(&mut ws, "Target.getTargets", json!({}), None).await;
     let page = targets["result"]["targetInfos"][0]["targetId"].as_str().unwrap().to_string();
     let attached = call(&mut ws, "Target.attachToTarget", json!({"targetId": page, "flatten": true}), None).await;
