@@ -56,7 +56,10 @@ async fn open_pipes(dir: &Path) -> Result<(pipe::Sender, pipe::Receiver), String
     Ok((to_browser, from_browser))
 }
 
-/// Flags every Chromium of the pool gets (besides profile and proxy).
+/// Flags every Chromium of the pool gets (besides profile and proxy). Popup blocking stays
+/// on (nothing of the service needs popups; the full browser then refuses popups without a
+/// gesture, the headless shell has no blocker): what bounds a session's pages is its guard,
+/// which closes every page past the limit (`session::guard`).
 const BASE_FLAGS: &[&str] = &[
     "--headless",
     "--no-sandbox",
@@ -80,7 +83,6 @@ const BASE_FLAGS: &[&str] = &[
     "--disable-domain-reliability",
     "--disable-client-side-phishing-detection",
     "--disable-hang-monitor",
-    "--disable-popup-blocking",
     "--disable-prompt-on-repost",
     "--metrics-recording-only",
     "--password-store=basic",

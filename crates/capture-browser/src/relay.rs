@@ -13,7 +13,7 @@
 //! | `Browser.getVersion` | forwarded |
 //! | `Browser.close`, `Browser.crash`, `Browser.crashGpuProcess` | refused: the browser is shared (disconnect to end) |
 //! | `Browser.setDownloadBehavior` | answered, not applied: downloads stay denied |
-//! | `Browser.grantPermissions`, `resetPermissions`, `setPermission`; `Storage.getCookies`, `setCookies`, `clearCookies` | forwarded with the session's context |
+//! | `Browser.grantPermissions`, `resetPermissions`, `setPermission`; `Storage.getCookies`, `setCookies`, `clearCookies` | forwarded with the session's context; clipboard permissions refused (Chromium's clipboard is the whole browser's: the session has its own, see [`crate::session::clipboard`]), and denied again after a reset |
 //! | `Browser.getWindowForTarget` (own targets), `getWindowBounds`/`setWindowBounds` (their windows) | forwarded |
 //! | `Target.getBrowserContexts` | none: the session's context is the default one |
 //! | `Target.createBrowserContext`, `disposeBrowserContext`, `attachToBrowserTarget`, `exposeDevToolsProtocol`, `setRemoteLocations`, `sendMessageToTarget` (non-flat), `openDevTools` | refused |
@@ -22,32 +22,57 @@
 //! | `Target.getTargets`, `getTargetInfo`, `attachToTarget`, `detachFromTarget`, `activateTarget`, `closeTarget` | the context's targets only |
 //! | `Target.createTarget` | in the session's context, `http(s)`/`about:blank` only, at most [`RelayOptions::max_pages`] pages |
 //! | anything else at browser level | refused |
-//! | commands on a page session | forwarded, through [`crate::session::filter`] (no `file:`, no local files, no browser-wide domains); session-level `Target.setAutoAttach`/`detachFromTarget`/`getTargetInfo` forwarded |
+//! | commands on a page session | forwarded, through [`crate::session::filter`] (no `file:`, no local files, no browser-wide domains, no middle clicks); `Input.dispatchKeyEvent` clipboard shortcuts and `commands` rewritten to use the session's clipboard; session-level `Target.setAutoAttach`/`detachFromTarget`/`getTargetInfo` forwarded |
 //!
 //! Everything the pages load still goes through the egress guard. The relay ends when the
 //! client disconnects, the session ends, or the browser goes; it then detaches every
 //! session it attached, so nothing the client set up (interception, paused scripts)
 //! outlives it. The session itself goes on until it is closed.
+//!
+//! **A client that stops reading is closed, not buffered for.** The relay never waits for
+//! the client: what it sends waits in a queue bounded in bytes
+//! ([`RelayOptions::max_queued_bytes`], [`MAX_QUEUED_BYTES`] by default). A client whose
+//! unread messages pass the bound (a page logging megabytes a second with `Runtime` events
+//! on, and a socket nobody reads) is closed at once with WebSocket close code
+//! [`CLOSE_TOO_SLOW`] (1008, policy violation, as browserless closes clients it refuses) and
+//! a reason, and everything queued for it is freed. One message larger than the bound
+//! (a big screenshot) still goes through when nothing else waits.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::cdp::{CdpError, Conn, Event};
-use crate::session::{Session, filter};
+use crate::session::{Session, clipboard, filter};
+
+/// Bytes of messages that may wait for one client before it counts as fallen behind and is
+/// closed (the default of [`RelayOptions::max_queued_bytes`]).
+pub const MAX_QUEUED_BYTES: usize = 16 << 20;
+
+/// The WebSocket close code a client that fell behind gets (1008, policy violation).
+pub const CLOSE_TOO_SLOW: u16 = 1008;
+
+/// How long closing a client's socket may take (its close frame waits behind what the
+/// client has not read) before the connection is dropped.
+const CLOSE_GRACE: Duration = Duration::from_secs(10);
 
 /// Limits of one relayed client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RelayOptions {
     /// Pages the client may have open at once in the session's context.
     pub max_pages: usize,
+    /// Bytes of messages that may wait unread for the client; past this it is closed
+    /// ([`RelayEnd::ClientTooSlow`]).
+    pub max_queued_bytes: usize,
 }
 
 impl Default for RelayOptions {
     fn default() -> RelayOptions {
-        RelayOptions { max_pages: 5 }
+        RelayOptions { max_pages: crate::session::MAX_PAGES, max_queued_bytes: MAX_QUEUED_BYTES }
     }
 }
 
@@ -60,6 +85,92 @@ pub enum RelayEnd {
     SessionEnded(String),
     /// The browser's connection closed.
     BrowserGone,
+    /// The client did not read what it was sent: `queued` bytes were waiting when it was
+    /// closed (code [`CLOSE_TOO_SLOW`]).
+    ClientTooSlow { queued: usize, limit: usize },
+}
+
+impl RelayEnd {
+    /// The close reason a client that fell behind is given (at most 123 bytes, as a
+    /// WebSocket close frame allows).
+    pub fn close_reason(&self) -> Option<String> {
+        match self {
+            RelayEnd::ClientTooSlow { limit, .. } => Some(format!(
+                "client too slow: more than {} MB of DevTools messages waited unread",
+                limit.div_ceil(1 << 20)
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The counters a client's queue shares between the relay and the socket's writer.
+#[derive(Debug, Default)]
+struct QueueState {
+    /// Bytes queued or being written.
+    queued: AtomicUsize,
+    /// Set (to the bytes queued) when a message did not fit.
+    overflowed: AtomicUsize,
+}
+
+/// The relay's end of a client's outgoing queue, bounded in bytes: see [`client_queue`].
+#[derive(Debug)]
+pub struct ClientTx {
+    tx: mpsc::UnboundedSender<String>,
+    state: Arc<QueueState>,
+    max: usize,
+}
+
+impl ClientTx {
+    /// Queue a message; false if the client is gone or has fallen behind (the queue is
+    /// then left alone: the relay ends).
+    fn push(&self, msg: String) -> bool {
+        let len = msg.len();
+        let before = self.state.queued.fetch_add(len, Ordering::AcqRel);
+        if before > 0 && before + len > self.max {
+            self.state.queued.fetch_sub(len, Ordering::AcqRel);
+            self.state.overflowed.store(before.max(1), Ordering::Release);
+            return false;
+        }
+        self.tx.send(msg).is_ok()
+    }
+
+    /// Bytes waiting when the queue overflowed.
+    fn overflowed(&self) -> Option<usize> {
+        Some(self.state.overflowed.load(Ordering::Acquire)).filter(|q| *q > 0)
+    }
+}
+
+/// The writer's end of a client's outgoing queue.
+#[derive(Debug)]
+pub struct ClientRx {
+    rx: mpsc::UnboundedReceiver<String>,
+    state: Arc<QueueState>,
+}
+
+impl ClientRx {
+    /// The next message for the client (None: the relay ended). Call [`written`](Self::written)
+    /// once it is on the socket.
+    pub async fn recv(&mut self) -> Option<String> {
+        self.rx.recv().await
+    }
+
+    /// A message of `len` bytes has been written: it no longer counts against the bound.
+    pub fn written(&self, len: usize) {
+        self.state.queued.fetch_sub(len, Ordering::AcqRel);
+    }
+
+    /// Bytes queued or being written.
+    pub fn queued(&self) -> usize {
+        self.state.queued.load(Ordering::Acquire)
+    }
+}
+
+/// A client's outgoing queue holding at most `max_bytes` (beyond one message in flight).
+pub fn client_queue(max_bytes: usize) -> (ClientTx, ClientRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let state = Arc::new(QueueState::default());
+    (ClientTx { tx, state: state.clone(), max: max_bytes.max(1) }, ClientRx { rx, state })
 }
 
 /// What a forwarded command's reply needs before it goes back to the client.
@@ -90,7 +201,7 @@ struct Relay {
     ctx: String,
     /// Our stream: routed replies, the relay's sessions' events, browser-level events.
     tx: mpsc::UnboundedSender<Event>,
-    to_client: mpsc::Sender<String>,
+    to_client: ClientTx,
     opts: RelayOptions,
     real_to_client: HashMap<String, String>,
     client_to_real: HashMap<String, String>,
@@ -136,13 +247,21 @@ fn filter_includes(filter: Option<&Value>, kind: &str) -> bool {
     false
 }
 
+/// Does a `Browser.grantPermissions` or `setPermission` ask for a clipboard permission?
+fn asks_clipboard(params: &Value) -> bool {
+    let granted = params.get("permissions").and_then(Value::as_array).into_iter().flatten();
+    let set = params.pointer("/permission/name");
+    granted.chain(set).filter_map(Value::as_str).any(clipboard::is_clipboard_permission)
+}
+
 fn random_session_id() -> String {
     format!("{:032X}", rand::random::<u128>())
 }
 
 impl Relay {
+    /// Never waits for the client: a client that does not keep up is closed instead.
     async fn send(&self, msg: String) -> bool {
-        self.to_client.send(msg).await.is_ok()
+        self.to_client.push(msg)
     }
 
     async fn reply(&self, id: &Value, sid: Option<&str>, r: Result<Value, CdpError>) -> bool {
@@ -296,7 +415,14 @@ impl Relay {
                 if let Err(why) = filter::check_page_command(method, &params) {
                     return self.refuse(&id, Some(&csid), &why).await;
                 }
+                let command =
+                    if method == "Input.dispatchKeyEvent" { clipboard::guard_key_event(&mut params) } else { None };
                 self.forward(method, &params, Some(&real), plain(id, csid));
+                if let Some(op) = command {
+                    // The `commands` taken out run on the session's clipboard, through the shim.
+                    let expression = clipboard::command_expression(op);
+                    self.conn.send_forget("Runtime.evaluate", &json!({ "expression": expression }), Some(&real));
+                }
             }
         }
         true
@@ -313,8 +439,22 @@ impl Relay {
             }
             // Answered, never applied: downloads stay denied in a session.
             "Browser.setDownloadBehavior" => return self.reply(&id, None, Ok(json!({}))).await,
+            "Browser.grantPermissions" | "Browser.setPermission" if asks_clipboard(&params) => {
+                let why = format!(
+                    "{method}: clipboard permissions are not granted in a session (the browser's clipboard is shared; navigator.clipboard uses the session's own clipboard, which needs none)"
+                );
+                return self.refuse(&id, None, &why).await;
+            }
+            "Browser.resetPermissions" => {
+                params["browserContextId"] = json!(self.ctx);
+                self.forward(method, &params, None, plain(id));
+                // Chromium's defaults allow writing its clipboard: denied again, in order.
+                for permission in clipboard::denied_permissions() {
+                    let p = json!({ "permission": permission, "setting": "denied", "browserContextId": self.ctx });
+                    self.conn.send_forget("Browser.setPermission", &p, None);
+                }
+            }
             "Browser.grantPermissions"
-            | "Browser.resetPermissions"
             | "Browser.setPermission"
             | "Storage.getCookies"
             | "Storage.setCookies"
@@ -616,13 +756,14 @@ impl Relay {
     }
 }
 
-/// Relay one client to `session` until the client leaves, the session ends or the
-/// browser goes. `from_client` carries the client's text messages, `to_client` takes the
-/// relay's; closing `to_client`'s receiver ends the relay too.
+/// Relay one client to `session` until the client leaves, the session ends, the browser
+/// goes or the client falls behind. `from_client` carries the client's text messages,
+/// `to_client` (from [`client_queue`]) takes the relay's; dropping its receiver ends the
+/// relay too.
 pub async fn run(
     session: &Session,
     mut from_client: mpsc::Receiver<String>,
-    to_client: mpsc::Sender<String>,
+    to_client: ClientTx,
     opts: RelayOptions,
 ) -> RelayEnd {
     let conn = session.conn().clone();
@@ -690,6 +831,10 @@ pub async fn run(
             () = conn.closed() => break RelayEnd::BrowserGone,
         }
     };
+    let end = match (end, relay.to_client.overflowed()) {
+        (RelayEnd::ClientClosed, Some(queued)) => RelayEnd::ClientTooSlow { queued, limit: opts.max_queued_bytes },
+        (end, _) => end,
+    };
     conn.unsubscribe_browser(sub);
     // Nothing the client set up outlives it.
     for real in relay.own_sessions.drain() {
@@ -700,21 +845,43 @@ pub async fn run(
 }
 
 /// The relay over a plain WebSocket on `stream` (the test hook, and what a server without
-/// its own WebSocket stack can use): accept the handshake, relay until either side ends,
-/// close.
+/// its own WebSocket stack can use): accept the handshake, then [`serve_socket`].
 pub async fn serve_websocket(
     session: &Session,
     stream: tokio::net::TcpStream,
     opts: RelayOptions,
 ) -> Result<RelayEnd, String> {
-    use futures_util::{SinkExt, StreamExt};
+    let ws = tokio_tungstenite::accept_async(stream).await.map_err(|e| format!("WebSocket handshake failed: {e}"))?;
+    Ok(serve_socket(session, ws, opts).await)
+}
+
+/// Aborts a task when dropped (the socket's reader, when the relay's future is dropped).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Relay a client's WebSocket (after its handshake) until either side ends, then close it:
+/// a normal close, or [`CLOSE_TOO_SLOW`] with its reason for a client that fell behind
+/// (what was queued for it is dropped first). Dropping this future (the run's timeout,
+/// a stop) closes the socket normally too.
+pub async fn serve_socket<S>(
+    session: &Session,
+    ws: tokio_tungstenite::WebSocketStream<S>,
+    opts: RelayOptions,
+) -> RelayEnd
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use futures_util::StreamExt;
     use tokio_tungstenite::tungstenite::Message;
 
-    let ws = tokio_tungstenite::accept_async(stream).await.map_err(|e| format!("WebSocket handshake failed: {e}"))?;
-    let (mut sink, mut source) = ws.split();
+    let (sink, mut source) = ws.split();
     let (in_tx, in_rx) = mpsc::channel::<String>(256);
-    let (out_tx, mut out_rx) = mpsc::channel::<String>(256);
-    let reader = tokio::spawn(async move {
+    let _reader = AbortOnDrop(tokio::spawn(async move {
         while let Some(msg) = source.next().await {
             let text = match msg {
                 Ok(Message::Text(t)) => t.to_string(),
@@ -726,19 +893,56 @@ pub async fn serve_websocket(
                 break;
             }
         }
-    });
-    let writer = tokio::spawn(async move {
-        while let Some(text) = out_rx.recv().await {
-            if sink.send(Message::Text(text.into())).await.is_err() {
-                return;
-            }
+    }));
+    let (to_client, out) = client_queue(opts.max_queued_bytes);
+    let (close_tx, close_rx) = tokio::sync::oneshot::channel();
+    // Not awaited: a client that fell behind may take up to CLOSE_GRACE to see its close.
+    tokio::spawn(write_loop(sink, out, close_rx));
+    let end = run(session, in_rx, to_client, opts).await;
+    if let Some(reason) = end.close_reason() {
+        tracing::info!(target: "capture_browser::relay", ?end, "closing a client that fell behind");
+        let _ = close_tx.send(Some((CLOSE_TOO_SLOW, reason)));
+    } else {
+        let _ = close_tx.send(None);
+    }
+    end
+}
+
+/// Write the relay's messages to the client's socket; then close it with `close`'s frame
+/// (a normal close when its sender is dropped or sends None). A close that arrives while
+/// the client is not reading drops what is still queued at once.
+async fn write_loop<S>(mut sink: S, mut out: ClientRx, close: tokio::sync::oneshot::Receiver<Option<(u16, String)>>)
+where
+    S: futures_util::Sink<tokio_tungstenite::tungstenite::Message> + Unpin,
+{
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+
+    tokio::pin!(close);
+    let frame = loop {
+        let msg = tokio::select! {
+            biased;
+            c = &mut close => break c.ok().flatten(),
+            m = out.recv() => m,
+        };
+        let Some(text) = msg else { break (&mut close).await.ok().flatten() };
+        let len = text.len();
+        tokio::select! {
+            biased;
+            c = &mut close => break c.ok().flatten(),
+            r = sink.send(Message::Text(text.into())) => if r.is_err() { return },
         }
+        out.written(len);
+    };
+    // What the client did not read is freed now, not when its socket finally closes.
+    drop(out);
+    let frame = frame.map(|(code, reason)| CloseFrame { code: code.into(), reason: reason.into() });
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        let _ = sink.send(Message::Close(frame)).await;
         let _ = sink.close().await;
-    });
-    let end = run(session, in_rx, out_tx, opts).await;
-    reader.abort();
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(2), writer).await;
-    Ok(end)
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -21,6 +21,10 @@
 //! | `Page.navigate` to anything but `http(s)` or `about:blank` | `file:`, `chrome:`, `javascript:`… |
 //! | `Page.close` | closes the session's page (end the session instead) |
 //! | `Network.setAcceptedEncodings` | browser-wide |
+//! | `Input.dispatchMouseEvent`/`emulateTouchFromMouseEvent` with the middle button | on Linux a middle click pastes the selection buffer, which every tenant's selections write ([`super::clipboard`]) |
+//!
+//! Clipboard shortcuts and `commands` of `Input.dispatchKeyEvent` are rewritten rather
+//! than refused: [`super::clipboard::guard_key_event`].
 //!
 //! Allowed, for example: `Runtime.*`, `DOM.*` (but the one above), `Input.*`, `IO.read`
 //! (the streams a page's own `Page.printToPDF` returns),
@@ -73,6 +77,13 @@ pub fn check_page_command(method: &str, params: &Value) -> Result<(), String> {
             if let Some(url) = params.get("url").and_then(Value::as_str) {
                 check_url(url).map_err(|e| format!("{method}: {e}"))?;
             }
+        }
+        "Input.dispatchMouseEvent" | "Input.emulateTouchFromMouseEvent"
+            if params.get("button").and_then(Value::as_str) == Some("middle") =>
+        {
+            return Err(format!(
+                "{method} with the middle button is not allowed in a session: on Linux it pastes the browser's shared selection buffer"
+            ));
         }
         "Input.dispatchDragEvent" => {
             let files = params.pointer("/data/files").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
@@ -140,6 +151,10 @@ mod tests {
                 .is_err()
         );
         assert!(check_page_command("Fetch.continueRequest", &json!({ "requestId": "1" })).is_ok());
+        let middle = json!({ "type": "mouseReleased", "x": 1, "y": 1, "button": "middle" });
+        assert!(check_page_command("Input.dispatchMouseEvent", &middle).is_err());
+        let left = json!({ "type": "mouseReleased", "x": 1, "y": 1, "button": "left" });
+        assert!(check_page_command("Input.dispatchMouseEvent", &left).is_ok());
         let drag = json!({ "type": "drop", "x": 1, "y": 1, "data": { "items": [], "files": ["/etc/passwd"], "dragOperationsMask": 1 } });
         assert!(check_page_command("Input.dispatchDragEvent", &drag).is_err());
         assert!(check_page_command("Page.navigate", &json!({ "url": "about:blank" })).is_ok());

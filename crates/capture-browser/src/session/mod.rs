@@ -62,12 +62,18 @@ use crate::prepare::View;
 use crate::protocol::session::DialogOpening;
 use crate::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
 
+pub mod clipboard;
 pub mod filter;
+mod guard;
 mod keys;
 pub mod log;
 mod ops;
 
 pub use log::{ConsoleEntry, Dialog, RequestRecord};
+
+/// Pages a session's context may hold at once (its own first page included): more are
+/// closed as soon as they open (popups) or refused (a relayed `Target.createTarget`).
+pub const MAX_PAGES: usize = 5;
 
 /// The emulated device.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,6 +180,8 @@ pub struct SessionOptions {
     pub deadline: Duration,
     /// How long to wait for a free page slot of the pool.
     pub slot_timeout: Duration,
+    /// Pages the context may hold at once ([`MAX_PAGES`]); popups past it are closed.
+    pub max_pages: usize,
 }
 
 impl Default for SessionOptions {
@@ -189,6 +197,7 @@ impl Default for SessionOptions {
             dialogs: DialogPolicy::default(),
             deadline: Duration::from_secs(300),
             slot_timeout: Duration::from_secs(30),
+            max_pages: MAX_PAGES,
         }
     }
 }
@@ -543,6 +552,8 @@ struct Shared {
     target_id: String,
     conn: Arc<crate::cdp::Conn>,
     done: tokio::sync::watch::Receiver<bool>,
+    /// The session's own clipboard (see [`clipboard`]).
+    clipboard: clipboard::Store,
 }
 
 /// A browser session; see the [module docs](self). Cloning gives another handle to the
@@ -602,12 +613,20 @@ impl BrowserPool {
         };
         let setup_until = deadline.min(Instant::now() + Duration::from_secs(15));
         sp.begin("opening the session", setup_until);
+        let (done_tx, done) = tokio::sync::watch::channel(false);
+        let store = clipboard::Store::default();
+        let guarded =
+            guard::start(&conn, &context_id, &target_id, opts.max_pages, store.clone(), setup_until, done.clone())
+                .await;
+        if let Err(e) = guarded {
+            return Err(sp.fail(e));
+        }
         if let Err(e) = sp.setup(&opts).await {
+            let _ = done_tx.send(true);
             return Err(sp.fail(e));
         }
         let (tx, rx) = mpsc::channel::<Op>(64);
-        let (done_tx, done) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, conn, done });
+        let shared = Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, conn, done, clipboard: store });
         tokio::spawn(drive(sp, rx, shared.clone(), done_tx));
         Ok(Session { ops: tx, shared })
     }
@@ -816,8 +835,9 @@ impl Session {
             .await
     }
 
-    /// Grant permissions (`geolocation`, `notifications`, `clipboardReadWrite`…), for one
-    /// origin or all.
+    /// Grant permissions (`geolocation`, `notifications`…), for one origin or all. Clipboard
+    /// permissions are left out: Chromium's clipboard is the whole browser's, and the
+    /// session's own clipboard needs none.
     pub async fn grant_permissions(
         &self,
         permissions: Vec<String>,
@@ -828,6 +848,22 @@ impl Session {
             Box::pin(async move { sp.grant_permissions(&permissions, origin.as_deref()).await })
         })
         .await
+    }
+
+    /// The session's clipboard: what its pages copied or [`set_clipboard`](Self::set_clipboard)
+    /// put there ("" at first). Never Chromium's own clipboard, which every tenant of the
+    /// browser shares.
+    pub fn clipboard(&self) -> String {
+        self.shared.clipboard.get()
+    }
+
+    /// Put text on the session's clipboard (what its pages' `navigator.clipboard` and
+    /// paste shortcuts get); at most [`clipboard::MAX_CLIPBOARD_BYTES`].
+    pub fn set_clipboard(&self, text: &str) -> Result<(), CaptureError> {
+        if self.is_closed() {
+            return Err(closed_err(&self.shared));
+        }
+        self.shared.clipboard.set(text).map_err(CaptureError::Script)
     }
 
     /// Take back every granted permission.

@@ -230,14 +230,28 @@ impl SessionPage {
         perms: &[String],
         origin: Option<&str>,
     ) -> Result<(), CaptureError> {
-        let cmd = s::GrantPermissions { permissions: perms, origin, browser_context_id: &self.context_id };
+        // Chromium's clipboard is the whole browser's: its permissions stay denied (the
+        // session's own clipboard needs none).
+        let perms: Vec<String> =
+            perms.iter().filter(|p| !super::clipboard::is_clipboard_permission(p)).cloned().collect();
+        if perms.is_empty() {
+            return Ok(());
+        }
+        let cmd = s::GrantPermissions { permissions: &perms, origin, browser_context_id: &self.context_id };
         let reply = self.page.conn.cmd(&cmd, None);
         self.page.finish(reply, "Browser.grantPermissions").await.map(drop)
     }
 
     pub(crate) async fn reset_permissions(&mut self) -> Result<(), CaptureError> {
         let reply = self.page.conn.cmd(&s::ResetPermissions { browser_context_id: &self.context_id }, None);
-        self.page.finish(reply, "Browser.resetPermissions").await.map(drop)
+        self.page.finish(reply, "Browser.resetPermissions").await?;
+        // A reset brings Chromium's defaults back (writing its clipboard allowed): deny again.
+        for permission in super::clipboard::denied_permissions() {
+            let p = json!({ "permission": permission, "setting": "denied", "browserContextId": self.context_id });
+            let reply = self.page.conn.send("Browser.setPermission", &p, None);
+            self.page.finish(reply, "Browser.setPermission").await?;
+        }
+        Ok(())
     }
 
     pub(crate) async fn set_extra_headers(&mut self, headers: &BTreeMap<String, String>) -> Result<(), CaptureError> {
@@ -717,6 +731,16 @@ impl SessionPage {
         with_text: bool,
     ) -> Result<(), CaptureError> {
         let text = if with_text { key.text.clone() } else { None };
+        // A clipboard shortcut goes without its key code: Blink then runs no clipboard
+        // command of its own, and the page's shim uses the session's clipboard.
+        let key_code = match kind {
+            "keyDown" | "rawKeyDown"
+                if super::clipboard::shortcut(u64::from(key.key_code), u64::from(modifiers)).is_some() =>
+            {
+                0
+            }
+            _ => key.key_code,
+        };
         let cmd = s::DispatchKeyEvent {
             kind,
             modifiers,
@@ -724,8 +748,8 @@ impl SessionPage {
             text,
             key: key.key.clone(),
             code: key.code.clone(),
-            windows_virtual_key_code: key.key_code,
-            native_virtual_key_code: key.key_code,
+            windows_virtual_key_code: key_code,
+            native_virtual_key_code: key_code,
         };
         self.input(&cmd).await
     }
@@ -1022,9 +1046,15 @@ impl SessionPage {
         Ok(())
     }
 
-    pub(crate) async fn cdp(&mut self, method: &str, params: Value) -> Result<Value, CaptureError> {
+    pub(crate) async fn cdp(&mut self, method: &str, mut params: Value) -> Result<Value, CaptureError> {
         super::filter::check_page_command(method, &params).map_err(CaptureError::Refused)?;
+        let command =
+            if method == "Input.dispatchKeyEvent" { super::clipboard::guard_key_event(&mut params) } else { None };
         let reply = self.page.conn.send(method, &params, Some(&self.page.sid));
+        if let Some(op) = command {
+            let expression = super::clipboard::command_expression(op);
+            self.page.conn.send_forget("Runtime.evaluate", &json!({ "expression": expression }), Some(&self.page.sid));
+        }
         match self.page.reply_until(reply, self.page.deadline).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(crate::cdp::CdpError::Protocol(m))) => Err(CaptureError::Script(m)),

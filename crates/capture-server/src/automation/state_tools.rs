@@ -301,7 +301,7 @@ pub async fn clear_local_storage(cx: Cx, a: ClearStorageIn) -> AutoResult<Reply>
     Ok(Reply::data(json!({"cleared": true})))
 }
 
-/// Grant browser permissions to the session's pages (every origin): geolocation, notifications, camera, microphone, clipboardReadWrite, clipboardSanitizedWrite, midi, sensors, storageAccess, idleDetection, localFonts, wakeLockScreen… The page's permission queries then answer granted. Adds to what was granted before.
+/// Grant browser permissions to the session's pages (every origin): geolocation, notifications, camera, microphone, midi, sensors, storageAccess, idleDetection, localFonts, wakeLockScreen… The page's permission queries then answer granted. Adds to what was granted before. clipboardReadWrite and clipboardSanitizedWrite are accepted and change nothing: the session's own clipboard needs no permission, and the browser's shared one stays closed.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionsIn {
@@ -348,14 +348,7 @@ pub async fn reset_permissions(cx: Cx, a: ResetPermissionsIn) -> AutoResult<Repl
     Ok(Reply::data(json!({"granted": []})))
 }
 
-async fn clipboard_ready(l: &Live, t: Duration) -> AutoResult<()> {
-    grant(l, &["clipboardReadWrite", "clipboardSanitizedWrite"], t).await?;
-    // The async clipboard API works only in a focused document.
-    l.session.cdp("Emulation.setFocusEmulationEnabled", json!({"enabled": true}), t).await?;
-    Ok(())
-}
-
-/// Put text on the session's clipboard (through the page's navigator.clipboard, granting the clipboard permissions), ready for the page's paste handlers or press_key Control+v.
+/// Put text on the session's own clipboard (each session has its own; the browser's shared clipboard is never used): the page's navigator.clipboard, paste handlers and press_key Control+v get it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ClipboardIn {
@@ -368,28 +361,24 @@ pub struct ClipboardIn {
 }
 
 pub async fn clipboard_write(cx: Cx, a: ClipboardIn) -> AutoResult<Reply> {
-    let t = timeout(a.timeout_ms)?;
     if a.text.len() > 100_000 {
         return Err(AutoError::invalid("text", "must be at most 100000 characters"));
     }
+    let _ = timeout(a.timeout_ms)?;
     let l = live(&cx, &a.session_id).await?;
-    clipboard_ready(&l, t).await?;
-    let expr = format!("navigator.clipboard.writeText({}).then(() => true)", json!(a.text));
-    super::actions::eval(&l.session, &expr, t).await?;
+    l.session.set_clipboard(&a.text)?;
     Ok(Reply::data(json!({"written": a.text.chars().count()})))
 }
 
 page_input! {
-    /// The text on the session's clipboard (what the page copied, or clipboard_write put there).
+    /// The text on the session's own clipboard (what its pages copied, or clipboard_write put there; "" at first).
     ClipboardReadIn
 }
 
 pub async fn clipboard_read(cx: Cx, a: ClipboardReadIn) -> AutoResult<Reply> {
-    let t = timeout(a.timeout_ms)?;
+    let _ = timeout(a.timeout_ms)?;
     let l = live(&cx, &a.session_id).await?;
-    clipboard_ready(&l, t).await?;
-    let v = super::actions::eval(&l.session, "navigator.clipboard.readText()", t).await?;
-    let text = v.as_str().unwrap_or_default().to_string();
+    let text = l.session.clipboard();
     Ok(Reply::data(json!({"text": text})).with_text(text))
 }
 

@@ -28,11 +28,8 @@ use capture_browser::{BrowserPool, WaitUntil};
 use capture_core::time::now_ms;
 use capture_core::{ErrorCode, RunId};
 use capture_store::RunRow;
-use futures_util::{SinkExt, StreamExt};
 use hyper_util::rt::TokioIo;
-use tokio::sync::mpsc;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::error::Error;
@@ -173,34 +170,21 @@ async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, 
         },
         Ok(upgraded) => {
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-            let (mut sink, mut source) = ws.split();
-            let (in_tx, in_rx) = mpsc::channel::<String>(256);
-            let (out_tx, mut out_rx) = mpsc::channel::<String>(256);
-            let reader = tokio::spawn(async move {
-                while let Some(msg) = source.next().await {
-                    let text = match msg {
-                        Ok(Message::Text(t)) => t.to_string(),
-                        Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
-                        Ok(Message::Close(_)) | Err(_) => break,
-                        Ok(_) => continue,
-                    };
-                    if in_tx.send(text).await.is_err() {
-                        break;
-                    }
-                }
-            });
-            let writer = tokio::spawn(async move {
-                while let Some(text) = out_rx.recv().await {
-                    if sink.send(Message::Text(text.into())).await.is_err() {
-                        return;
-                    }
-                }
-                let _ = sink.close().await;
-            });
-            let relay = capture_browser::relay::run(&session, in_rx, out_tx, RelayOptions::default());
-            let outcome = tokio::select! {
+            // Dropped when another branch wins: the socket is then closed normally.
+            let relay = capture_browser::relay::serve_socket(&session, ws, RelayOptions::default());
+            tokio::select! {
                 end = relay => match end {
                     RelayEnd::ClientClosed => Outcome { status: "completed", reason: "disconnected", error: None, finalization_error: None },
+                    end @ RelayEnd::ClientTooSlow { .. } => Outcome {
+                        status: "failed",
+                        reason: "client_too_slow",
+                        error: None,
+                        finalization_error: Some(format!(
+                            "the client was closed (WebSocket code {}): {}",
+                            capture_browser::relay::CLOSE_TOO_SLOW,
+                            end.close_reason().unwrap_or_default()
+                        )),
+                    },
                     RelayEnd::SessionEnded(why) => Outcome {
                         status: "failed",
                         reason: "browser_failed",
@@ -221,7 +205,6 @@ async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, 
                 },
                 _ = hold.stop.cancelled() => Outcome { status: "stopped", reason: "stopped", error: None, finalization_error: None },
                 _ = hold.lost.cancelled() => {
-                    reader.abort();
                     session.close().await;
                     return;
                 }
@@ -231,11 +214,7 @@ async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, 
                     error: None,
                     finalization_error: Some("the service shut down during the session".into()),
                 },
-            };
-            // The relay (and its sender) are gone: the writer closes the socket.
-            reader.abort();
-            let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
-            outcome
+            }
         }
     };
     let outcome = Outcome { finalization_error: outcome.finalization_error.or(video_err), ..outcome };

@@ -744,7 +744,7 @@ pub struct Run {
     pub error: Option<String>,
     /// Why finishing the run failed (the encoder, the browser, storage, a lost worker).
     pub finalization_error: Option<String>,
-    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`, `shutdown`, `idle` (an MCP automation session).
+    /// `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, `not_connected`, `worker_lost`, `browser_failed`, `shutdown`, `client_too_slow` (a live client closed for not reading its socket), `idle` (an MCP automation session).
     pub end_reason: Option<String>,
     pub stop_requested: bool,
     /// Actions reserved at the start (1 per started minute of `timeoutMs`, or what was left).

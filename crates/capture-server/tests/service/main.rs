@@ -11,4 +11,5 @@ mod visitor;
 mod api;
 mod oauth;
 mod oauth_inbox;
+mod oauth_isolation;
 mod web;

@@ -448,6 +448,62 @@ async fn runs_reserve_their_minutes_and_give_back_the_rest(db: Db) {
     }
 }
 
+/// Issue 25: a live client that enables `Runtime`, makes its page log megabytes a second and
+/// stops reading is closed with 1008 and a reason once the relay's queue passes its bound
+/// (the server does not buffer for it), and its run ends `failed` with `client_too_slow`.
+async fn a_live_client_that_stops_reading_is_closed_with_a_reason(db: Db) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (site, app, key) = pro_app(opts(db)).await;
+    let run = start(&app, &key, json!({"startUrl": site.url("/blank"), "live": true, "recordVideo": false})).await;
+    let id = run["id"].as_str().unwrap();
+    let (mut ws, _) = tokio_tungstenite::connect_async(run["connectUrl"].as_str().unwrap()).await.unwrap();
+    let mut next = 0;
+    let mut call =
+        async |ws: &mut tokio_tungstenite::WebSocketStream<_>, method: &str, params: Value, sid: Option<&str>| {
+            next += 1;
+            let mut m = json!({"id": next, "method": method, "params": params});
+            if let Some(s) = sid {
+                m["sessionId"] = json!(s);
+            }
+            ws.send(Message::Text(m.to_string().into())).await.unwrap();
+            loop {
+                let v: Value = serde_json::from_str(ws.next().await.unwrap().unwrap().to_text().unwrap()).unwrap();
+                if v["id"] == next {
+                    return v;
+                }
+            }
+        };
+    let targets = call(&mut ws, "Target.getTargets", json!({}), None).await;
+    let page = targets["result"]["targetInfos"][0]["targetId"].as_str().unwrap().to_string();
+    let attached = call(&mut ws, "Target.attachToTarget", json!({"targetId": page, "flatten": true}), None).await;
+    let sid = attached["result"]["sessionId"].as_str().unwrap().to_string();
+    call(&mut ws, "Runtime.enable", json!({}), Some(&sid)).await;
+    let flood = "setInterval(() => console.log('x'.repeat(200000)), 10); 1";
+    call(&mut ws, "Runtime.evaluate", json!({"expression": flood}), Some(&sid)).await;
+    // The client reads nothing more until its run has ended.
+    let run = wait_end(&app, &key, id).await;
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("failed"), Some("client_too_slow")), "{run}");
+    let why = run["finalizationError"].as_str().unwrap_or_default();
+    assert!(why.contains("1008") && why.contains("client too slow"), "{run}");
+    let frame = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(msg) = ws.next().await {
+            match msg {
+                Ok(Message::Close(frame)) => return frame,
+                Ok(_) => {}
+                Err(e) => panic!("the socket failed before its close frame: {e}"),
+            }
+        }
+        None
+    })
+    .await
+    .expect("a close frame")
+    .expect("a close frame with a code");
+    assert_eq!(u16::from(frame.code), 1008);
+    assert_eq!(frame.reason.as_str(), "client too slow: more than 16 MB of DevTools messages waited unread");
+}
+
 crate::both_dbs!(a_scripted_run_of_every_step_kind);
 crate::both_dbs!(a_failing_step_is_named_and_the_run_fails);
 crate::both_dbs!(stop_ends_a_running_run_cleanly);
@@ -455,4 +511,5 @@ crate::both_dbs!(puppeteer_drives_a_live_session);
 crate::both_dbs!(a_hostile_live_client_is_refused_and_the_pool_unharmed);
 crate::both_dbs!(playwright_connects_over_cdp);
 crate::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);
+crate::both_dbs!(a_live_client_that_stops_reading_is_closed_with_a_reason);
 crate::both_dbs!(runs_reserve_their_minutes_and_give_back_the_rest);
