@@ -40,7 +40,6 @@ async fn a_recipients_unsubscribe_and_a_bounce_cannot_be_lifted_by_the_sender() 
     let site = FixtureSite::start().await.unwrap();
     let app = TestApp::spawn(
         Opts::full(Db::Sqlite)
-            .env("CAPTURE_AXE_PATH", &axe_path())
             .env("CAPTURE_SMTP_URL", &sink.url())
             .env("CAPTURE_MAIL_FROM", FROM),
     )
