@@ -38,12 +38,9 @@ fn unsubscribe_link(mails: &[(String, Value)], email: &str) -> String {
 async fn a_recipients_unsubscribe_and_a_bounce_cannot_be_lifted_by_the_sender() {
     let sink = Sink::start(&["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
-    let app = TestApp::spawn(
-        Opts::full(Db::Sqlite)
-            .env("CAPTURE_SMTP_URL", &sink.url())
-            .env("CAPTURE_MAIL_FROM", FROM),
-    )
-    .await;
+    let app =
+        TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_MAIL_FROM", FROM))
+            .await;
     let (_, key) = app.user_with_key("pro").await;
     let page = site.url(CLEAN_PAGE);
     let rows = |emails: &[&str]| {
