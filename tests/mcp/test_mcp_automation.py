@@ -405,6 +405,13 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     shot = await agent.ok("screenshot", {"sessionId": sid})
     image = [c for c in shot.content if c.type == "image"][0]
     assert png_size(base64.b64decode(image.data)) == (852 * 3, 393 * 3)
+    # In landscape, a field named by selector gets the keys: the tool checks that its tap
+    # landed on the field and that the field took the text.
+    await agent.ok("clear", {"sessionId": sid, "selector": "#email"})
+    typed = await agent.ok("type", {"sessionId": sid, "selector": "#email", "text": "ada@example.com"})
+    assert typed.structured_content["done"] == "typed 15 characters into '#email'", typed.structured_content
+    assert await agent.js(sid, "document.activeElement.id") == "email"
+    assert await agent.js(sid, "document.getElementById('email').value") == "ada@example.com"
     back = (await agent.ok("session_rotate", {"sessionId": sid, "orientation": "portrait"})).structured_content
     assert back["page"]["innerWidth"] == 393
 
@@ -615,11 +622,18 @@ async def toolbox(agent: Agent, site: str, service: Service, account: Account) -
     await agent.ok("set_cookies", {"sessionId": sid, "cookies": [{"name": "a", "value": "1"}, {"name": "b", "value": "2"}]})
     gone = (await agent.ok("delete_cookie", {"sessionId": sid, "name": "a"})).structured_content
     assert gone["remainingWithThatName"] == 0 and await agent.js(sid, "document.cookie") == "b=2"
-    # Media: reduced motion, print.
+    # Media: one state per session; each tool keeps what the others set.
+    media = ("[matchMedia('(prefers-color-scheme: dark)').matches, "
+             "matchMedia('(prefers-reduced-motion: reduce)').matches, matchMedia('print').matches]")
+    await agent.ok("set_color_scheme", {"sessionId": sid, "colorScheme": "dark"})
     assert (await agent.ok("set_reduced_motion", {"sessionId": sid, "reduce": True})).structured_content["prefersReducedMotion"] is True
-    assert await agent.js(sid, "matchMedia('(prefers-reduced-motion: reduce)').matches") is True
+    assert await agent.js(sid, media) == [True, True, False]
     assert (await agent.ok("set_media_type", {"sessionId": sid, "media": "print"})).structured_content["printMatches"] is True
+    assert await agent.js(sid, media) == [True, True, True]
+    await agent.ok("set_color_scheme", {"sessionId": sid, "colorScheme": "light"})
+    assert await agent.js(sid, media) == [False, True, True]
     await agent.ok("set_media_type", {"sessionId": sid, "media": "screen"})
+    assert await agent.js(sid, media) == [False, True, False]
     # JavaScript off: the page's own script no longer runs after a reload.
     await agent.ok("set_javascript", {"sessionId": sid, "enabled": False})
     await agent.ok("reload", {"sessionId": sid})

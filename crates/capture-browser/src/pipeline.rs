@@ -73,7 +73,7 @@ pub(crate) async fn run(
         page.delay(req.delay_ms).await?;
     }
     if let Some(js) = req.pre_screenshot_js.as_deref().filter(|s| !s.trim().is_empty()) {
-        page.user_script(js).await?;
+        page.user_script(js, req.timeout_ms).await?;
     }
 
     let output = if req.pdf {

@@ -294,6 +294,24 @@ async fn delay_and_pre_screenshot_js() {
         }
         other => panic!("expected a script error, got {:?}", other.map(|o| o.tags)),
     }
+
+    // A script that never settles is bounded by timeoutMs, not by the job's whole deadline,
+    // and the page it held serves the next capture.
+    let mut r = url_req(srv.url("/red"));
+    r.timeout_ms = 800;
+    r.deadline = Duration::from_secs(60);
+    r.pre_screenshot_js = Some("await new Promise(() => {})".into());
+    let t = Instant::now();
+    match f.pool.capture(r).await {
+        Err(CaptureError::Timeout(m)) => {
+            assert_eq!(m, "preScreenshotJs did not settle within 800 ms (timeoutMs)")
+        }
+        other => panic!("expected a timeout, got {:?}", other.map(|o| o.tags)),
+    }
+    let took = t.elapsed();
+    assert!(took >= Duration::from_millis(800) && took < Duration::from_secs(5), "{took:?}");
+    let out = ok(f.pool.capture(url_req(srv.url("/red"))).await);
+    assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 2);
     f.pool.shutdown().await;
 }
 

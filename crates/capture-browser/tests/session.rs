@@ -112,6 +112,20 @@ const SHOTS: &str = r#"<!doctype html><html><head><title>Shots</title></head><bo
 <div style="position:absolute;top:2900px;left:0;width:100%;height:100px;background:rgb(0,0,255)"></div>
 <div style="height:3000px"></div></body></html>"#;
 
+/// Fields above and below the fold, one under a veil, one read-only; content wider than a
+/// phone, so the page is zoomed out and the visual viewport is not the layout viewport.
+const ACTING: &str = r#"<!doctype html><html><head><meta name=viewport content="width=device-width"><title>Acting</title>
+<style>body{margin:0;font:16px sans-serif} #wide{width:1200px;height:10px;background:rgb(230,230,230)}</style></head><body>
+<div id=wide></div>
+<input id=top aria-label=Top>
+<div style="position:relative;width:300px;height:40px"><input id=covered aria-label=Covered style="width:280px">
+<div id=veil style="position:absolute;left:0;top:0;width:300px;height:40px;background:rgba(0,0,0,0.1)"></div></div>
+<input id=fixed readonly value=fixed aria-label=Fixed>
+<div style="height:2500px"></div>
+<input id=far aria-label=Far>
+<button id=btn onclick="document.getElementById('clicked').textContent='clicked'">Press</button><div id=clicked>no</div>
+</body></html>"#;
+
 const INIT: &str = r#"<!doctype html><html><head><script>document.title = window.__early || 'missing';</script></head><body></body></html>"#;
 
 async fn site() -> (SocketAddr, Seen) {
@@ -134,6 +148,7 @@ async fn site() -> (SocketAddr, Seen) {
         .route("/anim", get(|| async { Html(ANIM) }))
         .route("/shots", get(|| async { Html(SHOTS) }))
         .route("/init", get(|| async { Html(INIT) }))
+        .route("/acting", get(|| async { Html(ACTING) }))
         .route("/r1", get(|| async { Redirect::temporary("/r2") }))
         .route("/r2", get(|| async { Redirect::permanent("/final") }))
         .route("/final", get(|| async { ([("x-fixture", "final")], Html("<title>Final</title>final")) }))
@@ -261,6 +276,94 @@ async fn a_phone_session_taps_swipes_pinches_and_rotates() {
         Err(CaptureError::Closed(m)) => assert_eq!(m, "the session was closed"),
         other => panic!("expected a closed session, got {other:?}"),
     }
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acting_on_an_element_checks_it_was_reached_after_a_rotation_and_below_the_fold() {
+    let f = fixture(1).await;
+    let s = f.open(phone()).await;
+    s.goto(&f.url("/acting"), WaitUntil::Load, T).await.unwrap();
+    let turned = s.rotate(T).await.unwrap();
+    assert!(turned.landscape);
+    // The content is wider than the phone: the visual viewport is zoomed out.
+    let scale = eval(&s, "visualViewport.scale").await.as_f64().unwrap();
+    assert!(scale < 0.9, "visual viewport scale {scale}");
+    // And zoomed in, as a pinch does: the visual viewport is a moving window of the layout
+    // viewport, so an element's client rectangle is not where a finger lands.
+    s.cdp("Emulation.setPageScaleFactor", json!({"pageScaleFactor": 2.5}), T).await.unwrap();
+    let active = "document.activeElement && document.activeElement.id";
+
+    // Below the fold, after the rotation: the tap lands on the field and the text is in it.
+    assert_eq!(s.type_into(sel("#far"), "hello", true, T).await.unwrap(), "hello");
+    assert_eq!(eval(&s, active).await, json!("far"));
+    assert_eq!(eval(&s, "document.getElementById('far').value").await, json!("hello"));
+    // Appends, with the mouse too.
+    assert_eq!(s.type_into(sel("#far"), " you", false, T).await.unwrap(), "hello you");
+    assert_eq!(s.type_into(sel("#top"), "abc", true, T).await.unwrap(), "abc");
+    assert_eq!(eval(&s, active).await, json!("top"));
+    s.tap(sel("#btn"), T).await.unwrap();
+    assert_eq!(text(&s, "#clicked").await, "clicked");
+    let offset = eval(&s, "visualViewport.offsetTop").await.as_f64().unwrap();
+    assert!(offset > 50.0, "the visual viewport is offset: {offset}");
+    // By ref (the DOM's quads), also below the fold.
+    let tree = s.accessibility_snapshot(T).await.unwrap();
+    let far = tree.iter().find(|n| n.name == "Far").and_then(|n| n.backend_node_id).expect("the far field");
+    assert_eq!(s.fill(Target::Ref(far), "by ref", T).await.unwrap(), "by ref");
+    assert_eq!(s.type_into(Target::Ref(far), "!", true, T).await.unwrap(), "by ref!");
+
+    // A field under a veil: nothing is typed and the tool says why.
+    match s.type_into(sel("#covered"), "x", true, T).await {
+        Err(CaptureError::Script(m)) => {
+            assert_eq!(
+                m,
+                "type into '#covered': '#covered' is covered by <div#veil>: an input there would not reach it"
+            )
+        }
+        other => panic!("expected the veil to be named, got {other:?}"),
+    }
+    match s.click(sel("#covered"), T).await {
+        Err(CaptureError::Script(m)) => {
+            assert_eq!(m, "click '#covered': '#covered' is covered by <div#veil>: an input there would not reach it")
+        }
+        other => panic!("expected the veil to be named, got {other:?}"),
+    }
+    assert_eq!(eval(&s, "document.getElementById('covered').value").await, json!(""));
+    // A read-only field takes the focus but not the keys.
+    match s.type_into(sel("#fixed"), "zzz", true, T).await {
+        Err(CaptureError::Script(m)) => assert_eq!(
+            m,
+            "type into '#fixed': '#fixed' still holds \"fixed\": the field did not accept the keys (read-only, or the page refused them)"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    s.close().await;
+    f.pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emulated_media_features_and_type_are_one_state() {
+    let f = fixture(1).await;
+    let s = f.open(SessionOptions { color_scheme: Some(ColorScheme::Dark), ..Default::default() }).await;
+    s.goto(&f.url("/rotate"), WaitUntil::Load, T).await.unwrap();
+    let all = "[matchMedia('(prefers-color-scheme: dark)').matches, matchMedia('(prefers-reduced-motion: reduce)').matches, matchMedia('print').matches]";
+    assert_eq!(eval(&s, all).await, json!([true, false, false]));
+    s.set_media_feature("prefers-reduced-motion", "reduce", T).await.unwrap();
+    assert_eq!(eval(&s, all).await, json!([true, true, false]));
+    s.set_media_type("print", T).await.unwrap();
+    assert_eq!(eval(&s, all).await, json!([true, true, true]));
+    s.set_media_feature("prefers-color-scheme", "light", T).await.unwrap();
+    assert_eq!(eval(&s, all).await, json!([false, true, true]));
+    s.set_media_type("screen", T).await.unwrap();
+    assert_eq!(eval(&s, all).await, json!([false, true, false]));
+    // A raw call replaces everything, as DevTools does; the next change builds on it.
+    s.cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-color-scheme", "value": "dark"}]}), T)
+        .await
+        .unwrap();
+    assert_eq!(eval(&s, all).await, json!([true, false, false]));
+    s.set_media_type("print", T).await.unwrap();
+    assert_eq!(eval(&s, all).await, json!([true, false, true]));
+    s.close().await;
     f.pool.shutdown().await;
 }
 

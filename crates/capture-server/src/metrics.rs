@@ -25,6 +25,7 @@ pub struct Metrics {
     captures_done: AtomicU64,
     captures_failed: AtomicU64,
     capture_retries: AtomicU64,
+    captures_handed_back: AtomicU64,
     scheduler_leader: AtomicBool,
     refused_account: AtomicU64,
     refused_global: AtomicU64,
@@ -79,6 +80,11 @@ impl Metrics {
     /// Count a retried transient browser failure.
     pub fn capture_retry(&self) {
         self.capture_retries.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count a capture handed back to the queue so another account could have its slot.
+    pub fn capture_handed_back(&self) {
+        self.captures_handed_back.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Record whether this process is the scheduler leader.
@@ -195,6 +201,11 @@ impl Metrics {
             s,
             "# HELP capture_capture_retries_total Transient browser failures retried.\n# TYPE capture_capture_retries_total counter\ncapture_capture_retries_total {}",
             self.capture_retries.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP capture_captures_handed_back_total Captures handed back to the queue so another account could have a slot.\n# TYPE capture_captures_handed_back_total counter\ncapture_captures_handed_back_total {}",
+            self.captures_handed_back.load(Ordering::Relaxed)
         );
         s.push_str("# HELP capture_http_requests_total HTTP requests by method, route and status.\n# TYPE capture_http_requests_total counter\n");
         let m = self.http.lock().unwrap_or_else(|p| p.into_inner());

@@ -26,6 +26,8 @@ pub struct Task {
     pub payload: String,
     /// Claims so far, this one included.
     pub attempts: i64,
+    /// The account the task works for (none for the service's own work).
+    pub account_id: Option<String>,
 }
 
 /// Running tasks allowed per account while claiming fairly, by the account's plan.
@@ -48,7 +50,7 @@ impl FairShare {
 /// Key of the advisory lock that makes fair claims pass one at a time (PostgreSQL).
 const FAIR_CLAIM_LOCK: i64 = 7_245_021;
 
-const CLAIMED_COLS: &str = "id, kind, subject_id, payload, attempts";
+const CLAIMED_COLS: &str = "id, kind, subject_id, payload, attempts, account_id";
 
 pub(crate) async fn enqueue(
     tx: &mut Transaction<'static, Any>,
@@ -83,6 +85,7 @@ fn task_from(r: &AnyRow) -> Result<Task> {
         subject_id: r.try_get("subject_id")?,
         payload: r.try_get("payload")?,
         attempts: r.try_get("attempts")?,
+        account_id: r.try_get("account_id")?,
     })
 }
 
@@ -206,6 +209,23 @@ impl Store {
         }
         tx.rollback().await?;
         Ok(None)
+    }
+
+    /// Accounts with a task of `kind` that could run now and has waited at least `waited_ms`
+    /// (queued and due since then, or its lease expired since then), each once, in no
+    /// particular order; `None` stands for tasks of no account. A node whose slots are all
+    /// taken asks this to know whether another account is kept out.
+    pub async fn waiting_accounts(&self, kind: &str, now: i64, waited_ms: i64) -> Result<Vec<Option<String>>> {
+        let since = now - waited_ms.max(0);
+        let rows: Vec<(Option<String>,)> = sqlx::query_as(
+            "SELECT DISTINCT account_id FROM tasks WHERE kind = $1 AND \
+             ((status = 'queued' AND run_at <= $2) OR (status = 'running' AND locked_until < $2))",
+        )
+        .bind(kind)
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(a,)| a).collect())
     }
 
     /// Tasks of one of `kinds` running now (leases not expired), by account (metrics, tests).

@@ -48,6 +48,7 @@ on_both_backends! {
     a_job_that_ran_into_its_own_deadline_keeps_its_charge => a_job_that_ran_into_its_own_deadline_keeps_its_charge_sqlite, a_job_that_ran_into_its_own_deadline_keeps_its_charge_postgres;
     fair_claims_serve_the_least_busy_account_within_its_cap => fair_claims_serve_the_least_busy_account_within_its_cap_sqlite, fair_claims_serve_the_least_busy_account_within_its_cap_postgres;
     fair_claim_caps_hold_under_concurrency => fair_claim_caps_hold_under_concurrency_sqlite, fair_claim_caps_hold_under_concurrency_postgres;
+    waiting_accounts_name_who_has_work_due_and_claims_name_the_account => waiting_accounts_name_who_has_work_due_and_claims_name_the_account_sqlite, waiting_accounts_name_who_has_work_due_and_claims_name_the_account_postgres;
     databases_from_before_sqlx_migrations_upgrade_in_place => databases_from_before_sqlx_migrations_upgrade_in_place_sqlite, databases_from_before_sqlx_migrations_upgrade_in_place_postgres;
     share_tokens_are_stable_and_owner_only => share_tokens_are_stable_and_owner_only_sqlite, share_tokens_are_stable_and_owner_only_postgres;
     screenshot_of_hides_other_users_jobs => screenshot_of_hides_other_users_jobs_sqlite, screenshot_of_hides_other_users_jobs_postgres;
@@ -1407,6 +1408,43 @@ async fn fair_claims_serve_the_least_busy_account_within_its_cap(ctx: Ctx) {
     }
     assert_eq!(rest, 6, "alice's three never claimed, her other expired one, and bob's and carol's (expired too)");
     assert_eq!(store.claim_fair(&["webhook"], "w", later, 1, &fs).await.unwrap(), None, "other kinds are apart");
+}
+
+async fn waiting_accounts_name_who_has_work_due_and_claims_name_the_account(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    create(store, &job(&alice, None, T0, None)).await;
+    create(store, &job(&alice, None, T0 + 1, None)).await;
+    create(store, &job(&bob, None, T0 + 500, None)).await;
+    let waiting = |now: i64| {
+        let store = store.clone();
+        async move {
+            let mut w = store.waiting_accounts("screenshot", now, 250).await.unwrap();
+            w.sort();
+            w
+        }
+    };
+    // Bob's task has waited 100 ms only at T0 + 600.
+    assert_eq!(waiting(T0 + 600).await, vec![Some(alice.id.clone())]);
+    let mut both = vec![Some(alice.id.clone()), Some(bob.id.clone())];
+    both.sort();
+    assert_eq!(waiting(T0 + 800).await, both);
+    assert_eq!(store.waiting_accounts("webhook", T0 + 800, 250).await.unwrap(), Vec::<Option<String>>::new());
+    // A claimed task names its account; running tasks wait no more.
+    let fs = FairShare::default();
+    let first = store.claim_fair(&["screenshot"], "w1", T0 + 800, 60_000, &fs).await.unwrap().unwrap();
+    assert_eq!(first.account_id.as_deref(), Some(alice.id.as_str()));
+    let second = store.claim_fair(&["screenshot"], "w2", T0 + 800, 60_000, &fs).await.unwrap().unwrap();
+    assert_eq!(second.account_id.as_deref(), Some(bob.id.as_str()), "bob runs nothing: he goes next");
+    assert_eq!(waiting(T0 + 800).await, vec![Some(alice.id.clone())]);
+    let third = store.claim("screenshot", "w3", T0 + 800, 60_000).await.unwrap().unwrap();
+    assert_eq!(third.account_id.as_deref(), Some(alice.id.as_str()));
+    assert_eq!(waiting(T0 + 800).await, Vec::<Option<String>>::new());
+    // A task handed back waits again from the moment it was handed back.
+    assert!(store.release(&second.id, "w2", &second.subject_id, T0 + 900).await.unwrap());
+    assert_eq!(waiting(T0 + 1000).await, Vec::<Option<String>>::new());
+    assert_eq!(waiting(T0 + 1150).await, vec![Some(bob.id.clone())]);
 }
 
 async fn fair_claim_caps_hold_under_concurrency(ctx: Ctx) {

@@ -129,11 +129,17 @@ impl Page {
     }
 
     /// Run the user's `preScreenshotJs` (awaited, console semantics).
-    pub(crate) async fn user_script(&mut self, js: &str) -> Result<(), CaptureError> {
-        match self.eval(js, self.deadline, true).await {
+    /// A script whose promise never settles is bounded by `timeout_ms`, the bound the
+    /// contract gives navigation, waitFor and clickBefore (and by the job's deadline).
+    pub(crate) async fn user_script(&mut self, js: &str, timeout_ms: u64) -> Result<(), CaptureError> {
+        let until = (Instant::now() + Duration::from_millis(timeout_ms)).min(self.deadline);
+        match self.eval(js, until, true).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(m)) => Err(CaptureError::Script(format!("preScreenshotJs threw: {m}"))),
-            Err(Stop::Elapsed) => Err(self.deadline_err()),
+            Err(Stop::Elapsed) => Err(self.timeout_err(
+                until,
+                CaptureError::Timeout(format!("preScreenshotJs did not settle within {timeout_ms} ms (timeoutMs)")),
+            )),
             Err(Stop::Fail(e)) => Err(e),
         }
     }

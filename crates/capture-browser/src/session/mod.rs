@@ -540,6 +540,46 @@ pub(crate) struct SessionPage {
     pub(crate) session_deadline: Instant,
     pub(crate) session_deadline_msg: String,
     pub(crate) screencasting: bool,
+    /// The emulated media the session set (see [`EmulatedMedia`]).
+    pub(crate) media: EmulatedMedia,
+}
+
+/// The media a session emulates. `Emulation.setEmulatedMedia` replaces all of it with each
+/// call, so the session keeps the whole state and sends all of it every time: a color
+/// scheme set earlier survives setting reduced motion or the print media type.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct EmulatedMedia {
+    /// `screen`, `print`, or empty (the page's own).
+    pub(crate) media: String,
+    /// CSS media features by name (`prefers-color-scheme` → `dark`).
+    pub(crate) features: BTreeMap<String, String>,
+}
+
+impl EmulatedMedia {
+    pub(crate) fn params(&self) -> Value {
+        let features: Vec<Value> =
+            self.features.iter().map(|(name, value)| serde_json::json!({"name": name, "value": value})).collect();
+        serde_json::json!({"media": self.media, "features": features})
+    }
+
+    /// The state a raw `Emulation.setEmulatedMedia` call leaves (it replaces everything).
+    pub(crate) fn from_params(params: &Value) -> EmulatedMedia {
+        let media = params.get("media").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let features = params
+            .get("features")
+            .and_then(Value::as_array)
+            .map(|fs| {
+                fs.iter()
+                    .filter_map(|f| {
+                        let name = f.get("name")?.as_str()?;
+                        let value = f.get("value")?.as_str()?;
+                        Some((name.to_owned(), value.to_owned()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        EmulatedMedia { media, features }
+    }
 }
 
 type Op = Box<dyn for<'a> FnOnce(&'a mut SessionPage) -> BoxFuture<'a, ()> + Send>;
@@ -610,6 +650,7 @@ impl BrowserPool {
             session_deadline: deadline,
             session_deadline_msg,
             screencasting: false,
+            media: EmulatedMedia::default(),
         };
         let setup_until = deadline.min(Instant::now() + Duration::from_secs(15));
         sp.begin("opening the session", setup_until);
@@ -894,6 +935,38 @@ impl Session {
         .await
     }
 
+    /// Emulate one CSS media feature (`prefers-color-scheme`, `prefers-reduced-motion`…;
+    /// an empty value drops it), keeping the rest of the session's emulated media.
+    pub async fn set_media_feature(&self, name: &str, value: &str, timeout: Duration) -> Result<(), CaptureError> {
+        let (name, value) = (name.to_owned(), value.to_owned());
+        self.run(format!("set_media_feature {name}"), timeout, move |sp| {
+            Box::pin(async move {
+                let mut media = sp.media.clone();
+                if value.is_empty() {
+                    media.features.remove(&name);
+                } else {
+                    media.features.insert(name, value);
+                }
+                sp.apply_media(media).await
+            })
+        })
+        .await
+    }
+
+    /// Emulate a media type (`screen`, `print`; empty: the page's own), keeping the
+    /// session's emulated media features.
+    pub async fn set_media_type(&self, media: &str, timeout: Duration) -> Result<(), CaptureError> {
+        let kind = media.to_owned();
+        self.run(format!("set_media_type {kind}"), timeout, move |sp| {
+            Box::pin(async move {
+                let mut media = sp.media.clone();
+                media.media = kind;
+                sp.apply_media(media).await
+            })
+        })
+        .await
+    }
+
     /// Every cookie of the session's context.
     pub async fn cookies(&self, timeout: Duration) -> Result<Vec<Cookie>, CaptureError> {
         self.run("cookies".into(), timeout, |sp| Box::pin(async move { sp.cookies().await })).await
@@ -1007,11 +1080,30 @@ impl Session {
         self.run(format!("press {key}"), timeout, move |sp| Box::pin(async move { sp.press(&key).await })).await
     }
 
-    /// Focus a field, replace its content with `text` (typed key by key).
-    pub async fn fill(&self, target: Target, text: &str, timeout: Duration) -> Result<(), CaptureError> {
+    /// Focus a field, replace its content with `text` (typed key by key); the field's value
+    /// afterwards. Fails when the field cannot take the focus or its content did not change.
+    pub async fn fill(&self, target: Target, text: &str, timeout: Duration) -> Result<String, CaptureError> {
         let text = text.to_owned();
         self.run(format!("fill {target}"), timeout, move |sp| Box::pin(async move { sp.fill(&target, &text).await }))
             .await
+    }
+
+    /// Tap (`touch`) or click a field, then type `text` into it key by key, appending; the
+    /// field's value afterwards. Fails, typing nothing, when the input did not reach the
+    /// field (it is covered, or the focus landed elsewhere), and fails when the field's
+    /// content did not change.
+    pub async fn type_into(
+        &self,
+        target: Target,
+        text: &str,
+        touch: bool,
+        timeout: Duration,
+    ) -> Result<String, CaptureError> {
+        let text = text.to_owned();
+        self.run(format!("type into {target}"), timeout, move |sp| {
+            Box::pin(async move { sp.type_into(&target, &text, touch).await })
+        })
+        .await
     }
 
     /// Select options of a `<select>` by value (or by label); returns the selected values.

@@ -25,11 +25,26 @@ const SETTLE: Duration = Duration::from_millis(100);
 
 /// Scroll an element (or a text node's parent) into view; its centre, or null when it
 /// has no box.
-const CENTRE: &str = "function() { const el = this.nodeType === 1 ? this : this.parentElement; if (!el) return null; el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); const r = el.getBoundingClientRect(); if (r.width <= 0 || r.height <= 0) return null; return { x: r.left + r.width / 2, y: r.top + r.height / 2 }; }";
+/// Where to aim an input at an element: scroll it into view, take the part of its box inside
+/// the visual viewport (what the user sees: after a rotation or a zoom it is not the layout
+/// viewport), check that the element itself is what a pointer there hits, and give the point
+/// relative to the visual viewport (CSS pixels, not scaled by the zoom), the coordinates
+/// `Input.dispatch*Event` takes. Answers `{x, y}` or `{error, by?}`.
+const AIM: &str = "function() { const el = this.nodeType === 1 ? this : this.parentElement; if (!el) return { error: 'gone' }; el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); const r = el.getBoundingClientRect(); if (r.width <= 0 || r.height <= 0) return { error: 'hidden' }; const vv = window.visualViewport || { offsetLeft: 0, offsetTop: 0, width: innerWidth, height: innerHeight, scale: 1 }; const left = Math.max(r.left, vv.offsetLeft), right = Math.min(r.right, vv.offsetLeft + vv.width); const top = Math.max(r.top, vv.offsetTop), bottom = Math.min(r.bottom, vv.offsetTop + vv.height); if (right <= left || bottom <= top) return { error: 'offscreen' }; const cx = (left + right) / 2, cy = (top + bottom) / 2; const root = el.getRootNode(); const hit = (root.elementFromPoint ? root : document).elementFromPoint(cx, cy); const mine = (h) => !h || h === el || el.contains(h) || (el.labels && Array.from(el.labels).some((l) => l.contains(h))) || (el.tagName === 'LABEL' && el.control === h); if (!mine(hit)) { const id = hit.id ? '#' + hit.id : ''; const cls = typeof hit.className === 'string' && hit.className.trim() ? '.' + hit.className.trim().split(/\\s+/).join('.') : ''; return { error: 'covered', by: '<' + hit.tagName.toLowerCase() + id + cls + '>' }; } return { x: cx - vv.offsetLeft, y: cy - vv.offsetTop }; }";
+/// Whether a pointer at a visual-viewport point (main frame) hits this element; `{by}` names
+/// what it hits instead. Elements of other frames are not checked (their coordinates differ).
+const HITS: &str = "function(x, y) { const el = this.nodeType === 1 ? this : this.parentElement; if (!el || window !== window.top) return { ok: true }; const vv = window.visualViewport || { offsetLeft: 0, offsetTop: 0, scale: 1 }; const cx = x + vv.offsetLeft, cy = y + vv.offsetTop; const root = el.getRootNode(); const hit = (root.elementFromPoint ? root : document).elementFromPoint(cx, cy); if (!hit || hit === el || el.contains(hit) || (el.labels && Array.from(el.labels).some((l) => l.contains(hit))) || (el.tagName === 'LABEL' && el.control === hit)) return { ok: true }; const id = hit.id ? '#' + hit.id : ''; return { ok: false, by: '<' + hit.tagName.toLowerCase() + id + '>' }; }";
+/// Whether the focus is on this element (or inside it, or on the control of this label);
+/// else a description of where it is.
+const HAS_FOCUS: &str = "function() { let a = document.activeElement; while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; const el = this.nodeType === 1 ? this : this.parentElement; if (a && el && (a === el || el.contains(a) || (el.tagName === 'LABEL' && el.control === a) || (el.shadowRoot && el.shadowRoot.contains(a)))) return { focused: true }; const d = !a ? 'nothing' : '<' + a.tagName.toLowerCase() + (a.id ? '#' + a.id : '') + '>'; return { focused: false, on: d }; }";
+/// What a field holds: an input's or textarea's value, an editable element's text, else the
+/// value of the focused field inside it (or of a label's control).
+const FIELD_VALUE: &str = "function() { const el = this.nodeType === 1 ? this : this.parentElement; if (!el) return null; let f = el; if (el.tagName === 'LABEL' && el.control) f = el.control; else if (!(el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.isContentEditable) && el.contains(document.activeElement)) f = document.activeElement; if (f.isContentEditable) return f.innerText; return ('value' in f) ? String(f.value) : null; }";
 /// An element's box in document coordinates, scrolled into view.
 const RECT: &str = "function() { const el = this.nodeType === 1 ? this : this.parentElement; el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); const r = el.getBoundingClientRect(); return { x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height }; }";
-/// Focus a text field and select its content; false when it is no text field.
-const FOCUS_SELECT: &str = "function() { const el = this; const text = (el.tagName === 'INPUT' && !['checkbox','radio','file','submit','button','image','reset','range','color'].includes(el.type)) || el.tagName === 'TEXTAREA'; if (!text && !el.isContentEditable) return false; el.focus(); if (text) { el.select(); } else { const r = document.createRange(); r.selectNodeContents(el); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } return true; }";
+/// Focus a text field and select its content: true, `'notext'` when it is no text field,
+/// `'nofocus'` when it cannot take the focus (disabled, hidden).
+const FOCUS_SELECT: &str = "function() { const el = this; const text = (el.tagName === 'INPUT' && !['checkbox','radio','file','submit','button','image','reset','range','color'].includes(el.type)) || el.tagName === 'TEXTAREA'; if (!text && !el.isContentEditable) return 'notext'; el.focus(); if (document.activeElement !== el && !el.contains(document.activeElement)) return 'nofocus'; if (text) { el.select(); } else { const r = document.createRange(); r.selectNodeContents(el); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } return true; }";
 /// Choose options of a select by value, else by label.
 const SELECT: &str = "function(values) { if (this.tagName !== 'SELECT') return { error: 'not a <select> element' }; const opts = Array.from(this.options); const chosen = []; for (const v of values) { const o = opts.find((o) => o.value === v) || opts.find((o) => o.label === v || o.text.trim() === v); if (!o) return { error: 'no option ' + JSON.stringify(v) }; chosen.push(o); } if (!this.multiple && chosen.length > 1) return { error: 'the <select> takes one value' }; for (const o of opts) o.selected = chosen.includes(o); this.dispatchEvent(new Event('input', { bubbles: true })); this.dispatchEvent(new Event('change', { bubbles: true })); return { selected: chosen.map((o) => o.value) }; }";
 /// Give files (base64) to a file input, as a user picking them would.
@@ -131,8 +146,9 @@ impl SessionPage {
                 super::ColorScheme::Dark => "dark",
                 super::ColorScheme::NoPreference => "no-preference",
             };
-            let features = vec![p::MediaFeature { name: "prefers-color-scheme", value }];
-            self.page.call(&p::SetEmulatedMedia { features }).await?;
+            let mut media = self.media.clone();
+            media.features.insert("prefers-color-scheme".into(), value.into());
+            self.apply_media(media).await?;
         }
         if !opts.extra_headers.is_empty() {
             self.set_extra_headers(&opts.extra_headers).await?;
@@ -528,16 +544,32 @@ impl SessionPage {
                 && let Ok(q) = self.page.call(&s::GetContentQuads { backend_node_id: *id }).await
                 && let Some(quad) = q.quads.first().filter(|q| q.len() == 8)
             {
+                // Quads are relative to the visual viewport already, as inputs are.
                 let x = (quad[0] + quad[2] + quad[4] + quad[6]) / 4.0;
                 let y = (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0;
+                let obj = self.object(t).await?;
+                let hit = self.call_on(&obj, HITS, vec![json!(x), json!(y)]).await?;
+                if hit.get("ok") == Some(&Value::Bool(false)) {
+                    let by = hit.get("by").and_then(Value::as_str).unwrap_or("another element");
+                    return Err(CaptureError::Script(format!(
+                        "{t} is covered by {by}: an input there would not reach it"
+                    )));
+                }
                 return Ok((x, y));
             }
         }
         let obj = self.object(t).await?;
-        let v = self.call_on(&obj, CENTRE, Vec::new()).await?;
+        let v = self.call_on(&obj, AIM, Vec::new()).await?;
         match (v.get("x").and_then(Value::as_f64), v.get("y").and_then(Value::as_f64)) {
             (Some(x), Some(y)) => Ok((x, y)),
-            _ => Err(CaptureError::Script(format!("{t} is not visible (it has no box)"))),
+            _ => Err(CaptureError::Script(match v.get("error").and_then(Value::as_str) {
+                Some("covered") => format!(
+                    "{t} is covered by {}: an input there would not reach it",
+                    v.get("by").and_then(Value::as_str).unwrap_or("another element")
+                ),
+                Some("offscreen") => format!("{t} could not be scrolled into the visible part of the page"),
+                _ => format!("{t} is not visible (it has no box)"),
+            })),
         }
     }
 
@@ -805,18 +837,73 @@ impl SessionPage {
         self.settle(before).await
     }
 
-    pub(crate) async fn fill(&mut self, t: &Target, text: &str) -> Result<(), CaptureError> {
+    /// Replace a field's content; the field's value afterwards (a page may reformat it).
+    /// Fails when the field did not take the focus or its content did not change.
+    pub(crate) async fn fill(&mut self, t: &Target, text: &str) -> Result<String, CaptureError> {
         let obj = self.object(t).await?;
-        if self.call_on(&obj, FOCUS_SELECT, Vec::new()).await? != Value::Bool(true) {
-            return Err(CaptureError::Script(format!("{t} is not a text field")));
+        let before = self.call_on(&obj, FIELD_VALUE, Vec::new()).await?;
+        match self.call_on(&obj, FOCUS_SELECT, Vec::new()).await? {
+            Value::Bool(true) => {}
+            Value::String(s) if s == "nofocus" => {
+                return Err(CaptureError::Script(format!("{t} cannot take the focus (disabled or hidden)")));
+            }
+            _ => return Err(CaptureError::Script(format!("{t} is not a text field"))),
         }
         if text.is_empty() {
             let del = keys::named("Delete").unwrap_or_else(unreachable_key);
             self.key("rawKeyDown", &del, 0, false).await?;
-            self.key("keyUp", &del, 0, false).await
+            self.key("keyUp", &del, 0, false).await?;
         } else {
-            self.type_text(text).await
+            self.type_text(text).await?;
         }
+        if self.dialog_open() {
+            return Ok(text.to_owned());
+        }
+        let after = self.call_on(&obj, FIELD_VALUE, Vec::new()).await?;
+        let after = after.as_str().unwrap_or_default().to_owned();
+        if after != text && before.as_str() == Some(after.as_str()) {
+            return Err(CaptureError::Script(format!(
+                "{t} still holds {after:?}: the field did not accept the keys (read-only, or the page refused them)"
+            )));
+        }
+        Ok(after)
+    }
+
+    /// Type into a field: aim a tap (`touch`) or click at it, check that it took the focus,
+    /// type, and check that its content changed. The field's value afterwards.
+    pub(crate) async fn type_into(&mut self, t: &Target, text: &str, touch: bool) -> Result<String, CaptureError> {
+        let obj = self.object(t).await?;
+        let before = self.call_on(&obj, FIELD_VALUE, Vec::new()).await?;
+        if touch {
+            self.tap(t, 1).await?;
+        } else {
+            self.click(t, 1).await?;
+        }
+        if self.dialog_open() {
+            return Ok(String::new());
+        }
+        // A tap may have navigated (a link): the element is gone then.
+        let obj = self.object(t).await?;
+        let focus = self.call_on(&obj, HAS_FOCUS, Vec::new()).await?;
+        if focus.get("focused") != Some(&Value::Bool(true)) {
+            let on = focus.get("on").and_then(Value::as_str).unwrap_or("nothing");
+            return Err(CaptureError::Script(format!("{t} did not take the focus (it is on {on}): nothing was typed")));
+        }
+        self.type_text(text).await?;
+        if self.dialog_open() || text.is_empty() {
+            return Ok(text.to_owned());
+        }
+        let after = match self.object(t).await {
+            Ok(obj) => self.call_on(&obj, FIELD_VALUE, Vec::new()).await?,
+            // Typing (an Enter in the text) left the page.
+            Err(_) => return Ok(text.to_owned()),
+        };
+        if after == before && after.is_string() {
+            return Err(CaptureError::Script(format!(
+                "{t} still holds {after}: the field did not accept the keys (read-only, or the page refused them)"
+            )));
+        }
+        Ok(after.as_str().unwrap_or_default().to_owned())
     }
 
     pub(crate) async fn select_option(&mut self, t: &Target, values: &[String]) -> Result<Vec<String>, CaptureError> {
@@ -1046,6 +1133,11 @@ impl SessionPage {
         Ok(())
     }
 
+    /// Send the whole emulated-media state and keep it (see [`super::EmulatedMedia`]).
+    pub(crate) async fn apply_media(&mut self, media: super::EmulatedMedia) -> Result<(), CaptureError> {
+        self.cdp("Emulation.setEmulatedMedia", media.params()).await.map(|_| ())
+    }
+
     pub(crate) async fn cdp(&mut self, method: &str, mut params: Value) -> Result<Value, CaptureError> {
         super::filter::check_page_command(method, &params).map_err(CaptureError::Refused)?;
         let command =
@@ -1056,7 +1148,13 @@ impl SessionPage {
             self.page.conn.send_forget("Runtime.evaluate", &json!({ "expression": expression }), Some(&self.page.sid));
         }
         match self.page.reply_until(reply, self.page.deadline).await {
-            Ok(Ok(v)) => Ok(v),
+            Ok(Ok(v)) => {
+                // A raw call replaces the whole emulated media, as the tools' calls do.
+                if method == "Emulation.setEmulatedMedia" {
+                    self.media = super::EmulatedMedia::from_params(&params);
+                }
+                Ok(v)
+            }
             Ok(Err(crate::cdp::CdpError::Protocol(m))) => Err(CaptureError::Script(m)),
             Ok(Err(e)) => Err(lost(&e, method)),
             Err(Stop::Elapsed) => Err(self.page.deadline_err()),

@@ -419,18 +419,23 @@ pub async fn type_text(cx: Cx, a: TypeIn) -> AutoResult<Reply> {
     }
     let target = super::element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let l = live(&cx, &a.session_id).await?;
-    if let Some(target) = target {
-        if touch_device(&l) {
-            l.session.tap(target, t).await?;
-        } else {
-            l.session.click(target, t).await?;
+    let n = a.text.chars().count();
+    let done = match target {
+        // The tap or click must land on the field and the field must take the text: each
+        // is checked, and the tool fails when either did not happen.
+        Some(target) => {
+            l.session.type_into(target.clone(), &a.text, touch_device(&l), t).await?;
+            format!("typed {n} characters into {}", show(&target))
         }
-    }
-    l.session.type_text(&a.text, t).await?;
+        None => {
+            l.session.type_text(&a.text, t).await?;
+            format!("typed {n} characters")
+        }
+    };
     if a.submit.unwrap_or(false) {
         l.session.press("Enter", t).await?;
     }
-    after(&l, format!("typed {} characters", a.text.chars().count())).await
+    after(&l, done).await
 }
 
 /// Replace a field's content with value: focus it, select what it holds, type value key by key (input and change events fire). For text inputs and textareas; use select_option for selects and check for checkboxes.
@@ -460,11 +465,17 @@ pub async fn fill(cx: Cx, a: FillIn) -> AutoResult<Reply> {
     }
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let l = live(&cx, &a.session_id).await?;
-    l.session.fill(target.clone(), &a.value, t).await?;
+    let now = l.session.fill(target.clone(), &a.value, t).await?;
     if a.submit.unwrap_or(false) {
         l.session.press("Enter", t).await?;
     }
-    after(&l, format!("filled {}", show(&target))).await
+    // The page may reformat what was typed (a phone number, a card number): say so.
+    let what = if now == a.value {
+        format!("filled {}", show(&target))
+    } else {
+        format!("filled {} (the page made it {now:?})", show(&target))
+    };
+    after(&l, what).await
 }
 
 element_input! {

@@ -175,6 +175,7 @@ impl From<CaptureError> for AutoError {
                 ("ELEMENT_NOT_FOUND", m)
             }
             CaptureError::Script(m) if m.contains("dialog is open") => ("DIALOG_OPEN", m),
+            CaptureError::Script(m) if m.contains(" is covered by ") => ("ELEMENT_COVERED", m),
             CaptureError::Script(m) => ("ACTION_FAILED", m),
             CaptureError::Navigation(m) => ("NAVIGATION_FAILED", m),
             CaptureError::Browser(m) => ("BROWSER_FAILED", m),

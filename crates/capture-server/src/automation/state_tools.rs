@@ -498,9 +498,8 @@ pub async fn set_color_scheme(cx: Cx, a: ColorSchemeIn) -> AutoResult<Reply> {
         Scheme::NoPreference => "no-preference",
     };
     let l = live(&cx, &a.session_id).await?;
-    l.session
-        .cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-color-scheme", "value": value}]}), t)
-        .await?;
+    // One emulated-media state per session: the reduced motion or media type set earlier stays.
+    l.session.set_media_feature("prefers-color-scheme", value, t).await?;
     let dark = l.session.evaluate("matchMedia('(prefers-color-scheme: dark)').matches", false, t).await?;
     Ok(Reply::data(json!({"colorScheme": value, "prefersDark": dark})))
 }
@@ -677,9 +676,7 @@ pub async fn set_reduced_motion(cx: Cx, a: ReducedMotionIn) -> AutoResult<Reply>
     let t = timeout(a.timeout_ms)?;
     let value = if a.reduce { "reduce" } else { "no-preference" };
     let l = live(&cx, &a.session_id).await?;
-    l.session
-        .cdp("Emulation.setEmulatedMedia", json!({"features": [{"name": "prefers-reduced-motion", "value": value}]}), t)
-        .await?;
+    l.session.set_media_feature("prefers-reduced-motion", value, t).await?;
     let now = l.session.evaluate("matchMedia('(prefers-reduced-motion: reduce)').matches", false, t).await?;
     Ok(Reply::data(json!({"prefersReducedMotion": now})))
 }
@@ -710,7 +707,7 @@ pub async fn set_media_type(cx: Cx, a: MediaTypeIn) -> AutoResult<Reply> {
         MediaType::Print => "print",
     };
     let l = live(&cx, &a.session_id).await?;
-    l.session.cdp("Emulation.setEmulatedMedia", json!({"media": media}), t).await?;
+    l.session.set_media_type(media, t).await?;
     let print = l.session.evaluate("matchMedia('print').matches", false, t).await?;
     Ok(Reply::data(json!({"media": media, "printMatches": print})))
 }

@@ -24,8 +24,22 @@ const MAX_CLAIMS: i64 = 5;
 /// Transient browser failures retried within one claim.
 const BROWSER_RETRIES: usize = 2;
 
+/// How often a node whose slots are all taken looks for another account kept out.
+const FAIRNESS_TICK: Duration = Duration::from_millis(250);
+/// How long another account's task must have waited before a slot is freed for it (in a
+/// cluster, another node with a free slot takes it well within this).
+const FAIRNESS_WAIT_MS: i64 = 250;
+
 /// Run `n` worker loops until `stop` is cancelled; in-flight captures go on until
 /// `hard_stop`, then they are handed back to the queue.
+///
+/// Claims are fair across accounts ([`capture_store::Store::claim_fair`]: the account with
+/// the fewest captures running goes first, within its plan's cap). The plan caps can exceed
+/// a node's slots, so this node also keeps a [`Board`] of who holds its slots: when every
+/// slot is taken, another account's capture has been waiting, and one account holds more
+/// than half of the slots, that account's newest capture is handed back to the queue (not
+/// counted as an attempt) and the freed slot goes to the waiting account. Alone, an account
+/// may use every slot; under contention it keeps at most half of them.
 pub async fn run(
     state: AppState,
     pool: Arc<BrowserPool>,
@@ -34,17 +48,20 @@ pub async fn run(
     hard_stop: CancellationToken,
 ) {
     let node = capture_core::ids::random_string(8);
+    let board = Arc::new(Board::default());
     let mut handles = Vec::new();
     for i in 0..n {
         let worker_id = format!("{node}-{i}");
         handles.push(tokio::spawn(worker_loop(
             state.clone(),
             pool.clone(),
+            board.clone(),
             worker_id,
             stop.clone(),
             hard_stop.clone(),
         )));
     }
+    handles.push(tokio::spawn(keep_fair(state.clone(), board, n, stop.clone())));
     for h in handles {
         let _ = h.await;
     }
@@ -53,6 +70,7 @@ pub async fn run(
 async fn worker_loop(
     state: AppState,
     pool: Arc<BrowserPool>,
+    board: Arc<Board>,
     id: String,
     stop: CancellationToken,
     hard_stop: CancellationToken,
@@ -60,9 +78,114 @@ async fn worker_loop(
     let lease_ms = state.cfg.queue_lease.as_millis() as i64;
     let share = state.cfg.fair_share();
     claim_loop(&state, "screenshot", &id, lease_ms, Some(&share), &state.work, &stop, |task| {
-        process(&state, &pool, &id, task, &hard_stop)
+        let seat = board.take(&task);
+        let (state, pool, id, hard_stop) = (&state, &pool, &id, &hard_stop);
+        async move { process(state, pool, id, task, hard_stop, &seat).await }
     })
     .await
+}
+
+/// While every slot of this node is taken, look for an account kept out and free a slot
+/// for it (see [`run`]).
+async fn keep_fair(state: AppState, board: Arc<Board>, n: usize, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(FAIRNESS_TICK) => {}
+        }
+        if board.held() < n {
+            continue;
+        }
+        let waiting = match state.store.waiting_accounts("screenshot", now_ms(), FAIRNESS_WAIT_MS).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the waiting accounts failed");
+                continue;
+            }
+        };
+        if let Some((job, account)) = board.hand_back_for(n, &waiting) {
+            state.metrics.capture_handed_back();
+            tracing::info!(job = %job, account = ?account, "every slot is taken and another account waits: \
+                this account's newest capture goes back to the queue");
+        }
+    }
+}
+
+/// Who holds this node's capture slots.
+#[derive(Default)]
+pub(crate) struct Board {
+    seats: std::sync::Mutex<Vec<Held>>,
+}
+
+struct Held {
+    task_id: String,
+    job_id: String,
+    account: Option<String>,
+    since: Instant,
+    /// Cancelled when the capture is to go back to the queue.
+    hand_back: CancellationToken,
+}
+
+/// A slot held by one capture; leaves the board when dropped.
+pub(crate) struct Seat {
+    board: Arc<Board>,
+    task_id: String,
+    /// Cancelled when the capture is to go back to the queue.
+    pub(crate) hand_back: CancellationToken,
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.board.seats().retain(|h| h.task_id != self.task_id);
+    }
+}
+
+impl Board {
+    fn seats(&self) -> std::sync::MutexGuard<'_, Vec<Held>> {
+        self.seats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Take a slot for `task`.
+    pub(crate) fn take(self: &Arc<Self>, task: &Task) -> Seat {
+        let hand_back = CancellationToken::new();
+        self.seats().push(Held {
+            task_id: task.id.clone(),
+            job_id: task.subject_id.clone(),
+            account: task.account_id.clone(),
+            since: Instant::now(),
+            hand_back: hand_back.clone(),
+        });
+        Seat { board: self.clone(), task_id: task.id.clone(), hand_back }
+    }
+
+    /// Slots taken.
+    pub(crate) fn held(&self) -> usize {
+        self.seats().len()
+    }
+
+    /// With `n` slots all taken and `waiting` the accounts whose work waits: when one of
+    /// them holds fewer than half of the slots while another account holds more than half,
+    /// hand back the newest capture of the account holding most (its job and account).
+    /// Captures already being handed back do not count.
+    pub(crate) fn hand_back_for(&self, n: usize, waiting: &[Option<String>]) -> Option<(String, Option<String>)> {
+        let seats = self.seats();
+        let live: Vec<&Held> = seats.iter().filter(|h| !h.hand_back.is_cancelled()).collect();
+        if live.len() < n {
+            return None;
+        }
+        let half = (n / 2).max(1);
+        let count = |a: &Option<String>| live.iter().filter(|h| &h.account == a).count();
+        let (top, most) = live
+            .iter()
+            .map(|h| (&h.account, count(&h.account)))
+            .max_by(|x, y| x.1.cmp(&y.1).then_with(|| y.0.cmp(x.0)))?;
+        if most <= half || !waiting.iter().any(|w| w != top && count(w) < half) {
+            return None;
+        }
+        let newest = live.iter().filter(|h| &h.account == top).max_by_key(|h| h.since)?;
+        newest.hand_back.cancel();
+        Some((newest.job_id.clone(), newest.account.clone()))
+    }
 }
 
 fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
@@ -106,7 +229,14 @@ pub fn charged(e: &CaptureError) -> bool {
     matches!(e, CaptureError::Timeout(_) | CaptureError::Script(_))
 }
 
-async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task, hard_stop: &CancellationToken) {
+async fn process(
+    state: &AppState,
+    pool: &BrowserPool,
+    worker: &str,
+    task: Task,
+    hard_stop: &CancellationToken,
+    seat: &Seat,
+) {
     let job_id = task.subject_id.clone();
     let t0 = Instant::now();
     // `refund`: whether the job's action is given back (see `charged`).
@@ -208,6 +338,13 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             tracing::info!(job = %job_id, "shutdown: capture handed back to the queue");
             return;
         }
+        _ = seat.hand_back.cancelled() => {
+            match state.store.release(&task.id, worker, &job_id, now_ms()).await {
+                Ok(_) => state.job_changed(&job_id),
+                Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
+            }
+            return;
+        }
     };
     match result {
         Ok(out) => {
@@ -280,5 +417,62 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             state.metrics.capture(started.elapsed().as_secs_f64(), false);
             fail(e.to_string(), !charged(&e)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, account: Option<&str>) -> Task {
+        Task {
+            id: id.into(),
+            kind: "screenshot".into(),
+            subject_id: format!("scr_{id}"),
+            payload: "{}".into(),
+            attempts: 1,
+            account_id: account.map(str::to_string),
+        }
+    }
+
+    fn some(a: &str) -> Option<String> {
+        Some(a.to_string())
+    }
+
+    #[test]
+    fn a_full_node_hands_back_the_busiest_accounts_newest_capture_for_a_waiting_account() {
+        let board = Arc::new(Board::default());
+        let mut seats: Vec<Seat> = (0..4).map(|i| board.take(&task(&format!("t{i}"), Some("acc_a")))).collect();
+        // Slots free: nothing to do.
+        assert_eq!(board.hand_back_for(5, &[some("acc_b")]), None);
+        // Only A waits (its own queued work): A may use every slot.
+        assert_eq!(board.hand_back_for(4, &[some("acc_a")]), None);
+        assert_eq!(board.hand_back_for(4, &[]), None);
+        // B waits: A's newest capture goes back, once.
+        assert_eq!(board.hand_back_for(4, &[some("acc_a"), some("acc_b")]), Some(("scr_t3".into(), some("acc_a"))));
+        assert!(seats[3].hand_back.is_cancelled() && !seats[2].hand_back.is_cancelled());
+        // The capture being handed back no longer counts: 3 of 4 live, nothing more yet.
+        assert_eq!(board.hand_back_for(4, &[some("acc_b")]), None);
+        drop(seats.pop());
+        assert_eq!(board.held(), 3);
+    }
+
+    #[test]
+    fn under_contention_an_account_keeps_half_the_slots() {
+        let board = Arc::new(Board::default());
+        let mut seats = Vec::new();
+        for (i, a) in ["acc_a", "acc_a", "acc_a", "acc_b"].iter().enumerate() {
+            seats.push(board.take(&task(&format!("t{i}"), Some(a))));
+        }
+        // C waits; A holds 3 of 4 (more than half): A's newest goes back.
+        assert_eq!(board.hand_back_for(4, &[some("acc_c")]), Some(("scr_t2".into(), some("acc_a"))));
+        seats.remove(2);
+        seats.push(board.take(&task("t9", Some("acc_c"))));
+        // A 2, B 1, C 1: nobody holds more than half; D waits for a slot to end.
+        assert_eq!(board.hand_back_for(4, &[some("acc_d")]), None);
+        // Work of no account counts as its own account.
+        let board = Arc::new(Board::default());
+        let _held: Vec<Seat> = (0..2).map(|i| board.take(&task(&format!("n{i}"), None))).collect();
+        assert_eq!(board.hand_back_for(2, &[some("acc_a")]), Some(("scr_n1".into(), None)));
     }
 }

@@ -318,8 +318,8 @@ async fn do_step(state: &AppState, s: &Session, step: &Step) -> Result<Option<Va
         }
         Step::Click { selector, .. } => s.click(sel(selector), t).await.map(|_| None).map_err(e),
         Step::Type { selector, text, .. } => {
-            s.click(sel(selector), t).await.map_err(e)?;
-            s.type_text(text, t).await.map(|_| None).map_err(e)
+            // Checked: the click reached the field, it took the focus and the text.
+            s.type_into(sel(selector), text, false, t).await.map(|_| None).map_err(e)
         }
         Step::Press { key, .. } => s.press(key, t).await.map(|_| None).map_err(e),
         Step::Select { selector, value, .. } => {

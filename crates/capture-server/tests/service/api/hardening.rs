@@ -48,6 +48,80 @@ async fn one_account_flooding_hanging_jobs_leaves_workers_for_everyone_else() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_account_whose_plan_cap_exceeds_the_slots_still_leaves_one_for_another_account() {
+    let site = Site::start(site_pages()).await;
+    // Four workers; the pro plan's cap (8) is above the node's slot count, so it never bites.
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_WORKER_CONCURRENCY", "4")
+            .env("CAPTURE_BROWSERS", "1")
+            .env("CAPTURE_MAX_RUNNING_PER_ACCOUNT", "pro=8"),
+    )
+    .await;
+    let (_, mallory) = app.user_with_key("pro").await;
+    let (_, alice) = app.user_with_key("free").await;
+    let mut hanging = Vec::new();
+    for _ in 0..8 {
+        hanging.push(app.create(&mallory, hanging_job(&site.url("/red"))).await["id"].as_str().unwrap().to_string());
+    }
+    // Alone, Mallory may use every slot.
+    eventually("mallory holds every slot", Duration::from_secs(30), || async {
+        let statuses = statuses(&app, &mallory, &hanging).await;
+        let running = statuses.iter().filter(|s| *s == "processing").count();
+        if running == 4 { Ok(()) } else { Err(statuses) }
+    })
+    .await;
+    // Alice's trivial capture (0.4 s on its own) is done within 3 s: Mallory's newest
+    // capture goes back to the queue and Alice gets its slot.
+    let t = std::time::Instant::now();
+    let job = app.create(&alice, json!({"url": site.url("/blue"), "waitUntil": "load"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    let done = eventually("alice's capture is done", Duration::from_secs(3), || async {
+        let v: Value = app.get(&alice, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+        if v["status"] == "done" { Ok(v) } else { Err(v) }
+    })
+    .await;
+    let took = t.elapsed();
+    eprintln!("the other tenant's capture, created to done, during the flood: {took:?}");
+    assert!(took < Duration::from_secs(3), "alice waited {took:?}");
+    let (status, ct, body) = app.fetch(done["publicUrl"].as_str().unwrap()).await;
+    assert_eq!((status, ct.as_str()), (200, "image/png"));
+    let img = image::load_from_memory(&body).unwrap().to_rgb8();
+    assert_eq!(img.get_pixel(10, 10).0, [0, 0, 255]);
+    // Nothing of Mallory's was lost or charged for the hand-back: every job is still on its
+    // way, and none failed.
+    let statuses = statuses(&app, &mallory, &hanging).await;
+    assert!(statuses.iter().all(|s| s == "pending" || s == "processing"), "{statuses:?}");
+    let metrics = app.client().get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let handed_back: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("capture_captures_handed_back_total "))
+        .and_then(|v| v.parse().ok())
+        .expect("the hand-back counter");
+    assert!(handed_back >= 1, "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_script_that_never_settles_fails_at_its_timeout_not_at_the_deadline() {
+    let site = Site::start(site_pages()).await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free").await;
+    let t = std::time::Instant::now();
+    let job = app
+        .create(
+            &key,
+            json!({"url": site.url("/red"), "waitUntil": "load", "timeoutMs": 1000,
+                   "preScreenshotJs": "await new Promise(() => {})"}),
+        )
+        .await;
+    let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "failed", "{done}");
+    assert_eq!(done["error"], "preScreenshotJs did not settle within 1000 ms (timeoutMs)");
+    // The deadline of a job with timeoutMs 1000 is 33 s away.
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_that_fails_on_its_own_script_keeps_its_charge_and_an_unreachable_one_does_not() {
     let site = Site::start(site_pages()).await;
     let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;

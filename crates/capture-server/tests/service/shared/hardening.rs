@@ -13,9 +13,10 @@ pub(crate) fn site_pages() -> Vec<(&'static str, &'static str, String)> {
     vec![("/red", "text/html", solid("#ff0000")), ("/blue", "text/html", solid("#0000ff"))]
 }
 
-/// A job whose own script never finishes: it holds a worker until its deadline.
+/// A job whose own script never finishes: it holds a worker for its `timeoutMs` (half a
+/// minute), the bound a script gets.
 pub(crate) fn hanging_job(url: &str) -> Value {
-    json!({"url": url, "waitUntil": "load", "timeoutMs": 1000, "preScreenshotJs": "await new Promise(() => {})"})
+    json!({"url": url, "waitUntil": "load", "timeoutMs": 30000, "preScreenshotJs": "await new Promise(() => {})"})
 }
 
 pub(crate) async fn statuses(app: &TestApp, key: &str, ids: &[String]) -> Vec<String> {
