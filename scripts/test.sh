@@ -33,6 +33,8 @@ unset CAPTURE_AXE_PATH
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+echo "== import circles (none allowed between a crate's files)"
+python3 scripts/import-circles.py
 echo "== cargo clippy"
 cargo clippy --locked --workspace --all-targets -q -- -D warnings
 # The engine's live-session relay tests drive real puppeteer-core and playwright-core

@@ -452,3 +452,12 @@ impl<T: serde::de::DeserializeOwned> Future for Typed<T> {
         })
     }
 }
+
+/// A lost connection or a protocol error, as a capture error naming the command.
+pub(crate) fn lost(e: &CdpError, what: &str) -> crate::CaptureError {
+    use crate::CaptureError;
+    match e {
+        CdpError::Closed => CaptureError::Browser("the browser connection was lost".into()),
+        CdpError::Protocol(m) => CaptureError::Browser(format!("{what} failed: {m}")),
+    }
+}

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use crate::cdp::lost;
 use crate::cdp::{CdpError, Conn, Event};
-use crate::page::lost;
 use crate::protocol::{self as p, Command, PageEvent};
 use crate::{CaptureError, CaptureRequest, scripts};
 

@@ -22,6 +22,7 @@ use crate::config::{Config, Storage};
 use crate::crypto::MasterKey;
 use crate::http::error::{method_not_allowed, unknown_route};
 use crate::http::{authenticate, request};
+pub use crate::start_error::StartError;
 use crate::state::{AppState, Inner};
 use crate::{account, docs, jobs, screenshots};
 
@@ -141,44 +142,6 @@ async fn metrics(State(state): State<AppState>) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
 
-/// Why the service could not start: the setting (`CAPTURE_…`) or step it concerns; the cause
-/// is its [`source`](std::error::Error::source), so `{:#}` prints "what: cause" as before.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// A setting whose value cannot be used, with the value when it helps
-    /// (`CAPTURE_LISTEN 0.0.0.0:80`).
-    #[error("{setting}")]
-    Setting {
-        setting: String,
-        #[source]
-        cause: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// The master key file the service keeps in its data folder cannot be used.
-    #[error("{}", path.display())]
-    KeyFile {
-        path: std::path::PathBuf,
-        #[source]
-        cause: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// Chromium did not start (worker role).
-    #[error("starting Chromium ({})", path.display())]
-    Chromium {
-        path: std::path::PathBuf,
-        #[source]
-        cause: Box<dyn std::error::Error + Send + Sync>,
-    },
-    /// Reading or writing a local file or socket outside any one setting.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-impl StartError {
-    /// A setting that cannot be used: `setting` names it (and its value), `cause` says why.
-    pub fn setting(setting: impl Into<String>, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        StartError::Setting { setting: setting.into(), cause: cause.into() }
-    }
-}
-
 /// A built application: listener bound, database migrated, browser started.
 pub struct Application {
     state: AppState,
@@ -283,7 +246,7 @@ impl Application {
         if clock.offset_ms() != 0 {
             tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
         }
-        let features = crate::features::Features::new(&cfg);
+        let features = crate::state::Features::new(&cfg);
         let state = AppState(Arc::new(Inner {
             cfg,
             store,

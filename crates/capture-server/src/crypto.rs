@@ -11,7 +11,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::TryRng;
 use sha2::{Digest, Sha256};
 
-use crate::app::StartError;
+use crate::start_error::StartError;
 
 /// Lowercase hex SHA-256 of `s` (API key lookup).
 pub fn sha256_hex(s: &[u8]) -> String {

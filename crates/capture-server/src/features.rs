@@ -12,42 +12,17 @@
 //! `ffmpeg` shows up without a restart. Mail is checked live by `/readyz` (a connection to the
 //! SMTP server); the dashboard reuses a check at most [`MAIL_CHECK_TTL`] old.
 
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use capture_audit::axe::AxeSource;
 use serde::Serialize;
 
-use crate::config::Config;
 use crate::state::AppState;
 
 /// How long the dashboard reuses a mail check.
 pub const MAIL_CHECK_TTL: Duration = Duration::from_secs(60);
 
-/// What the features need that is loaded once per process: axe-core, and the last mail check.
-pub struct Features {
-    axe: AxeSource,
-    mail_checked: Mutex<Option<(Instant, String)>>,
-}
-
-impl Features {
-    /// Load axe-core (the bundled copy, or `CAPTURE_AXE_PATH`) and say which one runs.
-    pub fn new(cfg: &Config) -> Features {
-        let axe = AxeSource::load(cfg.axe_path.as_deref());
-        match &axe {
-            AxeSource::Unavailable { reason } => {
-                tracing::warn!(reason = %reason, "audits will not score accessibility (campaign rows will be skipped: report_has_scores)")
-            }
-            other => tracing::info!(axe = %other.describe(), "accessibility checks of audits"),
-        }
-        Features { axe, mail_checked: Mutex::new(None) }
-    }
-
-    /// The axe-core audits inject.
-    pub fn axe(&self) -> &AxeSource {
-        &self.axe
-    }
-}
+pub use crate::state::Features;
 
 /// Whether a feature works on this node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

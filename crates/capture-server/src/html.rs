@@ -1,5 +1,6 @@
 //! The escaper of every template (askama, configured in `askama.toml`): HTML is escaped
-//! by default, as the pages always have been.
+//! by default, as the pages always have been. And what every page shares below the
+//! website's layout (the origin a page's CSP names).
 
 use std::fmt::{self, Write};
 
@@ -28,6 +29,11 @@ impl Escaper for Html {
         }
         dest.write_str(&s[last..])
     }
+}
+
+/// The origin of `base_url` (where thumbnails are served), for a page's CSP.
+pub fn origin(base_url: &str) -> Option<String> {
+    url::Url::parse(base_url).ok().map(|u| u.origin().ascii_serialization()).filter(|o| o != "null")
 }
 
 #[cfg(test)]

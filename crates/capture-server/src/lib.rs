@@ -42,9 +42,11 @@ pub mod runs;
 pub mod scheduler;
 pub mod schema;
 pub mod screenshots;
+pub mod start_error;
 pub mod state;
 pub mod web;
 pub mod webhooks;
 
-pub use app::{Application, StartError, shutdown_signal};
+pub use app::{Application, shutdown_signal};
 pub use config::Config;
+pub use start_error::StartError;

@@ -56,10 +56,10 @@ pub struct Inner {
     /// view. Kept per app, not per process, so several apps in one process stay apart.
     pub inbound_addr: Option<std::net::SocketAddr>,
     /// The front page's example capture, once this app has made it (api + worker roles).
-    pub front_example: std::sync::OnceLock<crate::web::front::Example>,
+    pub front_example: std::sync::OnceLock<Example>,
     /// What this install can do: the axe-core audits inject, and each feature's status for
     /// `/readyz` and the dashboard.
-    pub features: crate::features::Features,
+    pub features: Features,
 }
 
 impl std::ops::Deref for AppState {
@@ -88,5 +88,40 @@ impl AppState {
         let _ = self.job_events.send(id.to_string());
         // A state change may have queued webhook deliveries.
         self.webhook_work.notify_one();
+    }
+}
+
+/// The front page's example capture, once made (by `web::front::render_example`).
+pub struct Example {
+    pub png: Vec<u8>,
+    pub width: u32,
+    pub height: u32,
+    pub url: String,
+    pub captured_at: i64,
+}
+
+/// What the features need that is loaded once per process: axe-core, and the last mail check
+/// (what each feature's status is: `features.rs`).
+pub struct Features {
+    axe: capture_audit::axe::AxeSource,
+    pub(crate) mail_checked: std::sync::Mutex<Option<(std::time::Instant, String)>>,
+}
+
+impl Features {
+    /// Load axe-core (the bundled copy, or `CAPTURE_AXE_PATH`) and say which one runs.
+    pub fn new(cfg: &crate::config::Config) -> Features {
+        let axe = capture_audit::axe::AxeSource::load(cfg.axe_path.as_deref());
+        match &axe {
+            capture_audit::axe::AxeSource::Unavailable { reason } => {
+                tracing::warn!(reason = %reason, "audits will not score accessibility (campaign rows will be skipped: report_has_scores)")
+            }
+            other => tracing::info!(axe = %other.describe(), "accessibility checks of audits"),
+        }
+        Features { axe, mail_checked: std::sync::Mutex::new(None) }
+    }
+
+    /// The axe-core audits inject.
+    pub fn axe(&self) -> &capture_audit::axe::AxeSource {
+        &self.axe
     }
 }

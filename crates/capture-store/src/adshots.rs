@@ -9,7 +9,8 @@ use sqlx::any::AnyRow;
 
 use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store};
-use crate::jobs::{IdemResponse, Refused, append_event, reserve};
+use crate::jobs::{Refused, append_event, reserve};
+use crate::shape::IdemResponse;
 use crate::shape::{Table, created};
 
 /// Kind of a draft row (and its queue kind is `ad_draft`).

@@ -9,7 +9,8 @@ use sqlx::{Any, Row, Transaction};
 
 use crate::admission::{self, QueueFull, QueueLimits, QueueScope};
 use crate::db::{Result, Store};
-use crate::jobs::{IdemResponse, Refused, append_event, reserve};
+use crate::jobs::{Refused, append_event, reserve};
+use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
 
 /// An audit row.

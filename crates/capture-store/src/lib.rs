@@ -47,7 +47,7 @@ pub use campaigns::{
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
-pub use jobs::{IdemResponse, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
+pub use jobs::{NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
@@ -55,6 +55,7 @@ pub use oauth::{
 pub use queue::{FairShare, Task};
 pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
 pub use sessions::WebSessionRow;
+pub use shape::IdemResponse;
 pub use users::{ApiKeyRow, AuthRecord, User};
 pub use webhooks::{AttemptOutcome, Delivery, DeliveryJob, Endpoint, MAX_ATTEMPTS, subscribed};
 pub use website::{ScreenshotFilter, UsageDay};

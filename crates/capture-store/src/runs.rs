@@ -10,7 +10,8 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use crate::db::{Result, Store};
-use crate::jobs::{IdemResponse, QuotaExceeded, append_event};
+use crate::jobs::{QuotaExceeded, append_event};
+use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
 
 /// A run as stored.

@@ -7,7 +7,14 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, AnyPool, Transaction};
 
 use crate::db::Result;
-use crate::jobs::IdemResponse;
+
+/// How a create stores the response of an idempotent request in its own transaction: the
+/// key it owns and how to render the response from the created row.
+pub struct IdemResponse<'a, R> {
+    pub claim: &'a crate::IdemClaim,
+    /// `(status, JSON body)` of the response to store and replay.
+    pub render: &'a (dyn Fn(&R) -> (u16, String) + Send + Sync),
+}
 
 /// Where a page of a newest-first list starts: `(created_at, Some(key))` from a cursor (the
 /// rows after that one), `(ts, None)` from a time (the rows created before it); `None` from

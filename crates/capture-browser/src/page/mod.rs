@@ -19,9 +19,11 @@ use crate::cdp::{CdpError, Conn};
 use crate::egress::FailureLog;
 use crate::prepare::Prepared;
 use crate::protocol::{self as p, Command, PageEvent};
+pub(crate) use hooks::PageHooks;
 
 pub(crate) mod actions;
 pub(crate) mod fullpage;
+pub(crate) mod hooks;
 pub(crate) mod navigate;
 
 /// Why a bounded wait stopped early.
@@ -63,16 +65,10 @@ pub(crate) struct Page {
     /// The main frame's newest document (its loader), as last committed.
     pub(crate) last_loader: Option<String>,
     /// What a session adds: logs, dialog handling, screencast (None for a capture).
-    pub(crate) hooks: Option<Box<crate::session::Hooks>>,
+    pub(crate) hooks: Option<Box<dyn PageHooks>>,
 }
 
-/// A lost connection or a protocol error, as a capture error naming the command.
-pub(crate) fn lost(e: &CdpError, what: &str) -> CaptureError {
-    match e {
-        CdpError::Closed => CaptureError::Browser("the browser connection was lost".into()),
-        CdpError::Protocol(m) => CaptureError::Browser(format!("{what} failed: {m}")),
-    }
-}
+pub(crate) use crate::cdp::lost;
 
 impl Page {
     /// Take over a prepared page; its queued events are processed first.
@@ -122,7 +118,7 @@ impl Page {
 
     pub(crate) fn on_event(&mut self, ev: PageEvent) {
         if let Some(h) = self.hooks.as_deref_mut() {
-            h.recorder.on_event(&ev, &self.frame_id);
+            h.on_event(&ev, &self.frame_id);
         }
         match ev {
             PageEvent::RequestWillBeSent(r) => {
@@ -171,7 +167,7 @@ impl Page {
             }
             PageEvent::DialogClosed => {
                 if let Some(h) = self.hooks.as_deref_mut() {
-                    h.open_dialog = None;
+                    h.dialog_closed();
                 }
             }
             PageEvent::ScreencastFrame(f) => {
@@ -259,9 +255,9 @@ impl Page {
                             return Err(Stop::Fail(e));
                         }
                         // A dialog left open for the caller blocks the page: stop waiting.
-                        if let Some(d) = self.hooks.as_deref_mut().and_then(|h| h.take_new_dialog()) {
+                        if let Some((kind, message)) = self.hooks.as_deref_mut().and_then(|h| h.take_new_dialog()) {
                             return Err(Stop::Fail(CaptureError::Script(format!(
-                                "a JavaScript {} dialog opened: {}", d.kind, d.message
+                                "a JavaScript {kind} dialog opened: {message}"
                             ))));
                         }
                     }

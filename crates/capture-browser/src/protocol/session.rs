@@ -379,7 +379,7 @@ pub(crate) struct GetCookies<'a> {
 /// Its reply.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Cookies {
-    pub cookies: Vec<crate::session::Cookie>,
+    pub cookies: Vec<Cookie>,
 }
 command!(GetCookies<'_>, "Storage.getCookies", Cookies);
 
@@ -387,7 +387,7 @@ command!(GetCookies<'_>, "Storage.getCookies", Cookies);
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct SetCookies<'a> {
-    pub cookies: &'a [crate::session::Cookie],
+    pub cookies: &'a [Cookie],
     pub browser_context_id: &'a str,
 }
 command!(SetCookies<'_>, "Storage.setCookies", Empty);
@@ -447,4 +447,29 @@ pub(crate) struct ScreencastFrame {
     #[serde(default)]
     pub metadata: FrameMetadata,
     pub session_id: i64,
+}
+
+/// A cookie, as DevTools describes it (also what [`Session::set_cookies`] takes: give
+/// `url`, or `domain` and `path`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cookie {
+    pub name: String,
+    pub value: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub domain: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
+    /// Seconds since the epoch; None or negative: a session cookie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<f64>,
+    #[serde(default)]
+    pub http_only: bool,
+    #[serde(default)]
+    pub secure: bool,
+    /// `Strict`, `Lax` or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<String>,
 }

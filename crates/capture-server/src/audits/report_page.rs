@@ -176,7 +176,7 @@ fn page(state: &AppState, status: StatusCode, doc: String) -> Response {
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     h.insert("x-robots-tag", HeaderValue::from_static("noindex, nofollow"));
-    let img = crate::web::base::layout::origin(&state.base_url).map(|o| format!(" {o}")).unwrap_or_default();
+    let img = crate::html::origin(&state.base_url).map(|o| format!(" {o}")).unwrap_or_default();
     let csp = format!(
         "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:{img}; form-action 'none'; \
          frame-ancestors 'none'; base-uri 'none'"

@@ -145,7 +145,7 @@ pub async fn bind(
     store: &Store,
     blobs: &Arc<dyn BlobStore>,
     settings: &InboxSettings,
-) -> Result<Option<InboundServer>, crate::app::StartError> {
+) -> Result<Option<InboundServer>, crate::start_error::StartError> {
     let config = InboundConfig {
         hostname: settings.domain.clone(),
         max_message_bytes: settings.max_message_bytes,
@@ -160,7 +160,9 @@ pub async fn bind(
                 "the inbound SMTP server's default address is taken; running without it (set CAPTURE_INBOUND_LISTEN)");
             Ok(None)
         }
-        Err(e) => Err(crate::app::StartError::setting(format!("CAPTURE_INBOUND_LISTEN {}", settings.listen), e)),
+        Err(e) => {
+            Err(crate::start_error::StartError::setting(format!("CAPTURE_INBOUND_LISTEN {}", settings.listen), e))
+        }
     }
 }
 

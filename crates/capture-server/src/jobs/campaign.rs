@@ -6,12 +6,12 @@
 //! same transaction) and works on the rows that are due:
 //! - `pending`: claims the row and creates its audit through the audits service (so it is
 //!   billed and refunded exactly like `POST /v1/audits`); the row is `auditing`;
-//! - `auditing`: once the audit ended, applies the quality gates — a failing report skips the
-//!   row with `quality_gate:<gate>` (it cost the account only the audit); a passing one is
-//!   `ready`;
-//! - `ready`: asks [`capture_core::sending::decide`] — the one gate: suppression, `sendAt`,
-//!   sending hours in the campaign's zone, the sender's cap (warmup and manual limit) and the
-//!   recipient domain's cap — and on `Send` reserves the mail in the store
+//! - `auditing`: once the audit ended, the row is `ready` and goes on at once;
+//! - `ready`: asks [`capture_core::sending::decide`] — the one gate, given the row's real
+//!   report: suppression, the report's quality gates (a failing report skips the row with
+//!   `quality_gate:<gate>`; it cost the account only the audit), `sendAt`, sending hours in
+//!   the campaign's zone, the sender's cap (warmup and manual limit) and the recipient
+//!   domain's cap — and on `Send` reserves the mail in the store
 //!   ([`capture_store::Reserved`]: the outbox entry of the row and one unit of each cap, in one
 //!   transaction that re-checks the suppression), then sends it over SMTP and records the outcome.
 //!
@@ -22,7 +22,7 @@ use std::time::Duration;
 use capture_audit::report::Report;
 use capture_core::ids;
 use capture_core::sending::{
-    self, Capacity, Decision, ReportQuality, ReportStatus, SendInputs, SkipReason, WaitReason, parse_zone,
+    self, Capacity, Decision, ReportQuality, ReportStatus, SendInputs, WaitReason, parse_zone,
 };
 use capture_mail::SendError;
 use capture_mail::outbound::{CampaignMail, InlineImage, Sender};
@@ -184,17 +184,14 @@ async fn check_audit(state: &AppState, worker: &str, d: &DueTarget, audit_id: &s
         state.store.target_wait(&t.id, "auditing", Some("audit"), now + ms(AUDIT_POLL), now).await?;
         return Ok(());
     }
+    // The report's quality goes to `decide` with every other rule: a failed gate is its
+    // `Skip`, as a suppression is.
     let quality = quality_of(state, &audit).await;
-    if let Some(gate) = quality.failed_gate() {
-        let reason = SkipReason::QualityGate(gate).to_string();
-        state.store.target_end(&t.id, "skipped", &reason, now).await?;
-        return Ok(());
-    }
     if state.store.target_wait(&t.id, "ready", None, now, now).await? {
         let mut ready = d.clone();
         ready.target.state = "ready".into();
         ready.target.reason = None;
-        try_send(state, worker, &ready).await?;
+        send_with(state, worker, &ready, ReportStatus::Ready(quality)).await?;
     }
     Ok(())
 }
@@ -237,8 +234,27 @@ pub fn is_blank(bytes: &[u8]) -> bool {
     max.saturating_sub(min) < 3
 }
 
-/// The one gate, then the reservation and the SMTP transaction.
+/// A `ready` row again (a cap or a time rule made it wait): its report read afresh, then
+/// [`send_with`].
 async fn try_send(state: &AppState, worker: &str, d: &DueTarget) -> Result<(), Error> {
+    let t = &d.target;
+    let report = match t.audit_id.as_deref() {
+        None => ReportStatus::Pending,
+        Some(id) => match state.store.audit(id).await? {
+            None => {
+                state.store.target_end(&t.id, "failed", "audit_missing", state.clock.now_ms()).await?;
+                return Ok(());
+            }
+            Some(a) if a.status == "done" || a.status == "failed" => ReportStatus::Ready(quality_of(state, &a).await),
+            Some(_) => ReportStatus::Pending,
+        },
+    };
+    send_with(state, worker, d, report).await
+}
+
+/// The one gate ([`sending::decide`], given the row's real report), then the reservation
+/// and the SMTP transaction.
+async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: ReportStatus) -> Result<(), Error> {
     let t = &d.target;
     let now = state.clock.now();
     let now_ms = now.timestamp_millis();
@@ -254,16 +270,13 @@ async fn try_send(state: &AppState, worker: &str, d: &DueTarget) -> Result<(), E
     let dcap = state.cfg.campaign_domain_daily_cap;
     let dsent = state.store.send_count("domain", &t.recipient_domain, &day).await?;
     let suppressed = state.store.suppression(&t.user_id, &t.email_key).await?.is_some();
-    // A `ready` row passed every quality gate when its audit ended.
-    let passed =
-        ReportQuality { audit_finished: true, site_status: Some(200), screenshot_blank: false, has_scores: true };
     let inputs = SendInputs {
         now,
         send_at: chrono::DateTime::from_timestamp_millis(d.send_at).unwrap_or_default(),
         zone,
         hours: campaigns::hours_of(&d.send_hours),
         suppressed,
-        report: ReportStatus::Ready(passed),
+        report,
         sender: Capacity { cap: clamp_u32(cap), sent: clamp_u32(sent) },
         domain: Capacity { cap: clamp_u32(dcap), sent: clamp_u32(dsent) },
     };

@@ -83,7 +83,7 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
         .iter()
         .flat_map(|j| [j.public_url.as_deref(), j.thumbnail_url.as_deref()])
         .flatten()
-        .filter_map(crate::web::base::layout::origin)
+        .filter_map(crate::html::origin)
         .collect();
     let mut r = (status, Html(doc)).into_response();
     let h = r.headers_mut();

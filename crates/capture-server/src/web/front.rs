@@ -20,19 +20,10 @@ use capture_core::time::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use super::base::layout::{Chrome, minute};
-use crate::state::AppState;
+use crate::state::{AppState, Example};
 
 /// Attempts at the example before giving up (the browser may still be starting).
 const ATTEMPTS: u32 = 5;
-
-/// The example capture, once made (kept in [`AppState`]).
-pub struct Example {
-    png: Vec<u8>,
-    width: u32,
-    height: u32,
-    url: String,
-    captured_at: i64,
-}
 
 /// Capture `{base_url}/docs` once with `pool` and keep it for the front page. Runs at
 /// start-up beside the workers; retries a few times, then logs and gives up.

@@ -88,10 +88,7 @@ pub fn sentence(s: &str) -> String {
     out
 }
 
-/// The origin of `base_url` (where thumbnails are served), for the page's CSP.
-pub fn origin(base_url: &str) -> Option<String> {
-    url::Url::parse(base_url).ok().map(|u| u.origin().ascii_serialization()).filter(|o| o != "null")
-}
+pub use crate::html::origin;
 
 /// `2026-05-01`
 pub fn date(ms: i64) -> String {
