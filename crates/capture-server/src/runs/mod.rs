@@ -3,6 +3,8 @@
 //! shared by REST, MCP tools and the website; what every session run shares in [`session`];
 //! the scripted runs' driving lives in `jobs::run`.
 
+pub mod bounds;
+pub mod devices;
 pub mod live;
 pub mod service;
 pub mod session;
