@@ -44,14 +44,13 @@ pub async fn report_page(State(state): State<AppState>, Path(token): Path<String
         JobStatus::Done => {}
         JobStatus::Failed => {
             let why = row.error.clone().unwrap_or_else(|| "the audit failed".into());
-            let body = format!("The audit of {} failed: {}.", escape(&row.url), escape(&why));
+            let body = format!("The audit of {} failed: {}.", row.url, why);
             return page(&state, StatusCode::NOT_FOUND, simple_page("Audit failed", &body));
         }
         _ => {
             let body = format!(
                 "The audit of {} is still running ({} pages audited so far). Reload this page in a moment.",
-                escape(&row.url),
-                row.pages_audited
+                row.url, row.pages_audited
             );
             let mut r = page(&state, StatusCode::ACCEPTED, simple_page("Audit in progress", &body));
             r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
@@ -187,29 +186,18 @@ fn page(state: &AppState, status: StatusCode, doc: String) -> Response {
     r
 }
 
-/// A one-paragraph page (not found, failed, in progress); `body` is already escaped.
-fn simple_page(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"robots\" content=\"noindex\"><title>{t}</title>\
-         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#1a1a1a}}</style>\
-         </head><body><main><h1>{t}</h1><p>{body}</p></main></body></html>",
-        t = escape(title)
-    )
+/// `templates/public/report_notice.html`: a one-paragraph page (not found, failed, in
+/// progress); the text is escaped by the template.
+#[derive(askama::Template)]
+#[template(path = "public/report_notice.html")]
+struct Notice<'a> {
+    title: &'a str,
+    text: &'a str,
 }
 
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+fn simple_page(title: &str, text: &str) -> String {
+    askama::Template::render(&Notice { title, text }).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "rendering a report notice failed");
+        String::new()
+    })
 }

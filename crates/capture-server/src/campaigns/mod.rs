@@ -310,19 +310,11 @@ pub async fn delete_suppression(
 pub async fn unsubscribe_page(State(state): State<AppState>, Path(token): Path<String>) -> Response {
     match service::unsubscribe_preview(&state, &token).await {
         Ok(Some((email, false))) => {
-            let body = format!(
-                "<p>Stop e-mailing website reports to <strong>{}</strong>?</p>\
-                 <form method=\"post\"><input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
-                 <button type=\"submit\">Unsubscribe</button></form>",
-                html_escape(&email)
-            );
-            unsubscribe_doc(StatusCode::OK, "Unsubscribe", &body)
+            unsubscribe_doc(StatusCode::OK, &UnsubscribePage { title: "Unsubscribe", email: Some(&email), ask: true })
         }
-        Ok(Some((email, true))) => unsubscribe_doc(
-            StatusCode::OK,
-            "Unsubscribed",
-            &format!("<p>{} will not receive these reports again.</p>", html_escape(&email)),
-        ),
+        Ok(Some((email, true))) => {
+            unsubscribe_doc(StatusCode::OK, &UnsubscribePage { title: "Unsubscribed", email: Some(&email), ask: false })
+        }
         Ok(None) => not_found_doc(),
         Err(e) => ApiError::from(e).into_response(),
     }
@@ -332,30 +324,37 @@ pub async fn unsubscribe_page(State(state): State<AppState>, Path(token): Path<S
 /// client's RFC 8058 one-click POST, or the button of the link's page).
 pub async fn unsubscribe(State(state): State<AppState>, Path(token): Path<String>) -> Response {
     match service::unsubscribe(&state, &token).await {
-        Ok(Some(email)) => unsubscribe_doc(
-            StatusCode::OK,
-            "Unsubscribed",
-            &format!("<p>{} will not receive these reports again.</p>", html_escape(&email)),
-        ),
+        Ok(Some(email)) => {
+            unsubscribe_doc(StatusCode::OK, &UnsubscribePage { title: "Unsubscribed", email: Some(&email), ask: false })
+        }
         Ok(None) => not_found_doc(),
         Err(e) => ApiError::from(e).into_response(),
     }
 }
 
-fn not_found_doc() -> Response {
-    unsubscribe_doc(StatusCode::NOT_FOUND, "Link not found", "<p>This unsubscribe link is not valid.</p>")
+/// `templates/public/unsubscribe.html`: the question with its button (`ask`), the answer, or
+/// (no address) a link that names nobody.
+#[derive(askama::Template)]
+#[template(path = "public/unsubscribe.html")]
+struct UnsubscribePage<'a> {
+    title: &'a str,
+    email: Option<&'a str>,
+    ask: bool,
 }
 
-/// A small page of its own (`body` is HTML, already escaped), never cached or indexed.
-fn unsubscribe_doc(status: StatusCode, title: &str, body: &str) -> Response {
-    let doc = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"robots\" content=\"noindex\"><title>{title}</title>\
-         <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem}}\
-         button{{font:inherit;padding:.5rem 1.25rem}}</style>\
-         </head><body><main><h1>{title}</h1>{body}</main></body></html>"
-    );
+fn not_found_doc() -> Response {
+    unsubscribe_doc(StatusCode::NOT_FOUND, &UnsubscribePage { title: "Link not found", email: None, ask: false })
+}
+
+/// A small page of its own, never cached or indexed.
+fn unsubscribe_doc(status: StatusCode, page: &UnsubscribePage<'_>) -> Response {
+    let doc = match askama::Template::render(page) {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::error!(error = %e, "rendering the unsubscribe page failed");
+            return (StatusCode::INTERNAL_SERVER_ERROR, "the page could not be rendered").into_response();
+        }
+    };
     let mut r = (status, doc).into_response();
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"));
@@ -363,8 +362,4 @@ fn unsubscribe_doc(status: StatusCode, title: &str, body: &str) -> Response {
     h.insert("x-robots-tag", HeaderValue::from_static("noindex, nofollow"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     r
-}
-
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }

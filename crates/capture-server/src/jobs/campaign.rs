@@ -434,47 +434,16 @@ async fn compose(state: &AppState, d: &DueTarget) -> Result<CampaignMail, String
          To receive no more: {unsubscribe_url}\n"
     ));
 
-    let e = html_escape;
-    let mut html = format!(
-        "<!doctype html><html><body style=\"font-family:Arial,sans-serif;color:#1a1a1a;max-width:640px\">\
-         <p>Hello,</p><p>we audited <a href=\"{u}\">{u}</a> and wrote up what we found.</p>",
-        u = e(&t.website_url)
-    );
-    if shot.is_some() {
-        html.push_str(&format!(
-            "<p><img src=\"cid:{cid}\" alt=\"{h} on a desktop screen\" width=\"600\" style=\"border:1px solid #ddd\"></p>",
-            h = e(&host)
-        ));
-    }
-    html.push_str("<table style=\"border-collapse:collapse\">");
-    for (name, v) in &scores {
-        html.push_str(&format!(
-            "<tr><td style=\"padding:2px 12px 2px 0\">{}</td><td><b>{}</b></td></tr>",
-            e(name),
-            e(v)
-        ));
-    }
-    html.push_str("</table>");
-    if !findings.is_empty() {
-        html.push_str("<h3>Top findings</h3><ul>");
-        for (sev, title, pages) in &findings {
-            html.push_str(&format!(
-                "<li>[{}] {} ({pages} page{})</li>",
-                e(sev),
-                e(title),
-                if *pages == 1 { "" } else { "s" }
-            ));
-        }
-        html.push_str("</ul>");
-    }
-    html.push_str(&format!(
-        "<p><a href=\"{r}\">Read the whole report</a></p>\
-         <p style=\"color:#666;font-size:12px\">You received this one report about {h}. \
-         <a href=\"{un}\">Unsubscribe</a></p></body></html>",
-        r = e(&report_url),
-        h = e(&host),
-        un = e(&unsubscribe_url)
-    ));
+    let html = ReportMail {
+        website_url: &t.website_url,
+        image_cid: shot.is_some().then_some(cid.as_str()),
+        host: &host,
+        scores: &scores,
+        findings: &findings,
+        report_url: &report_url,
+        unsubscribe_url: &unsubscribe_url,
+    };
+    let html = askama::Template::render(&html).map_err(|e| format!("rendering the report mail: {e}"))?;
     Ok(CampaignMail {
         from: from.clone(),
         to: t.recipient_email.clone(),
@@ -491,13 +460,48 @@ async fn compose(state: &AppState, d: &DueTarget) -> Result<CampaignMail, String
     })
 }
 
-fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+/// `templates/public/report_mail.html`: the HTML part of a campaign's mail (escaped by the
+/// template; the text part says the same).
+#[derive(askama::Template)]
+#[template(path = "public/report_mail.html")]
+struct ReportMail<'a> {
+    website_url: &'a str,
+    /// The screenshot's `Content-ID`, when the mail carries it.
+    image_cid: Option<&'a str>,
+    host: &'a str,
+    scores: &'a [(&'a str, String)],
+    findings: &'a [(String, String, u32)],
+    report_url: &'a str,
+    unsubscribe_url: &'a str,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_report_mail_escapes_every_field_quotes_included() {
+        let hostile = "https://x.test/?q='\"><script>alert(1)</script>";
+        let scores = [("Performance", "97".to_string())];
+        let findings = vec![("high".to_string(), "<img src=x onerror=alert(1)>".to_string(), 2)];
+        let mail = ReportMail {
+            website_url: hostile,
+            image_cid: Some("screenshot.row@mail.test"),
+            host: "o'brien.test",
+            scores: &scores,
+            findings: &findings,
+            report_url: "https://capture.test/r/tok",
+            unsubscribe_url: "https://capture.test/unsubscribe/u",
+        };
+        let html = askama::Template::render(&mail).unwrap();
+        assert!(!html.contains("<script>") && !html.contains("<img src=x"), "{html}");
+        assert!(html.contains(
+            "<a href=\"https://x.test/?q=&#39;&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\">"
+        ), "{html}");
+        assert!(html.contains("alt=\"o&#39;brien.test on a desktop screen\""), "{html}");
+        assert!(html.contains("<li>[high] &lt;img src=x onerror=alert(1)&gt; (2 pages)</li>"), "{html}");
+        assert!(html.contains("<tr><td style=\"padding:2px 12px 2px 0\">Performance</td><td><b>97</b></td></tr>"));
+    }
 
     fn png(f: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
         let img = image::RgbImage::from_fn(320, 200, |x, y| image::Rgb(f(x, y)));
