@@ -22,7 +22,7 @@ use capture_core::time::now_ms;
 use capture_media::{AdSize, AdSpec, Motion, RenderOptions, Rgb, Scene};
 use capture_store::{AdshotDone, KIND_DRAFT, Task};
 use serde_json::json;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
 use super::claim_loop;
 use crate::ads::extract::{self, PageFacts};
@@ -94,27 +94,6 @@ async fn remove_stale_temp(dir: &std::path::Path) {
             tracing::info!(path = %path.display(), "removed a killed render's leftovers");
         }
     }
-}
-
-/// Keep the task's lease alive until the guard drops.
-fn keep_lease(state: &AppState, task_id: &str, worker: &str) -> DropGuard {
-    let stop = CancellationToken::new();
-    let (st, tid, w, s) = (state.clone(), task_id.to_string(), worker.to_string(), stop.clone());
-    tokio::spawn(async move {
-        let lease = st.cfg.queue_lease;
-        loop {
-            tokio::select! {
-                _ = s.cancelled() => return,
-                _ = tokio::time::sleep(lease / 3) => {}
-            }
-            match st.store.extend_lease(&tid, &w, now_ms() + lease.as_millis() as i64).await {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => tracing::warn!(error = %e, "extending a lease failed"),
-            }
-        }
-    });
-    stop.drop_guard()
 }
 
 /// What a worker needs to record progress and outcomes of one task.
@@ -277,7 +256,7 @@ async fn draft(state: &AppState, pool: &BrowserPool, worker: &str, task: Task) {
         Ok(i) => i,
         Err(e) => return job.fail(&format!("corrupt draft input: {e}"), true).await,
     };
-    let _lease = keep_lease(state, &task.id, worker);
+    let _lease = super::keep_lease(state, &task.id, worker);
     job.progress("capturing", 5).await;
 
     let mut pictures: Vec<Picture> = Vec::new();
@@ -469,7 +448,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
         Some(Ok(d)) => d,
         _ => return job.fail("the draft has no storyboard", true).await,
     };
-    let _lease = keep_lease(state, &task.id, worker);
+    let _lease = super::keep_lease(state, &task.id, worker);
     job.progress("preparing", 1).await;
     let mut scenes = Vec::with_capacity(draft.scenes.len());
     for s in &draft.scenes {

@@ -132,25 +132,7 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
     }
 
     // Keep the lease alive while the audit runs.
-    let lease = state.cfg.queue_lease;
-    let hb_stop = CancellationToken::new();
-    {
-        let (st, tid, w, stop) = (state.clone(), task.id.clone(), worker.to_string(), hb_stop.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(lease / 3) => {}
-                }
-                match st.store.extend_lease(&tid, &w, now_ms() + lease.as_millis() as i64).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(e) => tracing::warn!(error = %e, "extending an audit's lease failed"),
-                }
-            }
-        });
-    }
-    let _hb_guard = hb_stop.drop_guard();
+    let _lease = super::keep_lease(state, &task.id, worker);
 
     // Progress is written by a task of its own: the engine's callback cannot wait.
     let (ptx, mut prx) = tokio::sync::mpsc::unbounded_channel::<Progress>();

@@ -495,9 +495,10 @@ mod tests {
         };
         let html = askama::Template::render(&mail).unwrap();
         assert!(!html.contains("<script>") && !html.contains("<img src=x"), "{html}");
-        assert!(html.contains(
-            "<a href=\"https://x.test/?q=&#39;&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\">"
-        ), "{html}");
+        assert!(
+            html.contains("<a href=\"https://x.test/?q=&#39;&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\">"),
+            "{html}"
+        );
         assert!(html.contains("alt=\"o&#39;brien.test on a desktop screen\""), "{html}");
         assert!(html.contains("<li>[high] &lt;img src=x onerror=alert(1)&gt; (2 pages)</li>"), "{html}");
         assert!(html.contains("<tr><td style=\"padding:2px 12px 2px 0\">Performance</td><td><b>97</b></td></tr>"));

@@ -291,27 +291,7 @@ async fn process(
     }
 
     // Keep the lease alive while the browser works.
-    let lease = state.cfg.queue_lease;
-    let hb_stop = CancellationToken::new();
-    {
-        let (st, tid, w, stop) = (state.clone(), task.id.clone(), worker.to_string(), hb_stop.clone());
-        tokio::spawn(async move {
-            let every = lease / 3;
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                }
-                let until = now_ms() + lease.as_millis() as i64;
-                match st.store.extend_lease(&tid, &w, until).await {
-                    Ok(true) => {}
-                    Ok(false) => return,
-                    Err(e) => tracing::warn!(error = %e, "extending a lease failed"),
-                }
-            }
-        });
-    }
-    let _hb_guard = hb_stop.drop_guard();
+    let _lease = super::keep_lease(state, &task.id, worker);
 
     let req = request_for(&opts, source);
     let started = Instant::now();

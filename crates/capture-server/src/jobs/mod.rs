@@ -18,7 +18,7 @@ use std::time::Duration;
 use capture_core::time::now_ms;
 use capture_store::{FairShare, Task};
 use tokio::sync::Notify;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::state::AppState;
 
@@ -62,4 +62,27 @@ pub async fn claim_loop<F, Fut>(
             }
         }
     }
+}
+
+/// Keep a claimed task's lease alive (extended every third of `CAPTURE_QUEUE_LEASE`) until
+/// the guard drops, or until the worker no longer holds it. Every queue handler whose work
+/// outlasts a lease holds one.
+pub(crate) fn keep_lease(state: &AppState, task_id: &str, worker: &str) -> DropGuard {
+    let stop = CancellationToken::new();
+    let (st, tid, w, s) = (state.clone(), task_id.to_string(), worker.to_string(), stop.clone());
+    tokio::spawn(async move {
+        let lease = st.cfg.queue_lease;
+        loop {
+            tokio::select! {
+                _ = s.cancelled() => return,
+                _ = tokio::time::sleep(lease / 3) => {}
+            }
+            match st.store.extend_lease(&tid, &w, now_ms() + lease.as_millis() as i64).await {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => tracing::warn!(error = %e, "extending a lease failed"),
+            }
+        }
+    });
+    stop.drop_guard()
 }

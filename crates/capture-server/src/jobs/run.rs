@@ -164,23 +164,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
     };
     state.job_changed(&run_id);
     // Keep the task's own lease alive while the run goes on.
-    let task_hb = CancellationToken::new();
-    {
-        let (st, tid, w, stop) = (state.clone(), task.id.clone(), worker.to_string(), task_hb.clone());
-        tokio::spawn(async move {
-            let lease = st.cfg.queue_lease;
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(lease / 3) => {}
-                }
-                if let Ok(false) = st.store.extend_lease(&tid, &w, now_ms() + lease.as_millis() as i64).await {
-                    return;
-                }
-            }
-        });
-    }
-    let _task_hb = task_hb.drop_guard();
+    let _lease = super::keep_lease(state, &task.id, worker);
     scripted(state, pool, &row, worker, task_ref, hard_stop).await;
 }
 
