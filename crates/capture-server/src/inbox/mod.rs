@@ -7,7 +7,6 @@
 pub mod auth_test;
 pub mod inbound;
 pub mod service;
-pub mod tools;
 pub mod types;
 
 use crate::http::Path;

@@ -1,6 +1,8 @@
 //! The MCP server at `{base_url}/mcp`: Streamable HTTP (rmcp) in stateless mode, behind an
 //! OAuth bearer check. Every tool calls the same service functions as the REST API, for the
-//! account the access token acts for.
+//! account the access token acts for. The tools live here, a file per product
+//! (`audit_tools`, `campaign_tools`, `run_tools`, `inbox_tools`), listed and dispatched by
+//! `tools`; the browser automation tools are `crate::automation`.
 //!
 //! Stateless mode: each POST carries one JSON-RPC message and is answered by a fresh handler
 //! (JSON, or an SSE stream when a tool sends progress first). Nothing lives in this node's
@@ -10,6 +12,8 @@
 mod audit_tools;
 mod campaign_tools;
 mod common;
+mod inbox_tools;
+mod run_tools;
 mod tools;
 
 use std::sync::Arc;

@@ -119,8 +119,8 @@ pub fn catalogue() -> Vec<Tool> {
         .annotate(annotations("Get an ad", true, true, false)),
     ];
     all.extend(super::audit_tools::catalogue());
-    all.extend(crate::runs::tools::catalogue());
-    all.extend(crate::inbox::tools::catalogue());
+    all.extend(super::run_tools::catalogue());
+    all.extend(super::inbox_tools::catalogue());
     all.extend(crate::automation::catalogue());
     all.extend(super::campaign_tools::catalogue());
     all
@@ -137,7 +137,7 @@ pub async fn call(
     if let Some(out) = super::audit_tools::call(state, account, name, &args, ctx).await {
         return Ok(out.unwrap_or_else(tool_error));
     }
-    if let Some(out) = crate::inbox::tools::call(state, account, name, &args).await {
+    if let Some(out) = super::inbox_tools::call(state, account, name, &args).await {
         return Ok(out.unwrap_or_else(tool_error));
     }
     if let Some(out) = crate::automation::call(state, account, name, &args).await {
@@ -155,9 +155,9 @@ pub async fn call(
         "list_webhooks" => crate::webhooks::service::list_endpoints(state, account).await.map(|l| structured(&l)),
         "create_webhook" => create_webhook(state, account, &args).await,
         "test_webhook" => test_webhook(state, account, &args).await,
-        "start_run" => crate::runs::tools::start_run(state, account, args).await,
-        "get_run" => crate::runs::tools::get_run(state, account, &args).await,
-        "stop_run" => crate::runs::tools::stop_run(state, account, &args).await,
+        "start_run" => super::run_tools::start_run(state, account, args).await,
+        "get_run" => super::run_tools::get_run(state, account, &args).await,
+        "stop_run" => super::run_tools::stop_run(state, account, &args).await,
         "create_ad_draft" => create_ad_draft(state, account, &args).await,
         "render_ad" => render_ad(state, account, &args).await,
         "get_ad" => get_ad(state, account, &args).await,

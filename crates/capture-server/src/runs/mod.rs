@@ -9,7 +9,6 @@ pub mod live;
 pub mod service;
 pub mod session;
 mod stream;
-pub mod tools;
 pub mod types;
 
 use crate::http::Query;

@@ -26,6 +26,10 @@ use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, sess
 use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, bounds, device_spec};
 use crate::state::AppState;
 
+mod devices;
+
+pub use devices::*;
+
 /// How long the first page may take to load before the session is handed over anyway.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default whole time of a session.
@@ -181,14 +185,6 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     }
 }
 
-/// `portrait` or `landscape`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Orientation {
-    Portrait,
-    Landscape,
-}
-
 /// `prefers-color-scheme`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -276,51 +272,6 @@ impl GeoIn {
     }
 }
 
-/// List the device presets session_start and session_set_device accept: phones, tablets and desktops with their real CSS viewport (portrait), device pixel ratio, touch and mobile flags and user agent.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ListDevicesIn {
-    /// Only `phone`, `tablet` or `desktop` presets.
-    pub kind: Option<DeviceKind>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum DeviceKind {
-    Phone,
-    Tablet,
-    Desktop,
-}
-
-fn kind_of(w: u32, h: u32, mobile: bool) -> DeviceKind {
-    match (mobile, w.min(h)) {
-        (false, _) => DeviceKind::Desktop,
-        (true, m) if m >= 600 => DeviceKind::Tablet,
-        _ => DeviceKind::Phone,
-    }
-}
-
-/// Every preset, as listed.
-pub fn presets() -> Vec<Value> {
-    DEVICE_PRESETS
-        .iter()
-        .map(|&(name, w, h, dsf, mobile, ua)| {
-            json!({
-                "name": name, "kind": kind_of(w, h, mobile), "width": w, "height": h,
-                "deviceScaleFactor": dsf, "mobile": mobile, "touch": mobile,
-                "userAgent": (!ua.is_empty()).then_some(ua),
-            })
-        })
-        .collect()
-}
-
-pub async fn list_devices(_cx: Cx, a: ListDevicesIn) -> AutoResult<Reply> {
-    let all: Vec<Value> = presets().into_iter().filter(|d| a.kind.is_none_or(|k| d["kind"] == json!(k))).collect();
-    let names: Vec<&str> = all.iter().filter_map(|d| d["name"].as_str()).collect();
-    let text = format!("{} devices: {}", all.len(), names.join(", "));
-    Ok(Reply::data(json!({"devices": all})).with_text(text))
-}
-
 /// Start a browser session on an emulated device and open url in it. Returns sessionId, which every other automation tool takes. The session is a live run (see get_run): it records a video (videoUrl once ended), costs 1 action per started minute (reserved for timeoutMs up front, the unused rest given back), ends on session_end, after timeoutMs, or when no tool used it for idleTimeoutMs. Next: snapshot to see the page with element refs, then tap/type/fill.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -363,33 +314,6 @@ fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
         return Err(AutoError::invalid(field, format!("must be a non-empty name of at most {max} characters")));
     }
     Ok(())
-}
-
-/// A device spec as the browser emulates it, held per `orientation`.
-pub fn device_of(spec: &DeviceSpec, orientation: Option<Orientation>) -> Device {
-    let d = Device {
-        width: spec.width,
-        height: spec.height,
-        device_scale_factor: spec.device_scale_factor,
-        mobile: spec.mobile,
-        touch: spec.touch,
-        landscape: spec.width > spec.height,
-        user_agent: spec.user_agent.clone(),
-    };
-    match orientation {
-        Some(Orientation::Landscape) if !d.landscape => d.rotated(),
-        Some(Orientation::Portrait) if d.landscape => d.rotated(),
-        _ => d,
-    }
-}
-
-pub fn device_json(d: &Device, preset: Option<&str>) -> Value {
-    json!({
-        "preset": preset, "width": d.width, "height": d.height, "deviceScaleFactor": d.device_scale_factor,
-        "mobile": d.mobile, "touch": d.touch,
-        "orientation": if d.landscape { "landscape" } else { "portrait" },
-        "userAgent": d.user_agent,
-    })
 }
 
 pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
@@ -662,79 +586,6 @@ pub async fn session_end(cx: Cx, a: SessionEndIn) -> AutoResult<Reply> {
         run.video_url.as_deref().unwrap_or("none")
     );
     Ok(Reply::data(serde_json::to_value(&run).map_err(Error::internal)?).with_text(text))
-}
-
-/// Emulate another device in the running session: a preset from list_devices or an explicit viewport, scale, touch, mobile and user agent. The page keeps its URL and reflows (reload it if it sniffs the user agent only on load).
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SetDeviceIn {
-    /// The session (run_…) from session_start.
-    pub session_id: String,
-    /// A preset name (iphone-15, pixel-8, ipad-mini, desktop-1280…) or {viewport: {width, height}, deviceScaleFactor, touch, mobile, userAgent}.
-    pub device: DeviceIn,
-    /// How it is held (default portrait).
-    pub orientation: Option<Orientation>,
-    /// Most time for the change in ms (default 10000).
-    pub timeout_ms: Option<u64>,
-}
-
-async fn viewport_now(s: &Session) -> Value {
-    s.evaluate(
-        "({innerWidth, innerHeight, orientation: (screen.orientation && screen.orientation.type) || null, \
-         touchPoints: navigator.maxTouchPoints})",
-        false,
-        Duration::from_secs(5),
-    )
-    .await
-    .unwrap_or(Value::Null)
-}
-
-pub async fn session_set_device(cx: Cx, a: SetDeviceIn) -> AutoResult<Reply> {
-    let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
-    let spec = device_spec(Some(&a.device))?;
-    let device = device_of(&spec, a.orientation);
-    l.session.set_device(device.clone(), t).await?;
-    *l.device.lock().unwrap() = device.clone();
-    *l.preset.lock().unwrap() = spec.preset.clone();
-    let data = json!({"device": device_json(&device, spec.preset.as_deref()), "page": viewport_now(&l.session).await});
-    Ok(Reply::data(data))
-}
-
-/// Rotate the device by 90° (portrait ↔ landscape), or to the given orientation: the viewport's width and height swap, screen.orientation and orientation media queries change, and the page reflows. Returns the device and the page's new innerWidth/innerHeight.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RotateIn {
-    /// The session (run_…) from session_start.
-    pub session_id: String,
-    /// Turn to this orientation (nothing happens if already so); default: the other one.
-    pub orientation: Option<Orientation>,
-    /// Most time for the change in ms (default 10000).
-    pub timeout_ms: Option<u64>,
-}
-
-pub async fn session_rotate(cx: Cx, a: RotateIn) -> AutoResult<Reply> {
-    let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
-    let current = l.session.device().await?;
-    let want_landscape = match a.orientation {
-        Some(Orientation::Landscape) => true,
-        Some(Orientation::Portrait) => false,
-        None => !current.landscape,
-    };
-    let device = if want_landscape == current.landscape { current } else { l.session.rotate(t).await? };
-    *l.device.lock().unwrap() = device.clone();
-    let preset = l.preset.lock().unwrap().clone();
-    let page = viewport_now(&l.session).await;
-    let text = format!(
-        "Now {} ({}×{}); the page sees {}×{}.",
-        if device.landscape { "landscape" } else { "portrait" },
-        device.width,
-        device.height,
-        page["innerWidth"],
-        page["innerHeight"]
-    );
-    Ok(Reply::data(json!({"device": device_json(&device, preset.as_deref()), "page": page})).with_text(text))
 }
 
 #[cfg(test)]

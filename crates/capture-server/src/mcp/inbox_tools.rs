@@ -7,10 +7,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::types::{CheckIn, MessagesQuery, RecordIn, WaitArgs, WaitQuery};
-use super::{auth_test, service};
 use crate::auth::Account;
 use crate::error::{Error, Result};
+use crate::inbox::types::{CheckIn, MessagesQuery, RecordIn, WaitArgs, WaitQuery};
+use crate::inbox::{auth_test, service};
 use crate::schema::tool_input;
 use crate::state::AppState;
 

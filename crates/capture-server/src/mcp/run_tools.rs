@@ -7,10 +7,10 @@ use capture_core::RunId;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
-use super::service;
-use super::types::{RunArgs, RunIn};
 use crate::auth::Account;
 use crate::error::{Error, Result};
+use crate::runs::service;
+use crate::runs::types::{RunArgs, RunIn};
 use crate::schema::tool_input;
 use crate::state::AppState;
 
@@ -56,7 +56,7 @@ pub fn catalogue() -> Vec<Tool> {
     ]
 }
 
-fn structured(run: &super::types::Run) -> Result<CallToolResult> {
+fn structured(run: &crate::runs::types::Run) -> Result<CallToolResult> {
     let v = serde_json::to_value(run).map_err(Error::internal)?;
     let mut r = CallToolResult::structured(v.clone());
     r.content = vec![ContentBlock::text(v.to_string())];
