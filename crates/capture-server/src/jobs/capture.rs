@@ -308,23 +308,21 @@ async fn process(
             }
         }
     };
+    // Shutdown, or another account waiting for this slot: the job goes back to the queue.
+    let hand_back = async {
+        match state.store.release(&task.id, worker, &job_id, now_ms()).await {
+            Ok(_) => state.job_changed(&job_id),
+            Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
+        }
+    };
     let result: Result<capture_browser::CaptureOutput, CaptureError> = tokio::select! {
         r = capture => r,
         _ = hard_stop.cancelled() => {
-            match state.store.release(&task.id, worker, &job_id, now_ms()).await {
-                Ok(_) => state.job_changed(&job_id),
-                Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
-            }
+            hand_back.await;
             tracing::info!(job = %job_id, "shutdown: capture handed back to the queue");
             return;
         }
-        _ = seat.hand_back.cancelled() => {
-            match state.store.release(&task.id, worker, &job_id, now_ms()).await {
-                Ok(_) => state.job_changed(&job_id),
-                Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
-            }
-            return;
-        }
+        _ = seat.hand_back.cancelled() => return hand_back.await,
     };
     match result {
         Ok(out) => {
