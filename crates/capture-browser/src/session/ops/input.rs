@@ -9,40 +9,43 @@ impl SessionPage {
         if let Target::Point { x, y } = t {
             return Ok((*x, *y));
         }
+        let obj = self.object(t).await?;
+        let mut at = None;
         if let Target::Ref(id) = t {
-            // Quads from the DOM (works for any node with a box, text included).
+            // Quads from the DOM (works for any node with a box, text included); they are
+            // relative to the visual viewport already, as inputs are.
             let r = self.page.call(&s::ScrollIntoViewIfNeeded { backend_node_id: *id }).await;
             if r.is_ok()
                 && let Ok(q) = self.page.call(&s::GetContentQuads { backend_node_id: *id }).await
                 && let Some(quad) = q.quads.first().filter(|q| q.len() == 8)
             {
-                // Quads are relative to the visual viewport already, as inputs are.
-                let x = (quad[0] + quad[2] + quad[4] + quad[6]) / 4.0;
-                let y = (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0;
-                let obj = self.object(t).await?;
-                let hit = self.call_on(&obj, HITS, vec![json!(x), json!(y)]).await?;
-                if hit.get("ok") == Some(&Value::Bool(false)) {
-                    let by = hit.get("by").and_then(Value::as_str).unwrap_or("another element");
-                    return Err(CaptureError::Script(format!(
-                        "{t} is covered by {by}: an input there would not reach it"
-                    )));
-                }
-                return Ok((x, y));
+                at = Some((
+                    (quad[0] + quad[2] + quad[4] + quad[6]) / 4.0,
+                    (quad[1] + quad[3] + quad[5] + quad[7]) / 4.0,
+                ));
             }
         }
-        let obj = self.object(t).await?;
-        let v = self.call_on(&obj, AIM, Vec::new()).await?;
-        match (v.get("x").and_then(Value::as_f64), v.get("y").and_then(Value::as_f64)) {
-            (Some(x), Some(y)) => Ok((x, y)),
-            _ => Err(CaptureError::Script(match v.get("error").and_then(Value::as_str) {
-                Some("covered") => format!(
-                    "{t} is covered by {}: an input there would not reach it",
-                    v.get("by").and_then(Value::as_str).unwrap_or("another element")
-                ),
-                Some("offscreen") => format!("{t} could not be scrolled into the visible part of the page"),
-                _ => format!("{t} is not visible (it has no box)"),
-            })),
+        let (x, y) = match at {
+            Some(p) => p,
+            None => {
+                let v = self.call_on(&obj, AIM, Vec::new()).await?;
+                match (v.get("x").and_then(Value::as_f64), v.get("y").and_then(Value::as_f64)) {
+                    (Some(x), Some(y)) => (x, y),
+                    _ => {
+                        return Err(CaptureError::Script(match v.get("error").and_then(Value::as_str) {
+                            Some("offscreen") => format!("{t} could not be scrolled into the visible part of the page"),
+                            _ => format!("{t} is not visible (it has no box)"),
+                        }));
+                    }
+                }
+            }
+        };
+        let hit = self.call_on(&obj, HITS, vec![json!(x), json!(y)]).await?;
+        if hit.get("ok") == Some(&Value::Bool(false)) {
+            let by = hit.get("by").and_then(Value::as_str).unwrap_or("another element");
+            return Err(CaptureError::Script(format!("{t} is covered by {by}: an input there would not reach it")));
         }
+        Ok((x, y))
     }
 
     /// Let the page react to an input; if it started a navigation, wait for it to load.
