@@ -58,29 +58,20 @@ def edges(src: Path) -> dict[Path, set[Path]]:
                 elif base == "self":
                     start = me
                 else:
-                    start = me[:-1] if me else ()
-                    # `super::super::x`
+                    # `super::x`, `super::super::x`
+                    start = me[:-1]
                     while parts and parts[0] == "super":
                         start = start[:-1]
                         parts = parts[1:]
                 path = start + tuple(parts)
-                # A re-export of one's own child is structure.
-                if stripped.startswith("pub use") and base == "self" or (
-                    stripped.startswith("pub use") and path[: len(me) + 1][:-1] == me and len(path) > len(me)
-                ):
-                    continue
                 while path and path not in mods:
                     path = path[:-1]
+                # A re-export of one's own descendant is structure, not a dependency.
+                if stripped.startswith("pub use") and len(path) > len(me) and path[: len(me)] == me:
+                    continue
                 target = mods.get(path)
                 if target is not None and target != f:
-                    # A child naming its parent's glob (`use super::*`) depends on it; the
-                    # crate root is every module's parent and depends on nothing by naming it.
                     graph[f].add(target)
-        # `pub use child::…` written without `self::`
-        for m in re.finditer(r"^\s*pub use (\w+)::", text, re.M):
-            child = me + (m.group(1),)
-            if child in mods:
-                graph[f].discard(mods[child])
     return graph
 
 
