@@ -76,6 +76,23 @@ pub struct NewAdshot {
     pub max_active: Option<i64>,
 }
 
+impl NewAdshot {
+    /// What creating it charges for `operation`.
+    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
+        crate::jobs::Charge {
+            user_id: &self.user_id,
+            key_id: self.key_id.as_deref(),
+            operation,
+            subject_id: &self.id,
+            actions: self.actions,
+            month: &self.month,
+            limit: self.limit,
+            reset_at: &self.reset_at,
+            now: self.now,
+        }
+    }
+}
+
 /// What a finished ad job leaves.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AdshotDone {
@@ -143,16 +160,13 @@ impl Store {
         if n.max_active.is_some() {
             crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
         }
-        let used =
-            match reserve(&mut tx, &n.user_id, n.key_id.as_deref(), op, &n.id, n.actions, &n.month, n.limit, n.now)
-                .await?
-            {
-                Ok(used) => used,
-                Err(q) => {
-                    tx.rollback().await?;
-                    return Ok(Err(q.into()));
-                }
-            };
+        let used = match reserve(&mut tx, &n.charge(op)).await? {
+            Ok(used) => used,
+            Err(q) => {
+                tx.rollback().await?;
+                return Ok(Err(q.into()));
+            }
+        };
         // The quota comes first: a client out of actions learns that, not "retry later".
         if let Some(limit) = n.max_active {
             let (pending,): (i64,) = sqlx::query_as(
@@ -166,9 +180,6 @@ impl Store {
                 tx.rollback().await?;
                 return Ok(Err(QueueFull { scope: QueueScope::Account, pending, limit }.into()));
             }
-        }
-        if let Some(limit) = n.limit {
-            crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }
         sqlx::query(
             "INSERT INTO adshots (id, user_id, key_id, kind, draft_id, status, progress, input, actions, \

@@ -73,6 +73,23 @@ pub struct NewAudit {
     pub queue_limits: QueueLimits,
 }
 
+impl NewAudit {
+    /// What creating it charges for `operation`.
+    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
+        crate::jobs::Charge {
+            user_id: &self.user_id,
+            key_id: self.key_id.as_deref(),
+            operation,
+            subject_id: &self.id,
+            actions: self.actions,
+            month: &self.month,
+            limit: self.limit,
+            reset_at: &self.reset_at,
+            now: self.now,
+        }
+    }
+}
+
 /// What a finished audit records.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditDone {
@@ -166,19 +183,7 @@ impl Store {
         if n.queue_limits.per_account.is_some() {
             admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
         }
-        let used = match reserve(
-            &mut tx,
-            &n.user_id,
-            n.key_id.as_deref(),
-            "audit",
-            &n.id,
-            n.actions,
-            &n.month,
-            n.limit,
-            n.now,
-        )
-        .await?
-        {
+        let used = match reserve(&mut tx, &n.charge("audit")).await? {
             Ok(used) => used,
             Err(q) => {
                 tx.rollback().await?;
@@ -189,9 +194,6 @@ impl Store {
         if let Err(full) = check_queue(&mut tx, &n.user_id, n.queue_limits).await? {
             tx.rollback().await?;
             return Ok(Err(full.into()));
-        }
-        if let Some(limit) = n.limit {
-            crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }
         sqlx::query(
             "INSERT INTO audits (id, user_id, key_id, status, url, report_type, max_pages, share_token, \

@@ -57,6 +57,23 @@ pub struct NewScreenshot {
     pub queue_limits: QueueLimits,
 }
 
+impl NewScreenshot {
+    /// What creating it charges for `operation`.
+    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
+        crate::jobs::Charge {
+            user_id: &self.user_id,
+            key_id: self.key_id.as_deref(),
+            operation,
+            subject_id: &self.id,
+            actions: self.actions,
+            month: &self.month,
+            limit: self.limit,
+            reset_at: &self.reset_at,
+            now: self.now,
+        }
+    }
+}
+
 /// The result fields of a finished job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScreenshotDone {
@@ -152,19 +169,33 @@ pub(crate) async fn append_event(
     Ok(())
 }
 
-/// Reserve `actions` for the month if the cap allows, recording the ledger entry.
-/// Returns the usage after the reservation, or the current usage when refused.
+/// What a create charges: `actions` of the payer's `month` for `operation` on `subject_id`,
+/// under the account's monthly cap.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Charge<'a> {
+    pub user_id: &'a str,
+    /// The API key that asked (None: the website or a worker).
+    pub key_id: Option<&'a str>,
+    pub operation: &'a str,
+    pub subject_id: &'a str,
+    pub actions: i64,
+    pub month: &'a str,
+    /// The month's cap (None: unlimited).
+    pub limit: Option<i64>,
+    /// ISO time the month resets, for the `quota.warning` events the charge crosses.
+    pub reset_at: &'a str,
+    pub now: i64,
+}
+
+/// The quota part of every paid create, in its transaction: reserve the charge's actions if
+/// the cap allows, record the ledger entry and queue the `quota.warning` events the new usage
+/// crosses. The usage after the reservation, or the current usage when refused (the caller
+/// rolls back).
 pub(crate) async fn reserve(
     tx: &mut Transaction<'static, Any>,
-    user_id: &str,
-    key_id: Option<&str>,
-    operation: &str,
-    subject_id: &str,
-    actions: i64,
-    month: &str,
-    limit: Option<i64>,
-    now: i64,
+    c: &Charge<'_>,
 ) -> Result<std::result::Result<i64, QuotaExceeded>> {
+    let Charge { user_id, key_id, operation, subject_id, actions, month, limit, reset_at, now } = *c;
     sqlx::query(
         "INSERT INTO usage_counters (user_id, month, used) VALUES ($1, $2, 0) ON CONFLICT (user_id, month) DO NOTHING",
     )
@@ -205,6 +236,9 @@ pub(crate) async fn reserve(
     .bind(now)
     .execute(&mut **tx)
     .await?;
+    if let Some(limit) = limit {
+        crate::webhooks::quota_warnings(tx, user_id, month, used, limit, reset_at, now).await?;
+    }
     Ok(Ok(used))
 }
 
@@ -273,16 +307,13 @@ impl Store {
             admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
         }
         let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
-        let used =
-            match reserve(&mut tx, &n.user_id, n.key_id.as_deref(), op, &n.id, n.actions, &n.month, n.limit, n.now)
-                .await?
-            {
-                Ok(used) => used,
-                Err(q) => {
-                    tx.rollback().await?;
-                    return Ok(Err(q.into()));
-                }
-            };
+        let used = match reserve(&mut tx, &n.charge(op)).await? {
+            Ok(used) => used,
+            Err(q) => {
+                tx.rollback().await?;
+                return Ok(Err(q.into()));
+            }
+        };
         // The quota comes first: a client out of actions learns that, not "retry later".
         let admitted = match admission::check_account(&mut tx, &n.user_id, limits.per_account).await? {
             Ok(()) => admission::check_global_early(&mut tx, limits.global).await?,
@@ -291,9 +322,6 @@ impl Store {
         if let Err(full) = admitted {
             tx.rollback().await?;
             return Ok(Err(full.into()));
-        }
-        if let Some(limit) = n.limit {
-            crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
         }
         let (status, d) = match &n.done {
             Some(d) => ("done", Some(d)),

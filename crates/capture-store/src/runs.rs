@@ -10,7 +10,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use crate::db::{Result, Store};
-use crate::jobs::{QuotaExceeded, append_event};
+use crate::jobs::{Charge, QuotaExceeded, append_event};
 use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
 
@@ -95,6 +95,23 @@ pub struct NewRun {
     pub max_active: Option<i64>,
     /// Queue a `run` task with this payload (scripted runs); live runs wait for their client.
     pub task_payload: Option<String>,
+}
+
+impl NewRun {
+    /// What creating it charges for `operation`.
+    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
+        crate::jobs::Charge {
+            user_id: &self.user_id,
+            key_id: self.key_id.as_deref(),
+            operation,
+            subject_id: &self.id,
+            actions: self.actions_wanted,
+            month: &self.month,
+            limit: self.limit,
+            reset_at: &self.reset_at,
+            now: self.now,
+        }
+    }
 }
 
 /// Why a run was not created: nothing was written.
@@ -237,28 +254,14 @@ impl Store {
                 wanted.min(left)
             }
         };
-        let used = match crate::jobs::reserve(
-            &mut tx,
-            &n.user_id,
-            n.key_id.as_deref(),
-            "run",
-            &n.id,
-            actions,
-            &n.month,
-            n.limit,
-            n.now,
-        )
-        .await?
-        {
+        let charge = Charge { actions, ..n.charge("run") };
+        let used = match crate::jobs::reserve(&mut tx, &charge).await? {
             Ok(used) => used,
             Err(q) => {
                 tx.rollback().await?;
                 return Ok(Err(RunRefused::Quota(q)));
             }
         };
-        if let Some(limit) = n.limit {
-            crate::webhooks::quota_warnings(&mut tx, &n.user_id, &n.month, used, limit, &n.reset_at, n.now).await?;
-        }
         sqlx::query(
             "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
              connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at) \

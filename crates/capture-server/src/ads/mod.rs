@@ -12,20 +12,18 @@ pub mod types;
 use crate::http::Path;
 use crate::http::Query;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde::Deserialize;
-use serde_json::Value;
 
 pub use stream::stream;
 
 use self::types::{Adshot, AdshotList, DraftIn, MusicList, Orientation, RenderIn, VoiceList};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Json, JsonObject};
-use crate::idempotency::idempotent;
+use crate::http::{ApiError, ApiResult, IdemCreate, Json};
 use crate::state::AppState;
 
 /// The ad paths and schemas of the OpenAPI document.
@@ -80,23 +78,13 @@ pub fn v1_router() -> Router<AppState> {
     (status = 409, body = ErrorBody), (status = 422, body = ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"),
     (status = 429, body = ErrorBody)), security(("api_key" = [])))]
 /// Draft an ad from a page or screenshots: copy, brand colour, storyboard, voice-over script.
-pub async fn create_draft(
-    State(state): State<AppState>,
-    Extension(account): Extension<Account>,
-    headers: HeaderMap,
-    JsonObject(body, _raw): JsonObject,
-) -> Response {
-    let input = match service::parse_draft(&body) {
-        Ok(i) => i,
-        Err(e) => return ApiError::validation(e).into_response(),
-    };
-    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    let (st, acc) = (state.clone(), account.clone());
-    idempotent(&state, &account, &headers, "POST /v1/adshot/draft", hash, move |claim| async move {
-        let created = service::create_draft(&st, &acc, &input, claim.as_ref()).await?;
-        Ok((StatusCode::ACCEPTED, created.ad, created.used))
-    })
-    .await
+pub async fn create_draft(create: IdemCreate<DraftIn>) -> Response {
+    create
+        .run(StatusCode::ACCEPTED, |st, acc, input, claim| async move {
+            let created = service::create_draft(&st, &acc, &input, claim.as_ref()).await?;
+            Ok((created.ad, created.used))
+        })
+        .await
 }
 
 #[utoipa::path(post, path = "/v1/adshot/render", tag = "ads", request_body = RenderIn,
@@ -107,23 +95,13 @@ pub async fn create_draft(
     (status = 422, body = ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"), (status = 429, body = ErrorBody)),
     security(("api_key" = [])))]
 /// Render a finished draft to a narrated, branded MP4.
-pub async fn create_render(
-    State(state): State<AppState>,
-    Extension(account): Extension<Account>,
-    headers: HeaderMap,
-    JsonObject(body, _raw): JsonObject,
-) -> Response {
-    let input = match service::parse_render(&body) {
-        Ok(i) => i,
-        Err(e) => return ApiError::validation(e).into_response(),
-    };
-    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    let (st, acc) = (state.clone(), account.clone());
-    idempotent(&state, &account, &headers, "POST /v1/adshot/render", hash, move |claim| async move {
-        let created = service::create_render(&st, &acc, &input, claim.as_ref()).await?;
-        Ok((StatusCode::ACCEPTED, created.ad, created.used))
-    })
-    .await
+pub async fn create_render(create: IdemCreate<RenderIn>) -> Response {
+    create
+        .run(StatusCode::ACCEPTED, |st, acc, input, claim| async move {
+            let created = service::create_render(&st, &acc, &input, claim.as_ref()).await?;
+            Ok((created.ad, created.used))
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/v1/adshot/voices", tag = "ads", responses((status = 200, body = VoiceList)), security(("api_key" = [])))]

@@ -8,14 +8,15 @@ use capture_core::{FieldError, JobStatus, ids};
 use capture_media::Rgb;
 use capture_store::{AdshotRow, IdemClaim, IdemResponse, KIND_DRAFT, KIND_RENDER, NewAdshot, Refused};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::types::{
     Adshot, AdshotList, DRAFT_ACTIONS, DRAFT_PREFIX, DraftContent, DraftIn, MAX_SCREENSHOT_URLS, MusicList,
-    Orientation, RENDER_ACTIONS, RENDER_PREFIX, RenderIn, SceneOut, TrackOut, VoiceList, VoiceOut,
+    RENDER_ACTIONS, RENDER_PREFIX, RenderIn, SceneOut, TrackOut, VoiceList, VoiceOut,
 };
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
+use crate::http::validated::Checked;
 use crate::state::AppState;
 
 /// Drafts one account may have waiting or in progress; more are refused with `QUEUE_FULL`.
@@ -63,39 +64,31 @@ pub struct Created {
     pub used: i64,
 }
 
-/// Validate the body of `POST /v1/adshot/draft`.
-pub fn parse_draft(body: &Map<String, Value>) -> Result<DraftIn, FieldError> {
-    for k in body.keys() {
-        if k != "url" && k != "screenshotUrls" {
-            return Err(FieldError::new(k.as_str(), "is not a field of this request (url, screenshotUrls)"));
-        }
-    }
-    let url = match body.get("url") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(check_url("url", s)?),
-        Some(_) => return Err(FieldError::new("url", "must be a string")),
-    };
-    let screenshot_urls = match body.get("screenshotUrls") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(a)) => {
-            if a.len() > MAX_SCREENSHOT_URLS {
-                return Err(FieldError::new("screenshotUrls", format!("may hold at most {MAX_SCREENSHOT_URLS} URLs")));
-            }
-            let mut out = Vec::with_capacity(a.len());
-            for v in a {
-                match v {
-                    Value::String(s) => out.push(check_url("screenshotUrls", s)?),
-                    _ => return Err(FieldError::new("screenshotUrls", "must be an array of URL strings")),
+impl Checked for DraftIn {
+    type Valid = DraftIn;
+
+    /// Each URL absolute http(s), at most [`MAX_SCREENSHOT_URLS`] screenshots, and at least
+    /// one of the two fields.
+    fn check(self) -> Result<DraftIn, FieldError> {
+        let url = self.url.as_deref().map(|u| check_url("url", u)).transpose()?;
+        let screenshot_urls = match self.screenshot_urls {
+            None => None,
+            Some(list) => {
+                if list.len() > MAX_SCREENSHOT_URLS {
+                    return Err(FieldError::new(
+                        "screenshotUrls",
+                        format!("may hold at most {MAX_SCREENSHOT_URLS} URLs"),
+                    ));
                 }
+                let list = list.iter().map(|u| check_url("screenshotUrls", u)).collect::<Result<Vec<_>, _>>()?;
+                Some(list).filter(|v| !v.is_empty())
             }
-            Some(out).filter(|v: &Vec<String>| !v.is_empty())
+        };
+        if url.is_none() && screenshot_urls.is_none() {
+            return Err(FieldError::new("url", "url or screenshotUrls is required"));
         }
-        Some(_) => return Err(FieldError::new("screenshotUrls", "must be an array of URL strings")),
-    };
-    if url.is_none() && screenshot_urls.is_none() {
-        return Err(FieldError::new("url", "url or screenshotUrls is required"));
+        Ok(DraftIn { url, screenshot_urls })
     }
-    Ok(DraftIn { url, screenshot_urls })
 }
 
 fn check_url(field: &str, s: &str) -> Result<String, FieldError> {
@@ -118,51 +111,32 @@ fn music_ids() -> String {
     capture_media::music().iter().map(|t| t.id).collect::<Vec<_>>().join(", ")
 }
 
-/// Validate the body of `POST /v1/adshot/render` (ids and colour; the draft is checked by
-/// [`create_render`]).
-pub fn parse_render(body: &Map<String, Value>) -> Result<RenderIn, FieldError> {
-    const FIELDS: [&str; 5] = ["draftId", "voiceId", "musicId", "brandColor", "orientation"];
-    for k in body.keys() {
-        if !FIELDS.contains(&k.as_str()) {
-            return Err(FieldError::new(k.as_str(), format!("is not a field of this request ({})", FIELDS.join(", "))));
+impl Checked for RenderIn {
+    type Valid = RenderIn;
+
+    /// The ids and the colour (the draft itself is checked by [`create_render`]).
+    fn check(self) -> Result<RenderIn, FieldError> {
+        if !ids::looks_like(DRAFT_PREFIX, &self.draft_id) {
+            return Err(FieldError::new("draftId", "must be an ad draft id (drf_…)"));
         }
-    }
-    let text = |k: &str| -> Result<Option<String>, FieldError> {
-        match body.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(FieldError::new(k, "must be a string")),
+        if capture_media::find_voice(&self.voice_id).is_err() {
+            return Err(FieldError::new("voiceId", format!("must be one of: {}", voice_ids())));
         }
-    };
-    let draft_id = text("draftId")?.ok_or_else(|| FieldError::new("draftId", "is required"))?;
-    if !ids::looks_like(DRAFT_PREFIX, &draft_id) {
-        return Err(FieldError::new("draftId", "must be an ad draft id (drf_…)"));
-    }
-    let voice_id = text("voiceId")?.ok_or_else(|| FieldError::new("voiceId", "is required"))?;
-    if capture_media::find_voice(&voice_id).is_err() {
-        return Err(FieldError::new("voiceId", format!("must be one of: {}", voice_ids())));
-    }
-    let music_id = text("musicId")?.ok_or_else(|| FieldError::new("musicId", "is required"))?;
-    if capture_media::find_track(&music_id).is_err() {
-        return Err(FieldError::new("musicId", format!("must be one of: {}", music_ids())));
-    }
-    let brand_color = match text("brandColor")? {
-        None => None,
-        Some(c) => {
-            let ok = c.len() == 7 && c.starts_with('#') && c[1..].bytes().all(|b| b.is_ascii_hexdigit());
-            if !ok || Rgb::parse_hex(&c).is_err() {
-                return Err(FieldError::new("brandColor", "must be a colour #RRGGBB (e.g. #1A73E8)"));
+        if capture_media::find_track(&self.music_id).is_err() {
+            return Err(FieldError::new("musicId", format!("must be one of: {}", music_ids())));
+        }
+        let brand_color = match self.brand_color {
+            None => None,
+            Some(c) => {
+                let ok = c.len() == 7 && c.starts_with('#') && c[1..].bytes().all(|b| b.is_ascii_hexdigit());
+                if !ok || Rgb::parse_hex(&c).is_err() {
+                    return Err(FieldError::new("brandColor", "must be a colour #RRGGBB (e.g. #1A73E8)"));
+                }
+                Some(c.to_ascii_uppercase())
             }
-            Some(c.to_ascii_uppercase())
-        }
-    };
-    let orientation = match text("orientation")?.as_deref() {
-        None => None,
-        Some("portrait") => Some(Orientation::Portrait),
-        Some("landscape") => Some(Orientation::Landscape),
-        Some(_) => return Err(FieldError::new("orientation", "must be one of: portrait, landscape")),
-    };
-    Ok(RenderIn { draft_id, voice_id, music_id, brand_color, orientation })
+        };
+        Ok(RenderIn { brand_color, ..self })
+    }
 }
 
 /// Create a draft for [`DRAFT_ACTIONS`]: the actions are reserved, the task queued and,

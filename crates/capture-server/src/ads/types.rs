@@ -24,8 +24,8 @@ pub const MAX_IMAGE_BYTES: usize = 10 * 1024 * 1024;
 
 /// What to make an ad of: the body of `POST /v1/adshot/draft` (at least one field).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "AdDraftRequest", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "AdDraftRequest")]
 pub struct DraftIn {
     /// The page to advertise (http or https): captured on desktop and mobile, and read for
     /// the name, headline, supporting lines, call to action, logo and brand colour.
@@ -50,8 +50,8 @@ pub enum Orientation {
 
 /// How to render a draft: the body of `POST /v1/adshot/render`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "AdRenderRequest", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "AdRenderRequest")]
 pub struct RenderIn {
     /// A finished draft of the caller (drf_…).
     pub draft_id: String,

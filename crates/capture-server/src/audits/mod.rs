@@ -10,12 +10,11 @@ pub mod types;
 
 use crate::http::Query;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use capture_core::AuditId;
-use serde_json::Value;
 
 pub use report_page::report_page;
 pub use stream::stream;
@@ -23,9 +22,8 @@ pub use stream::stream;
 use self::types::{Audit, AuditIn, AuditList, AuditReportType, AuditScores};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
-use crate::idempotency::idempotent;
-use crate::screenshots::types::ListQuery;
+use crate::http::{ApiResult, Id, IdemCreate, Json};
+use crate::paging::ListQuery;
 use crate::state::AppState;
 
 /// The audit paths and schemas of the OpenAPI document.
@@ -58,24 +56,13 @@ pub fn public_router() -> Router<AppState> {
     (status = 503, body = ErrorBody, description = "SERVICE_UNAVAILABLE: too many audits wait or run in all; Retry-After")),
     security(("api_key" = [])))]
 /// Start a website audit.
-pub async fn create(
-    State(state): State<AppState>,
-    Extension(account): Extension<Account>,
-    headers: HeaderMap,
-    JsonObject(body, _raw): JsonObject,
-) -> Response {
-    let opts = match AuditIn::parse(&body) {
-        Ok(o) => o,
-        Err(e) => return ApiError::validation(e).into_response(),
-    };
-    // serde_json maps are ordered by key, so this is a canonical form of the body.
-    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    let (st, acc) = (state.clone(), account.clone());
-    idempotent(&state, &account, &headers, "POST /v1/audits", hash, move |claim| async move {
-        let created = service::create(&st, &acc, &opts, claim.as_ref()).await?;
-        Ok((StatusCode::ACCEPTED, created.audit, created.used))
-    })
-    .await
+pub async fn create(create: IdemCreate<AuditIn>) -> Response {
+    create
+        .run(StatusCode::ACCEPTED, |st, acc, opts, claim| async move {
+            let created = service::create(&st, &acc, &opts, claim.as_ref()).await?;
+            Ok((created.audit, created.used))
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/v1/audits/{id}", tag = "audits", params(("id" = String, Path)),

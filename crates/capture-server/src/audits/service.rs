@@ -3,8 +3,8 @@
 //! typed results and the domain [`Error`], shared by the REST handlers, the MCP tools and the
 //! website.
 
-use capture_core::time::{iso, parse_iso};
-use capture_core::{AuditId, FieldError, JobStatus, ids};
+use capture_core::time::iso;
+use capture_core::{AuditId, JobStatus, ids};
 use capture_store::{AuditRow, IdemClaim, IdemResponse, NewAudit, Refused};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,8 +12,7 @@ use serde_json::Value;
 use super::types::{Audit, AuditList, AuditOptions, AuditReportType, AuditScores};
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
-use crate::paging;
-use crate::screenshots::types::{DEFAULT_PAGE, ListQuery, MAX_PAGE};
+use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
 /// What an `audit` task needs from the worker (the task's payload).
@@ -143,32 +142,10 @@ pub async fn get(state: &AppState, account: &Account, id: &AuditId) -> Result<Au
 
 /// The caller's audits, newest first, a page at a time (without their reports).
 pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<AuditList> {
-    let limit = match q.limit.as_deref() {
-        None | Some("") => DEFAULT_PAGE,
-        Some(s) => match s.parse::<i64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
-        },
-    };
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(
-            parse_cursor(b)
-                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
-        ),
-    };
-    let rows = state.store.list_audits(&account.user.id, before, paging::fetch_limit(limit)).await?;
-    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
-    Ok(AuditList { data: rows.iter().map(|r| view(state, r, false)).collect(), next_cursor })
-}
-
-/// `ts~id` (our cursor) or a bare ISO timestamp.
-fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
-    match s.split_once('~') {
-        Some((ts, id)) if ids::looks_like(ids::AUDIT, id) => Some((parse_iso(ts)?, Some(id.to_string()))),
-        Some(_) => None,
-        None => Some((parse_iso(s)?, None)),
-    }
+    let w = Window::of(q, |id| ids::looks_like(ids::AUDIT, id))?;
+    let rows = state.store.list_audits(&account.user.id, w.before.clone(), w.fetch()).await?;
+    let page = w.page(rows, |r| (r.created_at, r.id.as_str()));
+    Ok(AuditList { data: page.rows.iter().map(|r| view(state, r, false)).collect(), next_cursor: page.next_cursor })
 }
 
 /// The audit a public report token names (None for a malformed or unknown token).

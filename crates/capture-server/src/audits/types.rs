@@ -9,8 +9,10 @@ use capture_core::options::{bounds, validate_url};
 use capture_core::{AuditId, FieldError, JobStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
+
+use crate::http::validated::Checked;
 
 /// `single_page` audits the URL alone; `full_site` crawls its site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
@@ -49,8 +51,8 @@ impl AuditReportType {
 
 /// What to audit: the body of `POST /v1/audits` (and the `run_audit` tool's input).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "AuditRequest", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "AuditRequest")]
 pub struct AuditIn {
     /// The page to audit, or where the crawl of a whole site starts (http or https).
     #[schemars(url, length(max = bounds::URL_MAX), extend("examples" = ["https://example.com"]))]
@@ -73,39 +75,15 @@ pub struct AuditOptions {
     pub max_pages: u32,
 }
 
-impl AuditIn {
-    /// Validate a request's JSON object (unknown fields and bad values are refused with the
-    /// field's name).
-    pub fn parse(body: &Map<String, Value>) -> Result<AuditOptions, FieldError> {
-        for k in body.keys() {
-            if !["url", "reportType", "maxPages"].contains(&k.as_str()) {
-                return Err(FieldError::new(
-                    k.clone(),
-                    "is not a field of an audit request (url, reportType, maxPages)",
-                ));
-            }
-        }
-        let url = match body.get("url") {
-            None | Some(Value::Null) => return Err(FieldError::new("url", "is required")),
-            Some(Value::String(s)) => validate_url(s)?,
-            Some(_) => return Err(FieldError::new("url", "must be a string")),
-        };
-        let report_type = match body.get("reportType") {
-            None | Some(Value::Null) => AuditReportType::SinglePage,
-            Some(Value::String(s)) => AuditReportType::parse(s)
-                .ok_or_else(|| FieldError::new("reportType", "must be single_page or full_site"))?,
-            Some(_) => return Err(FieldError::new("reportType", "must be single_page or full_site")),
-        };
-        let asked = match body.get("maxPages") {
-            None | Some(Value::Null) => None,
-            Some(v) => match v.as_u64() {
-                Some(n) => Some(u32::try_from(n).unwrap_or(u32::MAX)),
-                None => {
-                    return Err(FieldError::new("maxPages", format!("must be a whole number from 1 to {MAX_PAGES}")));
-                }
-            },
-        };
-        let max_pages = capture_audit::crawl::max_pages(asked).map_err(|e| FieldError::new("maxPages", e))?;
+impl Checked for AuditIn {
+    type Valid = AuditOptions;
+
+    /// The URL, the report type (single_page by default) and the page cap (1 for a single
+    /// page, the default cap for a whole site).
+    fn check(self) -> Result<AuditOptions, FieldError> {
+        let url = validate_url(&self.url)?;
+        let report_type = self.report_type.unwrap_or(AuditReportType::SinglePage);
+        let max_pages = capture_audit::crawl::max_pages(self.max_pages).map_err(|e| FieldError::new("maxPages", e))?;
         let max_pages = if report_type == AuditReportType::SinglePage { 1 } else { max_pages };
         Ok(AuditOptions { url, report_type, max_pages })
     }
@@ -256,7 +234,7 @@ mod tests {
     use super::*;
 
     fn parse(v: Value) -> Result<AuditOptions, FieldError> {
-        AuditIn::parse(v.as_object().unwrap())
+        crate::http::validated::validate::<AuditIn>(v.as_object().unwrap())
     }
 
     #[test]

@@ -9,7 +9,7 @@ pub mod types;
 
 use crate::http::Path;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -20,9 +20,8 @@ use self::service::Transition;
 use self::types::*;
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Id, Json, JsonObject, Query};
-use crate::idempotency::idempotent;
-use crate::screenshots::types::ListQuery;
+use crate::http::{ApiError, ApiResult, Id, IdemCreate, Json, JsonObject, Query, ValidatedJson};
+use crate::paging::ListQuery;
 use crate::state::AppState;
 
 /// The campaign and suppression paths and schemas of the OpenAPI document.
@@ -91,23 +90,13 @@ pub fn public_router() -> Router<AppState> {
     (status = 422, body = ErrorBody)),
     security(("api_key" = [])))]
 /// Create a campaign (a draft) with recipients.
-pub async fn create(
-    State(state): State<AppState>,
-    Extension(account): Extension<Account>,
-    headers: HeaderMap,
-    JsonObject(body, _raw): JsonObject,
-) -> Response {
-    let opts = match CampaignIn::parse(&body) {
-        Ok(o) => o,
-        Err(e) => return ApiError::validation(e).into_response(),
-    };
-    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    let (st, acc) = (state.clone(), account.clone());
-    idempotent(&state, &account, &headers, "POST /v1/campaigns", hash, move |_claim| async move {
-        let c = service::create(&st, &acc, &opts).await?;
-        Ok((StatusCode::CREATED, c, acc.used))
-    })
-    .await
+pub async fn create(create: IdemCreate<CampaignIn>) -> Response {
+    create
+        .run(StatusCode::CREATED, |st, acc, opts, _claim| async move {
+            let c = service::create(&st, &acc, &opts).await?;
+            Ok((c, acc.used))
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/v1/campaigns", tag = "campaigns", params(ListQuery),
@@ -144,15 +133,8 @@ pub async fn add_targets(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Id(id): Id<CampaignId>,
-    JsonObject(body, _raw): JsonObject,
+    ValidatedJson { valid: recipients, .. }: ValidatedJson<TargetsIn>,
 ) -> ApiResult<Json<TargetsAdded>> {
-    if let Some(k) = body.keys().find(|k| k.as_str() != "recipients") {
-        return Err(ApiError::validation(capture_core::FieldError::new(
-            k.clone(),
-            "is not a field of a targets request (recipients)",
-        )));
-    }
-    let recipients = parse_recipients(body.get("recipients"), true).map_err(ApiError::validation)?;
     Ok(Json(service::add_targets(&state, &account, &id, &recipients).await?))
 }
 
@@ -231,9 +213,8 @@ pub async fn sender_capacity(
 pub async fn sender_limits(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    JsonObject(body, _raw): JsonObject,
+    ValidatedJson { valid: opts, .. }: ValidatedJson<SenderLimitsIn>,
 ) -> ApiResult<Json<SenderCapacity>> {
-    let opts = SenderLimitsIn::parse(&body).map_err(ApiError::validation)?;
     Ok(Json(service::set_sender_limits(&state, &account, &opts).await?))
 }
 

@@ -5,7 +5,7 @@
 
 use capture_core::ids::{self, CAMPAIGN_ROW};
 use capture_core::sending::{self, COUNTING_ZONE, SendHours, WarmupSchedule, validate_email};
-use capture_core::time::{iso, parse_iso};
+use capture_core::time::iso;
 use capture_core::{CampaignId, FieldError};
 use capture_store::{
     AddRefused, CampaignRecord, NewCampaign, NewTarget, SenderLimits, Suppression, SuppressionReason, TargetRecord,
@@ -16,8 +16,7 @@ use super::types::*;
 use crate::audits::types::AuditReportType;
 use crate::auth::Account;
 use crate::error::{Error, Result};
-use crate::paging;
-use crate::screenshots::types::{DEFAULT_PAGE, ListQuery, MAX_PAGE};
+use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
 /// Row states that are final.
@@ -80,9 +79,9 @@ fn targets(recipients: &[Recipient], default_type: AuditReportType) -> Vec<NewTa
         .map(|r| NewTarget {
             id: ids::new_id(CAMPAIGN_ROW),
             website_url: r.website_url.clone(),
-            recipient_email: r.email.clone(),
-            email_key: r.email_key.clone(),
-            recipient_domain: r.domain.clone(),
+            recipient_email: r.email.as_str().to_string(),
+            email_key: r.email.key(),
+            recipient_domain: r.email.domain().to_string(),
             report_type: r.report_type.unwrap_or(default_type).as_str().to_string(),
             unsubscribe_token: ids::random_string(32),
         })
@@ -198,39 +197,14 @@ pub async fn get(state: &AppState, account: &Account, id: &CampaignId) -> Result
 
 /// The caller's campaigns, newest first (with counts, without rows).
 pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<CampaignList> {
-    let limit = page_limit(q)?;
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(
-            parse_cursor(b, |id| ids::looks_like(ids::CAMPAIGN, id))
-                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
-        ),
-    };
-    let rows = state.store.list_campaigns(&account.user.id, before, paging::fetch_limit(limit)).await?;
-    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
-    let mut data = Vec::with_capacity(rows.len());
-    for r in &rows {
+    let w = Window::of(q, |id| ids::looks_like(ids::CAMPAIGN, id))?;
+    let rows = state.store.list_campaigns(&account.user.id, w.before.clone(), w.fetch()).await?;
+    let page = w.page(rows, |r| (r.created_at, r.id.as_str()));
+    let mut data = Vec::with_capacity(page.rows.len());
+    for r in &page.rows {
         data.push(view(state, r, false).await?);
     }
-    Ok(CampaignList { data, next_cursor })
-}
-
-fn page_limit(q: &ListQuery) -> Result<i64> {
-    match q.limit.as_deref() {
-        None | Some("") => Ok(DEFAULT_PAGE),
-        Some(s) => match s.parse::<i64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
-            _ => Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
-        },
-    }
-}
-
-fn parse_cursor(s: &str, id_ok: impl Fn(&str) -> bool) -> Option<(i64, Option<String>)> {
-    match s.split_once('~') {
-        Some((ts, id)) if id_ok(id) => Some((parse_iso(ts)?, Some(id.to_string()))),
-        Some(_) => None,
-        None => Some((parse_iso(s)?, None)),
-    }
+    Ok(CampaignList { data, next_cursor: page.next_cursor })
 }
 
 /// Add recipients to a campaign that has not completed; duplicates are not stored again.
@@ -387,17 +361,10 @@ fn suppression_view(s: &Suppression) -> SuppressionOut {
 
 /// The caller's suppressed addresses, newest first.
 pub async fn suppressions(state: &AppState, account: &Account, q: &ListQuery) -> Result<SuppressionList> {
-    let limit = page_limit(q)?;
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(
-            parse_cursor(b, |k| validate_email(k).is_ok())
-                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
-        ),
-    };
-    let rows = state.store.list_suppressions(&account.user.id, before, paging::fetch_limit(limit)).await?;
-    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.email_key));
-    Ok(SuppressionList { data: rows.iter().map(suppression_view).collect(), next_cursor })
+    let w = Window::of(q, |k| validate_email(k).is_ok())?;
+    let rows = state.store.list_suppressions(&account.user.id, w.before.clone(), w.fetch()).await?;
+    let page = w.page(rows, |r| (r.created_at, r.email_key.as_str()));
+    Ok(SuppressionList { data: page.rows.iter().map(suppression_view).collect(), next_cursor: page.next_cursor })
 }
 
 fn parse_email(raw: &str, field: &str) -> Result<capture_core::sending::EmailAddress> {

@@ -3,15 +3,15 @@
 //! OpenAPI document and the MCP tool schemas.
 
 use capture_core::options::validate_url;
-use capture_core::sending::{SendHours, WarmupSchedule, parse_zone, validate_email};
+use capture_core::sending::{EmailAddress, SendHours, WarmupSchedule, parse_zone, validate_email};
 use capture_core::time::parse_iso;
 use capture_core::{CampaignId, FieldError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::audits::types::AuditReportType;
+use crate::http::validated::Checked;
 
 /// Most recipients one request may carry (create or add targets).
 pub const MAX_RECIPIENTS_PER_REQUEST: usize = 500;
@@ -24,7 +24,7 @@ pub const MAX_ROWS_SHOWN: i64 = 5000;
 
 /// A recipient: a website to audit and the address its report is mailed to.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(deny_unknown_fields)]
 pub struct RecipientIn {
     /// The website to audit (http or https).
@@ -37,7 +37,7 @@ pub struct RecipientIn {
 
 /// The body of `POST /v1/campaigns` (and the `create_campaign` tool's input).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(deny_unknown_fields)]
 pub struct CampaignIn {
     /// 1–200 characters.
@@ -59,7 +59,7 @@ pub struct CampaignIn {
 
 /// The body of `POST /v1/campaigns/{id}/targets`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(deny_unknown_fields)]
 pub struct TargetsIn {
     /// 1–500 recipients.
@@ -70,9 +70,9 @@ pub struct TargetsIn {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recipient {
     pub website_url: String,
-    pub email: String,
-    pub email_key: String,
-    pub domain: String,
+    /// Its key (for duplicates and suppressions) and domain (for the per-domain cap) come
+    /// from the address itself.
+    pub email: EmailAddress,
     pub report_type: Option<AuditReportType>,
 }
 
@@ -87,40 +87,15 @@ pub struct CampaignOptions {
     pub recipients: Vec<Recipient>,
 }
 
-fn check_keys(body: &Map<String, Value>, allowed: &[&str], what: &str, prefix: &str) -> Result<(), FieldError> {
-    for k in body.keys() {
-        if !allowed.contains(&k.as_str()) {
-            return Err(FieldError::new(
-                format!("{prefix}{k}"),
-                format!("is not a field of {what} ({})", allowed.join(", ")),
-            ));
-        }
-    }
-    Ok(())
+/// A field that may be absent (`None`), null (`Some(None)`) or set (`Some(Some(_))`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
-fn string<'a>(body: &'a Map<String, Value>, field: &str, name: &str) -> Result<Option<&'a str>, FieldError> {
-    match body.get(field) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(FieldError::new(name, "must be a string")),
-    }
-}
-
-fn report_type(v: Option<&str>, name: &str) -> Result<Option<AuditReportType>, FieldError> {
-    v.map(|s| AuditReportType::parse(s).ok_or_else(|| FieldError::new(name, "must be single_page or full_site")))
-        .transpose()
-}
-
-/// Validate `recipients` (a JSON array): at most [`MAX_RECIPIENTS_PER_REQUEST`], each with an
-/// http(s) `websiteUrl` and a valid `recipientEmail`.
-pub fn parse_recipients(v: Option<&Value>, required: bool) -> Result<Vec<Recipient>, FieldError> {
-    let list = match v {
-        None | Some(Value::Null) if !required => return Ok(Vec::new()),
-        None | Some(Value::Null) => return Err(FieldError::new("recipients", "is required")),
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err(FieldError::new("recipients", "must be an array")),
-    };
+/// Check recipients: 1 to [`MAX_RECIPIENTS_PER_REQUEST`] (none is fine where not `required`),
+/// each with an http(s) `websiteUrl` and a valid `recipientEmail`, refusals naming
+/// `recipients[i].field`.
+pub fn check_recipients(list: Vec<RecipientIn>, required: bool) -> Result<Vec<Recipient>, FieldError> {
     if required && list.is_empty() {
         return Err(FieldError::new("recipients", "must hold at least one recipient"));
     }
@@ -130,64 +105,51 @@ pub fn parse_recipients(v: Option<&Value>, required: bool) -> Result<Vec<Recipie
             format!("must hold at most {MAX_RECIPIENTS_PER_REQUEST} recipients per request"),
         ));
     }
-    list.iter()
+    list.into_iter()
         .enumerate()
         .map(|(i, r)| {
-            let p = format!("recipients[{i}].");
-            let Value::Object(o) = r else {
-                return Err(FieldError::new(format!("recipients[{i}]"), "must be an object"));
-            };
-            check_keys(o, &["websiteUrl", "recipientEmail", "reportType"], "a recipient", &p)?;
-            let url = string(o, "websiteUrl", &format!("{p}websiteUrl"))?
-                .ok_or_else(|| FieldError::new(format!("{p}websiteUrl"), "is required"))?;
+            let field = |name: &str| format!("recipients[{i}].{name}");
             let website_url =
-                validate_url(url).map_err(|e| FieldError::new(format!("{p}websiteUrl"), e.reason.clone()))?;
-            let email = string(o, "recipientEmail", &format!("{p}recipientEmail"))?
-                .ok_or_else(|| FieldError::new(format!("{p}recipientEmail"), "is required"))?;
-            let email =
-                validate_email(email).map_err(|e| FieldError::new(format!("{p}recipientEmail"), e.to_string()))?;
-            let rt = report_type(string(o, "reportType", &format!("{p}reportType"))?, &format!("{p}reportType"))?;
-            Ok(Recipient {
-                website_url,
-                email: email.as_str().to_string(),
-                email_key: email.key(),
-                domain: email.domain().to_string(),
-                report_type: rt,
-            })
+                validate_url(&r.website_url).map_err(|e| FieldError::new(field("websiteUrl"), e.reason))?;
+            let email = validate_email(&r.recipient_email)
+                .map_err(|e| FieldError::new(field("recipientEmail"), e.to_string()))?;
+            Ok(Recipient { website_url, email, report_type: r.report_type })
         })
         .collect()
 }
 
-impl CampaignIn {
-    /// Validate a create request's JSON object.
-    pub fn parse(body: &Map<String, Value>) -> Result<CampaignOptions, FieldError> {
-        check_keys(body, &["name", "sendAt", "timezone", "reportType", "sendHours", "recipients"], "a campaign", "")?;
-        let name = string(body, "name", "name")?.map(str::trim).unwrap_or_default();
+impl Checked for CampaignIn {
+    type Valid = CampaignOptions;
+
+    fn check(self) -> Result<CampaignOptions, FieldError> {
+        let name = self.name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control) {
             return Err(FieldError::new("name", "must be 1 to 200 characters without control characters"));
         }
-        let send_at = string(body, "sendAt", "sendAt")?.ok_or_else(|| FieldError::new("sendAt", "is required"))?;
-        let send_at = parse_iso(send_at)
+        let send_at = parse_iso(&self.send_at)
             .ok_or_else(|| FieldError::new("sendAt", "must be an ISO 8601 instant such as 2026-03-02T09:00:00Z"))?;
-        let timezone =
-            string(body, "timezone", "timezone")?.ok_or_else(|| FieldError::new("timezone", "is required"))?;
-        let zone = parse_zone(timezone)
+        let zone = parse_zone(&self.timezone)
             .ok_or_else(|| FieldError::new("timezone", "must be an IANA time zone such as Europe/Berlin"))?;
-        let report_type = report_type(string(body, "reportType", "reportType")?, "reportType")?
-            .unwrap_or(AuditReportType::SinglePage);
-        let send_hours = match string(body, "sendHours", "sendHours")? {
+        let send_hours = match self.send_hours.as_deref() {
             None => SendHours::Office,
             Some(s) => SendHours::parse(s).ok_or_else(|| FieldError::new("sendHours", "must be office or anytime"))?,
         };
-        let recipients = parse_recipients(body.get("recipients"), false)?;
         Ok(CampaignOptions {
             name: name.to_string(),
             send_at,
             timezone: zone.name().to_string(),
-            report_type,
+            report_type: self.report_type.unwrap_or(AuditReportType::SinglePage),
             send_hours,
-            recipients,
+            recipients: check_recipients(self.recipients, false)?,
         })
+    }
+}
+
+impl Checked for TargetsIn {
+    type Valid = Vec<Recipient>;
+
+    fn check(self) -> Result<Vec<Recipient>, FieldError> {
+        check_recipients(self.recipients, true)
     }
 }
 
@@ -311,7 +273,7 @@ pub struct Capacity {
 
 /// A warmup schedule.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(deny_unknown_fields)]
 pub struct WarmupIn {
     /// The cap on the first sending day (≥ 1).
@@ -330,13 +292,16 @@ impl From<WarmupSchedule> for WarmupIn {
 
 /// The body of `POST /v1/campaigns/sender-limits`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(deny_unknown_fields)]
 pub struct SenderLimitsIn {
     /// The sender's address (the configured From).
     pub sender: String,
     /// A manual daily limit (null removes it; absent leaves it).
-    pub daily_limit: Option<u32>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<u32>")]
+    #[schema(value_type = Option<u32>)]
+    pub daily_limit: Option<Option<u32>>,
     pub warmup: Option<WarmupIn>,
 }
 
@@ -349,39 +314,28 @@ pub struct SenderLimitsOptions {
     pub warmup: Option<WarmupSchedule>,
 }
 
-impl SenderLimitsIn {
-    /// Validate a request's JSON object.
-    pub fn parse(body: &Map<String, Value>) -> Result<SenderLimitsOptions, FieldError> {
-        check_keys(body, &["sender", "dailyLimit", "warmup"], "sender limits", "")?;
-        let sender = string(body, "sender", "sender")?.ok_or_else(|| FieldError::new("sender", "is required"))?;
-        let sender = validate_email(sender).map_err(|e| FieldError::new("sender", e.to_string()))?.key();
-        let daily_limit = match body.get("dailyLimit") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(v) => match v.as_u64() {
-                Some(n) if n <= 100_000 => Some(Some(n as i64)),
-                _ => return Err(FieldError::new("dailyLimit", "must be a whole number from 0 to 100000, or null")),
-            },
+impl Checked for SenderLimitsIn {
+    type Valid = SenderLimitsOptions;
+
+    fn check(self) -> Result<SenderLimitsOptions, FieldError> {
+        let sender = validate_email(&self.sender).map_err(|e| FieldError::new("sender", e.to_string()))?.key();
+        let daily_limit = match self.daily_limit {
+            Some(Some(n)) if n > 100_000 => {
+                return Err(FieldError::new("dailyLimit", "must be a whole number from 0 to 100000, or null"));
+            }
+            d => d.map(|n| n.map(i64::from)),
         };
-        let warmup = match body.get("warmup") {
-            None | Some(Value::Null) => None,
-            Some(Value::Object(o)) => {
-                check_keys(o, &["startPerDay", "growthPercent", "maxPerDay"], "a warmup", "warmup.")?;
-                let n = |k: &str| -> Result<u32, FieldError> {
-                    o.get(k)
-                        .and_then(Value::as_u64)
-                        .and_then(|n| u32::try_from(n).ok())
-                        .ok_or_else(|| FieldError::new(format!("warmup.{k}"), "is required, a whole number"))
-                };
+        let warmup = match self.warmup {
+            None => None,
+            Some(w) => {
                 let w = WarmupSchedule {
-                    start_per_day: n("startPerDay")?,
-                    growth_percent: n("growthPercent")?,
-                    max_per_day: n("maxPerDay")?,
+                    start_per_day: w.start_per_day,
+                    growth_percent: w.growth_percent,
+                    max_per_day: w.max_per_day,
                 };
                 w.validate()?;
                 Some(w)
             }
-            Some(_) => return Err(FieldError::new("warmup", "must be an object")),
         };
         Ok(SenderLimitsOptions { sender, daily_limit, warmup })
     }
@@ -442,9 +396,11 @@ pub struct AddTargetsArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::validated::validate;
+    use serde_json::Value;
 
     fn parse(v: Value) -> Result<CampaignOptions, FieldError> {
-        CampaignIn::parse(v.as_object().unwrap())
+        validate::<CampaignIn>(v.as_object().unwrap())
     }
 
     #[test]
@@ -454,8 +410,8 @@ mod tests {
                 {"websiteUrl": "https://a.example", "recipientEmail": "Owner@A.Example"}]}))
         .unwrap();
         assert_eq!(ok.send_hours, SendHours::Office);
-        assert_eq!(ok.recipients[0].email_key, "owner@a.example");
-        assert_eq!(ok.recipients[0].domain, "a.example");
+        assert_eq!(ok.recipients[0].email.key(), "owner@a.example");
+        assert_eq!(ok.recipients[0].email.domain(), "a.example");
         let base = serde_json::json!({"name": "Q1", "sendAt": "2026-03-02T09:00:00Z", "timezone": "UTC"});
         for (patch, field) in [
             (serde_json::json!({"timezone": "Mars/Olympus"}), "timezone"),
@@ -475,7 +431,7 @@ mod tests {
         ] {
             let mut body = base.as_object().unwrap().clone();
             body.extend(patch.as_object().unwrap().clone());
-            assert_eq!(CampaignIn::parse(&body).unwrap_err().field, field, "{patch}");
+            assert_eq!(validate::<CampaignIn>(&body).unwrap_err().field, field, "{patch}");
         }
         let many: Vec<Value> = (0..501)
             .map(
@@ -484,12 +440,12 @@ mod tests {
             .collect();
         let mut body = base.as_object().unwrap().clone();
         body.insert("recipients".into(), Value::Array(many));
-        assert_eq!(CampaignIn::parse(&body).unwrap_err().field, "recipients");
+        assert_eq!(validate::<CampaignIn>(&body).unwrap_err().field, "recipients");
     }
 
     #[test]
     fn sender_limits_are_validated() {
-        let o = SenderLimitsIn::parse(
+        let o = validate::<SenderLimitsIn>(
             serde_json::json!({"sender": "Reports@Capture.Example", "dailyLimit": null,
                 "warmup": {"startPerDay": 5, "growthPercent": 50, "maxPerDay": 100}})
             .as_object()
@@ -500,6 +456,6 @@ mod tests {
         assert_eq!(o.daily_limit, Some(None));
         assert_eq!(o.warmup.unwrap().max_per_day, 100);
         let bad = serde_json::json!({"sender": "a@b.example", "warmup": {"startPerDay": 0, "growthPercent": 5, "maxPerDay": 9}});
-        assert_eq!(SenderLimitsIn::parse(bad.as_object().unwrap()).unwrap_err().field, "warmup.startPerDay");
+        assert_eq!(validate::<SenderLimitsIn>(bad.as_object().unwrap()).unwrap_err().field, "warmup.startPerDay");
     }
 }

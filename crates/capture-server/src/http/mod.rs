@@ -7,6 +7,7 @@ pub mod error;
 pub mod json;
 pub mod request;
 pub mod sse;
+pub mod validated;
 
 use axum::extract::FromRequestParts;
 use axum::extract::path::ErrorKind;
@@ -18,6 +19,7 @@ use serde::de::DeserializeOwned;
 
 pub use error::{ApiError, ApiResult};
 pub use json::{Json, JsonObject};
+pub use validated::{Checked, IdemCreate, ValidatedJson};
 
 /// A typed id from the route's one path parameter (`/v1/screenshot/{id}` → `ScreenshotId`).
 /// Anything that is not such an id is a 404 "{noun} not found", exactly as for an id of

@@ -18,7 +18,7 @@ use super::types::{
 };
 use crate::auth::Account;
 use crate::error::{Error, Result};
-use crate::paging;
+use crate::paging::Window;
 use crate::state::AppState;
 
 /// Prefix of message ids.
@@ -254,33 +254,12 @@ fn parse_time(field: &str, v: Option<&str>) -> Result<Option<i64>> {
 
 /// The account's messages, newest first, a page at a time.
 pub async fn list(state: &AppState, account: &Account, q: &MessagesQuery) -> Result<MessageList> {
-    let limit = match q.limit.as_deref() {
-        None | Some("") => 20,
-        Some(s) => match s.parse::<i64>() {
-            Ok(n) if (1..=100).contains(&n) => n,
-            _ => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
-        },
-    };
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(
-            parse_cursor(b)
-                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
-        ),
-    };
+    let w = Window::parse(q.limit.as_deref(), q.before.as_deref(), |id| looks_like(MESSAGE_ID, id))?;
     let filter =
         MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
-    let rows = state.store.list_inbox_messages(&account.user.id, before, &filter, paging::fetch_limit(limit)).await?;
-    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.received_at), r.id));
-    Ok(MessageList { data: rows.iter().map(summary).collect(), next_cursor })
-}
-
-fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
-    match s.split_once('~') {
-        Some((ts, id)) if looks_like(MESSAGE_ID, id) => Some((parse_iso(ts)?, Some(id.to_string()))),
-        Some(_) => None,
-        None => Some((parse_iso(s)?, None)),
-    }
+    let rows = state.store.list_inbox_messages(&account.user.id, w.before.clone(), &filter, w.fetch()).await?;
+    let page = w.page(rows, |r| (r.received_at, r.id.as_str()));
+    Ok(MessageList { data: page.rows.iter().map(summary).collect(), next_cursor: page.next_cursor })
 }
 
 /// One message of the caller (marked seen), or `NotFound`.

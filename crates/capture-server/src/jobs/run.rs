@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::claim_loop;
 use crate::blob;
 use crate::runs::service::ended;
-use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::runs::session::{self, Hold, Opened, Outcome, budget, finalize, node_id, session_options};
 use crate::runs::types::{Step, StepResult};
 use crate::state::AppState;
 
@@ -181,37 +181,10 @@ async fn scripted(
     let (budget, cut_by_actions) = budget(row);
     let steps: Vec<Step> = serde_json::from_str(&row.steps).unwrap_or_default();
     let hold = Hold::start(state, &row.id, worker);
-    let session = match pool.open_session(session_options(row, budget)).await {
-        Ok(s) => s,
-        Err(e) => {
-            let mut end = ended(
-                state,
-                row,
-                "failed",
-                "browser_failed",
-                None,
-                Some(format!("no browser session could be opened: {e}")),
-            );
-            end.charged = 0;
-            end.task = task;
-            if let Ok(true) = state.store.finish_run(&end).await {
-                state.job_changed(&row.id);
-            }
-            return;
-        }
-    };
-    let started = Instant::now();
-    let mut video_err = None;
-    let video = if row.record_video {
-        match Video::start(state, &session, budget).await {
-            Ok(v) => Some(v),
-            Err(e) => {
-                video_err = Some(format!("recording could not start: {e}"));
-                None
-            }
-        }
-    } else {
-        None
+    let Ok(Opened { session, started, video, video_err }) =
+        session::open(state, pool, row, session_options(row, budget), budget, task.clone()).await
+    else {
+        return;
     };
     let results: Mutex<Vec<StepResult>> = Mutex::new(Vec::new());
     let current: Mutex<String> = Mutex::new("loading startUrl".into());

@@ -79,7 +79,7 @@ async fn run_audit(
     args: &Map<String, Value>,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult> {
-    let opts = AuditIn::parse(args)?;
+    let opts = crate::http::validated::validate::<AuditIn>(args)?;
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
     let id = audits::create(state, account, &opts, None).await?.audit.id;

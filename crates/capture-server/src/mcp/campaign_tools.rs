@@ -10,10 +10,10 @@ use super::common::{annotations, id_arg, string_arg, structured};
 use crate::account::types::NoArgs;
 use crate::auth::Account;
 use crate::campaigns::service::{self as campaigns, Transition};
-use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, SuppressionIn, parse_recipients};
+use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, SuppressionIn, TargetsIn};
 use crate::error::Result;
+use crate::paging::ListQuery;
 use crate::schema::tool_input;
-use crate::screenshots::types::ListQuery;
 use crate::state::AppState;
 
 /// The campaign tools, with their schemas and descriptions.
@@ -99,7 +99,7 @@ pub async fn call(
 ) -> Option<Result<CallToolResult>> {
     Some(match name {
         "list_campaigns" => list(state, account, args).await,
-        "create_campaign" => match CampaignIn::parse(args) {
+        "create_campaign" => match crate::http::validated::validate::<CampaignIn>(args) {
             Ok(opts) => campaigns::create(state, account, &opts).await.map(|c| structured(&c)),
             Err(e) => Err(e.into()),
         },
@@ -165,6 +165,8 @@ async fn add_targets(state: &AppState, account: &Account, args: &Map<String, Val
         return Err(FieldError::new(k.clone(), "is not a field (id, recipients)").into());
     }
     let id = id_arg(args)?;
-    let recipients = parse_recipients(args.get("recipients"), true)?;
+    let mut body = args.clone();
+    body.remove("id");
+    let recipients = crate::http::validated::validate::<TargetsIn>(&body)?;
     campaigns::add_targets(state, account, &id, &recipients).await.map(|r| structured(&r))
 }

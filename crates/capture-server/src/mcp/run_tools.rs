@@ -70,7 +70,7 @@ fn id_arg(args: &Map<String, Value>) -> Result<RunId> {
 
 /// `start_run`.
 pub async fn start_run(state: &AppState, account: &Account, args: JsonObject) -> Result<CallToolResult> {
-    let spec = RunIn::parse(&args)?;
+    let spec = crate::http::validated::validate::<RunIn>(&args)?;
     let created = service::create(state, account, &spec, None).await?;
     if spec.live {
         return structured(&created.run);

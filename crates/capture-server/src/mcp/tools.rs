@@ -15,9 +15,10 @@ use super::common::{annotations, id_arg, string_arg, structured, tool_error};
 use crate::account::types::NoArgs;
 use crate::auth::Account;
 use crate::error::{Error, Result};
+use crate::paging::ListQuery;
 use crate::schema::tool_input;
 use crate::screenshots::service::{self as screenshots, NewJob};
-use crate::screenshots::types::{GetScreenshotArgs, ListQuery, ScreenshotIn, ShareScreenshotArgs};
+use crate::screenshots::types::{GetScreenshotArgs, ScreenshotIn, ShareScreenshotArgs};
 use crate::state::AppState;
 use crate::webhooks::types::{EndpointArgs, EndpointIn};
 
@@ -209,12 +210,12 @@ async fn test_webhook(state: &AppState, account: &Account, args: &Map<String, Va
 }
 
 async fn create_ad_draft(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let input = crate::ads::service::parse_draft(args)?;
+    let input = crate::http::validated::validate::<crate::ads::types::DraftIn>(args)?;
     Ok(structured(&crate::ads::service::create_draft(state, account, &input, None).await?.ad))
 }
 
 async fn render_ad(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let input = crate::ads::service::parse_render(args)?;
+    let input = crate::http::validated::validate::<crate::ads::types::RenderIn>(args)?;
     Ok(structured(&crate::ads::service::create_render(state, account, &input, None).await?.ad))
 }
 

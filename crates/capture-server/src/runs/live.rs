@@ -15,7 +15,7 @@
 //! without a browser answers 503 and leaves the token unspent.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::http::Path;
 use crate::http::Query;
@@ -34,8 +34,7 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::error::Error;
 use crate::http::ApiError;
-use crate::runs::service::ended;
-use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::runs::session::{self, Hold, Opened, Outcome, budget, finalize, node_id, session_options};
 use crate::state::AppState;
 
 /// How long the start page of a live session may take to load before the client gets it anyway.
@@ -126,36 +125,10 @@ pub async fn devtools(
 async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, on_upgrade: hyper::upgrade::OnUpgrade) {
     let (budget, cut_by_actions) = budget(&row);
     let hold = Hold::start(&state, &row.id, node_id());
-    let session = match pool.open_session(session_options(&row, budget)).await {
-        Ok(s) => s,
-        Err(e) => {
-            let mut end = ended(
-                &state,
-                &row,
-                "failed",
-                "browser_failed",
-                None,
-                Some(format!("no browser session could be opened: {e}")),
-            );
-            end.charged = 0;
-            if let Ok(true) = state.store.finish_run(&end).await {
-                state.job_changed(&row.id);
-            }
-            return;
-        }
-    };
-    let started = Instant::now();
-    let mut video_err = None;
-    let video = if row.record_video {
-        match Video::start(&state, &session, budget).await {
-            Ok(v) => Some(v),
-            Err(e) => {
-                video_err = Some(format!("recording could not start: {e}"));
-                None
-            }
-        }
-    } else {
-        None
+    let Ok(Opened { session, started, video, video_err }) =
+        session::open(&state, &pool, &row, session_options(&row, budget), budget, None).await
+    else {
+        return;
     };
     if let Err(e) = session.goto(&row.start_url, WaitUntil::Load, START_TIMEOUT).await {
         // The client gets the session anyway and may navigate elsewhere.

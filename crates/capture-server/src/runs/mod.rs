@@ -13,21 +13,19 @@ pub mod types;
 
 use crate::http::Query;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use capture_core::RunId;
-use serde_json::Value;
 
 pub use stream::stream;
 
 use self::types::{Run, RunIn, RunList};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
-use crate::idempotency::idempotent;
-use crate::screenshots::types::ListQuery;
+use crate::http::{ApiResult, Id, IdemCreate, Json};
+use crate::paging::ListQuery;
 use crate::state::AppState;
 
 /// The run paths and schemas of the OpenAPI document.
@@ -61,23 +59,13 @@ pub fn devtools_router() -> Router<AppState> {
     (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED (no action left), or CONCURRENCY_LIMIT: the account's runs in progress are at its bound; Retry-After")),
     security(("api_key" = [])))]
 /// Start a run: scripted `steps`, or `live: true` for a DevTools client.
-pub async fn create(
-    State(state): State<AppState>,
-    Extension(account): Extension<Account>,
-    headers: HeaderMap,
-    JsonObject(body, _raw): JsonObject,
-) -> Response {
-    let spec = match RunIn::parse(&body) {
-        Ok(s) => s,
-        Err(e) => return ApiError::validation(e).into_response(),
-    };
-    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    let (st, acc) = (state.clone(), account.clone());
-    idempotent(&state, &account, &headers, "POST /v1/runs", hash, move |claim| async move {
-        let created = service::create(&st, &acc, &spec, claim.as_ref()).await?;
-        Ok((StatusCode::ACCEPTED, created.run, created.used))
-    })
-    .await
+pub async fn create(create: IdemCreate<RunIn>) -> Response {
+    create
+        .run(StatusCode::ACCEPTED, |st, acc, spec, claim| async move {
+            let created = service::create(&st, &acc, &spec, claim.as_ref()).await?;
+            Ok((created.run, created.used))
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/v1/runs/{id}", tag = "runs", params(("id" = String, Path)), responses((status = 200, body = Run), (status = 404, body = ErrorBody)), security(("api_key" = [])))]

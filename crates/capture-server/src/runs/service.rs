@@ -3,8 +3,8 @@
 //! the sweep. Plain async fns returning typed results and the domain [`Error`], shared by
 //! the REST handlers, the MCP tools and the website.
 
-use capture_core::time::{iso, now_ms, parse_iso};
-use capture_core::{FieldError, RunId, ids};
+use capture_core::time::{iso, now_ms};
+use capture_core::{RunId, ids};
 use capture_store::{IdemClaim, IdemResponse, NewRun, RunEnd, RunRefused, RunRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,8 +12,7 @@ use serde_json::Value;
 use super::types::{DeviceSpec, Run, RunEnded, RunList, RunSpec, Step, StepResult};
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
-use crate::paging;
-use crate::screenshots::types::{DEFAULT_PAGE, ListQuery, MAX_PAGE};
+use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
 /// What a `run` task carries.
@@ -172,35 +171,14 @@ pub async fn get(state: &AppState, account: &Account, id: &RunId) -> Result<Run>
 
 /// The caller's runs, newest first, a page at a time.
 pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<RunList> {
-    let limit = match q.limit.as_deref() {
-        None | Some("") => DEFAULT_PAGE,
-        Some(s) => match s.parse::<i64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
-        },
-    };
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(
-            parse_cursor(b)
-                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
-        ),
-    };
-    let rows = state.store.list_runs(&account.user.id, before, paging::fetch_limit(limit)).await?;
-    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
-    let mut data = Vec::with_capacity(rows.len());
-    for r in &rows {
+    let w = Window::of(q, |id| ids::looks_like(ids::RUN, id))?;
+    let rows = state.store.list_runs(&account.user.id, w.before.clone(), w.fetch()).await?;
+    let page = w.page(rows, |r| (r.created_at, r.id.as_str()));
+    let mut data = Vec::with_capacity(page.rows.len());
+    for r in &page.rows {
         data.push(view(state, r).await);
     }
-    Ok(RunList { data, next_cursor })
-}
-
-fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
-    match s.split_once('~') {
-        Some((ts, id)) if ids::looks_like(ids::RUN, id) => Some((parse_iso(ts)?, Some(id.to_string()))),
-        Some(_) => None,
-        None => Some((parse_iso(s)?, None)),
-    }
+    Ok(RunList { data, next_cursor: page.next_cursor })
 }
 
 /// Stop a run: one nobody has started ends at once (nothing charged); a running one is

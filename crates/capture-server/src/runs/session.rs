@@ -5,15 +5,15 @@
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use capture_browser::ImageFormat;
 use capture_browser::session::{Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea};
+use capture_browser::{BrowserPool, ImageFormat};
 use capture_core::time::now_ms;
 use capture_media::{RecorderOptions, ScreencastRecorder};
 use capture_store::{RunEnd, RunRow};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::service::{actions_for, set_event};
+use super::service::{actions_for, ended, set_event};
 use super::types::DeviceSpec;
 use crate::blob;
 use crate::state::AppState;
@@ -106,6 +106,54 @@ impl Drop for Hold {
     fn drop(&mut self) {
         self.done.cancel();
     }
+}
+
+/// A run's browser session just opened, with its video when the run records one.
+pub struct Opened {
+    pub session: Session,
+    /// When the session opened: the run's time counts from here.
+    pub started: Instant,
+    pub video: Option<Video>,
+    /// Why the video could not start (the run goes on without it).
+    pub video_err: Option<String>,
+}
+
+/// Open the browser session of a run held by this node and start its video (when the run
+/// records one). Whoever drives the run (the scripted worker, the live relay, an MCP
+/// automation session) opens it here. A session that cannot be opened ends the run at once
+/// as `failed` (`browser_failed`, nothing charged; `task` is the queue task finished with
+/// it) and the error is answered.
+pub async fn open(
+    state: &AppState,
+    pool: &BrowserPool,
+    row: &RunRow,
+    opts: SessionOptions,
+    budget: Duration,
+    task: Option<(String, String)>,
+) -> Result<Opened, String> {
+    let session = match pool.open_session(opts).await {
+        Ok(s) => s,
+        Err(e) => {
+            let error = format!("no browser session could be opened: {e}");
+            let mut end = ended(state, row, "failed", "browser_failed", None, Some(error.clone()));
+            end.charged = 0;
+            end.task = task;
+            if let Ok(true) = state.store.finish_run(&end).await {
+                state.job_changed(&row.id);
+            }
+            return Err(error);
+        }
+    };
+    let started = Instant::now();
+    let (video, video_err) = if row.record_video {
+        match Video::start(state, &session, budget).await {
+            Ok(v) => (Some(v), None),
+            Err(e) => (None, Some(format!("recording could not start: {e}"))),
+        }
+    } else {
+        (None, None)
+    };
+    Ok(Opened { session, started, video, video_err })
 }
 
 /// A recording in progress: the session's screencast spooled by a task of its own.

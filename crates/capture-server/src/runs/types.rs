@@ -6,11 +6,12 @@
 use capture_core::{FieldError, RunId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub use super::bounds;
 use super::bounds::{http_url, text, within};
 pub use super::devices::{CustomDevice, DEVICE_PRESETS, DeviceIn, DeviceSpec, Viewport, device_spec};
+use crate::http::validated::Checked;
 
 /// A run: `startUrl`, a device, `recordVideo`, `timeoutMs`, and either `steps` (a
 /// scripted run) or `live: true` (a session a DevTools client connects to).
@@ -208,17 +209,13 @@ pub struct RunSpec {
     pub steps: Vec<Step>,
 }
 
-impl RunIn {
-    /// Validate a request body into a [`RunSpec`] (`VALIDATION_ERROR`s name the field,
-    /// `steps[2].selector` say).
-    pub fn parse(body: &Map<String, Value>) -> Result<RunSpec, FieldError> {
-        let input: RunIn =
-            serde_json::from_value(Value::Object(body.clone())).map_err(|e| shape_error(body, e.to_string()))?;
-        input.check()
-    }
+// A request body becomes a [`RunSpec`] through `crate::http::validated::validate`:
+// `VALIDATION_ERROR`s name the field by its path (`steps[2].selector`).
+impl Checked for RunIn {
+    type Valid = RunSpec;
 
     /// The checks beyond the shape.
-    pub fn check(self) -> Result<RunSpec, FieldError> {
+    fn check(self) -> Result<RunSpec, FieldError> {
         http_url("startUrl", &self.start_url)?;
         let live = self.live.unwrap_or(false);
         let steps = self.steps.unwrap_or_default();
@@ -246,27 +243,6 @@ impl RunIn {
             steps,
         })
     }
-}
-
-/// Which field a serde error is about: each field is tried alone (each step by itself).
-fn shape_error(body: &Map<String, Value>, msg: String) -> FieldError {
-    if let Some(steps) = body.get("steps").and_then(Value::as_array) {
-        for (i, s) in steps.iter().enumerate() {
-            if let Err(e) = serde_json::from_value::<Step>(s.clone()) {
-                return FieldError::new(format!("steps[{i}]"), e.to_string());
-            }
-        }
-    }
-    for (k, v) in body {
-        let mut alone = Map::new();
-        alone.insert("startUrl".into(), Value::String("http://a.test/".into()));
-        alone.insert(k.clone(), v.clone());
-        if let Err(e) = serde_json::from_value::<RunIn>(Value::Object(alone)) {
-            return FieldError::new(k.clone(), e.to_string());
-        }
-    }
-    let field = if msg.contains("startUrl") { "startUrl" } else { "body" };
-    FieldError::new(field, msg)
 }
 
 fn check_step(i: usize, step: &Step) -> Result<(), FieldError> {
@@ -457,7 +433,7 @@ mod tests {
     use serde_json::json;
 
     fn parse(v: Value) -> Result<RunSpec, FieldError> {
-        RunIn::parse(v.as_object().unwrap())
+        crate::http::validated::validate::<RunIn>(v.as_object().unwrap())
     }
 
     #[test]
@@ -495,7 +471,7 @@ mod tests {
             json!({"startUrl": "http://a.test/", "steps": [{"action": "click", "selector": "#a", "timeoutMs": 60001}]}),
             "steps[0].timeoutMs",
         );
-        bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "fly"}]}), "steps[0]");
+        bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "fly"}]}), "steps[0].action");
         bad(json!({"startUrl": "http://a.test/", "timeoutMs": "soon", "live": true}), "timeoutMs");
         bad(json!({"startUrl": "http://a.test/", "live": true, "colour": "red"}), "colour");
         bad(json!({"startUrl": "http://a.test/", "steps": [{"action": "waitFor"}]}), "steps[0].selector");

@@ -11,12 +11,11 @@ mod upload;
 
 use crate::http::Query;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use capture_core::ScreenshotId;
-use serde_json::Value;
 
 pub use files::{pdf_download, pdf_response, serve_file};
 pub use share_page::share_page;
@@ -24,11 +23,11 @@ pub use stream::stream;
 pub use upload::upload;
 
 use self::service::NewJob;
-use self::types::{Job, JobList, ListQuery, ScreenshotIn, ShareLink};
+use self::types::{CaptureBody, Job, JobList, ScreenshotIn, ShareLink};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
-use crate::idempotency::idempotent;
+use crate::http::{ApiResult, Id, IdemCreate, Json};
+use crate::paging::ListQuery;
 use crate::state::AppState;
 
 /// The screenshot paths and schemas of the OpenAPI document.
@@ -67,25 +66,14 @@ pub fn web_app_router() -> Router<AppState> {
     (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED, or QUEUE_FULL: too many of the account's jobs wait; Retry-After"),
     (status = 503, body = ErrorBody, description = "SERVICE_UNAVAILABLE: the whole queue is full; Retry-After")), security(("api_key" = [])))]
 /// Create a capture job.
-pub async fn create(
-    State(state): State<AppState>,
-    Extension(account): Extension<Account>,
-    headers: HeaderMap,
-    JsonObject(body, _raw): JsonObject,
-) -> Response {
-    let opts = match ScreenshotIn::parse(&body, true) {
-        Ok(o) => o,
-        Err(e) => return ApiError::validation(e).into_response(),
-    };
-    // serde_json maps are ordered by key, so this is a canonical form of the body.
-    let hash = crate::crypto::sha256_hex(Value::Object(body).to_string().as_bytes());
-    let (st, acc) = (state.clone(), account.clone());
-    idempotent(&state, &account, &headers, "POST /v1/screenshot", hash, move |claim| async move {
-        let new = NewJob::Capture { opts: &opts, label: None, html_blob: None };
-        let created = service::create(&st, &acc, new, claim.as_ref()).await?;
-        Ok((StatusCode::ACCEPTED, created.job, created.used))
-    })
-    .await
+pub async fn create(create: IdemCreate<CaptureBody>) -> Response {
+    create
+        .run(StatusCode::ACCEPTED, |st, acc, opts, claim| async move {
+            let new = NewJob::Capture { opts: &opts, label: None, html_blob: None };
+            let created = service::create(&st, &acc, new, claim.as_ref()).await?;
+            Ok((created.job, created.used))
+        })
+        .await
 }
 
 #[utoipa::path(get, path = "/v1/screenshot/{id}", tag = "screenshots", params(("id" = String, Path)), responses((status = 200, body = Job), (status = 404, body = ErrorBody)), security(("api_key" = [])))]

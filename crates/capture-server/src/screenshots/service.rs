@@ -3,15 +3,15 @@
 //! domain [`Error`], shared by the REST handlers, the MCP tools and the website.
 
 use capture_core::options::CaptureOptions;
-use capture_core::time::{iso, now_ms, parse_iso};
-use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId, ids};
+use capture_core::time::{iso, now_ms};
+use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
 use capture_store::{IdemClaim, IdemResponse, NewScreenshot, QueueLimits, Refused, ScreenshotDone, ScreenshotRow};
 use serde::{Deserialize, Serialize};
 
-use super::types::{DEFAULT_PAGE, Job, JobList, ListQuery, MAX_PAGE, ShareLink};
+use super::types::{Job, JobList, ShareLink};
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
-use crate::paging;
+use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
 /// What a `screenshot` task needs from the worker (the task's payload).
@@ -187,36 +187,14 @@ pub async fn get(state: &AppState, account: &Account, id: &ScreenshotId) -> Resu
 
 /// The caller's jobs, newest first, a page at a time.
 pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<JobList> {
-    let limit = match q.limit.as_deref() {
-        None | Some("") => DEFAULT_PAGE,
-        Some(s) => match s.parse::<i64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => return Err(FieldError::new("limit", "must be a whole number from 1 to 100").into()),
-        },
-    };
-    let before = match q.before.as_deref().filter(|b| !b.is_empty()) {
-        None => None,
-        Some(b) => Some(
-            parse_cursor(b)
-                .ok_or_else(|| FieldError::new("before", "must be an ISO 8601 timestamp or a nextCursor value"))?,
-        ),
-    };
-    let rows = state.store.list_screenshots(&account.user.id, before, paging::fetch_limit(limit)).await?;
-    let (rows, next_cursor) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
-    let mut data = Vec::with_capacity(rows.len());
-    for r in &rows {
+    let w = Window::of(q, |id| ids::looks_like(ids::SCREENSHOT, id))?;
+    let rows = state.store.list_screenshots(&account.user.id, w.before.clone(), w.fetch()).await?;
+    let page = w.page(rows, |r| (r.created_at, r.id.as_str()));
+    let mut data = Vec::with_capacity(page.rows.len());
+    for r in &page.rows {
         data.push(view(state, r).await);
     }
-    Ok(JobList { data, next_cursor })
-}
-
-/// `ts~id` (our cursor) or a bare ISO timestamp.
-fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
-    match s.split_once('~') {
-        Some((ts, id)) if ids::looks_like(ids::SCREENSHOT, id) => Some((parse_iso(ts)?, Some(id.to_string()))),
-        Some(_) => None,
-        None => Some((parse_iso(s)?, None)),
-    }
+    Ok(JobList { data, next_cursor: page.next_cursor })
 }
 
 /// The public page of a share token.

@@ -122,32 +122,20 @@ pub struct JobList {
     pub next_cursor: Option<String>,
 }
 
-// Kept as text so the service answers a bad value with the contract's `VALIDATION_ERROR`.
-/// Which page of jobs, newest first: the query of `GET /v1/screenshots` (also the
-/// `list_screenshots` tool's input).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
-pub struct ListQuery {
-    /// How many to return.
-    #[schemars(with = "Option<u32>", range(min = 1, max = MAX_PAGE), extend("default" = DEFAULT_PAGE))]
-    pub limit: Option<String>,
-    /// A nextCursor value, or an ISO 8601 time: list jobs created before it.
-    pub before: Option<String>,
-}
+/// The body of `POST /v1/screenshot` as the capture options' own validator reads it (with
+/// its list of known fields), so the create runs through the same idempotent extractor as
+/// every other.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(transparent)]
+pub struct CaptureBody(pub Map<String, Value>);
 
-// The OpenAPI parameters are the JSON Schema above.
-impl utoipa::IntoParams for ListQuery {
-    fn into_params(
-        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
-    ) -> Vec<utoipa::openapi::path::Parameter> {
-        crate::schema::query_params::<ListQuery>()
+impl crate::http::validated::Checked for CaptureBody {
+    type Valid = CaptureOptions;
+
+    fn check(self) -> Result<CaptureOptions, FieldError> {
+        ScreenshotIn::parse(&self.0, true)
     }
 }
-
-/// Jobs in a page unless the request says otherwise.
-pub const DEFAULT_PAGE: i64 = 20;
-/// Most jobs in a page.
-pub const MAX_PAGE: i64 = 100;
 
 /// A public share link.
 #[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]

@@ -11,7 +11,7 @@ use super::base::forms::{Signed, account};
 use super::base::layout::{Chrome, Nav, WebResult, minute, page};
 use crate::audits::service as audits;
 use crate::audits::types::Audit;
-use crate::screenshots::types::ListQuery;
+use crate::paging::ListQuery;
 use crate::state::AppState;
 
 /// Audits listed.

@@ -11,7 +11,7 @@ use super::base::forms::{Signed, account};
 use super::base::layout::{Chrome, Nav, WebResult, page};
 use crate::campaigns::service as campaigns;
 use crate::campaigns::types::Campaign;
-use crate::screenshots::types::ListQuery;
+use crate::paging::ListQuery;
 use crate::state::AppState;
 
 /// Campaigns shown.

@@ -5,14 +5,14 @@
 //! without).
 
 use crate::http::Path;
-use crate::paging;
+use crate::paging::Window;
 use askama::Template;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::{Extension, extract};
 use capture_core::options::CaptureOptions;
-use capture_core::time::{iso, parse_iso};
+use capture_core::time::iso;
 use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
 use capture_store::{ScreenshotFilter, ScreenshotRow};
 use serde::Deserialize;
@@ -26,8 +26,6 @@ use crate::state::AppState;
 
 /// Jobs on one page of the list unless `limit` says otherwise.
 const PAGE: i64 = 25;
-/// Most jobs on one page.
-const MAX_PAGE: i64 = 100;
 /// Deliveries shown on a job's page.
 const DELIVERIES: i64 = 50;
 
@@ -57,15 +55,6 @@ const STATUSES: &[(&str, &str)] =
 const FORMATS: &[(&str, &str)] =
     &[("", "Any format"), ("png", "PNG"), ("jpeg", "JPEG"), ("webp", "WebP"), ("pdf", "PDF")];
 
-/// `ts~id` (the API's `nextCursor`) or a bare ISO timestamp.
-fn parse_cursor(s: &str) -> Option<(i64, Option<String>)> {
-    match s.split_once('~') {
-        Some((ts, id)) if ids::looks_like(ids::SCREENSHOT, id) => Some((parse_iso(ts)?, Some(id.to_string()))),
-        Some(_) => None,
-        None => Some((parse_iso(s)?, None)),
-    }
-}
-
 fn query_string(pairs: &[(&str, &str)]) -> String {
     let mut q = url::form_urlencoded::Serializer::new(String::new());
     for (k, v) in pairs.iter().filter(|(_, v)| !v.is_empty()) {
@@ -91,26 +80,24 @@ pub async fn list(
     if search.chars().count() > 200 {
         return Err(WebError::invalid("The search may be at most 200 characters."));
     }
-    let limit = match p.limit.as_deref().map(str::trim).filter(|l| !l.is_empty()) {
-        None => PAGE,
-        Some(l) => match l.parse::<i64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => n,
-            _ => return Err(WebError::invalid("The page size must be a whole number from 1 to 100.")),
-        },
-    };
+    // The dashboard's own default page size; the rules are the API's.
+    let limit_raw =
+        p.limit.as_deref().map(str::trim).filter(|l| !l.is_empty()).map_or(PAGE.to_string(), str::to_string);
     let before_raw = text(&p.before);
-    let before = match before_raw.as_str() {
-        "" => None,
-        b => Some(
-            parse_cursor(b)
-                .ok_or_else(|| WebError::invalid("This page link is not valid; start from the first page."))?,
-        ),
-    };
+    let w =
+        Window::parse(Some(&limit_raw), Some(&before_raw), |id| ids::looks_like(ids::SCREENSHOT, id)).map_err(|e| {
+            if e.field == "limit" {
+                WebError::invalid("The page size must be a whole number from 1 to 100.")
+            } else {
+                WebError::invalid("This page link is not valid; start from the first page.")
+            }
+        })?;
+    let limit = w.limit;
     let filter =
         ScreenshotFilter { status: Some(status.clone()), format: Some(format.clone()), search: Some(search.clone()) };
-    let rows = state.store.search_screenshots(&s.user.id, &filter, before, paging::fetch_limit(limit)).await?;
-    let (rows, next) = paging::page(rows, limit, |r| format!("{}~{}", iso(r.created_at), r.id));
-    let next = next.map(|cursor| {
+    let rows = state.store.search_screenshots(&s.user.id, &filter, w.before.clone(), w.fetch()).await?;
+    let found = w.page(rows, |r| (r.created_at, r.id.as_str()));
+    let next = found.next_cursor.map(|cursor| {
         let lim = if limit == PAGE { String::new() } else { limit.to_string() };
         format!(
             "/dashboard/screenshots?{}",
@@ -123,8 +110,8 @@ pub async fn list(
             ])
         )
     });
-    let mut shots = Vec::with_capacity(rows.len());
-    for r in &rows {
+    let mut shots = Vec::with_capacity(found.rows.len());
+    for r in &found.rows {
         shots.push(ListRow::new(&state, r).await);
     }
     let filtered = !(status.is_empty() && format.is_empty() && search.is_empty());

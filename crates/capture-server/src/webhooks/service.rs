@@ -12,6 +12,7 @@ use super::types::{
 };
 use crate::auth::Account;
 use crate::error::{Error, Result};
+use crate::http::validated::Checked;
 use crate::state::AppState;
 
 /// Most endpoints one account may have.
@@ -80,47 +81,40 @@ pub fn validate_url(state: &AppState, raw: &str) -> std::result::Result<String, 
     Ok(u.to_string())
 }
 
-fn parse_events(v: Option<&Value>) -> std::result::Result<Vec<String>, FieldError> {
-    let Some(v) = v.filter(|v| !v.is_null()) else { return Ok(vec!["*".into()]) };
-    let arr = v.as_array().ok_or_else(|| FieldError::new("events", "must be an array of event names"))?;
-    if arr.is_empty() {
-        return Err(FieldError::new("events", "must name at least one event (or \"*\")"));
-    }
-    let mut out = Vec::new();
-    for e in arr {
-        let name = e.as_str().ok_or_else(|| FieldError::new("events", "must hold strings"))?;
-        if !is_subscribable(name) {
-            return Err(FieldError::new(
-                "events",
-                format!("unknown event '{name}' (known: *, {})", WEBHOOK_EVENTS.join(", ")),
-            ));
-        }
-        if !out.iter().any(|x| x == name) {
-            out.push(name.to_string());
-        }
-    }
-    Ok(out)
-}
+impl Checked for EndpointIn {
+    type Valid = EndpointIn;
 
-/// Check a request's JSON object field by field, in order, with the contract's messages:
-/// the URL (see [`validate_url`]), the events (default `*`), the description.
-pub fn parse_endpoint(state: &AppState, body: &Map<String, Value>) -> Result<EndpointIn, FieldError> {
-    crate::http::json::only_known_fields(body, &["url", "events", "description"])?;
-    let url = match body.get("url") {
-        Some(Value::String(s)) => validate_url(state, s)?,
-        None | Some(Value::Null) => return Err(FieldError::new("url", "is required")),
-        Some(_) => return Err(FieldError::new("url", "must be a string")),
-    };
-    let events = parse_events(body.get("events"))?;
-    let description = match body.get("description") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.len() <= DESCRIPTION_MAX => Some(s.clone()),
-        Some(Value::String(_)) => {
+    /// The events (known names or `*`, at least one, each once) and the description; the
+    /// URL needs this server's policy ([`parse_endpoint`]).
+    fn check(self) -> std::result::Result<EndpointIn, FieldError> {
+        if self.events.is_empty() {
+            return Err(FieldError::new("events", "must name at least one event (or \"*\")"));
+        }
+        let mut events: Vec<String> = Vec::new();
+        for name in self.events {
+            if !is_subscribable(&name) {
+                return Err(FieldError::new(
+                    "events",
+                    format!("unknown event '{name}' (known: *, {})", WEBHOOK_EVENTS.join(", ")),
+                ));
+            }
+            if !events.contains(&name) {
+                events.push(name);
+            }
+        }
+        if self.description.as_ref().is_some_and(|d| d.len() > DESCRIPTION_MAX) {
             return Err(FieldError::new("description", format!("must be at most {DESCRIPTION_MAX} characters")));
         }
-        Some(_) => return Err(FieldError::new("description", "must be a string")),
-    };
-    Ok(EndpointIn { url, events, description })
+        Ok(EndpointIn { events, ..self })
+    }
+}
+
+/// Check a request's JSON object: its shape and events ([`EndpointIn`]), then the URL
+/// against this server's policy ([`validate_url`]).
+pub fn parse_endpoint(state: &AppState, body: &Map<String, Value>) -> Result<EndpointIn, FieldError> {
+    let input = crate::http::validated::validate::<EndpointIn>(body)?;
+    let url = validate_url(state, &input.url)?;
+    Ok(EndpointIn { url, ..input })
 }
 
 /// Create an endpoint from a checked request; its secret is in the answer this once.
@@ -207,9 +201,17 @@ mod tests {
 
     #[test]
     fn events_default_to_everything_and_unknown_names_are_refused() {
-        assert_eq!(parse_events(None).unwrap(), vec!["*"]);
-        assert!(parse_events(Some(&json!(["screenshot.done"]))).is_err());
-        assert!(parse_events(Some(&json!([]))).is_err());
-        assert_eq!(parse_events(Some(&json!(["quota.warning", "quota.warning"]))).unwrap(), vec!["quota.warning"]);
+        let events =
+            |body: Value| crate::http::validated::validate::<EndpointIn>(body.as_object().unwrap()).map(|e| e.events);
+        let url = "https://example.com/hook";
+        assert_eq!(events(json!({"url": url})).unwrap(), vec!["*"]);
+        assert_eq!(events(json!({"url": url, "events": null})).unwrap(), vec!["*"]);
+        assert_eq!(events(json!({"url": url, "events": ["screenshot.done"]})).unwrap_err().field, "events");
+        assert_eq!(events(json!({"url": url, "events": []})).unwrap_err().field, "events");
+        assert_eq!(events(json!({"url": url, "events": "*"})).unwrap_err().field, "events");
+        assert_eq!(
+            events(json!({"url": url, "events": ["quota.warning", "quota.warning"]})).unwrap(),
+            vec!["quota.warning"]
+        );
     }
 }

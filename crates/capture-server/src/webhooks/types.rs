@@ -12,19 +12,19 @@ pub const DESCRIPTION_MAX: usize = 500;
 /// Most characters of an endpoint URL.
 pub const URL_MAX: usize = 2048;
 
-// Parsed by `service::parse_endpoint`, which checks each field in order with the contract's
-// messages.
+// Checked by `service::parse_endpoint`: the shape and the events here, the URL against this
+// server's egress policy there.
 /// A new webhook endpoint: the body of `POST /v1/webhooks` (also the `create_webhook`
 /// tool's input).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "WebhookEndpointRequest", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(rename = "WebhookEndpointRequest")]
 pub struct EndpointIn {
     /// HTTPS address that receives deliveries.
     #[schemars(url, length(max = URL_MAX))]
     pub url: String,
     /// Event types, or ["*"] for every event including future ones.
-    #[serde(default = "every_event")]
+    #[serde(default = "every_event", deserialize_with = "events_or_every")]
     pub events: Vec<String>,
     /// Optional note.
     #[schemars(length(max = DESCRIPTION_MAX))]
@@ -33,6 +33,11 @@ pub struct EndpointIn {
 
 fn every_event() -> Vec<String> {
     vec!["*".into()]
+}
+
+/// `null` is the default, every event.
+fn events_or_every<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Ok(Option::<Vec<String>>::deserialize(d)?.unwrap_or_else(every_event))
 }
 
 // The OpenAPI schema is the JSON Schema above.

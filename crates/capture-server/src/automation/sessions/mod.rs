@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AutoError, AutoResult, Cx, Reply, timeout};
 use crate::error::Error;
-use crate::runs::service::{self as runs, ended};
-use crate::runs::session::{Hold, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::http::validated::Checked;
+use crate::runs::service as runs;
+use crate::runs::session::{self, Hold, Opened, Outcome, Video, budget, finalize, node_id, session_options};
 use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, bounds, device_spec};
 use crate::state::AppState;
 
@@ -401,37 +402,8 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         Dialogs::Accept => DialogPolicy::Accept,
         Dialogs::Dismiss => DialogPolicy::Dismiss,
     };
-    let session = match pool.open_session(opts).await {
-        Ok(s) => s,
-        Err(e) => {
-            let mut end = ended(
-                state,
-                &row,
-                "failed",
-                "browser_failed",
-                None,
-                Some(format!("no browser session could be opened: {e}")),
-            );
-            end.charged = 0;
-            if let Ok(true) = state.store.finish_run(&end).await {
-                state.job_changed(&row.id);
-            }
-            return Err(AutoError::new("BROWSER_FAILED", format!("no browser session could be opened: {e}")));
-        }
-    };
-    let started = Instant::now();
-    let mut video_err = None;
-    let video = if row.record_video {
-        match Video::start(state, &session, budget).await {
-            Ok(v) => Some(v),
-            Err(e) => {
-                video_err = Some(format!("recording could not start: {e}"));
-                None
-            }
-        }
-    } else {
-        None
-    };
+    let Opened { session, started, video, video_err } =
+        session::open(state, &pool, &row, opts, budget, None).await.map_err(|e| AutoError::new("BROWSER_FAILED", e))?;
     // A phone's foreground tab has focus: the clipboard and focus handlers work as there.
     let _ = session.cdp("Emulation.setFocusEmulationEnabled", json!({"enabled": true}), Duration::from_secs(5)).await;
     if let Some(n) = a.network {

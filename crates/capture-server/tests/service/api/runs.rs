@@ -212,7 +212,7 @@ async fn a_failing_step_is_named_and_the_run_fails(db: Db) {
     // Bad requests name their field; nothing is created.
     for (body, field) in [
         (json!({"startUrl": "file:///etc/passwd", "live": true}), "startUrl"),
-        (json!({"startUrl": site.url("/"), "steps": [{"action": "fly"}]}), "steps[0]"),
+        (json!({"startUrl": site.url("/"), "steps": [{"action": "fly"}]}), "steps[0].action"),
         (json!({"startUrl": site.url("/"), "steps": [{"action": "wait", "ms": 60_001}]}), "steps[0].ms"),
         (json!({"startUrl": site.url("/"), "live": true, "device": "nokia"}), "device"),
     ] {
