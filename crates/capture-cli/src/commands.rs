@@ -3,8 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use capture_core::options::ScreenshotIn;
 use futures_util::StreamExt;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::client::Client;
 use crate::error::{ClientError, Result, exit};
@@ -39,9 +40,9 @@ pub async fn balance(c: &Client, as_json: bool) -> Result<()> {
 
 /// Options of `capture shot`, already in API field names.
 pub struct ShotArgs {
-    pub url: String,
     pub output: Option<PathBuf>,
-    pub options: Map<String, Value>,
+    /// The request (its URL included).
+    pub options: ScreenshotIn,
     pub quiet: bool,
     /// The Idempotency-Key of every attempt to create the job.
     pub idempotency_key: String,
@@ -50,9 +51,8 @@ pub struct ShotArgs {
 /// `capture shot URL`: create the job (retried under one Idempotency-Key, so a lost answer
 /// never makes a second job), follow its event stream, save the file.
 pub async fn shot(c: &Client, a: ShotArgs) -> Result<()> {
-    let mut body = a.options;
-    body.insert("url".into(), json!(a.url));
-    let created = c.post_idempotent("/v1/screenshot", &Value::Object(body), &a.idempotency_key).await?;
+    let body = serde_json::to_value(&a.options).map_err(|e| ClientError::new(exit::FAILURE, e.to_string()))?;
+    let created = c.post_idempotent("/v1/screenshot", &body, &a.idempotency_key).await?;
     let job = created.body;
     let id =
         job["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no job id"))?.to_string();

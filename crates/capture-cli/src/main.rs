@@ -13,6 +13,7 @@ mod session;
 use std::path::PathBuf;
 
 use anyhow::Context;
+use capture_core::options::{CookieConsent, ImageFormat, ScreenshotIn, WaitUntil};
 use capture_core::time::iso;
 use capture_server::config::Roles;
 use capture_server::{Application, Config, admin};
@@ -201,6 +202,12 @@ impl Conn {
     }
 }
 
+/// A flag's value read as the API reads it (`png`, `networkidle`), so its choices are the
+/// type's own.
+fn wire<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
+}
+
 #[derive(clap::Args)]
 struct ShotCmd {
     #[command(flatten)]
@@ -215,8 +222,8 @@ struct ShotCmd {
     #[arg(long)]
     pdf: bool,
     /// png, jpeg or webp.
-    #[arg(long)]
-    format: Option<String>,
+    #[arg(long, value_parser = wire::<ImageFormat>)]
+    format: Option<ImageFormat>,
     #[arg(long)]
     width: Option<u32>,
     #[arg(long)]
@@ -232,8 +239,8 @@ struct ShotCmd {
     #[arg(long)]
     wait_for: Option<String>,
     /// networkidle, load, domcontentloaded or none.
-    #[arg(long)]
-    wait_until: Option<String>,
+    #[arg(long, value_parser = wire::<WaitUntil>)]
+    wait_until: Option<WaitUntil>,
     #[arg(long)]
     timeout_ms: Option<u64>,
     #[arg(long)]
@@ -433,53 +440,25 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
                 None => retry::new_idempotency_key(),
             };
             let c = a.conn.connect(a.quiet).await?;
-            let mut o = serde_json::Map::new();
-            let mut put = |k: &str, v: serde_json::Value| {
-                o.insert(k.to_string(), v);
+            // The request is the server's own type: a flag is one field of it.
+            let options = ScreenshotIn {
+                url: Some(a.url),
+                width: a.width,
+                height: a.height,
+                full_page: a.full_page.then_some(true),
+                format: a.format,
+                pdf: a.pdf.then_some(true),
+                delay: a.delay,
+                dark_mode: a.dark_mode.then_some(true),
+                cookie_consent: a.no_cookie_consent.then_some(CookieConsent::None),
+                wait_for: a.wait_for,
+                wait_until: a.wait_until,
+                timeout_ms: a.timeout_ms,
+                pre_screenshot_js: a.js,
+                device_scale_factor: a.device_scale_factor,
+                click_before: a.click_before,
             };
-            if a.full_page {
-                put("fullPage", true.into());
-            }
-            if a.pdf {
-                put("pdf", true.into());
-            }
-            if a.dark_mode {
-                put("darkMode", true.into());
-            }
-            if a.no_cookie_consent {
-                put("cookieConsent", "none".into());
-            }
-            if let Some(v) = a.format {
-                put("format", v.into());
-            }
-            if let Some(v) = a.width {
-                put("width", v.into());
-            }
-            if let Some(v) = a.height {
-                put("height", v.into());
-            }
-            if let Some(v) = a.delay {
-                put("delay", v.into());
-            }
-            if let Some(v) = a.wait_for {
-                put("waitFor", v.into());
-            }
-            if let Some(v) = a.wait_until {
-                put("waitUntil", v.into());
-            }
-            if let Some(v) = a.timeout_ms {
-                put("timeoutMs", v.into());
-            }
-            if let Some(v) = a.device_scale_factor {
-                put("deviceScaleFactor", v.into());
-            }
-            if let Some(v) = a.click_before {
-                put("clickBefore", v.into());
-            }
-            if let Some(v) = a.js {
-                put("preScreenshotJs", v.into());
-            }
-            let args = commands::ShotArgs { url: a.url, output: a.output, options: o, quiet: a.quiet, idempotency_key };
+            let args = commands::ShotArgs { output: a.output, options, quiet: a.quiet, idempotency_key };
             commands::shot(&c, args).await
         }
         Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet } => {

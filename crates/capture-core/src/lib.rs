@@ -10,6 +10,8 @@ pub mod limits;
 pub mod options;
 pub mod plan;
 pub mod proxies;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod sending;
 pub mod states;
 pub mod time;

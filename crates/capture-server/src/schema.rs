@@ -4,40 +4,10 @@
 //! bounds matter, the OpenAPI schema. Sub-schemas are inlined, so enums read as enums
 //! and the OpenAPI document has no dangling `$defs`.
 
-use std::sync::Arc;
-
 use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// The JSON Schema of `T` for an MCP tool's `inputSchema` (draft 2020-12, inlined).
-pub fn tool_input<T: JsonSchema>() -> Arc<Map<String, Value>> {
-    let generator = SchemaSettings::draft2020_12().with(|s| s.inline_subschemas = true).into_generator();
-    let schema = generator.into_root_schema_for::<T>();
-    match serde_json::to_value(schema) {
-        Ok(Value::Object(mut m)) => {
-            m.remove("$schema");
-            // Some MCP clients want `properties` even when there are none.
-            m.entry("properties").or_insert_with(|| Value::Object(Map::new()));
-            Arc::new(m)
-        }
-        _ => Arc::new(Map::new()),
-    }
-}
-
-/// The same schema as an OpenAPI 3.1 schema object (OpenAPI 3.1 schemas are JSON Schema
-/// 2020-12).
-pub fn openapi<T: JsonSchema>() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    let json = Value::Object((*tool_input::<T>()).clone());
-    match serde_json::from_value(json) {
-        Ok(schema) => utoipa::openapi::RefOr::T(schema),
-        // Not reachable for the types we derive; the document would still be served.
-        Err(e) => {
-            tracing::error!(error = %e, "a JSON Schema did not convert to OpenAPI");
-            utoipa::openapi::RefOr::T(Default::default())
-        }
-    }
-}
+pub use capture_core::schema::{openapi, tool_input};
 
 /// The properties of `T` as OpenAPI query parameters (a list's query, say).
 pub fn query_params<T: JsonSchema>() -> Vec<utoipa::openapi::path::Parameter> {

@@ -31,8 +31,13 @@ pub trait Checked: DeserializeOwned {
 
 /// Deserialise and check a request's JSON object (a body, an MCP tool's arguments).
 pub fn validate<T: Checked>(body: &Map<String, Value>) -> Result<T::Valid, FieldError> {
-    let shaped: T = serde_path_to_error::deserialize(Value::Object(body.clone())).map_err(|e| shape_error(&e))?;
-    shaped.check()
+    shape::<T>(body)?.check()
+}
+
+/// Deserialise a request's JSON object only (for a caller whose checks take more than the
+/// body: an upload's options have no URL), refusals naming the field by its path.
+pub fn shape<T: DeserializeOwned>(body: &Map<String, Value>) -> Result<T, FieldError> {
+    serde_path_to_error::deserialize(Value::Object(body.clone())).map_err(|e| shape_error(&e))
 }
 
 /// Longest field name echoed back in an error.

@@ -18,9 +18,10 @@ use crate::error::{Error, Result};
 use crate::paging::ListQuery;
 use crate::schema::tool_input;
 use crate::screenshots::service::{self as screenshots, NewJob};
-use crate::screenshots::types::{GetScreenshotArgs, ScreenshotIn, ShareScreenshotArgs};
+use crate::screenshots::types::{GetScreenshotArgs, ShareScreenshotArgs};
 use crate::state::AppState;
 use crate::webhooks::types::{EndpointArgs, EndpointIn};
+use capture_core::options::ScreenshotIn;
 
 /// Largest image returned inline; a bigger capture is returned as its thumbnail (the full
 /// file stays at `publicUrl`). MCP clients refuse or truncate much larger images.
@@ -229,7 +230,7 @@ async fn take_screenshot(
     args: JsonObject,
     ctx: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult> {
-    let opts = ScreenshotIn::parse(&args, true)?;
+    let opts = crate::http::validated::validate::<ScreenshotIn>(&args)?;
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
     let new = NewJob::Capture { opts: &opts, label: None, html_blob: None };

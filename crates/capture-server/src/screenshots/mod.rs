@@ -23,12 +23,13 @@ pub use stream::stream;
 pub use upload::upload;
 
 use self::service::NewJob;
-use self::types::{CaptureBody, Job, JobList, ScreenshotIn, ShareLink};
+use self::types::{Job, JobList, ShareLink};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, IdemCreate, Json};
 use crate::paging::ListQuery;
 use crate::state::AppState;
+use capture_core::options::ScreenshotIn;
 
 /// The screenshot paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
@@ -66,7 +67,7 @@ pub fn web_app_router() -> Router<AppState> {
     (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED, or QUEUE_FULL: too many of the account's jobs wait; Retry-After"),
     (status = 503, body = ErrorBody, description = "SERVICE_UNAVAILABLE: the whole queue is full; Retry-After")), security(("api_key" = [])))]
 /// Create a capture job.
-pub async fn create(create: IdemCreate<CaptureBody>) -> Response {
+pub async fn create(create: IdemCreate<ScreenshotIn>) -> Response {
     create
         .run(StatusCode::ACCEPTED, |st, acc, opts, claim| async move {
             let new = NewJob::Capture { opts: &opts, label: None, html_blob: None };

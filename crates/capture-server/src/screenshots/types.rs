@@ -3,91 +3,66 @@
 //! a share link, the stream's events and the `screenshot.completed` event. Each is the one
 //! definition behind the handlers, the OpenAPI document and the MCP tool schemas.
 
-use capture_core::options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil, bounds, defaults};
+use capture_core::options::{CaptureOptions, ScreenshotIn};
 use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
-// Every channel parses these with `ScreenshotIn::parse`, so a bad value gets the same
-// `VALIDATION_ERROR` through REST, MCP and uploads.
-/// What to capture and how: the body of `POST /v1/screenshot` (also the fields of an HTML
-/// upload, and the `take_screenshot` tool's input).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(rename = "ScreenshotRequest", deny_unknown_fields)]
-pub struct ScreenshotIn {
-    /// The page to capture (http or https).
-    #[schemars(url, length(max = bounds::URL_MAX), extend("examples" = ["https://example.com"]))]
-    pub url: String,
-    /// Viewport width in CSS pixels.
-    #[schemars(range(min = bounds::WIDTH.0, max = bounds::WIDTH.1), extend("default" = defaults::WIDTH))]
-    pub width: Option<u32>,
-    /// Viewport height in CSS pixels.
-    #[schemars(range(min = bounds::HEIGHT.0, max = bounds::HEIGHT.1), extend("default" = defaults::HEIGHT))]
-    pub height: Option<u32>,
-    /// Capture the whole scrollable page (scrolls first so lazy content loads), up to the
-    /// service's full-page height.
-    #[schemars(extend("default" = false))]
-    pub full_page: Option<bool>,
-    /// Image format.
-    #[schemars(extend("default" = defaults::FORMAT))]
-    pub format: Option<ImageFormat>,
-    /// Produce a PDF instead of an image (the result is a link).
-    #[schemars(extend("default" = false))]
-    pub pdf: Option<bool>,
-    /// Milliseconds to wait after the page loads.
-    #[schemars(range(max = bounds::DELAY_MAX), extend("default" = defaults::DELAY))]
-    pub delay: Option<u64>,
-    /// Send prefers-color-scheme: dark.
-    #[schemars(extend("default" = false))]
-    pub dark_mode: Option<bool>,
-    /// auto dismisses common cookie banners; none leaves them.
-    #[schemars(extend("default" = CookieConsent::Auto))]
-    pub cookie_consent: Option<CookieConsent>,
-    /// CSS selector to wait for before capturing (best effort).
-    #[schemars(length(max = bounds::SELECTOR_MAX))]
-    pub wait_for: Option<String>,
-    /// When navigation counts as finished.
-    #[schemars(extend("default" = defaults::WAIT_UNTIL))]
-    pub wait_until: Option<WaitUntil>,
-    /// Timeout for navigation, waitFor and clickBefore, in milliseconds.
-    #[schemars(range(min = bounds::TIMEOUT.0, max = bounds::TIMEOUT.1), extend("default" = defaults::TIMEOUT_MS))]
-    pub timeout_ms: Option<u64>,
-    /// JavaScript evaluated in the page right before the capture (its length in bytes).
-    #[schemars(length(max = bounds::JS_MAX))]
-    pub pre_screenshot_js: Option<String>,
-    /// Device pixel ratio (2 for retina-sharp images).
-    #[schemars(range(min = bounds::DSF.0, max = bounds::DSF.1), extend("default" = defaults::DEVICE_SCALE_FACTOR))]
-    pub device_scale_factor: Option<f64>,
-    /// CSS selector to click before waiting and capturing.
-    #[schemars(length(max = bounds::SELECTOR_MAX))]
-    pub click_before: Option<String>,
-}
+use crate::http::validated::Checked;
 
-impl ScreenshotIn {
-    /// Validate a request's JSON object into capture options (the messages are the
-    /// contract's). `require_url` is false for an uploaded HTML document.
-    /// A field the contract does not know is refused by name (a typo such as `fullpage`
-    /// would otherwise be dropped without a word).
-    pub fn parse(body: &Map<String, Value>, require_url: bool) -> Result<CaptureOptions, FieldError> {
-        crate::http::json::only_known_fields(body, CaptureOptions::field_names())?;
-        CaptureOptions::from_json(body, require_url)
+// The capture request is capture-core's `ScreenshotIn` (one type for the server, the OpenAPI
+// document, the MCP tool and the CLI); every channel checks it through `validate`, so a bad
+// value gets the same `VALIDATION_ERROR` through REST, MCP, uploads and the playground.
+impl Checked for ScreenshotIn {
+    type Valid = CaptureOptions;
+
+    fn check(self) -> Result<CaptureOptions, FieldError> {
+        self.into_options(true)
     }
 }
 
-// The OpenAPI schema is the JSON Schema above (one derive, one set of bounds).
-impl utoipa::PartialSchema for ScreenshotIn {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        crate::schema::openapi::<ScreenshotIn>()
+/// Form fields (all strings: an HTML upload's, the playground's) as the JSON object the
+/// capture request reads, each converted by the type its schema gives it: numbers for
+/// integer and number fields, `true`/`1`/`on` and `false`/`0`/`off`/empty for booleans,
+/// text otherwise. A value that does not convert is left as text, for the check to refuse
+/// naming its field. New options need nothing here.
+pub fn form_to_json(fields: &[(String, String)]) -> Map<String, Value> {
+    static TYPES: std::sync::OnceLock<std::collections::HashMap<String, String>> = std::sync::OnceLock::new();
+    let types = TYPES.get_or_init(|| {
+        let schema = crate::schema::tool_input::<ScreenshotIn>();
+        let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+        props
+            .into_iter()
+            .filter_map(|(k, p)| {
+                let t = match &p["type"] {
+                    Value::String(t) => t.clone(),
+                    // `["integer", "null"]`: the type that is not null.
+                    Value::Array(ts) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null")?.to_string(),
+                    _ => return None,
+                };
+                Some((k, t))
+            })
+            .collect()
+    });
+    let mut m = Map::new();
+    for (k, v) in fields {
+        let val = match types.get(k).map(String::as_str) {
+            Some("integer" | "number") => match v.trim().parse::<serde_json::Number>() {
+                Ok(n) => Value::Number(n),
+                Err(_) => Value::String(v.clone()),
+            },
+            Some("boolean") => match v.trim() {
+                "true" | "1" | "on" => Value::Bool(true),
+                "false" | "0" | "off" | "" => Value::Bool(false),
+                _ => Value::String(v.clone()),
+            },
+            _ => Value::String(v.clone()),
+        };
+        m.insert(k.clone(), val);
     }
-}
-
-impl ToSchema for ScreenshotIn {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "ScreenshotRequest".into()
-    }
+    m
 }
 
 /// A screenshot job: one shape everywhere (responses, stream events, MCP tools).
@@ -120,21 +95,6 @@ pub struct JobList {
     pub data: Vec<Job>,
     /// Pass as `before` for the next page; null on the last page.
     pub next_cursor: Option<String>,
-}
-
-/// The body of `POST /v1/screenshot` as the capture options' own validator reads it (with
-/// its list of known fields), so the create runs through the same idempotent extractor as
-/// every other.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(transparent)]
-pub struct CaptureBody(pub Map<String, Value>);
-
-impl crate::http::validated::Checked for CaptureBody {
-    type Valid = CaptureOptions;
-
-    fn check(self) -> Result<CaptureOptions, FieldError> {
-        ScreenshotIn::parse(&self.0, true)
-    }
 }
 
 /// A public share link.
@@ -226,7 +186,7 @@ mod tests {
         let schema = crate::schema::tool_input::<ScreenshotIn>();
         let props = schema["properties"].as_object().unwrap();
         let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
-        let mut known = CaptureOptions::field_names().to_vec();
+        let mut known = ScreenshotIn::field_names().to_vec();
         names.sort();
         known.sort();
         assert_eq!(names, known);
@@ -237,7 +197,7 @@ mod tests {
                 let mut m = Map::new();
                 m.insert("url".into(), "https://example.com".into());
                 m.insert(name.clone(), v.clone());
-                let r = ScreenshotIn::parse(&m, true);
+                let r = crate::http::validated::validate::<ScreenshotIn>(&m);
                 assert_eq!(r.is_ok(), ok, "{name} = {v}: {r:?}");
             };
             if let Some(max) = p.get("maximum").and_then(Value::as_f64) {
@@ -256,7 +216,7 @@ mod tests {
         // The defaults the schema states are the ones a bare request gets.
         let mut bare = Map::new();
         bare.insert("url".into(), "https://example.com".into());
-        let opts = ScreenshotIn::parse(&bare, true).unwrap();
+        let opts = crate::http::validated::validate::<ScreenshotIn>(&bare).unwrap();
         let stated = |k: &str| props[k]["default"].clone();
         assert_eq!(stated("width"), serde_json::json!(opts.width));
         assert_eq!(stated("height"), serde_json::json!(opts.height));

@@ -8,18 +8,17 @@ use axum::Extension;
 use axum::extract::{Multipart, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use capture_core::options::CaptureOptions;
 use capture_core::{ErrorCode, FieldError, OutputFormat, ids};
 use capture_store::{IdemClaim, ScreenshotDone};
 
 use super::service::{self, Created, NewJob, sanitize_filename};
-use super::types::ScreenshotIn;
 use crate::auth::Account;
 use crate::blob;
 use crate::error::Error;
 use crate::http::{ApiError, ApiResult};
 use crate::idempotency::idempotent;
 use crate::state::AppState;
+use capture_core::options::ScreenshotIn;
 
 /// Detected kind of an uploaded file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,7 +192,8 @@ enum Accepted {
 async fn accept(state: &AppState, account: &Account, u: Upload, idem: Option<&IdemClaim>) -> Result<Accepted, Error> {
     let label = format!("upload://{}", sanitize_filename(&u.filename));
     if u.kind == UploadKind::Html {
-        let opts = ScreenshotIn::parse(&CaptureOptions::form_to_json(&u.fields), false)?;
+        let form = crate::screenshots::types::form_to_json(&u.fields);
+        let opts = crate::http::validated::shape::<ScreenshotIn>(&form)?.into_options(false)?;
         if opts.url.is_some() {
             return Err(FieldError::new("url", "must not be sent with an HTML upload").into());
         }
@@ -311,7 +311,7 @@ async fn read_multipart(mp: &mut Multipart, limit: usize) -> ApiResult<(Option<U
                 }
             }
             file = Some((filename, ct, buf));
-        } else if CaptureOptions::field_names().contains(&name.as_str()) {
+        } else if ScreenshotIn::field_names().contains(&name.as_str()) {
             let v = field
                 .text()
                 .await

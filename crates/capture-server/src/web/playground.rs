@@ -7,7 +7,6 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use capture_core::options::CaptureOptions;
 use serde_json::{Map, Value};
 
 use super::base::forms::{Form, Signed, SignedForm, account};
@@ -16,8 +15,8 @@ use super::base::session::WebSession;
 use super::snippets::{Snippet, request_body, snippets};
 use crate::http::ApiError;
 use crate::screenshots::service::{self as screenshots, NewJob};
-use crate::screenshots::types::ScreenshotIn;
 use crate::state::AppState;
+use capture_core::options::ScreenshotIn;
 
 /// The form's fields as typed (shown again after an error).
 #[derive(Debug, Clone)]
@@ -91,7 +90,7 @@ impl Values {
         fields.push(("fullPage".into(), self.full_page.to_string()));
         fields.push(("darkMode".into(), self.dark_mode.to_string()));
         fields.push(("cookieConsent".into(), if self.cookie_banners { "auto" } else { "none" }.into()));
-        CaptureOptions::form_to_json(&fields)
+        crate::screenshots::types::form_to_json(&fields)
     }
 }
 
@@ -143,7 +142,7 @@ async fn render(
     if example.url.is_empty() {
         example.url = "https://example.com/".into();
     }
-    let code = match ScreenshotIn::parse(&example.body(), true) {
+    let code = match crate::http::validated::validate::<ScreenshotIn>(&example.body()) {
         Ok(o) => snippets(&state.base_url, &request_body(&o)),
         Err(_) => snippets(&state.base_url, &example.body()),
     };
@@ -169,7 +168,7 @@ pub async fn show(State(state): State<AppState>, Signed(s): Signed) -> WebResult
 pub async fn create(State(state): State<AppState>, f: SignedForm) -> WebResult<Response> {
     let s = &f.session;
     let v = Values::from_form(&f.form);
-    let opts = match ScreenshotIn::parse(&v.body(), true) {
+    let opts = match crate::http::validated::validate::<ScreenshotIn>(&v.body()) {
         Ok(o) => o,
         Err(e) => {
             let msg = sentence(&format!("{} {}", field_label(&e.field), e.reason));

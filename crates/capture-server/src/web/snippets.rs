@@ -126,7 +126,7 @@ mod tests {
     use super::*;
 
     fn opts(v: Value) -> CaptureOptions {
-        CaptureOptions::from_json(v.as_object().unwrap(), true).unwrap()
+        crate::http::validated::validate::<capture_core::options::ScreenshotIn>(v.as_object().unwrap()).unwrap()
     }
 
     #[test]
