@@ -8,12 +8,9 @@
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
-#[path = "../../capture-server/tests/service/shared/inbox_fixture.rs"]
-#[allow(dead_code)]
-mod inbox_fixture;
 
+use capture_testkit::inbox_fixture::AuthSite;
 use helpers::*;
-use inbox_fixture::AuthSite;
 use serde_json::Value;
 
 struct Agent<'a> {

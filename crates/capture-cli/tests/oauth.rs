@@ -6,12 +6,13 @@
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
-#[path = "../../capture-server/tests/service/shared/oauth.rs"]
-mod oauth_client;
 
-use helpers::{Api, Db, Opts};
-use oauth_client::*;
+use capture_testkit::oauth::*;
+use helpers::{Api, Db, Opts, TestApp};
 use serde_json::{Value, json};
+
+/// The OAuth/MCP tests' app over this suite's harness (the `capture` binary).
+type App = capture_testkit::oauth::App<TestApp>;
 
 /// An MCP automation session is a live run held by the node that started it, on both
 /// databases: it shows as a running live run with its minutes reserved, its tools drive the

@@ -3,7 +3,7 @@
 //! taken up again after a restart. The rest: `crates/capture-server/tests/service/api/ads.rs`.
 
 use crate::helpers::*;
-use crate::shared::ads::*;
+use capture_testkit::ads::*;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
     let site = Site::start(vec![("/", "text/html; charset=utf-8", bakery_page())]).await;
-    let rx = crate::shared::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let rx = capture_testkit::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
     let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
     // A website account (to see the dashboard) with an API key.
     let email = format!("ads{}@example.com", rand_suffix());
-    let visitor = crate::visitor::Visitor::new(&app);
+    let visitor = capture_testkit::visitor::Visitor::new(&app);
     visitor.sign_up(&email, "correct horse battery").await;
     let key = app.new_key(&email).await;
     let r = app.post_json(&key, "/v1/webhooks", &json!({"url": rx.url, "events": ["adshot.completed"]})).await;
@@ -195,7 +195,8 @@ async fn a_page_becomes_a_draft_and_a_branded_narrated_video() {
 
     // Both sent a signed adshot.completed: the draft's copy, the render's lasting file URLs.
     let got = rx.wait_for(2, Duration::from_secs(30)).await;
-    let events: Vec<Value> = got.iter().map(|r| crate::shared::webhooks::verify(&secret, r).expect("signed")).collect();
+    let events: Vec<Value> =
+        got.iter().map(|r| capture_testkit::webhooks::verify(&secret, r).expect("signed")).collect();
     let of = |id: &str| events.iter().find(|e| e["data"]["adId"] == id).unwrap_or_else(|| panic!("{id}: {events:?}"));
     assert_eq!(of(&id)["type"], "adshot.completed");
     assert_eq!(of(&id)["data"]["headline"], "Fresh sourdough every morning");

@@ -2,8 +2,8 @@
 //! deployment). The rest: `crates/capture-server/tests/service/api/audits.rs`.
 
 use crate::helpers::*;
-use crate::shared::audits::*;
 use capture_audit::fixtures::FixtureSite;
+use capture_testkit::audits::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::*;
+use capture_testkit::both_dbs;
 
 /// `n` concurrent creates of `body` with each of `keys` in turn: (status, headers, body).
 async fn create_concurrently(app: &TestApp, keys: &[String], n: usize, body: Value) -> Vec<(u16, HeaderMap, Value)> {

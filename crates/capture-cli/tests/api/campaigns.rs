@@ -4,9 +4,9 @@
 //! `crates/capture-server/tests/service/api/campaigns.rs`.
 
 use crate::helpers::*;
-use crate::shared::campaigns::*;
 use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite};
 use capture_core::time::iso;
+use capture_testkit::campaigns::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// same window, and when the clock reaches it the mail goes out, not before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn office_hours_hold_across_zones_and_a_dst_change() {
-    let sink = Sink::start(&[]);
+    let sink = Sink::start(TARGET_TMPDIR, &[]);
     let site = FixtureSite::start().await.unwrap();
     // Saturday 2027-03-27 12:00 UTC; Berlin moves to CEST (UTC+2) on Sunday 28 March, New
     // York has been on EDT (UTC-4) since 14 March, Tokyo has no DST (UTC+9).
@@ -114,7 +114,7 @@ async fn office_hours_hold_across_zones_and_a_dst_change() {
 /// day's warmup cap lets the rest go.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
-    let sink = Sink::start(&[]);
+    let sink = Sink::start(TARGET_TMPDIR, &[]);
     let site = FixtureSite::start().await.unwrap();
     let mut app = TestApp::spawn(
         Opts::full(Db::Postgres)
@@ -208,7 +208,7 @@ async fn caps_and_warmup_hold_exactly_with_two_nodes_sending_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_killed_mid_send_never_mails_the_row_twice() {
     // The sink stores the message, then waits 60 s before its final 250.
-    let sink = Sink::start(&["--reply-delay", "60"]);
+    let sink = Sink::start(TARGET_TMPDIR, &["--reply-delay", "60"]);
     let site = FixtureSite::start().await.unwrap();
     let mut app = TestApp::spawn(
         Opts::full(Db::Sqlite)

@@ -2,7 +2,7 @@
 //! SIGKILL. The rest: `crates/capture-server/tests/service/api/captures.rs`.
 
 use crate::helpers::*;
-use crate::shared::captures::*;
+use capture_testkit::captures::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 

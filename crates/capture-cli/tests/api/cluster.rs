@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::shared::moto::{Moto, require_moto};
-use crate::shared::sse::read_sse;
-use crate::shared::webhooks::{Receiver, verify};
+use capture_testkit::moto::{Moto, require_moto};
+use capture_testkit::sse::read_sse;
+use capture_testkit::webhooks::{Receiver, verify};
 
 /// GET `url` (on any node) with `key`, as JSON.
 async fn get_json(client: &reqwest::Client, url: &str, key: &str) -> Value {
@@ -26,7 +26,7 @@ const CAP: usize = 180;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_api_nodes_and_two_workers_lose_one_and_finish_every_job_exactly_once() {
-    let Some(moto) = require_moto() else { return };
+    let Some(moto) = require_moto(TARGET_TMPDIR) else { return };
     let moto = Moto::start(&moto).await;
     moto.create_bucket("cluster").await;
     let site = Site::start(vec![("/p", "text/html", solid("#3366cc"))]).await;

@@ -4,8 +4,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::*;
+use capture_testkit::both_dbs;
 
 async fn wait_status(app: &TestApp, key: &str, id: &str, status: &str) {
     eventually(&format!("job {id} reaches {status}"), Duration::from_secs(60), || async {

@@ -3,7 +3,7 @@
 //! The rest: `crates/capture-server/tests/service/api/hardening.rs`.
 
 use crate::helpers::*;
-use crate::shared::hardening::*;
+use capture_testkit::hardening::*;
 use serde_json::Value;
 use std::time::Duration;
 

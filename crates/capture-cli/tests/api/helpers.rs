@@ -1,17 +1,20 @@
 //! Test harness of the multi-process tests: start the real `capture` binary on a random
 //! port against a fresh SQLite file or a fresh PostgreSQL database, restart it, kill it,
-//! add nodes. (The in-process harness of the service's other tests, and what both share,
-//! are in `crates/capture-server/tests/service/`.)
+//! add nodes. (The in-process harness of the service's other tests is
+//! `crates/capture-server/tests/service/helpers.rs`; what both share is the `capture-testkit`
+//! crate, whose `common` items are re-exported here.)
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../../../capture-server/tests/service/common.rs"]
-mod common;
 #[allow(unused_imports)]
-pub use common::*;
+pub use capture_testkit::common::*;
+
+/// This test crate's `CARGO_TARGET_TMPDIR` (Cargo sets it only when it builds a test crate), for
+/// the testkit's helpers that look for the Python virtualenvs in the target dir.
+pub const TARGET_TMPDIR: &str = env!("CARGO_TARGET_TMPDIR");
 
 /// A running service.
 pub struct TestApp {
@@ -141,6 +144,16 @@ impl Api for TestApp {
 
     fn client(&self) -> &reqwest::Client {
         &self.client
+    }
+}
+
+impl Harness for TestApp {
+    async fn spawn(opts: Opts) -> Self {
+        TestApp::spawn(opts).await
+    }
+
+    async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool) {
+        TestApp::create_user(self, email, plan, password, legacy_free).await
     }
 }
 

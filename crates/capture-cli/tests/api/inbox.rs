@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::helpers::*;
-use crate::shared::inbox_fixture::{smtp_send, verification_mail, wait_for_inbox_poll};
+use capture_testkit::inbox_fixture::{smtp_send, verification_mail, wait_for_inbox_poll};
 
 /// The inbox of `key` and the SMTP address to reach it.
 async fn inbox_of(app: &TestApp, key: &str) -> (Value, SocketAddr) {

@@ -2,14 +2,10 @@
 //! and restarts (durability, leases, owed deliveries), several nodes on one PostgreSQL
 //! database, the inbound mail server, the service's own process (logs, CPU, Chromium's
 //! renderers, PATH), and `capture serve` refusing a bad configuration. The rest of the
-//! service's tests run in-process: `crates/capture-server/tests/service/`.
+//! service's tests run in-process: `crates/capture-server/tests/service/`; the helpers both
+//! suites use are the `capture-testkit` crate.
 
 mod helpers;
-#[path = "../../../capture-server/tests/service/shared/mod.rs"]
-mod shared;
-#[path = "../../../capture-server/tests/service/visitor.rs"]
-#[allow(dead_code)]
-mod visitor;
 
 mod ads;
 mod api_errors;

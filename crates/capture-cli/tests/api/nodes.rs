@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::shared::captures::job_stream;
+use capture_testkit::captures::job_stream;
 
 /// Longer than any wait below: only LISTEN/NOTIFY can make these tests pass in time.
 const SLOW_POLL: &str = "60s";

@@ -3,8 +3,8 @@
 //! shuts down. The rest: `crates/capture-server/tests/service/api/runs.rs`.
 
 use crate::helpers::*;
-use crate::shared::runs::*;
-use crate::shared::webhooks::Receiver;
+use capture_testkit::runs::*;
+use capture_testkit::webhooks::Receiver;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -151,5 +151,5 @@ async fn a_live_session_is_finalised_when_the_service_shuts_down() {
     assert_eq!(body["type"], "run.failed");
 }
 
-crate::both_dbs!(a_worker_killed_mid_run_ends_it_exactly_once);
-crate::both_dbs!(a_failing_encoder_fails_the_run_with_its_finalization_error);
+capture_testkit::both_dbs!(a_worker_killed_mid_run_ends_it_exactly_once);
+capture_testkit::both_dbs!(a_failing_encoder_fails_the_run_with_its_finalization_error);

@@ -1,9 +1,9 @@
 //! Owed webhook deliveries survive a hard kill of the process. The rest:
 //! `crates/capture-server/tests/service/api/webhooks.rs`.
 
-use crate::both_dbs;
 use crate::helpers::*;
-use crate::shared::webhooks::*;
+use capture_testkit::both_dbs;
+use capture_testkit::webhooks::*;
 use serde_json::json;
 use std::time::Duration;
 

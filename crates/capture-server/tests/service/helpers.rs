@@ -4,7 +4,8 @@
 //! HTTP. Settings go through the map, never through the process environment (tests run in
 //! parallel in this one process); accounts, keys and plans are made by the same library
 //! functions `capture admin` calls, over their own database connection as the CLI would.
-//! Tests that kill, restart or add processes live in `crates/capture-cli/tests`.
+//! Tests that kill, restart or add processes live in `crates/capture-cli/tests`; what both
+//! suites share is the `capture-testkit` crate (its `common` items are re-exported here).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -15,10 +16,15 @@ use capture_server::state::AppState;
 use capture_server::{Application, Config, admin};
 use capture_store::Store;
 
-#[path = "common.rs"]
-mod common;
 #[allow(unused_imports)]
-pub use common::*;
+pub use capture_testkit::common::*;
+
+/// This test crate's `CARGO_TARGET_TMPDIR` (Cargo sets it only when it builds a test crate), for
+/// the testkit's helpers that look for the Python virtualenvs in the target dir.
+pub const TARGET_TMPDIR: &str = env!("CARGO_TARGET_TMPDIR");
+
+/// The OAuth/MCP tests' app over this harness.
+pub type App = capture_testkit::oauth::App<TestApp>;
 
 /// A running application, stopped (and its PostgreSQL database dropped) on drop.
 pub struct TestApp {
@@ -166,6 +172,16 @@ impl Api for TestApp {
 
     fn client(&self) -> &reqwest::Client {
         &self.client
+    }
+}
+
+impl Harness for TestApp {
+    async fn spawn(opts: Opts) -> Self {
+        TestApp::spawn(opts).await
+    }
+
+    async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool) {
+        TestApp::create_user(self, email, plan, password, legacy_free).await
     }
 }
 

@@ -2,11 +2,9 @@
 //! against an application started in this process on 127.0.0.1 port 0 (see `helpers.rs`),
 //! on SQLite and PostgreSQL, with Chromium where the test captures. What needs several
 //! processes (kill -9, restarts, more nodes, `capture serve` itself) is tested against the
-//! binary in `crates/capture-cli/tests`.
+//! binary in `crates/capture-cli/tests`; the helpers both suites use are `capture-testkit`.
 
 mod helpers;
-mod shared;
-mod visitor;
 
 mod api;
 mod oauth;

@@ -3,8 +3,8 @@
 //! website, PKCE, redirect URIs, single-use codes, refresh rotation with replay detection,
 //! revocation, audiences, and the 401 of `/mcp`.
 
-use crate::helpers::{Api, Db, Opts};
-use crate::shared::oauth::*;
+use crate::helpers::{Api, App, Db, Opts};
+use capture_testkit::oauth::*;
 use serde_json::{Value, json};
 
 /// Run an `async fn(Db)` test on SQLite and on PostgreSQL.

@@ -6,9 +6,9 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::helpers::{self, Api, Db, Opts, TestApp};
-use crate::shared::inbox_fixture;
-use crate::shared::oauth::*;
+use crate::helpers::{self, Api, App, Db, Opts, TestApp};
+use capture_testkit::inbox_fixture;
+use capture_testkit::oauth::*;
 
 /// The auth-test and inbox tools over MCP: listed; a record, a check that answers from it
 /// (with the inbox password), the inbox with its messages, and a wait that hands over a mail

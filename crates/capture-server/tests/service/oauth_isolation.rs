@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Db, Opts, Site, eventually, nothing_within};
-use crate::shared::oauth::*;
+use crate::helpers::{App, Db, Opts, Site, eventually, nothing_within};
+use capture_testkit::oauth::*;
 
 const PAGE: &str = "<!doctype html><title>Clip</title><input id=f><input id=g><p id=code>A-PAGE-CODE</p>\
     <button id=open>Open</button><script>window.opened = [];\

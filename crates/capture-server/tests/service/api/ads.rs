@@ -4,9 +4,9 @@
 //! (codecs, size, frame rate, duration, audible audio, the brand colour in the frames), and
 //! failures that give the actions back.
 
-use crate::both_dbs;
 use crate::helpers::*;
-use crate::shared::ads::*;
+use capture_testkit::ads::*;
+use capture_testkit::both_dbs;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ use std::time::Duration;
 /// signed `adshot.failed` webhook.
 async fn unreachable_pages_fail_and_refund(db: Db) {
     let site = Site::start(vec![("/page", "text/html", "<h1>not an image</h1>".to_string())]).await;
-    let rx = crate::shared::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let rx = capture_testkit::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
     let app = TestApp::spawn(Opts::full(db).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")).await;
     let (_, key) = app.user_with_key("free").await;
     let r = app.post_json(&key, "/v1/webhooks", &json!({"url": rx.url, "events": ["adshot.failed"]})).await;
@@ -48,7 +48,7 @@ async fn unreachable_pages_fail_and_refund(db: Db) {
     let got = rx.wait_for(2, Duration::from_secs(30)).await;
     let mut failed: Vec<String> = Vec::new();
     for r in &got {
-        let v = crate::shared::webhooks::verify(&secret, r).expect("signed");
+        let v = capture_testkit::webhooks::verify(&secret, r).expect("signed");
         assert_eq!(v["type"], "adshot.failed", "{v}");
         assert_eq!(v["data"]["kind"], "draft", "{v}");
         assert!(!v["data"]["error"].as_str().unwrap().is_empty(), "{v}");

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::*;
+use capture_testkit::both_dbs;
 
 fn assert_error_shape(status: u16, headers: &reqwest::header::HeaderMap, body: &Value, want_status: u16, code: &str) {
     assert_eq!(status, want_status, "{body}");

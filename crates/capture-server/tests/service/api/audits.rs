@@ -4,9 +4,9 @@
 //! its progress events, webhooks, the public report page and its PDF.
 
 use crate::helpers::*;
-use crate::shared::audits::*;
-use crate::shared::webhooks::Receiver;
 use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite, TRAP_SITE_PAGES, TrapSite};
+use capture_testkit::audits::*;
+use capture_testkit::webhooks::Receiver;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 

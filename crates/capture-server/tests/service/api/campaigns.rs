@@ -5,14 +5,14 @@
 //! DST change, and to move caps to the next day.
 
 use crate::helpers::*;
-use crate::shared::campaigns::*;
 use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite};
+use capture_testkit::campaigns::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscribe() {
-    let sink = Sink::start(&["--reject-550", "gone@two.test"]);
+    let sink = Sink::start(TARGET_TMPDIR, &["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
     let blank = Site::start(vec![("/", "text/html", solid("#ffffff"))]).await;
     let app =
@@ -281,7 +281,7 @@ async fn without_smtp_rows_wait_and_readiness_says_so() {
 /// received by a real SMTP server, carries the four scores. `/readyz` says both work.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_default_install_scores_all_four_categories_and_mails_a_campaign() {
-    let sink = Sink::start(&[]);
+    let sink = Sink::start(TARGET_TMPDIR, &[]);
     let site = FixtureSite::start().await.unwrap();
     // Only the mail server is set. CAPTURE_AXE_PATH is blanked (unset) in case the test's
     // environment carries one: this is the install `scripts/run.sh` makes.
@@ -357,8 +357,8 @@ async fn a_default_install_scores_all_four_categories_and_mails_a_campaign() {
 /// event gets nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn campaign_completed_reaches_its_subscribers_once_with_the_counts() {
-    use crate::shared::webhooks::{Receiver, create_endpoint, verify};
-    let sink = Sink::start(&[]);
+    use capture_testkit::webhooks::{Receiver, create_endpoint, verify};
+    let sink = Sink::start(TARGET_TMPDIR, &[]);
     let site = FixtureSite::start().await.unwrap();
     let app = TestApp::spawn(
         Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true"),

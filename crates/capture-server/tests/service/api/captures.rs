@@ -2,7 +2,7 @@
 //! streams — against pages served on 127.0.0.1.
 
 use crate::helpers::*;
-use crate::shared::captures::*;
+use capture_testkit::captures::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 

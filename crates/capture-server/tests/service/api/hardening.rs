@@ -4,7 +4,7 @@
 //! failed on its own script.
 
 use crate::helpers::*;
-use crate::shared::hardening::*;
+use capture_testkit::hardening::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -461,7 +461,7 @@ async fn sign_ups_are_throttled_per_address() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_smtp_a_new_account_verifies_its_email_before_it_gets_quota() {
-    let Some(smtp) = SmtpSink::start() else { return };
+    let Some(smtp) = SmtpSink::start(TARGET_TMPDIR) else { return };
     let app = TestApp::spawn(
         Opts::api(Db::Sqlite)
             .env("CAPTURE_SMTP_URL", &format!("smtp://127.0.0.1:{}", smtp.port))

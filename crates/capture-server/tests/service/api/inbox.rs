@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::*;
-use crate::shared::inbox_fixture::{AuthSite, smtp_send, verification_mail, wait_for_inbox_poll};
+use capture_testkit::both_dbs;
+use capture_testkit::inbox_fixture::{AuthSite, smtp_send, verification_mail, wait_for_inbox_poll};
 
 /// A service with the inbound role on a free port (and Chromium when `browser`).
 pub async fn inbound_app(db: Db, browser: bool) -> TestApp {

@@ -6,10 +6,10 @@
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::*;
-use crate::shared::inbox_fixture::smtp_send;
-use crate::visitor::Visitor;
+use capture_testkit::both_dbs;
+use capture_testkit::inbox_fixture::smtp_send;
+use capture_testkit::visitor::Visitor;
 
 const LIMIT: usize = 2;
 

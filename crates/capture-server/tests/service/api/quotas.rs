@@ -4,8 +4,8 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::*;
+use capture_testkit::both_dbs;
 
 async fn concurrent_requests_never_pass_the_monthly_cap(db: Db) {
     let app = TestApp::spawn(Opts::api(db).env("CAPTURE_PLAN_LIMITS", "free=5")).await;

@@ -5,8 +5,8 @@
 //! mid-run, and the latency figures beside a browserless-style `puppeteer.launch`.
 
 use crate::helpers::*;
-use crate::shared::runs::*;
-use crate::shared::webhooks::{Receiver, verify};
+use capture_testkit::runs::*;
+use capture_testkit::webhooks::{Receiver, verify};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -504,12 +504,12 @@ async fn a_live_client_that_stops_reading_is_closed_with_a_reason(db: Db) {
     assert_eq!(frame.reason.as_str(), "client too slow: more than 16 MB of DevTools messages waited unread");
 }
 
-crate::both_dbs!(a_scripted_run_of_every_step_kind);
-crate::both_dbs!(a_failing_step_is_named_and_the_run_fails);
-crate::both_dbs!(stop_ends_a_running_run_cleanly);
-crate::both_dbs!(puppeteer_drives_a_live_session);
-crate::both_dbs!(a_hostile_live_client_is_refused_and_the_pool_unharmed);
-crate::both_dbs!(playwright_connects_over_cdp);
-crate::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);
-crate::both_dbs!(a_live_client_that_stops_reading_is_closed_with_a_reason);
-crate::both_dbs!(runs_reserve_their_minutes_and_give_back_the_rest);
+capture_testkit::both_dbs!(a_scripted_run_of_every_step_kind);
+capture_testkit::both_dbs!(a_failing_step_is_named_and_the_run_fails);
+capture_testkit::both_dbs!(stop_ends_a_running_run_cleanly);
+capture_testkit::both_dbs!(puppeteer_drives_a_live_session);
+capture_testkit::both_dbs!(a_hostile_live_client_is_refused_and_the_pool_unharmed);
+capture_testkit::both_dbs!(playwright_connects_over_cdp);
+capture_testkit::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);
+capture_testkit::both_dbs!(a_live_client_that_stops_reading_is_closed_with_a_reason);
+capture_testkit::both_dbs!(runs_reserve_their_minutes_and_give_back_the_rest);

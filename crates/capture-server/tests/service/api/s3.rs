@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::shared::moto::*;
+use capture_testkit::moto::*;
 
 fn settings(moto: &Moto, endpoint: Option<&str>, bucket: &str, prefix: &str) -> S3Settings {
     S3Settings {
@@ -74,7 +74,7 @@ fn assert_sigv4_presigned(url: &str, secret: &str, region: &str, ttl_secs: u64) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_blob_store_stores_reads_streams_checks_and_presigns() {
-    let Some(program) = require_moto() else { return };
+    let Some(program) = require_moto(TARGET_TMPDIR) else { return };
     let moto = Moto::start(&program).await;
     let ttl = Duration::from_secs(600);
     let store =
@@ -174,7 +174,7 @@ async fn capture_into_s3(moto: &Moto, site: &Site, mode: &str) -> TestApp {
     let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["checks"]["storage"], "ok", "{ready}");
     let (_, key) = app.user_with_key("pro").await;
-    let hooks = crate::shared::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let hooks = capture_testkit::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
     let r = app.post_json(&key, "/v1/webhooks", &json!({"url": hooks.url, "events": ["screenshot.completed"]})).await;
     assert_eq!(r.status(), 201);
 
@@ -242,7 +242,7 @@ async fn capture_into_s3(moto: &Moto, site: &Site, mode: &str) -> TestApp {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn captures_are_stored_in_s3_and_served_by_proxy_or_presigned_urls() {
-    let Some(program) = require_moto() else { return };
+    let Some(program) = require_moto(TARGET_TMPDIR) else { return };
     let mut moto = Moto::start(&program).await;
     moto.create_bucket("captures").await;
     let site = Site::start(vec![("/red", "text/html", solid("#ff0000"))]).await;

@@ -10,7 +10,7 @@ use capture_audit::fixtures::{CLEAN_PAGE, FixtureSite};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::shared::campaigns::*;
+use capture_testkit::campaigns::*;
 
 async fn suppressions(app: &TestApp, key: &str) -> Vec<Value> {
     let s: Value = app.get(key, "/v1/suppressions?limit=100").await.json().await.unwrap();
@@ -36,7 +36,7 @@ fn unsubscribe_link(mails: &[(String, Value)], email: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_recipients_unsubscribe_and_a_bounce_cannot_be_lifted_by_the_sender() {
-    let sink = Sink::start(&["--reject-550", "gone@two.test"]);
+    let sink = Sink::start(TARGET_TMPDIR, &["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
     let app =
         TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_MAIL_FROM", FROM))

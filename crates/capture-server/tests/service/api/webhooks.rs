@@ -1,8 +1,8 @@
 //! Webhooks end to end with a real receiver on 127.0.0.1.
 
-use crate::both_dbs;
 use crate::helpers::*;
-use crate::shared::webhooks::*;
+use capture_testkit::both_dbs;
+use capture_testkit::webhooks::*;
 use serde_json::{Value, json};
 use std::time::Duration;
 

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use crate::helpers::{Api, Db};
-use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email, spawn};
+use capture_testkit::visitor::Visitor;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_audits_page_lists_the_accounts_audits_only() {

@@ -1,9 +1,9 @@
 //! Sign-up, sign-in, CSRF, throttling (behind trusted load balancers too), `next=` and sign-out.
 
-use crate::both_dbs;
 use crate::helpers::{Api, Db, Opts, TestApp};
-use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email, spawn};
+use capture_testkit::both_dbs;
+use capture_testkit::visitor::Visitor;
 
 async fn signing_up_signs_in_and_the_password_signs_in_again(db: Db) {
     let app = spawn(db).await;

@@ -7,10 +7,10 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::both_dbs;
 use crate::helpers::{Api, Db, TestApp, eventually};
-use crate::visitor::{Page, Visitor, value_after};
 use crate::web::{PASSWORD, email, pdf, png, spawn, upload};
+use capture_testkit::both_dbs;
+use capture_testkit::visitor::{Page, Visitor, value_after};
 
 /// The `<tr>…</tr>` of `page` that contains `needle`.
 fn row<'a>(page: &'a Page, needle: &str) -> &'a str {

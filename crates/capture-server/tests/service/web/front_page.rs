@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::helpers::{Api, Db, Opts, TestApp, decode, rand_suffix};
-use crate::visitor::Visitor;
+use capture_testkit::visitor::Visitor;
 
 const PASSWORD: &str = "correct horse battery";
 

@@ -5,8 +5,8 @@
 use serde_json::Value;
 
 use crate::helpers::{Api, Db};
-use crate::visitor::{Visitor, value_after};
 use crate::web::{PASSWORD, email, spawn};
+use capture_testkit::visitor::{Visitor, value_after};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn settings_show_the_inbox_and_reveal_and_rotate_it_with_care() {

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::{Api, Db, Opts, Site, TestApp, eventually};
-use crate::visitor::Visitor;
 use crate::web::{PASSWORD, email};
+use capture_testkit::both_dbs;
+use capture_testkit::visitor::Visitor;
 
 async fn the_dashboard_lists_runs_with_their_video(db: Db) {
     let site = Site::start(vec![("/page", "text/html", "<title>Run page</title><h1>Hello</h1>".to_string())]).await;

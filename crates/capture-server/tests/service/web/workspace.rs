@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::both_dbs;
 use crate::helpers::{Api, Db, Opts, Site, TestApp, assert_px, decode, eventually, solid};
-use crate::visitor::{Page, Visitor};
 use crate::web::{PASSWORD, email, pdf, png, spawn, upload};
+use capture_testkit::both_dbs;
+use capture_testkit::visitor::{Page, Visitor};
 
 /// The `<tr>…</tr>`s of the table with id `id`.
 fn rows<'a>(page: &'a Page, id: &str) -> Vec<&'a str> {

@@ -1,19 +1,18 @@
-//! Helpers of the ad tests, shared by the in-process suite (`api/ads.rs` here) and the
-//! multi-process one (`crates/capture-cli/tests/api/ads.rs`).
-
-#![allow(dead_code)]
+//! Helpers of the ad tests, shared by the in-process suite
+//! (`crates/capture-server/tests/service/api/ads.rs`) and the multi-process one
+//! (`crates/capture-cli/tests/api/ads.rs`).
 
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::*;
-use crate::shared::sse::{json_events, read_sse};
+use crate::common::*;
+use crate::sse::{json_events, read_sse};
 
-pub(crate) const BRAND: [u8; 3] = [0xE4, 0x57, 0x2E];
+pub const BRAND: [u8; 3] = [0xE4, 0x57, 0x2E];
 
-pub(crate) fn bakery_page() -> String {
+pub fn bakery_page() -> String {
     r##"<!doctype html><html lang="en"><head>
 <title>Fresh sourdough every morning | Crumb &amp; Co</title>
 <meta name="theme-color" content="#E4572E">
@@ -39,18 +38,18 @@ pub(crate) fn bakery_page() -> String {
         .to_string()
 }
 
-pub(crate) async fn post(app: &TestApp, key: &str, path: &str, body: &Value, idem: Option<&str>) -> (u16, Value, bool) {
+pub async fn post(app: &impl Api, key: &str, path: &str, body: &Value, idem: Option<&str>) -> (u16, Value, bool) {
     let r = app.post_idem(key, path, body, idem).await;
     let status = r.status().as_u16();
     let replayed = r.headers().get("idempotency-replayed").is_some();
     (status, r.json().await.unwrap(), replayed)
 }
 
-pub(crate) async fn get_ad(app: &TestApp, key: &str, id: &str) -> Value {
+pub async fn get_ad(app: &impl Api, key: &str, id: &str) -> Value {
     app.get(key, &format!("/v1/adshot/{id}")).await.json().await.unwrap()
 }
 
-pub(crate) async fn wait_ad(app: &TestApp, key: &str, id: &str, limit: Duration) -> Value {
+pub async fn wait_ad(app: &impl Api, key: &str, id: &str, limit: Duration) -> Value {
     eventually(&format!("ad {id} finishes"), limit, || async move {
         let v = get_ad(app, key, id).await;
         if v["status"] == "done" || v["status"] == "failed" { Ok(v) } else { Err(v) }
@@ -59,11 +58,11 @@ pub(crate) async fn wait_ad(app: &TestApp, key: &str, id: &str, limit: Duration)
 }
 
 /// The ad's event stream to its end: `(event, data)`.
-pub(crate) async fn ad_stream(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, Value)> {
-    json_events(read_sse(&app.client, &app.url(&format!("/v1/adshot/{id}/stream")), key, limit).await)
+pub async fn ad_stream(app: &impl Api, key: &str, id: &str, limit: Duration) -> Vec<(String, Value)> {
+    json_events(read_sse(app.client(), &app.url(&format!("/v1/adshot/{id}/stream")), key, limit).await)
 }
 
-pub(crate) fn ffprobe(path: &std::path::Path) -> Value {
+pub fn ffprobe(path: &std::path::Path) -> Value {
     let out = Command::new("ffprobe")
         .args(["-v", "error", "-print_format", "json", "-show_streams", "-show_format"])
         .arg(path)
@@ -74,7 +73,7 @@ pub(crate) fn ffprobe(path: &std::path::Path) -> Value {
 }
 
 /// Mean volume in dBFS of `dur` seconds from `start`.
-pub(crate) fn mean_volume(path: &std::path::Path, start: f64, dur: f64) -> f64 {
+pub fn mean_volume(path: &std::path::Path, start: f64, dur: f64) -> f64 {
     let out = Command::new("ffmpeg")
         .args(["-hide_banner", "-nostats", "-ss", &start.to_string(), "-t", &dur.to_string(), "-i"])
         .arg(path)
@@ -87,7 +86,7 @@ pub(crate) fn mean_volume(path: &std::path::Path, start: f64, dur: f64) -> f64 {
 }
 
 /// The frame at `t` seconds, decoded.
-pub(crate) fn frame(path: &std::path::Path, t: f64) -> image::RgbImage {
+pub fn frame(path: &std::path::Path, t: f64) -> image::RgbImage {
     let out = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-ss", &t.to_string(), "-i"])
         .arg(path)
@@ -98,12 +97,12 @@ pub(crate) fn frame(path: &std::path::Path, t: f64) -> image::RgbImage {
     image::load_from_memory(&out.stdout).unwrap().to_rgb8()
 }
 
-pub(crate) fn brand_pixels(img: &image::RgbImage) -> usize {
+pub fn brand_pixels(img: &image::RgbImage) -> usize {
     img.pixels().filter(|p| (0..3).all(|i| (p[i] as i32 - BRAND[i] as i32).abs() <= 24)).count()
 }
 
 /// A server of binary files: `(path, content type, bytes)`.
-pub(crate) async fn serve_files(files: Vec<(&'static str, &'static str, Vec<u8>)>) -> String {
+pub async fn serve_files(files: Vec<(&'static str, &'static str, Vec<u8>)>) -> String {
     let mut router = axum::Router::new();
     for (path, ct, body) in files {
         router = router.route(
@@ -120,14 +119,14 @@ pub(crate) async fn serve_files(files: Vec<(&'static str, &'static str, Vec<u8>)
     base
 }
 
-pub(crate) fn png(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
+pub fn png(w: u32, h: u32, f: impl Fn(u32, u32) -> [u8; 3]) -> Vec<u8> {
     let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb(f(x, y)));
     let mut out = std::io::Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Png).unwrap();
     out.into_inner()
 }
 
-pub(crate) fn capture_media_hex(s: &str) -> [u8; 3] {
+pub fn capture_media_hex(s: &str) -> [u8; 3] {
     let v = u32::from_str_radix(s.trim_start_matches('#'), 16).unwrap();
     [(v >> 16) as u8, (v >> 8) as u8, v as u8]
 }

@@ -1,9 +1,7 @@
 //! The OAuth/MCP tests' client: an app with a browser-like client that does not follow
 //! redirects, sign-in, authorization with PKCE, tokens, and JSON-RPC calls to `/mcp`. Shared by
-//! the in-process suite (`oauth.rs` here) and the multi-process one
-//! (`crates/capture-cli/tests/oauth.rs`).
-
-#![allow(dead_code)]
+//! the in-process suite (`crates/capture-server/tests/service/oauth*.rs`) and the multi-process
+//! one (`crates/capture-cli/tests/oauth.rs`), each over its own harness (`App<TestApp>`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -12,37 +10,38 @@ use base64::Engine;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::helpers::{Db, Opts, TestApp};
+use crate::common::{Db, Harness, Opts};
 
 /// A running service (api and scheduler roles) on a fresh SQLite file or a fresh
-/// PostgreSQL database, with a client that does not follow redirects.
-pub(crate) struct App {
-    pub(crate) base: String,
-    pub(crate) http: reqwest::Client,
-    pub(crate) app: TestApp,
+/// PostgreSQL database, with a client that does not follow redirects; `T` is the suite's
+/// harness (its `TestApp`).
+pub struct App<T> {
+    pub base: String,
+    pub http: reqwest::Client,
+    pub app: T,
 }
 
-impl App {
-    pub(crate) async fn spawn(db: Db) -> App {
+impl<T: Harness> App<T> {
+    pub async fn spawn(db: Db) -> App<T> {
         App::spawn_with(Opts::api(db)).await
     }
 
-    pub(crate) async fn spawn_with(opts: Opts) -> App {
-        let app = TestApp::spawn(opts).await;
+    pub async fn spawn_with(opts: Opts) -> App<T> {
+        let app = T::spawn(opts).await;
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
             .build()
             .unwrap();
-        App { base: app.base.clone(), http, app }
+        App { base: app.base().to_string(), http, app }
     }
 
-    pub(crate) fn url(&self, path: &str) -> String {
+    pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 
     /// A new account with a password, signed in on the website: returns (email, Cookie header).
-    pub(crate) async fn signed_in_user(&self) -> (String, String) {
+    pub async fn signed_in_user(&self) -> (String, String) {
         let email = format!("u{}@example.com", capture_core::ids::random_string(10).to_lowercase());
         let password = "correct horse battery staple";
         self.app.create_user(&email, "free", Some(password), false).await;
@@ -65,7 +64,7 @@ impl App {
         (email, session)
     }
 
-    pub(crate) async fn register(&self, redirect_uris: &[&str]) -> reqwest::Response {
+    pub async fn register(&self, redirect_uris: &[&str]) -> reqwest::Response {
         self.http
             .post(self.url("/oauth/register"))
             .json(&json!({"client_name": "Test client", "redirect_uris": redirect_uris}))
@@ -74,13 +73,13 @@ impl App {
             .unwrap()
     }
 
-    pub(crate) async fn client(&self) -> String {
+    pub async fn client(&self) -> String {
         let r = self.register(&[REDIRECT]).await;
         assert_eq!(r.status(), 201);
         r.json::<Value>().await.unwrap()["client_id"].as_str().unwrap().to_string()
     }
 
-    pub(crate) async fn authorize(&self, cookie: &str, params: &[(&str, &str)]) -> reqwest::Response {
+    pub async fn authorize(&self, cookie: &str, params: &[(&str, &str)]) -> reqwest::Response {
         self.http
             .get(format!("{}?{}", self.url("/oauth/authorize"), form(params)))
             .header("cookie", cookie)
@@ -90,7 +89,7 @@ impl App {
     }
 
     /// Open the consent page for `params` and press `decision`; returns the redirect target.
-    pub(crate) async fn consent(&self, cookie: &str, params: &[(&str, &str)], decision: &str) -> url::Url {
+    pub async fn consent(&self, cookie: &str, params: &[(&str, &str)], decision: &str) -> url::Url {
         let page = self.authorize(cookie, params).await;
         assert_eq!(page.status(), 200, "no consent page");
         let html = page.text().await.unwrap();
@@ -114,7 +113,7 @@ impl App {
     }
 
     /// The whole flow up to an authorization code: (code, verifier).
-    pub(crate) async fn code(&self, cookie: &str, client_id: &str, resource: Option<&str>) -> (String, String) {
+    pub async fn code(&self, cookie: &str, client_id: &str, resource: Option<&str>) -> (String, String) {
         let verifier = verifier();
         let challenge = s256(&verifier);
         let mut params = vec![
@@ -135,7 +134,7 @@ impl App {
         (q["code"].clone(), verifier)
     }
 
-    pub(crate) async fn token(&self, params: &[(&str, &str)]) -> (u16, Value) {
+    pub async fn token(&self, params: &[(&str, &str)]) -> (u16, Value) {
         let r = self
             .http
             .post(self.url("/oauth/token"))
@@ -149,7 +148,7 @@ impl App {
         (status, r.json().await.unwrap())
     }
 
-    pub(crate) async fn exchange(&self, client_id: &str, code: &str, verifier: &str) -> (u16, Value) {
+    pub async fn exchange(&self, client_id: &str, code: &str, verifier: &str) -> (u16, Value) {
         self.token(&[
             ("grant_type", "authorization_code"),
             ("code", code),
@@ -160,12 +159,12 @@ impl App {
         .await
     }
 
-    pub(crate) async fn refresh(&self, client_id: &str, refresh_token: &str) -> (u16, Value) {
+    pub async fn refresh(&self, client_id: &str, refresh_token: &str) -> (u16, Value) {
         self.token(&[("grant_type", "refresh_token"), ("refresh_token", refresh_token), ("client_id", client_id)]).await
     }
 
     /// Tokens for a new signed-in user: (email, client_id, token response).
-    pub(crate) async fn tokens(&self, resource: Option<&str>) -> (String, String, Value) {
+    pub async fn tokens(&self, resource: Option<&str>) -> (String, String, Value) {
         let (email, cookie) = self.signed_in_user().await;
         let client_id = self.client().await;
         let (code, verifier) = self.code(&cookie, &client_id, resource).await;
@@ -174,12 +173,12 @@ impl App {
         (email, client_id, body)
     }
 
-    pub(crate) async fn balance(&self, bearer: &str) -> reqwest::Response {
+    pub async fn balance(&self, bearer: &str) -> reqwest::Response {
         self.http.get(self.url("/v1/account/balance")).bearer_auth(bearer).send().await.unwrap()
     }
 
     /// A JSON-RPC `initialize` POSTed to `/mcp`.
-    pub(crate) async fn mcp_initialize(&self, bearer: Option<&str>) -> reqwest::Response {
+    pub async fn mcp_initialize(&self, bearer: Option<&str>) -> reqwest::Response {
         let mut req = self
             .http
             .post(self.url("/mcp"))
@@ -193,9 +192,9 @@ impl App {
     }
 }
 
-pub(crate) const REDIRECT: &str = "http://127.0.0.1:9/callback";
+pub const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
-pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
+pub fn form(pairs: &[(&str, &str)]) -> String {
     let mut s = url::form_urlencoded::Serializer::new(String::new());
     for (k, v) in pairs {
         s.append_pair(k, v);
@@ -204,7 +203,7 @@ pub(crate) fn form(pairs: &[(&str, &str)]) -> String {
 }
 
 /// `name=value` pairs of every Set-Cookie, joined for a Cookie header.
-pub(crate) fn cookies(r: &reqwest::Response) -> String {
+pub fn cookies(r: &reqwest::Response) -> String {
     r.headers()
         .get_all("set-cookie")
         .iter()
@@ -213,12 +212,12 @@ pub(crate) fn cookies(r: &reqwest::Response) -> String {
         .join("; ")
 }
 
-pub(crate) fn unescape(s: &str) -> String {
+pub fn unescape(s: &str) -> String {
     s.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 }
 
 /// Every `<input type="hidden" name=… value=…>` of a page.
-pub(crate) fn hidden_fields(html: &str) -> Vec<(String, String)> {
+pub fn hidden_fields(html: &str) -> Vec<(String, String)> {
     html.split("<input type=\"hidden\" ")
         .skip(1)
         .filter_map(|rest| {
@@ -229,21 +228,21 @@ pub(crate) fn hidden_fields(html: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-pub(crate) fn hidden_field(html: &str, name: &str) -> String {
+pub fn hidden_field(html: &str, name: &str) -> String {
     hidden_fields(html).into_iter().find(|(k, _)| k == name).map(|(_, v)| v).expect("hidden field")
 }
 
-pub(crate) fn location(r: &reqwest::Response) -> url::Url {
+pub fn location(r: &reqwest::Response) -> url::Url {
     let loc = r.headers().get("location").expect("a Location header").to_str().unwrap();
     url::Url::parse(loc).unwrap_or_else(|_| url::Url::parse("http://relative.invalid").unwrap().join(loc).unwrap())
 }
 
-pub(crate) fn query(u: &url::Url) -> HashMap<String, String> {
+pub fn query(u: &url::Url) -> HashMap<String, String> {
     u.query_pairs().into_owned().collect()
 }
 
 /// The parameters of an authorization request (PKCE S256, no state).
-pub(crate) fn authz<'a>(client_id: &'a str, redirect_uri: &'a str, challenge: &'a str) -> Vec<(&'a str, &'a str)> {
+pub fn authz<'a>(client_id: &'a str, redirect_uri: &'a str, challenge: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![
         ("response_type", "code"),
         ("client_id", client_id),
@@ -253,17 +252,17 @@ pub(crate) fn authz<'a>(client_id: &'a str, redirect_uri: &'a str, challenge: &'
     ]
 }
 
-pub(crate) fn verifier() -> String {
+pub fn verifier() -> String {
     format!("v{}", capture_core::ids::random_string(60))
 }
 
-pub(crate) fn s256(v: &str) -> String {
+pub fn s256(v: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(v.as_bytes()))
 }
 
 /// A JSON-RPC call to `/mcp` with a bearer token: the response's `result` (or `error`), from
 /// JSON or from the SSE stream a tool with progress answers with.
-pub(crate) async fn mcp_call(app: &App, bearer: &str, method: &str, params: Value) -> Value {
+pub async fn mcp_call<T: Harness>(app: &App<T>, bearer: &str, method: &str, params: Value) -> Value {
     let r = app
         .http
         .post(app.url("/mcp"))

@@ -1,27 +1,28 @@
 //! A local S3 server for the tests: moto's `moto_server` on a loopback port, shared by the
 //! in-process suite and the multi-process one (the cluster test stores into it too).
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The `moto_server` program: `CAPTURE_TEST_MOTO`, else the virtualenv in the target dir.
-pub(crate) fn moto_program() -> Option<PathBuf> {
+/// The `moto_server` program: `CAPTURE_TEST_MOTO`, else the virtualenv in the target dir (the
+/// parent of `target_tmpdir`, the test crate's `CARGO_TARGET_TMPDIR`: Cargo sets that only when
+/// it builds a test crate, so the test passes it here).
+pub fn moto_program(target_tmpdir: &Path) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CAPTURE_TEST_MOTO").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
         assert!(p.is_file(), "CAPTURE_TEST_MOTO={} does not exist", p.display());
         return Some(p);
     }
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).parent()?.join("moto-venv/bin/moto_server");
+    let venv = target_tmpdir.parent()?.join("moto-venv/bin/moto_server");
     venv.is_file().then_some(venv)
 }
 
 /// The program, or `None` (and a loud notice) when it is not installed outside CI. In CI
 /// (`CI=true`) a missing server fails the test: it must never pass by skipping.
-pub(crate) fn require_moto() -> Option<PathBuf> {
-    if let Some(p) = moto_program() {
+/// `target_tmpdir`: see [`moto_program`].
+pub fn require_moto(target_tmpdir: impl AsRef<Path>) -> Option<PathBuf> {
+    if let Some(p) = moto_program(target_tmpdir.as_ref()) {
         return Some(p);
     }
     let hint = "install it with `bash tests/s3/moto-venv.sh` (scripts/test.sh does) or set CAPTURE_TEST_MOTO";
@@ -38,15 +39,15 @@ pub(crate) fn require_moto() -> Option<PathBuf> {
 }
 
 /// A running `moto_server`, killed on drop.
-pub(crate) struct Moto {
+pub struct Moto {
     child: Option<Child>,
-    pub(crate) endpoint: String,
+    pub endpoint: String,
     http: reqwest::Client,
     log: tempfile::NamedTempFile,
 }
 
 impl Moto {
-    pub(crate) async fn start(program: &Path) -> Moto {
+    pub async fn start(program: &Path) -> Moto {
         let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
         // A free port can be taken between our probe and the server's bind: try a few.
         for _ in 0..3 {
@@ -80,13 +81,13 @@ impl Moto {
     }
 
     /// Create a bucket (moto does not check signatures, so a plain PUT does).
-    pub(crate) async fn create_bucket(&self, bucket: &str) {
+    pub async fn create_bucket(&self, bucket: &str) {
         let r = self.http.put(format!("{}/{bucket}", self.endpoint)).send().await.unwrap();
         assert!(r.status().is_success(), "creating bucket {bucket}: {}", r.status());
     }
 
     /// The keys under `prefix`, through S3's own ListObjectsV2.
-    pub(crate) async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+    pub async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
         let mut url = url::Url::parse(&format!("{}/{bucket}", self.endpoint)).unwrap();
         url.query_pairs_mut().append_pair("list-type", "2").append_pair("prefix", prefix);
         let r = self.http.get(url).send().await.unwrap();
@@ -97,7 +98,7 @@ impl Moto {
 
     /// An object's stored headers (HEAD). Objects are private, and moto only looks for an
     /// `Authorization` header (it checks no signature), so a placeholder one stands in.
-    pub(crate) async fn head(&self, bucket: &str, key: &str) -> reqwest::header::HeaderMap {
+    pub async fn head(&self, bucket: &str, key: &str) -> reqwest::header::HeaderMap {
         let r = self
             .http
             .head(format!("{}/{bucket}/{key}", self.endpoint))
@@ -114,7 +115,7 @@ impl Moto {
     }
 
     /// Kill the server now (to see storage go away).
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::helpers::TestApp;
+use crate::common::Api;
 
 /// A response, read whole.
 #[derive(Debug)]
@@ -71,9 +71,9 @@ pub struct Visitor {
 }
 
 impl Visitor {
-    pub fn new(app: &TestApp) -> Visitor {
+    pub fn new(app: &impl Api) -> Visitor {
         Visitor {
-            base: app.base.clone(),
+            base: app.base().to_string(),
             client: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .timeout(Duration::from_secs(60))
@@ -86,7 +86,7 @@ impl Visitor {
 
     /// A visitor whose every request carries `name: value` (as a load balancer in front of
     /// the service would add it).
-    pub fn with_header(app: &TestApp, name: &str, value: &str) -> Visitor {
+    pub fn with_header(app: &impl Api, name: &str, value: &str) -> Visitor {
         let mut v = Visitor::new(app);
         v.headers.push((name.into(), value.into()));
         v

@@ -1,25 +1,24 @@
-//! Helpers of the hardening tests, shared by the in-process suite (`api/hardening.rs` here) and the
-//! multi-process one (`crates/capture-cli/tests/api/hardening.rs`).
-
-#![allow(dead_code)]
+//! Helpers of the hardening tests, shared by the in-process suite
+//! (`crates/capture-server/tests/service/api/hardening.rs`) and the multi-process one
+//! (`crates/capture-cli/tests/api/hardening.rs`).
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use crate::common::*;
 
-pub(crate) fn site_pages() -> Vec<(&'static str, &'static str, String)> {
+pub fn site_pages() -> Vec<(&'static str, &'static str, String)> {
     vec![("/red", "text/html", solid("#ff0000")), ("/blue", "text/html", solid("#0000ff"))]
 }
 
 /// A job whose own script never finishes: it holds a worker for its `timeoutMs` (half a
 /// minute), the bound a script gets.
-pub(crate) fn hanging_job(url: &str) -> Value {
+pub fn hanging_job(url: &str) -> Value {
     json!({"url": url, "waitUntil": "load", "timeoutMs": 30000, "preScreenshotJs": "await new Promise(() => {})"})
 }
 
-pub(crate) async fn statuses(app: &TestApp, key: &str, ids: &[String]) -> Vec<String> {
+pub async fn statuses(app: &impl Api, key: &str, ids: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     for id in ids {
         let v: Value = app.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
@@ -32,7 +31,7 @@ pub(crate) async fn statuses(app: &TestApp, key: &str, ids: &[String]) -> Vec<St
 
 /// A PNG whose header claims `w`×`h` (a valid IHDR, checksum and all) over one pixel of
 /// data: what a decompression bomb looks like before it is inflated.
-pub(crate) fn png_claiming(w: u32, h: u32) -> Vec<u8> {
+pub fn png_claiming(w: u32, h: u32) -> Vec<u8> {
     let mut b = Vec::new();
     image::RgbImage::from_pixel(1, 1, image::Rgb([1, 2, 3]))
         .write_to(&mut std::io::Cursor::new(&mut b), image::ImageFormat::Png)
@@ -44,7 +43,7 @@ pub(crate) fn png_claiming(w: u32, h: u32) -> Vec<u8> {
     b
 }
 
-pub(crate) fn crc32(data: &[u8]) -> u32 {
+pub fn crc32(data: &[u8]) -> u32 {
     let mut c = 0xFFFF_FFFFu32;
     for &byte in data {
         c ^= u32::from(byte);
@@ -55,13 +54,13 @@ pub(crate) fn crc32(data: &[u8]) -> u32 {
     !c
 }
 
-pub(crate) async fn upload_file(app: &TestApp, key: &str, bytes: Vec<u8>, name: &str) -> reqwest::Response {
+pub async fn upload_file(app: &impl Api, key: &str, bytes: Vec<u8>, name: &str) -> reqwest::Response {
     let form = reqwest::multipart::Form::new()
         .part("file", reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()));
-    app.client.post(app.url("/v1/screenshot/upload")).bearer_auth(key).multipart(form).send().await.unwrap()
+    app.client().post(app.url("/v1/screenshot/upload")).bearer_auth(key).multipart(form).send().await.unwrap()
 }
 
-pub(crate) fn small_png() -> Vec<u8> {
+pub fn small_png() -> Vec<u8> {
     let mut b = Vec::new();
     image::RgbImage::from_pixel(64, 48, image::Rgb([200, 10, 10]))
         .write_to(&mut std::io::Cursor::new(&mut b), image::ImageFormat::Png)
@@ -69,10 +68,10 @@ pub(crate) fn small_png() -> Vec<u8> {
     b
 }
 
-pub(crate) const TINY_PDF: &[u8] = b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+pub const TINY_PDF: &[u8] = b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj 2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj 3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
 
 /// `name=value` of every Set-Cookie, joined for a Cookie header.
-pub(crate) fn cookies(r: &reqwest::Response) -> String {
+pub fn cookies(r: &reqwest::Response) -> String {
     r.headers()
         .get_all("set-cookie")
         .iter()
@@ -81,19 +80,19 @@ pub(crate) fn cookies(r: &reqwest::Response) -> String {
         .join("; ")
 }
 
-pub(crate) fn hidden_field(html: &str, name: &str) -> String {
+pub fn hidden_field(html: &str, name: &str) -> String {
     let at = html.find(&format!("name=\"{name}\"")).expect("the hidden field");
     let rest = &html[at..];
     rest.split("value=\"").nth(1).unwrap().split('"').next().unwrap().to_string()
 }
 
-pub(crate) fn no_redirects() -> reqwest::Client {
+pub fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
 /// A client whose connections come from `ip` (any 127.x address reaches the loopback
 /// listener on Linux), so the service sees another client address.
-pub(crate) fn client_from(ip: &str) -> reqwest::Client {
+pub fn client_from(ip: &str) -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .local_address(ip.parse::<std::net::IpAddr>().unwrap())
@@ -102,17 +101,12 @@ pub(crate) fn client_from(ip: &str) -> reqwest::Client {
 }
 
 /// `POST /login` with the form's CSRF token, from 127.0.0.1.
-pub(crate) async fn sign_in_attempt(app: &TestApp, email: &str, password: &str) -> reqwest::Response {
+pub async fn sign_in_attempt(app: &impl Api, email: &str, password: &str) -> reqwest::Response {
     sign_in_from(&no_redirects(), app, email, password).await
 }
 
 /// `POST /login` with the form's CSRF token, through `http`.
-pub(crate) async fn sign_in_from(
-    http: &reqwest::Client,
-    app: &TestApp,
-    email: &str,
-    password: &str,
-) -> reqwest::Response {
+pub async fn sign_in_from(http: &reqwest::Client, app: &impl Api, email: &str, password: &str) -> reqwest::Response {
     let page = http.get(app.url("/login")).send().await.unwrap();
     let anon = cookies(&page);
     let csrf = hidden_field(&page.text().await.unwrap(), "csrf");
@@ -131,7 +125,7 @@ pub(crate) async fn sign_in_from(
 }
 
 /// A new account with a password, signed in: (email, the session's Cookie header).
-pub(crate) async fn signed_in(app: &TestApp) -> (String, String) {
+pub async fn signed_in(app: &impl Harness) -> (String, String) {
     let email = format!("w{}@example.com", rand_suffix());
     let password = "correct horse battery staple";
     app.create_user(&email, "free", Some(password), false).await;
@@ -143,20 +137,22 @@ pub(crate) async fn signed_in(app: &TestApp) -> (String, String) {
 }
 
 /// A running `tests/smtp/smtp_sink.py` (aiosmtpd) that keeps what it receives; killed on drop.
-pub(crate) struct SmtpSink {
+pub struct SmtpSink {
     child: std::process::Child,
-    pub(crate) port: u16,
+    pub port: u16,
     dir: tempfile::TempDir,
 }
 
 impl SmtpSink {
     /// Start it, or None (with a notice) when aiosmtpd is not installed outside CI.
-    pub(crate) fn start() -> Option<SmtpSink> {
+    /// `target_tmpdir` is the test crate's `CARGO_TARGET_TMPDIR`, whose parent (the target dir)
+    /// holds the virtualenv (Cargo sets it only when it builds a test crate).
+    pub fn start(target_tmpdir: impl AsRef<std::path::Path>) -> Option<SmtpSink> {
         use std::io::BufRead;
         let python = match std::env::var_os("CAPTURE_TEST_AIOSMTPD").filter(|p| !p.is_empty()) {
             Some(p) => std::path::PathBuf::from(p),
             None => {
-                let venv = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).parent()?.join("aiosmtpd-venv/bin/python");
+                let venv = target_tmpdir.as_ref().parent()?.join("aiosmtpd-venv/bin/python");
                 if !venv.is_file() {
                     assert!(
                         std::env::var("CI").as_deref() != Ok("true"),
@@ -183,7 +179,7 @@ impl SmtpSink {
     }
 
     /// The messages received so far (raw bytes), waiting up to 10 s for `n`.
-    pub(crate) async fn wait_for(&self, n: usize) -> Vec<String> {
+    pub async fn wait_for(&self, n: usize) -> Vec<String> {
         eventually(&format!("{n} messages arrive"), Duration::from_secs(10), || async move {
             let got: Vec<String> = (1..)
                 .map_while(|i| {
@@ -206,7 +202,7 @@ impl Drop for SmtpSink {
 }
 
 /// The verification link in a raw mail (undoing quoted-printable soft breaks).
-pub(crate) fn verification_link(raw: &str) -> String {
+pub fn verification_link(raw: &str) -> String {
     let text = raw.replace("=\r\n", "").replace("=3D", "=");
     let at = text.find("/verify-email?token=").expect("a verification link");
     let start = text[..at].rfind("http").unwrap();

@@ -1,7 +1,8 @@
-//! What both test harnesses share (this one, which starts the app in-process, and
-//! `crates/capture-cli/tests/api/helpers.rs`, which spawns the `capture` binary): the
-//! database choice, fresh PostgreSQL databases, the HTTP calls on a running app, a fixture
-//! site, image checks, and waiting on an event with a deadline instead of sleeping.
+//! What both test harnesses share (`crates/capture-server/tests/service/helpers.rs`, which
+//! starts the app in-process, and `crates/capture-cli/tests/api/helpers.rs`, which spawns the
+//! `capture` binary): the database choice, fresh PostgreSQL databases, the HTTP calls on a
+//! running app ([`Api`]) and what the scenarios ask of a harness ([`Harness`]), a fixture site,
+//! image checks, and waiting on an event with a deadline instead of sleeping.
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -39,7 +40,6 @@ impl Opts {
         self
     }
     /// Only the multi-process tests pick roles (a node of a deployment).
-    #[allow(dead_code)]
     pub fn roles(mut self, roles: &str) -> Self {
         self.roles = Some(roles.into());
         self
@@ -201,6 +201,18 @@ pub trait Api {
     }
 }
 
+/// What the shared scenarios need of a harness beyond [`Api`]: starting a deployment and making
+/// accounts. Each suite's `TestApp` implements it with its own way of doing so (the library
+/// functions `capture admin` calls, in-process; the `capture admin` command, multi-process).
+#[allow(async_fn_in_trait)]
+pub trait Harness: Api + Sized {
+    /// Start a deployment with `opts`.
+    async fn spawn(opts: Opts) -> Self;
+
+    /// `capture admin user create --email E --plan P [--password W] [--legacy-free]`.
+    async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool);
+}
+
 /// The actions the account of `key` has used this month (its live balance).
 pub async fn used(app: &impl Api, key: &str) -> i64 {
     let b: Value = app.get(key, "/v1/account/balance").await.json().await.unwrap();
@@ -258,18 +270,19 @@ pub fn assert_px(img: &image::RgbaImage, x: u32, y: u32, rgb: [u8; 3]) {
     assert!(close, "pixel ({x},{y}) is {:?}, expected about {rgb:?}", p);
 }
 
-/// Run a scenario on both databases as `<name>_sqlite` and `<name>_postgres`.
+/// Run a scenario on both databases as `<name>_sqlite` and `<name>_postgres` (the test crate
+/// needs `tokio`, for `#[tokio::test]`).
 #[macro_export]
 macro_rules! both_dbs {
     ($name:ident) => {
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn sqlite() {
-                super::$name($crate::helpers::Db::Sqlite).await
+                super::$name($crate::common::Db::Sqlite).await
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
             async fn postgres() {
-                super::$name($crate::helpers::Db::Postgres).await
+                super::$name($crate::common::Db::Postgres).await
             }
         }
     };

@@ -1,7 +1,6 @@
-//! Helpers of the webhook tests, shared by the in-process suite (`api/webhooks.rs` here) and the
-//! multi-process one (`crates/capture-cli/tests/api/webhooks.rs`).
-
-#![allow(dead_code)]
+//! Helpers of the webhook tests, shared by the in-process suite
+//! (`crates/capture-server/tests/service/api/webhooks.rs`) and the multi-process one
+//! (`crates/capture-cli/tests/api/webhooks.rs`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,7 +9,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
-use crate::helpers::*;
+use crate::common::*;
 
 /// One request the receiver saw.
 #[derive(Debug, Clone)]
@@ -110,13 +109,13 @@ pub fn verify(secret: &str, r: &Received) -> Result<Value, String> {
     serde_json::from_str(&r.body).map_err(|e| e.to_string())
 }
 
-pub(crate) fn hook_opts(db: Db) -> Opts {
+pub fn hook_opts(db: Db) -> Opts {
     Opts::api(db)
         .env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")
         .env("CAPTURE_WEBHOOK_RETRY_DELAYS", "150ms,150ms,150ms,150ms,150ms")
 }
 
-pub(crate) async fn create_endpoint(app: &TestApp, key: &str, body: Value) -> Value {
+pub async fn create_endpoint(app: &impl Api, key: &str, body: Value) -> Value {
     let r = app.post_json(key, "/v1/webhooks", &body).await;
     let status = r.status().as_u16();
     let v: Value = r.json().await.unwrap();
@@ -124,12 +123,12 @@ pub(crate) async fn create_endpoint(app: &TestApp, key: &str, body: Value) -> Va
     v["endpoint"].clone()
 }
 
-pub(crate) async fn deliveries(app: &TestApp, key: &str, ep: &str) -> Vec<Value> {
+pub async fn deliveries(app: &impl Api, key: &str, ep: &str) -> Vec<Value> {
     let v: Value = app.get(key, &format!("/v1/webhooks/{ep}/deliveries")).await.json().await.unwrap();
     v["data"].as_array().unwrap().clone()
 }
 
-pub(crate) async fn wait_delivery_status(app: &TestApp, key: &str, ep: &str, status: &str) -> Value {
+pub async fn wait_delivery_status(app: &impl Api, key: &str, ep: &str, status: &str) -> Value {
     eventually(&format!("a {status} delivery"), Duration::from_secs(30), || async move {
         let ds = deliveries(app, key, ep).await;
         ds.iter().find(|d| d["status"] == status).cloned().ok_or(ds)

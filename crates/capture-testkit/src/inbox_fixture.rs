@@ -75,7 +75,7 @@ pub async fn smtp_send(addr: SocketAddr, from: &str, to: &str, data: &[u8]) -> R
 /// Wait until the service at `metrics` (its `/metrics` URL) has an inbox long-poll waiting:
 /// mail sent after this wakes a poll that is already waiting.
 pub async fn wait_for_inbox_poll(client: &reqwest::Client, metrics: &str) {
-    crate::helpers::eventually("the inbox long-poll is waiting", std::time::Duration::from_secs(10), || async {
+    crate::common::eventually("the inbox long-poll is waiting", std::time::Duration::from_secs(10), || async {
         let text = client.get(metrics).send().await.unwrap().text().await.unwrap();
         let line = text.lines().find(|l| l.starts_with("capture_inbox_waiting ")).map(str::to_string);
         if line.as_deref() == Some("capture_inbox_waiting 1") { Ok(()) } else { Err(line) }

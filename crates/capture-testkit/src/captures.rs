@@ -1,16 +1,15 @@
-//! Helpers of the capture tests, shared by the in-process suite (`api/captures.rs` here) and the
-//! multi-process one (`crates/capture-cli/tests/api/captures.rs`).
-
-#![allow(dead_code)]
+//! Helpers of the capture tests, shared by the in-process suite
+//! (`crates/capture-server/tests/service/api/captures.rs`) and the multi-process one
+//! (`crates/capture-cli/tests/api/captures.rs`).
 
 use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::*;
-use crate::shared::sse::read_sse;
+use crate::common::*;
+use crate::sse::read_sse;
 
-pub(crate) fn pages() -> Vec<(&'static str, &'static str, String)> {
+pub fn pages() -> Vec<(&'static str, &'static str, String)> {
     let tall = {
         let mut s = String::from(
             "<!doctype html><html><head><title>Tall</title><style>body{margin:0} div{height:1000px}</style></head><body>",
@@ -48,7 +47,7 @@ pub(crate) fn pages() -> Vec<(&'static str, &'static str, String)> {
     ]
 }
 
-pub(crate) async fn shot(app: &TestApp, key: &str, body: Value) -> (Value, Vec<u8>) {
+pub async fn shot(app: &impl Api, key: &str, body: Value) -> (Value, Vec<u8>) {
     let job = app.create(key, body).await;
     let done = app.wait(key, job["id"].as_str().unwrap()).await;
     assert_eq!(done["status"], "done", "{done}");
@@ -59,6 +58,6 @@ pub(crate) async fn shot(app: &TestApp, key: &str, body: Value) -> (Value, Vec<u
 
 /// Read a job's event stream to its end: `(event name, data)`; comments come back as
 /// `("ping", "")`.
-pub(crate) async fn job_stream(app: &TestApp, key: &str, id: &str, limit: Duration) -> Vec<(String, String)> {
-    read_sse(&app.client, &app.url(&format!("/v1/screenshot/{id}/stream")), key, limit).await
+pub async fn job_stream(app: &impl Api, key: &str, id: &str, limit: Duration) -> Vec<(String, String)> {
+    read_sse(app.client(), &app.url(&format!("/v1/screenshot/{id}/stream")), key, limit).await
 }

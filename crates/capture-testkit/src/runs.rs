@@ -1,20 +1,19 @@
-//! Helpers of the run tests, shared by the in-process suite (`api/runs.rs` here) and the
-//! multi-process one (`crates/capture-cli/tests/api/runs.rs`).
-
-#![allow(dead_code)]
+//! Helpers of the run tests, shared by the in-process suite
+//! (`crates/capture-server/tests/service/api/runs.rs`) and the multi-process one
+//! (`crates/capture-cli/tests/api/runs.rs`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::helpers::*;
-use crate::shared::sse::{json_events, read_sse};
-use crate::shared::webhooks::{Receiver, verify};
+use crate::common::*;
+use crate::sse::{json_events, read_sse};
+use crate::webhooks::{Receiver, verify};
 
 /// The form page: 2 `console.error`s and an uncaught exception (3 console errors), a missing
 /// image and a failing fetch (2 failed requests), and something for every step to act on.
-pub(crate) const START: &str = r#"<!doctype html><html><head><title>Sign up</title>
+pub const START: &str = r#"<!doctype html><html><head><title>Sign up</title>
 <style>body{font:16px sans-serif} #spacer{height:2000px;background:linear-gradient(#fff,#9cf)}</style></head><body>
 <h1>Sign up</h1>
 <form action="/done" method="get">
@@ -31,16 +30,16 @@ fetch('/nope').catch(() => {});
 setTimeout(() => { throw new Error('boom later'); }, 10);
 </script></body></html>"#;
 
-pub(crate) const DONE: &str = r#"<!doctype html><html><head><title>Done</title></head><body>
+pub const DONE: &str = r#"<!doctype html><html><head><title>Done</title></head><body>
 <p id=q></p><script>document.getElementById('q').textContent = location.search.slice(1);</script></body></html>"#;
 
-pub(crate) const BLANK: &str = "<!doctype html><html><head><title>Blank</title></head><body><p>blank</p></body></html>";
+pub const BLANK: &str = "<!doctype html><html><head><title>Blank</title></head><body><p>blank</p></body></html>";
 
 /// A page that keeps changing, so the screencast has frames throughout.
-pub(crate) const TICKER: &str = r#"<!doctype html><html><head><title>Ticker</title></head><body>
+pub const TICKER: &str = r#"<!doctype html><html><head><title>Ticker</title></head><body>
 <h1 id=t>0</h1><script>let n = 0; setInterval(() => { document.getElementById('t').textContent = ++n; }, 100);</script></body></html>"#;
 
-pub(crate) async fn site() -> Site {
+pub async fn site() -> Site {
     Site::start(vec![
         ("/start", "text/html", START.to_string()),
         ("/form", "text/html", START.to_string()),
@@ -51,14 +50,14 @@ pub(crate) async fn site() -> Site {
     .await
 }
 
-pub(crate) fn opts(db: Db) -> Opts {
+pub fn opts(db: Db) -> Opts {
     Opts::full(db)
         .env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")
         .env("CAPTURE_RUN_LEASE", "3s")
         .env("CAPTURE_QUEUE_POLL", "200ms")
 }
 
-pub(crate) async fn hook(app: &TestApp, key: &str, rx: &Receiver) -> String {
+pub async fn hook(app: &impl Api, key: &str, rx: &Receiver) -> String {
     let r =
         app.post_json(key, "/v1/webhooks", &json!({"url": rx.url, "events": ["run.completed", "run.failed"]})).await;
     assert_eq!(r.status().as_u16(), 201);
@@ -66,7 +65,7 @@ pub(crate) async fn hook(app: &TestApp, key: &str, rx: &Receiver) -> String {
     v["endpoint"]["secret"].as_str().unwrap().to_string()
 }
 
-pub(crate) async fn start(app: &TestApp, key: &str, body: Value) -> Value {
+pub async fn start(app: &impl Api, key: &str, body: Value) -> Value {
     let r = app.post_json(key, "/v1/runs", &body).await;
     let status = r.status().as_u16();
     let v: Value = r.json().await.unwrap();
@@ -76,15 +75,15 @@ pub(crate) async fn start(app: &TestApp, key: &str, body: Value) -> Value {
 }
 
 /// Ask run `id` to stop.
-pub(crate) async fn stop(app: &TestApp, key: &str, id: &str) -> reqwest::Response {
-    app.client.post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(key).send().await.unwrap()
+pub async fn stop(app: &impl Api, key: &str, id: &str) -> reqwest::Response {
+    app.client().post(app.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(key).send().await.unwrap()
 }
 
-pub(crate) async fn get_run(app: &TestApp, key: &str, id: &str) -> Value {
+pub async fn get_run(app: &impl Api, key: &str, id: &str) -> Value {
     app.get(key, &format!("/v1/runs/{id}")).await.json().await.unwrap()
 }
 
-pub(crate) async fn wait_status(app: &TestApp, key: &str, id: &str, done: &[&str], secs: u64) -> Value {
+pub async fn wait_status(app: &impl Api, key: &str, id: &str, done: &[&str], secs: u64) -> Value {
     eventually(&format!("run {id} reaches {done:?}"), Duration::from_secs(secs), || async move {
         let v = get_run(app, key, id).await;
         if done.contains(&v["status"].as_str().unwrap_or("")) { Ok(v) } else { Err(v) }
@@ -92,12 +91,12 @@ pub(crate) async fn wait_status(app: &TestApp, key: &str, id: &str, done: &[&str
     .await
 }
 
-pub(crate) async fn wait_end(app: &TestApp, key: &str, id: &str) -> Value {
+pub async fn wait_end(app: &impl Api, key: &str, id: &str) -> Value {
     wait_status(app, key, id, &["completed", "failed", "stopped"], 120).await
 }
 
 /// ffprobe's duration of a video URL's file, in seconds.
-pub(crate) async fn video_seconds(app: &TestApp, url: &str) -> f64 {
+pub async fn video_seconds(app: &impl Api, url: &str) -> f64 {
     let (status, ct, bytes) = app.fetch(url).await;
     assert_eq!((status, ct.as_str()), (200, "video/mp4"));
     let dir = tempfile::tempdir().unwrap();
@@ -115,13 +114,13 @@ pub(crate) async fn video_seconds(app: &TestApp, url: &str) -> f64 {
 }
 
 /// The SSE stream of a run, read to its end: (event, data) pairs.
-pub(crate) async fn stream(app: &TestApp, key: &str, id: &str) -> Vec<(String, Value)> {
+pub async fn stream(app: &impl Api, key: &str, id: &str) -> Vec<(String, Value)> {
     let url = app.url(&format!("/v1/runs/{id}/stream"));
-    json_events(read_sse(&app.client, &url, key, Duration::from_secs(60)).await)
+    json_events(read_sse(app.client(), &url, key, Duration::from_secs(60)).await)
 }
 
 /// The one webhook event of run `id`, its signature verified.
-pub(crate) async fn event_of(rx: &Receiver, secret: &str, id: &str) -> Value {
+pub async fn event_of(rx: &Receiver, secret: &str, id: &str) -> Value {
     let first = eventually(&format!("an event for {id}"), Duration::from_secs(30), || async move {
         let mine: Vec<Value> = rx
             .all()
@@ -140,7 +139,7 @@ pub(crate) async fn event_of(rx: &Receiver, secret: &str, id: &str) -> Value {
     first
 }
 
-pub(crate) fn every_step(site: &Site) -> Value {
+pub fn every_step(site: &Site) -> Value {
     json!([
         {"action": "goto", "url": site.url("/start")},
         {"action": "waitFor", "selector": "#name"},
@@ -163,12 +162,12 @@ pub(crate) fn every_step(site: &Site) -> Value {
     ])
 }
 
-pub(crate) fn clients_dir() -> PathBuf {
+pub fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../capture-browser/tests/relay")
 }
 
 /// `npm ci` the DevTools clients once (their lock file; never a browser download).
-pub(crate) fn install_clients() {
+pub fn install_clients() {
     static ONCE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let mut done = ONCE.lock().unwrap();
     if *done || clients_dir().join("node_modules/puppeteer-core/package.json").exists() {
@@ -187,7 +186,7 @@ pub(crate) fn install_clients() {
 }
 
 /// Run a node script; its last stdout line as JSON.
-pub(crate) async fn node(script: &Path, args: &[String]) -> Value {
+pub async fn node(script: &Path, args: &[String]) -> Value {
     install_clients();
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(script).args(args).current_dir(clients_dir()).kill_on_drop(true);
@@ -200,7 +199,7 @@ pub(crate) async fn node(script: &Path, args: &[String]) -> Value {
 /// Start a node script that prints `connected` on stderr once its DevTools client is
 /// connected, wait for that line, and hand back the rest of its run (its last stdout line
 /// as JSON).
-pub(crate) async fn node_connected(script: &Path, args: &[String]) -> tokio::task::JoinHandle<Value> {
+pub async fn node_connected(script: &Path, args: &[String]) -> tokio::task::JoinHandle<Value> {
     use tokio::io::AsyncBufReadExt;
     install_clients();
     let mut cmd = tokio::process::Command::new("node");
@@ -248,10 +247,11 @@ pub(crate) async fn node_connected(script: &Path, args: &[String]) -> tokio::tas
     })
 }
 
-pub(crate) fn chromium() -> String {
+pub fn chromium() -> String {
     ["/usr/bin/chromium", "/usr/lib/chromium/chromium"].into_iter().find(|p| Path::new(p).exists()).unwrap().into()
 }
 
-pub(crate) fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../capture-server/tests/service/clients").join(name)
+/// One of the DevTools client scripts in this crate's `clients/` (run with [`node`]).
+pub fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("clients").join(name)
 }
