@@ -78,9 +78,9 @@ async fn main() {
     let pool = BrowserPool::start(cfg).await.unwrap();
     let mk = |wait: WaitUntil| {
         let mut r = url_req(url.clone());
-        r.width = 1280;
-        r.height = 800;
-        r.wait_until = wait;
+        r.options.width = 1280;
+        r.options.height = 800;
+        r.options.wait_until = wait;
         r
     };
     if only == "big" {
@@ -92,12 +92,12 @@ async fn main() {
             let mut size = 0;
             for _ in 0..4 {
                 let mut r = url_req(srv.url("/noise"));
-                r.width = 1280;
-                r.height = 800;
-                r.full_page = true;
-                r.format = fmt;
+                r.options.width = 1280;
+                r.options.height = 800;
+                r.options.full_page = true;
+                r.options.format = fmt;
                 r.deadline = Duration::from_secs(120);
-                r.timeout_ms = 60_000;
+                r.options.timeout_ms = 60_000;
                 let t = Instant::now();
                 let out = pool.capture(r).await.unwrap();
                 v.push(t.elapsed());
@@ -135,7 +135,7 @@ async fn main() {
     for (name, wait, fmt) in [
         ("pool concurrent load/png", WaitUntil::Load, ImageFormat::Png),
         ("pool concurrent load/jpeg", WaitUntil::Load, ImageFormat::Jpeg),
-        ("pool concurrent networkidle/png", WaitUntil::NetworkIdle, ImageFormat::Png),
+        ("pool concurrent networkidle/png", WaitUntil::Networkidle, ImageFormat::Png),
     ] {
         let t = Instant::now();
         let mut tasks = Vec::new();
@@ -144,7 +144,7 @@ async fn main() {
         for _ in 0..conc {
             let pool = pool.clone();
             let mut r = mk(wait);
-            r.format = fmt;
+            r.options.format = fmt;
             tasks.push(tokio::spawn(async move {
                 let mut v = Vec::new();
                 for _ in 0..per {
@@ -166,9 +166,9 @@ async fn main() {
     let mut v = Vec::new();
     for _ in 0..6 {
         let mut r = url_req(srv.url("/lazy"));
-        r.width = 1280;
-        r.height = 800;
-        r.full_page = true;
+        r.options.width = 1280;
+        r.options.height = 800;
+        r.options.full_page = true;
         let t = Instant::now();
         let out = pool.capture(r).await.unwrap();
         assert_eq!(out.height, Some(6000));

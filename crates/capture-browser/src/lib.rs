@@ -127,22 +127,9 @@ impl MemoryLimit {
     }
 }
 
-/// When navigation counts as finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitUntil {
-    NetworkIdle,
-    Load,
-    DomContentLoaded,
-    None,
-}
-
-/// Raster output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImageFormat {
-    Png,
-    Jpeg,
-    Webp,
-}
+// The capture options and their enums are capture-core's, the one type the server checks,
+// the CLI sends and the browser reads.
+pub use capture_core::options::{CaptureOptions, ImageFormat, WaitUntil};
 
 /// What to load.
 #[derive(Debug, Clone)]
@@ -156,22 +143,9 @@ pub enum PageSource {
 /// One capture job, already validated by the caller.
 #[derive(Debug, Clone)]
 pub struct CaptureRequest {
+    /// What to load (the options' `url` is not read: an upload has none).
     pub source: PageSource,
-    pub width: u32,
-    pub height: u32,
-    pub full_page: bool,
-    pub format: ImageFormat,
-    pub pdf: bool,
-    pub delay_ms: u64,
-    pub dark_mode: bool,
-    /// true = dismiss/hide common cookie-consent overlays.
-    pub cookie_consent_auto: bool,
-    pub wait_for: Option<String>,
-    pub wait_until: WaitUntil,
-    pub timeout_ms: u64,
-    pub pre_screenshot_js: Option<String>,
-    pub device_scale_factor: f64,
-    pub click_before: Option<String>,
+    pub options: CaptureOptions,
     /// Hard deadline for the whole job; every DevTools call is bounded by it.
     pub deadline: Duration,
 }

@@ -17,11 +17,17 @@ use crate::{CaptureError, CaptureOutput, CaptureRequest, ImageFormat};
 
 /// Chromium's own thumbnail: the top of the page, scaled to THUMB_WIDTH.
 fn thumbnail_params(req: &CaptureRequest) -> p::CaptureScreenshot {
-    let scale = THUMB_WIDTH / (f64::from(req.width) * req.device_scale_factor.max(0.1));
+    let scale = THUMB_WIDTH / (f64::from(req.options.width) * req.options.device_scale_factor.max(0.1));
     p::CaptureScreenshot {
         format: "png",
         quality: None,
-        clip: Some(p::Clip { x: 0.0, y: 0.0, width: f64::from(req.width), height: f64::from(req.height), scale }),
+        clip: Some(p::Clip {
+            x: 0.0,
+            y: 0.0,
+            width: f64::from(req.options.width),
+            height: f64::from(req.options.height),
+            scale,
+        }),
         from_surface: true,
         optimize_for_speed: false,
         capture_beyond_viewport: false,
@@ -49,7 +55,7 @@ pub(crate) async fn run(
     let have = page.prepared.view;
     // Pipelined: one round trip.
     let metrics = ((have.width, have.height, have.dsf) != (want.width, want.height, want.dsf))
-        .then(|| page.send(&want.metrics(u64::from(req.height))));
+        .then(|| page.send(&want.metrics(u64::from(req.options.height))));
     let media = (have.dark != want.dark).then(|| page.send(&want.media()));
     if let Some(r) = metrics {
         page.finish(r, "Emulation.setDeviceMetricsOverride").await?;
@@ -58,25 +64,25 @@ pub(crate) async fn run(
         page.finish(r, "Emulation.setEmulatedMedia").await?;
     }
     mark("setup");
-    page.navigate(&req.source, req.wait_until, req.timeout_ms, &mut tags).await?;
+    page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
     mark("navigate");
-    if req.cookie_consent_auto {
+    if req.options.cookie_consent {
         page.consent(&mut tags).await?;
     }
-    if let Some(sel) = req.click_before.as_deref().filter(|s| !s.trim().is_empty()) {
-        page.click_before(sel, req.timeout_ms).await?;
+    if let Some(sel) = req.options.click_before.as_deref().filter(|s| !s.trim().is_empty()) {
+        page.click_before(sel, req.options.timeout_ms).await?;
     }
-    if let Some(sel) = req.wait_for.as_deref().filter(|s| !s.trim().is_empty()) {
-        page.wait_for(sel, req.timeout_ms, &mut tags).await?;
+    if let Some(sel) = req.options.wait_for.as_deref().filter(|s| !s.trim().is_empty()) {
+        page.wait_for(sel, req.options.timeout_ms, &mut tags).await?;
     }
-    if req.delay_ms > 0 {
-        page.delay(req.delay_ms).await?;
+    if req.options.delay > 0 {
+        page.delay(req.options.delay).await?;
     }
-    if let Some(js) = req.pre_screenshot_js.as_deref().filter(|s| !s.trim().is_empty()) {
-        page.user_script(js, req.timeout_ms).await?;
+    if let Some(js) = req.options.pre_screenshot_js.as_deref().filter(|s| !s.trim().is_empty()) {
+        page.user_script(js, req.options.timeout_ms).await?;
     }
 
-    let output = if req.pdf {
+    let output = if req.options.pdf {
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
         let pdf = page
             .call(&p::PrintToPdf {
@@ -92,15 +98,16 @@ pub(crate) async fn run(
         let meta = page.title_url().await?;
         (bytes, "application/pdf", None, thumb, meta)
     } else {
-        if req.full_page {
-            page.prepare_full_page(req.width, req.height, req.device_scale_factor, &mut tags).await?;
+        if req.options.full_page {
+            page.prepare_full_page(req.options.width, req.options.height, req.options.device_scale_factor, &mut tags)
+                .await?;
         }
-        let (format, content_type) = match req.format {
+        let (format, content_type) = match req.options.format {
             ImageFormat::Png => ("png", "image/png"),
             ImageFormat::Jpeg => ("jpeg", "image/jpeg"),
             ImageFormat::Webp => ("webp", "image/webp"),
         };
-        let png = req.format == ImageFormat::Png;
+        let png = req.options.format == ImageFormat::Png;
         // PNG: Chromium's fast encoder (its default one is the slowest step of a
         // capture), then a better deflate here, off the browser's threads.
         let params = p::CaptureScreenshot {
@@ -113,7 +120,7 @@ pub(crate) async fn run(
         };
         let shot = page.screenshot(&params).await?;
         mark("shot");
-        let top_px = (f64::from(req.height) * req.device_scale_factor).round() as u32;
+        let top_px = (f64::from(req.options.height) * req.options.device_scale_factor).round() as u32;
         let decodes = decodes.clone();
         let work = tokio::spawn(async move {
             // Bounded: a burst of big captures must not multiply the peak memory.

@@ -35,7 +35,12 @@ pub(crate) struct View {
 impl View {
     /// The emulation a request needs.
     pub(crate) fn of(req: &CaptureRequest) -> View {
-        View { width: req.width, height: req.height, dsf: req.device_scale_factor, dark: req.dark_mode }
+        View {
+            width: req.options.width,
+            height: req.options.height,
+            dsf: req.options.device_scale_factor,
+            dark: req.options.dark_mode,
+        }
     }
 
     pub(crate) fn metrics(&self, height: u64) -> p::SetDeviceMetricsOverride {

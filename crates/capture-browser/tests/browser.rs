@@ -109,7 +109,7 @@ async fn jpeg_webp_dsf_and_http_status() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/red"));
-    r.format = ImageFormat::Jpeg;
+    r.options.format = ImageFormat::Jpeg;
     let out = ok(f.pool.capture(r).await);
     assert!(out.bytes.starts_with(&[0xFF, 0xD8, 0xFF]));
     assert_eq!(out.content_type, "image/jpeg");
@@ -117,7 +117,7 @@ async fn jpeg_webp_dsf_and_http_status() {
     assert_px(&decode(&out.bytes), 10, 10, [255, 0, 0], 12);
 
     let mut r = url_req(srv.url("/red"));
-    r.format = ImageFormat::Webp;
+    r.options.format = ImageFormat::Webp;
     let out = ok(f.pool.capture(r).await);
     assert_eq!(&out.bytes[..4], b"RIFF");
     assert_eq!(&out.bytes[8..12], b"WEBP");
@@ -126,7 +126,7 @@ async fn jpeg_webp_dsf_and_http_status() {
     assert_eq!(decode(&out.bytes).dimensions(), (800, 600));
 
     let mut r = url_req(srv.url("/red"));
-    r.device_scale_factor = 2.0;
+    r.options.device_scale_factor = 2.0;
     let out = ok(f.pool.capture(r).await);
     assert_eq!((out.width, out.height), (Some(1600), Some(1200)));
     let img = decode(&out.bytes);
@@ -157,7 +157,7 @@ async fn html_source_and_dark_mode() {
     let light = ok(f.pool.capture(url_req(srv.url("/dark"))).await);
     assert_px(&decode(&light.bytes), 400, 300, [255, 255, 255], 2);
     let mut r = url_req(srv.url("/dark"));
-    r.dark_mode = true;
+    r.options.dark_mode = true;
     let dark = ok(f.pool.capture(r).await);
     assert_px(&decode(&dark.bytes), 400, 300, [0, 0, 0], 2);
     f.pool.shutdown().await;
@@ -168,7 +168,7 @@ async fn pdf_has_the_page_text_and_a_thumbnail() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/pdf"));
-    r.pdf = true;
+    r.options.pdf = true;
     let out = ok(f.pool.capture(r).await);
     assert_eq!(out.content_type, "application/pdf");
     assert!(out.bytes.starts_with(b"%PDF-"));
@@ -192,9 +192,9 @@ async fn full_page_loads_lazy_images_and_truncates_tall_pages() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/lazy"));
-    r.width = 1280;
-    r.height = 800;
-    r.full_page = true;
+    r.options.width = 1280;
+    r.options.height = 800;
+    r.options.full_page = true;
     let t = Instant::now();
     let out = ok(f.pool.capture(r).await);
     eprintln!("full page 6000 px with 30 lazy images: {:?}", t.elapsed());
@@ -210,7 +210,7 @@ async fn full_page_loads_lazy_images_and_truncates_tall_pages() {
     assert!(thumb.height() <= 201, "thumbnail is the top of the page: {:?}", thumb.dimensions());
 
     let mut r = url_req(srv.url("/tall"));
-    r.full_page = true;
+    r.options.full_page = true;
     let out = ok(f.pool.capture(r).await);
     assert_eq!((out.width, out.height), (Some(800), Some(16384)));
     let img = decode(&out.bytes);
@@ -219,8 +219,8 @@ async fn full_page_loads_lazy_images_and_truncates_tall_pages() {
     assert!(out.tags.contains(&"fullpage-truncated".to_string()), "{:?}", out.tags);
 
     let mut r = url_req(srv.url("/tall"));
-    r.full_page = true;
-    r.device_scale_factor = 2.0;
+    r.options.full_page = true;
+    r.options.device_scale_factor = 2.0;
     let out = ok(f.pool.capture(r).await);
     assert_eq!((out.width, out.height), (Some(1600), Some(16384)));
     assert!(out.tags.contains(&"fullpage-truncated".to_string()));
@@ -232,7 +232,7 @@ async fn click_before_and_wait_for() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/click"));
-    r.click_before = Some("#go".into());
+    r.options.click_before = Some("#go".into());
     let out = ok(f.pool.capture(r).await);
     assert_px(&decode(&out.bytes), 5, 5, [0, 255, 0], 2);
 
@@ -240,8 +240,8 @@ async fn click_before_and_wait_for() {
     assert_px(&decode(&plain.bytes), 5, 5, [255, 255, 255], 2);
 
     let mut r = url_req(srv.url("/click"));
-    r.click_before = Some("#nope".into());
-    r.timeout_ms = 1000;
+    r.options.click_before = Some("#nope".into());
+    r.options.timeout_ms = 1000;
     match f.pool.capture(r).await {
         Err(CaptureError::Script(m)) => {
             assert_eq!(m, "clickBefore: no element matches '#nope' after 1000 ms")
@@ -250,14 +250,14 @@ async fn click_before_and_wait_for() {
     }
 
     let mut r = url_req(srv.url("/late"));
-    r.wait_for = Some("#late".into());
+    r.options.wait_for = Some("#late".into());
     let out = ok(f.pool.capture(r).await);
     assert_px(&decode(&out.bytes), 10, 10, [255, 0, 255], 2);
     assert!(out.tags.is_empty(), "{:?}", out.tags);
 
     let mut r = url_req(srv.url("/red"));
-    r.wait_for = Some("#never".into());
-    r.timeout_ms = 1000;
+    r.options.wait_for = Some("#never".into());
+    r.options.timeout_ms = 1000;
     let t = Instant::now();
     let out = ok(f.pool.capture(r).await);
     assert!(t.elapsed() >= Duration::from_millis(900));
@@ -271,23 +271,23 @@ async fn delay_and_pre_screenshot_js() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/delayed-paint"));
-    r.delay_ms = 900;
+    r.options.delay = 900;
     let out = ok(f.pool.capture(r).await);
     assert_px(&decode(&out.bytes), 10, 10, [0, 0, 255], 2);
 
     let mut r = url_req(srv.url("/red"));
-    r.pre_screenshot_js = Some("document.body.style.background = 'rgb(0,0,255)'".into());
+    r.options.pre_screenshot_js = Some("document.body.style.background = 'rgb(0,0,255)'".into());
     let out = ok(f.pool.capture(r).await);
     assert_px(&decode(&out.bytes), 10, 10, [0, 0, 255], 2);
 
     let mut r = url_req(srv.url("/red"));
-    r.pre_screenshot_js =
+    r.options.pre_screenshot_js =
         Some("await new Promise(r => setTimeout(r, 150)); document.body.style.background = 'rgb(0,255,0)';".into());
     let out = ok(f.pool.capture(r).await);
     assert_px(&decode(&out.bytes), 10, 10, [0, 255, 0], 2);
 
     let mut r = url_req(srv.url("/red"));
-    r.pre_screenshot_js = Some("throw new Error('boom')".into());
+    r.options.pre_screenshot_js = Some("throw new Error('boom')".into());
     match f.pool.capture(r).await {
         Err(CaptureError::Script(m)) => {
             assert!(m.starts_with("preScreenshotJs threw: ") && m.contains("boom"), "{m}")
@@ -298,9 +298,9 @@ async fn delay_and_pre_screenshot_js() {
     // A script that never settles is bounded by timeoutMs, not by the job's whole deadline,
     // and the page it held serves the next capture.
     let mut r = url_req(srv.url("/red"));
-    r.timeout_ms = 800;
+    r.options.timeout_ms = 800;
     r.deadline = Duration::from_secs(60);
-    r.pre_screenshot_js = Some("await new Promise(() => {})".into());
+    r.options.pre_screenshot_js = Some("await new Promise(() => {})".into());
     let t = Instant::now();
     match f.pool.capture(r).await {
         Err(CaptureError::Timeout(m)) => {
@@ -320,7 +320,7 @@ async fn network_idle_waits_for_a_late_fetch() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/netidle"));
-    r.wait_until = WaitUntil::NetworkIdle;
+    r.options.wait_until = WaitUntil::Networkidle;
     let t = Instant::now();
     let out = ok(f.pool.capture(r).await);
     eprintln!("networkidle with a late fetch: {:?}", t.elapsed());
@@ -330,7 +330,7 @@ async fn network_idle_waits_for_a_late_fetch() {
     let mut times = Vec::new();
     for _ in 0..3 {
         let mut r = url_req(srv.url("/red"));
-        r.wait_until = WaitUntil::NetworkIdle;
+        r.options.wait_until = WaitUntil::Networkidle;
         let t = Instant::now();
         ok(f.pool.capture(r).await);
         times.push(t.elapsed());
@@ -338,10 +338,10 @@ async fn network_idle_waits_for_a_late_fetch() {
     eprintln!("networkidle on a page without late requests: {times:?}");
 
     let mut r = url_req(srv.url("/red"));
-    r.wait_until = WaitUntil::DomContentLoaded;
+    r.options.wait_until = WaitUntil::Domcontentloaded;
     ok(f.pool.capture(r).await);
     let mut r = url_req(srv.url("/red"));
-    r.wait_until = WaitUntil::None;
+    r.options.wait_until = WaitUntil::None;
     ok(f.pool.capture(r).await);
     f.pool.shutdown().await;
 }
@@ -357,7 +357,7 @@ async fn cookie_consent_is_dismissed_or_hidden() {
     assert!(off.tags.is_empty());
 
     let mut r = url_req(srv.url("/consent"));
-    r.cookie_consent_auto = true;
+    r.options.cookie_consent = true;
     let on = ok(f.pool.capture(r).await);
     let img = decode(&on.bytes);
     // The OneTrust button was clicked (its handler paints the page green) and the
@@ -388,7 +388,7 @@ async fn navigation_errors_and_timeouts() {
     }
 
     let mut r = url_req(srv.url("/hang"));
-    r.timeout_ms = 1500;
+    r.options.timeout_ms = 1500;
     let t = Instant::now();
     match f.pool.capture(r).await {
         Err(CaptureError::Timeout(m)) => assert_eq!(m, "navigation timed out after 1500 ms"),
@@ -397,7 +397,7 @@ async fn navigation_errors_and_timeouts() {
     assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
 
     let mut r = url_req(srv.url("/hang"));
-    r.timeout_ms = 20_000;
+    r.options.timeout_ms = 20_000;
     r.deadline = Duration::from_millis(2000);
     let t = Instant::now();
     match f.pool.capture(r).await {
@@ -510,7 +510,7 @@ async fn a_browser_far_over_its_memory_limit_is_restarted_during_its_capture() {
     let f = pool_with(true, |c| c.memory_limit = Some(MemoryLimit::new(TINY))).await;
     let t = Instant::now();
     let mut r = url_req(srv.url("/hang"));
-    r.timeout_ms = 30_000;
+    r.options.timeout_ms = 30_000;
     // Killed at the next sample (every 2 s), long before the page's own timeout.
     match f.pool.capture(r).await {
         Err(e @ CaptureError::Browser(_)) => {
@@ -562,7 +562,7 @@ async fn a_killed_browser_fails_its_job_and_is_restarted() {
     let url = srv.url("/hang");
     let job = tokio::spawn(async move {
         let mut r = url_req(url);
-        r.timeout_ms = 20_000;
+        r.options.timeout_ms = 20_000;
         pool2.capture(r).await
     });
     // The page is loading once the browser asked for it (the server then hangs).
@@ -703,7 +703,7 @@ async fn devtools_has_no_port_a_page_could_reach() {
     }
     let page = format!("<html><head><title></title></head><body><script>{probes}</script></body></html>");
     let mut r = req(PageSource::Html(page));
-    r.delay_ms = 300;
+    r.options.delay = 300;
     let out = ok(f.pool.capture(r).await);
     assert_eq!(out.page_title, "", "a page read a DevTools endpoint");
     assert!(listening.is_empty(), "the browser listens on TCP ports {listening:?}");
@@ -757,7 +757,7 @@ async fn the_service_listeners_and_the_proxy_are_refused_even_when_loopback_is_a
     );
     let mut r = url_req(srv.url("/red"));
     r.source = PageSource::Html(page);
-    r.wait_until = WaitUntil::NetworkIdle;
+    r.options.wait_until = WaitUntil::Networkidle;
     let out = ok(pool.capture(r).await);
     assert_px(&decode(&out.bytes), 400, 300, [0, 255, 0], 2);
     // The allowed fixture was reached (so the page did run), the service never was.
@@ -809,7 +809,7 @@ async fn file_urls_are_refused_as_pages_frames_and_redirects() {
     // A page that sends itself or a popup to a file stays where it was.
     for path in ["/jump", "/open"] {
         let mut r = url_req(srv.url(path));
-        r.delay_ms = 300;
+        r.options.delay = 300;
         let out = ok(f.pool.capture(r).await);
         assert_eq!(out.final_url, srv.url(path));
         assert_px(&decode(&out.bytes), 400, 300, [255, 0, 0], 2);
@@ -840,11 +840,11 @@ fn noise_px(x: u32, y: u32) -> [u8; 3] {
 async fn a_full_page_capture_of_tens_of_megabytes_comes_through_the_pipe() {
     let f = pool().await;
     let mut r = req(PageSource::Html(NOISE_PAGE.into()));
-    r.width = 1280;
-    r.height = 800;
-    r.full_page = true;
+    r.options.width = 1280;
+    r.options.height = 800;
+    r.options.full_page = true;
     // Drawing 10 million random pixels takes seconds on a busy machine.
-    r.timeout_ms = 90_000;
+    r.options.timeout_ms = 90_000;
     r.deadline = Duration::from_secs(120);
     let t = Instant::now();
     let out = ok(f.pool.capture(r).await);

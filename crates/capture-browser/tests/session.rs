@@ -513,7 +513,7 @@ async fn navigation_logs_counts_and_the_accessibility_tree() {
     assert_eq!(pos, json!(-33.86));
 
     // Console and network logs, with exact counts.
-    s.goto(&f.url("/console"), WaitUntil::NetworkIdle, T).await.unwrap();
+    s.goto(&f.url("/console"), WaitUntil::Networkidle, T).await.unwrap();
     let counts = s.counts().await.unwrap();
     assert_eq!(counts.console_errors, 3, "{:?}", s.console().await.unwrap());
     assert_eq!(

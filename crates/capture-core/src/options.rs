@@ -71,6 +71,29 @@ pub struct CaptureOptions {
     pub click_before: Option<String>,
 }
 
+impl Default for CaptureOptions {
+    /// What a request that sets nothing but its page gets (no page here).
+    fn default() -> Self {
+        CaptureOptions {
+            url: None,
+            width: defaults::WIDTH,
+            height: defaults::HEIGHT,
+            full_page: false,
+            format: defaults::FORMAT,
+            pdf: false,
+            delay: defaults::DELAY,
+            dark_mode: false,
+            cookie_consent: true,
+            wait_for: None,
+            wait_until: defaults::WAIT_UNTIL,
+            timeout_ms: defaults::TIMEOUT_MS,
+            pre_screenshot_js: None,
+            device_scale_factor: defaults::DEVICE_SCALE_FACTOR,
+            click_before: None,
+        }
+    }
+}
+
 /// Defaults of the options a request leaves out.
 pub mod defaults {
     pub const WIDTH: u32 = 1280;

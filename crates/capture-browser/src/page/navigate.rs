@@ -114,8 +114,8 @@ impl Page {
 
         let want = match wait_until {
             WaitUntil::None => LC_COMMIT,
-            WaitUntil::DomContentLoaded => LC_DCL,
-            WaitUntil::Load | WaitUntil::NetworkIdle => LC_LOAD,
+            WaitUntil::Domcontentloaded => LC_DCL,
+            WaitUntil::Load | WaitUntil::Networkidle => LC_LOAD,
         };
         match &loader {
             Some(l) => {
@@ -136,7 +136,7 @@ impl Page {
             }
             None => {}
         }
-        if wait_until == WaitUntil::NetworkIdle && !self.wait_idle(nav_until, IDLE_QUIET).await? {
+        if wait_until == WaitUntil::Networkidle && !self.wait_idle(nav_until, IDLE_QUIET).await? {
             if nav_until >= self.deadline {
                 return Err(self.deadline_err());
             }

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use capture_browser::{BrowserConfig, CaptureRequest, EgressAllow, EgressPolicy, ImageFormat, PageSource, WaitUntil};
+use capture_browser::{
+    BrowserConfig, CaptureOptions, CaptureRequest, EgressAllow, EgressPolicy, PageSource, WaitUntil,
+};
 use futures_util::StreamExt;
 
 pub fn chromium_path() -> PathBuf {
@@ -123,24 +125,14 @@ async fn respond(
 }
 
 pub fn req(source: PageSource) -> CaptureRequest {
-    CaptureRequest {
-        source,
+    let options = CaptureOptions {
         width: 800,
         height: 600,
-        full_page: false,
-        format: ImageFormat::Png,
-        pdf: false,
-        delay_ms: 0,
-        dark_mode: false,
-        cookie_consent_auto: false,
-        wait_for: None,
+        cookie_consent: false,
         wait_until: WaitUntil::Load,
-        timeout_ms: 10_000,
-        pre_screenshot_js: None,
-        device_scale_factor: 1.0,
-        click_before: None,
-        deadline: Duration::from_secs(30),
-    }
+        ..CaptureOptions::default()
+    };
+    CaptureRequest { source, options, deadline: Duration::from_secs(30) }
 }
 
 pub fn url_req(url: String) -> CaptureRequest {

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use capture_browser::{BrowserPool, CaptureError, CaptureOutput, CaptureRequest, PageSource};
+use capture_browser::{BrowserPool, CaptureError, CaptureOptions, CaptureOutput, CaptureRequest, PageSource};
 use capture_core::time::now_ms;
 use capture_media::{AdSize, AdSpec, Motion, RenderOptions, Rgb, Scene};
 use capture_store::{AdshotDone, KIND_DRAFT, Task};
@@ -148,24 +148,18 @@ fn capture_request(
     full_page: bool,
     js: Option<&str>,
 ) -> CaptureRequest {
-    CaptureRequest {
-        source: PageSource::Url(url.to_string()),
+    let options = CaptureOptions {
         width,
         height,
         full_page,
-        format: capture_browser::ImageFormat::Png,
-        pdf: false,
-        delay_ms: 300,
-        dark_mode: false,
-        cookie_consent_auto: true,
-        wait_for: None,
+        delay: 300,
         wait_until: capture_browser::WaitUntil::Load,
         timeout_ms: 15_000,
         pre_screenshot_js: js.map(str::to_string),
         device_scale_factor: dsf,
-        click_before: None,
-        deadline: Duration::from_secs(60),
-    }
+        ..CaptureOptions::default()
+    };
+    CaptureRequest { source: PageSource::Url(url.to_string()), options, deadline: Duration::from_secs(60) }
 }
 
 async fn capture(pool: &BrowserPool, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
+use capture_core::ScreenshotId;
 use capture_core::limits::{self, truncate_chars};
 use capture_core::options::CaptureOptions;
 use capture_core::time::now_ms;
-use capture_core::{ImageFormat, ScreenshotId, WaitUntil};
 use capture_store::{ScreenshotDone, Task};
 use tokio_util::sync::CancellationToken;
 
@@ -191,33 +191,7 @@ impl Board {
 fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
     // Navigation, clickBefore and waitFor each get timeoutMs; the rest gets a fixed margin.
     let deadline = Duration::from_millis(opts.timeout_ms * 3 + opts.delay + 30_000).min(Duration::from_secs(240));
-    CaptureRequest {
-        source,
-        width: opts.width,
-        height: opts.height,
-        full_page: opts.full_page,
-        format: match opts.format {
-            ImageFormat::Png => capture_browser::ImageFormat::Png,
-            ImageFormat::Jpeg => capture_browser::ImageFormat::Jpeg,
-            ImageFormat::Webp => capture_browser::ImageFormat::Webp,
-        },
-        pdf: opts.pdf,
-        delay_ms: opts.delay,
-        dark_mode: opts.dark_mode,
-        cookie_consent_auto: opts.cookie_consent,
-        wait_for: opts.wait_for.clone(),
-        wait_until: match opts.wait_until {
-            WaitUntil::Networkidle => capture_browser::WaitUntil::NetworkIdle,
-            WaitUntil::Load => capture_browser::WaitUntil::Load,
-            WaitUntil::Domcontentloaded => capture_browser::WaitUntil::DomContentLoaded,
-            WaitUntil::None => capture_browser::WaitUntil::None,
-        },
-        timeout_ms: opts.timeout_ms,
-        pre_screenshot_js: opts.pre_screenshot_js.clone(),
-        device_scale_factor: opts.device_scale_factor,
-        click_before: opts.click_before.clone(),
-        deadline,
-    }
+    CaptureRequest { source, options: opts.clone(), deadline }
 }
 
 /// Whether a failed capture keeps its action: the job held a worker for its own sake — it

@@ -15,7 +15,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use capture_browser::{BrowserPool, CaptureRequest, ImageFormat, PageSource, WaitUntil};
+use capture_browser::{BrowserPool, CaptureOptions, CaptureRequest, PageSource, WaitUntil};
 use capture_core::time::now_ms;
 use tokio_util::sync::CancellationToken;
 
@@ -37,24 +37,15 @@ pub async fn render_example(state: AppState, pool: Arc<BrowserPool>, stop: Cance
         }
     };
     for attempt in 1..=ATTEMPTS {
-        let req = CaptureRequest {
-            source: PageSource::Html(html.clone()),
+        let options = CaptureOptions {
             width: 1280,
             height: 800,
-            full_page: false,
-            format: ImageFormat::Png,
-            pdf: false,
-            delay_ms: 0,
-            dark_mode: false,
-            cookie_consent_auto: false,
-            wait_for: None,
-            wait_until: WaitUntil::NetworkIdle,
+            cookie_consent: false,
+            wait_until: WaitUntil::Networkidle,
             timeout_ms: 15_000,
-            pre_screenshot_js: None,
-            device_scale_factor: 1.0,
-            click_before: None,
-            deadline: Duration::from_secs(60),
+            ..CaptureOptions::default()
         };
+        let req = CaptureRequest { source: PageSource::Html(html.clone()), options, deadline: Duration::from_secs(60) };
         let r = tokio::select! {
             r = pool.capture(req) => r,
             _ = stop.cancelled() => return,

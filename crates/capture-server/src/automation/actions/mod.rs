@@ -82,8 +82,8 @@ pub async fn navigate(cx: Cx, a: NavigateIn) -> AutoResult<Reply> {
     let l = live(&cx, &a.session_id).await?;
     let wait = match a.wait_until.unwrap_or(WaitUntilIn::Load) {
         WaitUntilIn::Load => WaitUntil::Load,
-        WaitUntilIn::Domcontentloaded => WaitUntil::DomContentLoaded,
-        WaitUntilIn::Networkidle => WaitUntil::NetworkIdle,
+        WaitUntilIn::Domcontentloaded => WaitUntil::Domcontentloaded,
+        WaitUntilIn::Networkidle => WaitUntil::Networkidle,
     };
     Ok(nav_reply(l.session.goto(url, wait, t).await?))
 }
