@@ -1,5 +1,5 @@
-//! The states things move through, as enums: a screenshot job, a webhook delivery, and the
-//! format of a job's result. Stored as their lower-case names.
+//! The states things move through, as enums: a screenshot job, a webhook delivery, a run (its
+//! status, kind and end), and the format of a job's result. Stored as their names.
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +80,84 @@ state_enum!(
     }
 );
 
+state_enum!(
+    /// Where a run is: pending → running → completed, failed or stopped.
+    RunStatus {
+        /// Created; a scripted run waits for a worker, a live one for its client.
+        Pending = "pending",
+        /// A node drives it.
+        Running = "running",
+        /// Ran to its end (its steps, or its client left).
+        Completed = "completed",
+        /// A step, the page, the browser or its node failed it.
+        Failed = "failed",
+        /// Stopped on request.
+        Stopped = "stopped",
+    }
+);
+
+impl Default for RunStatus {
+    /// A new run is pending.
+    fn default() -> Self {
+        RunStatus::Pending
+    }
+}
+
+impl Default for EndReason {
+    /// A run that ends for no other reason has finished.
+    fn default() -> Self {
+        EndReason::Finished
+    }
+}
+
+impl RunStatus {
+    /// Completed, failed or stopped: nothing more will happen to the run.
+    pub fn is_final(self) -> bool {
+        !matches!(self, RunStatus::Pending | RunStatus::Running)
+    }
+}
+
+state_enum!(
+    /// Who drives a run: its own steps, or a DevTools client (or an MCP agent).
+    RunKind {
+        Scripted = "scripted",
+        Live = "live",
+    }
+);
+
+state_enum!(
+    /// Why a run ended.
+    EndReason {
+        /// Its steps ran (or its client was done).
+        Finished = "finished",
+        #[serde(rename = "step_failed")]
+        StepFailed = "step_failed",
+        Stopped = "stopped",
+        /// Its time ran out.
+        Timeout = "timeout",
+        /// Its client left.
+        Disconnected = "disconnected",
+        /// The month's actions ran out.
+        Quota = "quota",
+        /// A live run's client never connected.
+        #[serde(rename = "not_connected")]
+        NotConnected = "not_connected",
+        /// The node that drove it died.
+        #[serde(rename = "worker_lost")]
+        WorkerLost = "worker_lost",
+        /// No browser session could be opened, or the browser failed.
+        #[serde(rename = "browser_failed")]
+        BrowserFailed = "browser_failed",
+        /// The service shut down.
+        Shutdown = "shutdown",
+        /// A live client was closed for not reading its socket.
+        #[serde(rename = "client_too_slow")]
+        ClientTooSlow = "client_too_slow",
+        /// An MCP automation session left unused.
+        Idle = "idle",
+    }
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +170,12 @@ mod tests {
         }
         assert_eq!(OutputFormat::parse("pdf"), Some(OutputFormat::Pdf));
         assert_eq!(DeliveryStatus::parse("gone"), None);
+        for r in
+            ["finished", "step_failed", "not_connected", "worker_lost", "browser_failed", "client_too_slow", "idle"]
+        {
+            let reason = EndReason::parse(r).unwrap();
+            assert_eq!((reason.as_str(), serde_json::to_string(&reason).unwrap()), (r, format!("\"{r}\"")));
+        }
+        assert!(RunStatus::Stopped.is_final() && !RunStatus::Running.is_final());
     }
 }

@@ -9,7 +9,9 @@ use serde_json::Value;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use crate::db::{Result, Store};
+use capture_core::{EndReason, RunKind, RunStatus};
+
+use crate::db::{Result, Store, StoreError};
 use crate::jobs::{Charge, QuotaExceeded, append_event};
 use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
@@ -20,10 +22,8 @@ pub struct RunRow {
     pub id: String,
     pub user_id: String,
     pub key_id: Option<String>,
-    /// `scripted` or `live`.
-    pub kind: String,
-    /// `pending`, `running`, `completed`, `failed` or `stopped`.
-    pub status: String,
+    pub kind: RunKind,
+    pub status: RunStatus,
     pub start_url: String,
     /// The emulated device (JSON).
     pub device: String,
@@ -45,8 +45,8 @@ pub struct RunRow {
     pub error: Option<String>,
     /// Why finishing it failed (the encoder, the browser, storage, a lost worker).
     pub finalization_error: Option<String>,
-    /// How it ended: `finished`, `step_failed`, `stopped`, `timeout`, `disconnected`, `quota`, …
-    pub end_reason: Option<String>,
+    /// How it ended.
+    pub end_reason: Option<EndReason>,
     pub connect_token_hash: Option<String>,
     pub connect_expires_at: Option<i64>,
     pub stop_requested: bool,
@@ -63,7 +63,7 @@ pub struct RunRow {
 impl RunRow {
     /// Whether the run has ended.
     pub fn is_final(&self) -> bool {
-        !matches!(self.status.as_str(), "pending" | "running")
+        self.status.is_final()
     }
 }
 
@@ -73,7 +73,7 @@ pub struct NewRun {
     pub id: String,
     pub user_id: String,
     pub key_id: Option<String>,
-    pub kind: String,
+    pub kind: RunKind,
     pub start_url: String,
     pub device: String,
     pub record_video: bool,
@@ -129,9 +129,9 @@ pub enum RunRefused {
 #[derive(Debug, Clone, Default)]
 pub struct RunEnd {
     pub id: String,
-    /// `completed`, `failed` or `stopped`.
-    pub status: String,
-    pub end_reason: String,
+    /// Completed, failed or stopped.
+    pub status: RunStatus,
+    pub end_reason: EndReason,
     pub final_url: Option<String>,
     pub page_title: Option<String>,
     pub video_key: Option<String>,
@@ -164,13 +164,19 @@ const TABLE: Table = Table::new("runs", COLS);
 
 const ACTIVE: &str = "status IN ('pending', 'running')";
 
+/// A state column read as its enum (an unknown name is corrupt data).
+fn state<T>(r: &AnyRow, col: &str, parse: fn(&str) -> Option<T>) -> Result<T> {
+    let s: String = r.try_get(col)?;
+    parse(&s).ok_or_else(|| StoreError::Corrupt(format!("run {col} '{s}'")))
+}
+
 fn row_from(r: &AnyRow) -> Result<RunRow> {
     Ok(RunRow {
         id: r.try_get("id")?,
         user_id: r.try_get("user_id")?,
         key_id: r.try_get("key_id")?,
-        kind: r.try_get("kind")?,
-        status: r.try_get("status")?,
+        kind: state(r, "kind", RunKind::parse)?,
+        status: state(r, "status", RunStatus::parse)?,
         start_url: r.try_get("start_url")?,
         device: r.try_get("device")?,
         record_video: r.try_get::<i64, _>("record_video")? != 0,
@@ -186,7 +192,10 @@ fn row_from(r: &AnyRow) -> Result<RunRow> {
         network_errors: r.try_get("network_errors")?,
         error: r.try_get("error")?,
         finalization_error: r.try_get("finalization_error")?,
-        end_reason: r.try_get("end_reason")?,
+        end_reason: match r.try_get::<Option<String>, _>("end_reason")? {
+            None => None,
+            Some(s) => Some(EndReason::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("run end_reason '{s}'")))?),
+        },
         connect_token_hash: r.try_get("connect_token_hash")?,
         connect_expires_at: r.try_get("connect_expires_at")?,
         stop_requested: r.try_get::<i64, _>("stop_requested")? != 0,
@@ -270,7 +279,7 @@ impl Store {
         .bind(&n.id)
         .bind(&n.user_id)
         .bind(n.key_id.clone())
-        .bind(&n.kind)
+        .bind(n.kind.as_str())
         .bind(&n.start_url)
         .bind(&n.device)
         .bind(crate::db::b(n.record_video))
@@ -431,8 +440,8 @@ impl Store {
              connect_token_hash = NULL, lease_until = NULL, ended_at = $14 \
              WHERE id = $15 AND {ACTIVE} AND ($16 = 0 OR status = 'pending') RETURNING {COLS}"
         ))
-        .bind(&end.status)
-        .bind(&end.end_reason)
+        .bind(end.status.as_str())
+        .bind(end.end_reason.as_str())
         .bind(end.final_url.clone())
         .bind(end.page_title.clone())
         .bind(end.video_key.clone())

@@ -6,6 +6,7 @@
 mod common;
 
 use capture_core::ids::{USER, new_id, random_string};
+use capture_core::{EndReason, RunStatus};
 use capture_store::{
     Endpoint, IdemBegin, IdemResponse, NewRun, QuotaExceeded, RunEnd, RunRefused, RunRow, Store, User,
 };
@@ -42,7 +43,7 @@ fn new_run(user: &User, now: i64, wanted: i64, limit: Option<i64>) -> NewRun {
         id,
         user_id: user.id.clone(),
         key_id: None,
-        kind: "scripted".into(),
+        kind: capture_core::RunKind::Scripted,
         start_url: "https://example.com/".into(),
         device: r#"{"width":1280,"height":800}"#.into(),
         record_video: true,
@@ -72,8 +73,8 @@ fn end(id: &str, status: &str, charged: i64, now: i64) -> RunEnd {
     let event_type = if status == "failed" { "run.failed" } else { "run.completed" };
     RunEnd {
         id: id.into(),
-        status: status.into(),
-        end_reason: "finished".into(),
+        status: RunStatus::parse(status).unwrap(),
+        end_reason: EndReason::Finished,
         final_url: Some("https://example.com/done".into()),
         page_title: Some("Done".into()),
         video_key: Some("videos/x.mp4".into()),
@@ -181,7 +182,7 @@ async fn a_run_ends_exactly_once_whoever_races_to_end_it(store: Store) {
         }
         assert_eq!(winners.len(), 1, "exactly one end wins: {winners:?}");
         let row = store.run(&r.id).await.unwrap().unwrap();
-        assert_eq!(row.status, winners[0]);
+        assert_eq!(row.status.as_str(), winners[0]);
         assert!(row.is_final() && row.ended_at.is_some());
         // Nothing more changes it.
         assert!(!store.finish_run(&end(&r.id, "completed", 1, T0 + 9999)).await.unwrap());
@@ -206,7 +207,7 @@ async fn a_run_ends_exactly_once_whoever_races_to_end_it(store: Store) {
 async fn live_tokens_are_single_use_and_expire(store: Store) {
     let user = new_user(&store).await;
     let mut n = new_run(&user, T0, 1, None);
-    n.kind = "live".into();
+    n.kind = capture_core::RunKind::Live;
     n.task_payload = None;
     n.connect_token_hash = Some("hash-a".into());
     n.connect_expires_at = Some(T0 + 30_000);
@@ -222,7 +223,7 @@ async fn live_tokens_are_single_use_and_expire(store: Store) {
     );
     // Expired before anyone connected: refused, and the sweeper finds it after the grace.
     let mut n2 = new_run(&user, T0, 1, None);
-    n2.kind = "live".into();
+    n2.kind = capture_core::RunKind::Live;
     n2.task_payload = None;
     n2.connect_token_hash = Some("hash-b".into());
     n2.connect_expires_at = Some(T0 + 30_000);

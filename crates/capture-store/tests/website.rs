@@ -86,7 +86,7 @@ fn run_of(user: &User, key: Option<&str>, now: i64, wanted: i64) -> NewRun {
         id,
         user_id: user.id.clone(),
         key_id: key.map(str::to_string),
-        kind: "scripted".into(),
+        kind: capture_core::RunKind::Scripted,
         start_url: "https://example.com/".into(),
         device: r#"{"width":1280,"height":800}"#.into(),
         record_video: false,

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use capture_browser::session::{ScreenshotSpec, Session, ShotArea, Target, WaitFor};
 use capture_browser::{BrowserPool, CaptureError, WaitUntil};
 use capture_core::time::now_ms;
+use capture_core::{EndReason, RunStatus};
 use capture_store::{RunRow, Task};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -73,16 +74,16 @@ pub async fn sweep(state: AppState, stop: CancellationToken) {
             }
         };
         for row in found {
-            let end = if row.status == "pending" && row.stop_requested {
-                let mut e = ended(&state, &row, "stopped", "stopped", None, None);
+            let end = if row.status == RunStatus::Pending && row.stop_requested {
+                let mut e = ended(&state, &row, RunStatus::Stopped, EndReason::Stopped, None, None);
                 e.only_if_pending = true;
                 e
-            } else if row.status == "pending" {
+            } else if row.status == RunStatus::Pending {
                 ended(
                     &state,
                     &row,
-                    "failed",
-                    "not_connected",
+                    RunStatus::Failed,
+                    EndReason::NotConnected,
                     Some("no client connected before the connect token expired".into()),
                     None,
                 )
@@ -90,8 +91,8 @@ pub async fn sweep(state: AppState, stop: CancellationToken) {
                 ended(
                     &state,
                     &row,
-                    "failed",
-                    "worker_lost",
+                    RunStatus::Failed,
+                    EndReason::WorkerLost,
                     None,
                     Some("the node running the run stopped before finishing it (its hold expired)".into()),
                 )
@@ -131,28 +132,28 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
         }
     };
     let Some(row) = started else {
-        if row.status == "running" && row.lease_until.is_some_and(|l| l >= now_ms()) {
+        if row.status == RunStatus::Running && row.lease_until.is_some_and(|l| l >= now_ms()) {
             // Its node is alive and renews its hold (this task's lease ran out on a slow
             // database): leave it; the task is closed when the run ends.
             tracing::info!(run = %run_id, "a run task claimed again while its node still holds the run");
             return;
         }
         // Ended already, stopped before it started, or started by a worker that died.
-        let mut end = match row.status.as_str() {
-            "running" => ended(
+        let mut end = match row.status {
+            RunStatus::Running => ended(
                 state,
                 &row,
-                "failed",
-                "worker_lost",
+                RunStatus::Failed,
+                EndReason::WorkerLost,
                 None,
                 Some("the node running the run stopped before finishing it".into()),
             ),
-            "pending" => {
-                let mut e = ended(state, &row, "stopped", "stopped", None, None);
+            RunStatus::Pending => {
+                let mut e = ended(state, &row, RunStatus::Stopped, EndReason::Stopped, None, None);
                 e.only_if_pending = true;
                 e
             }
-            _ => ended(state, &row, &row.status, "finished", None, None),
+            done => ended(state, &row, done, EndReason::Finished, None, None),
         };
         end.task = task_ref;
         match state.store.finish_run(&end).await {
@@ -224,31 +225,31 @@ async fn scripted(
     };
     let outcome = tokio::select! {
         r = drive => match r {
-            Ok(()) => Outcome { status: "completed", reason: "finished", error: None, finalization_error: None },
-            Err(e) => Outcome { status: "failed", reason: "step_failed", error: Some(e), finalization_error: None },
+            Ok(()) => Outcome { status: RunStatus::Completed, reason: EndReason::Finished, error: None, finalization_error: None },
+            Err(e) => Outcome { status: RunStatus::Failed, reason: EndReason::StepFailed, error: Some(e), finalization_error: None },
         },
         _ = tokio::time::sleep(budget) => {
             if cut_by_actions {
-                Outcome { status: "stopped", reason: "quota", error: None, finalization_error: None }
+                Outcome { status: RunStatus::Stopped, reason: EndReason::Quota, error: None, finalization_error: None }
             } else {
                 let during = current.lock().unwrap().clone();
                 Outcome {
-                    status: "failed",
-                    reason: "timeout",
+                    status: RunStatus::Failed,
+                    reason: EndReason::Timeout,
                     error: Some(format!("the run's timeoutMs ({} ms) passed during {during}", row.timeout_ms)),
                     finalization_error: None,
                 }
             }
         }
-        _ = hold.stop.cancelled() => Outcome { status: "stopped", reason: "stopped", error: None, finalization_error: None },
+        _ = hold.stop.cancelled() => Outcome { status: RunStatus::Stopped, reason: EndReason::Stopped, error: None, finalization_error: None },
         _ = hold.lost.cancelled() => {
             // Ended elsewhere (the sweep, after this node lost the database for too long).
             session.close().await;
             return;
         }
         _ = hard_stop.cancelled() => Outcome {
-            status: "failed",
-            reason: "shutdown",
+            status: RunStatus::Failed,
+            reason: EndReason::Shutdown,
             error: None,
             finalization_error: Some("the service shut down during the run".into()),
         },

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use capture_core::RunId;
+use capture_core::{RunId, RunStatus};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
@@ -78,7 +78,7 @@ pub async fn start_run(state: &AppState, account: &Account, args: JsonObject) ->
     let deadline = tokio::time::Instant::now() + Duration::from_millis(spec.timeout_ms) + WAIT_MARGIN;
     loop {
         let run = service::get(state, account, &created.run.id).await?;
-        if !matches!(run.status.as_str(), "pending" | "running") || tokio::time::Instant::now() > deadline {
+        if RunStatus::parse(&run.status).is_none_or(RunStatus::is_final) || tokio::time::Instant::now() > deadline {
             return structured(&run);
         }
         tokio::select! {

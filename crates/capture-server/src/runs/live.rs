@@ -26,7 +26,7 @@ use axum::response::{IntoResponse, Response};
 use capture_browser::relay::{RelayEnd, RelayOptions};
 use capture_browser::{BrowserPool, WaitUntil};
 use capture_core::time::now_ms;
-use capture_core::{ErrorCode, RunId};
+use capture_core::{EndReason, ErrorCode, RunId, RunStatus};
 use capture_store::RunRow;
 use hyper_util::rt::TokioIo;
 use tokio_tungstenite::WebSocketStream;
@@ -136,8 +136,8 @@ async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, 
     }
     let outcome = match on_upgrade.await {
         Err(e) => Outcome {
-            status: "failed",
-            reason: "disconnected",
+            status: RunStatus::Failed,
+            reason: EndReason::Disconnected,
             error: None,
             finalization_error: Some(format!("the client's connection failed: {e}")),
         },
@@ -147,10 +147,10 @@ async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, 
             let relay = capture_browser::relay::serve_socket(&session, ws, RelayOptions::default());
             tokio::select! {
                 end = relay => match end {
-                    RelayEnd::ClientClosed => Outcome { status: "completed", reason: "disconnected", error: None, finalization_error: None },
+                    RelayEnd::ClientClosed => Outcome { status: RunStatus::Completed, reason: EndReason::Disconnected, error: None, finalization_error: None },
                     end @ RelayEnd::ClientTooSlow { .. } => Outcome {
-                        status: "failed",
-                        reason: "client_too_slow",
+                        status: RunStatus::Failed,
+                        reason: EndReason::ClientTooSlow,
                         error: None,
                         finalization_error: Some(format!(
                             "the client was closed (WebSocket code {}): {}",
@@ -159,31 +159,31 @@ async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, 
                         )),
                     },
                     RelayEnd::SessionEnded(why) => Outcome {
-                        status: "failed",
-                        reason: "browser_failed",
+                        status: RunStatus::Failed,
+                        reason: EndReason::BrowserFailed,
                         error: None,
                         finalization_error: Some(format!("the browser session ended: {why}")),
                     },
                     RelayEnd::BrowserGone => Outcome {
-                        status: "failed",
-                        reason: "browser_failed",
+                        status: RunStatus::Failed,
+                        reason: EndReason::BrowserFailed,
                         error: None,
                         finalization_error: Some("the browser went away during the session".into()),
                     },
                 },
                 _ = tokio::time::sleep(budget) => if cut_by_actions {
-                    Outcome { status: "stopped", reason: "quota", error: None, finalization_error: None }
+                    Outcome { status: RunStatus::Stopped, reason: EndReason::Quota, error: None, finalization_error: None }
                 } else {
-                    Outcome { status: "completed", reason: "timeout", error: None, finalization_error: None }
+                    Outcome { status: RunStatus::Completed, reason: EndReason::Timeout, error: None, finalization_error: None }
                 },
-                _ = hold.stop.cancelled() => Outcome { status: "stopped", reason: "stopped", error: None, finalization_error: None },
+                _ = hold.stop.cancelled() => Outcome { status: RunStatus::Stopped, reason: EndReason::Stopped, error: None, finalization_error: None },
                 _ = hold.lost.cancelled() => {
                     session.close().await;
                     return;
                 }
                 _ = state.shutdown.cancelled() => Outcome {
-                    status: "failed",
-                    reason: "shutdown",
+                    status: RunStatus::Failed,
+                    reason: EndReason::Shutdown,
                     error: None,
                     finalization_error: Some("the service shut down during the session".into()),
                 },

@@ -4,7 +4,7 @@
 //! the REST handlers, the MCP tools and the website.
 
 use capture_core::time::{iso, now_ms};
-use capture_core::{RunId, ids};
+use capture_core::{EndReason, RunId, RunKind, RunStatus, ids};
 use capture_store::{IdemClaim, IdemResponse, NewRun, RunEnd, RunRefused, RunRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -58,7 +58,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         id: id.to_string(),
         user_id: account.user.id.clone(),
         key_id: account.key_id.clone(),
-        kind: if spec.live { "live" } else { "scripted" }.into(),
+        kind: if spec.live { RunKind::Live } else { RunKind::Scripted },
         start_url: spec.start_url.clone(),
         device: serde_json::to_string(&spec.device).map_err(Error::internal)?,
         record_video: spec.record_video,
@@ -128,8 +128,8 @@ pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
     let duration_ms = r.started_at.map(|s| r.ended_at.unwrap_or_else(now_ms) - s);
     Run {
         id: RunId::from_stored(r.id.clone()),
-        status: r.status.clone(),
-        kind: r.kind.clone(),
+        status: r.status.as_str().to_string(),
+        kind: r.kind.as_str().to_string(),
         start_url: r.start_url.clone(),
         device,
         record_video: r.record_video,
@@ -137,7 +137,7 @@ pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
         steps,
         step_results,
         connect_url: None,
-        connect_expires_at: r.connect_expires_at.filter(|_| r.status == "pending").map(iso),
+        connect_expires_at: r.connect_expires_at.filter(|_| r.status == RunStatus::Pending).map(iso),
         final_url: r.final_url.clone(),
         page_title: r.page_title.clone(),
         video_url,
@@ -147,7 +147,7 @@ pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
         network_errors: list(&r.network_errors),
         error: r.error.clone(),
         finalization_error: r.finalization_error.clone(),
-        end_reason: r.end_reason.clone(),
+        end_reason: r.end_reason.map(|e| e.as_str().to_string()),
         stop_requested: r.stop_requested,
         actions_reserved: r.actions_reserved,
         actions_charged: r.actions_charged,
@@ -191,8 +191,8 @@ pub async fn stop(state: &AppState, account: &Account, id: &RunId) -> Result<Run
         .request_run_stop(&account.user.id, id.as_str())
         .await?
         .ok_or_else(|| Error::not_found(RunId::NOUN))?;
-    if row.status == "pending" {
-        let mut end = ended(state, &row, "stopped", "stopped", None, None);
+    if row.status == RunStatus::Pending {
+        let mut end = ended(state, &row, RunStatus::Stopped, EndReason::Stopped, None, None);
         end.only_if_pending = true;
         if state.store.finish_run(&end).await? {
             state.job_changed(&row.id);
@@ -208,8 +208,8 @@ pub async fn stop(state: &AppState, account: &Account, id: &RunId) -> Result<Run
 pub fn ended(
     state: &AppState,
     row: &RunRow,
-    status: &str,
-    reason: &str,
+    status: RunStatus,
+    reason: EndReason,
     error: Option<String>,
     finalization_error: Option<String>,
 ) -> RunEnd {
@@ -217,8 +217,8 @@ pub fn ended(
     let charged = row.started_at.map_or(0, |s| actions_for(row.lease_until.unwrap_or(now).min(now) - s));
     let mut end = RunEnd {
         id: row.id.clone(),
-        status: status.into(),
-        end_reason: reason.into(),
+        status,
+        end_reason: reason,
         console_error_count: row.console_error_count,
         network_error_count: row.network_error_count,
         error,
@@ -239,10 +239,10 @@ pub fn set_event(
     page_title: Option<String>,
     video_key: Option<String>,
 ) {
-    let failed = end.status == "failed";
+    let failed = end.status == RunStatus::Failed;
     let data = RunEnded {
         run_id: RunId::from_stored(end.id.clone()),
-        status: end.status.clone(),
+        status: end.status.as_str().to_string(),
         final_url,
         page_title,
         // Stored and possibly retried for hours: never a presigned URL.

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use capture_browser::session::{Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea};
 use capture_browser::{BrowserPool, ImageFormat};
 use capture_core::time::now_ms;
+use capture_core::{EndReason, RunStatus};
 use capture_media::{RecorderOptions, ScreencastRecorder};
 use capture_store::{RunEnd, RunRow};
 use serde_json::{Value, json};
@@ -135,7 +136,7 @@ pub async fn open(
         Ok(s) => s,
         Err(e) => {
             let error = format!("no browser session could be opened: {e}");
-            let mut end = ended(state, row, "failed", "browser_failed", None, Some(error.clone()));
+            let mut end = ended(state, row, RunStatus::Failed, EndReason::BrowserFailed, None, Some(error.clone()));
             end.charged = 0;
             end.task = task;
             if let Ok(true) = state.store.finish_run(&end).await {
@@ -227,9 +228,9 @@ fn epoch_secs() -> f64 {
 
 /// How a run's driving ended, before finalisation.
 pub struct Outcome {
-    /// `completed`, `stopped` or `failed`.
-    pub status: &'static str,
-    pub reason: &'static str,
+    /// Completed, stopped or failed.
+    pub status: RunStatus,
+    pub reason: EndReason,
     pub error: Option<String>,
     pub finalization_error: Option<String>,
 }
@@ -291,11 +292,11 @@ pub async fn finalize(
         None => None,
     };
     session.close().await;
-    let status = if fin_err.is_some() { "failed" } else { outcome.status };
+    let status = if fin_err.is_some() { RunStatus::Failed } else { outcome.status };
     let mut end = RunEnd {
         id: row.id.clone(),
-        status: status.into(),
-        end_reason: outcome.reason.into(),
+        status,
+        end_reason: outcome.reason,
         final_url: final_url.clone(),
         page_title: page_title.clone(),
         video_key: video_key.clone(),
@@ -324,14 +325,15 @@ pub async fn finalize(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use capture_core::RunKind;
 
     fn row(timeout_ms: i64, reserved: i64) -> RunRow {
         RunRow {
             id: "run_x".into(),
             user_id: "usr_x".into(),
             key_id: None,
-            kind: "scripted".into(),
-            status: "running".into(),
+            kind: RunKind::Scripted,
+            status: RunStatus::Running,
             start_url: "http://a.test/".into(),
             device: "{}".into(),
             record_video: true,

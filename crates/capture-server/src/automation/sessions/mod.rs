@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use capture_browser::WaitUntil;
 use capture_browser::session::{ColorScheme, Device, DialogPolicy, Geolocation, NetworkConditions, Session};
 use capture_core::ErrorCode;
-use capture_core::RunId;
 use capture_core::time::{iso, now_ms};
+use capture_core::{EndReason, RunId, RunKind, RunStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -165,15 +165,15 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     };
     match cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)? {
         None => Err(AutoError::new("NOT_FOUND", format!("no session {id}"))),
-        Some(row) if !matches!(row.status.as_str(), "pending" | "running") => Err(AutoError::new(
+        Some(row) if row.status.is_final() => Err(AutoError::new(
             "SESSION_EXPIRED",
             format!(
                 "session expired: {id} ended ({}, {}); start a new one with session_start",
                 row.status,
-                row.end_reason.as_deref().unwrap_or("ended")
+                row.end_reason.map_or("ended", EndReason::as_str)
             ),
         )),
-        Some(row) if row.kind == "live" && row.worker.as_deref().is_some_and(|w| w != node_id()) => {
+        Some(row) if row.kind == RunKind::Live && row.worker.as_deref().is_some_and(|w| w != node_id()) => {
             Err(AutoError::new(
                 "SESSION_ELSEWHERE",
                 format!("session {id} is held by another node of the service; send its tool calls to that node"),
@@ -483,13 +483,13 @@ async fn supervise(
     };
     let done = |status, reason| Outcome { status, reason, error: None, finalization_error: None };
     let outcome = tokio::select! {
-        _ = live.end.cancelled() => done("completed", "finished"),
-        _ = idle => done("completed", "idle"),
-        _ = tokio::time::sleep(budget) => if cut_by_actions { done("stopped", "quota") } else { done("completed", "timeout") },
-        _ = hold.stop.cancelled() => done("stopped", "stopped"),
+        _ = live.end.cancelled() => done(RunStatus::Completed, EndReason::Finished),
+        _ = idle => done(RunStatus::Completed, EndReason::Idle),
+        _ = tokio::time::sleep(budget) => if cut_by_actions { done(RunStatus::Stopped, EndReason::Quota) } else { done(RunStatus::Completed, EndReason::Timeout) },
+        _ = hold.stop.cancelled() => done(RunStatus::Stopped, EndReason::Stopped),
         _ = live.session.ended() => Outcome {
-            status: "failed",
-            reason: "browser_failed",
+            status: RunStatus::Failed,
+            reason: EndReason::BrowserFailed,
             error: None,
             finalization_error: Some(format!(
                 "the browser session ended: {}",
@@ -503,8 +503,8 @@ async fn supervise(
             return;
         }
         _ = state.shutdown.cancelled() => Outcome {
-            status: "failed",
-            reason: "shutdown",
+            status: RunStatus::Failed,
+            reason: EndReason::Shutdown,
             error: None,
             finalization_error: Some("the service shut down during the session".into()),
         },
