@@ -4,11 +4,12 @@
 //! worker reports progress, then completes (with the `adshot.completed` webhook) or fails
 //! (with `adshot.failed` and, for failures the service caused, a refund), fenced on its lease.
 
+use capture_core::JobStatus;
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::admission::{QueueFull, QueueScope};
-use crate::db::{Result, Store};
+use crate::db::{Result, Store, StoreError};
 use crate::jobs::{Refused, append_event, reserve};
 use crate::shape::IdemResponse;
 use crate::shape::{Table, created};
@@ -28,7 +29,7 @@ pub struct AdshotRow {
     pub kind: String,
     /// The draft a render was made from.
     pub draft_id: Option<String>,
-    pub status: String,
+    pub status: JobStatus,
     /// What the worker is doing (`capturing`, `extracting`, `voice`, `scenes`, …).
     pub stage: Option<String>,
     /// 0–100.
@@ -125,7 +126,10 @@ fn row_from(r: &AnyRow) -> Result<AdshotRow> {
         key_id: r.try_get("key_id")?,
         kind: r.try_get("kind")?,
         draft_id: r.try_get("draft_id")?,
-        status: r.try_get("status")?,
+        status: {
+            let s: String = r.try_get("status")?;
+            JobStatus::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("adshot status '{s}'")))?
+        },
         stage: r.try_get("stage")?,
         progress: r.try_get("progress")?,
         input: r.try_get("input")?,

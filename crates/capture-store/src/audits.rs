@@ -4,11 +4,12 @@
 //! everything) — with its event and webhook in the same transaction. Listing with a stable
 //! cursor; lookup by the public report token.
 
+use capture_core::JobStatus;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use crate::admission::{self, QueueFull, QueueLimits, QueueScope};
-use crate::db::{Result, Store};
+use crate::db::{Result, Store, StoreError};
 use crate::jobs::{Refused, append_event, reserve};
 use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
@@ -19,8 +20,7 @@ pub struct AuditRow {
     pub id: String,
     pub user_id: String,
     pub key_id: Option<String>,
-    /// pending, processing, done, failed.
-    pub status: String,
+    pub status: JobStatus,
     pub url: String,
     /// single_page or full_site.
     pub report_type: String,
@@ -119,7 +119,10 @@ fn row_from(r: &AnyRow) -> Result<AuditRow> {
         id: r.try_get("id")?,
         user_id: r.try_get("user_id")?,
         key_id: r.try_get("key_id")?,
-        status: r.try_get("status")?,
+        status: {
+            let s: String = r.try_get("status")?;
+            JobStatus::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("audit status '{s}'")))?
+        },
         url: r.try_get("url")?,
         report_type: r.try_get("report_type")?,
         max_pages: r.try_get("max_pages")?,

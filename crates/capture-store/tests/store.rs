@@ -1650,7 +1650,7 @@ async fn audits_charge_pages_audited_and_give_back_the_rest(ctx: Ctx) {
     assert!(store.complete_audit(&task.id, "w1", &n.id, &done, &event, T0 + 5).await.unwrap());
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 3, "3 pages charged, 7 given back");
     let row = store.audit(&n.id).await.unwrap().unwrap();
-    assert_eq!(row.status, "done");
+    assert_eq!(row.status.as_str(), "done");
     assert_eq!((row.pages_audited, row.actions_charged, row.completed_at), (3, 3, Some(T0 + 5)));
     assert_eq!(row.report.as_deref(), Some(r#"{"pagesAudited":3}"#));
     assert_eq!(row.scores.as_deref(), Some(r#"{"seo":90}"#));
@@ -1711,7 +1711,7 @@ async fn failed_audits_give_everything_back_and_quota_refuses_the_page_cap(ctx: 
     let task = store.claim("audit", "w2", T0 + 7, 60_000).await.unwrap().unwrap();
     store.mark_audit_processing(&task.subject_id, T0 + 8).await.unwrap();
     assert!(store.release_audit(&task.id, "w2", &task.subject_id, T0 + 9).await.unwrap());
-    assert_eq!(store.audit(&task.subject_id).await.unwrap().unwrap().status, "pending");
+    assert_eq!(store.audit(&task.subject_id).await.unwrap().unwrap().status.as_str(), "pending");
     let again = store.claim("audit", "w3", T0 + 10, 60_000).await.unwrap().unwrap();
     assert_eq!((again.id, again.attempts), (task.id, 1));
 }
@@ -1908,7 +1908,7 @@ async fn ad_drafts_and_renders_charge_progress_and_complete(ctx: Ctx) {
     assert!(store.complete_adshot(&task.id, "w1", &draft.id, &done, &event, T0 + 20).await.unwrap());
     assert!(!store.complete_adshot(&task.id, "w1", &draft.id, &done, &event, T0 + 21).await.unwrap(), "closed");
     let row = store.adshot(&draft.id).await.unwrap().unwrap();
-    assert_eq!(row.status, "done");
+    assert_eq!(row.status.as_str(), "done");
     assert_eq!(row.progress, 100);
     assert_eq!(row.draft.as_deref(), done.draft.as_deref());
     assert_eq!(row.files, done.files);

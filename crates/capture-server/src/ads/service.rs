@@ -165,9 +165,9 @@ pub async fn create_render(
         .await?
         .filter(|r| r.kind == KIND_DRAFT)
         .ok_or_else(|| Error::not_found("ad draft"))?;
-    match draft.status.as_str() {
-        "done" => {}
-        "failed" => return Err(FieldError::new("draftId", "the draft failed; make a new one").into()),
+    match draft.status {
+        JobStatus::Done => {}
+        JobStatus::Failed => return Err(FieldError::new("draftId", "the draft failed; make a new one").into()),
         _ => {
             return Err(FieldError::new("draftId", "the draft is not finished yet; follow its stream and retry").into());
         }
@@ -230,7 +230,7 @@ async fn create(
 
 /// A draft or render as every channel shows it, with fresh file URLs.
 pub async fn view(state: &AppState, r: &AdshotRow) -> Adshot {
-    let done = r.status == "done";
+    let done = r.status == JobStatus::Done;
     let draft = match (&r.draft, done) {
         (Some(d), true) => match serde_json::from_str::<StoredDraft>(d) {
             Ok(d) => Some(draft_content(state, &d).await),
@@ -292,7 +292,7 @@ pub fn view_with(
     video_url: Option<String>,
     thumbnail_url: Option<String>,
 ) -> Adshot {
-    let status = JobStatus::parse(&r.status).unwrap_or(JobStatus::Failed);
+    let status = r.status;
     let input: Value = serde_json::from_str(&r.input).unwrap_or(Value::Null);
     let text = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
     let render = r.kind == KIND_RENDER;

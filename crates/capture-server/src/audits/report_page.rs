@@ -39,7 +39,7 @@ pub async fn report_page(State(state): State<AppState>, Path(token): Path<String
         }
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let status = JobStatus::parse(&row.status).unwrap_or(JobStatus::Failed);
+    let status = row.status;
     match status {
         JobStatus::Done => {}
         JobStatus::Failed => {

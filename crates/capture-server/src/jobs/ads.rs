@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capture_browser::{BrowserPool, CaptureError, CaptureOptions, CaptureOutput, CaptureRequest, PageSource};
+use capture_core::JobStatus;
 use capture_core::time::now_ms;
 use capture_media::{AdSize, AdSpec, Motion, RenderOptions, Rgb, Scene};
 use capture_store::{AdshotDone, KIND_DRAFT, Task};
@@ -434,7 +435,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
         Err(e) => return job.fail(&format!("corrupt render input: {e}"), true).await,
     };
     let draft_row = match state.store.adshot(&input.draft_id).await {
-        Ok(Some(d)) if d.user_id == row.user_id && d.status == "done" => d,
+        Ok(Some(d)) if d.user_id == row.user_id && d.status == JobStatus::Done => d,
         Ok(_) => return job.fail("the draft is missing or not finished", true).await,
         Err(e) => return tracing::error!(error = %e, "loading the draft failed; it will be retried"),
     };

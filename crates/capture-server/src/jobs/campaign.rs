@@ -20,10 +20,10 @@
 use std::time::Duration;
 
 use capture_audit::report::Report;
-use capture_core::ids;
 use capture_core::sending::{
     self, Capacity, Decision, ReportQuality, ReportStatus, SendInputs, WaitReason, parse_zone,
 };
+use capture_core::{JobStatus, ids};
 use capture_mail::SendError;
 use capture_mail::outbound::{CampaignMail, InlineImage, Sender};
 use capture_store::{AuditRow, DueTarget, Reservation, Reserved};
@@ -180,7 +180,7 @@ async fn check_audit(state: &AppState, worker: &str, d: &DueTarget, audit_id: &s
         state.store.target_end(&t.id, "failed", "audit_missing", now).await?;
         return Ok(());
     };
-    if audit.status != "done" && audit.status != "failed" {
+    if !audit.status.is_final() {
         state.store.target_wait(&t.id, "auditing", Some("audit"), now + ms(AUDIT_POLL), now).await?;
         return Ok(());
     }
@@ -212,7 +212,7 @@ pub async fn quality_of(state: &AppState, audit: &AuditRow) -> ReportQuality {
         s.performance.is_some() && s.seo.is_some() && s.accessibility.is_some() && s.best_practices.is_some()
     });
     ReportQuality {
-        audit_finished: audit.status == "done" && report.is_some(),
+        audit_finished: audit.status == JobStatus::Done && report.is_some(),
         site_status: first.and_then(|p| p.status),
         screenshot_blank,
         has_scores,
@@ -245,7 +245,7 @@ async fn try_send(state: &AppState, worker: &str, d: &DueTarget) -> Result<(), E
                 state.store.target_end(&t.id, "failed", "audit_missing", state.clock.now_ms()).await?;
                 return Ok(());
             }
-            Some(a) if a.status == "done" || a.status == "failed" => ReportStatus::Ready(quality_of(state, &a).await),
+            Some(a) if a.status.is_final() => ReportStatus::Ready(quality_of(state, &a).await),
             Some(_) => ReportStatus::Pending,
         },
     };

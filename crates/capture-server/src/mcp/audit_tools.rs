@@ -87,11 +87,11 @@ async fn run_audit(
     let deadline = tokio::time::Instant::now() + wait;
     let progress = ctx.meta.get_progress_token();
     let mut poll = tokio::time::interval(state.cfg.queue_poll.max(Duration::from_millis(200)));
-    let mut last = (String::new(), -1i64);
+    let mut last: Option<(JobStatus, i64)> = None;
     loop {
         let row = audits::find(state, account, &id).await?;
-        if (row.status.clone(), row.pages_audited) != last {
-            last = (row.status.clone(), row.pages_audited);
+        if last != Some((row.status, row.pages_audited)) {
+            last = Some((row.status, row.pages_audited));
             if let Some(token) = &progress {
                 let total = row.pages_total.max(row.pages_audited).max(1);
                 let note = ProgressNotificationParam::new(token.clone(), row.pages_audited as f64)
@@ -100,7 +100,7 @@ async fn run_audit(
                 let _ = ctx.peer.notify_progress(note).await;
             }
         }
-        if JobStatus::parse(&row.status).is_some_and(JobStatus::is_final) {
+        if row.status.is_final() {
             return Ok(result(audits::view(state, &row, true), false));
         }
         let woke = loop {
