@@ -77,22 +77,7 @@ pub struct NewAdshot {
     pub max_active: Option<i64>,
 }
 
-impl NewAdshot {
-    /// What creating it charges for `operation`.
-    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
-        crate::jobs::Charge {
-            user_id: &self.user_id,
-            key_id: self.key_id.as_deref(),
-            operation,
-            subject_id: &self.id,
-            actions: self.actions,
-            month: &self.month,
-            limit: self.limit,
-            reset_at: &self.reset_at,
-            now: self.now,
-        }
-    }
-}
+crate::jobs::charged_by!(NewAdshot, actions);
 
 /// What a finished ad job leaves.
 #[derive(Debug, Clone, Default, PartialEq)]

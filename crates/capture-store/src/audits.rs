@@ -73,22 +73,7 @@ pub struct NewAudit {
     pub queue_limits: QueueLimits,
 }
 
-impl NewAudit {
-    /// What creating it charges for `operation`.
-    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
-        crate::jobs::Charge {
-            user_id: &self.user_id,
-            key_id: self.key_id.as_deref(),
-            operation,
-            subject_id: &self.id,
-            actions: self.actions,
-            month: &self.month,
-            limit: self.limit,
-            reset_at: &self.reset_at,
-            now: self.now,
-        }
-    }
-}
+crate::jobs::charged_by!(NewAudit, actions);
 
 /// What a finished audit records.
 #[derive(Debug, Clone, PartialEq)]

@@ -57,22 +57,7 @@ pub struct NewScreenshot {
     pub queue_limits: QueueLimits,
 }
 
-impl NewScreenshot {
-    /// What creating it charges for `operation`.
-    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
-        crate::jobs::Charge {
-            user_id: &self.user_id,
-            key_id: self.key_id.as_deref(),
-            operation,
-            subject_id: &self.id,
-            actions: self.actions,
-            month: &self.month,
-            limit: self.limit,
-            reset_at: &self.reset_at,
-            now: self.now,
-        }
-    }
-}
+crate::jobs::charged_by!(NewScreenshot, actions);
 
 /// The result fields of a finished job.
 #[derive(Debug, Clone, PartialEq)]
@@ -186,6 +171,30 @@ pub(crate) struct Charge<'a> {
     pub reset_at: &'a str,
     pub now: i64,
 }
+
+/// `charge(operation)` for a paid create's `New*` type: its payer, month, cap and now are
+/// fields of the same names on every such type; `$actions` names the field of the actions.
+macro_rules! charged_by {
+    ($new:ty, $actions:ident) => {
+        impl $new {
+            /// What creating it charges for `operation`.
+            pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> $crate::jobs::Charge<'a> {
+                $crate::jobs::Charge {
+                    user_id: &self.user_id,
+                    key_id: self.key_id.as_deref(),
+                    operation,
+                    subject_id: &self.id,
+                    actions: self.$actions,
+                    month: &self.month,
+                    limit: self.limit,
+                    reset_at: &self.reset_at,
+                    now: self.now,
+                }
+            }
+        }
+    };
+}
+pub(crate) use charged_by;
 
 /// The quota part of every paid create, in its transaction: reserve the charge's actions if
 /// the cap allows, record the ledger entry and queue the `quota.warning` events the new usage

@@ -97,22 +97,7 @@ pub struct NewRun {
     pub task_payload: Option<String>,
 }
 
-impl NewRun {
-    /// What creating it charges for `operation`.
-    pub(crate) fn charge<'a>(&'a self, operation: &'a str) -> crate::jobs::Charge<'a> {
-        crate::jobs::Charge {
-            user_id: &self.user_id,
-            key_id: self.key_id.as_deref(),
-            operation,
-            subject_id: &self.id,
-            actions: self.actions_wanted,
-            month: &self.month,
-            limit: self.limit,
-            reset_at: &self.reset_at,
-            now: self.now,
-        }
-    }
-}
+crate::jobs::charged_by!(NewRun, actions_wanted);
 
 /// Why a run was not created: nothing was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
