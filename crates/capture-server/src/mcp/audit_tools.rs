@@ -4,17 +4,13 @@
 use std::time::Duration;
 
 use capture_core::{AuditId, JobStatus};
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam, Tool};
-use rmcp::service::{RequestContext, RoleServer};
-use serde_json::{Map, Value, json};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
+use serde_json::{Value, json};
 
-use super::common::{annotations, id_arg, structured};
+use super::common::{Cx, annotations, id_arg, structured, tool_group, valid};
 use crate::audits::service as audits;
 use crate::audits::types::{Audit, AuditIn, GetAuditArgs};
-use crate::auth::Account;
 use crate::error::Result;
-use crate::schema::tool_input;
-use crate::state::AppState;
 
 /// How long `run_audit` waits for a single-page audit before handing back its id.
 const WAIT_SINGLE: Duration = Duration::from_secs(120);
@@ -25,61 +21,33 @@ const AUDIT_FAILED: &str = "AUDIT_FAILED";
 /// Issues listed in a tool's text summary.
 const TOP_ISSUES: usize = 8;
 
-/// The audit tools, with their schemas and descriptions.
-pub fn catalogue() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "run_audit",
-            "Audit a website like Lighthouse and an SEO tool would: performance (LCP, CLS, TTFB, TBT), SEO \
+tool_group! {
+    "run_audit": AuditIn, annotations("Run a website audit", false, false, true),
+        "Audit a website like Lighthouse and an SEO tool would: performance (LCP, CLS, TTFB, TBT), SEO \
              (title, meta description, h1, canonical, noindex, alt texts, broken links, robots.txt, sitemap), \
              accessibility (axe-core) and best practices (console errors, failed requests, HTTPS and security \
              headers). reportType single_page audits the URL (1 action); full_site crawls the site (1 action per \
              page, maxPages default 10, at most 50, reserved up front and the unused part given back). Waits for the \
              audit and returns scores 0-100, the top issues and a public report link (reportUrl, pdfUrl); a long \
-             audit returns its id to check with get_audit.",
-            tool_input::<AuditIn>(),
-        )
-        .annotate(annotations("Run a website audit", false, false, true)),
-        Tool::new(
-            "get_audit",
-            "Get one website audit by id (aud_…): status, pages audited, scores, the top issues, reportUrl and \
+             audit returns its id to check with get_audit."
+        => run_audit;
+    "get_audit": GetAuditArgs, annotations("Get a website audit", true, true, false),
+        "Get one website audit by id (aud_…): status, pages audited, scores, the top issues, reportUrl and \
              pdfUrl. Set includeReport for the whole report: every page with its measurements, screenshots and \
-             findings with evidence (URL, CSS selector, value measured).",
-            tool_input::<GetAuditArgs>(),
-        )
-        .annotate(annotations("Get a website audit", true, true, false)),
-    ]
+             findings with evidence (URL, CSS selector, value measured)."
+        => get_audit;
 }
 
-/// Run an audit tool, or None when `name` is not one.
-pub async fn call(
-    state: &AppState,
-    account: &Account,
-    name: &str,
-    args: &JsonObject,
-    ctx: &RequestContext<RoleServer>,
-) -> Option<Result<CallToolResult>> {
-    Some(match name {
-        "run_audit" => run_audit(state, account, args, ctx).await,
-        "get_audit" => get_audit(state, account, args).await,
-        _ => return None,
-    })
-}
-
-async fn get_audit(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
+async fn get_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
     let id: AuditId = id_arg(args)?;
     let include = matches!(args.get("includeReport"), Some(Value::Bool(true)));
-    let audit = audits::get(state, account, &id).await?;
+    let audit = audits::get(cx.state, cx.account, &id).await?;
     Ok(result(audit, include))
 }
 
-async fn run_audit(
-    state: &AppState,
-    account: &Account,
-    args: &Map<String, Value>,
-    ctx: &RequestContext<RoleServer>,
-) -> Result<CallToolResult> {
-    let opts = crate::http::validated::validate::<AuditIn>(args)?;
+async fn run_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let (state, account, ctx) = (cx.state, cx.account, cx.request);
+    let opts = valid::<AuditIn>(args)?;
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
     let id = audits::create(state, account, &opts, None).await?.audit.id;

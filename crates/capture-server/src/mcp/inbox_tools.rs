@@ -2,110 +2,44 @@
 //! `auth_test_record`, `inbox_messages`, `inbox_wait`. They call the same service functions
 //! as the REST API.
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use rmcp::model::{CallToolResult, JsonObject};
+use serde_json::Value;
 
-use crate::auth::Account;
+use super::common::{Cx, annotations, args, query, tool_group, with_text};
 use crate::error::{Error, Result};
 use crate::inbox::types::{CheckIn, MessagesQuery, RecordIn, WaitArgs, WaitQuery};
 use crate::inbox::{auth_test, service};
-use crate::schema::tool_input;
-use crate::state::AppState;
 
-fn annotations(title: &str, read_only: bool, idempotent: bool, open_world: bool) -> ToolAnnotations {
-    ToolAnnotations::with_title(title)
-        .read_only(read_only)
-        .destructive(false)
-        .idempotent(idempotent)
-        .open_world(open_world)
-}
-
-/// The tools, with their schemas and descriptions.
-pub fn catalogue() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "auth_test_check",
-            "Before testing sign-up or sign-in on a site: recommends sign_in, sign_up or expect_verification for \
+tool_group! {
+    "auth_test_check": CheckIn, annotations("Check a site's sign-in or sign-up", true, false, true),
+        "Before testing sign-up or sign-in on a site: recommends sign_in, sign_up or expect_verification for \
              the account's saved test inbox, with accountExistsConfidence (0-1), likelyAuthMethod (password, \
              magic_link, email_code, oauth), expectedFollowUp (none, email_verification, email_code, magic_link), \
              the recorded history for the site's normalized origin and every reason in evidence (history, mail \
              the inbox got from the site, and a look at the page in a browser: password fields, sign-up/sign-in \
              wording, OAuth buttons, magic-link wording). Use inbox.address and the password from the inbox \
-             (inbox_messages returns it) on the site, then record the outcome with auth_test_record.",
-            tool_input::<CheckIn>(),
-        )
-        .annotate(annotations("Check a site's sign-in or sign-up", true, false, true)),
-        Tool::new(
-            "auth_test_record",
-            "Record what happened on a site so the next auth_test_check knows: action sign_up, sign_in, verify or \
+             (inbox_messages returns it) on the site, then record the outcome with auth_test_record."
+        => check;
+    "auth_test_record": RecordIn, annotations("Record a sign-in or sign-up attempt", false, false, false),
+        "Record what happened on a site so the next auth_test_check knows: action sign_up, sign_in, verify or \
              reset_password; outcome success, failure, verification_sent, account_exists, no_account, \
-             invalid_credentials, blocked or error; optional method and note.",
-            tool_input::<RecordIn>(),
-        )
-        .annotate(annotations("Record a sign-in or sign-up attempt", false, false, false)),
-        Tool::new(
-            "inbox_messages",
-            "The saved test inbox: its address and password (for sites under test) and its messages, newest \
+             invalid_credentials, blocked or error; optional method and note."
+        => record;
+    "inbox_messages": MessagesQuery, annotations("Read the test inbox", true, true, false),
+        "The saved test inbox: its address and password (for sites under test) and its messages, newest \
              first, each with the best verification link and one-time code found in it. Filter with from (an \
-             address or a domain) and since (ISO time); page with before (nextCursor).",
-            tool_input::<MessagesQuery>(),
-        )
-        .annotate(annotations("Read the test inbox", true, true, false)),
-        Tool::new(
-            "inbox_wait",
-            "Wait (up to timeoutMs, at most 60000) for the next mail in the saved test inbox — the oldest unseen \
+             address or a domain) and since (ISO time); page with before (nextCursor)."
+        => messages;
+    "inbox_wait": WaitArgs, annotations("Wait for a mail in the test inbox", false, false, false),
+        "Wait (up to timeoutMs, at most 60000) for the next mail in the saved test inbox — the oldest unseen \
              one, or the first after since; from narrows it to a sender address or domain — and return it whole: \
-             headers, text, links (verification links scored) and codes. message is null when none came in time.",
-            tool_input::<WaitArgs>(),
-        )
-        .annotate(annotations("Wait for a mail in the test inbox", false, false, false)),
-    ]
+             headers, text, links (verification links scored) and codes. message is null when none came in time."
+        => wait;
 }
 
-fn args_as<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T> {
-    serde_json::from_value(Value::Object(args.clone()))
-        .map_err(|e| capture_core::FieldError::new("arguments", e.to_string()).into())
-}
-
-/// Query-shaped arguments: numbers become the text a query string would carry.
-fn query_args_as<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T> {
-    let args: Map<String, Value> = args
-        .iter()
-        .map(|(k, v)| match v {
-            Value::Number(n) => (k.clone(), Value::String(n.to_string())),
-            v => (k.clone(), v.clone()),
-        })
-        .collect();
-    serde_json::from_value(Value::Object(args))
-        .map_err(|e| capture_core::FieldError::new("arguments", e.to_string()).into())
-}
-
-fn structured<T: Serialize>(text: String, v: &T) -> Result<CallToolResult> {
-    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-    r.structured_content = Some(serde_json::to_value(v).map_err(Error::internal)?);
-    Ok(r)
-}
-
-/// Run one of these tools, or None when `name` is not one.
-pub async fn call(
-    state: &AppState,
-    account: &Account,
-    name: &str,
-    args: &JsonObject,
-) -> Option<Result<CallToolResult>> {
-    Some(match name {
-        "auth_test_check" => check(state, account, args).await,
-        "auth_test_record" => record(state, account, args).await,
-        "inbox_messages" => messages(state, account, args).await,
-        "inbox_wait" => wait(state, account, args).await,
-        _ => return None,
-    })
-}
-
-async fn check(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let input: CheckIn = args_as(args)?;
+async fn check(cx: &Cx<'_>, a: &JsonObject) -> Result<CallToolResult> {
+    let (state, account) = (cx.state, cx.account);
+    let input: CheckIn = args(a)?;
     let c = auth_test::check(state, account, &input).await?;
     let password = service::password(state, &service::ensure(state, account).await?)?;
     let text = format!(
@@ -121,17 +55,18 @@ async fn check(state: &AppState, account: &Account, args: &Map<String, Value>) -
     );
     let mut v = serde_json::to_value(&c).map_err(Error::internal)?;
     v["inbox"]["password"] = Value::String(password);
-    structured(text, &v)
+    with_text(text, &v)
 }
 
-async fn record(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let input: RecordIn = args_as(args)?;
-    let a = auth_test::record(state, account, &input).await?;
-    structured(format!("Recorded {} → {} on {}.", a.action, a.outcome, a.origin), &a)
+async fn record(cx: &Cx<'_>, a: &JsonObject) -> Result<CallToolResult> {
+    let input: RecordIn = args(a)?;
+    let a = auth_test::record(cx.state, cx.account, &input).await?;
+    with_text(format!("Recorded {} → {} on {}.", a.action, a.outcome, a.origin), &a)
 }
 
-async fn messages(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let q: MessagesQuery = query_args_as(args)?;
+async fn messages(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let (state, account) = (cx.state, cx.account);
+    let q: MessagesQuery = query(args)?;
     let inbox = service::get(state, account).await?;
     let list = service::list(state, account, &q).await?;
     let text = format!(
@@ -142,11 +77,12 @@ async fn messages(state: &AppState, account: &Account, args: &Map<String, Value>
         inbox.counts.unseen,
         list.data.len()
     );
-    structured(text, &serde_json::json!({"inbox": inbox, "messages": list}))
+    with_text(text, &serde_json::json!({"inbox": inbox, "messages": list}))
 }
 
-async fn wait(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    let a: WaitArgs = query_args_as(args)?;
+async fn wait(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let (state, account) = (cx.state, cx.account);
+    let a: WaitArgs = query(args)?;
     let q = WaitQuery { since: a.since, from: a.from, timeout_ms: a.timeout_ms };
     let r = service::wait(state, account, &q, service::TOOL_DEFAULT_WAIT_MS, service::TOOL_MAX_WAIT_MS).await?;
     let text = match &r.message {
@@ -184,5 +120,5 @@ async fn wait(state: &AppState, account: &Account, args: &Map<String, Value>) ->
             )
         }
     };
-    structured(text, &r)
+    with_text(text, &r)
 }

@@ -11,6 +11,7 @@
 
 mod audit_tools;
 mod campaign_tools;
+mod capture_tools;
 mod common;
 mod inbox_tools;
 mod run_tools;

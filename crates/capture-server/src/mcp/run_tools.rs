@@ -3,99 +3,73 @@
 
 use std::time::Duration;
 
-use capture_core::{RunId, RunStatus};
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
-use serde_json::{Map, Value};
+use capture_core::RunStatus;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 
-use crate::auth::Account;
+use super::common::{Cx, annotations, id_arg, tool_group, valid};
 use crate::error::{Error, Result};
 use crate::runs::service;
-use crate::runs::types::{RunArgs, RunIn};
-use crate::schema::tool_input;
-use crate::state::AppState;
+use crate::runs::types::{Run, RunArgs, RunIn};
 
 /// How long `start_run` waits for a scripted run beyond its own timeout.
 const WAIT_MARGIN: Duration = Duration::from_secs(60);
 
-fn annotations(title: &str, read_only: bool, destructive: bool) -> ToolAnnotations {
-    ToolAnnotations::with_title(title)
-        .read_only(read_only)
-        .destructive(destructive)
-        .idempotent(read_only)
-        .open_world(!read_only)
-}
-
-/// The run tools.
-pub fn catalogue() -> Vec<Tool> {
-    vec![
-        Tool::new(
-            "start_run",
-            "Run a browser session: either scripted steps (goto, click, type, press, select, hover, scroll, waitFor, \
+tool_group! {
+    "start_run": RunIn, annotations("Start a browser run", false, false, true),
+        "Run a browser session: either scripted steps (goto, click, type, press, select, hover, scroll, waitFor, \
              wait, screenshot, evaluate, assertText, assertUrl — each with its own timeoutMs) on a device (a preset \
              such as iphone-15, pixel-8, ipad, desktop-1280, or an explicit viewport), or live: true for a session \
              that puppeteer or Playwright connect to at the returned connectUrl. Records a video. A scripted run is \
              waited for and returned finished: step results, finalUrl, pageTitle, videoUrl, console and network \
-             errors. Costs 1 action per started minute (reserved for timeoutMs, the unused rest given back).",
-            tool_input::<RunIn>(),
-        )
-        .annotate(annotations("Start a browser run", false, false)),
-        Tool::new(
-            "get_run",
-            "Get one browser session run by id: status (pending, running, completed, failed, stopped), step results, \
-             finalUrl, pageTitle, videoUrl, console and network errors, error and finalizationError.",
-            tool_input::<RunArgs>(),
-        )
-        .annotate(annotations("Get a browser run", true, false)),
-        Tool::new(
-            "stop_run",
-            "Stop a browser session run: a pending one ends at once, a running one within about a second and is \
-             finalised (video, counts) as usual. Returns the run.",
-            tool_input::<RunArgs>(),
-        )
-        .annotate(annotations("Stop a browser run", false, true)),
-    ]
+             errors. Costs 1 action per started minute (reserved for timeoutMs, the unused rest given back)."
+        => start_run;
+    "get_run": RunArgs, annotations("Get a browser run", true, true, false),
+        "Get one browser session run by id: status (pending, running, completed, failed, stopped), step results, \
+             finalUrl, pageTitle, videoUrl, console and network errors, error and finalizationError."
+        => get_run;
+    "stop_run": RunArgs, annotations("Stop a browser run", false, false, true).destructive(true),
+        "Stop a browser session run: a pending one ends at once, a running one within about a second and is \
+             finalised (video, counts) as usual. Returns the run."
+        => stop_run;
 }
 
-fn structured(run: &crate::runs::types::Run) -> Result<CallToolResult> {
+/// A run as a tool result: structured, and its JSON as the text.
+fn run_result(run: &Run) -> Result<CallToolResult> {
     let v = serde_json::to_value(run).map_err(Error::internal)?;
     let mut r = CallToolResult::structured(v.clone());
     r.content = vec![ContentBlock::text(v.to_string())];
     Ok(r)
 }
 
-fn id_arg(args: &Map<String, Value>) -> Result<RunId> {
-    let raw = args.get("id").and_then(Value::as_str).unwrap_or_default();
-    RunId::parse(raw.trim()).ok_or_else(|| Error::not_found(RunId::NOUN))
-}
-
 /// `start_run`.
-pub async fn start_run(state: &AppState, account: &Account, args: JsonObject) -> Result<CallToolResult> {
-    let spec = crate::http::validated::validate::<RunIn>(&args)?;
+async fn start_run(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let (state, account) = (cx.state, cx.account);
+    let spec = valid::<RunIn>(args)?;
     let created = service::create(state, account, &spec, None).await?;
     if spec.live {
-        return structured(&created.run);
+        return run_result(&created.run);
     }
     let deadline = tokio::time::Instant::now() + Duration::from_millis(spec.timeout_ms) + WAIT_MARGIN;
     loop {
         let run = service::get(state, account, &created.run.id).await?;
         if RunStatus::parse(&run.status).is_none_or(RunStatus::is_final) || tokio::time::Instant::now() > deadline {
-            return structured(&run);
+            return run_result(&run);
         }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-            _ = state.shutdown.cancelled() => return structured(&run),
+            _ = state.shutdown.cancelled() => return run_result(&run),
         }
     }
 }
 
 /// `get_run`.
-pub async fn get_run(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    structured(&service::get(state, account, &id_arg(args)?).await?)
+async fn get_run(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    run_result(&service::get(cx.state, cx.account, &id_arg(args)?).await?)
 }
 
 /// `stop_run`.
-pub async fn stop_run(state: &AppState, account: &Account, args: &Map<String, Value>) -> Result<CallToolResult> {
-    structured(&service::stop(state, account, &id_arg(args)?).await?)
+async fn stop_run(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    run_result(&service::stop(cx.state, cx.account, &id_arg(args)?).await?)
 }
 
 #[cfg(test)]

@@ -1,0 +1,250 @@
+//! The capture tools: the account's balance, screenshots (take, get, list, share), webhook
+//! endpoints (list, create, test) and video ads (draft, render, get), on the same service
+//! functions as the REST API.
+
+use std::time::Duration;
+
+use base64::Engine;
+use capture_core::options::ScreenshotIn;
+use capture_core::{JobStatus, ScreenshotId};
+use capture_store::ScreenshotRow;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
+use serde_json::{Value, json};
+
+use super::common::{Cx, annotations, id_arg, query, reply, string_arg, structured, tool_group, valid};
+use crate::account::types::NoArgs;
+use crate::ads::service as ads;
+use crate::ads::types::{DraftIn, GetAdArgs, RenderIn};
+use crate::error::{Error, Result};
+use crate::paging::ListQuery;
+use crate::screenshots::service::{self as screenshots, NewJob};
+use crate::screenshots::types::{GetScreenshotArgs, ShareScreenshotArgs};
+use crate::state::AppState;
+use crate::webhooks::service as webhooks;
+use crate::webhooks::types::{EndpointArgs, EndpointIn};
+
+/// Largest image returned inline; a bigger capture is returned as its thumbnail (the full
+/// file stays at `publicUrl`). MCP clients refuse or truncate much larger images.
+const MAX_INLINE_IMAGE: usize = 3 * 1024 * 1024 + 512 * 1024;
+/// The code of a tool error for a job that failed (its `error` says why).
+const CAPTURE_FAILED: &str = "CAPTURE_FAILED";
+/// How long `take_screenshot` waits beyond the job's own timeout and delay.
+const WAIT_MARGIN: Duration = Duration::from_secs(90);
+
+tool_group! {
+    "account_balance": NoArgs, annotations("Account balance", true, true, false),
+        "Show this account's live monthly balance: plan, actions used, limit, remaining, and when the window \
+             resets (the same object as GET /v1/account/balance). Each screenshot or PDF costs one action."
+        => account_balance;
+    "take_screenshot": ScreenshotIn, annotations("Take a screenshot", false, false, true),
+        "Capture a web page as an image (PNG, JPEG or WebP) or a PDF. Waits until the capture is done, then \
+             returns the image itself plus its publicUrl (a PDF is returned as a link). Costs one monthly action; \
+             a capture that fails gives it back. Accepts every option of POST /v1/screenshot."
+        => take_screenshot;
+    "get_screenshot": GetScreenshotArgs, annotations("Get a screenshot", true, true, false),
+        "Get one screenshot job by id: status (pending, processing, done, failed), publicUrl, thumbnailUrl, \
+             size, page title and error. Set includeImage to also receive a finished image."
+        => get_screenshot;
+    "list_screenshots": ListQuery, annotations("List screenshots", true, true, false),
+        "List this account's screenshots, newest first, as {data, nextCursor}. Pass nextCursor as before to get \
+             the next page; nextCursor is null on the last page."
+        => list_screenshots;
+    "share_screenshot": ShareScreenshotArgs, annotations("Share a screenshot", false, true, false),
+        "Create (or return the existing) public share link of a screenshot: a page anyone can open without \
+             signing in. Returns {shareUrl, screenshotId}."
+        => share_screenshot;
+    "list_webhooks": NoArgs, annotations("List webhook endpoints", true, true, false),
+        "List this account's webhook endpoints (id, url, subscribed events, description). Secrets are not shown."
+        => list_webhooks;
+    "create_webhook": EndpointIn, annotations("Create a webhook endpoint", false, false, true),
+        "Create a webhook endpoint that receives signed event deliveries (screenshot.completed, \
+             screenshot.failed, quota.warning, test.ping, …). Returns the endpoint with its signing secret \
+             (whsec_…), shown only this once: verify deliveries with HMAC-SHA256 over \"<timestamp>.<body>\"."
+        => create_webhook;
+    "test_webhook": EndpointArgs, annotations("Test a webhook endpoint", false, false, true),
+        "Send a test.ping delivery to a webhook endpoint now. Returns the delivery id; its outcome appears in \
+             the endpoint's deliveries."
+        => test_webhook;
+    "create_ad_draft": DraftIn, annotations("Draft a video ad", false, false, true),
+        "Start drafting a 15–30 s vertical video ad from a web page (url) and/or screenshots (screenshotUrls): \
+             the page is captured on desktop and mobile and read for its name, headline, supporting lines, call to \
+             action, logo and brand colour; a storyboard and voice-over script are written. Returns the draft \
+             (drf_…, pending) at once; call get_ad until its status is done, then render_ad. Costs one action, \
+             given back if the page cannot be reached."
+        => create_ad_draft;
+    "render_ad": RenderIn, annotations("Render a video ad", false, false, false),
+        "Render a finished ad draft to an MP4 (H.264 + AAC, 1080×1920 or landscape 1920×1080, 30 fps): pans and \
+             zooms over the screenshots, captions in the brand colour, a voice-over (voiceId: en-us, en-us+f3, \
+             en-gb, en-gb+f3, de, fr-fr, es, it, pt-br, nl, …) and generated music (musicId: upbeat, calm, \
+             corporate, none). Returns the render (ad_…, pending); call get_ad until done for videoUrl. Costs ten \
+             actions, given back if the render fails."
+        => render_ad;
+    "get_ad": GetAdArgs, annotations("Get an ad", true, true, false),
+        "Get an ad draft (drf_…) or render (ad_…) by id: status, stage and progress; a finished draft's copy, \
+             brand colour, storyboard and script; a finished render's videoUrl, thumbnailUrl, durationMs, width \
+             and height; or the error."
+        => get_ad;
+}
+
+async fn account_balance(cx: &Cx<'_>, _args: &JsonObject) -> Result<CallToolResult> {
+    Ok(structured(&crate::account::service::balance_of(cx.account)))
+}
+
+async fn get_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let id: ScreenshotId = id_arg(args)?;
+    let include_image = matches!(args.get("includeImage"), Some(Value::Bool(true)));
+    let row = screenshots::find(cx.state, cx.account, &id).await?;
+    job_result(cx.state, &row, include_image).await
+}
+
+async fn list_screenshots(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    reply(screenshots::list(cx.state, cx.account, &query::<ListQuery>(args)?).await)
+}
+
+async fn share_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    reply(screenshots::share(cx.state, cx.account, &id_arg::<ScreenshotId>(args)?).await)
+}
+
+async fn list_webhooks(cx: &Cx<'_>, _args: &JsonObject) -> Result<CallToolResult> {
+    reply(webhooks::list_endpoints(cx.state, cx.account).await)
+}
+
+async fn create_webhook(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let input = webhooks::parse_endpoint(cx.state, args)?;
+    reply(webhooks::create_endpoint(cx.state, cx.account, input).await)
+}
+
+async fn test_webhook(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    reply(webhooks::send_test(cx.state, cx.account, &id_arg(args)?).await)
+}
+
+async fn create_ad_draft(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    reply(ads::create_draft(cx.state, cx.account, &valid::<DraftIn>(args)?, None).await.map(|c| c.ad))
+}
+
+async fn render_ad(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    reply(ads::create_render(cx.state, cx.account, &valid::<RenderIn>(args)?, None).await.map(|c| c.ad))
+}
+
+async fn get_ad(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    reply(ads::get(cx.state, cx.account, &string_arg(args, "id")?).await)
+}
+
+async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let (state, account, ctx) = (cx.state, cx.account, cx.request);
+    let opts = valid::<ScreenshotIn>(args)?;
+    // Subscribe before creating so no change is missed.
+    let mut changes = state.job_events.subscribe();
+    let new = NewJob::Capture { opts: &opts, label: None, html_blob: None };
+    let id = screenshots::create(state, account, new, None).await?.job.id;
+    let wait = WAIT_MARGIN + Duration::from_millis(opts.timeout_ms + opts.delay);
+    let deadline = tokio::time::Instant::now() + wait;
+    let progress = ctx.meta.get_progress_token();
+    let mut poll = tokio::time::interval(state.cfg.queue_poll);
+    let mut last_status = String::new();
+    let mut step = 0.0;
+    loop {
+        let current = state.store.screenshot(id.as_str()).await?.ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
+        if current.status != last_status {
+            last_status = current.status.clone();
+            step += 1.0;
+            if let Some(token) = &progress {
+                let note = ProgressNotificationParam::new(token.clone(), step)
+                    .with_total(3.0)
+                    .with_message(format!("screenshot {} is {}", current.id, current.status));
+                // A client that stopped listening for progress still gets the result.
+                let _ = ctx.peer.notify_progress(note).await;
+            }
+        }
+        if JobStatus::parse(&current.status).is_some_and(JobStatus::is_final) {
+            return job_result(state, &current, true).await;
+        }
+        // Wake on this node's change notices, or poll (a worker on another node finished it).
+        let woke = loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break false,
+                _ = ctx.ct.cancelled() => break false,
+                _ = state.shutdown.cancelled() => break false,
+                _ = poll.tick() => break true,
+                r = changes.recv() => match r {
+                    Ok(changed) if changed == id.as_str() || changed.is_empty() => break true,
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break true,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        poll.tick().await;
+                        break true;
+                    }
+                },
+            }
+        };
+        if !woke {
+            let current = state.store.screenshot(id.as_str()).await?.unwrap_or(current);
+            let mut r = structured(&screenshots::view(state, &current).await);
+            r.content.insert(
+                0,
+                ContentBlock::text(format!(
+                    "Screenshot {} is still {}; call get_screenshot with this id to fetch the result when it is done.",
+                    current.id, current.status
+                )),
+            );
+            return Ok(r);
+        }
+    }
+}
+
+/// A job as a tool result: its JSON, and for a finished image (when asked) the image.
+async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> Result<CallToolResult> {
+    let job = screenshots::view(state, row).await;
+    let public_url = job.public_url.clone().unwrap_or_default();
+    let job = serde_json::to_value(&job).map_err(Error::internal)?;
+    if row.status == "failed" {
+        // Not an HTTP error: the job exists and failed (its action was given back).
+        let error = row.error.as_deref().unwrap_or("unknown error");
+        let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
+            "{CAPTURE_FAILED}: the capture of {} failed: {error}",
+            row.url
+        ))]);
+        r.structured_content = Some(json!({"code": CAPTURE_FAILED, "error": error, "job": job}));
+        return Ok(r);
+    }
+    let summary = match (row.status.as_str(), row.format.as_str()) {
+        ("done", "pdf") => format!("PDF of {} is ready: {public_url}", row.url),
+        ("done", _) => format!("Screenshot of {} ({}): {public_url}", row.url, row.format),
+        (s, _) => format!("Screenshot {} is {s}.", row.id),
+    };
+    let mut content = vec![ContentBlock::text(summary)];
+    if with_image
+        && row.status == "done"
+        && row.format != "pdf"
+        && let Some(image) = inline_image(state, row).await?
+    {
+        content.insert(0, image);
+    }
+    content.push(ContentBlock::text(job.to_string()));
+    let mut r = CallToolResult::success(content);
+    r.structured_content = Some(job);
+    Ok(r)
+}
+
+/// The finished image as MCP image content (its thumbnail when the file is too large).
+async fn inline_image(state: &AppState, row: &ScreenshotRow) -> Result<Option<ContentBlock>> {
+    let Some(key) = &row.result_key else { return Ok(None) };
+    let mime = match row.format.as_str() {
+        "jpeg" => "image/jpeg",
+        "webp" => "image/webp",
+        _ => "image/png",
+    };
+    let bytes = state.blobs.get(key).await.map_err(Error::internal)?;
+    let (bytes, mime) = match bytes {
+        Some(b) if b.len() <= MAX_INLINE_IMAGE => (b, mime),
+        Some(_) => match &row.thumb_key {
+            Some(t) => match state.blobs.get(t).await.map_err(Error::internal)? {
+                Some(b) => (b, crate::blob::content_type(t)),
+                None => return Ok(None),
+            },
+            None => return Ok(None),
+        },
+        None => return Ok(None),
+    };
+    Ok(Some(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(bytes), mime)))
+}
