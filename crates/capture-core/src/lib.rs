@@ -20,4 +20,4 @@ pub use error::{ErrorCode, FieldError};
 pub use ids::{AuditId, CampaignId, DeliveryId, EndpointId, KeyId, RunId, ScreenshotId, TypedId, UserId};
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
-pub use states::{DeliveryStatus, EndReason, JobStatus, OutputFormat, RunKind, RunStatus};
+pub use states::{CampaignStatus, DeliveryStatus, EndReason, JobStatus, OutputFormat, RunKind, RunStatus, TargetState};

@@ -1,5 +1,5 @@
 //! The states things move through, as enums: a screenshot job, a webhook delivery, a run (its
-//! status, kind and end), and the format of a job's result. Stored as their names.
+//! status, kind and end), a campaign and its rows, and the format of a job's result. Stored as their names.
 
 use serde::{Deserialize, Serialize};
 
@@ -158,6 +158,46 @@ state_enum!(
     }
 );
 
+state_enum!(
+    /// Where a campaign is: draft → scheduled (launched, waiting for `sendAt`) → running →
+    /// completed; paused and cancelled by its owner.
+    CampaignStatus {
+        Draft = "draft",
+        Scheduled = "scheduled",
+        Running = "running",
+        Paused = "paused",
+        Completed = "completed",
+        Cancelled = "cancelled",
+    }
+);
+
+impl CampaignStatus {
+    /// Completed or cancelled: no row is added or mailed any more.
+    pub fn is_closed(self) -> bool {
+        matches!(self, CampaignStatus::Completed | CampaignStatus::Cancelled)
+    }
+}
+
+state_enum!(
+    /// Where a campaign's row is: pending → auditing → ready → sent, or skipped or failed
+    /// (with a reason).
+    TargetState {
+        Pending = "pending",
+        Auditing = "auditing",
+        Ready = "ready",
+        Sent = "sent",
+        Skipped = "skipped",
+        Failed = "failed",
+    }
+);
+
+impl TargetState {
+    /// Sent, skipped or failed: nothing more will happen to the row.
+    pub fn is_final(self) -> bool {
+        matches!(self, TargetState::Sent | TargetState::Skipped | TargetState::Failed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +217,9 @@ mod tests {
             assert_eq!((reason.as_str(), serde_json::to_string(&reason).unwrap()), (r, format!("\"{r}\"")));
         }
         assert!(RunStatus::Stopped.is_final() && !RunStatus::Running.is_final());
+        assert_eq!(CampaignStatus::parse("cancelled"), Some(CampaignStatus::Cancelled));
+        assert!(CampaignStatus::Completed.is_closed() && !CampaignStatus::Paused.is_closed());
+        assert_eq!(TargetState::parse("skipped").map(TargetState::is_final), Some(true));
+        assert_eq!(serde_json::to_string(&TargetState::Auditing).unwrap(), "\"auditing\"");
     }
 }

@@ -108,7 +108,7 @@ impl HotCache {
     /// Keep a job row if it is finished (done or failed); others are ignored. The share
     /// token can still change, so cached rows carry none: read it from the database.
     pub fn put_job(&self, row: &ScreenshotRow) {
-        if row.status == "done" || row.status == "failed" {
+        if row.status.is_final() {
             let row = ScreenshotRow { share_token: None, ..row.clone() };
             self.jobs.insert(row.id.clone(), JobEntry { row: Arc::new(row), at: Instant::now() });
         }
@@ -118,13 +118,14 @@ impl HotCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use capture_core::JobStatus;
 
-    fn row(status: &str) -> ScreenshotRow {
+    fn row(status: JobStatus) -> ScreenshotRow {
         ScreenshotRow {
             id: "scr_1".into(),
             user_id: "usr_1".into(),
             key_id: None,
-            status: status.into(),
+            status,
             url: "https://example.com/".into(),
             options: "{}".into(),
             format: "png".into(),
@@ -147,9 +148,9 @@ mod tests {
     #[test]
     fn only_finished_jobs_of_their_owner_are_served() {
         let c = HotCache::default();
-        c.put_job(&row("processing"));
+        c.put_job(&row(JobStatus::Processing));
         assert!(c.job("scr_1", "usr_1").is_none());
-        c.put_job(&row("done"));
+        c.put_job(&row(JobStatus::Done));
         assert!(c.job("scr_1", "usr_1").is_some());
         assert!(c.job("scr_1", "usr_2").is_none(), "another account's job is never served");
     }
@@ -168,7 +169,7 @@ mod tests {
     fn a_full_cache_evicts_some_entries_not_all() {
         let c = HotCache::default();
         for i in 0..(MAX_JOBS + 500) {
-            let mut r = row("done");
+            let mut r = row(JobStatus::Done);
             r.id = format!("scr_{i}");
             c.put_job(&r);
         }

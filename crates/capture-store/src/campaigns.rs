@@ -21,6 +21,8 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
+use capture_core::{CampaignStatus, TargetState};
+
 use crate::db::{Result, Store, StoreError};
 use crate::shape::{Before, Table, created};
 
@@ -31,8 +33,7 @@ pub struct CampaignRecord {
     pub user_id: String,
     pub key_id: Option<String>,
     pub name: String,
-    /// draft, scheduled, running, paused, completed, cancelled.
-    pub status: String,
+    pub status: CampaignStatus,
     pub send_at: i64,
     pub timezone: String,
     pub report_type: String,
@@ -55,8 +56,7 @@ pub struct TargetRecord {
     pub email_key: String,
     pub recipient_domain: String,
     pub report_type: String,
-    /// pending, auditing, ready, sent, skipped, failed.
-    pub state: String,
+    pub state: TargetState,
     /// Why it waits (non-final states) or why it ended (skipped, failed).
     pub reason: Option<String>,
     pub audit_id: Option<String>,
@@ -100,7 +100,7 @@ pub enum AddRefused {
     /// No such campaign for this account.
     NotFound,
     /// The campaign is completed or cancelled.
-    Closed(String),
+    Closed(CampaignStatus),
     /// The campaign would hold more than its bound.
     TooMany { existing: i64, max: i64 },
 }
@@ -109,7 +109,7 @@ pub enum AddRefused {
 #[derive(Debug, Clone, PartialEq)]
 pub struct DueTarget {
     pub target: TargetRecord,
-    pub campaign_status: String,
+    pub campaign_status: CampaignStatus,
     pub campaign_name: String,
     pub send_at: i64,
     pub timezone: String,
@@ -264,7 +264,10 @@ fn campaign_from(r: &AnyRow) -> Result<CampaignRecord> {
         user_id: r.try_get("user_id")?,
         key_id: r.try_get("key_id")?,
         name: r.try_get("name")?,
-        status: r.try_get("status")?,
+        status: {
+            let s: String = r.try_get("status")?;
+            CampaignStatus::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("campaign status '{s}'")))?
+        },
         send_at: r.try_get("send_at")?,
         timezone: r.try_get("timezone")?,
         report_type: r.try_get("report_type")?,
@@ -300,7 +303,10 @@ fn target_from(r: &AnyRow) -> Result<TargetRecord> {
         email_key: r.try_get("email_key")?,
         recipient_domain: r.try_get("recipient_domain")?,
         report_type: r.try_get("report_type")?,
-        state: r.try_get("state")?,
+        state: {
+            let s: String = r.try_get("state")?;
+            TargetState::parse(&s).ok_or_else(|| StoreError::Corrupt(format!("campaign row state '{s}'")))?
+        },
         reason: r.try_get("reason")?,
         audit_id: r.try_get("audit_id")?,
         unsubscribe_token: r.try_get("unsubscribe_token")?,
@@ -405,9 +411,13 @@ impl Store {
             tx.rollback().await?;
             return Ok(Err(AddRefused::NotFound));
         };
-        if status == "completed" || status == "cancelled" {
-            tx.rollback().await?;
-            return Ok(Err(AddRefused::Closed(status)));
+        match CampaignStatus::parse(&status) {
+            Some(closed) if closed.is_closed() => {
+                tx.rollback().await?;
+                return Ok(Err(AddRefused::Closed(closed)));
+            }
+            Some(_) => {}
+            None => return Err(StoreError::Corrupt(format!("campaign status '{status}'"))),
         }
         let inserted = insert_targets(&mut tx, campaign_id, user_id, rows, now).await?;
         let total = count_targets(&mut tx, campaign_id).await?;
@@ -468,26 +478,26 @@ impl Store {
         &self,
         user_id: &str,
         id: &str,
-        from: &[&str],
-        to: &str,
+        from: &[CampaignStatus],
+        to: CampaignStatus,
         now: i64,
     ) -> Result<Option<(CampaignRecord, bool)>> {
         let mut tx = self.begin_write().await?;
-        let list = from.iter().map(|s| format!("'{}'", s.replace('\'', ""))).collect::<Vec<_>>().join(", ");
+        let list = from.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", ");
         let res = sqlx::query(sqlf!(
             "UPDATE campaigns SET status = $1, updated_at = $2, \
              launched_at = CASE WHEN $1 = 'scheduled' AND launched_at IS NULL THEN $2 ELSE launched_at END, \
              completed_at = CASE WHEN $1 = 'cancelled' THEN $2 ELSE completed_at END \
              WHERE id = $3 AND user_id = $4 AND status IN ({list})"
         ))
-        .bind(to)
+        .bind(to.as_str())
         .bind(now)
         .bind(id)
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
         let changed = res.rows_affected() > 0;
-        if changed && to == "scheduled" {
+        if changed && to == CampaignStatus::Scheduled {
             // Launched or resumed: every open row is looked at again now.
             sqlx::query(sqlf!(
                 "UPDATE campaign_rows SET next_check_at = 0 WHERE campaign_id = $1 AND state IN {OPEN_STATES}"
@@ -496,7 +506,7 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        if changed && to == "cancelled" {
+        if changed && to == CampaignStatus::Cancelled {
             sqlx::query(sqlf!(
                 "UPDATE campaign_rows SET state = 'skipped', reason = 'cancelled', updated_at = $1 \
                  WHERE campaign_id = $2 AND state IN {OPEN_STATES} \
@@ -575,9 +585,7 @@ impl Store {
         .bind(id)
         .fetch_all(&mut *tx)
         .await?;
-        if by_state.is_empty()
-            || by_state.iter().any(|(s, _, _)| matches!(s.as_str(), "pending" | "auditing" | "ready"))
-        {
+        if by_state.is_empty() || by_state.iter().any(|(s, _, _)| TargetState::parse(s).is_none_or(|s| !s.is_final())) {
             tx.rollback().await?;
             return Ok(false);
         }
@@ -634,7 +642,11 @@ impl Store {
             .map(|r| {
                 Ok(DueTarget {
                     target: target_from(r)?,
-                    campaign_status: r.try_get("c_status")?,
+                    campaign_status: {
+                        let s: String = r.try_get("c_status")?;
+                        CampaignStatus::parse(&s)
+                            .ok_or_else(|| StoreError::Corrupt(format!("campaign status '{s}'")))?
+                    },
                     campaign_name: r.try_get("c_name")?,
                     send_at: r.try_get("c_send_at")?,
                     timezone: r.try_get("c_timezone")?,
@@ -678,7 +690,7 @@ impl Store {
     pub async fn target_wait(
         &self,
         id: &str,
-        state: &str,
+        state: TargetState,
         reason: Option<&str>,
         next_check_at: i64,
         now: i64,
@@ -688,7 +700,7 @@ impl Store {
     }
 
     /// End an open row as `skipped` or `failed` with its reason.
-    pub async fn target_end(&self, id: &str, state: &str, reason: &str, now: i64) -> Result<bool> {
+    pub async fn target_end(&self, id: &str, state: TargetState, reason: &str, now: i64) -> Result<bool> {
         let change = RowChange { state: Some(state), reason: Some(reason), ..OPEN_ROW };
         Ok(change.apply(&self.pool, id, now).await?.is_some())
     }
@@ -716,7 +728,7 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
         if suppressed.is_some() {
-            let change = RowChange { state: Some("skipped"), reason: Some("suppressed"), ..ANY_ROW };
+            let change = RowChange { state: Some(TargetState::Skipped), reason: Some("suppressed"), ..ANY_ROW };
             change.apply(&mut *tx, r.row_id, r.now).await?;
             tx.commit().await?;
             return Ok(Reserved::Suppressed);
@@ -767,7 +779,8 @@ impl Store {
     pub async fn finish_send_ok(&self, row_id: &str, message_id: &str, response: &str, now: i64) -> Result<()> {
         let mut tx = self.begin_write().await?;
         settle_outbox(&mut tx, row_id, "sent", response, Some(message_id), now).await?;
-        let change = RowChange { state: Some("sent"), reason: None, message_id: Some(message_id), ..ANY_ROW };
+        let change =
+            RowChange { state: Some(TargetState::Sent), reason: None, message_id: Some(message_id), ..ANY_ROW };
         change.apply(&mut *tx, row_id, now).await?;
         tx.commit().await?;
         Ok(())
@@ -778,7 +791,7 @@ impl Store {
     pub async fn finish_send_rejected(&self, row_id: &str, reason: &str, detail: &str, now: i64) -> Result<()> {
         let mut tx = self.begin_write().await?;
         settle_outbox(&mut tx, row_id, "failed", detail, None, now).await?;
-        let change = RowChange { state: Some("failed"), reason: Some(reason), ..ANY_ROW };
+        let change = RowChange { state: Some(TargetState::Failed), reason: Some(reason), ..ANY_ROW };
         if let Some((user_id, key, email)) = change.apply(&mut *tx, row_id, now).await? {
             insert_suppression(&mut tx, &user_id, &key, &email, SuppressionReason::Bounced, Some(detail), now).await?;
         }
@@ -797,7 +810,9 @@ impl Store {
     ) -> Result<()> {
         let mut tx = self.begin_write().await?;
         settle_outbox(&mut tx, row_id, "failed", detail, None, now).await?;
-        RowChange { state: Some("failed"), reason: Some(reason), ..ANY_ROW }.apply(&mut *tx, row_id, now).await?;
+        RowChange { state: Some(TargetState::Failed), reason: Some(reason), ..ANY_ROW }
+            .apply(&mut *tx, row_id, now)
+            .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -833,7 +848,7 @@ impl Store {
         .fetch_all(&mut *tx)
         .await?;
         for (row_id,) in &rows {
-            let change = RowChange { state: Some("failed"), reason: Some("send_interrupted"), ..READY_ROW };
+            let change = RowChange { state: Some(TargetState::Failed), reason: Some("send_interrupted"), ..READY_ROW };
             change.apply(&mut *tx, row_id, now).await?;
         }
         tx.commit().await?;
@@ -1096,7 +1111,7 @@ async fn insert_suppression(
 #[derive(Clone, Copy)]
 struct RowChange<'a> {
     /// The new state; None keeps it.
-    state: Option<&'a str>,
+    state: Option<TargetState>,
     /// Why it waits or ended: always written (None clears it).
     reason: Option<&'a str>,
     /// When the scheduler looks at it again; None keeps it.
@@ -1129,7 +1144,7 @@ impl RowChange<'_> {
              sent_at = CASE WHEN $1 = 'sent' THEN $5 ELSE sent_at END, updated_at = $5 \
              WHERE id = $6{only_in} RETURNING user_id, email_key, recipient_email"
         ))
-        .bind(self.state)
+        .bind(self.state.map(TargetState::as_str))
         .bind(self.reason)
         .bind(self.next_check_at)
         .bind(self.message_id)

@@ -1,6 +1,7 @@
 //! Screenshot jobs: creation with atomic quota reservation, state changes with their
 //! events, refunds, listing with a stable cursor, sharing.
 
+use capture_core::JobStatus;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
@@ -15,7 +16,7 @@ pub struct ScreenshotRow {
     pub id: String,
     pub user_id: String,
     pub key_id: Option<String>,
-    pub status: String,
+    pub status: JobStatus,
     pub url: String,
     pub options: String,
     pub format: String,
@@ -112,7 +113,10 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         id: r.try_get("id")?,
         user_id: r.try_get("user_id")?,
         key_id: r.try_get("key_id")?,
-        status: r.try_get("status")?,
+        status: {
+            let s: String = r.try_get("status")?;
+            JobStatus::parse(&s).ok_or_else(|| crate::db::StoreError::Corrupt(format!("screenshot status '{s}'")))?
+        },
         url: r.try_get("url")?,
         options: r.try_get("options")?,
         format: r.try_get("format")?,

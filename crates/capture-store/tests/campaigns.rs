@@ -10,6 +10,7 @@ mod common;
 use std::sync::Arc;
 
 use capture_core::ids::{USER, new_id, random_string};
+use capture_core::{CampaignStatus, TargetState};
 use capture_store::{
     NewCampaign, NewTarget, Reservation, Reserved, Store, SuppressionReason, SuppressionSource, Unsuppressed, User,
 };
@@ -60,10 +61,14 @@ async fn campaign(store: &Store, u: &User, rows: &[NewTarget]) -> String {
 
 /// Launch and make every row `ready` (as if its audit passed the gates).
 async fn launch_ready(store: &Store, u: &User, id: &str) {
-    store.transition_campaign(&u.id, id, &["draft"], "scheduled", T0).await.unwrap().unwrap();
+    store
+        .transition_campaign(&u.id, id, &[CampaignStatus::Draft], CampaignStatus::Scheduled, T0)
+        .await
+        .unwrap()
+        .unwrap();
     store.advance_campaigns(T0).await.unwrap();
     for (t, _) in store.campaign_targets(id, 1000).await.unwrap() {
-        assert!(store.target_wait(&t.id, "ready", None, T0, T0).await.unwrap());
+        assert!(store.target_wait(&t.id, TargetState::Ready, None, T0, T0).await.unwrap());
     }
 }
 
@@ -103,17 +108,35 @@ async fn campaign_rows_and_bounds(store: Store) {
             .unwrap(),
         Err(capture_store::AddRefused::NotFound)
     );
-    let (c, changed) = store.transition_campaign(&u.id, &id, &["draft"], "cancelled", T0).await.unwrap().unwrap();
-    assert!(changed && c.status == "cancelled");
-    assert!(store.campaign_targets(&id, 100).await.unwrap().iter().all(|(t, _)| t.state == "skipped"));
+    let (c, changed) = store
+        .transition_campaign(&u.id, &id, &[CampaignStatus::Draft], CampaignStatus::Cancelled, T0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(changed && c.status == CampaignStatus::Cancelled);
+    assert!(store.campaign_targets(&id, 100).await.unwrap().iter().all(|(t, _)| t.state == TargetState::Skipped));
     assert_eq!(
         store.add_campaign_targets(&u.id, &id, &[target("f@y.example", "https://f.example")], 100, T0).await.unwrap(),
-        Err(capture_store::AddRefused::Closed("cancelled".into()))
+        Err(capture_store::AddRefused::Closed(CampaignStatus::Cancelled))
     );
     // A second launch of a launched campaign changes nothing.
     let id2 = campaign(&store, &u, &[]).await;
-    assert!(store.transition_campaign(&u.id, &id2, &["draft"], "scheduled", T0).await.unwrap().unwrap().1);
-    assert!(!store.transition_campaign(&u.id, &id2, &["draft"], "scheduled", T0 + 5).await.unwrap().unwrap().1);
+    assert!(
+        store
+            .transition_campaign(&u.id, &id2, &[CampaignStatus::Draft], CampaignStatus::Scheduled, T0)
+            .await
+            .unwrap()
+            .unwrap()
+            .1
+    );
+    assert!(
+        !store
+            .transition_campaign(&u.id, &id2, &[CampaignStatus::Draft], CampaignStatus::Scheduled, T0 + 5)
+            .await
+            .unwrap()
+            .unwrap()
+            .1
+    );
 }
 
 /// Every reservation at once from many tasks: exactly the caps pass, each row at most once.
@@ -356,13 +379,13 @@ async fn campaign_completed_is_emitted_once_with_the_counts(store: Store) {
     .await;
     launch_ready(&store, &u, &id).await;
     let rows: Vec<String> = store.campaign_targets(&id, 10).await.unwrap().into_iter().map(|(t, _)| t.id).collect();
-    store.target_end(&rows[0], "skipped", "quality_gate:report_has_scores", T0).await.unwrap();
-    store.target_end(&rows[1], "failed", "smtp_rejected:550", T0).await.unwrap();
+    store.target_end(&rows[0], TargetState::Skipped, "quality_gate:report_has_scores", T0).await.unwrap();
+    store.target_end(&rows[1], TargetState::Failed, "smtp_rejected:550", T0).await.unwrap();
     // One row still open: not completed, nothing emitted.
     store.advance_campaigns(T0 + 1).await.unwrap();
-    assert_eq!(store.campaign_of(&u.id, &id).await.unwrap().unwrap().status, "running");
+    assert_eq!(store.campaign_of(&u.id, &id).await.unwrap().unwrap().status, CampaignStatus::Running);
     assert!(store.list_deliveries(&u.id, &sub.id, 10).await.unwrap().is_empty());
-    store.target_end(&rows[2], "skipped", "quality_gate:report_has_scores", T0).await.unwrap();
+    store.target_end(&rows[2], TargetState::Skipped, "quality_gate:report_has_scores", T0).await.unwrap();
     // Eight schedulers at once: one completes it.
     let store = Arc::new(store);
     let tasks: Vec<_> = (0..8)
@@ -406,13 +429,13 @@ async fn campaign_completed_is_emitted_once_with_the_counts(store: Store) {
     let id2 = campaign(&store, &u, &[target("d@x.example", "https://d.example")]).await;
     launch_ready(&store, &u, &id2).await;
     let first = store.campaign_targets(&id2, 10).await.unwrap().remove(0).0.id;
-    store.target_end(&first, "sent", "", T0).await.unwrap();
+    store.target_end(&first, TargetState::Sent, "", T0).await.unwrap();
     assert_eq!(
         store.add_campaign_targets(&u.id, &id2, &[target("e@x.example", "https://e.example")], 10, T0).await.unwrap(),
         Ok(1)
     );
     store.advance_campaigns(T0 + 20).await.unwrap();
-    assert_eq!(store.campaign_of(&u.id, &id2).await.unwrap().unwrap().status, "running");
+    assert_eq!(store.campaign_of(&u.id, &id2).await.unwrap().unwrap().status, CampaignStatus::Running);
 }
 
 on_both_backends! {

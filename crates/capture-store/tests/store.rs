@@ -10,6 +10,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
+use capture_core::JobStatus;
 use capture_core::ids::{KEY, SCREENSHOT, USER, new_id, random_string};
 use capture_store::{
     AdshotDone, ApiKeyRow, FairShare, IdemBegin, IdemClaim, IdemResponse, KIND_DRAFT, KIND_RENDER, Listener, NewAdshot,
@@ -367,7 +368,7 @@ async fn quota_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
     for call in calls {
         match call.await.unwrap().expect("create_screenshot") {
             Ok((row, used)) => {
-                assert_eq!(row.status, "pending");
+                assert_eq!(row.status, JobStatus::Pending);
                 admitted.push(used);
             }
             Err(Refused::Quota(QuotaExceeded { used })) => {
@@ -468,7 +469,7 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     );
 
     let failed = job_row(store, &task.subject_id).await;
-    assert_eq!(failed.status, "failed");
+    assert_eq!(failed.status, JobStatus::Failed);
     assert_eq!(failed.error.as_deref(), Some("net::ERR_NAME_NOT_RESOLVED"));
     assert_eq!(failed.completed_at, Some(T0 + 30));
     assert_eq!(failed.result_key, None);
@@ -510,7 +511,7 @@ async fn uploads_are_created_done_without_a_task(ctx: Ctx) {
     upload.done = Some(done_fields("upload"));
     let (row, used) = store.create_screenshot(&upload).await.unwrap().unwrap();
     assert_eq!(used, 1);
-    assert_eq!(row.status, "done");
+    assert_eq!(row.status, JobStatus::Done);
     assert_eq!(row.result_key.as_deref(), Some("results/upload.png"));
     assert_eq!(row.thumb_key.as_deref(), Some("thumbs/upload.webp"));
     assert_eq!(row.page_title.as_deref(), Some("Title upload"));
@@ -668,7 +669,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
             .unwrap()
     );
     let done = job_row(store, &job_id).await;
-    assert_eq!(done.status, "done");
+    assert_eq!(done.status, JobStatus::Done);
     assert_eq!(done.result_key.as_deref(), Some("results/fresh.png"));
     assert_eq!(done.thumb_key.as_deref(), Some("thumbs/fresh.webp"));
     assert_eq!(done.page_title.as_deref(), Some("Title fresh"));
@@ -732,7 +733,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
             .await
             .unwrap()
     );
-    assert_eq!(job_row(store, &job_id).await.status, "done");
+    assert_eq!(job_row(store, &job_id).await.status, JobStatus::Done);
     assert_eq!(statuses(store, &job_id).await, ["pending", "processing", "pending", "processing", "done"]);
     assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
 }

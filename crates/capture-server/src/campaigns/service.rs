@@ -6,7 +6,7 @@
 use capture_core::ids::{self, CAMPAIGN_ROW};
 use capture_core::sending::{self, COUNTING_ZONE, SendHours, WarmupSchedule, validate_email};
 use capture_core::time::iso;
-use capture_core::{CampaignId, FieldError};
+use capture_core::{CampaignId, CampaignStatus, FieldError};
 use capture_store::{
     AddRefused, CampaignRecord, NewCampaign, NewTarget, SenderLimits, Suppression, SuppressionReason, TargetRecord,
     Unsuppressed,
@@ -18,9 +18,6 @@ use crate::auth::Account;
 use crate::error::{Error, Result};
 use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
-
-/// Row states that are final.
-pub const FINAL_STATES: [&str; 3] = ["sent", "skipped", "failed"];
 
 /// The sender of campaign mail: the configured From's address, lower-cased.
 pub fn sender_address(state: &AppState) -> String {
@@ -122,14 +119,14 @@ pub async fn view(state: &AppState, c: &CampaignRecord, with_rows: bool) -> Resu
         counts.total += n;
     }
     let rows = if with_rows {
-        let paused = c.status.as_str();
+        let held = paused_or_draft(c.status);
         Some(
             state
                 .store
                 .campaign_targets(&c.id, MAX_ROWS_SHOWN)
                 .await?
                 .iter()
-                .map(|(t, token)| row_view(state, t, token.as_deref(), paused_or_draft(paused)))
+                .map(|(t, token)| row_view(state, t, token.as_deref(), held))
                 .collect(),
         )
     } else {
@@ -138,7 +135,7 @@ pub async fn view(state: &AppState, c: &CampaignRecord, with_rows: bool) -> Resu
     Ok(Campaign {
         id: CampaignId::from_stored(c.id.clone()),
         name: c.name.clone(),
-        status: c.status.clone(),
+        status: c.status.to_string(),
         send_at: iso(c.send_at),
         timezone: c.timezone.clone(),
         report_type: AuditReportType::parse(&c.report_type).unwrap_or(AuditReportType::SinglePage),
@@ -152,16 +149,16 @@ pub async fn view(state: &AppState, c: &CampaignRecord, with_rows: bool) -> Resu
 }
 
 /// What holds every open row of a campaign in `status` back, if the campaign itself does.
-fn paused_or_draft(status: &str) -> Option<&'static str> {
+fn paused_or_draft(status: CampaignStatus) -> Option<&'static str> {
     match status {
-        "paused" => Some("paused"),
-        "draft" => Some("launch"),
+        CampaignStatus::Paused => Some("paused"),
+        CampaignStatus::Draft => Some("launch"),
         _ => None,
     }
 }
 
 fn row_view(state: &AppState, t: &TargetRecord, token: Option<&str>, held: Option<&str>) -> CampaignRow {
-    let is_final = FINAL_STATES.contains(&t.state.as_str());
+    let is_final = t.state.is_final();
     let waiting = match (is_final, held) {
         (true, _) => None,
         (false, Some(h)) => Some(h.to_string()),
@@ -172,7 +169,7 @@ fn row_view(state: &AppState, t: &TargetRecord, token: Option<&str>, held: Optio
         website_url: t.website_url.clone(),
         recipient_email: t.recipient_email.clone(),
         report_type: AuditReportType::parse(&t.report_type).unwrap_or(AuditReportType::SinglePage),
-        state: t.state.clone(),
+        state: t.state.to_string(),
         waiting,
         reason: if is_final { t.reason.clone() } else { None },
         next_check_at: (!is_final && t.next_check_at > 0).then(|| iso(t.next_check_at)),
@@ -245,13 +242,14 @@ pub enum Transition {
 }
 
 impl Transition {
-    fn rule(self) -> (&'static [&'static str], &'static str, &'static [&'static str]) {
+    fn rule(self) -> (&'static [CampaignStatus], CampaignStatus, &'static [CampaignStatus]) {
+        use CampaignStatus::*;
         // (from, to, states in which asking again changes nothing and is not an error)
         match self {
-            Transition::Launch => (&["draft"], "scheduled", &["scheduled", "running", "paused", "completed"]),
-            Transition::Pause => (&["scheduled", "running"], "paused", &["paused"]),
-            Transition::Resume => (&["paused"], "scheduled", &["scheduled", "running"]),
-            Transition::Cancel => (&["draft", "scheduled", "running", "paused"], "cancelled", &["cancelled"]),
+            Transition::Launch => (&[Draft], Scheduled, &[Scheduled, Running, Paused, Completed]),
+            Transition::Pause => (&[Scheduled, Running], Paused, &[Paused]),
+            Transition::Resume => (&[Paused], Scheduled, &[Scheduled, Running]),
+            Transition::Cancel => (&[Draft, Scheduled, Running, Paused], Cancelled, &[Cancelled]),
         }
     }
 
@@ -274,7 +272,7 @@ pub async fn transition(state: &AppState, account: &Account, id: &CampaignId, t:
     else {
         return Err(Error::not_found(CampaignId::NOUN));
     };
-    if !changed && !same.contains(&c.status.as_str()) {
+    if !changed && !same.contains(&c.status) {
         return Err(FieldError::new("status", format!("a {} campaign cannot be {}", c.status, t.verb())).into());
     }
     if changed {

@@ -23,7 +23,7 @@ use capture_audit::report::Report;
 use capture_core::sending::{
     self, Capacity, Decision, ReportQuality, ReportStatus, SendInputs, WaitReason, parse_zone,
 };
-use capture_core::{JobStatus, ids};
+use capture_core::{CampaignStatus, JobStatus, TargetState, ids};
 use capture_mail::SendError;
 use capture_mail::outbound::{CampaignMail, InlineImage, Sender};
 use capture_store::{AuditRow, DueTarget, Reservation, Reserved};
@@ -141,11 +141,11 @@ async fn start_audit(state: &AppState, d: &DueTarget) -> Result<(), Error> {
     }
     // A suppressed address costs no audit.
     if state.store.suppression(&t.user_id, &t.email_key).await?.is_some() {
-        state.store.target_end(&t.id, "skipped", "suppressed", now).await?;
+        state.store.target_end(&t.id, TargetState::Skipped, "suppressed", now).await?;
         return Ok(());
     }
     let Some(user) = state.store.user_by_id(&t.user_id).await? else {
-        state.store.target_end(&t.id, "failed", "account_deleted", now).await?;
+        state.store.target_end(&t.id, TargetState::Failed, "account_deleted", now).await?;
         return Ok(());
     };
     let account = crate::auth::account_of_user(state, &user).await?;
@@ -166,7 +166,7 @@ async fn start_audit(state: &AppState, d: &DueTarget) -> Result<(), Error> {
                 _ => ("audit_error", Duration::from_secs(60)),
             };
             tracing::info!(row = %t.id, reason, error = %e, "a campaign row's audit could not start yet");
-            state.store.target_wait(&t.id, "pending", Some(reason), now + ms(wait), now).await?;
+            state.store.target_wait(&t.id, TargetState::Pending, Some(reason), now + ms(wait), now).await?;
         }
     }
     Ok(())
@@ -177,19 +177,19 @@ async fn check_audit(state: &AppState, worker: &str, d: &DueTarget, audit_id: &s
     let t = &d.target;
     let now = state.clock.now_ms();
     let Some(audit) = state.store.audit(audit_id).await? else {
-        state.store.target_end(&t.id, "failed", "audit_missing", now).await?;
+        state.store.target_end(&t.id, TargetState::Failed, "audit_missing", now).await?;
         return Ok(());
     };
     if !audit.status.is_final() {
-        state.store.target_wait(&t.id, "auditing", Some("audit"), now + ms(AUDIT_POLL), now).await?;
+        state.store.target_wait(&t.id, TargetState::Auditing, Some("audit"), now + ms(AUDIT_POLL), now).await?;
         return Ok(());
     }
     // The report's quality goes to `decide` with every other rule: a failed gate is its
     // `Skip`, as a suppression is.
     let quality = quality_of(state, &audit).await;
-    if state.store.target_wait(&t.id, "ready", None, now, now).await? {
+    if state.store.target_wait(&t.id, TargetState::Ready, None, now, now).await? {
         let mut ready = d.clone();
-        ready.target.state = "ready".into();
+        ready.target.state = TargetState::Ready;
         ready.target.reason = None;
         send_with(state, worker, &ready, ReportStatus::Ready(quality)).await?;
     }
@@ -242,7 +242,7 @@ async fn try_send(state: &AppState, worker: &str, d: &DueTarget) -> Result<(), E
         None => ReportStatus::Pending,
         Some(id) => match state.store.audit(id).await? {
             None => {
-                state.store.target_end(&t.id, "failed", "audit_missing", state.clock.now_ms()).await?;
+                state.store.target_end(&t.id, TargetState::Failed, "audit_missing", state.clock.now_ms()).await?;
                 return Ok(());
             }
             Some(a) if a.status.is_final() => ReportStatus::Ready(quality_of(state, &a).await),
@@ -259,7 +259,7 @@ async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: Report
     let now = state.clock.now();
     let now_ms = now.timestamp_millis();
     let Some(zone) = parse_zone(&d.timezone) else {
-        state.store.target_end(&t.id, "failed", "invalid_timezone", now_ms).await?;
+        state.store.target_end(&t.id, TargetState::Failed, "invalid_timezone", now_ms).await?;
         return Ok(());
     };
     let day = day_label(now);
@@ -282,7 +282,7 @@ async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: Report
     };
     match sending::decide(&inputs) {
         Decision::Skip { reason } => {
-            state.store.target_end(&t.id, "skipped", &reason.to_string(), now_ms).await?;
+            state.store.target_end(&t.id, TargetState::Skipped, &reason.to_string(), now_ms).await?;
         }
         Decision::Wait { reason, until } => {
             // Time rules wait exactly until the instant they name (launch and resume look at
@@ -294,17 +294,20 @@ async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: Report
                 (_, Some(u)) => u.timestamp_millis(),
                 (_, None) => now_ms + ms(MAX_TIME_WAIT),
             };
-            state.store.target_wait(&t.id, "ready", Some(reason.as_str()), next.max(now_ms + 50), now_ms).await?;
+            state
+                .store
+                .target_wait(&t.id, TargetState::Ready, Some(reason.as_str()), next.max(now_ms + 50), now_ms)
+                .await?;
         }
         Decision::Send => {
             let Some(mailer) = state.mailer.clone() else {
                 let next = now_ms + ms(MAX_CAP_WAIT);
-                state.store.target_wait(&t.id, "ready", Some("smtp_not_configured"), next, now_ms).await?;
+                state.store.target_wait(&t.id, TargetState::Ready, Some("smtp_not_configured"), next, now_ms).await?;
                 return Ok(());
             };
-            if d.campaign_status != "running" {
+            if d.campaign_status != CampaignStatus::Running {
                 // sendAt has come; the campaign starts running on the next round.
-                state.store.target_wait(&t.id, "ready", Some("send_at"), now_ms + 200, now_ms).await?;
+                state.store.target_wait(&t.id, TargetState::Ready, Some("send_at"), now_ms + 200, now_ms).await?;
                 return Ok(());
             }
             let outbox_id = ids::new_id("obx");
@@ -323,11 +326,11 @@ async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: Report
                 Reserved::Taken | Reserved::NotSendable | Reserved::Suppressed => {}
                 Reserved::SenderCap => {
                     let next = now_ms + ms(MAX_CAP_WAIT);
-                    state.store.target_wait(&t.id, "ready", Some("sender_cap"), next, now_ms).await?;
+                    state.store.target_wait(&t.id, TargetState::Ready, Some("sender_cap"), next, now_ms).await?;
                 }
                 Reserved::DomainCap => {
                     let next = now_ms + ms(MAX_CAP_WAIT);
-                    state.store.target_wait(&t.id, "ready", Some("domain_cap"), next, now_ms).await?;
+                    state.store.target_wait(&t.id, TargetState::Ready, Some("domain_cap"), next, now_ms).await?;
                 }
             }
         }

@@ -141,12 +141,12 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
     let deadline = tokio::time::Instant::now() + wait;
     let progress = ctx.meta.get_progress_token();
     let mut poll = tokio::time::interval(state.cfg.queue_poll);
-    let mut last_status = String::new();
+    let mut last_status = None;
     let mut step = 0.0;
     loop {
         let current = state.store.screenshot(id.as_str()).await?.ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
-        if current.status != last_status {
-            last_status = current.status.clone();
+        if last_status != Some(current.status) {
+            last_status = Some(current.status);
             step += 1.0;
             if let Some(token) = &progress {
                 let note = ProgressNotificationParam::new(token.clone(), step)
@@ -156,7 +156,7 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
                 let _ = ctx.peer.notify_progress(note).await;
             }
         }
-        if JobStatus::parse(&current.status).is_some_and(JobStatus::is_final) {
+        if current.status.is_final() {
             return job_result(state, &current, true).await;
         }
         // Wake on this node's change notices, or poll (a worker on another node finished it).
@@ -197,7 +197,7 @@ async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> 
     let job = screenshots::view(state, row).await;
     let public_url = job.public_url.clone().unwrap_or_default();
     let job = serde_json::to_value(&job).map_err(Error::internal)?;
-    if row.status == "failed" {
+    if row.status == JobStatus::Failed {
         // Not an HTTP error: the job exists and failed (its action was given back).
         let error = row.error.as_deref().unwrap_or("unknown error");
         let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
@@ -207,14 +207,14 @@ async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> 
         r.structured_content = Some(json!({"code": CAPTURE_FAILED, "error": error, "job": job}));
         return Ok(r);
     }
-    let summary = match (row.status.as_str(), row.format.as_str()) {
-        ("done", "pdf") => format!("PDF of {} is ready: {public_url}", row.url),
-        ("done", _) => format!("Screenshot of {} ({}): {public_url}", row.url, row.format),
+    let summary = match (row.status, row.format.as_str()) {
+        (JobStatus::Done, "pdf") => format!("PDF of {} is ready: {public_url}", row.url),
+        (JobStatus::Done, _) => format!("Screenshot of {} ({}): {public_url}", row.url, row.format),
         (s, _) => format!("Screenshot {} is {s}.", row.id),
     };
     let mut content = vec![ContentBlock::text(summary)];
     if with_image
-        && row.status == "done"
+        && row.status == JobStatus::Done
         && row.format != "pdf"
         && let Some(image) = inline_image(state, row).await?
     {

@@ -250,7 +250,7 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
     if let Some(id) = &a.screenshot_id {
         let sid = ScreenshotId::parse(id.trim()).ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
         let row = crate::screenshots::service::find(&cx.state, &cx.account, &sid).await?;
-        let key = row.result_key.clone().filter(|_| row.status == "done").ok_or_else(|| {
+        let key = row.result_key.clone().filter(|_| row.status == capture_core::JobStatus::Done).ok_or_else(|| {
             AutoError::invalid(
                 "screenshotId",
                 format!("screenshot {id} is {}, not done: it has no image yet", row.status),
