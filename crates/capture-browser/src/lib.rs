@@ -166,6 +166,8 @@ pub struct CaptureOutput {
     pub final_url: String,
     /// Labels such as `fullpage-truncated`, `wait-for-timeout`, `http-404`, `consent-dismissed`.
     pub tags: Vec<String>,
+    /// What the page said of itself, capped.
+    pub metadata: capture_core::metadata::PageMetadata,
 }
 
 /// Why a capture failed. The message is readable by end users.
@@ -183,6 +185,14 @@ pub enum CaptureError {
     /// The browser or the tab crashed or the DevTools connection dropped: worth a retry.
     #[error("{0}")]
     Browser(String),
+    /// The page answered, but not as the request demanded (`failOnHttpError`,
+    /// `failIfContentContains`, `failIfContentMissing`): the page's fault, so charged.
+    #[error("{0}")]
+    Rejected(String),
+    /// An element the request names (`selector`) is not on the page: the job fails and,
+    /// as it captured nothing, is not charged.
+    #[error("{0}")]
+    NotFound(String),
     /// A session ended (its deadline, `close`, a crash): it takes no more operations.
     #[error("{0}")]
     Closed(String),

@@ -11,6 +11,7 @@ use crate::cdp::Conn;
 use crate::egress::FailureLog;
 use crate::encode::{THUMB_WIDTH, finish_image, image_size};
 use crate::page::Page;
+use crate::page::fullpage::MAX_OUTPUT_HEIGHT;
 use crate::prepare::{Prepared, View};
 use crate::protocol as p;
 use crate::{CaptureError, CaptureOutput, CaptureRequest, ImageFormat};
@@ -49,19 +50,25 @@ pub(crate) async fn run(
     let deadline_msg = format!("capture exceeded the {} ms deadline", req.deadline.as_millis());
     let mut page = Page::new(conn.clone(), failures.clone(), prepared, deadline, deadline_msg);
     let mut tags: Vec<String> = Vec::new();
+    let o = &req.options;
 
     // The spare page was set up for the most recent job's view; adjust if this differs.
     let want = View::of(req);
     let have = page.prepared.view;
     // Pipelined: one round trip.
-    let metrics = ((have.width, have.height, have.dsf) != (want.width, want.height, want.dsf))
+    let metrics = ((have.width, have.height, have.dsf, have.mobile)
+        != (want.width, want.height, want.dsf, want.mobile))
         .then(|| page.send(&want.metrics(u64::from(req.options.height))));
-    let media = (have.dark != want.dark).then(|| page.send(&want.media()));
+    let media = ((have.dark, have.reduced, have.print) != (want.dark, want.reduced, want.print))
+        .then(|| page.send(&want.media()));
     if let Some(r) = metrics {
         page.finish(r, "Emulation.setDeviceMetricsOverride").await?;
     }
     if let Some(r) = media {
         page.finish(r, "Emulation.setEmulatedMedia").await?;
+    }
+    if o.timezone.is_some() || o.locale.is_some() || o.geolocation.is_some() || o.touch || o.user_agent.is_some() {
+        page.emulate(o).await?;
     }
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
@@ -81,26 +88,38 @@ pub(crate) async fn run(
     if let Some(js) = req.options.pre_screenshot_js.as_deref().filter(|s| !s.trim().is_empty()) {
         page.user_script(js, req.options.timeout_ms).await?;
     }
+    page.check_conditions(o).await?;
+    if !o.hide_selectors.is_empty() {
+        page.hide(&o.hide_selectors).await?;
+    }
 
     let output = if req.options.pdf {
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
-        let pdf = page
-            .call(&p::PrintToPdf {
-                print_background: true,
-                prefer_css_page_size: true,
-                paper_width: 8.27,
-                paper_height: 11.69,
-                landscape: false,
-                scale: None,
-            })
-            .await?;
+        let print = page.print_params(o).await?;
+        let pdf = page.call(&print).await?;
         let bytes = crate::encode::decode_base64(&pdf.data, "PDF")?;
-        let meta = page.title_url().await?;
+        let meta = page.metadata().await?;
         (bytes, "application/pdf", None, thumb, meta)
     } else {
-        if req.options.full_page {
-            page.prepare_full_page(req.options.width, req.options.height, req.options.device_scale_factor, &mut tags)
-                .await?;
+        let full_height = match o.full_page {
+            true => Some(page.prepare_full_page(o.width, o.height, o.device_scale_factor, o.mobile, &mut tags).await?),
+            false => None,
+        };
+        // The region: an element's box, the clip, or (to scale it) the whole view.
+        let region = match (&o.selector, &o.clip) {
+            (Some(sel), _) => {
+                let b = page.element_box(sel, o.timeout_ms).await?;
+                Some((b.x, b.y, b.width, b.height.min(MAX_OUTPUT_HEIGHT / o.device_scale_factor.max(0.1)), true))
+            }
+            (None, Some(c)) => Some((c.x, c.y, c.width, c.height, o.full_page)),
+            (None, None) if o.image_width.is_some() => {
+                let h = full_height.map_or(f64::from(o.height), |h| h as f64);
+                Some((0.0, 0.0, f64::from(o.width), h, false))
+            }
+            (None, None) => None,
+        };
+        if o.omit_background {
+            page.transparent_background().await?;
         }
         let (format, content_type) = match req.options.format {
             ImageFormat::Png => ("png", "image/png"),
@@ -110,25 +129,37 @@ pub(crate) async fn run(
         let png = req.options.format == ImageFormat::Png;
         // PNG: Chromium's fast encoder (its default one is the slowest step of a
         // capture), then a better deflate here, off the browser's threads.
+        // imageWidth: the browser renders the region at that width (sharp, not resampled).
+        let dsf = o.device_scale_factor.max(0.1);
         let params = p::CaptureScreenshot {
             format,
-            quality: (!png).then_some(80),
-            clip: None,
+            quality: (!png).then_some(o.quality.unwrap_or(capture_core::options::defaults::QUALITY)),
+            clip: region.map(|(x, y, width, height, _)| p::Clip {
+                x,
+                y,
+                width,
+                height,
+                scale: o.image_width.map_or(1.0, |w| f64::from(w) / (width * dsf)),
+            }),
             from_surface: true,
             optimize_for_speed: png,
-            capture_beyond_viewport: false,
+            capture_beyond_viewport: region.is_some_and(|r| r.4),
         };
         let shot = page.screenshot(&params).await?;
         mark("shot");
-        let top_px = (f64::from(req.options.height) * req.options.device_scale_factor).round() as u32;
+        // The thumbnail shows the first screenful of the image.
+        let top_px = match params.clip {
+            Some(c) => (c.height.min(f64::from(o.height)) * dsf * c.scale).round() as u32,
+            None => (f64::from(o.height) * dsf).round() as u32,
+        };
         let decodes = decodes.clone();
         let work = tokio::spawn(async move {
             // Bounded: a burst of big captures must not multiply the peak memory.
             let _permit = decodes.acquire_owned().await;
             tokio::task::spawn_blocking(move || finish_image(shot, png, top_px)).await
         });
-        // Read title and URL while the image is being encoded.
-        let meta = page.title_url().await?;
+        // Read what the page says of itself while the image is being encoded.
+        let meta = page.metadata().await?;
         mark("title");
         let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
             Ok(Ok(Ok(r))) => r,
@@ -144,7 +175,7 @@ pub(crate) async fn run(
         let size = image_size(&bytes);
         (bytes, content_type, size, thumb, meta)
     };
-    let (bytes, content_type, size, thumb, (page_title, final_url)) = output;
+    let (bytes, content_type, size, thumb, metadata) = output;
     mark("done");
     tracing::debug!(target: "capture_browser::timing", ?phases, "capture phases");
     Ok(CaptureOutput {
@@ -153,8 +184,9 @@ pub(crate) async fn run(
         width: size.map(|s| s.0),
         height: size.map(|s| s.1),
         thumbnail: Some(thumb),
-        page_title,
-        final_url,
+        page_title: metadata.title.clone().unwrap_or_default(),
+        final_url: metadata.final_url.clone(),
         tags,
+        metadata,
     })
 }

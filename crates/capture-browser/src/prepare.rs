@@ -30,6 +30,12 @@ pub(crate) struct View {
     pub height: u32,
     pub dsf: f64,
     pub dark: bool,
+    /// `prefers-reduced-motion: reduce`.
+    pub reduced: bool,
+    /// The `print` media type.
+    pub print: bool,
+    /// Mobile viewport semantics.
+    pub mobile: bool,
 }
 
 impl View {
@@ -40,6 +46,9 @@ impl View {
             height: req.options.height,
             dsf: req.options.device_scale_factor,
             dark: req.options.dark_mode,
+            reduced: req.options.reduced_motion,
+            print: req.options.media_type == capture_core::options::MediaType::Print,
+            mobile: req.options.mobile,
         }
     }
 
@@ -48,21 +57,26 @@ impl View {
             width: self.width,
             height,
             device_scale_factor: self.dsf,
-            mobile: false,
+            mobile: self.mobile,
             screen_orientation: None,
         }
     }
 
     pub(crate) fn media(&self) -> p::SetEmulatedMedia {
-        let features =
-            if self.dark { vec![p::MediaFeature { name: "prefers-color-scheme", value: "dark" }] } else { Vec::new() };
-        p::SetEmulatedMedia { features }
+        let mut features = Vec::new();
+        if self.dark {
+            features.push(p::MediaFeature { name: "prefers-color-scheme", value: "dark" });
+        }
+        if self.reduced {
+            features.push(p::MediaFeature { name: "prefers-reduced-motion", value: "reduce" });
+        }
+        p::SetEmulatedMedia { media: if self.print { "print" } else { "" }, features }
     }
 }
 
 impl Default for View {
     fn default() -> View {
-        View { width: 1280, height: 800, dsf: 1.0, dark: false }
+        View { width: 1280, height: 800, dsf: 1.0, dark: false, reduced: false, print: false, mobile: false }
     }
 }
 

@@ -96,6 +96,62 @@ pub(crate) fn wait_selector(sel_json: &str, ms: u64) -> String {
     )
 }
 
+/// The page's visible text (the body's `innerText`, else the document's text).
+pub(crate) const PAGE_TEXT: &str = "(document.body && document.body.innerText) || (document.documentElement && document.documentElement.textContent) || ''";
+
+/// Neutralise the page's page breaks (`fitOnePage`: everything on one sheet).
+pub(crate) const NO_PAGE_BREAKS: &str = r#"(() => {
+  const style = document.createElement('style');
+  style.textContent = '*, *::before, *::after { break-before: auto !important; break-after: auto !important; break-inside: auto !important; page-break-before: auto !important; page-break-after: auto !important; page-break-inside: auto !important; }';
+  (document.head || document.documentElement).appendChild(style);
+  return true;
+})()"#;
+
+/// The document's height in CSS px once laid out `width_px` wide (for `fitOnePage`): the
+/// viewport is left alone; the body is measured at that width in print media.
+pub(crate) fn content_height(width_px: f64) -> String {
+    format!(
+        r#"(() => {{
+  const root = document.documentElement;
+  const before = root.style.width;
+  root.style.width = '{width_px}px';
+  const h = Math.max(root.scrollHeight, document.body ? document.body.scrollHeight : 0);
+  root.style.width = before;
+  return h;
+}})()"#
+    )
+}
+
+/// Hide the elements of a list of selectors (one rule each, so one bad selector cannot void
+/// the others); the index of the first the browser cannot parse, or -1.
+pub(crate) fn hide_selectors(list_json: &str) -> String {
+    format!(
+        r#"((list) => {{
+  for (let i = 0; i < list.length; i++) {{
+    try {{ document.querySelectorAll(list[i]); }} catch (e) {{ return i; }}
+  }}
+  const style = document.createElement('style');
+  style.setAttribute('data-capture', 'hide');
+  style.textContent = list.map((s) => s + ' {{ visibility: hidden !important; }}').join('\n');
+  (document.head || document.documentElement).appendChild(style);
+  return -1;
+}})({list_json})"#
+    )
+}
+
+/// Scroll an element into view and return its box in document coordinates, or null.
+pub(crate) fn element_box(sel_json: &str) -> String {
+    format!(
+        r#"((sel) => {{
+  const el = document.querySelector(sel);
+  if (!el) return null;
+  el.scrollIntoView({{ block: 'center', inline: 'center', behavior: 'instant' }});
+  const r = el.getBoundingClientRect();
+  return {{ x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height }};
+}})({sel_json})"#
+    )
+}
+
 /// Scroll an element into view and return its centre, or null.
 pub(crate) fn element_centre(sel_json: &str) -> String {
     format!(
@@ -156,6 +212,41 @@ pub(crate) const WAIT_LOAD: &str = r#"document.readyState === 'complete' || new 
 pub(crate) const TITLE_URL: &str = r#"(() => {
   const cut = (s, n) => s.length > n ? s.slice(0, n).replace(/[\uD800-\uDBFF]$/, '') : s;
   return [cut(document.title || '', 2048), cut(location.href, 16384)];
+})()"#;
+
+/// What the page says of itself, each value cut in the page (the service caps them again):
+/// title, URL, description, canonical, lang, icon, and the `og:` and `twitter:` tags.
+pub(crate) const METADATA: &str = r#"(() => {
+  const cut = (s, n) => (s == null ? null : (s.length > n ? s.slice(0, n).replace(/[\uD800-\uDBFF]$/, '') : s));
+  const abs = (u) => { try { return u ? new URL(u, location.href).href : null; } catch (e) { return null; } };
+  const meta = (attr, name) => {
+    for (const m of document.querySelectorAll('meta[' + attr + ']')) {
+      if ((m.getAttribute(attr) || '').toLowerCase() === name) return cut(m.getAttribute('content'), 4096);
+    }
+    return null;
+  };
+  const link = (rel) => {
+    for (const l of document.querySelectorAll('link[rel][href]')) {
+      if (l.rel.toLowerCase().split(/\s+/).includes(rel)) return abs(l.getAttribute('href'));
+    }
+    return null;
+  };
+  const og = {}, twitter = {};
+  for (const k of ['title', 'description', 'image', 'url', 'type', 'site_name']) og[k] = meta('property', 'og:' + k) || meta('name', 'og:' + k);
+  if (og.image) og.image = abs(og.image);
+  if (og.url) og.url = abs(og.url);
+  for (const k of ['card', 'title', 'description', 'image', 'site', 'creator']) twitter[k] = meta('name', 'twitter:' + k) || meta('property', 'twitter:' + k);
+  if (twitter.image) twitter.image = abs(twitter.image);
+  const isHttp = location.protocol === 'http:' || location.protocol === 'https:';
+  return {
+    title: cut(document.title || '', 2048),
+    url: cut(location.href, 16384),
+    description: meta('name', 'description'),
+    canonical: link('canonical'),
+    lang: cut(document.documentElement.getAttribute('lang'), 64),
+    favicon: link('icon') || link('apple-touch-icon') || (isHttp ? abs('/favicon.ico') : null),
+    og, twitter,
+  };
 })()"#;
 
 /// Loaded into spare pages to warm their renderer (fonts, layout, painting).

@@ -457,6 +457,7 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
                 pre_screenshot_js: a.js,
                 device_scale_factor: a.device_scale_factor,
                 click_before: a.click_before,
+                ..ScreenshotIn::default()
             };
             let args = commands::ShotArgs { output: a.output, options, quiet: a.quiet, idempotency_key };
             commands::shot(&c, args).await

@@ -2,11 +2,13 @@
 //! calendar-month quota window, the sending rules of campaigns and the stable error codes. No I/O lives here.
 
 pub mod clock;
+pub mod devices;
 pub mod egress;
 pub mod error;
 pub mod events;
 pub mod ids;
 pub mod limits;
+pub mod metadata;
 pub mod options;
 pub mod plan;
 pub mod proxies;

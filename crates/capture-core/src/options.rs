@@ -48,6 +48,295 @@ pub enum CookieConsent {
     None,
 }
 
+/// A region of the page in CSS pixels (`clip`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Clip {
+    /// Left edge, from the page's (or with fullPage the document's) left.
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = bounds::CLIP_MAX)))]
+    pub x: f64,
+    /// Top edge.
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = bounds::CLIP_MAX)))]
+    pub y: f64,
+    /// Width, at least 1.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1.0, max = bounds::CLIP_MAX)))]
+    pub width: f64,
+    /// Height, at least 1.
+    #[cfg_attr(feature = "schema", schemars(range(min = 1.0, max = bounds::CLIP_MAX)))]
+    pub height: f64,
+}
+
+/// A position the page's `navigator.geolocation` reports (`geolocation`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Geolocation {
+    /// Degrees north, -90 to 90.
+    #[cfg_attr(feature = "schema", schemars(range(min = -90.0, max = 90.0)))]
+    pub latitude: f64,
+    /// Degrees east, -180 to 180.
+    #[cfg_attr(feature = "schema", schemars(range(min = -180.0, max = 180.0)))]
+    pub longitude: f64,
+    /// Accuracy in metres (default 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.0, max = 100000.0)))]
+    pub accuracy: Option<f64>,
+}
+
+/// The CSS media type the page is rendered for (`mediaType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum MediaType {
+    #[default]
+    Screen,
+    Print,
+}
+
+/// A paper size of `pdfOptions.paperFormat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum PaperFormat {
+    A0,
+    A1,
+    A2,
+    A3,
+    A4,
+    A5,
+    A6,
+    Letter,
+    Legal,
+    Tabloid,
+}
+
+impl PaperFormat {
+    /// Width and height in inches, portrait.
+    pub fn inches(self) -> (f64, f64) {
+        match self {
+            PaperFormat::A0 => (33.1102, 46.811),
+            PaperFormat::A1 => (23.3858, 33.1102),
+            PaperFormat::A2 => (16.5354, 23.3858),
+            PaperFormat::A3 => (11.6929, 16.5354),
+            PaperFormat::A4 => (8.2677, 11.6929),
+            PaperFormat::A5 => (5.8268, 8.2677),
+            PaperFormat::A6 => (4.1339, 5.8268),
+            PaperFormat::Letter => (8.5, 11.0),
+            PaperFormat::Legal => (8.5, 14.0),
+            PaperFormat::Tabloid => (11.0, 17.0),
+        }
+    }
+}
+
+/// Page margins of a PDF, each a CSS length (`1cm`, `0.5in`, `10mm`, `20px`; a bare
+/// number is pixels).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PdfMargin {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<Length>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub right: Option<Length>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bottom: Option<Length>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<Length>,
+}
+
+/// A CSS length: a string with a unit (`px`, `in`, `cm`, `mm`), or a number of pixels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(untagged)]
+pub enum Length {
+    Px(f64),
+    Css(String),
+}
+
+impl Length {
+    /// In inches (96 CSS pixels to the inch), or why not.
+    pub fn inches(&self) -> Result<f64, String> {
+        let (n, unit) = match self {
+            Length::Px(n) => (*n, "px"),
+            Length::Css(s) => {
+                let s = s.trim();
+                let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+                let n: f64 = s[..split].trim().parse().map_err(|_| format!("'{s}' is not a length (e.g. 1cm)"))?;
+                (n, &s[split..])
+            }
+        };
+        let per_inch = match unit {
+            "px" | "" => 96.0,
+            "in" => 1.0,
+            "cm" => 2.54,
+            "mm" => 25.4,
+            other => return Err(format!("unit '{other}' is not one of px, in, cm, mm")),
+        };
+        if !n.is_finite() || n < 0.0 {
+            return Err("must be 0 or more".into());
+        }
+        Ok(n / per_inch)
+    }
+}
+
+/// How a PDF is printed (`pdfOptions`, with `pdf: true`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PdfOptionsIn {
+    /// A paper size (default a4, unless the page's CSS sets one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_format: Option<PaperFormat>,
+    /// A paper width instead of a format (with paperHeight): `210mm`, `8.5in`, or pixels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_width: Option<Length>,
+    /// A paper height instead of a format (with paperWidth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paper_height: Option<Length>,
+    /// Print in landscape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub landscape: Option<bool>,
+    /// Page margins (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<PdfMargin>,
+    /// Print backgrounds (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub print_background: Option<bool>,
+    /// Scale of the page's rendering, 0.1-2 (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 0.1, max = 2.0)))]
+    pub scale: Option<f64>,
+    /// Pages to print, e.g. `1-3, 5` (default all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = 200)))]
+    pub page_ranges: Option<String>,
+    /// HTML of each page's header; elements of class pageNumber, totalPages, date, title and
+    /// url are filled in. Give it a font-size (the default is tiny).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::PDF_TEMPLATE_MAX)))]
+    pub header_template: Option<String>,
+    /// HTML of each page's footer, as headerTemplate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::PDF_TEMPLATE_MAX)))]
+    pub footer_template: Option<String>,
+    /// The whole page on one sheet: as wide as the paper, as tall as the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fit_one_page: Option<bool>,
+}
+
+/// Checked PDF settings, in inches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PdfSettings {
+    /// None: the page's CSS size, else A4.
+    pub paper: Option<(f64, f64)>,
+    pub landscape: bool,
+    /// top, right, bottom, left
+    pub margin: [f64; 4],
+    pub print_background: bool,
+    pub scale: f64,
+    pub page_ranges: Option<String>,
+    pub header_template: Option<String>,
+    pub footer_template: Option<String>,
+    pub fit_one_page: bool,
+}
+
+impl Default for PdfSettings {
+    fn default() -> Self {
+        PdfSettings {
+            paper: None,
+            landscape: false,
+            margin: [0.0; 4],
+            print_background: true,
+            scale: 1.0,
+            page_ranges: None,
+            header_template: None,
+            footer_template: None,
+            fit_one_page: false,
+        }
+    }
+}
+
+impl PdfOptionsIn {
+    /// The checks beyond the shape, each refusal naming `pdfOptions.<field>`.
+    pub fn check(self) -> Result<PdfSettings, FieldError> {
+        let f = |name: &str| format!("pdfOptions.{name}");
+        let len = |name: &str, l: &Length| {
+            l.inches().map_err(|e| FieldError::new(f(name), e)).and_then(|v| {
+                if v > 200.0 { Err(FieldError::new(f(name), "must be at most 200 inches")) } else { Ok(v) }
+            })
+        };
+        let paper = match (self.paper_format, &self.paper_width, &self.paper_height) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                return Err(FieldError::new(f("paperWidth"), "cannot be combined with paperFormat"));
+            }
+            (Some(p), None, None) => Some(p.inches()),
+            (None, Some(w), Some(h)) => {
+                let (w, h) = (len("paperWidth", w)?, len("paperHeight", h)?);
+                if w < 0.5 || h < 0.5 {
+                    return Err(FieldError::new(f("paperWidth"), "paper must be at least half an inch each way"));
+                }
+                Some((w, h))
+            }
+            (None, Some(_), None) => return Err(FieldError::new(f("paperHeight"), "is required with paperWidth")),
+            (None, None, Some(_)) => return Err(FieldError::new(f("paperWidth"), "is required with paperHeight")),
+            (None, None, None) => None,
+        };
+        let m = self.margin.unwrap_or_default();
+        let mut margin = [0.0; 4];
+        for (i, (name, v)) in
+            [("top", &m.top), ("right", &m.right), ("bottom", &m.bottom), ("left", &m.left)].into_iter().enumerate()
+        {
+            if let Some(v) = v {
+                margin[i] = len(&format!("margin.{name}"), v)?;
+            }
+        }
+        let scale = self.scale.unwrap_or(1.0);
+        if !(0.1..=2.0).contains(&scale) {
+            return Err(FieldError::new(f("scale"), "must be between 0.1 and 2"));
+        }
+        let page_ranges = match self.page_ranges.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(r) if r.len() <= 200 && valid_ranges(r) => Some(r.to_string()),
+            Some(r) => {
+                return Err(FieldError::new(f("pageRanges"), format!("'{r}' is not a list of pages like 1-3, 5")));
+            }
+        };
+        let template = |name: &str, t: Option<String>| match t {
+            Some(t) if t.len() > bounds::PDF_TEMPLATE_MAX => {
+                Err(FieldError::new(f(name), "must be at most 16384 bytes"))
+            }
+            Some(t) if t.trim().is_empty() => Ok(None),
+            other => Ok(other),
+        };
+        Ok(PdfSettings {
+            paper,
+            landscape: self.landscape.unwrap_or(false),
+            margin,
+            print_background: self.print_background.unwrap_or(true),
+            scale,
+            page_ranges,
+            header_template: template("headerTemplate", self.header_template)?,
+            footer_template: template("footerTemplate", self.footer_template)?,
+            fit_one_page: self.fit_one_page.unwrap_or(false),
+        })
+    }
+}
+
+/// `1-3, 5, 8-`: numbers from 1, ranges with a dash (open at the end), separated by commas.
+fn valid_ranges(r: &str) -> bool {
+    r.split(',').all(|part| {
+        let part = part.trim();
+        let num =
+            |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit()) && s.parse::<u32>().is_ok_and(|n| n >= 1);
+        match part.split_once('-') {
+            None => num(part),
+            Some((a, b)) => num(a.trim()) && (b.trim().is_empty() || num(b.trim())),
+        }
+    })
+}
+
 /// Validated capture options, stored with the job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -69,6 +358,68 @@ pub struct CaptureOptions {
     pub pre_screenshot_js: Option<String>,
     pub device_scale_factor: f64,
     pub click_before: Option<String>,
+    // The options below came later: a job stored before them reads their defaults.
+    /// Capture just this element's box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Capture just this region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip: Option<Clip>,
+    /// Hidden (`visibility: hidden`) before the capture.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hide_selectors: Vec<String>,
+    /// A transparent background (PNG and WebP).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub omit_background: bool,
+    /// JPEG and WebP quality (None: the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<u8>,
+    /// The returned image's width in pixels (the height keeps the aspect ratio).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_width: Option<u32>,
+    /// The IANA time zone the page sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
+    /// The BCP 47 locale the page sees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<String>,
+    /// The position the page sees, with the permission granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geolocation: Option<Geolocation>,
+    /// `prefers-reduced-motion: reduce`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reduced_motion: bool,
+    /// The CSS media type.
+    #[serde(default, skip_serializing_if = "is_screen")]
+    pub media_type: MediaType,
+    /// Fail when the main document answers 4xx or 5xx.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_on_http_error: bool,
+    /// Fail when the page's text contains one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_if_content_contains: Vec<String>,
+    /// Fail when the page's text lacks one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fail_if_content_missing: Vec<String>,
+    /// The device preset asked for (its values are in the fields here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Mobile viewport semantics (meta viewport, overlay scrollbars).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mobile: bool,
+    /// Touch events and `navigator.maxTouchPoints`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub touch: bool,
+    /// The User-Agent (None: the browser's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
+    /// How a PDF is printed (None: A4, backgrounds, no margins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pdf_options: Option<PdfSettings>,
+}
+
+fn is_screen(m: &MediaType) -> bool {
+    *m == MediaType::Screen
 }
 
 impl Default for CaptureOptions {
@@ -90,6 +441,25 @@ impl Default for CaptureOptions {
             pre_screenshot_js: None,
             device_scale_factor: defaults::DEVICE_SCALE_FACTOR,
             click_before: None,
+            selector: None,
+            clip: None,
+            hide_selectors: Vec::new(),
+            omit_background: false,
+            quality: None,
+            image_width: None,
+            timezone: None,
+            locale: None,
+            geolocation: None,
+            reduced_motion: false,
+            media_type: MediaType::Screen,
+            fail_on_http_error: false,
+            fail_if_content_contains: Vec::new(),
+            fail_if_content_missing: Vec::new(),
+            device: None,
+            mobile: false,
+            touch: false,
+            user_agent: None,
+            pdf_options: None,
         }
     }
 }
@@ -103,6 +473,8 @@ pub mod defaults {
     pub const DEVICE_SCALE_FACTOR: f64 = 1.0;
     pub const FORMAT: super::ImageFormat = super::ImageFormat::Png;
     pub const WAIT_UNTIL: super::WaitUntil = super::WaitUntil::Networkidle;
+    /// JPEG and WebP quality when a request sets none.
+    pub const QUALITY: u8 = 80;
 }
 
 /// Bounds from DESIGN.md.
@@ -117,6 +489,21 @@ pub mod bounds {
     pub const URL_MAX: usize = 4096;
     /// Tallest full-page output, in output pixels.
     pub const FULL_PAGE_MAX: u32 = 16384;
+    /// The largest coordinate or size of a `clip`, in CSS pixels.
+    pub const CLIP_MAX: f64 = 16384.0;
+    /// `hideSelectors`: at most this many.
+    pub const HIDE_SELECTORS_MAX: usize = 50;
+    pub const QUALITY: (u8, u8) = (1, 100);
+    pub const IMAGE_WIDTH: (u32, u32) = (16, 7680);
+    pub const LOCALE_MAX: usize = 35;
+    pub const TIMEZONE_MAX: usize = 64;
+    /// `failIfContentContains` / `failIfContentMissing`: at most this many strings each, of
+    /// at most `CONTENT_MATCH_MAX` bytes.
+    pub const CONTENT_MATCHES_MAX: usize = 10;
+    pub const CONTENT_MATCH_MAX: usize = 1024;
+    pub const USER_AGENT_MAX: usize = 512;
+    /// A PDF header or footer template, in bytes.
+    pub const PDF_TEMPLATE_MAX: usize = 16 * 1024;
 }
 
 // This one type is the request's shape everywhere: the server deserialises and checks it
@@ -191,6 +578,83 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(max = bounds::SELECTOR_MAX)))]
     pub click_before: Option<String>,
+    /// CSS selector of the one element to capture: its box, scrolled into view, waited for up
+    /// to timeoutMs. The image is the element's size × deviceScaleFactor. A missing element
+    /// fails the job, and its action is given back. Not with clip or pdf.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::SELECTOR_MAX)))]
+    pub selector: Option<String>,
+    /// A region to capture, in CSS pixels: of the viewport, or with fullPage of the whole
+    /// page. The image is its size × deviceScaleFactor. Not with selector or pdf.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clip: Option<Clip>,
+    /// CSS selectors of elements hidden (visibility: hidden) before the capture: cookie
+    /// banners, chat widgets, ads. Up to 50.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::HIDE_SELECTORS_MAX), inner(length(min = 1, max = bounds::SELECTOR_MAX))))]
+    pub hide_selectors: Option<Vec<String>>,
+    /// A transparent background where the page paints none (PNG and WebP).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub omit_background: Option<bool>,
+    /// Image quality of a JPEG or WebP, 1-100.
+    #[serde(default, deserialize_with = "whole", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = bounds::QUALITY.0, max = bounds::QUALITY.1), extend("default" = defaults::QUALITY)))]
+    pub quality: Option<u8>,
+    /// Width of the returned image in pixels; the height keeps the aspect ratio. The page is
+    /// rendered at that size (sharp, not resampled). Not with pdf.
+    #[serde(default, deserialize_with = "whole", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = bounds::IMAGE_WIDTH.0, max = bounds::IMAGE_WIDTH.1)))]
+    pub image_width: Option<u32>,
+    /// The IANA time zone the page sees (Date, Intl), e.g. Europe/Berlin.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("examples" = ["Europe/Berlin"])))]
+    pub timezone: Option<String>,
+    /// The BCP 47 locale the page sees: navigator.language, Intl and the Accept-Language
+    /// header, e.g. de-DE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("examples" = ["de-DE"])))]
+    pub locale: Option<String>,
+    /// The position navigator.geolocation reports, with the permission granted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub geolocation: Option<Geolocation>,
+    /// Send prefers-reduced-motion: reduce (pages that honour it stop their animations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub reduced_motion: Option<bool>,
+    /// The CSS media type the page is rendered for: screen, or print (its print styles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = MediaType::Screen)))]
+    pub media_type: Option<MediaType>,
+    /// Fail the job when the main document answers 4xx or 5xx (its status is in the error).
+    /// The page ran, so the action is charged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub fail_on_http_error: Option<bool>,
+    /// Fail the job when the page's visible text contains any of these strings (exact,
+    /// case-sensitive; up to 10). The action is charged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::CONTENT_MATCHES_MAX), inner(length(min = 1, max = bounds::CONTENT_MATCH_MAX))))]
+    pub fail_if_content_contains: Option<Vec<String>>,
+    /// Fail the job when the page's visible text lacks any of these strings (exact,
+    /// case-sensitive; up to 10). The action is charged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::CONTENT_MATCHES_MAX), inner(length(min = 1, max = bounds::CONTENT_MATCH_MAX))))]
+    pub fail_if_content_missing: Option<Vec<String>>,
+    /// A device preset (iphone-15, pixel-8, ipad-mini, desktop-1280, …; GET /v1/devices
+    /// lists them): viewport, pixel ratio, mobile, touch and user agent in one word. An
+    /// explicit width, height, deviceScaleFactor or userAgent overrides its value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("examples" = ["iphone-15"])))]
+    pub device: Option<String>,
+    /// The User-Agent the page and its requests see (default: the browser's, or the device's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::USER_AGENT_MAX)))]
+    pub user_agent: Option<String>,
+    /// How the PDF is printed (with pdf: true): paper, margins, scale, pages, header and
+    /// footer, backgrounds, or the whole page on one sheet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pdf_options: Option<PdfOptionsIn>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.
@@ -225,8 +689,19 @@ impl ScreenshotIn {
             None => None,
             Some(s) => Some(validate_url(&s)?),
         };
-        let width = within("width", self.width.unwrap_or(defaults::WIDTH), bounds::WIDTH)?;
-        let height = within("height", self.height.unwrap_or(defaults::HEIGHT), bounds::HEIGHT)?;
+        // A device gives the defaults of the view; explicit values win.
+        let device = match self.device.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(name) => Some((
+                name.to_string(),
+                crate::devices::preset(name).ok_or_else(|| {
+                    FieldError::new("device", format!("'{name}' is not a device preset (GET /v1/devices lists them)"))
+                })?,
+            )),
+        };
+        let (dev_w, dev_h) = device.as_ref().map_or((defaults::WIDTH, defaults::HEIGHT), |(_, p)| (p.0, p.1));
+        let width = within("width", self.width.unwrap_or(dev_w), bounds::WIDTH)?;
+        let height = within("height", self.height.unwrap_or(dev_h), bounds::HEIGHT)?;
         let delay = within("delay", self.delay.unwrap_or(defaults::DELAY), (0, bounds::DELAY_MAX))?;
         let timeout_ms = within("timeoutMs", self.timeout_ms.unwrap_or(defaults::TIMEOUT_MS), bounds::TIMEOUT)?;
         let pre_screenshot_js = match self.pre_screenshot_js {
@@ -236,17 +711,81 @@ impl ScreenshotIn {
             Some(s) if s.trim().is_empty() => None,
             other => other,
         };
-        let device_scale_factor = self.device_scale_factor.unwrap_or(defaults::DEVICE_SCALE_FACTOR);
-        if !(bounds::DSF.0..=bounds::DSF.1).contains(&device_scale_factor) {
-            return Err(FieldError::new("deviceScaleFactor", "must be between 0.5 and 3"));
+        // A preset's own pixel ratio may be beyond the bounds of an explicit one (4 on some phones).
+        let device_scale_factor = match (self.device_scale_factor, &device) {
+            (Some(d), _) if !(bounds::DSF.0..=bounds::DSF.1).contains(&d) => {
+                return Err(FieldError::new("deviceScaleFactor", "must be between 0.5 and 3"));
+            }
+            (Some(d), _) => d,
+            (None, Some((_, p))) => p.2,
+            (None, None) => defaults::DEVICE_SCALE_FACTOR,
+        };
+        let user_agent = match self.user_agent {
+            Some(ua) if ua.len() > bounds::USER_AGENT_MAX => {
+                return Err(FieldError::new("userAgent", "must be at most 512 bytes"));
+            }
+            Some(ua) if ua.chars().any(char::is_control) => {
+                return Err(FieldError::new("userAgent", "must not contain control characters"));
+            }
+            Some(ua) if !ua.trim().is_empty() => Some(ua.trim().to_string()),
+            _ => device.as_ref().map(|(_, p)| p.4).filter(|ua| !ua.is_empty()).map(str::to_owned),
+        };
+        let mobile = device.as_ref().is_some_and(|(_, p)| p.3);
+        let pdf = self.pdf.unwrap_or(false);
+        let format = self.format.unwrap_or(defaults::FORMAT);
+        let full_page = self.full_page.unwrap_or(false);
+        let selector_opt = selector("selector", self.selector)?;
+        if selector_opt.is_some() && self.clip.is_some() {
+            return Err(FieldError::new("clip", "cannot be combined with selector"));
         }
+        if pdf {
+            for (set, field) in [
+                (selector_opt.is_some(), "selector"),
+                (self.clip.is_some(), "clip"),
+                (self.image_width.is_some(), "imageWidth"),
+                (self.quality.is_some(), "quality"),
+                (self.omit_background == Some(true), "omitBackground"),
+            ] {
+                if set {
+                    return Err(FieldError::new(field, "applies to images, not to a PDF"));
+                }
+            }
+        }
+        if let Some(c) = &self.clip {
+            check_clip(c, full_page, width, height)?;
+        }
+        let hide_selectors = hide_selectors(self.hide_selectors)?;
+        let quality = match self.quality {
+            Some(_) if format == ImageFormat::Png => {
+                return Err(FieldError::new("quality", "applies to jpeg and webp; a PNG is lossless"));
+            }
+            Some(q) => Some(within("quality", q, bounds::QUALITY)?),
+            None => None,
+        };
+        let omit_background = self.omit_background.unwrap_or(false);
+        if omit_background && format == ImageFormat::Jpeg {
+            return Err(FieldError::new("omitBackground", "needs png or webp; a JPEG has no transparency"));
+        }
+        let image_width = match self.image_width {
+            Some(w) => Some(within("imageWidth", w, bounds::IMAGE_WIDTH)?),
+            None => None,
+        };
+        let pdf_options = match self.pdf_options {
+            Some(_) if !pdf => return Err(FieldError::new("pdfOptions", "applies to a PDF (set pdf: true)")),
+            Some(p) => Some(p.check()?),
+            None => None,
+        };
+        let geolocation = match self.geolocation {
+            Some(g) => Some(check_geolocation(g)?),
+            None => None,
+        };
         Ok(CaptureOptions {
             url,
             width,
             height,
-            full_page: self.full_page.unwrap_or(false),
-            format: self.format.unwrap_or(defaults::FORMAT),
-            pdf: self.pdf.unwrap_or(false),
+            full_page,
+            format,
+            pdf,
             delay,
             dark_mode: self.dark_mode.unwrap_or(false),
             cookie_consent: self.cookie_consent.unwrap_or(CookieConsent::Auto) == CookieConsent::Auto,
@@ -256,6 +795,25 @@ impl ScreenshotIn {
             pre_screenshot_js,
             device_scale_factor,
             click_before: selector("clickBefore", self.click_before)?,
+            selector: selector_opt,
+            clip: self.clip,
+            hide_selectors,
+            omit_background,
+            quality,
+            image_width,
+            timezone: self.timezone.map(|t| check_timezone(&t)).transpose()?,
+            locale: self.locale.map(|l| check_locale(&l)).transpose()?,
+            geolocation,
+            reduced_motion: self.reduced_motion.unwrap_or(false),
+            media_type: self.media_type.unwrap_or_default(),
+            fail_on_http_error: self.fail_on_http_error.unwrap_or(false),
+            fail_if_content_contains: content_matches("failIfContentContains", self.fail_if_content_contains)?,
+            fail_if_content_missing: content_matches("failIfContentMissing", self.fail_if_content_missing)?,
+            device: device.map(|(name, _)| name),
+            mobile,
+            touch: mobile,
+            user_agent,
+            pdf_options,
         })
     }
 }
@@ -313,6 +871,96 @@ fn selector(field: &str, value: Option<String>) -> Result<Option<String>, FieldE
         Some(s) if s.trim().is_empty() => Ok(None),
         other => Ok(other),
     }
+}
+
+/// A clip within its bounds (and, without fullPage, within the viewport).
+fn check_clip(c: &Clip, full_page: bool, width: u32, height: u32) -> Result<(), FieldError> {
+    let finite = [c.x, c.y, c.width, c.height].iter().all(|v| v.is_finite());
+    if !finite || c.x < 0.0 || c.y < 0.0 {
+        return Err(FieldError::new("clip", "x and y must be 0 or more"));
+    }
+    if c.width < 1.0 || c.height < 1.0 || c.width > bounds::CLIP_MAX || c.height > bounds::CLIP_MAX {
+        return Err(FieldError::new("clip", "width and height must be between 1 and 16384"));
+    }
+    if c.x + c.width > bounds::CLIP_MAX || c.y + c.height > bounds::CLIP_MAX {
+        return Err(FieldError::new("clip", "must lie within 16384 CSS pixels of the top left"));
+    }
+    if !full_page && (c.x + c.width > f64::from(width) || c.y + c.height > f64::from(height)) {
+        return Err(FieldError::new(
+            "clip",
+            format!("must lie within the {width}×{height} viewport (set fullPage to clip the whole page)"),
+        ));
+    }
+    Ok(())
+}
+
+/// `hideSelectors`: at most 50, each within its size; blank ones dropped.
+fn hide_selectors(list: Option<Vec<String>>) -> Result<Vec<String>, FieldError> {
+    let list = list.unwrap_or_default();
+    if list.len() > bounds::HIDE_SELECTORS_MAX {
+        return Err(FieldError::new("hideSelectors", "must list at most 50 selectors"));
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for (i, s) in list.into_iter().enumerate() {
+        if s.len() > bounds::SELECTOR_MAX {
+            return Err(FieldError::new(format!("hideSelectors[{i}]"), "must be at most 1024 characters"));
+        }
+        if !s.trim().is_empty() {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+/// `failIfContent…`: at most 10 non-empty strings within their size.
+fn content_matches(field: &str, list: Option<Vec<String>>) -> Result<Vec<String>, FieldError> {
+    let list = list.unwrap_or_default();
+    if list.len() > bounds::CONTENT_MATCHES_MAX {
+        return Err(FieldError::new(field, "must list at most 10 strings"));
+    }
+    for (i, s) in list.iter().enumerate() {
+        if s.is_empty() || s.len() > bounds::CONTENT_MATCH_MAX {
+            return Err(FieldError::new(format!("{field}[{i}]"), "must be 1 to 1024 bytes"));
+        }
+    }
+    Ok(list)
+}
+
+/// A position on the globe.
+fn check_geolocation(g: Geolocation) -> Result<Geolocation, FieldError> {
+    if !(-90.0..=90.0).contains(&g.latitude) {
+        return Err(FieldError::new("geolocation.latitude", "must be between -90 and 90"));
+    }
+    if !(-180.0..=180.0).contains(&g.longitude) {
+        return Err(FieldError::new("geolocation.longitude", "must be between -180 and 180"));
+    }
+    if g.accuracy.is_some_and(|a| !(0.0..=100_000.0).contains(&a)) {
+        return Err(FieldError::new("geolocation.accuracy", "must be between 0 and 100000 metres"));
+    }
+    Ok(g)
+}
+
+/// An IANA time zone name the tz database knows (as Chromium's ICU does).
+fn check_timezone(t: &str) -> Result<String, FieldError> {
+    let t = t.trim();
+    if t.len() > bounds::TIMEZONE_MAX || t.parse::<chrono_tz::Tz>().is_err() {
+        return Err(FieldError::new("timezone", format!("'{t}' is not an IANA time zone (e.g. Europe/Berlin)")));
+    }
+    Ok(t.to_string())
+}
+
+/// A BCP 47 language tag: a 2-3 letter language, then subtags of 1-8 letters or digits
+/// (`de`, `de-DE`, `zh-Hant-TW`, `sr-Latn`).
+fn check_locale(l: &str) -> Result<String, FieldError> {
+    let l = l.trim();
+    let mut parts = l.split('-');
+    let lang_ok =
+        parts.next().is_some_and(|p| (2..=3).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphabetic()));
+    let rest_ok = parts.all(|p| (1..=8).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric()));
+    if l.len() > bounds::LOCALE_MAX || !lang_ok || !rest_ok {
+        return Err(FieldError::new("locale", format!("'{l}' is not a BCP 47 language tag (e.g. de-DE)")));
+    }
+    Ok(l.to_string())
 }
 
 /// The field names serde gives a struct, read from its `Deserialize` impl.
@@ -381,6 +1029,65 @@ mod tests {
             (json!({"url": "https://x.com", "deviceScaleFactor": 4}), "deviceScaleFactor"),
             (json!({"url": "https://x.com", "preScreenshotJs": "x".repeat(16385)}), "preScreenshotJs"),
             (json!({"url": "https://x.com", "waitFor": "x".repeat(1025)}), "waitFor"),
+            (json!({"url": "https://x.com", "selector": "x".repeat(1025)}), "selector"),
+            (
+                json!({"url": "https://x.com", "selector": "#a", "clip": {"x": 0, "y": 0, "width": 9, "height": 9}}),
+                "clip",
+            ),
+            (json!({"url": "https://x.com", "pdf": true, "selector": "#a"}), "selector"),
+            (json!({"url": "https://x.com", "pdf": true, "imageWidth": 300}), "imageWidth"),
+            (json!({"url": "https://x.com", "clip": {"x": 0, "y": 0, "width": 0, "height": 9}}), "clip"),
+            (json!({"url": "https://x.com", "clip": {"x": 1200, "y": 0, "width": 100, "height": 9}}), "clip"),
+            (json!({"url": "https://x.com", "clip": {"x": -1, "y": 0, "width": 10, "height": 9}}), "clip"),
+            (json!({"url": "https://x.com", "hideSelectors": vec![".a"; 51]}), "hideSelectors"),
+            (json!({"url": "https://x.com", "hideSelectors": [".a", "x".repeat(1025)]}), "hideSelectors[1]"),
+            (json!({"url": "https://x.com", "quality": 50}), "quality"),
+            (json!({"url": "https://x.com", "format": "jpeg", "quality": 0}), "quality"),
+            (json!({"url": "https://x.com", "format": "webp", "quality": 101}), "quality"),
+            (json!({"url": "https://x.com", "format": "jpeg", "omitBackground": true}), "omitBackground"),
+            (json!({"url": "https://x.com", "imageWidth": 15}), "imageWidth"),
+            (json!({"url": "https://x.com", "imageWidth": 7681}), "imageWidth"),
+            (json!({"url": "https://x.com", "timezone": "Mars/Olympus"}), "timezone"),
+            (json!({"url": "https://x.com", "locale": "german"}), "locale"),
+            (json!({"url": "https://x.com", "locale": "de_DE"}), "locale"),
+            (json!({"url": "https://x.com", "geolocation": {"latitude": 91, "longitude": 0}}), "geolocation.latitude"),
+            (
+                json!({"url": "https://x.com", "geolocation": {"latitude": 0, "longitude": 181}}),
+                "geolocation.longitude",
+            ),
+            (
+                json!({"url": "https://x.com", "geolocation": {"latitude": 0, "longitude": 0, "accuracy": -1}}),
+                "geolocation.accuracy",
+            ),
+            (json!({"url": "https://x.com", "failIfContentContains": vec!["x"; 11]}), "failIfContentContains"),
+            (json!({"url": "https://x.com", "failIfContentMissing": ["ok", ""]}), "failIfContentMissing[1]"),
+            (json!({"url": "https://x.com", "device": "nokia-3310"}), "device"),
+            (json!({"url": "https://x.com", "device": "iphone-15", "deviceScaleFactor": 4}), "deviceScaleFactor"),
+            (json!({"url": "https://x.com", "userAgent": "x".repeat(513)}), "userAgent"),
+            (json!({"url": "https://x.com", "userAgent": "a\r\nX-Injected: 1"}), "userAgent"),
+            (json!({"url": "https://x.com", "pdfOptions": {"landscape": true}}), "pdfOptions"),
+            (
+                json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"paperFormat": "a4", "paperWidth": "10in"}}),
+                "pdfOptions.paperWidth",
+            ),
+            (
+                json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"paperWidth": "10in"}}),
+                "pdfOptions.paperHeight",
+            ),
+            (
+                json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"paperWidth": "10furlong", "paperHeight": 5}}),
+                "pdfOptions.paperWidth",
+            ),
+            (
+                json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"margin": {"top": "-1cm"}}}),
+                "pdfOptions.margin.top",
+            ),
+            (json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"scale": 3}}), "pdfOptions.scale"),
+            (
+                json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"pageRanges": "1-a"}}),
+                "pdfOptions.pageRanges",
+            ),
+            (json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"pageRanges": "0"}}), "pdfOptions.pageRanges"),
         ];
         for (v, field) in cases {
             assert_eq!(parse(v.clone()).unwrap_err(), field, "{v}");
@@ -395,16 +1102,89 @@ mod tests {
             json!({"url": "https://x.com", "cookieConsent": "yes"}),
             json!({"url": "https://x.com", "fullPage": "yes"}),
             json!({"url": "https://x.com", "fullpage": true}),
+            json!({"url": "https://x.com", "mediaType": "tv"}),
+            json!({"url": "https://x.com", "clip": {"x": 0, "y": 0, "width": 10}}),
+            json!({"url": "https://x.com", "clip": {"x": 0, "y": 0, "width": 10, "height": 10, "z": 1}}),
+            json!({"url": "https://x.com", "hideSelectors": ".ad"}),
+            json!({"url": "https://x.com", "geolocation": {"lat": 1, "lng": 2}}),
+            json!({"url": "https://x.com", "quality": 80.5}),
         ] {
             assert!(parse(v.clone()).unwrap_err().starts_with("shape: "), "{v}");
         }
     }
 
     #[test]
+    fn the_new_options_are_read_and_defaulted() {
+        let o = parse(json!({
+            "url": "https://x.com", "format": "webp", "quality": 55, "imageWidth": 640, "omitBackground": true,
+            "hideSelectors": [".ad", "  ", "#chat"], "selector": "main h1", "timezone": "Asia/Tokyo",
+            "locale": "zh-Hant-TW", "geolocation": {"latitude": 35.68, "longitude": 139.76},
+            "reducedMotion": true, "mediaType": "print"
+        }))
+        .unwrap();
+        assert_eq!((o.quality, o.image_width, o.omit_background), (Some(55), Some(640), true));
+        assert_eq!(o.hide_selectors, vec![".ad".to_string(), "#chat".to_string()]);
+        assert_eq!(o.selector.as_deref(), Some("main h1"));
+        assert_eq!((o.timezone.as_deref(), o.locale.as_deref()), (Some("Asia/Tokyo"), Some("zh-Hant-TW")));
+        assert_eq!(o.geolocation, Some(Geolocation { latitude: 35.68, longitude: 139.76, accuracy: None }));
+        assert_eq!((o.reduced_motion, o.media_type), (true, MediaType::Print));
+        let clip = parse(
+            json!({"url": "https://x.com", "fullPage": true, "clip": {"x": 0, "y": 5000, "width": 300, "height": 200}}),
+        )
+        .unwrap()
+        .clip;
+        assert_eq!(clip, Some(Clip { x: 0.0, y: 5000.0, width: 300.0, height: 200.0 }));
+        // A job stored before these options existed reads their defaults, and the defaults
+        // are not written out.
+        let old = json!({"url": "https://x.com/", "width": 1280, "height": 800, "fullPage": false, "format": "png",
+            "pdf": false, "delay": 0, "darkMode": false, "cookieConsent": true, "waitFor": null,
+            "waitUntil": "networkidle", "timeoutMs": 10000, "preScreenshotJs": null, "deviceScaleFactor": 1.0,
+            "clickBefore": null});
+        let read: CaptureOptions = serde_json::from_value(old.clone()).unwrap();
+        assert_eq!(read, CaptureOptions { url: Some("https://x.com/".into()), ..CaptureOptions::default() });
+        assert_eq!(serde_json::to_value(&read).unwrap(), old);
+    }
+
+    #[test]
+    fn pdf_options_become_inches() {
+        let o = parse(json!({"url": "https://x.com", "pdf": true, "pdfOptions": {
+            "paperWidth": "210mm", "paperHeight": 1056, "landscape": true, "scale": 0.5, "pageRanges": "1-2, 4, 6-",
+            "margin": {"top": "1in", "bottom": "2.54cm", "left": 48}, "printBackground": false,
+            "footerTemplate": "<span class='pageNumber'></span>"}}))
+        .unwrap();
+        let p = o.pdf_options.unwrap();
+        let (w, h) = p.paper.unwrap();
+        assert!((w - 8.2677).abs() < 1e-3 && (h - 11.0).abs() < 1e-9, "{w} {h}");
+        assert_eq!(p.margin, [1.0, 0.0, 1.0, 0.5]);
+        assert_eq!((p.landscape, p.print_background, p.scale), (true, false, 0.5));
+        assert_eq!(p.page_ranges.as_deref(), Some("1-2, 4, 6-"));
+        assert_eq!(p.header_template, None);
+        let p = parse(json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"paperFormat": "letter"}})).unwrap();
+        assert_eq!(p.pdf_options.unwrap().paper, Some((8.5, 11.0)));
+    }
+
+    #[test]
+    fn a_device_sets_the_view_and_explicit_values_win() {
+        let o = parse(json!({"url": "https://x.com", "device": "iphone-15"})).unwrap();
+        assert_eq!((o.width, o.height, o.device_scale_factor, o.mobile, o.touch), (393, 852, 3.0, true, true));
+        assert!(o.user_agent.as_deref().is_some_and(|ua| ua.contains("iPhone")));
+        assert_eq!(o.device.as_deref(), Some("iphone-15"));
+        let o = parse(json!({"url": "https://x.com", "device": "iphone-15", "width": 500, "deviceScaleFactor": 1,
+            "userAgent": "Kettlebot/1.0"}))
+        .unwrap();
+        assert_eq!((o.width, o.height, o.device_scale_factor), (500, 852, 1.0));
+        assert_eq!(o.user_agent.as_deref(), Some("Kettlebot/1.0"));
+        // A desktop preset has the browser's own user agent; a preset's ratio may pass 3.
+        let o = parse(json!({"url": "https://x.com", "device": "desktop-1920"})).unwrap();
+        assert_eq!((o.width, o.height, o.mobile, o.user_agent), (1920, 1080, false, None));
+        assert_eq!(parse(json!({"url": "https://x.com", "device": "galaxy-s8"})).unwrap().device_scale_factor, 4.0);
+    }
+
+    #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 15);
-        assert_eq!((names[0], names[14]), ("url", "clickBefore"));
+        assert_eq!(names.len(), 32);
+        assert_eq!((names[0], names[14], names[31]), ("url", "clickBefore", "pdfOptions"));
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }
 

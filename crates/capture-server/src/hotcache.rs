@@ -142,6 +142,7 @@ mod tests {
             created_at: 0,
             started_at: None,
             completed_at: None,
+            metadata: None,
         }
     }
 

@@ -33,6 +33,8 @@ pub struct ScreenshotRow {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub completed_at: Option<i64>,
+    /// What the capture read from its page, as JSON (`capture_core::metadata::PageMetadata`).
+    pub metadata: Option<String>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -69,6 +71,8 @@ pub struct ScreenshotDone {
     pub tags: Vec<String>,
     pub width: Option<i64>,
     pub height: Option<i64>,
+    /// What the capture read from its page, as JSON (None for uploads).
+    pub metadata: Option<String>,
 }
 
 /// The monthly cap would be passed: nothing was written.
@@ -103,7 +107,7 @@ impl From<QueueFull> for Refused {
 
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
-    created_at, started_at, completed_at";
+    created_at, started_at, completed_at, metadata";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -133,6 +137,7 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         created_at: r.try_get("created_at")?,
         started_at: r.try_get("started_at")?,
         completed_at: r.try_get("completed_at")?,
+        metadata: r.try_get("metadata")?,
     })
 }
 
@@ -342,8 +347,8 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
-             thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+             thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -362,6 +367,7 @@ impl Store {
         .bind(&n.month)
         .bind(n.now)
         .bind(d.map(|_| n.now))
+        .bind(d.and_then(|d| d.metadata.clone()))
         .execute(&mut *tx)
         .await?;
         if n.done.is_none() {
@@ -493,7 +499,7 @@ impl Store {
         }
         let row: Option<(String,)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
-             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7 \
+             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9 \
              WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id",
         )
         .bind(&done.result_key)
@@ -504,6 +510,7 @@ impl Store {
         .bind(done.height)
         .bind(now)
         .bind(job_id)
+        .bind(done.metadata.clone())
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((user_id,)) = &row {

@@ -133,6 +133,7 @@ fn done_fields(tag: &str) -> ScreenshotDone {
         tags: vec!["news".into(), tag.into()],
         width: Some(1280),
         height: Some(720),
+        metadata: Some(format!(r#"{{"title":"Title {tag}"}}"#)),
     }
 }
 
@@ -518,6 +519,7 @@ async fn uploads_are_created_done_without_a_task(ctx: Ctx) {
     assert_eq!(row.tags, ["news", "upload"]);
     assert_eq!((row.width, row.height), (Some(1280), Some(720)));
     assert_eq!((row.created_at, row.completed_at), (T0, Some(T0)));
+    assert_eq!(row.metadata.as_deref(), Some(r#"{"title":"Title upload"}"#));
     assert_eq!(store.queue_depth().await.unwrap(), 0);
     assert!(store.claim("screenshot", "w1", T0 + 1, 1000).await.unwrap().is_none());
     assert_eq!(statuses(store, &row.id).await, ["done"]);
@@ -676,6 +678,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     assert_eq!(done.tags, ["news", "fresh"]);
     assert_eq!((done.width, done.height), (Some(1280), Some(720)));
     assert_eq!(done.error, None);
+    assert_eq!(done.metadata.as_deref(), Some(r#"{"title":"Title fresh"}"#));
     assert_eq!((done.started_at, done.completed_at), (Some(T0 + 1), Some(T0 + 2500)));
 
     // Done is final: the task is closed and cannot be claimed or completed again.

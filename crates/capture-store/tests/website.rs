@@ -72,6 +72,7 @@ fn done(title: &str) -> ScreenshotDone {
         tags: vec![],
         width: Some(1280),
         height: Some(800),
+        metadata: None,
     }
 }
 

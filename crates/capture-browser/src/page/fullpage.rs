@@ -13,20 +13,21 @@ use crate::{CaptureError, scripts};
 pub(crate) const MAX_OUTPUT_HEIGHT: f64 = 16384.0;
 
 impl Page {
-    /// Grow the viewport of a `width`×… page at `dsf` to its full height; tags
-    /// `fullpage-truncated` when it is taller than the cap.
+    /// Grow the viewport of a `width`×… page at `dsf` to its full height, returned in CSS
+    /// pixels; tags `fullpage-truncated` when it is taller than the cap.
     pub(crate) async fn prepare_full_page(
         &mut self,
         width: u32,
         height: u32,
         dsf: f64,
+        mobile: bool,
         tags: &mut Vec<String>,
-    ) -> Result<(), CaptureError> {
+    ) -> Result<u64, CaptureError> {
         let metrics = |h: u64| p::SetDeviceMetricsOverride {
             width,
             height: h,
             device_scale_factor: dsf,
-            mobile: false,
+            mobile,
             screen_orientation: None,
         };
         let dsf = dsf.max(0.1);
@@ -65,6 +66,6 @@ impl Page {
         if truncated {
             tags.push("fullpage-truncated".into());
         }
-        Ok(())
+        Ok(grown)
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! The steps built on it live beside: [`navigate`] (loading and waiting), [`actions`]
 //! (clicks, waits for selectors, scripts), [`fullpage`] (growing the viewport for a
-//! full-page capture).
+//! full-page capture), [`shaping`] (emulation, hidden elements, the captured region).
 
 use std::collections::HashSet;
 use std::future::Future;
@@ -25,6 +25,7 @@ pub(crate) mod actions;
 pub(crate) mod fullpage;
 pub(crate) mod hooks;
 pub(crate) mod navigate;
+pub(crate) mod shaping;
 
 /// Why a bounded wait stopped early.
 pub(crate) enum Stop {
@@ -58,6 +59,10 @@ pub(crate) struct Page {
     lifecycle: Vec<(String, u8)>,
     pub(crate) load_at: Option<Instant>,
     pub(crate) main_status: Option<u16>,
+    /// The HTTP status of the main document the page shows (kept after navigation).
+    pub(crate) document_status: Option<u16>,
+    /// The URLs the main document's request went through (redirects, then the last).
+    pub(crate) document_chain: Vec<String>,
     pub(crate) egress_error: Option<String>,
     crashed: Option<&'static str>,
     pub(crate) loading: bool,
@@ -94,6 +99,8 @@ impl Page {
             lifecycle: Vec::new(),
             load_at: None,
             main_status: None,
+            document_status: None,
+            document_chain: Vec::new(),
             egress_error: None,
             crashed: None,
             loading: false,
@@ -122,6 +129,15 @@ impl Page {
         }
         match ev {
             PageEvent::RequestWillBeSent(r) => {
+                if r.resource_type == "Document" && r.frame_id.as_deref() == Some(self.frame_id.as_str()) {
+                    // A redirect keeps its request: the chain grows; a new request starts one.
+                    if r.redirect_response.is_none() {
+                        self.document_chain.clear();
+                    }
+                    if self.document_chain.len() <= capture_core::metadata::REDIRECTS_MAX {
+                        self.document_chain.push(r.request.url.clone());
+                    }
+                }
                 self.inflight.insert(r.request_id);
                 self.last_net_change = Instant::now();
             }

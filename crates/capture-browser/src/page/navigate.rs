@@ -152,6 +152,9 @@ impl Page {
         if let Some(reason) = self.egress_error.take() {
             return Err(CaptureError::Navigation(reason));
         }
+        if let Some(status) = self.main_status {
+            self.document_status = Some(status);
+        }
         if let Some(status) = self.main_status.take()
             && status >= 400
         {

@@ -179,12 +179,31 @@ pub(crate) struct MediaFeature {
     pub value: &'static str,
 }
 
-/// `Emulation.setEmulatedMedia`.
+/// `Emulation.setEmulatedMedia`: the media type (`print`; empty: the default, screen) and
+/// features.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct SetEmulatedMedia {
+    pub media: &'static str,
     pub features: Vec<MediaFeature>,
 }
 command!(SetEmulatedMedia, "Emulation.setEmulatedMedia", Empty);
+
+/// A colour with alpha (0-1).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct Rgba {
+    pub r: u8,
+    pub g: u8,
+    pub b: u8,
+    pub a: f64,
+}
+
+/// `Emulation.setDefaultBackgroundColorOverride` (None: back to the default white).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SetDefaultBackgroundColorOverride {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub color: Option<Rgba>,
+}
+command!(SetDefaultBackgroundColorOverride, "Emulation.setDefaultBackgroundColorOverride", Empty);
 
 /// `Page.setDocumentContent`.
 #[derive(Debug, Serialize)]
@@ -254,7 +273,7 @@ pub(crate) struct Data {
 command!(CaptureScreenshot, "Page.captureScreenshot", Data);
 
 /// `Page.printToPDF` (A4 unless the page's CSS sets its size).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct PrintToPdf {
     pub print_background: bool,
@@ -266,6 +285,22 @@ pub(crate) struct PrintToPdf {
     pub landscape: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub margin_top: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub margin_right: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub margin_bottom: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub margin_left: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page_ranges: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub display_header_footer: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_template: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub footer_template: Option<String>,
 }
 command!(PrintToPdf, "Page.printToPDF", Data);
 
@@ -555,6 +590,7 @@ mod tests {
             paper_height: 11.69,
             landscape: false,
             scale: None,
+            ..Default::default()
         };
         assert_eq!(
             serde_json::to_value(&pdf).unwrap(),

@@ -244,6 +244,8 @@ impl BrowserPool {
             height: opts.device.height,
             dsf: opts.device.device_scale_factor,
             dark: opts.color_scheme == Some(ColorScheme::Dark),
+            mobile: opts.device.mobile,
+            ..View::default()
         };
         let what = format!("no page slot of the browser pool became free within {} ms", opts.slot_timeout.as_millis());
         let (lease, prepared, spare_missing) = self.lease_page(slot_until, view, &what).await?;

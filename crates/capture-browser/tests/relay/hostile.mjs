@@ -43,8 +43,13 @@ out.sessionTarget = outcome(await send('Target.createTarget', { url: 'about:blan
 await send('Page.enable', {}, sessionId);
 const nav = await send('Page.navigate', { url: service + '/red' }, sessionId);
 out.privateNavigate = nav.error ? 'error: ' + nav.error.message : (nav.result.errorText || 'loaded');
-const evaluated = await send('Runtime.evaluate', { expression: 'document.body ? document.body.innerText : ""', returnByValue: true }, sessionId);
-out.privateBody = evaluated.result?.result?.value ?? null;
+// Page.navigate answers once the navigation commits; the error page's text follows.
+for (let i = 0; i < 50; i++) {
+  const evaluated = await send('Runtime.evaluate', { expression: 'document.body ? document.body.innerText : ""', returnByValue: true }, sessionId);
+  out.privateBody = evaluated.result?.result?.value ?? null;
+  if (out.privateBody) break;
+  await new Promise((r) => setTimeout(r, 100));
+}
 out.unknownSession = outcome(await send('Runtime.evaluate', { expression: '1' }, 'CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC'));
 out.pageGoesOn = outcome(await send('Runtime.evaluate', { expression: '6 * 7', returnByValue: true }, sessionId)).result.value;
 ws.close();

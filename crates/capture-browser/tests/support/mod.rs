@@ -45,6 +45,8 @@ pub enum Resp {
     Full(u16, &'static str, Vec<u8>, u64),
     /// Send headers and part of the body, then hang.
     Hang,
+    /// A 302 to this location.
+    Redirect(&'static str),
 }
 
 pub fn html(body: &str) -> Resp {
@@ -105,6 +107,7 @@ async fn respond(
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, [(header::CONTENT_TYPE, ctype), (header::CACHE_CONTROL, "no-store")], body).into_response()
         }
+        Resp::Redirect(to) => (StatusCode::FOUND, [(header::LOCATION, to)]).into_response(),
         Resp::Hang => {
             // The head and a little of the body, then nothing more, ever.
             let first = futures_util::stream::once(async {

@@ -177,6 +177,8 @@ impl From<CaptureError> for AutoError {
             CaptureError::Script(m) if m.contains("dialog is open") => ("DIALOG_OPEN", m),
             CaptureError::Script(m) if m.contains(" is covered by ") => ("ELEMENT_COVERED", m),
             CaptureError::Script(m) => ("ACTION_FAILED", m),
+            CaptureError::NotFound(m) => ("ELEMENT_NOT_FOUND", m),
+            CaptureError::Rejected(m) => ("ACTION_FAILED", m),
             CaptureError::Navigation(m) => ("NAVIGATION_FAILED", m),
             CaptureError::Browser(m) => ("BROWSER_FAILED", m),
             CaptureError::Refused(m) => ("REFUSED", m),

@@ -195,12 +195,13 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
 }
 
 /// Whether a failed capture keeps its action: the job held a worker for its own sake — it
-/// ran into its deadline or a timeout of its own options, or its own script or selector
-/// failed. Everything else is given back: pages that could not be reached at all (nothing
-/// rendered), refusals of the egress guard, browser crashes after the retries, interruptions
-/// and storage failures.
+/// ran into its deadline or a timeout of its own options, its own script failed, or the page
+/// answered but failed the request's own conditions (`failOnHttpError`, `failIfContent…`).
+/// Everything else is given back: pages that could not be reached at all (nothing
+/// rendered), a `selector` that matches nothing (nothing captured), refusals of the egress
+/// guard, browser crashes after the retries, interruptions and storage failures.
 pub fn charged(e: &CaptureError) -> bool {
-    matches!(e, CaptureError::Timeout(_) | CaptureError::Script(_))
+    matches!(e, CaptureError::Timeout(_) | CaptureError::Script(_) | CaptureError::Rejected(_))
 }
 
 async fn process(
@@ -339,6 +340,7 @@ async fn process(
                 tags: out.tags,
                 width: out.width.map(i64::from).or(if opts.pdf { Some(i64::from(opts.width)) } else { None }),
                 height: out.height.map(i64::from),
+                metadata: serde_json::to_string(&out.metadata).ok(),
             };
             state.metrics.capture(started.elapsed().as_secs_f64(), true);
             let completed = ScreenshotCompleted {
@@ -349,6 +351,7 @@ async fn process(
                 format: opts.output_format(),
                 width: done.width,
                 height: done.height,
+                metadata: Some(out.metadata),
             };
             let event = match serde_json::to_value(&completed) {
                 Ok(v) => v,

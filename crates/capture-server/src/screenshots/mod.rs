@@ -23,7 +23,7 @@ pub use stream::stream;
 pub use upload::upload;
 
 use self::service::NewJob;
-use self::types::{Job, JobList, ShareLink};
+use self::types::{DeviceList, Job, JobList, ShareLink};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, IdemCreate, Json};
@@ -34,8 +34,8 @@ use capture_core::options::ScreenshotIn;
 /// The screenshot paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(create, upload::upload, get_one, list, stream::stream, share, unshare, files::pdf_download),
-    components(schemas(ScreenshotIn, Job, JobList, ShareLink))
+    paths(create, upload::upload, get_one, list, devices, stream::stream, share, unshare, files::pdf_download),
+    components(schemas(ScreenshotIn, Job, JobList, ShareLink, DeviceList))
 )]
 pub struct ApiDoc;
 
@@ -47,6 +47,7 @@ pub fn v1_router() -> Router<AppState> {
         .route("/v1/screenshot/{id}", get(get_one))
         .route("/v1/screenshot/{id}/stream", get(stream))
         .route("/v1/screenshots", get(list))
+        .route("/v1/devices", get(devices))
 }
 
 /// Routes under `/api` (authenticated by the caller's router).
@@ -85,6 +86,13 @@ pub async fn get_one(
     Id(id): Id<ScreenshotId>,
 ) -> ApiResult<Json<Job>> {
     Ok(Json(service::get(&state, &account, &id).await?))
+}
+
+#[utoipa::path(get, path = "/v1/devices", tag = "screenshots",
+    responses((status = 200, body = DeviceList)), security(("api_key" = [])))]
+/// The device presets a capture's `device` names (also a run's and a session's).
+pub async fn devices() -> Json<DeviceList> {
+    Json(DeviceList::all())
 }
 
 #[utoipa::path(get, path = "/v1/screenshots", tag = "screenshots", params(ListQuery),

@@ -159,6 +159,8 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         error: r.error.clone(),
         created_at: iso(r.created_at),
         completed_at: r.completed_at.map(iso),
+        // Written by this service from a PageMetadata; unreadable JSON shows as none.
+        metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
     }
 }
 

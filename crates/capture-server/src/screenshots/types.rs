@@ -3,6 +3,7 @@
 //! a share link, the stream's events and the `screenshot.completed` event. Each is the one
 //! definition behind the handlers, the OpenAPI document and the MCP tool schemas.
 
+use capture_core::metadata::PageMetadata;
 use capture_core::options::{CaptureOptions, ScreenshotIn};
 use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId};
 use schemars::JsonSchema;
@@ -86,6 +87,53 @@ pub struct Job {
     pub error: Option<String>,
     pub created_at: String,
     pub completed_at: Option<String>,
+    /// What the capture read from its page (null until it is done, and for uploads).
+    pub metadata: Option<PageMetadata>,
+}
+
+/// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an
+/// automation session's device).
+#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DevicePreset {
+    /// The name a request gives (`iphone-15`).
+    pub name: &'static str,
+    /// phone, tablet or desktop.
+    pub kind: &'static str,
+    /// Viewport in CSS pixels, portrait.
+    pub width: u32,
+    pub height: u32,
+    pub device_scale_factor: f64,
+    pub mobile: bool,
+    pub touch: bool,
+    /// Null: the browser's own.
+    pub user_agent: Option<&'static str>,
+}
+
+/// Every device preset.
+#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
+pub struct DeviceList {
+    pub data: Vec<DevicePreset>,
+}
+
+impl DeviceList {
+    /// The catalogue of `capture_core::devices`.
+    pub fn all() -> DeviceList {
+        let data = capture_core::devices::DEVICE_PRESETS
+            .iter()
+            .map(|&(name, width, height, device_scale_factor, mobile, ua)| DevicePreset {
+                name,
+                kind: capture_core::devices::kind(width, height, mobile),
+                width,
+                height,
+                device_scale_factor,
+                mobile,
+                touch: mobile,
+                user_agent: (!ua.is_empty()).then_some(ua),
+            })
+            .collect();
+        DeviceList { data }
+    }
 }
 
 /// A page of jobs, newest first.
@@ -173,6 +221,8 @@ pub struct ScreenshotCompleted {
     pub format: OutputFormat,
     pub width: Option<i64>,
     pub height: Option<i64>,
+    /// What the capture read from its page.
+    pub metadata: Option<PageMetadata>,
 }
 
 #[cfg(test)]
@@ -196,6 +246,10 @@ mod tests {
             let check = |v: Value, ok: bool| {
                 let mut m = Map::new();
                 m.insert("url".into(), "https://example.com".into());
+                // An option that applies to some formats only is checked with one of them.
+                if name == "quality" {
+                    m.insert("format".into(), "jpeg".into());
+                }
                 m.insert(name.clone(), v.clone());
                 let r = crate::http::validated::validate::<ScreenshotIn>(&m);
                 assert_eq!(r.is_ok(), ok, "{name} = {v}: {r:?}");

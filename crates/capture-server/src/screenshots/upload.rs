@@ -231,6 +231,7 @@ async fn accept(state: &AppState, account: &Account, u: Upload, idem: Option<&Id
         tags: vec!["upload".into()],
         width,
         height,
+        metadata: None,
     };
     Ok(Accepted::Stored(service::create(state, account, NewJob::Stored { label, format, done }, idem).await?))
 }

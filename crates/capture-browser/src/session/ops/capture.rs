@@ -56,6 +56,7 @@ impl SessionPage {
             paper_height: spec.paper_height,
             landscape: spec.landscape,
             scale: spec.scale,
+            ..Default::default()
         };
         let r = self.page.call(&cmd).await?;
         crate::encode::decode_base64(&r.data, "PDF")

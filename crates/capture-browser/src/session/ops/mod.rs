@@ -69,6 +69,8 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
         CaptureError::Script(m) => CaptureError::Script(prefix(m)),
         CaptureError::Browser(m) => CaptureError::Browser(prefix(m)),
         CaptureError::Refused(m) => CaptureError::Refused(prefix(m)),
+        CaptureError::Rejected(m) => CaptureError::Rejected(prefix(m)),
+        CaptureError::NotFound(m) => CaptureError::NotFound(prefix(m)),
         closed @ CaptureError::Closed(_) => closed,
     }
 }
@@ -204,7 +206,8 @@ impl SessionPage {
             width: d.width,
             height: d.height,
             dsf: d.device_scale_factor,
-            dark: self.page.prepared.view.dark,
+            mobile: d.mobile,
+            ..self.page.prepared.view
         };
         Ok(())
     }

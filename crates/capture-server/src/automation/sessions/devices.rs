@@ -28,9 +28,9 @@ pub enum DeviceKind {
 }
 
 pub(crate) fn kind_of(w: u32, h: u32, mobile: bool) -> DeviceKind {
-    match (mobile, w.min(h)) {
-        (false, _) => DeviceKind::Desktop,
-        (true, m) if m >= 600 => DeviceKind::Tablet,
+    match capture_core::devices::kind(w, h, mobile) {
+        "desktop" => DeviceKind::Desktop,
+        "tablet" => DeviceKind::Tablet,
         _ => DeviceKind::Phone,
     }
 }

@@ -6,6 +6,7 @@ mod ads;
 mod api_errors;
 mod audits;
 mod campaigns;
+mod capture_options;
 mod captures;
 mod hardening;
 mod inbox;

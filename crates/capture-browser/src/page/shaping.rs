@@ -1,0 +1,250 @@
+//! What a capture asks of the page beyond loading it: who and where the page thinks it is
+//! (time zone, locale, position), what is hidden, which region is captured (an element or a
+//! clip) and a transparent background.
+
+use std::time::Duration;
+
+use capture_core::metadata::{OpenGraph, PageMetadata, TwitterCard};
+use capture_core::options::CaptureOptions;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::{Page, Stop};
+use crate::protocol::{self as p, session as s};
+use crate::{CaptureError, scripts};
+
+/// Accuracy of a position whose request gives none, in metres.
+const DEFAULT_ACCURACY: f64 = 10.0;
+
+/// An element's box in document coordinates (CSS pixels).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct BoxCss {
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+impl Page {
+    /// Time zone, locale (with `navigator.language` and `Accept-Language`) and position,
+    /// before anything loads. Each is this job's own browser context's, never another's.
+    pub(crate) async fn emulate(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
+        if let Some(tz) = &o.timezone {
+            self.call(&s::SetTimezoneOverride { timezone_id: tz })
+                .await
+                .map_err(|e| CaptureError::Script(format!("timezone '{tz}' was refused by the browser: {e}")))?;
+        }
+        if let Some(locale) = &o.locale {
+            self.call(&s::SetLocaleOverride { locale: Some(locale) })
+                .await
+                .map_err(|e| CaptureError::Script(format!("locale '{locale}' was refused by the browser: {e}")))?;
+        }
+        // navigator.language and Accept-Language come with the user agent override.
+        if o.locale.is_some() || o.user_agent.is_some() {
+            let ua = match &o.user_agent {
+                Some(ua) => ua.clone(),
+                None => self.finish(self.conn.cmd(&p::GetVersion {}, None), "Browser.getVersion").await?.user_agent,
+            };
+            let accept = o.locale.as_deref().map(accept_language);
+            self.call(&s::SetUserAgentOverride { user_agent: &ua, accept_language: accept.as_deref() }).await?;
+        }
+        if o.touch {
+            self.call(&s::SetTouchEmulationEnabled { enabled: true, max_touch_points: Some(5) }).await?;
+        }
+        if let Some(g) = o.geolocation {
+            let context = self.prepared.guard.id.clone();
+            let permissions = ["geolocation".to_owned()];
+            let grant = s::GrantPermissions { permissions: &permissions, origin: None, browser_context_id: &context };
+            self.finish(self.conn.cmd(&grant, None), "Browser.grantPermissions").await?;
+            self.call(&s::SetGeolocationOverride {
+                latitude: Some(g.latitude),
+                longitude: Some(g.longitude),
+                accuracy: Some(g.accuracy.unwrap_or(DEFAULT_ACCURACY)),
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Hide every element matching one of `selectors` (`visibility: hidden`, so the layout
+    /// does not move). A selector the browser cannot parse fails the job, naming it.
+    pub(crate) async fn hide(&mut self, selectors: &[String]) -> Result<(), CaptureError> {
+        let list = serde_json::to_string(selectors).unwrap_or_else(|_| "[]".into());
+        match self.eval_job(&scripts::hide_selectors(&list)).await? {
+            Ok(Value::Number(n)) if n.as_i64() == Some(-1) => Ok(()),
+            Ok(Value::Number(n)) => {
+                let i = n.as_u64().unwrap_or(0) as usize;
+                let sel = selectors.get(i).map_or("", String::as_str);
+                Err(CaptureError::Script(format!("hideSelectors[{i}]: '{sel}' is not a valid CSS selector")))
+            }
+            Ok(other) => Err(CaptureError::Script(format!("hideSelectors: unexpected answer {other}"))),
+            Err(m) => Err(CaptureError::Script(format!("hideSelectors failed: {m}"))),
+        }
+    }
+
+    /// The box of the element `sel` names, waited for up to `timeout_ms` and scrolled into
+    /// view. An element that never appears (or has no size) is [`CaptureError::NotFound`].
+    pub(crate) async fn element_box(&mut self, sel: &str, timeout_ms: u64) -> Result<BoxCss, CaptureError> {
+        let sel_json = serde_json::to_string(sel).unwrap_or_default();
+        let until = (Instant::now() + Duration::from_millis(timeout_ms + 500)).min(self.deadline);
+        let missing = || CaptureError::NotFound(format!("selector: no element matches '{sel}' after {timeout_ms} ms"));
+        match self.eval(&scripts::wait_selector(&sel_json, timeout_ms), until, false).await {
+            Ok(Ok(Value::Bool(true))) => {}
+            Ok(Ok(Value::String(s))) if s == "invalid" => {
+                return Err(CaptureError::NotFound(format!("selector: '{sel}' is not a valid CSS selector")));
+            }
+            Ok(Ok(_)) => return Err(missing()),
+            Ok(Err(m)) => return Err(CaptureError::Script(format!("selector failed: {m}"))),
+            Err(Stop::Elapsed) => return Err(self.timeout_err(until, missing())),
+            Err(Stop::Fail(e)) => return Err(e),
+        }
+        let v = match self.eval_job(&scripts::element_box(&sel_json)).await? {
+            Ok(v) => v,
+            Err(m) => return Err(CaptureError::Script(format!("selector failed: {m}"))),
+        };
+        let num = |k: &str| v.get(k).and_then(Value::as_f64);
+        match (num("x"), num("y"), num("width"), num("height")) {
+            (Some(x), Some(y), Some(width), Some(height)) if width >= 1.0 && height >= 1.0 => {
+                Ok(BoxCss { x, y, width, height })
+            }
+            (Some(_), Some(_), Some(_), Some(_)) => {
+                Err(CaptureError::NotFound(format!("selector: the element '{sel}' matches has no visible size")))
+            }
+            _ => Err(missing()),
+        }
+    }
+
+    /// The request's conditions on the page it got: its HTTP status and its text.
+    pub(crate) async fn check_conditions(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
+        if o.fail_on_http_error
+            && let Some(status) = self.document_status.filter(|s| *s >= 400)
+        {
+            return Err(CaptureError::Rejected(format!("failOnHttpError: the page answered HTTP {status}")));
+        }
+        if o.fail_if_content_contains.is_empty() && o.fail_if_content_missing.is_empty() {
+            return Ok(());
+        }
+        let text = match self.eval_job(scripts::PAGE_TEXT).await? {
+            Ok(Value::String(s)) => s,
+            Ok(_) => String::new(),
+            Err(m) => return Err(CaptureError::Script(format!("reading the page's text failed: {m}"))),
+        };
+        if let Some(s) = o.fail_if_content_contains.iter().find(|s| text.contains(s.as_str())) {
+            return Err(CaptureError::Rejected(format!("failIfContentContains: the page's text contains '{s}'")));
+        }
+        if let Some(s) = o.fail_if_content_missing.iter().find(|s| !text.contains(s.as_str())) {
+            return Err(CaptureError::Rejected(format!("failIfContentMissing: the page's text lacks '{s}'")));
+        }
+        Ok(())
+    }
+
+    /// What the page says of itself (title, description, canonical, icons, Open Graph and
+    /// Twitter tags), with the HTTP status and the redirects its document went through.
+    pub(crate) async fn metadata(&mut self) -> Result<PageMetadata, CaptureError> {
+        let v = match self.eval_job(scripts::METADATA).await? {
+            Ok(v) => v,
+            Err(_) => Value::Null,
+        };
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let (og, tw) = (&v["og"], &v["twitter"]);
+        let chain = &self.document_chain;
+        Ok(PageMetadata {
+            http_status: self.document_status,
+            final_url: s(&v, "url").unwrap_or_default(),
+            redirects: chain.iter().take(chain.len().saturating_sub(1)).cloned().collect(),
+            title: s(&v, "title"),
+            description: s(&v, "description"),
+            canonical: s(&v, "canonical"),
+            lang: s(&v, "lang"),
+            favicon: s(&v, "favicon"),
+            open_graph: OpenGraph {
+                title: s(og, "title"),
+                description: s(og, "description"),
+                image: s(og, "image"),
+                url: s(og, "url"),
+                kind: s(og, "type"),
+                site_name: s(og, "site_name"),
+            },
+            twitter: TwitterCard {
+                card: s(tw, "card"),
+                title: s(tw, "title"),
+                description: s(tw, "description"),
+                image: s(tw, "image"),
+                site: s(tw, "site"),
+                creator: s(tw, "creator"),
+            },
+        }
+        .capped())
+    }
+
+    /// `Page.printToPDF` as the request's `pdfOptions` ask (A4, backgrounds, no margins and
+    /// the page's own CSS size when it sets none). `fitOnePage` measures the page: the
+    /// sheet is as wide as the paper and as tall as the content at that width.
+    pub(crate) async fn print_params(&mut self, o: &CaptureOptions) -> Result<p::PrintToPdf, CaptureError> {
+        let asked = o.pdf_options.is_some();
+        let s = o.pdf_options.clone().unwrap_or_default();
+        let (mut w, mut h) = s.paper.unwrap_or((8.27, 11.69));
+        let mut css_size = s.paper.is_none();
+        if s.fit_one_page {
+            // One sheet: the page's own page breaks would start new ones.
+            if let Err(m) = self.eval_job(scripts::NO_PAGE_BREAKS).await? {
+                return Err(CaptureError::Script(format!("fitOnePage failed: {m}")));
+            }
+            let width_in = if s.landscape { h } else { w };
+            let content_w = (width_in - s.margin[1] - s.margin[3]).max(0.5) * 96.0 / s.scale;
+            let height_px = match self.eval_job(&scripts::content_height(content_w)).await? {
+                Ok(v) => v.as_f64().unwrap_or(1000.0),
+                Err(m) => return Err(CaptureError::Script(format!("fitOnePage: measuring the page failed: {m}"))),
+            };
+            // Chromium prints at most 200 inches to a sheet; a little more than the content
+            // keeps a rounding from spilling one line onto a second page.
+            let sheet = (height_px * s.scale / 96.0 + s.margin[0] + s.margin[2] + 0.05).clamp(0.5, 200.0);
+            (w, h) = if s.landscape { (sheet, width_in) } else { (width_in, sheet) };
+            css_size = false;
+        }
+        const EMPTY: &str = "<span></span>";
+        let banners = s.header_template.is_some() || s.footer_template.is_some();
+        Ok(p::PrintToPdf {
+            print_background: s.print_background,
+            prefer_css_page_size: css_size,
+            paper_width: w,
+            paper_height: h,
+            landscape: s.landscape && !s.fit_one_page,
+            scale: (s.scale != 1.0).then_some(s.scale),
+            // Without pdfOptions, Chromium's own margins (as before pdfOptions existed).
+            margin_top: asked.then_some(s.margin[0]),
+            margin_right: asked.then_some(s.margin[1]),
+            margin_bottom: asked.then_some(s.margin[2]),
+            margin_left: asked.then_some(s.margin[3]),
+            page_ranges: s.page_ranges.clone(),
+            display_header_footer: banners,
+            // With one template, an empty other one hides Chromium's default (date, title, URL).
+            header_template: banners.then(|| s.header_template.clone().unwrap_or_else(|| EMPTY.into())),
+            footer_template: banners.then(|| s.footer_template.clone().unwrap_or_else(|| EMPTY.into())),
+        })
+    }
+
+    /// Paint no default background: where the page sets none, the capture is transparent.
+    pub(crate) async fn transparent_background(&mut self) -> Result<(), CaptureError> {
+        let clear = p::Rgba { r: 0, g: 0, b: 0, a: 0.0 };
+        self.call(&p::SetDefaultBackgroundColorOverride { color: Some(clear) }).await.map(drop)
+    }
+}
+
+/// The `Accept-Language` of a locale: `de-DE` → `de-DE,de;q=0.9`; `de` → `de`.
+pub(crate) fn accept_language(locale: &str) -> String {
+    match locale.split_once('-') {
+        Some((lang, _)) => format!("{locale},{lang};q=0.9"),
+        None => locale.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn accept_language_adds_the_bare_language() {
+        assert_eq!(super::accept_language("de-DE"), "de-DE,de;q=0.9");
+        assert_eq!(super::accept_language("fr"), "fr");
+        assert_eq!(super::accept_language("zh-Hant-TW"), "zh-Hant-TW,zh;q=0.9");
+    }
+}

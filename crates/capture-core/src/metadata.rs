@@ -1,0 +1,126 @@
+//! What a finished capture read from its page (`metadata` on the job, its webhooks and its
+//! `done` event): the HTTP answer and the tags a link preview uses. Every string is the
+//! page's to choose, so each is capped ([`PageMetadata::capped`]) before it is stored.
+
+use serde::{Deserialize, Serialize};
+
+use crate::limits::{PAGE_TITLE_MAX, truncate_chars};
+
+/// Longest text value kept (a description, an Open Graph title), in characters.
+pub const TEXT_MAX: usize = 1024;
+/// Longest URL kept (canonical, favicon, images), in characters.
+pub const URL_MAX: usize = 2048;
+/// Most redirects listed.
+pub const REDIRECTS_MAX: usize = 20;
+
+/// The page a capture saw.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct PageMetadata {
+    /// The HTTP status of the main document (None for an uploaded HTML document).
+    pub http_status: Option<u16>,
+    /// The URL the page ended on, after redirects and scripts.
+    pub final_url: String,
+    /// The URLs that redirected, in order (the requested URL first), at most 20.
+    pub redirects: Vec<String>,
+    /// `document.title`.
+    pub title: Option<String>,
+    /// `<meta name="description">`.
+    pub description: Option<String>,
+    /// `<link rel="canonical">`, absolute.
+    pub canonical: Option<String>,
+    /// `<html lang>`.
+    pub lang: Option<String>,
+    /// The page's icon (`<link rel="icon">`, else `/favicon.ico`), absolute.
+    pub favicon: Option<String>,
+    /// Open Graph tags (`og:…`).
+    pub open_graph: OpenGraph,
+    /// Twitter card tags (`twitter:…`).
+    pub twitter: TwitterCard,
+}
+
+/// The Open Graph tags of a page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct OpenGraph {
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub image: Option<String>,
+    pub url: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub site_name: Option<String>,
+}
+
+/// The Twitter card tags of a page.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct TwitterCard {
+    pub card: Option<String>,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub image: Option<String>,
+    pub site: Option<String>,
+    pub creator: Option<String>,
+}
+
+fn text(v: &mut Option<String>, max: usize) {
+    *v = v.take().map(|s| truncate_chars(s.trim(), max)).filter(|s| !s.is_empty());
+}
+
+impl PageMetadata {
+    /// Every value cut to its documented length, blank ones dropped.
+    pub fn capped(mut self) -> PageMetadata {
+        self.final_url = truncate_chars(&self.final_url, URL_MAX);
+        self.redirects.truncate(REDIRECTS_MAX);
+        for r in &mut self.redirects {
+            *r = truncate_chars(r, URL_MAX);
+        }
+        text(&mut self.title, PAGE_TITLE_MAX);
+        text(&mut self.description, TEXT_MAX);
+        text(&mut self.lang, 64);
+        for u in [&mut self.canonical, &mut self.favicon, &mut self.open_graph.image, &mut self.open_graph.url] {
+            text(u, URL_MAX);
+        }
+        let og = &mut self.open_graph;
+        for t in [&mut og.title, &mut og.description, &mut og.kind, &mut og.site_name] {
+            text(t, TEXT_MAX);
+        }
+        let tw = &mut self.twitter;
+        text(&mut tw.image, URL_MAX);
+        for t in [&mut tw.card, &mut tw.title, &mut tw.description, &mut tw.site, &mut tw.creator] {
+            text(t, TEXT_MAX);
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_value_is_capped_and_blank_ones_dropped() {
+        let m = PageMetadata {
+            http_status: Some(200),
+            final_url: "https://x.com/".into(),
+            redirects: (0..30).map(|i| format!("https://x.com/{i}")).collect(),
+            title: Some("t".repeat(600)),
+            description: Some("   ".into()),
+            open_graph: OpenGraph { title: Some("d".repeat(2000)), ..Default::default() },
+            twitter: TwitterCard { image: Some(format!("https://x.com/{}", "i".repeat(3000))), ..Default::default() },
+            ..Default::default()
+        }
+        .capped();
+        assert_eq!(m.redirects.len(), 20);
+        assert_eq!(m.title.as_ref().map(|t| t.chars().count()), Some(PAGE_TITLE_MAX));
+        assert_eq!(m.description, None);
+        assert_eq!(m.open_graph.title.as_ref().map(|t| t.chars().count()), Some(TEXT_MAX));
+        assert_eq!(m.twitter.image.as_ref().map(|t| t.chars().count()), Some(URL_MAX));
+        let v = serde_json::to_value(&m).unwrap();
+        assert!(v["openGraph"]["type"].is_null() && v["twitter"]["card"].is_null() && v["httpStatus"] == 200);
+    }
+}
