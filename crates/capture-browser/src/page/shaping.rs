@@ -231,10 +231,11 @@ impl Page {
     }
 }
 
-/// The `Accept-Language` of a locale: `de-DE` → `de-DE,de;q=0.9`; `de` → `de`.
+/// The language list of a locale (`navigator.languages`; Chromium writes the
+/// `Accept-Language` header from it, adding the q-values): `de-DE` → `de-DE,de`.
 pub(crate) fn accept_language(locale: &str) -> String {
     match locale.split_once('-') {
-        Some((lang, _)) => format!("{locale},{lang};q=0.9"),
+        Some((lang, _)) => format!("{locale},{lang}"),
         None => locale.to_string(),
     }
 }
@@ -243,8 +244,8 @@ pub(crate) fn accept_language(locale: &str) -> String {
 mod tests {
     #[test]
     fn accept_language_adds_the_bare_language() {
-        assert_eq!(super::accept_language("de-DE"), "de-DE,de;q=0.9");
+        assert_eq!(super::accept_language("de-DE"), "de-DE,de");
         assert_eq!(super::accept_language("fr"), "fr");
-        assert_eq!(super::accept_language("zh-Hant-TW"), "zh-Hant-TW,zh;q=0.9");
+        assert_eq!(super::accept_language("zh-Hant-TW"), "zh-Hant-TW,zh");
     }
 }
