@@ -70,6 +70,9 @@ pub(crate) async fn run(
     if o.timezone.is_some() || o.locale.is_some() || o.geolocation.is_some() || o.touch || o.user_agent.is_some() {
         page.emulate(o).await?;
     }
+    if !o.block_requests.is_empty() || !o.block_resources.is_empty() {
+        page.block(o).await?;
+    }
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
     mark("navigate");

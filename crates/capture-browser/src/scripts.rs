@@ -99,6 +99,12 @@ pub(crate) fn wait_selector(sel_json: &str, ms: u64) -> String {
 /// The page's visible text (the body's `innerText`, else the document's text).
 pub(crate) const PAGE_TEXT: &str = "(document.body && document.body.innerText) || (document.documentElement && document.documentElement.textContent) || ''";
 
+/// `blockResources: websocket`: every WebSocket the page opens fails as a blocked one would.
+pub(crate) const NO_WEBSOCKETS: &str = r#"(() => {
+  const refuse = function () { throw new DOMException('WebSocket connections are blocked by this capture (blockResources)', 'SecurityError'); };
+  Object.defineProperty(window, 'WebSocket', { value: refuse, writable: false, configurable: false });
+})()"#;
+
 /// Neutralise the page's page breaks (`fitOnePage`: everything on one sheet).
 pub(crate) const NO_PAGE_BREAKS: &str = r#"(() => {
   const style = document.createElement('style');

@@ -44,6 +44,11 @@ async fn fixtures() -> Server {
             "<meta name='twitter:card' content='summary_large_image'><meta name='twitter:site' content='@kettles'>",
             "</head><body>Kettles</body></html>")),
         "/device" => html("<html><head><title>-</title><meta name='viewport' content='width=device-width'></head><body><script>document.title = [innerWidth, devicePixelRatio, navigator.maxTouchPoints, /iPhone/.test(navigator.userAgent)].join('|');</script></body></html>"),
+        "/assets" => html("<html><head><title></title><link rel='stylesheet' href='/style.css'></head><body style='margin:0'><img src='/blue.png' width='50' height='50'><img src='/ads/red.png' width='50' height='50'><script>let ws = 'open'; try { new WebSocket('ws://127.0.0.1:9/'); } catch (e) { ws = 'refused'; } fetch('/api/data').then(() => 'fetched', () => 'blocked').then((f) => { document.title = ws + '|' + f; });</script></body></html>"),
+        "/style.css" => Resp::Full(200, "text/css", b"body { background: rgb(0, 255, 0) !important }".to_vec(), 0),
+        "/blue.png" => Resp::Full(200, "image/png", solid_png(50, 50, [0, 0, 255]), 0),
+        "/ads/red.png" => Resp::Full(200, "image/png", solid_png(50, 50, [255, 0, 0]), 0),
+        "/api/data" => Resp::Full(200, "application/json", b"{}".to_vec(), 0),
         "/stock" => html("<html><body><h1>Blue kettle</h1><p>Out of stock</p><p style='display:none'>In stock soon</p></body></html>"),
         _ => Resp::Full(404, "text/plain", b"no".to_vec(), 0),
     }))
@@ -401,5 +406,43 @@ async fn pdf_options_set_the_paper_the_pages_and_the_footer() {
     assert_eq!(pages, 1, "one sheet, the page's own breaks ignored");
     assert_eq!(size.0.round(), 600.0, "800 px wide is 600 pt");
     assert!(size.1 >= 6.0 * 500.0 * 0.75 && size.1 <= 6.0 * 500.0 * 0.75 + 10.0, "as tall as the page: {size:?}");
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocked_requests_never_leave_the_browser() {
+    let srv = fixtures().await;
+    let (pool, _dir) = pool().await;
+    let hits = |srv: &Server| ["/style.css", "/blue.png", "/ads/red.png", "/api/data"].map(|p| srv.hits(p));
+    let mut r = url_req(srv.url("/assets"));
+    r.options.wait_for = Some("title:not(:empty)".into());
+    let out = ok(pool.capture(r).await);
+    assert_eq!(hits(&srv), [1, 1, 1, 1]);
+    assert_eq!(out.page_title, "open|fetched");
+    let img = decode(&out.bytes);
+    assert_px(&img, 25, 25, [0, 0, 255], 2);
+    assert_px(&img, 75, 25, [255, 0, 0], 2);
+    assert_px(&img, 400, 300, [0, 255, 0], 2);
+
+    // A URL pattern: the ad image is never requested; the rest loads.
+    let mut r = url_req(srv.url("/assets"));
+    r.options.block_requests = vec!["*/ads/*".into()];
+    let out = ok(pool.capture(r).await);
+    assert_eq!(hits(&srv), [2, 2, 1, 2]);
+    let img = decode(&out.bytes);
+    assert_px(&img, 25, 25, [0, 0, 255], 2);
+    assert_ne!(px(&img, 75, 25), [255, 0, 0], "no ad");
+
+    // Kinds: no image, stylesheet, fetch or socket leaves the browser; the page itself loads.
+    use capture_core::options::ResourceKind::*;
+    let mut r = url_req(srv.url("/assets"));
+    r.options.block_resources = vec![Image, Stylesheet, Fetch, Websocket];
+    r.options.wait_for = Some("title:not(:empty)".into());
+    let out = ok(pool.capture(r).await);
+    assert_eq!(hits(&srv), [2, 2, 1, 2], "nothing more was requested");
+    assert_eq!(out.page_title, "refused|blocked");
+    let img = decode(&out.bytes);
+    assert_px(&img, 400, 300, [255, 255, 255], 2);
+    assert_ne!(px(&img, 25, 25), [0, 0, 255]);
     pool.shutdown().await;
 }

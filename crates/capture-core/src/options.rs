@@ -94,6 +94,39 @@ pub enum MediaType {
     Print,
 }
 
+/// A kind of request of `blockResources`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceKind {
+    Image,
+    Media,
+    Font,
+    Stylesheet,
+    Script,
+    Xhr,
+    Fetch,
+    Websocket,
+    Other,
+}
+
+impl ResourceKind {
+    /// The DevTools protocol's name of the kind (`Network.ResourceType`).
+    pub fn cdp_name(self) -> &'static str {
+        match self {
+            ResourceKind::Image => "Image",
+            ResourceKind::Media => "Media",
+            ResourceKind::Font => "Font",
+            ResourceKind::Stylesheet => "Stylesheet",
+            ResourceKind::Script => "Script",
+            ResourceKind::Xhr => "XHR",
+            ResourceKind::Fetch => "Fetch",
+            ResourceKind::Websocket => "WebSocket",
+            ResourceKind::Other => "Other",
+        }
+    }
+}
+
 /// A paper size of `pdfOptions.paperFormat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
@@ -416,6 +449,12 @@ pub struct CaptureOptions {
     /// How a PDF is printed (None: A4, backgrounds, no margins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pdf_options: Option<PdfSettings>,
+    /// URL patterns (`*` wildcards) whose requests are refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_requests: Vec<String>,
+    /// Kinds of requests refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub block_resources: Vec<ResourceKind>,
 }
 
 fn is_screen(m: &MediaType) -> bool {
@@ -460,6 +499,8 @@ impl Default for CaptureOptions {
             touch: false,
             user_agent: None,
             pdf_options: None,
+            block_requests: Vec::new(),
+            block_resources: Vec::new(),
         }
     }
 }
@@ -504,6 +545,8 @@ pub mod bounds {
     pub const USER_AGENT_MAX: usize = 512;
     /// A PDF header or footer template, in bytes.
     pub const PDF_TEMPLATE_MAX: usize = 16 * 1024;
+    /// `blockRequests`: at most this many patterns of at most `URL_MAX` bytes.
+    pub const BLOCK_REQUESTS_MAX: usize = 100;
 }
 
 // This one type is the request's shape everywhere: the server deserialises and checks it
@@ -655,6 +698,15 @@ pub struct ScreenshotIn {
     /// footer, backgrounds, or the whole page on one sheet.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pdf_options: Option<PdfOptionsIn>,
+    /// URL patterns whose requests are refused, `*` matching anything (`*://*.doubleclick.net/*`,
+    /// `*/ads/*`, `*.mp4`). Up to 100.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::BLOCK_REQUESTS_MAX), inner(length(min = 1, max = bounds::URL_MAX))))]
+    pub block_requests: Option<Vec<String>>,
+    /// Kinds of requests refused: image, media, font, stylesheet, script, xhr, fetch,
+    /// websocket, other. The page itself always loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block_resources: Option<Vec<ResourceKind>>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.
@@ -775,6 +827,17 @@ impl ScreenshotIn {
             Some(p) => Some(p.check()?),
             None => None,
         };
+        let block_requests = self.block_requests.unwrap_or_default();
+        if block_requests.len() > bounds::BLOCK_REQUESTS_MAX {
+            return Err(FieldError::new("blockRequests", "must list at most 100 patterns"));
+        }
+        for (i, p) in block_requests.iter().enumerate() {
+            if p.trim().is_empty() || p.len() > bounds::URL_MAX || p.chars().any(char::is_control) {
+                return Err(FieldError::new(format!("blockRequests[{i}]"), "must be a URL pattern of 1 to 4096 bytes"));
+            }
+        }
+        let mut block_resources = self.block_resources.unwrap_or_default();
+        block_resources.dedup();
         let geolocation = match self.geolocation {
             Some(g) => Some(check_geolocation(g)?),
             None => None,
@@ -814,6 +877,8 @@ impl ScreenshotIn {
             touch: mobile,
             user_agent,
             pdf_options,
+            block_requests,
+            block_resources,
         })
     }
 }
@@ -1088,6 +1153,8 @@ mod tests {
                 "pdfOptions.pageRanges",
             ),
             (json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"pageRanges": "0"}}), "pdfOptions.pageRanges"),
+            (json!({"url": "https://x.com", "blockRequests": vec!["*x*"; 101]}), "blockRequests"),
+            (json!({"url": "https://x.com", "blockRequests": ["*/ads/*", " "]}), "blockRequests[1]"),
         ];
         for (v, field) in cases {
             assert_eq!(parse(v.clone()).unwrap_err(), field, "{v}");
@@ -1183,8 +1250,8 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 32);
-        assert_eq!((names[0], names[14], names[31]), ("url", "clickBefore", "pdfOptions"));
+        assert_eq!(names.len(), 34);
+        assert_eq!((names[0], names[14], names[33]), ("url", "clickBefore", "blockResources"));
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }
 

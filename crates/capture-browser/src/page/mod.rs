@@ -193,6 +193,11 @@ impl Page {
                     h.frame(f);
                 }
             }
+            PageEvent::RequestPaused(r) => {
+                // Only requests of the kinds `blockResources` names are paused: refuse each.
+                let fail = p::FailRequest { request_id: &r.request_id, error_reason: "BlockedByClient" };
+                self.conn.cmd_forget(&fail, Some(&self.sid));
+            }
             PageEvent::TargetCrashed => self.crashed = Some("the page crashed"),
             PageEvent::Detached => self.crashed = Some("the page was closed by the browser"),
             _ => {}

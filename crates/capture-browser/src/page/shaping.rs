@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use capture_core::metadata::{OpenGraph, PageMetadata, TwitterCard};
-use capture_core::options::CaptureOptions;
+use capture_core::options::{CaptureOptions, ResourceKind};
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -62,6 +62,28 @@ impl Page {
                 accuracy: Some(g.accuracy.unwrap_or(DEFAULT_ACCURACY)),
             })
             .await?;
+        }
+        Ok(())
+    }
+
+    /// Refuse the requests `blockRequests` (URL patterns) and `blockResources` (kinds) name,
+    /// from the first request on. A WebSocket is refused in the page (its constructor
+    /// throws), since the browser does not pause socket handshakes for interception.
+    pub(crate) async fn block(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
+        if !o.block_requests.is_empty() {
+            self.call(&p::SetBlockedUrls { urls: o.block_requests.clone() }).await?;
+        }
+        let patterns: Vec<p::RequestPattern> = o
+            .block_resources
+            .iter()
+            .filter(|k| **k != ResourceKind::Websocket)
+            .map(|k| p::RequestPattern { resource_type: k.cdp_name(), request_stage: "Request" })
+            .collect();
+        if !patterns.is_empty() {
+            self.call(&p::FetchEnable { patterns }).await?;
+        }
+        if o.block_resources.contains(&ResourceKind::Websocket) {
+            self.call(&s::AddScriptToEvaluateOnNewDocument { source: scripts::NO_WEBSOCKETS }).await?;
         }
         Ok(())
     }

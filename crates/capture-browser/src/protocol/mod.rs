@@ -205,6 +205,44 @@ pub(crate) struct SetDefaultBackgroundColorOverride {
 }
 command!(SetDefaultBackgroundColorOverride, "Emulation.setDefaultBackgroundColorOverride", Empty);
 
+/// `Network.setBlockedURLs`: requests matching a pattern (`*` wildcards) fail.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SetBlockedUrls {
+    pub urls: Vec<String>,
+}
+command!(SetBlockedUrls, "Network.setBlockedURLs", Empty);
+
+/// One pattern of `Fetch.enable`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RequestPattern {
+    pub resource_type: &'static str,
+    pub request_stage: &'static str,
+}
+
+/// `Fetch.enable`: requests of these patterns pause until answered.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct FetchEnable {
+    pub patterns: Vec<RequestPattern>,
+}
+command!(FetchEnable, "Fetch.enable", Empty);
+
+/// `Fetch.failRequest`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FailRequest<'a> {
+    pub request_id: &'a str,
+    pub error_reason: &'static str,
+}
+command!(FailRequest<'_>, "Fetch.failRequest", Empty);
+
+/// `Fetch.requestPaused` (the part the engine reads).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RequestPaused {
+    pub request_id: String,
+}
+
 /// `Page.setDocumentContent`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -521,6 +559,8 @@ pub(crate) enum PageEvent {
     ConsoleApiCalled(session::ConsoleApiCalled),
     ExceptionThrown(session::ExceptionThrown),
     ScreencastFrame(session::ScreencastFrame),
+    /// `Fetch.requestPaused`: a request of a blocked kind waits for its refusal.
+    RequestPaused(RequestPaused),
     /// `Inspector.targetCrashed`: the renderer died.
     TargetCrashed,
     /// `Target.detachedFromTarget`: the page is gone (closed, or its browser restarted).
@@ -551,6 +591,7 @@ impl PageEvent {
             "Runtime.consoleAPICalled" => decode(params, PageEvent::ConsoleApiCalled),
             "Runtime.exceptionThrown" => decode(params, PageEvent::ExceptionThrown),
             "Page.screencastFrame" => decode(params, PageEvent::ScreencastFrame),
+            "Fetch.requestPaused" => decode(params, PageEvent::RequestPaused),
             "Inspector.targetCrashed" => PageEvent::TargetCrashed,
             "Target.detachedFromTarget" => PageEvent::Detached,
             _ => PageEvent::Other,

@@ -119,6 +119,8 @@ async fn bad_option_values_are_refused_naming_the_field() {
         (json!({"url": u, "failIfContentContains": vec!["x"; 11]}), "failIfContentContains"),
         (json!({"url": u, "failIfContentMissing": [""]}), "failIfContentMissing[0]"),
         (json!({"url": u, "device": "nokia-3310"}), "device"),
+        (json!({"url": u, "blockResources": ["image", "gif"]}), "blockResources[1]"),
+        (json!({"url": u, "blockRequests": ["*/ads/*", ""]}), "blockRequests[1]"),
         (json!({"url": u, "userAgent": "x".repeat(513)}), "userAgent"),
     ] {
         let r = app.post_json(&key, "/v1/screenshot", &body).await;
