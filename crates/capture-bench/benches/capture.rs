@@ -335,6 +335,12 @@ async fn main() {
         let cpu1 = tree_cpu(server.node.child.id());
         ours.insert(("rich", conc), (rate, ms(pct(&mut lat, 0.5))));
         row("realistic page (~830 KB PNG), load, png", conc, rate, &mut lat);
+        // The same page with the blocking options (issue 26): the cost of hiding and blocking.
+        let blocking = json!({"url": format!("{base}/rich"), "waitUntil": "load",
+            "hideSelectors": ["#cookie-banner", ".chat-widget", "[class*=advert]", "iframe[src*=ads]"],
+            "blockRequests": ["*://*.doubleclick.net/*", "*/ads/*", "*.mp4"], "blockResources": ["media"]});
+        let (rate, mut lat) = run_cell(&client, &server, blocking, jobs, conc).await;
+        row("realistic page + hideSelectors, blockRequests", conc, rate, &mut lat);
         ours_cpu.push(format!(
             "C={conc} server {:.0} + browsers {:.0} ms",
             (cpu1.0 - cpu0.0) * 1000.0 / jobs as f64,

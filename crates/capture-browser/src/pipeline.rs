@@ -178,7 +178,7 @@ pub(crate) async fn run(
         let size = image_size(&bytes);
         (bytes, content_type, size, thumb, meta)
     };
-    let (bytes, content_type, size, thumb, metadata) = output;
+    let (bytes, content_type, size, thumb, (page_title, metadata)) = output;
     mark("done");
     tracing::debug!(target: "capture_browser::timing", ?phases, "capture phases");
     Ok(CaptureOutput {
@@ -187,7 +187,7 @@ pub(crate) async fn run(
         width: size.map(|s| s.0),
         height: size.map(|s| s.1),
         thumbnail: Some(thumb),
-        page_title: metadata.title.clone().unwrap_or_default(),
+        page_title,
         final_url: metadata.final_url.clone(),
         tags,
         metadata,

@@ -161,8 +161,11 @@ impl Page {
     }
 
     /// What the page says of itself (title, description, canonical, icons, Open Graph and
-    /// Twitter tags), with the HTTP status and the redirects its document went through.
-    pub(crate) async fn metadata(&mut self) -> Result<PageMetadata, CaptureError> {
+    /// Twitter tags), with the HTTP status and the redirects its document went through. The
+    /// title also comes back as the page set it (cut only in the page, at 2048 characters):
+    /// the job's `pageTitle`, which the service cuts itself, and which the ad pipeline uses to
+    /// carry what its script read.
+    pub(crate) async fn metadata(&mut self) -> Result<(String, PageMetadata), CaptureError> {
         let v = match self.eval_job(scripts::METADATA).await? {
             Ok(v) => v,
             Err(_) => Value::Null,
@@ -170,7 +173,8 @@ impl Page {
         let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         let (og, tw) = (&v["og"], &v["twitter"]);
         let chain = &self.document_chain;
-        Ok(PageMetadata {
+        let title = s(&v, "title").unwrap_or_default();
+        let metadata = PageMetadata {
             http_status: self.document_status,
             final_url: s(&v, "url").unwrap_or_default(),
             redirects: chain.iter().take(chain.len().saturating_sub(1)).cloned().collect(),
@@ -196,7 +200,8 @@ impl Page {
                 creator: s(tw, "creator"),
             },
         }
-        .capped())
+        .capped();
+        Ok((title, metadata))
     }
 
     /// `Page.printToPDF` as the request's `pdfOptions` ask (A4, backgrounds, no margins and
