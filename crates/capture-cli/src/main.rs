@@ -3,21 +3,23 @@
 
 mod client;
 mod commands;
+mod conn;
 mod error;
 mod inbox_cmd;
 mod login;
 mod logs;
 mod retry;
 mod session;
+mod shot;
 
 use std::path::PathBuf;
 
 use anyhow::Context;
-use capture_core::options::{CookieConsent, ImageFormat, ScreenshotIn, WaitUntil};
 use capture_core::time::iso;
 use capture_server::config::Roles;
 use capture_server::{Application, Config, admin};
 use clap::{Parser, Subcommand};
+use conn::Conn;
 
 #[derive(Parser)]
 #[command(name = "capture", version, about = "Capture: a self-hostable page-capture service")]
@@ -66,7 +68,7 @@ enum Cmd {
         json: bool,
     },
     /// Capture a page and save the file.
-    Shot(ShotCmd),
+    Shot(shot::ShotCmd),
     /// Audit a website (performance, SEO, accessibility, best practices) and print the scores,
     /// the issues to fix first and the report's links.
     Audit {
@@ -159,105 +161,6 @@ enum AuthTestCmd {
         #[arg(long)]
         note: Option<String>,
     },
-}
-
-/// Where and as whom a client command connects.
-#[derive(clap::Args, Clone)]
-struct Conn {
-    /// Server base URL (default: the signed-in server, else http://127.0.0.1:8080).
-    #[arg(long, env = "CAPTURE_SERVER", global = true)]
-    server: Option<String>,
-    /// An API key instead of the stored session.
-    #[arg(long, env = "CAPTURE_API_KEY", hide_env_values = true, global = true)]
-    api_key: Option<String>,
-    #[command(flatten)]
-    retry: RetryArgs,
-}
-
-/// How requests that are safe to repeat are retried (5xx, 429, lost connections).
-#[derive(clap::Args, Clone)]
-struct RetryArgs {
-    /// Attempts per request in all (1: no retries).
-    #[arg(long, global = true, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    max_attempts: u32,
-    /// Give up retrying when the next wait would end later than this many seconds after the
-    /// first attempt (a longer Retry-After is reported, not waited for).
-    #[arg(long, global = true, default_value_t = 120, value_name = "SECS")]
-    max_retry_time: u64,
-    /// The longest one attempt may take, in seconds.
-    #[arg(long, global = true, default_value_t = 30, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
-    request_timeout: u64,
-}
-
-impl Conn {
-    async fn connect(self, quiet: bool) -> Result<client::Client, error::ClientError> {
-        let policy = retry::RetryPolicy {
-            max_attempts: self.retry.max_attempts,
-            max_elapsed: std::time::Duration::from_secs(self.retry.max_retry_time),
-            quiet,
-            ..retry::RetryPolicy::default()
-        };
-        let timeout = std::time::Duration::from_secs(self.retry.request_timeout);
-        client::Client::connect(self.api_key, self.server, policy, timeout).await
-    }
-}
-
-/// A flag's value read as the API reads it (`png`, `networkidle`), so its choices are the
-/// type's own.
-fn wire<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, String> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).map_err(|e| e.to_string())
-}
-
-#[derive(clap::Args)]
-struct ShotCmd {
-    #[command(flatten)]
-    conn: Conn,
-    /// The page to capture (http or https).
-    url: String,
-    /// Output file (default: <job id>.<format>).
-    #[arg(short, long)]
-    output: Option<PathBuf>,
-    #[arg(long)]
-    full_page: bool,
-    #[arg(long)]
-    pdf: bool,
-    /// png, jpeg or webp.
-    #[arg(long, value_parser = wire::<ImageFormat>)]
-    format: Option<ImageFormat>,
-    #[arg(long)]
-    width: Option<u32>,
-    #[arg(long)]
-    height: Option<u32>,
-    /// Milliseconds to wait after load.
-    #[arg(long)]
-    delay: Option<u64>,
-    #[arg(long)]
-    dark_mode: bool,
-    /// Leave cookie banners alone (default: dismiss them).
-    #[arg(long)]
-    no_cookie_consent: bool,
-    #[arg(long)]
-    wait_for: Option<String>,
-    /// networkidle, load, domcontentloaded or none.
-    #[arg(long, value_parser = wire::<WaitUntil>)]
-    wait_until: Option<WaitUntil>,
-    #[arg(long)]
-    timeout_ms: Option<u64>,
-    #[arg(long)]
-    device_scale_factor: Option<f64>,
-    #[arg(long)]
-    click_before: Option<String>,
-    /// JavaScript evaluated right before the capture.
-    #[arg(long)]
-    js: Option<String>,
-    /// Print only the saved file's path (no progress, no retry notices).
-    #[arg(short, long)]
-    quiet: bool,
-    /// The Idempotency-Key sent with every attempt to create the job ([A-Za-z0-9_-]{8,128});
-    /// default: a new random key for this run. Running again with the same key within 24 h
-    /// returns the same job instead of a new one.
-    #[arg(long, value_name = "KEY")]
-    idempotency_key: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -428,40 +331,7 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
             let c = conn.connect(false).await?;
             commands::balance(&c, json).await
         }
-        Cmd::Shot(a) => {
-            let idempotency_key = match a.idempotency_key {
-                Some(k) if retry::valid_idempotency_key(&k) => k,
-                Some(k) => {
-                    return Err(error::ClientError::new(
-                        error::exit::INVALID,
-                        format!("--idempotency-key '{k}' must be 8 to 128 of A-Z a-z 0-9 _ -"),
-                    ));
-                }
-                None => retry::new_idempotency_key(),
-            };
-            let c = a.conn.connect(a.quiet).await?;
-            // The request is the server's own type: a flag is one field of it.
-            let options = ScreenshotIn {
-                url: Some(a.url),
-                width: a.width,
-                height: a.height,
-                full_page: a.full_page.then_some(true),
-                format: a.format,
-                pdf: a.pdf.then_some(true),
-                delay: a.delay,
-                dark_mode: a.dark_mode.then_some(true),
-                cookie_consent: a.no_cookie_consent.then_some(CookieConsent::None),
-                wait_for: a.wait_for,
-                wait_until: a.wait_until,
-                timeout_ms: a.timeout_ms,
-                pre_screenshot_js: a.js,
-                device_scale_factor: a.device_scale_factor,
-                click_before: a.click_before,
-                ..ScreenshotIn::default()
-            };
-            let args = commands::ShotArgs { output: a.output, options, quiet: a.quiet, idempotency_key };
-            commands::shot(&c, args).await
-        }
+        Cmd::Shot(a) => shot::run(a).await,
         Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet } => {
             let c = conn.connect(quiet).await?;
             let args = commands::AuditArgs {

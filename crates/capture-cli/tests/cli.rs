@@ -2,6 +2,8 @@
 //! pages (driven over HTTP like a browser would), then `balance`, `shot`, `webhooks`,
 //! `logout`, and the same commands with an API key.
 
+#[allow(dead_code)]
+mod cli_support;
 #[path = "api/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
@@ -285,4 +287,74 @@ async fn audit_prints_the_scores_and_saves_the_pdf() {
     let out = c.output().unwrap();
     assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("could not be reached"));
+}
+
+/// `capture shot --set KEY=VALUE`: any option of the request by its API name, sent as typed
+/// JSON beside the flags; an unknown name is refused before anything is sent.
+#[tokio::test]
+async fn shot_sends_set_options_and_refuses_unknown_ones_without_contacting_the_server() {
+    use cli_support::{Reply, Scripted, client};
+    let s = Scripted::start().await;
+    let job = |status: &str| {
+        serde_json::json!({
+            "id": "scr_setopts1", "status": status, "url": "https://example.com/",
+            "publicUrl": format!("{}/files/scr_setopts1.png", s.base),
+        })
+    };
+    s.on("POST /v1/screenshot", vec![Reply::json(202, job("pending"))]);
+    s.on(
+        "GET /v1/screenshot/scr_setopts1/stream",
+        vec![Reply::raw(200, "text/event-stream", b"event: done\ndata: {\"status\":\"done\"}\n\n".to_vec())],
+    );
+    s.on("GET /v1/screenshot/scr_setopts1", vec![Reply::json(200, job("done"))]);
+    s.on("GET /files/scr_setopts1.png", vec![Reply::raw(200, "image/png", b"png bytes".to_vec())]);
+    let home = tempfile::tempdir().unwrap();
+    let file = home.path().join("set.png");
+    let key = "sk_live_scriptedscriptedscripted";
+
+    let shot = [
+        "shot",
+        "https://example.com/",
+        "-o",
+        file.to_str().unwrap(),
+        "--width",
+        "640",
+        "--set",
+        "waitFor=body",
+        "--set",
+        "timeoutMs=5000",
+    ];
+    let run = client(home.path(), &s.base, key, &shot).await;
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(std::fs::read(&file).unwrap(), b"png bytes");
+    let posts = s.seen("POST /v1/screenshot");
+    assert_eq!(posts.len(), 1);
+    let body: Value = serde_json::from_slice(&posts[0].body).unwrap();
+    assert_eq!(
+        body,
+        serde_json::json!({"url": "https://example.com/", "width": 640, "waitFor": "body", "timeoutMs": 5000})
+    );
+
+    // An unknown option: the invalid-request exit code, the key named, nothing sent.
+    let fresh = Scripted::start().await;
+    let run = client(home.path(), &fresh.base, key, &["shot", "https://example.com/", "--set", "nosuchOption=1"]).await;
+    assert_eq!(run.code, Some(6), "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with("error: unknown option 'nosuchOption' (from --set); the options are: url,"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fresh.requests(), 0, "refused before connecting");
+    // A value of the wrong type for a known option, the same way.
+    let run = client(home.path(), &fresh.base, key, &["shot", "https://example.com/", "--set", "timeoutMs=soon"]).await;
+    assert_eq!(run.code, Some(6), "{}", run.stderr);
+    assert_eq!(
+        run.stderr.trim(),
+        "error: option 'timeoutMs' (from --set): invalid type: string \"soon\", expected a JSON number"
+    );
+    // KEY=VALUE without `=` is wrong usage, refused by the argument parser.
+    let run = client(home.path(), &fresh.base, key, &["shot", "https://example.com/", "--set", "waitFor"]).await;
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("expected KEY=VALUE (e.g. waitFor=#main), got 'waitFor'"), "{}", run.stderr);
+    assert_eq!(fresh.requests(), 0);
 }

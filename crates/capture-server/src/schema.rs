@@ -33,3 +33,52 @@ pub fn query_params<T: JsonSchema>() -> Vec<utoipa::openapi::path::Parameter> {
         })
         .collect()
 }
+
+/// The JSON type a property's schema gives its values, `null` aside: `"integer"`, also from
+/// `["integer", "null"]` (an optional field) or an `anyOf`/`oneOf` of one type and null; a
+/// list of `enum` or `const` choices without a `type` is `"string"` when they are all text.
+/// `None` when the schema names no single type.
+pub fn value_type(p: &Value) -> Option<&str> {
+    match p.get("type") {
+        Some(Value::String(t)) => return Some(t),
+        Some(Value::Array(ts)) => {
+            let mut named = ts.iter().filter_map(Value::as_str).filter(|t| *t != "null");
+            let t = named.next()?;
+            return named.next().is_none().then_some(t);
+        }
+        _ => {}
+    }
+    if let Some(choices) = p.get("enum").and_then(Value::as_array) {
+        return choices.iter().all(|c| c.is_string() || c.is_null()).then_some("string");
+    }
+    if p.get("const").is_some_and(Value::is_string) {
+        return Some("string");
+    }
+    let alternatives = p.get("anyOf").or_else(|| p.get("oneOf")).and_then(Value::as_array)?;
+    let mut types =
+        alternatives.iter().filter(|a| a.get("type").and_then(Value::as_str) != Some("null")).map(value_type);
+    let first = types.next()??;
+    types.all(|t| t == Some(first)).then_some(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_type;
+    use serde_json::json;
+
+    #[test]
+    fn a_property_type_is_read_past_null() {
+        assert_eq!(value_type(&json!({"type": "integer"})), Some("integer"));
+        assert_eq!(value_type(&json!({"type": ["integer", "null"]})), Some("integer"));
+        assert_eq!(value_type(&json!({"type": ["array", "null"], "items": {"type": "string"}})), Some("array"));
+        assert_eq!(value_type(&json!({"type": ["string", "integer"]})), None);
+        assert_eq!(value_type(&json!({"enum": ["png", "jpeg", null]})), Some("string"));
+        assert_eq!(value_type(&json!({"anyOf": [{"type": "object"}, {"type": "null"}]})), Some("object"));
+        assert_eq!(
+            value_type(&json!({"oneOf": [{"type": "string", "const": "a"}, {"type": "string", "const": "b"}]})),
+            Some("string")
+        );
+        assert_eq!(value_type(&json!({"anyOf": [{"type": "string"}, {"type": "number"}]})), None);
+        assert_eq!(value_type(&json!({"description": "anything"})), None);
+    }
+}

@@ -261,6 +261,11 @@ impl Scripted {
         let s = self.script.lock().unwrap();
         s.seen.iter().filter(|r| format!("{} {}", r.method, r.path) == route).cloned().collect()
     }
+
+    /// How many requests, to any route, it has seen.
+    pub fn requests(&self) -> usize {
+        self.script.lock().unwrap().seen.len()
+    }
 }
 
 async fn answer(State(script): State<Arc<Mutex<Script>>>, req: Request) -> Response {

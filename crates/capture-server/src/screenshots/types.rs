@@ -25,45 +25,35 @@ impl Checked for ScreenshotIn {
 }
 
 /// Form fields (all strings: an HTML upload's, the playground's) as the JSON object the
-/// capture request reads, each converted by the type its schema gives it: numbers for
-/// integer and number fields, `true`/`1`/`on` and `false`/`0`/`off`/empty for booleans,
-/// text otherwise. A value that does not convert is left as text, for the check to refuse
-/// naming its field. New options need nothing here.
+/// capture request reads, each converted by the type its schema gives it
+/// ([`crate::schema::value_type`]): numbers for integer and number fields, `true`/`1`/`on` and
+/// `false`/`0`/`off`/empty for booleans, JSON for array and object fields, text otherwise. A
+/// value that does not convert is left as text, for the check to refuse naming its field.
+/// New options need nothing here.
 pub fn form_to_json(fields: &[(String, String)]) -> Map<String, Value> {
     static TYPES: std::sync::OnceLock<std::collections::HashMap<String, String>> = std::sync::OnceLock::new();
     let types = TYPES.get_or_init(|| {
         let schema = crate::schema::tool_input::<ScreenshotIn>();
         let props = schema.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
-        props
-            .into_iter()
-            .filter_map(|(k, p)| {
-                let t = match &p["type"] {
-                    Value::String(t) => t.clone(),
-                    // `["integer", "null"]`: the type that is not null.
-                    Value::Array(ts) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null")?.to_string(),
-                    _ => return None,
-                };
-                Some((k, t))
-            })
-            .collect()
+        props.iter().filter_map(|(k, p)| Some((k.clone(), crate::schema::value_type(p)?.to_string()))).collect()
     });
-    let mut m = Map::new();
-    for (k, v) in fields {
-        let val = match types.get(k).map(String::as_str) {
-            Some("integer" | "number") => match v.trim().parse::<serde_json::Number>() {
-                Ok(n) => Value::Number(n),
-                Err(_) => Value::String(v.clone()),
-            },
-            Some("boolean") => match v.trim() {
-                "true" | "1" | "on" => Value::Bool(true),
-                "false" | "0" | "off" | "" => Value::Bool(false),
-                _ => Value::String(v.clone()),
-            },
-            _ => Value::String(v.clone()),
-        };
-        m.insert(k.clone(), val);
+    fields.iter().map(|(k, v)| (k.clone(), form_value(types.get(k).map(String::as_str), v))).collect()
+}
+
+/// One form field's text as a value of the JSON type `ty`; left as text when it does not read
+/// as one.
+fn form_value(ty: Option<&str>, v: &str) -> Value {
+    let text = || Value::String(v.to_string());
+    match ty {
+        Some("integer" | "number") => v.trim().parse::<serde_json::Number>().map_or_else(|_| text(), Value::Number),
+        Some("boolean") => match v.trim() {
+            "true" | "1" | "on" => Value::Bool(true),
+            "false" | "0" | "off" | "" => Value::Bool(false),
+            _ => text(),
+        },
+        Some("array" | "object") => serde_json::from_str(v).unwrap_or_else(|_| text()),
+        _ => text(),
     }
-    m
 }
 
 /// A screenshot job: one shape everywhere (responses, stream events, MCP tools).
@@ -228,6 +218,24 @@ pub struct ScreenshotCompleted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn form_values_convert_by_their_schema_type() {
+        use serde_json::json;
+        assert_eq!(form_value(Some("integer"), " 5000 "), json!(5000));
+        assert_eq!(form_value(Some("number"), "1.5"), json!(1.5));
+        assert_eq!(form_value(Some("integer"), "soon"), json!("soon"));
+        assert_eq!(form_value(Some("boolean"), "on"), json!(true));
+        assert_eq!(form_value(Some("boolean"), ""), json!(false));
+        assert_eq!(form_value(Some("boolean"), "maybe"), json!("maybe"));
+        assert_eq!(form_value(Some("array"), r##"[".ad", "#cookie"]"##), json!([".ad", "#cookie"]));
+        assert_eq!(form_value(Some("object"), r#"{"x-a": "1"}"#), json!({"x-a": "1"}));
+        assert_eq!(form_value(Some("array"), "[.ad"), json!("[.ad"), "not JSON: left as text for the check");
+        assert_eq!(form_value(Some("string"), "42"), json!("42"));
+        assert_eq!(form_value(None, "x"), json!("x"));
+        let m = form_to_json(&[("timeoutMs".into(), "5000".into()), ("waitFor".into(), "body".into())]);
+        assert_eq!(Value::Object(m), json!({"timeoutMs": 5000, "waitFor": "body"}));
+    }
 
     /// The published schema and the validator agree: the same fields, and every bound and
     /// default in the schema is the one the validator applies.

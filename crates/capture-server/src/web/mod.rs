@@ -15,6 +15,7 @@ mod dashboard;
 pub mod front;
 mod hooks;
 mod inbox;
+mod more_options;
 mod playground;
 mod settings;
 mod shots;

@@ -1,7 +1,9 @@
-//! The playground: a form with the URL and the common options that creates a real job with
-//! the account's quota (the same service function as `POST /v1/screenshot`), then sends
-//! the visitor to the job's page, which follows its progress and shows the file. The form's
-//! request is shown as `curl`, Python and Node code.
+//! The playground: a form with the URL and the common options, and under "More options" an
+//! input for every other option of the request (generated from its schema, see
+//! `more_options`), that creates a real job with the account's quota (the same service
+//! function as `POST /v1/screenshot`), then sends the visitor to the job's page, which follows
+//! its progress and shows the file. The form's request is shown as `curl`, Python and Node
+//! code.
 
 use askama::Template;
 use axum::extract::State;
@@ -12,11 +14,38 @@ use serde_json::{Map, Value};
 use super::base::forms::{Form, Signed, SignedForm, account};
 use super::base::layout::{Chrome, Nav, WebResult, page, see_other, sentence};
 use super::base::session::WebSession;
+use super::more_options::{self, Input, Kind, Spec};
 use super::snippets::{Snippet, request_body, snippets};
 use crate::http::ApiError;
 use crate::screenshots::service::{self as screenshots, NewJob};
 use crate::state::AppState;
 use capture_core::options::ScreenshotIn;
+
+/// The request's options the hand-laid form shows, each with the name of its input there
+/// (`pdf` is a choice of the format, `cookieConsent` the cookie-banners box); every other
+/// option gets a generated input under "More options".
+const SHOWN: &[(&str, &str)] = &[
+    ("url", "url"),
+    ("width", "width"),
+    ("height", "height"),
+    ("deviceScaleFactor", "deviceScaleFactor"),
+    ("fullPage", "fullPage"),
+    ("format", "format"),
+    ("pdf", "format"),
+    ("darkMode", "darkMode"),
+    ("cookieConsent", "cookieBanners"),
+    ("waitUntil", "waitUntil"),
+    ("delay", "delay"),
+];
+
+/// The inputs of "More options", from the schema `form_to_json` reads.
+fn more_specs() -> &'static [Spec] {
+    static SPECS: std::sync::OnceLock<Vec<Spec>> = std::sync::OnceLock::new();
+    SPECS.get_or_init(|| {
+        let shown: Vec<&str> = SHOWN.iter().map(|(option, _)| *option).collect();
+        more_options::specs(&crate::schema::tool_input::<ScreenshotIn>(), &shown)
+    })
+}
 
 /// The form's fields as typed (shown again after an error).
 #[derive(Debug, Clone)]
@@ -32,6 +61,8 @@ struct Values {
     wait_until: String,
     delay: String,
     scale: String,
+    /// The inputs of "More options".
+    more: Vec<Input>,
 }
 
 impl Default for Values {
@@ -47,6 +78,7 @@ impl Default for Values {
             wait_until: "networkidle".into(),
             delay: "0".into(),
             scale: "1".into(),
+            more: more_options::fresh(more_specs()),
         }
     }
 }
@@ -65,6 +97,7 @@ impl Values {
             wait_until: f.text("waitUntil").to_string(),
             delay: f.text("delay").to_string(),
             scale: f.text("deviceScaleFactor").to_string(),
+            more: more_options::from_form(more_specs(), f),
         }
     }
 
@@ -90,6 +123,7 @@ impl Values {
         fields.push(("fullPage".into(), self.full_page.to_string()));
         fields.push(("darkMode".into(), self.dark_mode.to_string()));
         fields.push(("cookieConsent".into(), if self.cookie_banners { "auto" } else { "none" }.into()));
+        fields.extend(more_options::fields(&self.more));
         crate::screenshots::types::form_to_json(&fields)
     }
 }
@@ -123,6 +157,8 @@ struct PlaygroundPage<'a> {
     v: Values,
     formats: Vec<Choice>,
     waits: Vec<Choice>,
+    /// "More options" starts open when something in it is set.
+    more_open: bool,
     error: Option<String>,
     /// The request as code (for the example URL when the form is empty).
     snippets: Vec<Snippet>,
@@ -151,6 +187,7 @@ async fn render(
         csrf: &s.csrf,
         formats: choices(FORMATS, &v.format),
         waits: choices(WAITS, &v.wait_until),
+        more_open: !more_options::fields(&v.more).is_empty(),
         v,
         error,
         snippets: code,
@@ -171,7 +208,11 @@ pub async fn create(State(state): State<AppState>, f: SignedForm) -> WebResult<R
     let opts = match crate::http::validated::validate::<ScreenshotIn>(&v.body()) {
         Ok(o) => o,
         Err(e) => {
-            let msg = sentence(&format!("{} {}", field_label(&e.field), e.reason));
+            let msg = match field_label(&e.field) {
+                Some(label) => sentence(&format!("{label} {}", e.reason)),
+                // A "More options" input is labelled with the option's name: the API's words.
+                None => sentence(&ApiError::validation(e).message),
+            };
             return render(&state, s, StatusCode::BAD_REQUEST, v, Some(msg)).await;
         }
     };
@@ -189,9 +230,9 @@ pub async fn create(State(state): State<AppState>, f: SignedForm) -> WebResult<R
     }
 }
 
-/// The form's label of a contract field, for error messages.
-fn field_label(field: &str) -> &str {
-    match field {
+/// The main form's label of a contract field, for error messages (`None` for the others).
+fn field_label(field: &str) -> Option<&'static str> {
+    Some(match field {
         "url" => "The URL",
         "width" => "The width",
         "height" => "The height",
@@ -202,6 +243,49 @@ fn field_label(field: &str) -> &str {
         "fullPage" => "Full page",
         "darkMode" => "Dark mode",
         "cookieConsent" => "Cookie banners",
-        other => other,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every option of the request has an input: in the hand-laid form (which has an input by
+    /// that name, and a label for its errors) or generated under "More options", never both,
+    /// so an option added later cannot be missed.
+    #[test]
+    fn every_option_is_in_the_main_form_or_in_more_options() {
+        let template = include_str!("../../templates/web/playground.html");
+        let more: Vec<&str> = more_specs().iter().map(|s| s.name.as_str()).collect();
+        for option in ScreenshotIn::field_names() {
+            match SHOWN.iter().find(|(o, _)| o == option) {
+                Some((_, input)) => {
+                    assert!(template.contains(&format!("name=\"{input}\"")), "{option}: no input {input}");
+                    assert!(field_label(option).is_some(), "{option}: no label for its errors");
+                    assert!(!more.contains(option), "{option} is shown twice");
+                }
+                None => assert!(more.contains(option), "{option} has no input"),
+            }
+        }
+        assert_eq!(more, ["clickBefore", "preScreenshotJs", "timeoutMs", "waitFor"]);
+        let kinds: Vec<Kind> = more_specs().iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, [Kind::Text, Kind::Text, Kind::Number, Kind::Text]);
+    }
+
+    #[test]
+    fn more_options_go_into_the_request_and_survive_a_rerender() {
+        let form = Form(vec![
+            ("url".into(), "https://example.com/".into()),
+            ("waitFor".into(), "body".into()),
+            ("timeoutMs".into(), "5000".into()),
+            ("clickBefore".into(), String::new()),
+        ]);
+        let v = Values::from_form(&form);
+        let body = v.body();
+        assert_eq!((&body["waitFor"], &body["timeoutMs"]), (&Value::from("body"), &Value::from(5000)));
+        assert!(!body.contains_key("clickBefore") && !body.contains_key("preScreenshotJs"), "empty ones are left out");
+        let typed: Vec<(&str, &str)> = v.more.iter().map(|i| (i.spec.name.as_str(), i.value.as_str())).collect();
+        assert_eq!(typed, [("clickBefore", ""), ("preScreenshotJs", ""), ("timeoutMs", "5000"), ("waitFor", "body")]);
     }
 }

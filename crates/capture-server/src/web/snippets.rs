@@ -1,7 +1,7 @@
 //! The same capture request as `curl`, Python and Node code, with the caller's key left as
 //! a placeholder (`$CAPTURE_API_KEY`), for the playground and a job's page.
 
-use capture_core::options::{CaptureOptions, ImageFormat, WaitUntil, defaults};
+use capture_core::options::CaptureOptions;
 use serde_json::{Map, Value, json};
 
 /// One snippet: its language's name, the element id and the code.
@@ -12,55 +12,25 @@ pub struct Snippet {
 }
 
 /// The `POST /v1/screenshot` body for `o`: the URL and every option that differs from its
-/// default, in the contract's names.
+/// default, in the contract's names. The stored options carry the request's names, so each
+/// one is read off their JSON (a new option needs nothing here); only the two stored in
+/// another form are translated: `cookieConsent` (a bool here, `auto`/`none` on the wire) and
+/// `format`, which a PDF leaves out.
 pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("url".into(), json!(o.url.clone().unwrap_or_default()));
-    if o.width != defaults::WIDTH {
-        m.insert("width".into(), json!(o.width));
-    }
-    if o.height != defaults::HEIGHT {
-        m.insert("height".into(), json!(o.height));
-    }
-    if o.full_page {
-        m.insert("fullPage".into(), json!(true));
+    let (Ok(Value::Object(set)), Ok(Value::Object(defaults))) =
+        (serde_json::to_value(o), serde_json::to_value(CaptureOptions::default()))
+    else {
+        return Map::new();
+    };
+    let mut m: Map<String, Value> =
+        set.into_iter().filter(|(k, v)| !v.is_null() && defaults.get(k) != Some(v)).collect();
+    if m.contains_key("cookieConsent") {
+        m.insert("cookieConsent".into(), json!(if o.cookie_consent { "auto" } else { "none" }));
     }
     if o.pdf {
-        m.insert("pdf".into(), json!(true));
-    } else if o.format != ImageFormat::Png {
-        m.insert("format".into(), json!(o.format.as_str()));
+        m.remove("format");
     }
-    if o.dark_mode {
-        m.insert("darkMode".into(), json!(true));
-    }
-    if !o.cookie_consent {
-        m.insert("cookieConsent".into(), json!("none"));
-    }
-    if o.wait_until != defaults::WAIT_UNTIL {
-        let w = match o.wait_until {
-            WaitUntil::Networkidle => "networkidle",
-            WaitUntil::Load => "load",
-            WaitUntil::Domcontentloaded => "domcontentloaded",
-            WaitUntil::None => "none",
-        };
-        m.insert("waitUntil".into(), json!(w));
-    }
-    if o.delay != defaults::DELAY {
-        m.insert("delay".into(), json!(o.delay));
-    }
-    if o.device_scale_factor != defaults::DEVICE_SCALE_FACTOR {
-        m.insert("deviceScaleFactor".into(), json!(o.device_scale_factor));
-    }
-    if o.timeout_ms != defaults::TIMEOUT_MS {
-        m.insert("timeoutMs".into(), json!(o.timeout_ms));
-    }
-    for (k, v) in
-        [("waitFor", &o.wait_for), ("clickBefore", &o.click_before), ("preScreenshotJs", &o.pre_screenshot_js)]
-    {
-        if let Some(v) = v {
-            m.insert(k.into(), json!(v));
-        }
-    }
+    m.insert("url".into(), json!(o.url.clone().unwrap_or_default()));
     m
 }
 
@@ -145,6 +115,17 @@ mod tests {
         // The body parses back to the same options.
         assert_eq!(opts(Value::Object(request_body(&o))), o);
         assert_eq!(opts(Value::Object(request_body(&pdf))), pdf);
+        // Every option away from its default is in the body, in the request's names.
+        let all = json!({
+            "url": "https://example.com/", "width": 640, "height": 480, "fullPage": true, "format": "jpeg",
+            "delay": 100, "darkMode": true, "cookieConsent": "none", "waitFor": "#main", "waitUntil": "load",
+            "timeoutMs": 5000, "preScreenshotJs": "document.title", "deviceScaleFactor": 2.0, "clickBefore": ".ok",
+        });
+        let every = opts(all.clone());
+        assert_eq!(Value::Object(request_body(&every)), all);
+        assert_eq!(opts(Value::Object(request_body(&every))), every);
+        let names = capture_core::options::ScreenshotIn::field_names();
+        assert!(request_body(&every).keys().all(|k| names.contains(&k.as_str())));
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod campaigns;
 mod dashboard;
 mod front_page;
 mod inbox;
+mod playground_options;
 mod runs;
 mod workspace;
 
