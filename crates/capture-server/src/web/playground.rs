@@ -268,9 +268,20 @@ mod tests {
                 None => assert!(more.contains(option), "{option} has no input"),
             }
         }
-        assert_eq!(more, ["clickBefore", "preScreenshotJs", "timeoutMs", "waitFor"]);
-        let kinds: Vec<Kind> = more_specs().iter().map(|s| s.kind).collect();
-        assert_eq!(kinds, [Kind::Text, Kind::Text, Kind::Number, Kind::Text]);
+        // Every kind of input is in use on the live page, each for the schema type it stands for.
+        let kind = |name: &str| more_specs().iter().find(|s| s.name == name).map(|s| s.kind);
+        for (name, k) in [
+            ("waitFor", Kind::Text),
+            ("timeoutMs", Kind::Number),
+            ("quality", Kind::Number),
+            ("omitBackground", Kind::Checkbox),
+            ("mediaType", Kind::Select),
+            ("hideSelectors", Kind::Json),
+            ("clip", Kind::Json),
+        ] {
+            assert_eq!(kind(name), Some(k), "{name}");
+        }
+        assert!(more.windows(2).all(|w| w[0] < w[1]), "sorted by name: {more:?}");
     }
 
     #[test]
@@ -285,7 +296,13 @@ mod tests {
         let body = v.body();
         assert_eq!((&body["waitFor"], &body["timeoutMs"]), (&Value::from("body"), &Value::from(5000)));
         assert!(!body.contains_key("clickBefore") && !body.contains_key("preScreenshotJs"), "empty ones are left out");
-        let typed: Vec<(&str, &str)> = v.more.iter().map(|i| (i.spec.name.as_str(), i.value.as_str())).collect();
-        assert_eq!(typed, [("clickBefore", ""), ("preScreenshotJs", ""), ("timeoutMs", "5000"), ("waitFor", "body")]);
+        let typed: Vec<(&str, &str)> = v
+            .more
+            .iter()
+            .map(|i| (i.spec.name.as_str(), i.value.as_str()))
+            .filter(|(_, value)| !value.is_empty())
+            .collect();
+        assert_eq!(typed, [("timeoutMs", "5000"), ("waitFor", "body")]);
+        assert_eq!(v.more.len(), more_specs().len(), "every generated input is there, empty or not");
     }
 }
