@@ -67,12 +67,9 @@ pub(crate) async fn run(
     if let Some(r) = media {
         page.finish(r, "Emulation.setEmulatedMedia").await?;
     }
-    if o.timezone.is_some() || o.locale.is_some() || o.geolocation.is_some() || o.touch || o.user_agent.is_some() {
-        page.emulate(o).await?;
-    }
-    if !o.block_requests.is_empty() || !o.block_resources.is_empty() {
-        page.block(o).await?;
-    }
+    // Each sends only what the request sets: nothing for a plain capture.
+    page.emulate(o).await?;
+    page.block(o).await?;
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
     mark("navigate");
@@ -92,9 +89,7 @@ pub(crate) async fn run(
         page.user_script(js, req.options.timeout_ms).await?;
     }
     page.check_conditions(o).await?;
-    if !o.hide_selectors.is_empty() {
-        page.hide(&o.hide_selectors).await?;
-    }
+    page.hide(&o.hide_selectors).await?;
 
     let output = if req.options.pdf {
         let thumb = page.screenshot(&thumbnail_params(req)).await?;

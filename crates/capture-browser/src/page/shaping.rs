@@ -26,8 +26,9 @@ pub(crate) struct BoxCss {
 }
 
 impl Page {
-    /// Time zone, locale (with `navigator.language` and `Accept-Language`) and position,
-    /// before anything loads. Each is this job's own browser context's, never another's.
+    /// Time zone, locale (with `navigator.language` and `Accept-Language`), user agent, touch
+    /// and position, before anything loads; only what the request sets is sent. Each is this
+    /// job's own browser context's, never another's.
     pub(crate) async fn emulate(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
         if let Some(tz) = &o.timezone {
             self.call(&s::SetTimezoneOverride { timezone_id: tz })
@@ -89,8 +90,12 @@ impl Page {
     }
 
     /// Hide every element matching one of `selectors` (`visibility: hidden`, so the layout
-    /// does not move). A selector the browser cannot parse fails the job, naming it.
+    /// does not move). A selector the browser cannot parse fails the job, naming it. No
+    /// selectors: nothing is sent.
     pub(crate) async fn hide(&mut self, selectors: &[String]) -> Result<(), CaptureError> {
+        if selectors.is_empty() {
+            return Ok(());
+        }
         let list = serde_json::to_string(selectors).unwrap_or_else(|_| "[]".into());
         match self.eval_job(&scripts::hide_selectors(&list)).await? {
             Ok(Value::Number(n)) if n.as_i64() == Some(-1) => Ok(()),
