@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what Capture needs on a Debian machine, skipping what is already there.
 #   scripts/setup.sh            runtime: Chromium, fonts, poppler (PDF thumbnails), ffmpeg and
-#                               espeak-ng (screencast videos, narrated ads)
+#                               espeak-ng (screencast videos, narrated ads), and the EasyList and
+#                               EasyPrivacy filter lists of Debian's uBlock Origin package
+#                               (blockAds, blockTrackers; read from /usr/share, never copied)
 #   scripts/setup.sh --test     also PostgreSQL (started, reachable on 127.0.0.1:5432)
 set -euo pipefail
 
@@ -15,7 +17,7 @@ fi
 
 missing=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in chromium chromium-headless-shell fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk fonts-liberation poppler-utils ffmpeg espeak-ng ca-certificates curl; do
+for p in chromium chromium-headless-shell fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk fonts-liberation poppler-utils ffmpeg espeak-ng webext-ublock-origin-chromium ca-certificates curl; do
   have_pkg "$p" || missing+=("$p")
 done
 if [ "$want_pg" = 1 ] && ! python3 -c 'import venv, ensurepip' 2>/dev/null; then

@@ -50,6 +50,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod blocklists;
 mod cdp;
 pub mod egress;
 pub mod encode;
@@ -193,6 +194,10 @@ pub enum CaptureError {
     /// as it captured nothing, is not charged.
     #[error("{0}")]
     NotFound(String),
+    /// Something the request needs is not installed here (the filter lists of `blockAds`):
+    /// nothing was captured, so it is not charged.
+    #[error("{0}")]
+    Unavailable(String),
     /// A session ended (its deadline, `close`, a crash): it takes no more operations.
     #[error("{0}")]
     Closed(String),

@@ -69,6 +69,7 @@ pub(crate) async fn run(
     }
     // Each sends only what the request sets: nothing for a plain capture.
     page.emulate(o).await?;
+    page.identify(o).await?;
     page.block(o).await?;
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
@@ -89,6 +90,7 @@ pub(crate) async fn run(
         page.user_script(js, req.options.timeout_ms).await?;
     }
     page.check_conditions(o).await?;
+    page.hide_blocked(&mut tags).await?;
     page.hide(&o.hide_selectors).await?;
 
     let output = if req.options.pdf {

@@ -145,6 +145,41 @@ pub(crate) fn hide_selectors(list_json: &str) -> String {
     )
 }
 
+/// The classes and ids on the page (for the filter lists' generic element rules), at most
+/// 20,000 of each.
+pub(crate) const CLASSES_AND_IDS: &str = r#"(() => {
+  const c = new Set(), i = new Set();
+  for (const el of document.querySelectorAll('[class],[id]')) {
+    if (el.id) i.add(el.id);
+    for (const k of el.classList) c.add(k);
+    if (c.size > 20000 || i.size > 20000) break;
+  }
+  return { classes: [...c], ids: [...i] };
+})()"#;
+
+/// Hide what the filter lists name (`display: none`, as content blockers do): one rule per
+/// selector, so a selector this browser cannot parse is skipped alone; and collapse the
+/// frames, images and embeds whose request was refused. Returns how many rules took.
+pub(crate) fn hide_blocked(selectors_json: &str, blocked_urls_json: &str) -> String {
+    format!(
+        r#"((selectors, blocked) => {{
+  const style = document.createElement('style');
+  style.setAttribute('data-capture', 'blocklists');
+  (document.head || document.documentElement).appendChild(style);
+  let rules = 0;
+  for (const s of selectors) {{
+    try {{ style.sheet.insertRule(s + ' {{ display: none !important; }}', style.sheet.cssRules.length); rules++; }} catch (e) {{}}
+  }}
+  const refused = new Set(blocked);
+  for (const el of document.querySelectorAll('iframe[src], img[src], embed[src], object[data], video[src]')) {{
+    const src = el.src || el.data || el.currentSrc;
+    if (src && refused.has(src)) el.style.setProperty('display', 'none', 'important');
+  }}
+  return rules;
+}})({selectors_json}, {blocked_urls_json})"#
+    )
+}
+
 /// Scroll an element into view and return its box in document coordinates, or null.
 pub(crate) fn element_box(sel_json: &str) -> String {
     format!(

@@ -2,6 +2,7 @@
 //! calendar-month quota window, the sending rules of campaigns and the stable error codes. No I/O lives here.
 
 pub mod clock;
+pub mod credentials;
 pub mod devices;
 pub mod egress;
 pub mod error;

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::credentials::{CookieIn, Credentials, CredentialsSet, HttpAuth};
 use crate::error::FieldError;
 use crate::states::OutputFormat;
 
@@ -455,6 +456,23 @@ pub struct CaptureOptions {
     /// Kinds of requests refused.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub block_resources: Vec<ResourceKind>,
+    /// Refuse requests EasyList names (ads) and hide what they leave.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_ads: bool,
+    /// Refuse requests EasyPrivacy names (trackers).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_trackers: bool,
+    /// Refuse chat-widget requests and hide their launchers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_chats: bool,
+    /// The request's headers, cookies and HTTP credentials, in the clear: never serialised.
+    /// The service stores them sealed with its master key beside the options, and opens
+    /// them for the browser.
+    #[serde(skip)]
+    pub credentials: Option<Credentials>,
+    /// Which credentials were set (names only): what the job shows of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_set: Option<CredentialsSet>,
 }
 
 fn is_screen(m: &MediaType) -> bool {
@@ -501,6 +519,11 @@ impl Default for CaptureOptions {
             pdf_options: None,
             block_requests: Vec::new(),
             block_resources: Vec::new(),
+            block_ads: false,
+            block_trackers: false,
+            block_chats: false,
+            credentials: None,
+            credentials_set: None,
         }
     }
 }
@@ -707,6 +730,35 @@ pub struct ScreenshotIn {
     /// websocket, other. The page itself always loads.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block_resources: Option<Vec<ResourceKind>>,
+    /// Refuse requests to ad servers (EasyList, matched by Brave's adblock engine) and hide
+    /// the containers they leave (EasyList's element rules for the page).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub block_ads: Option<bool>,
+    /// Refuse requests to trackers and analytics (EasyPrivacy, matched by the same engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub block_trackers: Option<bool>,
+    /// Refuse requests to chat widgets (Intercom, Drift, Zendesk, Crisp, tawk.to, …) and hide
+    /// their launchers and frames.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub block_chats: Option<bool>,
+    /// Extra HTTP request headers (up to 50; no Host or hop-by-hop headers), sent with every
+    /// request the page makes. Credentials: kept encrypted until the job runs and never
+    /// shown again; the job lists their names under credentials.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("examples" = [{"X-Api-Key": "…"}])))]
+    pub headers: Option<std::collections::BTreeMap<String, String>>,
+    /// Cookies set before the page loads (up to 50; the page's own host unless a domain is
+    /// given). Credentials, like headers: the job lists their names, never their values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = crate::credentials::bounds::COOKIES_MAX)))]
+    pub cookies: Option<Vec<CookieIn>>,
+    /// HTTP Basic credentials, answered only to the page's own origin when it asks.
+    /// Kept encrypted until the job runs and never shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_auth: Option<HttpAuth>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.
@@ -838,6 +890,7 @@ impl ScreenshotIn {
         }
         let mut block_resources = self.block_resources.unwrap_or_default();
         block_resources.dedup();
+        let credentials = Credentials::check(self.headers, self.cookies, self.http_auth, url.as_deref())?;
         let geolocation = match self.geolocation {
             Some(g) => Some(check_geolocation(g)?),
             None => None,
@@ -879,6 +932,11 @@ impl ScreenshotIn {
             pdf_options,
             block_requests,
             block_resources,
+            block_ads: self.block_ads.unwrap_or(false),
+            block_trackers: self.block_trackers.unwrap_or(false),
+            block_chats: self.block_chats.unwrap_or(false),
+            credentials_set: credentials.as_ref().map(Credentials::summary),
+            credentials,
         })
     }
 }
@@ -1250,8 +1308,8 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 34);
-        assert_eq!((names[0], names[14], names[33]), ("url", "clickBefore", "blockResources"));
+        assert_eq!(names.len(), 40);
+        assert_eq!((names[0], names[14], names[33], names[39]), ("url", "clickBefore", "blockResources", "httpAuth"));
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }
 

@@ -143,6 +143,7 @@ mod tests {
             started_at: None,
             completed_at: None,
             metadata: None,
+            credentials: None,
         }
     }
 

@@ -35,6 +35,8 @@ pub struct ScreenshotRow {
     pub completed_at: Option<i64>,
     /// What the capture read from its page, as JSON (`capture_core::metadata::PageMetadata`).
     pub metadata: Option<String>,
+    /// The request's credentials, sealed by the service; cleared when the job ends.
+    pub credentials: Option<String>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -45,6 +47,8 @@ pub struct NewScreenshot {
     pub key_id: Option<String>,
     pub url: String,
     pub options: String,
+    /// The request's credentials, sealed by the service (never in `options`).
+    pub credentials: Option<String>,
     pub format: String,
     pub actions: i64,
     pub month: String,
@@ -107,7 +111,7 @@ impl From<QueueFull> for Refused {
 
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
-    created_at, started_at, completed_at, metadata";
+    created_at, started_at, completed_at, metadata, credentials";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -138,6 +142,7 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         started_at: r.try_get("started_at")?,
         completed_at: r.try_get("completed_at")?,
         metadata: r.try_get("metadata")?,
+        credentials: r.try_get("credentials")?,
     })
 }
 
@@ -347,8 +352,9 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
-             thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+             thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata, \
+             credentials) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -368,6 +374,7 @@ impl Store {
         .bind(n.now)
         .bind(d.map(|_| n.now))
         .bind(d.and_then(|d| d.metadata.clone()))
+        .bind(n.credentials.clone())
         .execute(&mut *tx)
         .await?;
         if n.done.is_none() {
@@ -499,7 +506,7 @@ impl Store {
         }
         let row: Option<(String,)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
-             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9 \
+             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9, credentials = NULL \
              WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id",
         )
         .bind(&done.result_key)
@@ -540,7 +547,7 @@ impl Store {
             return Ok(false);
         }
         let row: Option<(String, Option<String>, i64, String, String)> = sqlx::query_as(
-            "UPDATE screenshots SET status = 'failed', error = $1, completed_at = $2 \
+            "UPDATE screenshots SET status = 'failed', error = $1, completed_at = $2, credentials = NULL \
              WHERE id = $3 AND status IN ('pending', 'processing') \
              RETURNING user_id, key_id, actions, usage_month, url",
         )

@@ -36,6 +36,7 @@ on_both_backends! {
     quota_counts_actions_not_jobs => quota_counts_actions_not_jobs_sqlite, quota_counts_actions_not_jobs_postgres;
     unlimited_plan_is_never_refused => unlimited_plan_is_never_refused_sqlite, unlimited_plan_is_never_refused_postgres;
     failed_job_refunds_its_actions => failed_job_refunds_its_actions_sqlite, failed_job_refunds_its_actions_postgres;
+    sealed_credentials_last_until_the_job_ends => sealed_credentials_last_until_the_job_ends_sqlite, sealed_credentials_last_until_the_job_ends_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
     listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
     claim_takes_the_oldest_due_task => claim_takes_the_oldest_due_task_sqlite, claim_takes_the_oldest_due_task_postgres;
@@ -108,6 +109,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         key_id: key_id.map(str::to_string),
         url: "https://example.com/".into(),
         options: r#"{"full_page":false}"#.into(),
+        credentials: None,
         format: "png".into(),
         actions: 1,
         month: MONTH.into(),
@@ -503,6 +505,42 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     let refused = store.create_screenshot(&job(&alice, Some(&key.id), T0 + 60, Some(5))).await;
     assert_eq!(refused.unwrap(), Err(QuotaExceeded { used: 5 }.into()));
     assert_eq!(store.authenticate(&hash, MONTH).await.unwrap().unwrap().used, 5);
+}
+
+async fn sealed_credentials_last_until_the_job_ends(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let mut a = job(&alice, None, T0, None);
+    a.credentials = Some("sealed-a".into());
+    let mut b = job(&alice, None, T0 + 1, None);
+    b.credentials = Some("sealed-b".into());
+    let (a, b) = (create(store, &a).await, create(store, &b).await);
+    assert_eq!(a.credentials.as_deref(), Some("sealed-a"));
+    // The worker reads them while the job runs; a handed-back job keeps them for its retry.
+    let t1 = store.claim("screenshot", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
+    assert_eq!(t1.subject_id, a.id);
+    assert_eq!(job_row(store, &a.id).await.credentials.as_deref(), Some("sealed-a"));
+    assert!(store.release(&t1.id, "w1", &a.id, T0 + 11).await.unwrap());
+    assert_eq!(job_row(store, &a.id).await.credentials.as_deref(), Some("sealed-a"));
+    // Done or failed, they are gone.
+    let t1 = store.claim("screenshot", "w1", T0 + 20, 60_000).await.unwrap().unwrap();
+    assert!(
+        store
+            .complete_screenshot(&t1.id, "w1", &t1.subject_id, &done_fields("a"), &serde_json::json!({}), T0 + 30)
+            .await
+            .unwrap()
+    );
+    let t2 = store.claim("screenshot", "w1", T0 + 40, 60_000).await.unwrap().unwrap();
+    assert!(store.fail_screenshot(&t2.id, "w1", &t2.subject_id, "boom", true, T0 + 50).await.unwrap());
+    let mut ended = [t1.subject_id.clone(), t2.subject_id.clone()];
+    ended.sort();
+    let mut made = [a.id.clone(), b.id.clone()];
+    made.sort();
+    assert_eq!(ended, made);
+    for (id, status) in [(&t1.subject_id, JobStatus::Done), (&t2.subject_id, JobStatus::Failed)] {
+        let row = job_row(store, id).await;
+        assert_eq!((row.status, row.credentials), (status, None));
+    }
 }
 
 async fn uploads_are_created_done_without_a_task(ctx: Ctx) {

@@ -53,6 +53,7 @@ fn shot(
         key_id: key.map(str::to_string),
         url: url.into(),
         options: "{}".into(),
+        credentials: None,
         format: format.into(),
         actions: 1,
         month: MONTH.into(),

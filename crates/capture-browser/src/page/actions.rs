@@ -10,10 +10,25 @@ use super::{Page, Stop};
 use crate::protocol as p;
 use crate::{CaptureError, scripts};
 
+/// The most `cookieConsent: auto` may spend on a page.
+pub(crate) const CONSENT_BUDGET: Duration = Duration::from_secs(2);
+
 impl Page {
     /// Dismiss or hide cookie-consent overlays; tags `consent-dismissed`/`consent-hidden`.
+    /// Bounded by [`CONSENT_BUDGET`]: a page that keeps the script busy is captured as it is
+    /// (tag `consent-timeout`), never held to the job's deadline.
     pub(crate) async fn consent(&mut self, tags: &mut Vec<String>) -> Result<(), CaptureError> {
-        if let Ok(v) = self.eval_job(scripts::CONSENT).await? {
+        let until = (Instant::now() + CONSENT_BUDGET).min(self.deadline);
+        let answer = match self.eval(scripts::CONSENT, until, false).await {
+            Ok(r) => r,
+            Err(Stop::Elapsed) if until < self.deadline => {
+                tags.push("consent-timeout".into());
+                return Ok(());
+            }
+            Err(Stop::Elapsed) => return Err(self.deadline_err()),
+            Err(Stop::Fail(e)) => return Err(e),
+        };
+        if let Ok(v) = answer {
             let clicked = v.get("clicked").and_then(Value::as_u64).unwrap_or(0);
             let hidden = v.get("hidden").and_then(Value::as_u64).unwrap_or(0);
             if clicked > 0 && !tags.iter().any(|t| t == "consent-dismissed") {

@@ -22,6 +22,7 @@ use crate::protocol::{self as p, Command, PageEvent};
 pub(crate) use hooks::PageHooks;
 
 pub(crate) mod actions;
+pub(crate) mod filter;
 pub(crate) mod fullpage;
 pub(crate) mod hooks;
 pub(crate) mod navigate;
@@ -71,6 +72,8 @@ pub(crate) struct Page {
     pub(crate) last_loader: Option<String>,
     /// What a session adds: logs, dialog handling, screencast (None for a capture).
     pub(crate) hooks: Option<Box<dyn PageHooks>>,
+    /// What the capture intercepts (blocked kinds and lists, HTTP credentials), if anything.
+    pub(crate) filter: Option<filter::RequestFilter>,
 }
 
 pub(crate) use crate::cdp::lost;
@@ -107,6 +110,7 @@ impl Page {
             started_loading: 0,
             last_loader: None,
             hooks: None,
+            filter: None,
         };
         for ev in std::mem::take(&mut page.prepared.backlog) {
             page.on_event(PageEvent::decode(&ev.method, ev.params));
@@ -194,9 +198,21 @@ impl Page {
                 }
             }
             PageEvent::RequestPaused(r) => {
-                // Only requests of the kinds `blockResources` names are paused: refuse each.
-                let fail = p::FailRequest { request_id: &r.request_id, error_reason: "BlockedByClient" };
-                self.conn.cmd_forget(&fail, Some(&self.sid));
+                let source = self.document_chain.last().map_or("", String::as_str);
+                // Without a filter nothing should pause: refuse what does.
+                let refuse = self.filter.as_mut().is_none_or(|f| f.refuses(&r, source, &self.frame_id));
+                if refuse {
+                    let fail = p::FailRequest { request_id: &r.request_id, error_reason: "BlockedByClient" };
+                    self.conn.cmd_forget(&fail, Some(&self.sid));
+                } else {
+                    self.conn.cmd_forget(&p::ContinueRequest { request_id: &r.request_id }, Some(&self.sid));
+                }
+            }
+            PageEvent::AuthRequired(a) => {
+                let cancel = p::AuthChallengeResponse { response: "CancelAuth", username: None, password: None };
+                let answer = self.filter.as_mut().map_or(cancel, |f| f.answer(&a));
+                let reply = p::ContinueWithAuth { request_id: &a.request_id, auth_challenge_response: answer };
+                self.conn.cmd_forget(&reply, Some(&self.sid));
             }
             PageEvent::TargetCrashed => self.crashed = Some("the page crashed"),
             PageEvent::Detached => self.crashed = Some("the page was closed by the browser"),

@@ -9,7 +9,9 @@ use capture_core::options::{CaptureOptions, ResourceKind};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::filter::RequestFilter;
 use super::{Page, Stop};
+use crate::blocklists::{Blocklists, Which};
 use crate::protocol::{self as p, session as s};
 use crate::{CaptureError, scripts};
 
@@ -67,24 +69,126 @@ impl Page {
         Ok(())
     }
 
-    /// Refuse the requests `blockRequests` (URL patterns) and `blockResources` (kinds) name,
-    /// from the first request on. A WebSocket is refused in the page (its constructor
-    /// throws), since the browser does not pause socket handshakes for interception.
+    /// The request's credentials before anything loads: extra headers (on every request of
+    /// the page), cookies (the page's own host unless they name a domain). `httpAuth` is
+    /// answered by [`block`](Self::block)'s interception, to the page's origin only.
+    pub(crate) async fn identify(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
+        let Some(c) = &o.credentials else { return Ok(()) };
+        if !c.headers.is_empty() {
+            self.call(&p::SetExtraHttpHeaders { headers: &c.headers })
+                .await
+                .map_err(|e| CaptureError::Script(format!("headers were refused by the browser: {e}")))?;
+        }
+        if !c.cookies.is_empty() {
+            let page = o.url.as_deref();
+            let cookies = c
+                .cookies
+                .iter()
+                .map(|k| p::CookieParam {
+                    name: &k.name,
+                    value: &k.value,
+                    url: if k.domain.is_none() { page } else { None },
+                    domain: k.domain.as_deref(),
+                    path: Some(k.path.as_deref().unwrap_or("/")),
+                    secure: k.secure,
+                    http_only: k.http_only,
+                    same_site: k.same_site.map(|s| s.cdp_name()),
+                })
+                .collect();
+            self.call(&p::SetCookies { cookies })
+                .await
+                .map_err(|e| CaptureError::Script(format!("cookies were refused by the browser: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// Refuse the requests `blockRequests` (URL patterns), `blockResources` (kinds) and the
+    /// filter lists of `blockAds`/`blockTrackers`/`blockChats` name, from the first request
+    /// on, and answer the page origin's authentication challenge (`httpAuth`). A WebSocket
+    /// is refused in the page (its constructor throws), since the browser does not pause
+    /// socket handshakes for interception. Nothing is intercepted unless asked for.
     pub(crate) async fn block(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
         if !o.block_requests.is_empty() {
             self.call(&p::SetBlockedUrls { urls: o.block_requests.clone() }).await?;
         }
-        let patterns: Vec<p::RequestPattern> = o
-            .block_resources
-            .iter()
-            .filter(|k| **k != ResourceKind::Websocket)
-            .map(|k| p::RequestPattern { resource_type: k.cdp_name(), request_stage: "Request" })
-            .collect();
+        let kinds: Vec<&'static str> =
+            o.block_resources.iter().filter(|k| **k != ResourceKind::Websocket).map(|k| k.cdp_name()).collect();
+        let which = Which::of(o);
+        let lists = match which.any() {
+            true => {
+                let lists = Blocklists::shared().await;
+                if let Some(why) = lists.unavailable(which) {
+                    return Err(CaptureError::Unavailable(why));
+                }
+                Some((lists, which))
+            }
+            false => None,
+        };
+        let auth = match (&o.credentials, o.url.as_deref().and_then(|u| url::Url::parse(u).ok())) {
+            (Some(c), Some(u)) => c.http_auth.clone().map(|a| (u.origin().ascii_serialization(), a)),
+            _ => None,
+        };
+        let request = |url_pattern: Option<String>, resource_type: Option<&'static str>| p::RequestPattern {
+            url_pattern,
+            resource_type,
+            request_stage: "Request",
+        };
+        // The lists see every request; otherwise only the kinds refused and the page's origin.
+        let patterns: Vec<p::RequestPattern> = match (&lists, &auth) {
+            (Some(_), _) => vec![request(Some("*".into()), None)],
+            (None, auth) => kinds
+                .iter()
+                .map(|k| request(None, Some(*k)))
+                .chain(auth.as_ref().map(|(origin, _)| request(Some(format!("{origin}/*")), None)))
+                .collect(),
+        };
         if !patterns.is_empty() {
-            self.call(&p::FetchEnable { patterns }).await?;
+            let handle_auth_requests = auth.is_some();
+            self.filter = Some(RequestFilter::new(kinds, lists, auth));
+            self.call(&p::FetchEnable { patterns, handle_auth_requests }).await?;
         }
         if o.block_resources.contains(&ResourceKind::Websocket) {
             self.call(&s::AddScriptToEvaluateOnNewDocument { source: scripts::NO_WEBSOCKETS }).await?;
+        }
+        Ok(())
+    }
+
+    /// Hide what the filter lists name on this page (their element rules for its host, and
+    /// the generic ones for the classes and ids it has), and collapse the frames and images
+    /// whose requests they refused; tags `ads-blocked`, `trackers-blocked`, `chats-blocked`
+    /// for each list that refused something. Nothing without the lists.
+    pub(crate) async fn hide_blocked(&mut self, tags: &mut Vec<String>) -> Result<(), CaptureError> {
+        let Some((lists, which, counts, urls)) = self
+            .filter
+            .as_ref()
+            .and_then(|f| f.lists.as_ref().map(|(l, w)| (l.clone(), *w, f.counts, f.blocked_urls.clone())))
+        else {
+            return Ok(());
+        };
+        let found = match self.eval_job(scripts::CLASSES_AND_IDS).await? {
+            Ok(v) => v,
+            Err(m) => return Err(CaptureError::Script(format!("reading the page's classes failed: {m}"))),
+        };
+        let strings = |k: &str| -> Vec<String> {
+            found[k]
+                .as_array()
+                .map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        };
+        let page_url = self.document_chain.last().cloned().unwrap_or_default();
+        let selectors = lists.hide_selectors(which, &page_url, &strings("classes"), &strings("ids"));
+        let js = scripts::hide_blocked(
+            &serde_json::to_string(&selectors).unwrap_or_else(|_| "[]".into()),
+            &serde_json::to_string(&urls).unwrap_or_else(|_| "[]".into()),
+        );
+        if let Err(m) = self.eval_job(&js).await? {
+            return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}")));
+        }
+        for (n, tag) in
+            [(counts.ads, "ads-blocked"), (counts.trackers, "trackers-blocked"), (counts.chats, "chats-blocked")]
+        {
+            if n > 0 && !tags.iter().any(|t| t == tag) {
+                tags.push(tag.to_owned());
+            }
         }
         Ok(())
     }

@@ -212,18 +212,25 @@ pub(crate) struct SetBlockedUrls {
 }
 command!(SetBlockedUrls, "Network.setBlockedURLs", Empty);
 
-/// One pattern of `Fetch.enable`.
+/// One pattern of `Fetch.enable`: a URL pattern (`*` wildcards) or a resource type.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestPattern {
-    pub resource_type: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_pattern: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_type: Option<&'static str>,
     pub request_stage: &'static str,
 }
 
-/// `Fetch.enable`: requests of these patterns pause until answered.
+/// `Fetch.enable`: requests of these patterns pause until answered; with
+/// `handle_auth_requests`, their authentication challenges too (`Fetch.authRequired`).
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) struct FetchEnable {
     pub patterns: Vec<RequestPattern>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub handle_auth_requests: bool,
 }
 command!(FetchEnable, "Fetch.enable", Empty);
 
@@ -236,12 +243,103 @@ pub(crate) struct FailRequest<'a> {
 }
 command!(FailRequest<'_>, "Fetch.failRequest", Empty);
 
+/// `Fetch.continueRequest`: let a paused request go on unchanged.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContinueRequest<'a> {
+    pub request_id: &'a str,
+}
+command!(ContinueRequest<'_>, "Fetch.continueRequest", Empty);
+
+/// The answer to an authentication challenge.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuthChallengeResponse<'a> {
+    /// `Default`, `CancelAuth` or `ProvideCredentials`.
+    pub response: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<&'a str>,
+}
+
+/// `Fetch.continueWithAuth`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ContinueWithAuth<'a> {
+    pub request_id: &'a str,
+    pub auth_challenge_response: AuthChallengeResponse<'a>,
+}
+command!(ContinueWithAuth<'_>, "Fetch.continueWithAuth", Empty);
+
+/// The request of a paused fetch (the part the engine reads).
+#[derive(Debug, Deserialize)]
+pub(crate) struct PausedRequest {
+    pub url: String,
+}
+
 /// `Fetch.requestPaused` (the part the engine reads).
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestPaused {
     pub request_id: String,
+    pub request: PausedRequest,
+    #[serde(default)]
+    pub resource_type: String,
+    #[serde(default)]
+    pub frame_id: Option<String>,
 }
+
+/// Who asks for credentials, and for which origin.
+#[derive(Debug, Deserialize)]
+pub(crate) struct AuthChallenge {
+    /// `Server` or `Proxy`.
+    #[serde(default)]
+    pub source: Option<String>,
+    pub origin: String,
+}
+
+/// `Fetch.authRequired`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuthRequired {
+    pub request_id: String,
+    pub auth_challenge: AuthChallenge,
+}
+
+/// `Network.setExtraHTTPHeaders`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SetExtraHttpHeaders<'a> {
+    pub headers: &'a std::collections::BTreeMap<String, String>,
+}
+command!(SetExtraHttpHeaders<'_>, "Network.setExtraHTTPHeaders", Empty);
+
+/// One cookie of `Network.setCookies`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CookieParam<'a> {
+    pub name: &'a str,
+    pub value: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secure: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_only: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<&'static str>,
+}
+
+/// `Network.setCookies`.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SetCookies<'a> {
+    pub cookies: Vec<CookieParam<'a>>,
+}
+command!(SetCookies<'_>, "Network.setCookies", Empty);
 
 /// `Page.setDocumentContent`.
 #[derive(Debug, Serialize)]
@@ -561,6 +659,8 @@ pub(crate) enum PageEvent {
     ScreencastFrame(session::ScreencastFrame),
     /// `Fetch.requestPaused`: a request of a blocked kind waits for its refusal.
     RequestPaused(RequestPaused),
+    /// `Fetch.authRequired`: a server (or proxy) asks for credentials.
+    AuthRequired(AuthRequired),
     /// `Inspector.targetCrashed`: the renderer died.
     TargetCrashed,
     /// `Target.detachedFromTarget`: the page is gone (closed, or its browser restarted).
@@ -592,6 +692,7 @@ impl PageEvent {
             "Runtime.exceptionThrown" => decode(params, PageEvent::ExceptionThrown),
             "Page.screencastFrame" => decode(params, PageEvent::ScreencastFrame),
             "Fetch.requestPaused" => decode(params, PageEvent::RequestPaused),
+            "Fetch.authRequired" => decode(params, PageEvent::AuthRequired),
             "Inspector.targetCrashed" => PageEvent::TargetCrashed,
             "Target.detachedFromTarget" => PageEvent::Detached,
             _ => PageEvent::Other,

@@ -182,6 +182,7 @@ impl From<CaptureError> for AutoError {
             CaptureError::Navigation(m) => ("NAVIGATION_FAILED", m),
             CaptureError::Browser(m) => ("BROWSER_FAILED", m),
             CaptureError::Refused(m) => ("REFUSED", m),
+            CaptureError::Unavailable(m) => ("UNAVAILABLE", m),
         };
         AutoError::new(code, agent_refs(&m))
     }

@@ -244,10 +244,21 @@ async fn process(
         Ok(p) => p,
         Err(e) => return fail(format!("corrupt task payload: {e}"), true).await,
     };
-    let opts: CaptureOptions = match serde_json::from_str(&job.options) {
+    let mut opts: CaptureOptions = match serde_json::from_str(&job.options) {
         Ok(o) => o,
         Err(e) => return fail(format!("corrupt job options: {e}"), true).await,
     };
+    // The credentials were sealed with the master key when the job was created.
+    if let Some(sealed) = &job.credentials {
+        match state.master.decrypt(sealed).and_then(|c| serde_json::from_str(&c).ok()) {
+            Some(c) => opts.credentials = Some(c),
+            None => {
+                let why =
+                    "the job's credentials could not be opened (the service's master key changed since it was created)";
+                return fail(why.into(), true).await;
+            }
+        }
+    }
     let source = match (&payload.html_blob, &opts.url) {
         (Some(name), _) => match state.blobs.get(name).await {
             Ok(Some(b)) => PageSource::Html(String::from_utf8_lossy(&b).into_owned()),

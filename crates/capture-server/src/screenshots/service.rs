@@ -2,6 +2,7 @@
 //! list, share, unshare, fetch a PDF. Plain async fns returning typed results and the
 //! domain [`Error`], shared by the REST handlers, the MCP tools and the website.
 
+use capture_core::credentials::CredentialsSet;
 use capture_core::options::CaptureOptions;
 use capture_core::time::{iso, now_ms};
 use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
@@ -51,12 +52,19 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         return Err(Error::EmailUnverified(account.user.email.clone()));
     }
     let id = ScreenshotId::new();
-    let (url, options, format, done, task_payload, queue_limits) = match new {
+    let (url, options, credentials, format, done, task_payload, queue_limits) = match new {
         NewJob::Capture { opts, label, html_blob } => {
             let payload = TaskPayload { screenshot_id: id.clone(), html_blob };
+            // `options` never holds the credentials (they do not serialise); they are kept
+            // sealed beside it until the job ends.
+            let sealed = match &opts.credentials {
+                Some(c) => Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?)),
+                None => None,
+            };
             (
                 label.or_else(|| opts.url.clone()).unwrap_or_default(),
                 serde_json::to_string(opts).map_err(Error::internal)?,
+                sealed,
                 opts.output_format(),
                 None,
                 serde_json::to_string(&payload).map_err(Error::internal)?,
@@ -65,7 +73,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         }
         // Done at once: nothing waits in the queue.
         NewJob::Stored { label, format, done } => {
-            (label, "{}".to_string(), format, Some(done), String::new(), QueueLimits::default())
+            (label, "{}".to_string(), None, format, Some(done), String::new(), QueueLimits::default())
         }
     };
     let queued = done.is_none();
@@ -75,6 +83,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         key_id: account.key_id.clone(),
         url,
         options,
+        credentials,
         format: format.as_str().to_string(),
         actions: 1,
         month: account.window.label.clone(),
@@ -161,7 +170,22 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         completed_at: r.completed_at.map(iso),
         // Written by this service from a PageMetadata; unreadable JSON shows as none.
         metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
+        credentials: credentials_set(&r.options),
     }
+}
+
+/// Which credentials the job was given (names only), read from its stored options.
+fn credentials_set(options: &str) -> Option<CredentialsSet> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Stored {
+        credentials_set: Option<CredentialsSet>,
+    }
+    // Most jobs have none: no parse for them.
+    if !options.contains("\"credentialsSet\"") {
+        return None;
+    }
+    serde_json::from_str::<Stored>(options).ok().and_then(|s| s.credentials_set)
 }
 
 /// A job of the caller (its stored row), or `NotFound`.

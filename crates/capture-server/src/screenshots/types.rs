@@ -3,6 +3,7 @@
 //! a share link, the stream's events and the `screenshot.completed` event. Each is the one
 //! definition behind the handlers, the OpenAPI document and the MCP tool schemas.
 
+use capture_core::credentials::CredentialsSet;
 use capture_core::metadata::PageMetadata;
 use capture_core::options::{CaptureOptions, ScreenshotIn};
 use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId};
@@ -79,6 +80,10 @@ pub struct Job {
     pub completed_at: Option<String>,
     /// What the capture read from its page (null until it is done, and for uploads).
     pub metadata: Option<PageMetadata>,
+    /// Which credentials the request gave (header and cookie names, whether httpAuth was
+    /// set), never their values; null when it gave none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<CredentialsSet>,
 }
 
 /// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an

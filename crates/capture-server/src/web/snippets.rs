@@ -1,6 +1,7 @@
 //! The same capture request as `curl`, Python and Node code, with the caller's key left as
 //! a placeholder (`$CAPTURE_API_KEY`), for the playground and a job's page.
 
+use capture_core::credentials::CredentialsSet;
 use capture_core::options::CaptureOptions;
 use serde_json::{Map, Value, json};
 
@@ -30,9 +31,26 @@ pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
     if o.pdf {
         m.remove("format");
     }
+    // Credentials are kept only until the job runs and never shown: their names, with a
+    // placeholder where each value goes.
+    if let Some(set) = m.remove("credentialsSet").and_then(|v| serde_json::from_value::<CredentialsSet>(v).ok()) {
+        if !set.headers.is_empty() {
+            let h: Map<String, Value> = set.headers.iter().map(|n| (n.clone(), json!(HIDDEN))).collect();
+            m.insert("headers".into(), Value::Object(h));
+        }
+        if !set.cookies.is_empty() {
+            m.insert("cookies".into(), set.cookies.iter().map(|n| json!({"name": n, "value": HIDDEN})).collect());
+        }
+        if set.http_auth {
+            m.insert("httpAuth".into(), json!({"username": HIDDEN, "password": HIDDEN}));
+        }
+    }
     m.insert("url".into(), json!(o.url.clone().unwrap_or_default()));
     m
 }
+
+/// What a request body shows where a credential's value was.
+pub const HIDDEN: &str = "(hidden)";
 
 /// `curl`, Python (`requests`) and Node (`fetch`) snippets sending `body` to `base_url`.
 pub fn snippets(base_url: &str, body: &Map<String, Value>) -> Vec<Snippet> {

@@ -71,6 +71,7 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
         CaptureError::Refused(m) => CaptureError::Refused(prefix(m)),
         CaptureError::Rejected(m) => CaptureError::Rejected(prefix(m)),
         CaptureError::NotFound(m) => CaptureError::NotFound(prefix(m)),
+        CaptureError::Unavailable(m) => CaptureError::Unavailable(prefix(m)),
         closed @ CaptureError::Closed(_) => closed,
     }
 }

@@ -355,3 +355,24 @@ async fn the_dashboard_and_readiness_say_which_features_cannot_work_here() {
     let notice = campaigns.body.split("<section id=\"unavailable\"").nth(1).expect("the campaigns page says it too");
     assert!(notice.contains("feature-mail") && notice.contains("feature-auditAccessibility"), "{notice}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_page_names_its_credentials_and_never_shows_their_values() {
+    let app = spawn(Db::Sqlite).await;
+    let v = Visitor::new(&app);
+    v.sign_up(&email(), PASSWORD).await;
+    let (_, key) = v.create_key("ci").await;
+    let body = serde_json::json!({"url": "https://example.com/members",
+        "headers": {"X-Api-Key": "key-7d41b0"},
+        "cookies": [{"name": "sid", "value": "sess-9f2c1e"}],
+        "httpAuth": {"username": "ann-user-31", "password": "pw-5521-s3cret"}});
+    let job = app.create(&key, body).await;
+    let page = v.get(&format!("/dashboard/screenshots/{}", job["id"].as_str().unwrap())).await.expect(200);
+    for secret in ["key-7d41b0", "sess-9f2c1e", "ann-user-31", "pw-5521-s3cret"] {
+        assert!(!page.body.contains(secret), "{secret} is on the job's page");
+    }
+    // The options table and the snippets name them, with a placeholder for each value.
+    assert!(page.body.contains("X-Api-Key") && page.body.contains("sid"), "{}", page.body);
+    assert!(page.body.contains("(hidden)"));
+    assert!(!page.body.contains("credentialsSet"), "only request fields are shown");
+}

@@ -1,0 +1,130 @@
+//! What a capture does with the requests it intercepts (`Fetch.requestPaused`): refuse
+//! the kinds `blockResources` names and what the filter lists of `blockAds`,
+//! `blockTrackers` and `blockChats` name, let the rest go on; and answer the page's own
+//! origin's HTTP authentication challenge with `httpAuth` (never another origin's).
+
+use std::sync::Arc;
+
+use capture_core::credentials::HttpAuth;
+
+use crate::blocklists::{Blocklists, Verdict, Which};
+use crate::protocol::{AuthChallengeResponse, AuthRequired, RequestPaused};
+
+/// Requests refused, by cause; the URLs of refused frames, images and embeds (to collapse
+/// what they leave), at most `URLS_MAX`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BlockedCounts {
+    pub ads: u32,
+    pub trackers: u32,
+    pub chats: u32,
+    pub kinds: u32,
+}
+
+const URLS_MAX: usize = 500;
+/// A page that refuses our credentials asks again; after this many answers it gets none.
+const AUTH_ANSWERS_MAX: u32 = 3;
+
+/// The interception a capture set up.
+pub(crate) struct RequestFilter {
+    /// `blockResources`' kinds, as DevTools names them.
+    pub kinds: Vec<&'static str>,
+    pub lists: Option<(Arc<Blocklists>, Which)>,
+    /// `httpAuth` and the one origin it is answered to.
+    pub auth: Option<(String, HttpAuth)>,
+    auth_answers: u32,
+    pub counts: BlockedCounts,
+    pub blocked_urls: Vec<String>,
+}
+
+impl RequestFilter {
+    pub(crate) fn new(
+        kinds: Vec<&'static str>,
+        lists: Option<(Arc<Blocklists>, Which)>,
+        auth: Option<(String, HttpAuth)>,
+    ) -> RequestFilter {
+        RequestFilter {
+            kinds,
+            lists,
+            auth,
+            auth_answers: 0,
+            counts: BlockedCounts::default(),
+            blocked_urls: Vec::new(),
+        }
+    }
+
+    /// Whether to refuse a paused request; `source` is the page's URL, `main_frame` its
+    /// frame (its own document always loads).
+    pub(crate) fn refuses(&mut self, r: &RequestPaused, source: &str, main_frame: &str) -> bool {
+        if self.kinds.contains(&r.resource_type.as_str()) {
+            self.counts.kinds += 1;
+            return true;
+        }
+        let Some((lists, which)) = &self.lists else { return false };
+        let subframe = r.frame_id.as_deref() != Some(main_frame);
+        let verdict = lists.check(*which, &r.request.url, source, &r.resource_type, subframe);
+        match verdict {
+            None => return false,
+            Some(Verdict::Ads) => self.counts.ads += 1,
+            Some(Verdict::Trackers) => self.counts.trackers += 1,
+            Some(Verdict::Chats) => self.counts.chats += 1,
+        }
+        if self.blocked_urls.len() < URLS_MAX
+            && matches!(r.resource_type.as_str(), "Document" | "Image" | "Media" | "Other")
+        {
+            self.blocked_urls.push(r.request.url.clone());
+        }
+        true
+    }
+
+    /// The answer to an authentication challenge: the credentials for the page's own
+    /// origin when its server asks (a few times at most), nothing for anyone else.
+    pub(crate) fn answer<'a>(&'a mut self, a: &AuthRequired) -> AuthChallengeResponse<'a> {
+        let cancel = AuthChallengeResponse { response: "CancelAuth", username: None, password: None };
+        let Some((origin, creds)) = &self.auth else { return cancel };
+        let from_server = a.auth_challenge.source.as_deref().is_none_or(|s| s == "Server");
+        if !from_server || !same_origin(&a.auth_challenge.origin, origin) || self.auth_answers >= AUTH_ANSWERS_MAX {
+            return cancel;
+        }
+        self.auth_answers += 1;
+        AuthChallengeResponse {
+            response: "ProvideCredentials",
+            username: Some(&creds.username),
+            password: Some(&creds.password),
+        }
+    }
+}
+
+/// Two origins as the browser and `url` write them (`http://host:port`, the default port
+/// left out either way).
+fn same_origin(a: &str, b: &str) -> bool {
+    let norm = |s: &str| url::Url::parse(s).map(|u| u.origin().ascii_serialization()).unwrap_or_else(|_| s.to_owned());
+    norm(a) == norm(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::AuthChallenge;
+
+    fn challenge(origin: &str, source: &str) -> AuthRequired {
+        AuthRequired {
+            request_id: "r1".into(),
+            auth_challenge: AuthChallenge { source: Some(source.into()), origin: origin.into() },
+        }
+    }
+
+    #[test]
+    fn credentials_go_to_the_page_origin_only_and_not_forever() {
+        let creds = HttpAuth { username: "ann".into(), password: "pw".into() };
+        let mut f = RequestFilter::new(vec![], None, Some(("http://127.0.0.1:8080".into(), creds)));
+        assert_eq!(f.answer(&challenge("http://localhost:8080", "Server")).response, "CancelAuth");
+        assert_eq!(f.answer(&challenge("http://127.0.0.1:8080", "Proxy")).response, "CancelAuth");
+        assert_eq!(f.answer(&challenge("https://127.0.0.1:8080", "Server")).response, "CancelAuth");
+        for _ in 0..AUTH_ANSWERS_MAX {
+            let a = f.answer(&challenge("http://127.0.0.1:8080", "Server"));
+            assert_eq!((a.response, a.username, a.password), ("ProvideCredentials", Some("ann"), Some("pw")));
+        }
+        assert_eq!(f.answer(&challenge("http://127.0.0.1:8080", "Server")).response, "CancelAuth");
+        assert!(same_origin("https://example.com", "https://example.com:443"));
+    }
+}
