@@ -35,6 +35,11 @@ pub fn lists_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from(DEBIAN_LISTS_DIR), PathBuf::from)
 }
 
+/// The list files of `dir` that are missing (none on a default install).
+pub fn missing_lists(dir: &Path) -> Vec<PathBuf> {
+    ["easylist.txt", "easyprivacy.txt"].iter().map(|f| dir.join(f)).filter(|p| !p.is_file()).collect()
+}
+
 /// Which lists a job uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Which {

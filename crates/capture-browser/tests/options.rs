@@ -444,5 +444,15 @@ async fn blocked_requests_never_leave_the_browser() {
     let img = decode(&out.bytes);
     assert_px(&img, 400, 300, [255, 255, 255], 2);
     assert_ne!(px(&img, 25, 25), [0, 0, 255]);
+
+    // With a filter list every request pauses: a kind is still told apart (fetch() is
+    // `XHR` to the interceptor, `Fetch` to the page's network log, which decides).
+    let mut r = url_req(srv.url("/assets"));
+    r.options.block_resources = vec![Fetch];
+    r.options.block_trackers = true;
+    r.options.wait_for = Some("title:not(:empty)".into());
+    let out = ok(pool.capture(r).await);
+    assert_eq!(hits(&srv), [3, 3, 2, 2], "everything but the fetch loaded");
+    assert_eq!(out.page_title, "open|blocked");
     pool.shutdown().await;
 }

@@ -166,8 +166,8 @@ impl Credentials {
             if !seen.insert(lower) {
                 return Err(FieldError::new(field, "is set twice (header names are case-insensitive)"));
             }
-            if value.len() > bounds::VALUE_MAX || value.chars().any(|c| c.is_control() && c != '\t') {
-                return Err(FieldError::new(field, "must be at most 8192 bytes without line breaks"));
+            if value.len() > bounds::VALUE_MAX || !value.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)) {
+                return Err(FieldError::new(field, "must be at most 8192 bytes of printable ASCII (no line breaks)"));
             }
         }
         let cookies = cookies.unwrap_or_default();
@@ -180,11 +180,11 @@ impl Credentials {
                 return Err(FieldError::new(at("name"), "is not a valid cookie name"));
             }
             if c.value.len() > bounds::COOKIE_VALUE_MAX
-                || c.value.chars().any(|ch| ch.is_control() || ch == ';' || ch == ',' || ch == '"' || ch == '\\')
+                || !c.value.bytes().all(|b| (0x20..0x7f).contains(&b) && !b";,\"\\".contains(&b))
             {
                 return Err(FieldError::new(
                     at("value"),
-                    "must be at most 4096 bytes of cookie characters (no control characters, ; , \" or \\)",
+                    "must be at most 4096 bytes of printable ASCII without ; , \" or \\ (percent-encode the rest)",
                 ));
             }
             match c.domain.as_deref() {
@@ -312,6 +312,10 @@ mod tests {
     fn bad_cookies_and_auth_are_refused_by_name() {
         let mut c = cookie("sid", "a;b");
         assert_eq!(refusal(Credentials::check(None, Some(vec![c.clone()]), None, PAGE)).0, "cookies[0].value");
+        c.value = "café".into();
+        assert_eq!(refusal(Credentials::check(None, Some(vec![c.clone()]), None, PAGE)).0, "cookies[0].value");
+        let accented = hdrs(&[("X-Name", "café")]);
+        assert_eq!(refusal(Credentials::check(accented, None, None, PAGE)).0, "headers.X-Name");
         c.value = "ok".into();
         c.same_site = Some(SameSite::None);
         assert_eq!(refusal(Credentials::check(None, Some(vec![c.clone()]), None, PAGE)).0, "cookies[0].sameSite");

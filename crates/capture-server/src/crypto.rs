@@ -27,7 +27,7 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// The 32-byte key that encrypts stored secrets.
 #[derive(Clone)]
-pub struct MasterKey(XChaCha20Poly1305);
+pub struct MasterKey(XChaCha20Poly1305, [u8; 32]);
 
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -47,7 +47,9 @@ impl MasterKey {
         if bytes.len() != 32 {
             return Err(format!("must be 32 bytes, got {}", bytes.len()));
         }
-        Ok(MasterKey(XChaCha20Poly1305::new_from_slice(&bytes).map_err(|e| e.to_string())?))
+        // A second key, derived, for keyed hashes (never the encryption key itself).
+        let mac: [u8; 32] = Sha256::new().chain_update(b"capture keyed hash v1").chain_update(&bytes).finalize().into();
+        Ok(MasterKey(XChaCha20Poly1305::new_from_slice(&bytes).map_err(|e| e.to_string())?, mac))
     }
 
     /// The configured key, or the one kept in `data_dir/master.key` (created on first use).
@@ -90,6 +92,16 @@ impl MasterKey {
         B64.encode(out)
     }
 
+    /// HMAC-SHA256 of `data` under a key derived from the master key, in hex: a digest that
+    /// cannot be checked against guesses without the key (an idempotent request's hash,
+    /// whose body may carry credentials).
+    pub fn keyed_hash(&self, data: &[u8]) -> String {
+        use hmac::{Hmac, Mac};
+        let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.1).expect("HMAC takes any key size");
+        m.update(data);
+        hex::encode(m.finalize().into_bytes())
+    }
+
     /// Decrypt what `encrypt` produced; None if it was tampered with or another key made it.
     pub fn decrypt(&self, text: &str) -> Option<String> {
         let raw = B64.decode(text).ok()?;
@@ -114,6 +126,10 @@ mod tests {
         let other = MasterKey::parse(&"22".repeat(32)).unwrap();
         assert!(other.decrypt(&c).is_none());
         assert!(ct_eq(b"abc", b"abc") && !ct_eq(b"abc", b"abd") && !ct_eq(b"a", b"ab"));
+        // Keyed hashes: stable for one key, unlike for another, never the plain digest.
+        assert_eq!(k.keyed_hash(b"body"), k.keyed_hash(b"body"));
+        assert_ne!(k.keyed_hash(b"body"), other.keyed_hash(b"body"));
+        assert_ne!(k.keyed_hash(b"body"), sha256_hex(b"body"));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Some products need more than the binary: campaign mail and e-mail verification need an
 //! SMTP server (`CAPTURE_SMTP_URL`), run videos need `ffmpeg`, video ads `ffmpeg` and
-//! `espeak-ng`, PDF upload thumbnails `pdftoppm`. Accessibility scores need axe-core, which
+//! `espeak-ng`, PDF upload thumbnails `pdftoppm`, `blockAds`/`blockTrackers` the EasyList and
+//! EasyPrivacy files of Debian's uBlock Origin package. Accessibility scores need axe-core, which
 //! ships inside the binary ([`capture_audit::axe`]) and is only missing when the operator's
 //! override (`CAPTURE_AXE_PATH`) cannot be read. Without this module each job of such a
 //! feature would fail (or wait) on its own; here every feature gets one status that `/readyz`
@@ -40,7 +41,7 @@ pub enum Availability {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureStatus {
-    /// Stable key (`mail`, `auditAccessibility`, `runVideos`, `videoAds`, `pdfThumbnails`).
+    /// Stable key (`mail`, `auditAccessibility`, `runVideos`, `videoAds`, `blockLists`, `pdfThumbnails`).
     #[serde(skip)]
     pub id: &'static str,
     /// For people.
@@ -70,6 +71,7 @@ pub fn report(state: &AppState, mail: &str) -> Vec<FeatureStatus> {
             "runs end failed (the video cannot be encoded)",
         ),
         tools("videoAds", "Video ads", worker, capture_media::tools::AD_TOOLS, "ad renders fail (no voice or no film)"),
+        blocklists(worker),
         tools(
             "pdfThumbnails",
             "Thumbnails of uploaded PDFs",
@@ -141,6 +143,37 @@ fn accessibility(axe: &AxeSource) -> FeatureStatus {
         ),
     };
     FeatureStatus { id: "auditAccessibility", name: "Accessibility scores of audits", status, detail, fix }
+}
+
+fn blocklists(here: bool) -> FeatureStatus {
+    let (id, name) = ("blockLists", "Ad and tracker blocking (blockAds, blockTrackers)");
+    if !here {
+        let detail = "This node has no worker role; the worker nodes' /readyz say.".into();
+        return FeatureStatus { id, name, status: Availability::NotOnThisNode, detail, fix: None };
+    }
+    let dir = capture_browser::blocklists::lists_dir();
+    let missing = capture_browser::blocklists::missing_lists(&dir);
+    if missing.is_empty() {
+        let detail = format!("EasyList and EasyPrivacy are read from {}.", dir.display());
+        return FeatureStatus { id, name, status: Availability::Ok, detail, fix: None };
+    }
+    let files: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+    FeatureStatus {
+        id,
+        name,
+        status: Availability::Unavailable,
+        detail: format!(
+            "{} not found: captures with blockAds or blockTrackers fail, uncharged (blockChats works: its list is \
+             built in).",
+            files.join(" and ")
+        ),
+        fix: Some(
+            "Install Debian's uBlock Origin package (scripts/setup.sh does: apt-get install \
+             webext-ublock-origin-chromium), or set CAPTURE_BLOCKLISTS_DIR to a folder with easylist.txt and \
+             easyprivacy.txt."
+                .into(),
+        ),
+    }
 }
 
 fn tools(id: &'static str, name: &'static str, here: bool, needed: &[&'static str], meanwhile: &str) -> FeatureStatus {

@@ -77,6 +77,9 @@ where
     // hangs up while the claim is being written cannot leave a claimed key with no work
     // behind it (the handler's future is dropped on disconnect, this task is not).
     let (st, user_id, route) = (state.clone(), account.user.id.clone(), route.to_string());
+    // Stored keyed: a body may carry credentials (a capture's httpAuth), and a plain digest
+    // of a body whose other fields are known could be checked against guessed passwords.
+    let request_hash = state.master.keyed_hash(request_hash.as_bytes());
     let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
         let begin =
             st.store.idem_begin(&user_id, &route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS).await;

@@ -3,6 +3,7 @@
 //! `blockTrackers` and `blockChats` name, let the rest go on; and answer the page's own
 //! origin's HTTP authentication challenge with `httpAuth` (never another origin's).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use capture_core::credentials::HttpAuth;
@@ -21,6 +22,8 @@ pub(crate) struct BlockedCounts {
 }
 
 const URLS_MAX: usize = 500;
+/// Requests whose type is remembered at once (a page making more starts again).
+const KINDS_SEEN_MAX: usize = 4096;
 /// A page that refuses our credentials asks again; after this many answers it gets none.
 const AUTH_ANSWERS_MAX: u32 = 3;
 
@@ -34,6 +37,9 @@ pub(crate) struct RequestFilter {
     auth_answers: u32,
     pub counts: BlockedCounts,
     pub blocked_urls: Vec<String>,
+    /// The resource type the Network domain gave each request (`fetch()` is `Fetch` there,
+    /// `XHR` in `Fetch.requestPaused`); its event comes first.
+    kinds_seen: HashMap<String, String>,
 }
 
 impl RequestFilter {
@@ -49,28 +55,42 @@ impl RequestFilter {
             auth_answers: 0,
             counts: BlockedCounts::default(),
             blocked_urls: Vec::new(),
+            kinds_seen: HashMap::new(),
         }
+    }
+
+    /// Remember a request's resource type as the Network domain reports it.
+    pub(crate) fn note_kind(&mut self, request_id: &str, kind: &str) {
+        if self.kinds_seen.len() >= KINDS_SEEN_MAX {
+            self.kinds_seen.clear();
+        }
+        self.kinds_seen.insert(request_id.to_owned(), kind.to_owned());
     }
 
     /// Whether to refuse a paused request; `source` is the page's URL, `main_frame` its
     /// frame (its own document always loads).
     pub(crate) fn refuses(&mut self, r: &RequestPaused, source: &str, main_frame: &str) -> bool {
-        if self.kinds.contains(&r.resource_type.as_str()) {
+        // Only the kinds' patterns pause requests: each paused one is of a refused kind.
+        if self.lists.is_none() && self.auth.is_none() {
+            self.counts.kinds += 1;
+            return true;
+        }
+        let seen = r.network_id.as_ref().and_then(|id| self.kinds_seen.get(id));
+        let kind = seen.map_or(r.resource_type.as_str(), String::as_str);
+        if self.kinds.contains(&kind) {
             self.counts.kinds += 1;
             return true;
         }
         let Some((lists, which)) = &self.lists else { return false };
         let subframe = r.frame_id.as_deref() != Some(main_frame);
-        let verdict = lists.check(*which, &r.request.url, source, &r.resource_type, subframe);
+        let verdict = lists.check(*which, &r.request.url, source, kind, subframe);
         match verdict {
             None => return false,
             Some(Verdict::Ads) => self.counts.ads += 1,
             Some(Verdict::Trackers) => self.counts.trackers += 1,
             Some(Verdict::Chats) => self.counts.chats += 1,
         }
-        if self.blocked_urls.len() < URLS_MAX
-            && matches!(r.resource_type.as_str(), "Document" | "Image" | "Media" | "Other")
-        {
+        if self.blocked_urls.len() < URLS_MAX && matches!(kind, "Document" | "Image" | "Media" | "Other") {
             self.blocked_urls.push(r.request.url.clone());
         }
         true

@@ -133,6 +133,9 @@ impl Page {
         }
         match ev {
             PageEvent::RequestWillBeSent(r) => {
+                if let Some(f) = self.filter.as_mut() {
+                    f.note_kind(&r.request_id, &r.resource_type);
+                }
                 if r.resource_type == "Document" && r.frame_id.as_deref() == Some(self.frame_id.as_str()) {
                     // A redirect keeps its request: the chain grows; a new request starts one.
                     if r.redirect_response.is_none() {

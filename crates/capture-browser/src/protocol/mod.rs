@@ -288,6 +288,8 @@ pub(crate) struct RequestPaused {
     pub resource_type: String,
     #[serde(default)]
     pub frame_id: Option<String>,
+    #[serde(default)]
+    pub network_id: Option<String>,
 }
 
 /// Who asks for credentials, and for which origin.
