@@ -25,6 +25,8 @@ pub enum ErrorCode {
     /// Too many of the account's runs are active at once.
     ConcurrencyLimit,
     InternalError,
+    /// A render link's capture failed (the page could not be captured).
+    CaptureFailed,
     ServiceUnavailable,
 }
 
@@ -44,6 +46,7 @@ impl ErrorCode {
             IdempotencyKeyReused => 422,
             PlanQuotaExceeded | QueueFull | ConcurrencyLimit => 429,
             InternalError => 500,
+            CaptureFailed => 502,
             ServiceUnavailable => 503,
         }
     }
@@ -69,6 +72,7 @@ impl ErrorCode {
             QueueFull => "QUEUE_FULL",
             ConcurrencyLimit => "CONCURRENCY_LIMIT",
             InternalError => "INTERNAL_ERROR",
+            CaptureFailed => "CAPTURE_FAILED",
             ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }

@@ -36,6 +36,8 @@ pub const RUN: &str = "run";
 pub const CAMPAIGN: &str = "cmp";
 /// Prefix of campaign rows (a target: a website and a recipient).
 pub const CAMPAIGN_ROW: &str = "cmr";
+/// Prefix of render-link keys.
+pub const RENDER_KEY: &str = "rlk";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -168,6 +170,12 @@ macro_rules! id_type {
     };
 }
 
+id_type!(
+    /// A render-link key (`rlk_…`): the id a signed link names in `key`.
+    RenderKeyId,
+    RENDER_KEY,
+    "render key"
+);
 id_type!(
     /// A screenshot job (`scr_…`).
     ScreenshotId,

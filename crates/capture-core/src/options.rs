@@ -473,6 +473,12 @@ pub struct CaptureOptions {
     /// Which credentials were set (names only): what the job shows of them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials_set: Option<CredentialsSet>,
+    /// Seconds a done capture of this request answers an identical one (`cacheTtl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_ttl: Option<u64>,
+    /// Separates otherwise identical requests in the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }
 
 fn is_screen(m: &MediaType) -> bool {
@@ -524,6 +530,8 @@ impl Default for CaptureOptions {
             block_chats: false,
             credentials: None,
             credentials_set: None,
+            cache_ttl: None,
+            cache_key: None,
         }
     }
 }
@@ -570,6 +578,9 @@ pub mod bounds {
     pub const PDF_TEMPLATE_MAX: usize = 16 * 1024;
     /// `blockRequests`: at most this many patterns of at most `URL_MAX` bytes.
     pub const BLOCK_REQUESTS_MAX: usize = 100;
+    /// `cacheTtl`: 30 days, in seconds.
+    pub const CACHE_TTL_MAX: u64 = 30 * 24 * 3600;
+    pub const CACHE_KEY_MAX: usize = 256;
 }
 
 // This one type is the request's shape everywhere: the server deserialises and checks it
@@ -759,6 +770,16 @@ pub struct ScreenshotIn {
     /// Kept encrypted until the job runs and never shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_auth: Option<HttpAuth>,
+    /// Seconds (up to 30 days) this capture answers identical requests of the account: one
+    /// made within them (same URL and options) is a new job, done at once, cached: true,
+    /// charging nothing. Render links cache for a day unless they set it.
+    #[serde(default, deserialize_with = "whole", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = bounds::CACHE_TTL_MAX)))]
+    pub cache_ttl: Option<u64>,
+    /// Separates otherwise identical requests in the cache (up to 256 bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = bounds::CACHE_KEY_MAX)))]
+    pub cache_key: Option<String>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.
@@ -891,6 +912,19 @@ impl ScreenshotIn {
         let mut block_resources = self.block_resources.unwrap_or_default();
         block_resources.dedup();
         let credentials = Credentials::check(self.headers, self.cookies, self.http_auth, url.as_deref())?;
+        let cache_ttl = match self.cache_ttl {
+            Some(_) if url.is_none() => {
+                return Err(FieldError::new("cacheTtl", "applies to a page at a URL, not to an upload"));
+            }
+            Some(t) => Some(within("cacheTtl", t, (1, bounds::CACHE_TTL_MAX))?),
+            None => None,
+        };
+        let cache_key = match self.cache_key {
+            Some(k) if k.is_empty() || k.len() > bounds::CACHE_KEY_MAX || k.chars().any(char::is_control) => {
+                return Err(FieldError::new("cacheKey", "must be 1 to 256 bytes without control characters"));
+            }
+            other => other,
+        };
         let geolocation = match self.geolocation {
             Some(g) => Some(check_geolocation(g)?),
             None => None,
@@ -937,6 +971,8 @@ impl ScreenshotIn {
             block_chats: self.block_chats.unwrap_or(false),
             credentials_set: credentials.as_ref().map(Credentials::summary),
             credentials,
+            cache_ttl,
+            cache_key,
         })
     }
 }
@@ -1308,8 +1344,8 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 40);
-        assert_eq!((names[0], names[14], names[33], names[39]), ("url", "clickBefore", "blockResources", "httpAuth"));
+        assert_eq!(names.len(), 42);
+        assert_eq!((names[0], names[14], names[33], names[41]), ("url", "clickBefore", "blockResources", "cacheKey"));
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }
 

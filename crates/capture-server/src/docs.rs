@@ -39,6 +39,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::screenshots::ApiDoc::openapi());
     doc.merge(crate::audits::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
+    doc.merge(crate::render::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());

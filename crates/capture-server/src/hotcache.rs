@@ -144,6 +144,9 @@ mod tests {
             completed_at: None,
             metadata: None,
             credentials: None,
+            cache_hash: None,
+            cache_until: None,
+            cached_from: None,
         }
     }
 

@@ -38,6 +38,7 @@ pub mod metrics;
 pub mod nodes;
 pub mod oauth;
 pub mod paging;
+pub mod render;
 pub mod runs;
 pub mod scheduler;
 pub mod schema;

@@ -37,6 +37,12 @@ pub struct ScreenshotRow {
     pub metadata: Option<String>,
     /// The request's credentials, sealed by the service; cleared when the job ends.
     pub credentials: Option<String>,
+    /// The keyed hash of the request, when it may be answered from cache (`cacheTtl`).
+    pub cache_hash: Option<String>,
+    /// Until when (ms) this job's file answers an identical request.
+    pub cache_until: Option<i64>,
+    /// The job whose file answered this one (a cache hit).
+    pub cached_from: Option<String>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -49,6 +55,10 @@ pub struct NewScreenshot {
     pub options: String,
     /// The request's credentials, sealed by the service (never in `options`).
     pub credentials: Option<String>,
+    /// `(keyed hash of the request, until when its file may answer another)`: `cacheTtl`.
+    pub cache: Option<(String, i64)>,
+    /// A cache hit: the done job whose file this one is (then `done` holds its fields).
+    pub cached_from: Option<String>,
     pub format: String,
     pub actions: i64,
     pub month: String,
@@ -111,7 +121,7 @@ impl From<QueueFull> for Refused {
 
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
-    created_at, started_at, completed_at, metadata, credentials";
+    created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -143,6 +153,9 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         completed_at: r.try_get("completed_at")?,
         metadata: r.try_get("metadata")?,
         credentials: r.try_get("credentials")?,
+        cache_hash: r.try_get("cache_hash")?,
+        cache_until: r.try_get("cache_until")?,
+        cached_from: r.try_get("cached_from")?,
     })
 }
 
@@ -353,8 +366,8 @@ impl Store {
         sqlx::query(
             "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
              thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata, \
-             credentials) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             credentials, cache_hash, cache_until, cached_from) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -375,6 +388,9 @@ impl Store {
         .bind(d.map(|_| n.now))
         .bind(d.and_then(|d| d.metadata.clone()))
         .bind(n.credentials.clone())
+        .bind(n.cache.as_ref().map(|c| c.0.clone()))
+        .bind(n.cache.as_ref().map(|c| c.1))
+        .bind(n.cached_from.clone())
         .execute(&mut *tx)
         .await?;
         if n.done.is_none() {
@@ -404,6 +420,35 @@ impl Store {
     /// A job of `user_id` (None for someone else's).
     pub async fn screenshot_of(&self, user_id: &str, id: &str) -> Result<Option<ScreenshotRow>> {
         TABLE.get(&self.pool, id, Some(user_id), row_from).await
+    }
+
+    /// The newest job of `user_id` whose file may answer a request of this keyed hash at
+    /// `now`: done, and within its `cacheTtl`. A cache hit answers from the original.
+    pub async fn cached_screenshot(&self, user_id: &str, hash: &str, now: i64) -> Result<Option<ScreenshotRow>> {
+        let row = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE user_id = $1 AND cache_hash = $2 AND status = 'done' \
+             AND cache_until > $3 AND cached_from IS NULL ORDER BY created_at DESC LIMIT 1"
+        ))
+        .bind(user_id)
+        .bind(hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// The newest job of `user_id` with this keyed hash still waiting or running (a render
+    /// link joins it instead of starting another capture of the same thing).
+    pub async fn running_screenshot(&self, user_id: &str, hash: &str) -> Result<Option<ScreenshotRow>> {
+        let row = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE user_id = $1 AND cache_hash = $2 \
+             AND status IN ('pending', 'processing') ORDER BY created_at DESC LIMIT 1"
+        ))
+        .bind(user_id)
+        .bind(hash)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_from).transpose()
     }
 
     /// Newest first; `before` is `(created_at, Some(id))` from a cursor or `(ts, None)`.

@@ -28,6 +28,7 @@ mod migrations;
 mod notify;
 mod oauth;
 mod queue;
+mod render_keys;
 mod runs;
 mod sessions;
 mod shape;
@@ -53,6 +54,7 @@ pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };
 pub use queue::{FairShare, Task};
+pub use render_keys::RenderKey;
 pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
 pub use sessions::WebSessionRow;
 pub use shape::IdemResponse;

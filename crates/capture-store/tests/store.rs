@@ -37,6 +37,8 @@ on_both_backends! {
     unlimited_plan_is_never_refused => unlimited_plan_is_never_refused_sqlite, unlimited_plan_is_never_refused_postgres;
     failed_job_refunds_its_actions => failed_job_refunds_its_actions_sqlite, failed_job_refunds_its_actions_postgres;
     sealed_credentials_last_until_the_job_ends => sealed_credentials_last_until_the_job_ends_sqlite, sealed_credentials_last_until_the_job_ends_postgres;
+    the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only => the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_sqlite, the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_postgres;
+    render_keys_are_listed_found_and_revoked_by_their_owner => render_keys_are_listed_found_and_revoked_by_their_owner_sqlite, render_keys_are_listed_found_and_revoked_by_their_owner_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
     listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
     claim_takes_the_oldest_due_task => claim_takes_the_oldest_due_task_sqlite, claim_takes_the_oldest_due_task_postgres;
@@ -110,6 +112,8 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         url: "https://example.com/".into(),
         options: r#"{"full_page":false}"#.into(),
         credentials: None,
+        cache: None,
+        cached_from: None,
         format: "png".into(),
         actions: 1,
         month: MONTH.into(),
@@ -541,6 +545,69 @@ async fn sealed_credentials_last_until_the_job_ends(ctx: Ctx) {
         let row = job_row(store, id).await;
         assert_eq!((row.status, row.credentials), (status, None));
     }
+}
+
+async fn the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let mut first = job(&alice, None, T0, Some(10));
+    first.cache = Some(("h1".into(), T0 + 60_000));
+    let first = create(store, &first).await;
+    // Waiting or running: a render link may join it; nothing answers from it yet.
+    assert_eq!(store.running_screenshot(&alice.id, "h1").await.unwrap().map(|r| r.id), Some(first.id.clone()));
+    assert_eq!(store.cached_screenshot(&alice.id, "h1", T0 + 1).await.unwrap(), None);
+    let t = store.claim("screenshot", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
+    assert!(
+        store
+            .complete_screenshot(&t.id, "w1", &first.id, &done_fields("c"), &serde_json::json!({}), T0 + 20)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.running_screenshot(&alice.id, "h1").await.unwrap(), None);
+    let hit = store.cached_screenshot(&alice.id, "h1", T0 + 30).await.unwrap().expect("a hit");
+    assert_eq!((hit.id.as_str(), hit.cache_until), (first.id.as_str(), Some(T0 + 60_000)));
+    // Another hash, another account, or past the TTL: no hit.
+    assert_eq!(store.cached_screenshot(&alice.id, "h2", T0 + 30).await.unwrap(), None);
+    assert_eq!(store.cached_screenshot(&bob.id, "h1", T0 + 30).await.unwrap(), None);
+    assert_eq!(store.cached_screenshot(&alice.id, "h1", T0 + 60_000).await.unwrap(), None);
+    // A hit is a job of its own, done at once, charging nothing, naming the original.
+    let mut copy = job(&alice, None, T0 + 40, Some(10));
+    copy.actions = 0;
+    copy.cached_from = Some(first.id.clone());
+    copy.done = Some(done_fields("c"));
+    copy.cache = Some(("h1".into(), T0 + 60_000));
+    let (row, used) = store.create_screenshot(&copy).await.unwrap().unwrap();
+    assert_eq!((row.status, row.cached_from.as_deref(), used), (JobStatus::Done, Some(first.id.as_str()), 1));
+    // The original stays the one that answers.
+    assert_eq!(store.cached_screenshot(&alice.id, "h1", T0 + 50).await.unwrap().map(|r| r.id), Some(first.id));
+}
+
+async fn render_keys_are_listed_found_and_revoked_by_their_owner(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let key = |id: &str, user: &User, at: i64| capture_store::RenderKey {
+        id: id.into(),
+        user_id: user.id.clone(),
+        name: format!("site {id}"),
+        secret_enc: format!("sealed-{id}"),
+        created_at: at,
+        revoked_at: None,
+    };
+    for k in [key("rlk_a", &alice, T0), key("rlk_b", &alice, T0 + 1), key("rlk_c", &bob, T0)] {
+        store.create_render_key(&k).await.unwrap();
+    }
+    let ids = |v: Vec<capture_store::RenderKey>| v.into_iter().map(|k| k.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.list_render_keys(&alice.id).await.unwrap()), ["rlk_a", "rlk_b"]);
+    assert_eq!(store.render_key("rlk_c").await.unwrap().unwrap().user_id, bob.id);
+    // Only the owner revokes, once; a revoked key is still found (to say it is revoked).
+    assert!(!store.revoke_render_key(&bob.id, "rlk_a", T0 + 5).await.unwrap());
+    assert!(store.revoke_render_key(&alice.id, "rlk_a", T0 + 5).await.unwrap());
+    assert!(!store.revoke_render_key(&alice.id, "rlk_a", T0 + 6).await.unwrap());
+    assert_eq!(ids(store.list_render_keys(&alice.id).await.unwrap()), ["rlk_b"]);
+    assert_eq!(store.render_key("rlk_a").await.unwrap().unwrap().revoked_at, Some(T0 + 5));
+    assert_eq!(store.render_key("rlk_zzz").await.unwrap(), None);
 }
 
 async fn uploads_are_created_done_without_a_task(ctx: Ctx) {

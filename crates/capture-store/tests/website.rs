@@ -54,6 +54,8 @@ fn shot(
         url: url.into(),
         options: "{}".into(),
         credentials: None,
+        cache: None,
+        cached_from: None,
         format: format.into(),
         actions: 1,
         month: MONTH.into(),

@@ -52,28 +52,67 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         return Err(Error::EmailUnverified(account.user.email.clone()));
     }
     let id = ScreenshotId::new();
-    let (url, options, credentials, format, done, task_payload, queue_limits) = match new {
+    let now = now_ms();
+    // What the job is made of beyond its options: the sealed credentials, the cache entry it
+    // makes (`cacheTtl`), or the done job whose file answers it (a cache hit, free).
+    // A capture request is answered 202 (also when a cache hit makes it done at once); a
+    // stored upload 201. The idempotent replay answers the same.
+    let status: u16 = if matches!(new, NewJob::Capture { .. }) { 202 } else { 201 };
+    let mut sealed = None;
+    let mut cache = None;
+    let mut cached_from = None;
+    let (url, options, format, done, task_payload, queue_limits) = match new {
         NewJob::Capture { opts, label, html_blob } => {
             let payload = TaskPayload { screenshot_id: id.clone(), html_blob };
             // `options` never holds the credentials (they do not serialise); they are kept
             // sealed beside it until the job ends.
-            let sealed = match &opts.credentials {
-                Some(c) => Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?)),
-                None => None,
+            if let Some(c) = &opts.credentials {
+                sealed = Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?));
+            }
+            let mut done = None;
+            if let Some(ttl_s) = opts.cache_ttl {
+                let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);
+                let hash = cache_hash(state, opts);
+                let hit = state.store.cached_screenshot(&account.user.id, &hash, now).await?;
+                // The original is within its own TTL; it must also be within this request's.
+                match hit.filter(|r| r.completed_at.is_some_and(|c| c + ttl > now)) {
+                    Some(orig) => {
+                        done = Some(ScreenshotDone {
+                            result_key: orig
+                                .result_key
+                                .clone()
+                                .ok_or_else(|| Error::internal("cached job without file"))?,
+                            thumb_key: orig.thumb_key.clone(),
+                            page_title: orig.page_title.clone(),
+                            tags: orig.tags.clone(),
+                            width: orig.width,
+                            height: orig.height,
+                            metadata: orig.metadata.clone(),
+                        });
+                        sealed = None;
+                        cached_from = Some(orig.id);
+                    }
+                    None => cache = Some((hash, now + ttl)),
+                }
+            }
+            let queue_limits = if done.is_some() { QueueLimits::default() } else { state.cfg.queue_limits() };
+            let task_payload = if done.is_some() {
+                String::new()
+            } else {
+                serde_json::to_string(&payload).map_err(Error::internal)?
             };
             (
                 label.or_else(|| opts.url.clone()).unwrap_or_default(),
                 serde_json::to_string(opts).map_err(Error::internal)?,
-                sealed,
                 opts.output_format(),
-                None,
-                serde_json::to_string(&payload).map_err(Error::internal)?,
-                state.cfg.queue_limits(),
+                done,
+                task_payload,
+                queue_limits,
             )
         }
         // Done at once: nothing waits in the queue.
         NewJob::Stored { label, format, done } => {
-            (label, "{}".to_string(), None, format, Some(done), String::new(), QueueLimits::default())
+            (label, "{}".to_string(), format, Some(done), String::new(), QueueLimits::default())
         }
     };
     let queued = done.is_none();
@@ -83,13 +122,16 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         key_id: account.key_id.clone(),
         url,
         options,
-        credentials,
+        credentials: sealed,
+        // A cache hit costs nothing.
+        actions: if cached_from.is_some() { 0 } else { 1 },
+        cache,
+        cached_from,
         format: format.as_str().to_string(),
-        actions: 1,
         month: account.window.label.clone(),
         limit: account.limit(),
         reset_at: iso(account.window.reset_ms),
-        now: now_ms(),
+        now,
         done,
         task_payload,
         queue_limits,
@@ -105,7 +147,6 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         ),
         None => (None, None),
     };
-    let status: u16 = if queued { 202 } else { 201 };
     let render = |r: &ScreenshotRow| {
         let job = view_with(r, public_url.clone(), thumbnail_url.clone());
         (status, serde_json::to_value(&job).map(|v| v.to_string()).unwrap_or_default())
@@ -171,7 +212,21 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         // Written by this service from a PageMetadata; unreadable JSON shows as none.
         metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
         credentials: credentials_set(&r.options),
+        cached: r.cached_from.is_some(),
     }
+}
+
+/// The cache's name for a request: a keyed hash (the master key's) of its checked options
+/// in their one serialised order, without `cacheTtl` (the time a capture is kept does not
+/// make it another capture), and of its credentials, so a request with other cookies never
+/// gets another's page and the hash reveals nothing of them.
+pub fn cache_hash(state: &AppState, opts: &CaptureOptions) -> String {
+    let mut v = serde_json::to_value(opts).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("cacheTtl");
+    }
+    let creds = opts.credentials.as_ref().and_then(|c| serde_json::to_string(c).ok()).unwrap_or_default();
+    state.master.keyed_hash(format!("{v}\n{creds}").as_bytes())
 }
 
 /// Which credentials the job was given (names only), read from its stored options.

@@ -84,6 +84,9 @@ pub struct Job {
     /// set), never their values; null when it gave none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials: Option<CredentialsSet>,
+    /// Answered from the file of an identical done capture (`cacheTtl`): done at once,
+    /// charged nothing.
+    pub cached: bool,
 }
 
 /// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an

@@ -17,6 +17,7 @@ mod hooks;
 mod inbox;
 mod more_options;
 mod playground;
+mod render_links;
 mod settings;
 mod shots;
 mod snippets;
@@ -49,6 +50,8 @@ pub fn router() -> Router<AppState> {
         .route("/dashboard/screenshots/{id}/unshare", post(dashboard::unshare))
         .route("/dashboard/screenshots/{id}/pdf", get(dashboard::pdf))
         .route("/dashboard/ads", get(ads::list))
+        .route("/dashboard/render-links", get(render_links::list).post(render_links::create))
+        .route("/dashboard/render-links/{id}/revoke", post(render_links::revoke))
         .route("/dashboard/webhooks", get(hooks::list).post(hooks::create))
         .route("/dashboard/webhooks/{id}", get(hooks::show))
         .route("/dashboard/webhooks/{id}/rotate", post(hooks::rotate))

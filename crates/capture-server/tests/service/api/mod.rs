@@ -12,6 +12,7 @@ mod hardening;
 mod inbox;
 mod lists;
 mod quotas;
+mod render_links;
 mod runs;
 mod s3;
 mod suppressions;

@@ -376,3 +376,32 @@ async fn a_jobs_page_names_its_credentials_and_never_shows_their_values() {
     assert!(page.body.contains("(hidden)"));
     assert!(!page.body.contains("credentialsSet"), "only request fields are shown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn render_link_keys_are_made_shown_once_and_revoked_on_the_dashboard() {
+    let app = spawn(Db::Sqlite).await;
+    let v = Visitor::new(&app);
+    v.sign_up(&email(), PASSWORD).await;
+    let (dash, csrf) = v.dashboard().await;
+    assert!(dash.body.contains("href=\"/dashboard/render-links\""));
+    let created = v.submit("/dashboard/render-links", &csrf, &[("name", "blog images")]).await.expect(200);
+    let secret = value_after(&created.body, "value=\"rks_").map(|s| format!("rks_{s}")).expect("the secret, once");
+    let list = v.get("/dashboard/render-links").await.expect(200);
+    assert!(!list.body.contains(&secret), "the list never shows the secret");
+    let id =
+        value_after(&list.body, "<td><code>rlk_").map(|s| format!("rlk_{}", s.split('<').next().unwrap())).unwrap();
+    assert!(row(&list, "blog images").contains(&id));
+    // A link signed with it is refused once the key is revoked there (an unknown page, so
+    // the refusal is the signature's, not the capture's).
+    let query = format!("url=https%3A%2F%2Fexample.com%2F&key={id}");
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+    mac.update(query.as_bytes());
+    let url = app.url(&format!("/v1/render?{query}&signature={}", hex::encode(mac.finalize().into_bytes())));
+    v.submit(&format!("/dashboard/render-links/{id}/revoke"), &csrf, &[]).await.expect(303);
+    let r = app.client.get(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    assert!(!v.get("/dashboard/render-links").await.expect(200).body.contains(&id));
+    // An empty name is refused on the page, naming what is wrong.
+    let bad = v.submit("/dashboard/render-links", &csrf, &[("name", " ")]).await.expect(400);
+    assert!(bad.body.contains("Name: must be 1 to 100 characters."), "{}", bad.body);
+}

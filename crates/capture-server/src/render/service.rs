@@ -1,0 +1,216 @@
+//! Signed render links: a URL that answers the capture itself, for an `<img src>` or a
+//! download, signed with a per-account link key (never an API key) so it can sit on a
+//! public page without revealing a secret or being altered.
+//!
+//! A link is `GET /v1/render?url=…&<options>&key=rlk_…&expires=<unix s>&signature=<hex>`;
+//! the signature is HMAC-SHA256, keyed with the link key's secret, of the query string
+//! exactly as sent up to the `&signature=` that ends it. Links cache for a day unless they
+//! set `cacheTtl`: the first view captures (one action), later ones are served from that
+//! capture's file (`X-Cache: HIT`, free) until it expires; views while it runs join it.
+
+use std::time::Duration;
+
+use capture_core::options::{CaptureOptions, ScreenshotIn};
+use capture_core::time::{iso, now_ms};
+use capture_core::{ErrorCode, JobStatus, OutputFormat, RenderKeyId, ScreenshotId, ids};
+use capture_store::{RenderKey as StoredKey, ScreenshotRow};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use super::types::{RenderKey, RenderKeyCreated, RenderKeyList, RenderPending};
+use crate::auth::{Account, account_of_user};
+use crate::crypto::ct_eq;
+use crate::error::{Error, Result};
+use crate::http::validated::validate;
+use crate::screenshots::service::{NewJob, cache_hash, create};
+use crate::screenshots::types::form_to_json;
+use crate::state::AppState;
+
+/// How long a link's capture is reused when the link sets no `cacheTtl`: one day.
+pub const DEFAULT_CACHE_TTL: u64 = 24 * 3600;
+/// How long a view waits for its capture before answering 202 with the job.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Make a key; its secret is in the answer only.
+pub async fn create_key(state: &AppState, account: &Account, name: String) -> Result<RenderKeyCreated> {
+    let id = RenderKeyId::new();
+    let secret = format!("rks_{}", ids::random_string(40));
+    let now = now_ms();
+    let key = StoredKey {
+        id: id.to_string(),
+        user_id: account.user.id.clone(),
+        name: name.clone(),
+        secret_enc: state.master.encrypt(&secret),
+        created_at: now,
+        revoked_at: None,
+    };
+    state.store.create_render_key(&key).await?;
+    Ok(RenderKeyCreated { id, name, secret, created_at: iso(now) })
+}
+
+/// The caller's keys in force, oldest first.
+pub async fn list_keys(state: &AppState, account: &Account) -> Result<RenderKeyList> {
+    let data = state
+        .store
+        .list_render_keys(&account.user.id)
+        .await?
+        .into_iter()
+        .map(|k| RenderKey { id: RenderKeyId::from_stored(k.id), name: k.name, created_at: iso(k.created_at) })
+        .collect();
+    Ok(RenderKeyList { data })
+}
+
+/// Revoke a key: every link it signed stops working at once.
+pub async fn delete_key(state: &AppState, account: &Account, id: &RenderKeyId) -> Result<()> {
+    match state.store.revoke_render_key(&account.user.id, id.as_str(), now_ms()).await? {
+        true => Ok(()),
+        false => Err(Error::not_found(RenderKeyId::NOUN)),
+    }
+}
+
+/// The signature of `signed` (a link's query string up to `&signature=`) under `secret`:
+/// lowercase hex HMAC-SHA256.
+pub fn sign(secret: &str, signed: &str) -> String {
+    let mut m = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key size");
+    m.update(signed.as_bytes());
+    hex::encode(m.finalize().into_bytes())
+}
+
+/// A link whose signature holds: its owner, and its capture options as query pairs.
+pub struct Verified {
+    pub account: Account,
+    pub params: Vec<(String, String)>,
+}
+
+fn unauthorized(why: &str) -> Error {
+    Error::Refused(ErrorCode::Unauthorized, why.to_string())
+}
+
+/// Check a link: its signature first (so nothing is learnt about keys without one), then
+/// that its key is in force and the link has not expired.
+pub async fn verify(state: &AppState, raw_query: &str) -> Result<Verified> {
+    let Some((signed, signature)) = raw_query.rsplit_once("&signature=") else {
+        return Err(unauthorized("a render link ends with &signature=<hex HMAC-SHA256 of the query before it>"));
+    };
+    if signature.len() != 64 || !signature.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(unauthorized("the link's signature is not 64 hex characters"));
+    }
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(signed).map_err(|_| unauthorized("the link's query string cannot be read"))?;
+    let mismatch = || unauthorized("the link's signature does not match its key");
+    let key_id = pairs
+        .iter()
+        .find(|(k, _)| k == "key")
+        .map(|(_, v)| v.as_str())
+        .ok_or_else(|| unauthorized("the link names no key (key=rlk_…, from POST /v1/render-keys)"))?;
+    let key = match RenderKeyId::parse(key_id) {
+        Some(id) => state.store.render_key(id.as_str()).await?,
+        None => None,
+    };
+    let Some(key) = key else { return Err(mismatch()) };
+    let secret = state.master.decrypt(&key.secret_enc).ok_or_else(|| Error::internal("render key unreadable"))?;
+    if !ct_eq(sign(&secret, signed).as_bytes(), signature.to_ascii_lowercase().as_bytes()) {
+        return Err(mismatch());
+    }
+    if key.revoked_at.is_some() {
+        return Err(Error::Refused(ErrorCode::Forbidden, format!("the render key {} was revoked", key.id)));
+    }
+    if let Some((_, e)) = pairs.iter().find(|(k, _)| k == "expires") {
+        let at: i64 = e
+            .parse()
+            .map_err(|_| Error::Invalid(capture_core::FieldError::new("expires", "must be a time in unix seconds")))?;
+        if at.saturating_mul(1000) <= now_ms() {
+            return Err(Error::Refused(ErrorCode::Forbidden, format!("the link expired at {}", iso(at * 1000))));
+        }
+    }
+    let user = state.store.user_by_id(&key.user_id).await?.ok_or_else(mismatch)?;
+    let account = account_of_user(state, &user).await?;
+    let params = pairs.into_iter().filter(|(k, _)| k != "key" && k != "expires").collect();
+    Ok(Verified { account, params })
+}
+
+/// What a view of a link answers.
+pub enum Answer {
+    /// The capture's file.
+    File {
+        bytes: Vec<u8>,
+        content_type: &'static str,
+        /// The file's name, quoted: the same for every view served from one capture.
+        etag: String,
+        /// Seconds the answer may be reused (what is left of the capture's `cacheTtl`).
+        max_age: i64,
+        /// Served from an earlier capture: its age in seconds.
+        hit: Option<i64>,
+    },
+    /// Not done within [`WAIT`].
+    Pending(RenderPending),
+}
+
+/// Answer a verified link: from the cache, by joining the same capture in progress, or by
+/// capturing (one action); waiting up to [`WAIT`].
+pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
+    let mut opts: CaptureOptions = validate::<ScreenshotIn>(&form_to_json(&v.params)).map_err(Error::Invalid)?;
+    let ttl = *opts.cache_ttl.get_or_insert(DEFAULT_CACHE_TTL);
+    let user = &v.account.user.id;
+    let hash = cache_hash(state, &opts);
+    let now = now_ms();
+    let fresh = |r: &ScreenshotRow| r.completed_at.is_some_and(|c| c + (ttl as i64) * 1000 > now);
+    if let Some(orig) = state.store.cached_screenshot(user, &hash, now).await?.filter(fresh) {
+        let age = (now - orig.completed_at.unwrap_or(now)) / 1000;
+        return file(state, &orig, Some(age)).await;
+    }
+    let id = match state.store.running_screenshot(user, &hash).await? {
+        Some(running) => running.id,
+        None => create(state, &v.account, NewJob::Capture { opts: &opts, label: None, html_blob: None }, None)
+            .await?
+            .job
+            .id
+            .to_string(),
+    };
+    let row = wait(state, user, &id).await?;
+    match row.status {
+        JobStatus::Done => file(state, &row, None).await,
+        JobStatus::Failed => Err(Error::Refused(
+            ErrorCode::CaptureFailed,
+            format!("the capture {} failed: {}", row.id, row.error.as_deref().unwrap_or("unknown error")),
+        )),
+        status => Ok(Answer::Pending(RenderPending { id: row.id, status })),
+    }
+}
+
+/// The job once it is done or failed, or as it is after [`WAIT`].
+async fn wait(state: &AppState, user: &str, id: &str) -> Result<ScreenshotRow> {
+    let mut changes = state.job_events.subscribe();
+    let until = tokio::time::Instant::now() + WAIT;
+    loop {
+        let row = state.store.screenshot_of(user, id).await?.ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
+        if matches!(row.status, JobStatus::Done | JobStatus::Failed) || tokio::time::Instant::now() >= until {
+            return Ok(row);
+        }
+        // Woken by this node's changes; another node's worker is seen by the next look.
+        let _ = tokio::time::timeout_at(until.min(tokio::time::Instant::now() + Duration::from_millis(250)), async {
+            loop {
+                match changes.recv().await {
+                    Ok(changed) if changed == id => return,
+                    Ok(_) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+                }
+            }
+        })
+        .await;
+    }
+}
+
+async fn file(state: &AppState, row: &ScreenshotRow, hit: Option<i64>) -> Result<Answer> {
+    let key = row.result_key.as_deref().ok_or_else(|| Error::internal("done job without file"))?;
+    let bytes = state.blobs.get(key).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found("file"))?;
+    let content_type = match OutputFormat::parse(&row.format).unwrap_or(OutputFormat::Png) {
+        OutputFormat::Png => "image/png",
+        OutputFormat::Jpeg => "image/jpeg",
+        OutputFormat::Webp => "image/webp",
+        OutputFormat::Pdf => "application/pdf",
+    };
+    let max_age = (row.cache_until.unwrap_or(0) - now_ms()).max(0) / 1000;
+    Ok(Answer::File { bytes, content_type, etag: format!("\"{key}\""), max_age, hit })
+}
