@@ -13,6 +13,7 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "adshot.completed",
     "adshot.failed",
     "campaign.completed",
+    "batch.completed",
 ];
 
 /// Is `name` a known event type or `*`?

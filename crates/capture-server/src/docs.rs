@@ -94,6 +94,7 @@ fn webhook_events() -> utoipa::openapi::path::Paths {
         "run.failed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount, finalizationError",
         "quota.warning" => "threshold, used, limit, remaining, resetAt",
         "test.ping" => "endpointId, message",
+        "batch.completed" => "batchId, total, done, failed (when the last job of a bulk request ends)",
         "campaign.completed" => {
             "campaignId, name, status (completed), counts {pending, auditing, ready (all 0), sent, skipped, failed, \
              total}, reasons {<why a row was skipped or failed>: rows}, sendAt, timezone, launchedAt, completedAt"

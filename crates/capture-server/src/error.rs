@@ -23,7 +23,7 @@ pub enum Error {
     #[error("{0} not found")]
     NotFound(String),
     /// The monthly quota is used up.
-    #[error("monthly quota of {} actions reached; it resets at {}", .0.limit, iso(.0.reset_ms))]
+    #[error("{}", quota_message(.0))]
     QuotaExceeded(QuotaExceeded),
     /// Back-pressure: the account's share of the queue, or the whole queue, is full.
     #[error("{}", queue_full_message(.0))]
@@ -59,6 +59,21 @@ pub struct QuotaExceeded {
     pub limit: i64,
     pub plan: String,
     pub reset_ms: i64,
+    /// A bulk request: how many of its jobs would fit.
+    pub fits: Option<i64>,
+}
+
+fn quota_message(q: &QuotaExceeded) -> String {
+    match q.fits {
+        Some(fits) => format!(
+            "monthly quota of {} actions: only {fits} of this batch's jobs would fit ({} used); nothing was created; \
+             it resets at {}",
+            q.limit,
+            q.used,
+            iso(q.reset_ms)
+        ),
+        None => format!("monthly quota of {} actions reached; it resets at {}", q.limit, iso(q.reset_ms)),
+    }
 }
 
 fn permanent_by(source: SuppressionSource) -> &'static str {
@@ -117,7 +132,11 @@ impl Error {
         match self {
             Error::Invalid(e) => Some(json!({"field": e.field, "reason": e.reason})),
             Error::QuotaExceeded(q) => {
-                Some(json!({"used": q.used, "limit": q.limit, "plan": q.plan, "resetAt": iso(q.reset_ms)}))
+                let mut d = json!({"used": q.used, "limit": q.limit, "plan": q.plan, "resetAt": iso(q.reset_ms)});
+                if let Some(fits) = q.fits {
+                    d["fits"] = json!(fits);
+                }
+                Some(d)
             }
             Error::QueueFull(q) => Some(match q.scope {
                 QueueScope::Account => json!({"pending": q.pending, "limit": q.limit, "scope": "account"}),

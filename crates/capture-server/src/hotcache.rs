@@ -147,6 +147,8 @@ mod tests {
             cache_hash: None,
             cache_until: None,
             cached_from: None,
+            batch_id: None,
+            batch_index: None,
         }
     }
 

@@ -77,13 +77,14 @@ pub(crate) async fn check_account(
     tx: &mut Transaction<'static, Any>,
     user_id: &str,
     limit: Option<i64>,
+    adding: i64,
 ) -> Result<std::result::Result<(), QueueFull>> {
     let Some(limit) = limit else { return Ok(Ok(())) };
     let (pending,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM screenshots WHERE user_id = $1 AND {ACTIVE}"))
         .bind(user_id)
         .fetch_one(&mut **tx)
         .await?;
-    Ok(if pending >= limit { Err(QueueFull { scope: QueueScope::Account, pending, limit }) } else { Ok(()) })
+    Ok(if pending + adding > limit { Err(QueueFull { scope: QueueScope::Account, pending, limit }) } else { Ok(()) })
 }
 
 /// Active jobs of every account, counted no further than `upto` (the count walks the
@@ -102,10 +103,11 @@ async fn count_global(tx: &mut Transaction<'static, Any>, upto: i64) -> Result<i
 pub(crate) async fn check_global_early(
     tx: &mut Transaction<'static, Any>,
     limit: Option<i64>,
+    adding: i64,
 ) -> Result<std::result::Result<(), QueueFull>> {
     let Some(limit) = limit else { return Ok(Ok(())) };
     let pending = count_global(tx, limit).await?;
-    Ok(if pending >= limit { Err(QueueFull { scope: QueueScope::Global, pending, limit }) } else { Ok(()) })
+    Ok(if pending + adding > limit { Err(QueueFull { scope: QueueScope::Global, pending, limit }) } else { Ok(()) })
 }
 
 /// After inserting this transaction's job (PostgreSQL only): under the advisory lock, which

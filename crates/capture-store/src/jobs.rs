@@ -43,6 +43,9 @@ pub struct ScreenshotRow {
     pub cache_until: Option<i64>,
     /// The job whose file answered this one (a cache hit).
     pub cached_from: Option<String>,
+    /// The bulk request it came with, and its place there.
+    pub batch_id: Option<String>,
+    pub batch_index: Option<i64>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -59,6 +62,8 @@ pub struct NewScreenshot {
     pub cache: Option<(String, i64)>,
     /// A cache hit: the done job whose file this one is (then `done` holds its fields).
     pub cached_from: Option<String>,
+    /// `(batch id, place)` for a job of a bulk request.
+    pub batch: Option<(String, i64)>,
     pub format: String,
     pub actions: i64,
     pub month: String,
@@ -87,6 +92,17 @@ pub struct ScreenshotDone {
     pub height: Option<i64>,
     /// What the capture read from its page, as JSON (None for uploads).
     pub metadata: Option<String>,
+}
+
+/// Why a batch was refused: nothing was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchRefused {
+    /// The monthly cap: the usage before the batch, and how many of its jobs would fit.
+    Quota { used: i64, fits: i64 },
+    /// The queue bounds, for all its waiting jobs together.
+    Queue(QueueFull),
+    /// The Idempotency-Key was taken over while this request ran.
+    IdempotencyTakenOver,
 }
 
 /// The monthly cap would be passed: nothing was written.
@@ -121,7 +137,7 @@ impl From<QueueFull> for Refused {
 
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
-    created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from";
+    created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from, batch_id, batch_index";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -156,7 +172,94 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         cache_hash: r.try_get("cache_hash")?,
         cache_until: r.try_get("cache_until")?,
         cached_from: r.try_get("cached_from")?,
+        batch_id: r.try_get("batch_id")?,
+        batch_index: r.try_get("batch_index")?,
     })
+}
+
+/// Insert a new job (and its task when it waits in the queue) with its first event, in the
+/// caller's transaction.
+async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot) -> Result<()> {
+    let (status, d) = match &n.done {
+        Some(d) => ("done", Some(d)),
+        None => ("pending", None),
+    };
+    sqlx::query(
+        "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
+         thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata, \
+         credentials, cache_hash, cache_until, cached_from, batch_id, batch_index) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
+         $23, $24)",
+    )
+    .bind(&n.id)
+    .bind(&n.user_id)
+    .bind(n.key_id.clone())
+    .bind(status)
+    .bind(&n.url)
+    .bind(&n.options)
+    .bind(&n.format)
+    .bind(d.map(|d| d.result_key.clone()))
+    .bind(d.and_then(|d| d.thumb_key.clone()))
+    .bind(d.and_then(|d| d.page_title.clone()))
+    .bind(serde_json::to_string(&d.map(|d| d.tags.clone()).unwrap_or_default()).unwrap_or_default())
+    .bind(d.and_then(|d| d.width))
+    .bind(d.and_then(|d| d.height))
+    .bind(n.actions)
+    .bind(&n.month)
+    .bind(n.now)
+    .bind(d.map(|_| n.now))
+    .bind(d.and_then(|d| d.metadata.clone()))
+    .bind(n.credentials.clone())
+    .bind(n.cache.as_ref().map(|c| c.0.clone()))
+    .bind(n.cache.as_ref().map(|c| c.1))
+    .bind(n.cached_from.clone())
+    .bind(n.batch.as_ref().map(|b| b.0.clone()))
+    .bind(n.batch.as_ref().map(|b| b.1))
+    .execute(&mut **tx)
+    .await?;
+    if n.done.is_none() {
+        crate::queue::enqueue(tx, "screenshot", &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
+    }
+    append_event(tx, &n.user_id, &n.id, "screenshot.status", &serde_json::json!({ "status": status }), n.now).await?;
+    Ok(())
+}
+
+/// One job of a batch ended (done or failed): count it down, and when it was the last,
+/// emit `batch.completed` with how many were done and how many failed. The batch row's
+/// lock orders two last jobs ending at once, so the event is emitted once.
+async fn batch_job_ended(tx: &mut Transaction<'static, Any>, batch_id: &str, now: i64) -> Result<()> {
+    let left: Option<(i64, String, i64)> = sqlx::query_as(
+        "UPDATE screenshot_batches SET remaining = remaining - 1, \
+         completed_at = CASE WHEN remaining = 1 THEN $2 ELSE completed_at END \
+         WHERE id = $1 AND remaining > 0 RETURNING remaining, user_id, total",
+    )
+    .bind(batch_id)
+    .bind(now)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if let Some((0, user_id, total)) = left {
+        emit_batch_completed(tx, batch_id, &user_id, total, now).await?;
+    }
+    Ok(())
+}
+
+async fn emit_batch_completed(
+    tx: &mut Transaction<'static, Any>,
+    batch_id: &str,
+    user_id: &str,
+    total: i64,
+    now: i64,
+) -> Result<()> {
+    let counts: Vec<(String, i64)> =
+        sqlx::query_as("SELECT status, COUNT(*) FROM screenshots WHERE batch_id = $1 GROUP BY status")
+            .bind(batch_id)
+            .fetch_all(&mut **tx)
+            .await?;
+    let count = |s: &str| counts.iter().find(|(k, _)| k == s).map_or(0, |c| c.1);
+    let data =
+        serde_json::json!({"batchId": batch_id, "total": total, "done": count("done"), "failed": count("failed")});
+    crate::webhooks::emit(tx, user_id, "batch.completed", &data, now, None).await?;
+    Ok(())
 }
 
 /// Append an event in the caller's transaction (the stream/outbox feed).
@@ -351,53 +454,15 @@ impl Store {
             }
         };
         // The quota comes first: a client out of actions learns that, not "retry later".
-        let admitted = match admission::check_account(&mut tx, &n.user_id, limits.per_account).await? {
-            Ok(()) => admission::check_global_early(&mut tx, limits.global).await?,
+        let admitted = match admission::check_account(&mut tx, &n.user_id, limits.per_account, 1).await? {
+            Ok(()) => admission::check_global_early(&mut tx, limits.global, 1).await?,
             full => full,
         };
         if let Err(full) = admitted {
             tx.rollback().await?;
             return Ok(Err(full.into()));
         }
-        let (status, d) = match &n.done {
-            Some(d) => ("done", Some(d)),
-            None => ("pending", None),
-        };
-        sqlx::query(
-            "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
-             thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata, \
-             credentials, cache_hash, cache_until, cached_from) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)",
-        )
-        .bind(&n.id)
-        .bind(&n.user_id)
-        .bind(n.key_id.clone())
-        .bind(status)
-        .bind(&n.url)
-        .bind(&n.options)
-        .bind(&n.format)
-        .bind(d.map(|d| d.result_key.clone()))
-        .bind(d.and_then(|d| d.thumb_key.clone()))
-        .bind(d.and_then(|d| d.page_title.clone()))
-        .bind(serde_json::to_string(&d.map(|d| d.tags.clone()).unwrap_or_default()).unwrap_or_default())
-        .bind(d.and_then(|d| d.width))
-        .bind(d.and_then(|d| d.height))
-        .bind(n.actions)
-        .bind(&n.month)
-        .bind(n.now)
-        .bind(d.map(|_| n.now))
-        .bind(d.and_then(|d| d.metadata.clone()))
-        .bind(n.credentials.clone())
-        .bind(n.cache.as_ref().map(|c| c.0.clone()))
-        .bind(n.cache.as_ref().map(|c| c.1))
-        .bind(n.cached_from.clone())
-        .execute(&mut *tx)
-        .await?;
-        if n.done.is_none() {
-            crate::queue::enqueue(&mut tx, "screenshot", &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
-        }
-        append_event(&mut tx, &n.user_id, &n.id, "screenshot.status", &serde_json::json!({ "status": status }), n.now)
-            .await?;
+        insert_screenshot(&mut tx, n).await?;
         let key = n.key_id.as_deref().map(|k| (k, n.now));
         let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
             tx.rollback().await?;
@@ -410,6 +475,101 @@ impl Store {
         }
         tx.commit().await?;
         Ok(Ok((row, used)))
+    }
+
+    /// Create a batch of jobs (a bulk request) all or nothing: every job's actions are
+    /// reserved, the queue bounds checked for all of them, each job inserted with its place,
+    /// and the idempotent response stored, in one transaction. `jobs` is not empty and its
+    /// jobs share the owner, month and queue limits.
+    pub async fn create_screenshot_batch(
+        &self,
+        batch_id: &str,
+        jobs: &[NewScreenshot],
+        idem: Option<IdemResponse<'_, Vec<ScreenshotRow>>>,
+    ) -> Result<std::result::Result<(Vec<ScreenshotRow>, i64), BatchRefused>> {
+        let Some(first) = jobs.first() else { return Ok(Ok((Vec::new(), 0))) };
+        let (user_id, now, limits) = (&first.user_id, first.now, first.queue_limits);
+        let queued = jobs.iter().filter(|j| j.done.is_none()).count() as i64;
+        let mut tx = self.begin_write().await?;
+        if limits.per_account.is_some() {
+            admission::lock_account(&mut tx, self.backend, user_id).await?;
+        }
+        let mut used = 0;
+        for (i, n) in jobs.iter().enumerate() {
+            let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
+            match reserve(&mut tx, &n.charge(op)).await? {
+                Ok(u) => used = u,
+                Err(q) => {
+                    tx.rollback().await?;
+                    let before: i64 = jobs[..i].iter().map(|j| j.actions).sum();
+                    return Ok(Err(BatchRefused::Quota { used: q.used - before, fits: i as i64 }));
+                }
+            }
+        }
+        let admitted = match admission::check_account(&mut tx, user_id, limits.per_account, queued).await? {
+            Ok(()) => admission::check_global_early(&mut tx, limits.global, queued).await?,
+            full => full,
+        };
+        if let Err(full) = admitted {
+            tx.rollback().await?;
+            return Ok(Err(BatchRefused::Queue(full)));
+        }
+        sqlx::query(
+            "INSERT INTO screenshot_batches (id, user_id, total, remaining, created_at, completed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(batch_id)
+        .bind(user_id)
+        .bind(jobs.len() as i64)
+        .bind(queued)
+        .bind(now)
+        .bind((queued == 0).then_some(now))
+        .execute(&mut *tx)
+        .await?;
+        for n in jobs {
+            insert_screenshot(&mut tx, n).await?;
+        }
+        if queued == 0 {
+            emit_batch_completed(&mut tx, batch_id, user_id, jobs.len() as i64, now).await?;
+        }
+        if let Some(key_id) = first.key_id.as_deref() {
+            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
+                .bind(now)
+                .bind(key_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let rows = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE batch_id = $1 ORDER BY batch_index"))
+            .bind(batch_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let rows = rows.iter().map(row_from).collect::<Result<Vec<_>>>()?;
+        if let Some(idem) = idem {
+            let (status, body) = (idem.render)(&rows);
+            if !Store::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
+                tx.rollback().await?;
+                return Ok(Err(BatchRefused::IdempotencyTakenOver));
+            }
+        }
+        if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
+            tx.rollback().await?;
+            return Ok(Err(BatchRefused::Queue(full)));
+        }
+        tx.commit().await?;
+        Ok(Ok((rows, used)))
+    }
+
+    /// The jobs of a batch of `user_id`, in the order the request gave them (none for
+    /// another account's batch).
+    pub async fn batch_screenshots(&self, user_id: &str, batch_id: &str) -> Result<Vec<ScreenshotRow>> {
+        let rows = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE user_id = $1 AND batch_id = $2 ORDER BY batch_index"
+        ))
+        .bind(user_id)
+        .bind(batch_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_from).collect()
     }
 
     /// A job by id, whoever owns it (workers, streams after an ownership check).
@@ -549,10 +709,10 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         }
-        let row: Option<(String,)> = sqlx::query_as(
+        let row: Option<(String, Option<String>)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
              tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9, credentials = NULL \
-             WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id",
+             WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id, batch_id",
         )
         .bind(&done.result_key)
         .bind(done.thumb_key.clone())
@@ -565,10 +725,13 @@ impl Store {
         .bind(done.metadata.clone())
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some((user_id,)) = &row {
+        if let Some((user_id, batch)) = &row {
             append_event(&mut tx, user_id, job_id, "screenshot.status", &serde_json::json!({"status": "done"}), now)
                 .await?;
             crate::webhooks::emit(&mut tx, user_id, "screenshot.completed", completed_event, now, None).await?;
+            if let Some(b) = batch {
+                batch_job_ended(&mut tx, b, now).await?;
+            }
         }
         tx.commit().await?;
         Ok(true)
@@ -591,22 +754,24 @@ impl Store {
             tx.rollback().await?;
             return Ok(false);
         }
-        let row: Option<(String, Option<String>, i64, String, String)> = sqlx::query_as(
+        // user, key, actions, month, url, batch
+        type Failed = (String, Option<String>, i64, String, String, Option<String>);
+        let row: Option<Failed> = sqlx::query_as(
             "UPDATE screenshots SET status = 'failed', error = $1, completed_at = $2, credentials = NULL \
              WHERE id = $3 AND status IN ('pending', 'processing') \
-             RETURNING user_id, key_id, actions, usage_month, url",
+             RETURNING user_id, key_id, actions, usage_month, url, batch_id",
         )
         .bind(error)
         .bind(now)
         .bind(job_id)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some((user_id, key_id, actions, month, _)) = &row
+        if let Some((user_id, key_id, actions, month, _, _)) = &row
             && refund
         {
             crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", job_id, *actions, month, now).await?;
         }
-        if let Some((user_id, _, _, _, url)) = &row {
+        if let Some((user_id, _, _, _, url, batch)) = &row {
             append_event(
                 &mut tx,
                 user_id,
@@ -618,6 +783,9 @@ impl Store {
             .await?;
             let data = serde_json::json!({"screenshotId": job_id, "url": url, "error": error});
             crate::webhooks::emit(&mut tx, user_id, "screenshot.failed", &data, now, None).await?;
+            if let Some(b) = batch {
+                batch_job_ended(&mut tx, b, now).await?;
+            }
         }
         tx.commit().await?;
         Ok(true)

@@ -48,7 +48,7 @@ pub use campaigns::{
 pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
-pub use jobs::{NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
+pub use jobs::{BatchRefused, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
 pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,

@@ -39,6 +39,7 @@ on_both_backends! {
     sealed_credentials_last_until_the_job_ends => sealed_credentials_last_until_the_job_ends_sqlite, sealed_credentials_last_until_the_job_ends_postgres;
     the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only => the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_sqlite, the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_postgres;
     render_keys_are_listed_found_and_revoked_by_their_owner => render_keys_are_listed_found_and_revoked_by_their_owner_sqlite, render_keys_are_listed_found_and_revoked_by_their_owner_postgres;
+    a_batch_is_all_or_nothing_and_completes_once => a_batch_is_all_or_nothing_and_completes_once_sqlite, a_batch_is_all_or_nothing_and_completes_once_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
     listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
     claim_takes_the_oldest_due_task => claim_takes_the_oldest_due_task_sqlite, claim_takes_the_oldest_due_task_postgres;
@@ -114,6 +115,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         credentials: None,
         cache: None,
         cached_from: None,
+        batch: None,
         format: "png".into(),
         actions: 1,
         month: MONTH.into(),
@@ -608,6 +610,91 @@ async fn render_keys_are_listed_found_and_revoked_by_their_owner(ctx: Ctx) {
     assert_eq!(ids(store.list_render_keys(&alice.id).await.unwrap()), ["rlk_b"]);
     assert_eq!(store.render_key("rlk_a").await.unwrap().unwrap().revoked_at, Some(T0 + 5));
     assert_eq!(store.render_key("rlk_zzz").await.unwrap(), None);
+}
+
+async fn a_batch_is_all_or_nothing_and_completes_once(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    subscribe_everything(store, &alice).await;
+    let batch = |id: &str, n: i64, limit: Option<i64>| -> Vec<NewScreenshot> {
+        (0..n)
+            .map(|i| {
+                let mut j = job(&alice, None, T0 + i, limit);
+                j.batch = Some((id.to_string(), i));
+                j
+            })
+            .collect()
+    };
+    // Over the cap: refused whole, saying how many would fit; nothing written.
+    create(store, &job(&alice, None, T0, Some(5))).await;
+    let refused = store.create_screenshot_batch("bat_a", &batch("bat_a", 5, Some(5)), None).await.unwrap();
+    assert_eq!(refused, Err(capture_store::BatchRefused::Quota { used: 1, fits: 4 }));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
+    assert_eq!(store.batch_screenshots(&alice.id, "bat_a").await.unwrap(), vec![]);
+    assert_eq!(store.queue_depth().await.unwrap(), 1);
+    // Over the account's queue bound, for all of them at once.
+    let mut bounded = batch("bat_q", 3, Some(100));
+    for j in &mut bounded {
+        j.queue_limits = QueueLimits { per_account: Some(3), global: None };
+    }
+    match store.create_screenshot_batch("bat_q", &bounded, None).await.unwrap() {
+        Err(capture_store::BatchRefused::Queue(q)) => assert_eq!((q.pending, q.limit), (1, 3)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
+    // Within both: every job, in order, charged once each.
+    let (rows, used) =
+        store.create_screenshot_batch("bat_b", &batch("bat_b", 3, Some(100)), None).await.unwrap().unwrap();
+    assert_eq!(used, 4);
+    assert_eq!(rows.iter().map(|r| r.batch_index).collect::<Vec<_>>(), [Some(0), Some(1), Some(2)]);
+    let listed = store.batch_screenshots(&alice.id, "bat_b").await.unwrap();
+    assert_eq!(listed.iter().map(|r| &r.id).collect::<Vec<_>>(), rows.iter().map(|r| &r.id).collect::<Vec<_>>());
+    assert_eq!(store.batch_screenshots(&bob.id, "bat_b").await.unwrap(), vec![]);
+    // batch.completed once, when the last of its jobs ends (done or failed).
+    let completed = |store: &Store| {
+        let store = store.clone();
+        let user = alice.id.clone();
+        async move {
+            let eps = store.list_endpoints(&user).await.unwrap();
+            let ds = store.list_deliveries(&user, &eps[0].id, 100).await.unwrap();
+            ds.into_iter().filter(|d| d.event_type == "batch.completed").collect::<Vec<_>>()
+        }
+    };
+    let mut ended = 0;
+    while let Some(t) = store.claim("screenshot", "w1", T0 + 100 + ended, 60_000).await.unwrap() {
+        if !t.subject_id.starts_with("scr_") || !rows.iter().any(|r| r.id == t.subject_id) {
+            assert!(
+                store.fail_screenshot(&t.id, "w1", &t.subject_id, "not in the batch", true, T0 + 100).await.unwrap()
+            );
+            continue;
+        }
+        assert!(completed(store).await.is_empty(), "not before the last job ends");
+        if ended == 1 {
+            assert!(store.fail_screenshot(&t.id, "w1", &t.subject_id, "boom", true, T0 + 200).await.unwrap());
+        } else {
+            assert!(
+                store
+                    .complete_screenshot(
+                        &t.id,
+                        "w1",
+                        &t.subject_id,
+                        &done_fields("b"),
+                        &serde_json::json!({}),
+                        T0 + 200
+                    )
+                    .await
+                    .unwrap()
+            );
+        }
+        ended += 1;
+    }
+    assert_eq!(ended, 3);
+    let events = completed(store).await;
+    assert_eq!(events.len(), 1);
+    let job = store.delivery_job(&events[0].id).await.unwrap().unwrap();
+    let payload: serde_json::Value = serde_json::from_str(&job.payload).unwrap();
+    assert_eq!(payload["data"], serde_json::json!({"batchId": "bat_b", "total": 3, "done": 2, "failed": 1}));
 }
 
 async fn uploads_are_created_done_without_a_task(ctx: Ctx) {

@@ -220,6 +220,7 @@ async fn create(
             limit: account.plan_limit,
             plan: account.user.plan.clone(),
             reset_ms: account.window.reset_ms,
+            fits: None,
         })),
         Err(Refused::QueueFull(q)) => {
             state.metrics.queue_refused(q.scope);

@@ -76,6 +76,7 @@ pub async fn create(
             limit: account.plan_limit,
             plan: account.user.plan.clone(),
             reset_ms: account.window.reset_ms,
+            fits: None,
         })),
         Err(Refused::QueueFull(q)) => {
             state.metrics.queue_refused(q.scope);

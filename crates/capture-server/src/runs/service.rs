@@ -97,6 +97,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
             limit: account.plan_limit,
             plan: account.user.plan.clone(),
             reset_ms: account.window.reset_ms,
+            fits: None,
         })),
         Err(RunRefused::TooManyActive { active, limit }) => Err(Error::TooManyRuns { active, limit }),
     }

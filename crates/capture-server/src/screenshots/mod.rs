@@ -23,7 +23,7 @@ pub use stream::stream;
 pub use upload::upload;
 
 use self::service::NewJob;
-use self::types::{DeviceList, Job, JobList, ShareLink};
+use self::types::{BatchCreated, BulkIn, DeviceList, Job, JobList, ScreenshotQuery, ShareLink};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, IdemCreate, Json};
@@ -34,8 +34,19 @@ use capture_core::options::ScreenshotIn;
 /// The screenshot paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(create, upload::upload, get_one, list, devices, stream::stream, share, unshare, files::pdf_download),
-    components(schemas(ScreenshotIn, Job, JobList, ShareLink, DeviceList))
+    paths(
+        create,
+        create_bulk,
+        upload::upload,
+        get_one,
+        list,
+        devices,
+        stream::stream,
+        share,
+        unshare,
+        files::pdf_download
+    ),
+    components(schemas(ScreenshotIn, Job, JobList, ShareLink, DeviceList, BulkIn, BatchCreated))
 )]
 pub struct ApiDoc;
 
@@ -47,6 +58,7 @@ pub fn v1_router() -> Router<AppState> {
         .route("/v1/screenshot/{id}", get(get_one))
         .route("/v1/screenshot/{id}/stream", get(stream))
         .route("/v1/screenshots", get(list))
+        .route("/v1/screenshots/bulk", post(create_bulk))
         .route("/v1/devices", get(devices))
 }
 
@@ -95,15 +107,35 @@ pub async fn devices() -> Json<DeviceList> {
     Json(DeviceList::all())
 }
 
-#[utoipa::path(get, path = "/v1/screenshots", tag = "screenshots", params(ListQuery),
+#[utoipa::path(get, path = "/v1/screenshots", tag = "screenshots", params(ScreenshotQuery),
     responses((status = 200, body = JobList)), security(("api_key" = [])))]
-/// List jobs, newest first.
+/// List jobs, newest first; with `batch`, one bulk request's jobs in its order.
 pub async fn list(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<ScreenshotQuery>,
 ) -> ApiResult<Json<JobList>> {
-    Ok(Json(service::list(&state, &account, &q).await?))
+    if let Some(batch) = q.batch.as_deref() {
+        return Ok(Json(service::list_batch(&state, &account, batch).await?));
+    }
+    let page = ListQuery { limit: q.limit, before: q.before };
+    Ok(Json(service::list(&state, &account, &page).await?))
+}
+
+#[utoipa::path(post, path = "/v1/screenshots/bulk", tag = "screenshots", request_body = BulkIn,
+    params(("Idempotency-Key" = Option<String>, Header, description = "[A-Za-z0-9_-]{8,128}; one key covers the whole batch; replays the first response for 24 h")),
+    responses((status = 202, body = BatchCreated), (status = 400, body = ErrorBody, description = "VALIDATION_ERROR naming the request: requests[3].width"),
+    (status = 401, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
+    (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED (details.fits: how many of the jobs would fit; nothing is created), or QUEUE_FULL"),
+    (status = 503, body = ErrorBody)), security(("api_key" = [])))]
+/// Create up to 500 capture jobs at once, all or none; the jobs in the request's order.
+pub async fn create_bulk(create: IdemCreate<BulkIn>) -> Response {
+    create
+        .run(StatusCode::ACCEPTED, |st, acc, all, claim| async move {
+            let b = service::create_batch(&st, &acc, &all, claim.as_ref()).await?;
+            Ok((BatchCreated { batch_id: b.batch_id, data: b.jobs }, b.used))
+        })
+        .await
 }
 
 #[utoipa::path(post, path = "/api/screenshots/{id}/share", tag = "screenshots", params(("id" = String, Path)), responses((status = 201, body = ShareLink), (status = 404, body = ErrorBody)), security(("api_key" = [])))]

@@ -6,10 +6,12 @@ use capture_core::credentials::CredentialsSet;
 use capture_core::options::CaptureOptions;
 use capture_core::time::{iso, now_ms};
 use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
-use capture_store::{IdemClaim, IdemResponse, NewScreenshot, QueueLimits, Refused, ScreenshotDone, ScreenshotRow};
+use capture_store::{
+    BatchRefused, IdemClaim, IdemResponse, NewScreenshot, QueueLimits, Refused, ScreenshotDone, ScreenshotRow,
+};
 use serde::{Deserialize, Serialize};
 
-use super::types::{Job, JobList, ShareLink};
+use super::types::{BatchCreated, Job, JobList, ShareLink};
 use crate::auth::Account;
 use crate::error::{Error, QuotaExceeded, Result};
 use crate::paging::{ListQuery, Window};
@@ -58,84 +60,33 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
     // A capture request is answered 202 (also when a cache hit makes it done at once); a
     // stored upload 201. The idempotent replay answers the same.
     let status: u16 = if matches!(new, NewJob::Capture { .. }) { 202 } else { 201 };
-    let mut sealed = None;
-    let mut cache = None;
-    let mut cached_from = None;
-    let (url, options, format, done, task_payload, queue_limits) = match new {
+    let n = match new {
         NewJob::Capture { opts, label, html_blob } => {
-            let payload = TaskPayload { screenshot_id: id.clone(), html_blob };
-            // `options` never holds the credentials (they do not serialise); they are kept
-            // sealed beside it until the job ends.
-            if let Some(c) = &opts.credentials {
-                sealed = Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?));
-            }
-            let mut done = None;
-            if let Some(ttl_s) = opts.cache_ttl {
-                let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);
-                let hash = cache_hash(state, opts);
-                let hit = state.store.cached_screenshot(&account.user.id, &hash, now).await?;
-                // The original is within its own TTL; it must also be within this request's.
-                match hit.filter(|r| r.completed_at.is_some_and(|c| c + ttl > now)) {
-                    Some(orig) => {
-                        done = Some(ScreenshotDone {
-                            result_key: orig
-                                .result_key
-                                .clone()
-                                .ok_or_else(|| Error::internal("cached job without file"))?,
-                            thumb_key: orig.thumb_key.clone(),
-                            page_title: orig.page_title.clone(),
-                            tags: orig.tags.clone(),
-                            width: orig.width,
-                            height: orig.height,
-                            metadata: orig.metadata.clone(),
-                        });
-                        sealed = None;
-                        cached_from = Some(orig.id);
-                    }
-                    None => cache = Some((hash, now + ttl)),
-                }
-            }
-            let queue_limits = if done.is_some() { QueueLimits::default() } else { state.cfg.queue_limits() };
-            let task_payload = if done.is_some() {
-                String::new()
-            } else {
-                serde_json::to_string(&payload).map_err(Error::internal)?
-            };
-            (
-                label.or_else(|| opts.url.clone()).unwrap_or_default(),
-                serde_json::to_string(opts).map_err(Error::internal)?,
-                opts.output_format(),
-                done,
-                task_payload,
-                queue_limits,
-            )
+            capture_job(state, account, &id, opts, label, html_blob, None, now).await?
         }
         // Done at once: nothing waits in the queue.
-        NewJob::Stored { label, format, done } => {
-            (label, "{}".to_string(), format, Some(done), String::new(), QueueLimits::default())
-        }
+        NewJob::Stored { label, format, done } => NewScreenshot {
+            id: id.to_string(),
+            user_id: account.user.id.clone(),
+            key_id: account.key_id.clone(),
+            url: label,
+            options: "{}".to_string(),
+            credentials: None,
+            actions: 1,
+            cache: None,
+            cached_from: None,
+            batch: None,
+            format: format.as_str().to_string(),
+            month: account.window.label.clone(),
+            limit: account.limit(),
+            reset_at: iso(account.window.reset_ms),
+            now,
+            done: Some(done),
+            task_payload: String::new(),
+            queue_limits: QueueLimits::default(),
+        },
     };
-    let queued = done.is_none();
-    let n = NewScreenshot {
-        id: id.to_string(),
-        user_id: account.user.id.clone(),
-        key_id: account.key_id.clone(),
-        url,
-        options,
-        credentials: sealed,
-        // A cache hit costs nothing.
-        actions: if cached_from.is_some() { 0 } else { 1 },
-        cache,
-        cached_from,
-        format: format.as_str().to_string(),
-        month: account.window.label.clone(),
-        limit: account.limit(),
-        reset_at: iso(account.window.reset_ms),
-        now,
-        done,
-        task_payload,
-        queue_limits,
-    };
+    let queued = n.done.is_none();
     // The file URLs of a stored upload are made before the transaction, which cannot await.
     let (public_url, thumbnail_url) = match &n.done {
         Some(d) => (
@@ -166,12 +117,170 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
             limit: account.plan_limit,
             plan: account.user.plan.clone(),
             reset_ms: account.window.reset_ms,
+            fits: None,
         })),
         Err(Refused::QueueFull(q)) => {
             state.metrics.queue_refused(q.scope);
             Err(Error::QueueFull(q))
         }
     }
+}
+
+/// A capture job to insert: its options (never its credentials, which do not serialise;
+/// they are kept sealed beside them until the job ends), and either the cache entry it makes
+/// (`cacheTtl`) or, when an identical done capture is within its time, that capture's file
+/// (a cache hit: done at once, free).
+#[allow(clippy::too_many_arguments)]
+async fn capture_job(
+    state: &AppState,
+    account: &Account,
+    id: &ScreenshotId,
+    opts: &CaptureOptions,
+    label: Option<String>,
+    html_blob: Option<String>,
+    batch: Option<(String, i64)>,
+    now: i64,
+) -> Result<NewScreenshot> {
+    let mut sealed = match &opts.credentials {
+        Some(c) => Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?)),
+        None => None,
+    };
+    let (mut cache, mut cached_from, mut done) = (None, None, None);
+    if let Some(ttl_s) = opts.cache_ttl {
+        let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);
+        let hash = cache_hash(state, opts);
+        let hit = state.store.cached_screenshot(&account.user.id, &hash, now).await?;
+        // The original is within its own TTL; it must also be within this request's.
+        match hit.filter(|r| r.completed_at.is_some_and(|c| c + ttl > now)) {
+            Some(orig) => {
+                done = Some(ScreenshotDone {
+                    result_key: orig.result_key.clone().ok_or_else(|| Error::internal("cached job without file"))?,
+                    thumb_key: orig.thumb_key.clone(),
+                    page_title: orig.page_title.clone(),
+                    tags: orig.tags.clone(),
+                    width: orig.width,
+                    height: orig.height,
+                    metadata: orig.metadata.clone(),
+                });
+                sealed = None;
+                cached_from = Some(orig.id);
+            }
+            None => cache = Some((hash, now + ttl)),
+        }
+    }
+    // A batch's bounds are checked for all its waiting jobs at once.
+    let queue_limits =
+        if done.is_some() && batch.is_none() { QueueLimits::default() } else { state.cfg.queue_limits() };
+    let task_payload = match done {
+        Some(_) => String::new(),
+        None => {
+            serde_json::to_string(&TaskPayload { screenshot_id: id.clone(), html_blob }).map_err(Error::internal)?
+        }
+    };
+    Ok(NewScreenshot {
+        id: id.to_string(),
+        user_id: account.user.id.clone(),
+        key_id: account.key_id.clone(),
+        url: label.or_else(|| opts.url.clone()).unwrap_or_default(),
+        options: serde_json::to_string(opts).map_err(Error::internal)?,
+        credentials: sealed,
+        // A cache hit costs nothing.
+        actions: if cached_from.is_some() { 0 } else { 1 },
+        cache,
+        cached_from,
+        batch,
+        format: opts.output_format().as_str().to_string(),
+        month: account.window.label.clone(),
+        limit: account.limit(),
+        reset_at: iso(account.window.reset_ms),
+        now,
+        done,
+        task_payload,
+        queue_limits,
+    })
+}
+
+/// A bulk request accepted: its id, its jobs in the request's order, and the usage after.
+#[derive(Debug, Clone)]
+pub struct CreatedBatch {
+    pub batch_id: String,
+    pub jobs: Vec<Job>,
+    pub used: i64,
+}
+
+/// Create one job per options, all or nothing: the quota is reserved for every job or the
+/// request is refused naming how many would fit; the queue bounds hold for all of them.
+pub async fn create_batch(
+    state: &AppState,
+    account: &Account,
+    all: &[CaptureOptions],
+    idem: Option<&IdemClaim>,
+) -> Result<CreatedBatch> {
+    if state.store.email_unverified(&account.user.id).await? {
+        return Err(Error::EmailUnverified(account.user.email.clone()));
+    }
+    let batch_id = format!("bat_{}", ids::random_string(24));
+    let now = now_ms();
+    let mut jobs = Vec::with_capacity(all.len());
+    for (i, opts) in all.iter().enumerate() {
+        let id = ScreenshotId::new();
+        jobs.push(capture_job(state, account, &id, opts, None, None, Some((batch_id.clone(), i as i64)), now).await?);
+    }
+    // Done jobs (cache hits) have their file URLs made before the transaction.
+    let mut urls = std::collections::HashMap::new();
+    for n in &jobs {
+        if let Some(d) = &n.done {
+            let thumb = match &d.thumb_key {
+                Some(t) => Some(state.file_url(t).await),
+                None => None,
+            };
+            urls.insert(n.id.clone(), (Some(state.file_url(&d.result_key).await), thumb));
+        }
+    }
+    let view_all = |rows: &Vec<ScreenshotRow>| -> Vec<Job> {
+        rows.iter()
+            .map(|r| {
+                let (p, t) = urls.get(&r.id).cloned().unwrap_or((None, None));
+                view_with(r, p, t)
+            })
+            .collect()
+    };
+    let render = |rows: &Vec<ScreenshotRow>| {
+        let body = BatchCreated { batch_id: batch_id.clone(), data: view_all(rows) };
+        (202, serde_json::to_value(&body).map(|v| v.to_string()).unwrap_or_default())
+    };
+    let idem = idem.map(|claim| IdemResponse { claim, render: &render });
+    match state.store.create_screenshot_batch(&batch_id, &jobs, idem).await? {
+        Ok((rows, used)) => {
+            state.work.notify_one();
+            for r in &rows {
+                state.job_changed(&r.id);
+            }
+            Ok(CreatedBatch { batch_id: batch_id.clone(), jobs: view_all(&rows), used })
+        }
+        Err(BatchRefused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
+        Err(BatchRefused::Quota { used, fits }) => Err(Error::QuotaExceeded(QuotaExceeded {
+            used,
+            limit: account.plan_limit,
+            plan: account.user.plan.clone(),
+            reset_ms: account.window.reset_ms,
+            fits: Some(fits),
+        })),
+        Err(BatchRefused::Queue(q)) => {
+            state.metrics.queue_refused(q.scope);
+            Err(Error::QueueFull(q))
+        }
+    }
+}
+
+/// The jobs of a batch of the caller, in the request's order.
+pub async fn list_batch(state: &AppState, account: &Account, batch_id: &str) -> Result<JobList> {
+    let rows = state.store.batch_screenshots(&account.user.id, batch_id).await?;
+    let mut data = Vec::with_capacity(rows.len());
+    for r in &rows {
+        data.push(view(state, r).await);
+    }
+    Ok(JobList { data, next_cursor: None })
 }
 
 /// The job as every channel shows it. File URLs come from the blob store (proxied or

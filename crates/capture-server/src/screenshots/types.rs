@@ -143,6 +143,86 @@ pub struct JobList {
     pub next_cursor: Option<String>,
 }
 
+/// Most requests in one bulk request.
+pub const BULK_MAX: usize = 500;
+
+/// `POST /v1/screenshots/bulk`: many captures in one call, all accepted or none.
+#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BulkIn {
+    /// Options every request gets (any capture option but url); a request's own win.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub defaults: Option<Map<String, Value>>,
+    /// 1 to 500 capture requests, each as the body of POST /v1/screenshot (its url and
+    /// any options). The jobs come back in this order.
+    #[schema(value_type = Vec<Object>)]
+    pub requests: Vec<Map<String, Value>>,
+}
+
+impl Checked for BulkIn {
+    type Valid = Vec<CaptureOptions>;
+    /// Each request merged over the defaults and checked like POST /v1/screenshot; the first
+    /// bad one refuses the batch, its field named `requests[i].<field>` (or
+    /// `defaults.<field>` when the value came from there).
+    fn check(self) -> Result<Vec<CaptureOptions>, FieldError> {
+        if self.requests.is_empty() || self.requests.len() > BULK_MAX {
+            return Err(FieldError::new("requests", "must hold 1 to 500 requests"));
+        }
+        let defaults = self.defaults.unwrap_or_default();
+        if defaults.contains_key("url") {
+            return Err(FieldError::new("defaults.url", "is not a default: each request names its own url"));
+        }
+        let mut out = Vec::with_capacity(self.requests.len());
+        for (i, request) in self.requests.into_iter().enumerate() {
+            let mut merged = defaults.clone();
+            let own: Vec<String> = request.keys().cloned().collect();
+            merged.extend(request);
+            match crate::http::validated::validate::<ScreenshotIn>(&merged) {
+                Ok(o) => out.push(o),
+                Err(e) => {
+                    let top = e.field.split(['.', '[']).next().unwrap_or_default();
+                    let from_defaults = defaults.contains_key(top) && !own.iter().any(|k| k == top);
+                    let at = if from_defaults { "defaults".to_string() } else { format!("requests[{i}]") };
+                    return Err(FieldError::new(format!("{at}.{}", e.field), e.reason));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A bulk request accepted: its jobs, in the request's order.
+#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchCreated {
+    /// The batch (`bat_…`): `GET /v1/screenshots?batch=` lists its jobs; `batch.completed`
+    /// is sent when the last one ends.
+    pub batch_id: String,
+    pub data: Vec<Job>,
+}
+
+/// The query of `GET /v1/screenshots`: a page of jobs, newest first, or one batch's jobs.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ScreenshotQuery {
+    /// How many to return (1-100, default 20).
+    #[schemars(with = "Option<u32>", range(min = 1, max = 100))]
+    pub limit: Option<String>,
+    /// A nextCursor value, or an ISO 8601 time: list jobs created before it.
+    pub before: Option<String>,
+    /// A batch id (bat_…): that bulk request's jobs in its order, all in one page.
+    pub batch: Option<String>,
+}
+
+impl utoipa::IntoParams for ScreenshotQuery {
+    fn into_params(
+        _: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>,
+    ) -> Vec<utoipa::openapi::path::Parameter> {
+        crate::schema::query_params::<ScreenshotQuery>()
+    }
+}
+
 /// A public share link.
 #[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -5,6 +5,7 @@
 mod ads;
 mod api_errors;
 mod audits;
+mod bulk;
 mod campaigns;
 mod capture_options;
 mod captures;
