@@ -413,6 +413,109 @@ async fn main() {
     println!(
         "Chromium (PSS of the browsers' process trees) at C=4: {chromium_mb:.0} MB; server RSS after the bench: {server_mb:.0} MB"
     );
+    delivery(&client, &base).await;
+}
+
+/// Delivery (issue 27): a render link answered from cache against a fresh capture of the
+/// same page, and a 100-URL bulk request against 100 single POSTs, on 2 browsers.
+async fn delivery(client: &reqwest::Client, base: &str) {
+    use hmac::{Hmac, KeyInit, Mac};
+    let server = start_server(2, 2);
+    let (api, key) = (&server.base, &server.key);
+    let made: Value = client
+        .post(format!("{api}/v1/render-keys"))
+        .bearer_auth(key)
+        .json(&json!({"name": "bench"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (kid, secret) = (made["id"].as_str().unwrap().to_string(), made["secret"].as_str().unwrap().to_string());
+    let link = |extra: &str| {
+        let page: String = url::form_urlencoded::byte_serialize(format!("{base}/rich").as_bytes()).collect();
+        let q = format!("url={page}&waitUntil=load{extra}&key={kid}");
+        let mut m = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+        m.update(q.as_bytes());
+        format!("{api}/v1/render?{q}&signature={}", hex::encode(m.finalize().into_bytes()))
+    };
+    let view = |url: String| async move {
+        let t = Instant::now();
+        let r = client.get(url).send().await.unwrap();
+        let cache = r.headers().get("x-cache").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let n = r.bytes().await.unwrap().len();
+        (t.elapsed(), cache, n)
+    };
+    let mut fresh = Vec::new();
+    for i in 0..20 {
+        let (d, cache, _) = view(link(&format!("&cacheKey=fresh{i}"))).await;
+        assert_eq!(cache, "MISS");
+        fresh.push(d);
+    }
+    let mut hits = Vec::new();
+    for _ in 0..20 {
+        let (d, cache, n) = view(link("&cacheKey=fresh0")).await;
+        assert_eq!(cache, "HIT");
+        assert!(n > 100_000, "the realistic page's PNG");
+        hits.push(d);
+    }
+    println!(
+        "render link, realistic page: cache hit p50 {:.1} ms (of 20) vs fresh capture p50 {:.1} ms (of 20)",
+        ms(pct(&mut hits, 0.5)),
+        ms(pct(&mut fresh, 0.5))
+    );
+
+    // 100 captures of the simple page: one bulk request against 100 single POSTs.
+    let one = json!({"url": format!("{base}/simple"), "waitUntil": "load"});
+    let finished = |v: &Value| matches!(v["status"].as_str(), Some("done" | "failed"));
+    let t0 = Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..100 {
+        ids.push(submit(client, api, key, &one).await);
+    }
+    let submitted = t0.elapsed();
+    while !ids.is_empty() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut left = Vec::new();
+        for id in ids {
+            let v: Value = client.get(format!("{api}/v1/screenshot/{id}")).bearer_auth(key).send().await.unwrap().json().await.unwrap();
+            if !finished(&v) {
+                left.push(id);
+            }
+        }
+        ids = left;
+    }
+    let singles = (submitted, t0.elapsed());
+    let t0 = Instant::now();
+    let body = json!({"defaults": {"waitUntil": "load"}, "requests": vec![json!({"url": format!("{base}/simple")}); 100]});
+    let created: Value =
+        client.post(format!("{api}/v1/screenshots/bulk")).bearer_auth(key).json(&body).send().await.unwrap().json().await.unwrap();
+    let submitted = t0.elapsed();
+    let batch = created["batchId"].as_str().expect("a batch").to_string();
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let v: Value = client
+            .get(format!("{api}/v1/screenshots?batch={batch}"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["data"].as_array().is_some_and(|a| a.len() == 100 && a.iter().all(finished)) {
+            break;
+        }
+    }
+    println!(
+        "100 captures of the simple page, 2 browsers: 100 single POSTs accepted in {:.0} ms, all done in {:.1} s; one bulk request accepted in {:.0} ms, all done in {:.1} s",
+        ms(singles.0),
+        singles.1.as_secs_f64(),
+        ms(submitted),
+        t0.elapsed().as_secs_f64()
+    );
+    drop(server);
 }
 
 /// The lists behind blockAds, blockTrackers and blockChats: their size, the time to parse
