@@ -479,7 +479,15 @@ async fn delivery(client: &reqwest::Client, base: &str) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let mut left = Vec::new();
         for id in ids {
-            let v: Value = client.get(format!("{api}/v1/screenshot/{id}")).bearer_auth(key).send().await.unwrap().json().await.unwrap();
+            let v: Value = client
+                .get(format!("{api}/v1/screenshot/{id}"))
+                .bearer_auth(key)
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
             if !finished(&v) {
                 left.push(id);
             }
@@ -488,9 +496,18 @@ async fn delivery(client: &reqwest::Client, base: &str) {
     }
     let singles = (submitted, t0.elapsed());
     let t0 = Instant::now();
-    let body = json!({"defaults": {"waitUntil": "load"}, "requests": vec![json!({"url": format!("{base}/simple")}); 100]});
-    let created: Value =
-        client.post(format!("{api}/v1/screenshots/bulk")).bearer_auth(key).json(&body).send().await.unwrap().json().await.unwrap();
+    let body =
+        json!({"defaults": {"waitUntil": "load"}, "requests": vec![json!({"url": format!("{base}/simple")}); 100]});
+    let created: Value = client
+        .post(format!("{api}/v1/screenshots/bulk"))
+        .bearer_auth(key)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let submitted = t0.elapsed();
     let batch = created["batchId"].as_str().expect("a batch").to_string();
     loop {
