@@ -180,6 +180,7 @@ mod tests {
             include_str!("ads/mod.rs"),
             include_str!("inbox/mod.rs"),
             include_str!("campaigns/mod.rs"),
+            include_str!("render/mod.rs"),
         ];
         // The JSON API; public HTML pages (`/r/{token}`) are not part of the document.
         let routes: Vec<(String, String)> = sources
