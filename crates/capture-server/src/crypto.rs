@@ -18,6 +18,15 @@ pub fn sha256_hex(s: &[u8]) -> String {
     hex::encode(Sha256::digest(s))
 }
 
+/// Lowercase hex HMAC-SHA256 of `data` under `key` (any length): webhook signatures, render
+/// links, keyed hashes.
+pub fn hmac_sha256_hex(key: &[u8], data: &[u8]) -> String {
+    use hmac::{Hmac, Mac};
+    let mut m = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(key).expect("HMAC takes any key size");
+    m.update(data);
+    hex::encode(m.finalize().into_bytes())
+}
+
 /// Constant-time equality of two byte strings.
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     use subtle::ConstantTimeEq;
@@ -96,10 +105,7 @@ impl MasterKey {
     /// cannot be checked against guesses without the key (an idempotent request's hash,
     /// whose body may carry credentials).
     pub fn keyed_hash(&self, data: &[u8]) -> String {
-        use hmac::{Hmac, Mac};
-        let mut m = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.1).expect("HMAC takes any key size");
-        m.update(data);
-        hex::encode(m.finalize().into_bytes())
+        hmac_sha256_hex(&self.1, data)
     }
 
     /// Decrypt what `encrypt` produced; None if it was tampered with or another key made it.

@@ -89,6 +89,36 @@ impl AppState {
         // A state change may have queued webhook deliveries.
         self.webhook_work.notify_one();
     }
+
+    /// Wait for the next sign that job `id` may have changed: its own (or an "any job")
+    /// notice on `changes`, or the next `poll` tick (a worker on another node may have
+    /// changed it). False at `until` or when the service shuts down. The caller subscribed
+    /// `changes` before it created or last read the job, so no change is missed.
+    pub async fn next_change(
+        &self,
+        changes: &mut broadcast::Receiver<String>,
+        id: &str,
+        poll: &mut tokio::time::Interval,
+        until: tokio::time::Instant,
+    ) -> bool {
+        use broadcast::error::RecvError;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => return false,
+                _ = self.shutdown.cancelled() => return false,
+                _ = poll.tick() => return true,
+                r = changes.recv() => match r {
+                    Ok(changed) if changed == id || changed.is_empty() => return true,
+                    Ok(_) => {}
+                    Err(RecvError::Lagged(_)) => return true,
+                    Err(RecvError::Closed) => {
+                        poll.tick().await;
+                        return true;
+                    }
+                },
+            }
+        }
+    }
 }
 
 /// The front page's example capture, once made (by `web::front::render_example`).

@@ -71,18 +71,10 @@ async fn run_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
         if row.status.is_final() {
             return Ok(result(audits::view(state, &row, true), false));
         }
-        let woke = loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => break false,
-                _ = ctx.ct.cancelled() => break false,
-                _ = state.shutdown.cancelled() => break false,
-                _ = poll.tick() => break true,
-                r = changes.recv() => match r {
-                    Ok(changed) if changed == id.as_str() || changed.is_empty() => break true,
-                    Ok(_) => {}
-                    Err(_) => break true,
-                },
-            }
+        // The caller stopping (ctx.ct) ends the wait too.
+        let woke = tokio::select! {
+            _ = ctx.ct.cancelled() => false,
+            w = state.next_change(&mut changes, id.as_str(), &mut poll, deadline) => w,
         };
         if !woke {
             let audit = audits::view(state, &row, false);

@@ -160,22 +160,10 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
             return job_result(state, &current, true).await;
         }
         // Wake on this node's change notices, or poll (a worker on another node finished it).
-        let woke = loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(deadline) => break false,
-                _ = ctx.ct.cancelled() => break false,
-                _ = state.shutdown.cancelled() => break false,
-                _ = poll.tick() => break true,
-                r = changes.recv() => match r {
-                    Ok(changed) if changed == id.as_str() || changed.is_empty() => break true,
-                    Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break true,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        poll.tick().await;
-                        break true;
-                    }
-                },
-            }
+        // The caller stopping (ctx.ct) ends the wait too.
+        let woke = tokio::select! {
+            _ = ctx.ct.cancelled() => false,
+            w = state.next_change(&mut changes, id.as_str(), &mut poll, deadline) => w,
         };
         if !woke {
             let current = state.store.screenshot(id.as_str()).await?.unwrap_or(current);

@@ -12,14 +12,12 @@ use std::time::Duration;
 
 use capture_core::options::{CaptureOptions, ScreenshotIn};
 use capture_core::time::{iso, now_ms};
-use capture_core::{ErrorCode, JobStatus, OutputFormat, RenderKeyId, ScreenshotId, ids};
+use capture_core::{ErrorCode, JobStatus, RenderKeyId, ScreenshotId, ids};
 use capture_store::{RenderKey as StoredKey, ScreenshotRow};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 
 use super::types::{RenderKey, RenderKeyCreated, RenderKeyList, RenderPending};
 use crate::auth::{Account, account_of_user};
-use crate::crypto::ct_eq;
+use crate::crypto::{ct_eq, hmac_sha256_hex};
 use crate::error::{Error, Result};
 use crate::http::validated::validate;
 use crate::screenshots::service::{NewJob, cache_hash, create};
@@ -71,9 +69,7 @@ pub async fn delete_key(state: &AppState, account: &Account, id: &RenderKeyId) -
 /// The signature of `signed` (a link's query string up to `&signature=`) under `secret`:
 /// lowercase hex HMAC-SHA256.
 pub fn sign(secret: &str, signed: &str) -> String {
-    let mut m = <Hmac<Sha256> as hmac::KeyInit>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key size");
-    m.update(signed.as_bytes());
-    hex::encode(m.finalize().into_bytes())
+    hmac_sha256_hex(secret.as_bytes(), signed.as_bytes())
 }
 
 /// A link whose signature holds: its owner, and its capture options as query pairs.
@@ -159,6 +155,8 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
         let age = (now - orig.completed_at.unwrap_or(now)) / 1000;
         return file(state, &orig, Some(age)).await;
     }
+    // Subscribed before the capture is found or created, so no change is missed.
+    let mut changes = state.job_events.subscribe();
     let id = match state.store.running_screenshot(user, &hash).await? {
         Some(running) => running.id,
         None => create(state, &v.account, NewJob::Capture { opts: &opts, label: None, html_blob: None }, None)
@@ -167,7 +165,7 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
             .id
             .to_string(),
     };
-    let row = wait(state, user, &id).await?;
+    let row = wait(state, &mut changes, user, &id).await?;
     match row.status {
         JobStatus::Done => file(state, &row, None).await,
         JobStatus::Failed => Err(Error::Refused(
@@ -178,39 +176,28 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
     }
 }
 
-/// The job once it is done or failed, or as it is after [`WAIT`].
-async fn wait(state: &AppState, user: &str, id: &str) -> Result<ScreenshotRow> {
-    let mut changes = state.job_events.subscribe();
+/// The job once it is done or failed, or as it is after [`WAIT`] (or at shutdown).
+/// `changes` was subscribed before the job was created or found.
+async fn wait(
+    state: &AppState,
+    changes: &mut tokio::sync::broadcast::Receiver<String>,
+    user: &str,
+    id: &str,
+) -> Result<ScreenshotRow> {
     let until = tokio::time::Instant::now() + WAIT;
+    let mut poll = tokio::time::interval(state.cfg.queue_poll.max(Duration::from_millis(200)));
     loop {
         let row = state.store.screenshot_of(user, id).await?.ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
-        if matches!(row.status, JobStatus::Done | JobStatus::Failed) || tokio::time::Instant::now() >= until {
+        if row.status.is_final() || !state.next_change(changes, id, &mut poll, until).await {
             return Ok(row);
         }
-        // Woken by this node's changes; another node's worker is seen by the next look.
-        let _ = tokio::time::timeout_at(until.min(tokio::time::Instant::now() + Duration::from_millis(250)), async {
-            loop {
-                match changes.recv().await {
-                    Ok(changed) if changed == id => return,
-                    Ok(_) => {}
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
-                }
-            }
-        })
-        .await;
     }
 }
 
 async fn file(state: &AppState, row: &ScreenshotRow, hit: Option<i64>) -> Result<Answer> {
     let key = row.result_key.as_deref().ok_or_else(|| Error::internal("done job without file"))?;
     let bytes = state.blobs.get(key).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found("file"))?;
-    let content_type = match OutputFormat::parse(&row.format).unwrap_or(OutputFormat::Png) {
-        OutputFormat::Png => "image/png",
-        OutputFormat::Jpeg => "image/jpeg",
-        OutputFormat::Webp => "image/webp",
-        OutputFormat::Pdf => "application/pdf",
-    };
+    let content_type = crate::blob::content_type(key);
     let max_age = (row.cache_until.unwrap_or(0) - now_ms()).max(0) / 1000;
     Ok(Answer::File { bytes, content_type, etag: format!("\"{key}\""), max_age, hit })
 }

@@ -5,18 +5,13 @@ use std::time::{Duration, Instant};
 
 use capture_core::time::now_ms;
 use capture_store::{AttemptOutcome, Delivery, MAX_ATTEMPTS, Task};
-use hmac::{Hmac, KeyInit, Mac};
-use sha2::Sha256;
 
 use crate::state::AppState;
 
 /// `t=<ts>,v1=<hex HMAC-SHA256(secret, "<ts>.<body>")>`; the key is the whole secret string.
 pub fn signature(secret: &str, timestamp: i64, body: &str) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC accepts any key length");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body.as_bytes());
-    format!("t={timestamp},v1={}", hex::encode(mac.finalize().into_bytes()))
+    let v1 = crate::crypto::hmac_sha256_hex(secret.as_bytes(), format!("{timestamp}.{body}").as_bytes());
+    format!("t={timestamp},v1={v1}")
 }
 
 fn describe(e: &reqwest::Error, timeout: Duration) -> String {
