@@ -169,6 +169,17 @@ pub struct CaptureOutput {
     pub tags: Vec<String>,
     /// What the page said of itself, capped.
     pub metadata: capture_core::metadata::PageMetadata,
+    /// A scrolling video's frames, to be encoded (then `bytes` is empty).
+    pub video: Option<VideoFrames>,
+}
+
+/// A scrolling video's frames: JPEG files `f00000.jpg`, … in a spool directory removed
+/// when the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct VideoFrames {
+    pub dir: std::sync::Arc<tempfile::TempDir>,
+    pub count: u32,
+    pub fps: u32,
 }
 
 /// Why a capture failed. The message is readable by end users.

@@ -93,7 +93,22 @@ pub(crate) async fn run(
     page.hide_blocked(&mut tags).await?;
     page.hide(&o.hide_selectors).await?;
 
-    let output = if req.options.pdf {
+    let mut video = None;
+    let output = if let Some(scroll) = &o.scroll {
+        // The poster is the top of the page, before it moves.
+        let thumb = page.screenshot(&thumbnail_params(req)).await?;
+        let dir = tempfile::Builder::new()
+            .prefix("capture-video-")
+            .tempdir()
+            .map_err(|e| CaptureError::Browser(format!("making the frame spool failed: {e}")))?;
+        let count = page.record_scroll(scroll, dir.path()).await?;
+        mark("frames");
+        video = Some(crate::VideoFrames { dir: Arc::new(dir), count, fps: capture_core::options::ScrollSettings::FPS });
+        let meta = page.metadata().await?;
+        let dsf = o.device_scale_factor.max(0.1);
+        let size = Some(((f64::from(o.width) * dsf).round() as u32, (f64::from(o.height) * dsf).round() as u32));
+        (Vec::new(), o.format.content_type(), size, thumb, meta)
+    } else if req.options.pdf {
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
         let print = page.print_params(o).await?;
         let pdf = page.call(&print).await?;
@@ -122,9 +137,10 @@ pub(crate) async fn run(
             page.transparent_background().await?;
         }
         let (format, content_type) = match req.options.format {
-            ImageFormat::Png => ("png", "image/png"),
             ImageFormat::Jpeg => ("jpeg", "image/jpeg"),
             ImageFormat::Webp => ("webp", "image/webp"),
+            // Videos took the branch above.
+            _ => ("png", "image/png"),
         };
         let png = req.options.format == ImageFormat::Png;
         // PNG: Chromium's fast encoder (its default one is the slowest step of a
@@ -188,5 +204,6 @@ pub(crate) async fn run(
         final_url: metadata.final_url.clone(),
         tags,
         metadata,
+        video,
     })
 }

@@ -27,6 +27,8 @@ pub enum ErrorCode {
     InternalError,
     /// A render link's capture failed (the page could not be captured).
     CaptureFailed,
+    /// A storage destination failed its check (probe object written and deleted).
+    StorageCheckFailed,
     ServiceUnavailable,
 }
 
@@ -43,7 +45,7 @@ impl ErrorCode {
             IdempotencyInFlight => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
-            IdempotencyKeyReused => 422,
+            IdempotencyKeyReused | StorageCheckFailed => 422,
             PlanQuotaExceeded | QueueFull | ConcurrencyLimit => 429,
             InternalError => 500,
             CaptureFailed => 502,
@@ -73,6 +75,7 @@ impl ErrorCode {
             ConcurrencyLimit => "CONCURRENCY_LIMIT",
             InternalError => "INTERNAL_ERROR",
             CaptureFailed => "CAPTURE_FAILED",
+            StorageCheckFailed => "STORAGE_CHECK_FAILED",
             ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }

@@ -38,6 +38,8 @@ pub const CAMPAIGN: &str = "cmp";
 pub const CAMPAIGN_ROW: &str = "cmr";
 /// Prefix of render-link keys.
 pub const RENDER_KEY: &str = "rlk";
+/// Prefix of storage destinations (a customer's own bucket).
+pub const STORAGE_DESTINATION: &str = "sd";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -175,6 +177,13 @@ id_type!(
     RenderKeyId,
     RENDER_KEY,
     "render key"
+);
+id_type!(
+    /// A storage destination (`sd_…`): a customer's S3-compatible bucket captures are
+    /// also written to.
+    StorageDestinationId,
+    STORAGE_DESTINATION,
+    "storage destination"
 );
 id_type!(
     /// A screenshot job (`scr_…`).

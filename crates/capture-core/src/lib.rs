@@ -20,7 +20,10 @@ pub mod states;
 pub mod time;
 
 pub use error::{ErrorCode, FieldError};
-pub use ids::{AuditId, CampaignId, DeliveryId, EndpointId, KeyId, RenderKeyId, RunId, ScreenshotId, TypedId, UserId};
+pub use ids::{
+    AuditId, CampaignId, DeliveryId, EndpointId, KeyId, RenderKeyId, RunId, ScreenshotId, StorageDestinationId,
+    TypedId, UserId,
+};
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
 pub use states::{CampaignStatus, DeliveryStatus, EndReason, JobStatus, OutputFormat, RunKind, RunStatus, TargetState};

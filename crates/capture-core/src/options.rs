@@ -6,7 +6,7 @@ use crate::credentials::{CookieIn, Credentials, CredentialsSet, HttpAuth};
 use crate::error::FieldError;
 use crate::states::OutputFormat;
 
-/// Raster output format.
+/// Output format: an image, or a video of the page scrolling (`scroll`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
@@ -15,6 +15,12 @@ pub enum ImageFormat {
     #[serde(alias = "jpg")]
     Jpeg,
     Webp,
+    /// H.264 video.
+    Mp4,
+    /// VP9 video.
+    Webm,
+    /// An animated GIF.
+    Gif,
 }
 
 impl ImageFormat {
@@ -24,8 +30,220 @@ impl ImageFormat {
             ImageFormat::Png => "png",
             ImageFormat::Jpeg => "jpeg",
             ImageFormat::Webp => "webp",
+            ImageFormat::Mp4 => "mp4",
+            ImageFormat::Webm => "webm",
+            ImageFormat::Gif => "gif",
         }
     }
+
+    /// A video of the page scrolling, not a still image.
+    pub fn is_video(self) -> bool {
+        matches!(self, ImageFormat::Mp4 | ImageFormat::Webm | ImageFormat::Gif)
+    }
+
+    /// The file's media type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+            ImageFormat::Webp => "image/webp",
+            ImageFormat::Mp4 => "video/mp4",
+            ImageFormat::Webm => "video/webm",
+            ImageFormat::Gif => "image/gif",
+        }
+    }
+}
+
+/// How a scrolling video's speed changes along the way (`scroll.easing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum Easing {
+    Linear,
+    EaseIn,
+    EaseOut,
+    #[default]
+    EaseInOut,
+}
+
+impl Easing {
+    /// Progress 0..=1 along the way at time fraction `t` (0..=1).
+    pub fn at(self, t: f64) -> f64 {
+        let t = t.clamp(0.0, 1.0);
+        match self {
+            Easing::Linear => t,
+            Easing::EaseIn => t * t * t,
+            Easing::EaseOut => 1.0 - (1.0 - t).powi(3),
+            Easing::EaseInOut if t < 0.5 => 4.0 * t * t * t,
+            Easing::EaseInOut => 1.0 - (-2.0 * t + 2.0).powi(3) / 2.0,
+        }
+    }
+}
+
+/// `scroll`: how the page moves in a video (`format: mp4 | webm | gif`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScrollIn {
+    /// The video's length in milliseconds, 1000 to 30000 (default 5000); charged one action
+    /// per started 10 seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = bounds::SCROLL_MS.0, max = bounds::SCROLL_MS.1), extend("default" = defaults::SCROLL_MS)))]
+    pub duration_ms: Option<u64>,
+    /// linear, ease-in, ease-out or ease-in-out (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub easing: Option<Easing>,
+    /// Stop when this element reaches the top of the view (or the page's end comes first)
+    /// instead of at the end of the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = bounds::SELECTOR_MAX)))]
+    pub until_selector: Option<String>,
+    /// Scroll back to the top at the end: three quarters of the time down, one quarter back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scroll_back: Option<bool>,
+}
+
+/// Checked `scroll` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScrollSettings {
+    pub duration_ms: u64,
+    pub easing: Easing,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_selector: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scroll_back: bool,
+}
+
+impl ScrollSettings {
+    /// Frames per second of every video.
+    pub const FPS: u32 = 25;
+
+    /// Frames in the video.
+    pub fn frames(&self) -> u32 {
+        ((self.duration_ms * u64::from(Self::FPS)).div_ceil(1000)).max(2) as u32
+    }
+
+    /// Where the page is, as a fraction of the way to its end, at frame `i`.
+    pub fn position(&self, i: u32) -> f64 {
+        let n = self.frames();
+        if !self.scroll_back {
+            return self.easing.at(f64::from(i) / f64::from(n - 1));
+        }
+        // Three quarters of the frames down (the last of them at the end), the rest back.
+        let down = ((f64::from(n) * 0.75).round() as u32).clamp(2, n - 1);
+        if i < down {
+            self.easing.at(f64::from(i) / f64::from(down - 1))
+        } else {
+            1.0 - self.easing.at(f64::from(i - (down - 1)) / f64::from(n - down))
+        }
+    }
+
+    /// Actions charged: one per started 10 seconds.
+    pub fn actions(&self) -> i64 {
+        self.duration_ms.div_ceil(10_000).max(1) as i64
+    }
+}
+
+/// Where a capture's file is also written (`storage`): one of the account's storage
+/// destinations, under a key made from a template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StorageTarget {
+    /// The destination's id (`sd_…`).
+    pub destination: String,
+    /// The object key under the destination's prefix, a template of `{id}` (the job's id),
+    /// `{date}` (YYYY-MM-DD, UTC, when the capture finished), `{ext}` (png, jpeg, webp, pdf,
+    /// mp4, webm, gif) and `{host}` (the page's host name); default `{id}.{ext}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = bounds::STORAGE_KEY_MAX), extend("examples" = ["captures/{date}/{host}-{id}.{ext}"])))]
+    pub key: Option<String>,
+}
+
+/// The placeholders a `storage.key` template may hold.
+pub const STORAGE_KEY_PLACEHOLDERS: [&str; 4] = ["id", "date", "ext", "host"];
+
+impl StorageTarget {
+    /// The template in force.
+    pub fn template(&self) -> &str {
+        self.key.as_deref().unwrap_or("{id}.{ext}")
+    }
+
+    /// The destination names an `sd_` id and the template is a safe relative key: known
+    /// placeholders only, no empty, `.` or `..` segment, no leading `/`, printable, at most
+    /// 512 bytes.
+    pub fn check(self) -> Result<StorageTarget, FieldError> {
+        if !crate::ids::looks_like(crate::ids::STORAGE_DESTINATION, &self.destination) {
+            return Err(FieldError::new("storage.destination", "must be a storage destination id (sd_…)"));
+        }
+        if let Some(k) = &self.key {
+            check_storage_key(k).map_err(|why| FieldError::new("storage.key", why))?;
+        }
+        Ok(self)
+    }
+
+    /// The object key for a job: the template with its placeholders filled in.
+    pub fn render_key(&self, id: &str, date: &str, ext: &str, host: &str) -> String {
+        let mut out = String::new();
+        let mut rest = self.template();
+        while let Some(open) = rest.find('{') {
+            out.push_str(&rest[..open]);
+            let Some(close) = rest[open..].find('}') else { break };
+            match &rest[open + 1..open + close] {
+                "id" => out.push_str(id),
+                "date" => out.push_str(date),
+                "ext" => out.push_str(ext),
+                "host" => out.push_str(host),
+                other => {
+                    out.push('{');
+                    out.push_str(other);
+                    out.push('}');
+                }
+            }
+            rest = &rest[open + close + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+fn check_scroll(s: ScrollIn) -> Result<ScrollSettings, FieldError> {
+    let duration_ms = s.duration_ms.unwrap_or(defaults::SCROLL_MS);
+    if !(bounds::SCROLL_MS.0..=bounds::SCROLL_MS.1).contains(&duration_ms) {
+        return Err(FieldError::new("scroll.durationMs", "must be between 1000 and 30000"));
+    }
+    Ok(ScrollSettings {
+        duration_ms,
+        easing: s.easing.unwrap_or_default(),
+        until_selector: selector("scroll.untilSelector", s.until_selector)?,
+        scroll_back: s.scroll_back.unwrap_or(false),
+    })
+}
+
+fn check_storage_key(k: &str) -> Result<(), &'static str> {
+    if k.is_empty() || k.len() > bounds::STORAGE_KEY_MAX {
+        return Err("must be 1 to 512 bytes");
+    }
+    if k.chars().any(|c| c.is_control() || c == '\\') {
+        return Err("must not hold control characters or backslashes");
+    }
+    if k.starts_with('/') || k.split('/').any(|seg| seg.is_empty() || seg == "." || seg == "..") {
+        return Err("must be a relative key without empty, '.' or '..' segments");
+    }
+    let mut rest = k;
+    while let Some(open) = rest.find(['{', '}']) {
+        if rest.as_bytes()[open] == b'}' {
+            return Err("has a '}' without its '{'");
+        }
+        let Some(close) = rest[open..].find('}') else { return Err("has a '{' without its '}'") };
+        let name = &rest[open + 1..open + close];
+        if !STORAGE_KEY_PLACEHOLDERS.contains(&name) {
+            return Err("may only use the placeholders {id}, {date}, {ext} and {host}");
+        }
+        rest = &rest[open + close + 1..];
+    }
+    Ok(())
 }
 
 /// When navigation counts as finished.
@@ -479,6 +697,12 @@ pub struct CaptureOptions {
     /// Separates otherwise identical requests in the cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_key: Option<String>,
+    /// Also write the file to the account's own bucket (`storage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageTarget>,
+    /// How a video scrolls (set exactly when `format` is a video).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scroll: Option<ScrollSettings>,
 }
 
 fn is_screen(m: &MediaType) -> bool {
@@ -532,6 +756,8 @@ impl Default for CaptureOptions {
             credentials_set: None,
             cache_ttl: None,
             cache_key: None,
+            storage: None,
+            scroll: None,
         }
     }
 }
@@ -547,6 +773,8 @@ pub mod defaults {
     pub const WAIT_UNTIL: super::WaitUntil = super::WaitUntil::Networkidle;
     /// JPEG and WebP quality when a request sets none.
     pub const QUALITY: u8 = 80;
+    /// A scrolling video's length when `scroll` sets none.
+    pub const SCROLL_MS: u64 = 5000;
 }
 
 /// Bounds from DESIGN.md.
@@ -581,6 +809,12 @@ pub mod bounds {
     /// `cacheTtl`: 30 days, in seconds.
     pub const CACHE_TTL_MAX: u64 = 30 * 24 * 3600;
     pub const CACHE_KEY_MAX: usize = 256;
+    /// A `storage.key` template, in bytes.
+    pub const STORAGE_KEY_MAX: usize = 512;
+    /// A scrolling video's length, in milliseconds.
+    pub const SCROLL_MS: (u64, u64) = (1000, 30_000);
+    /// A video's largest side, in output pixels (width or height × deviceScaleFactor).
+    pub const VIDEO_SIDE_MAX: f64 = 1920.0;
 }
 
 // This one type is the request's shape everywhere: the server deserialises and checks it
@@ -780,6 +1014,17 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = bounds::CACHE_KEY_MAX)))]
     pub cache_key: Option<String>,
+    /// Also write the file to one of the account's storage destinations (its own
+    /// S3-compatible bucket, `POST /v1/storage-destinations`); the job then carries
+    /// storageUrl, or storageError when the upload failed after its retries (the service
+    /// keeps its own copy either way).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageTarget>,
+    /// How the page scrolls in a video (`format: mp4`, `webm` or `gif`): from the top to the
+    /// end of the page (or to `untilSelector`) in `durationMs`, recorded at the viewport's
+    /// size at 25 frames a second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scroll: Option<ScrollIn>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.
@@ -925,6 +1170,33 @@ impl ScreenshotIn {
             }
             other => other,
         };
+        let scroll = match (format.is_video(), self.scroll) {
+            (false, Some(_)) => return Err(FieldError::new("scroll", "applies to a video (format mp4, webm or gif)")),
+            (false, None) => None,
+            (true, s) => Some(check_scroll(s.unwrap_or_default())?),
+        };
+        if format.is_video() {
+            for (set, field) in [
+                (pdf, "pdf"),
+                (full_page, "fullPage"),
+                (selector_opt.is_some(), "selector"),
+                (self.clip.is_some(), "clip"),
+                (self.image_width.is_some(), "imageWidth"),
+                (self.quality.is_some(), "quality"),
+                (omit_background, "omitBackground"),
+            ] {
+                if set {
+                    return Err(FieldError::new(field, "applies to images, not to a video"));
+                }
+            }
+            let side = f64::from(width.max(height)) * device_scale_factor;
+            if side > bounds::VIDEO_SIDE_MAX {
+                return Err(FieldError::new(
+                    "width",
+                    "a video is at most 1920 pixels on a side (width and height × deviceScaleFactor)",
+                ));
+            }
+        }
         let geolocation = match self.geolocation {
             Some(g) => Some(check_geolocation(g)?),
             None => None,
@@ -973,6 +1245,8 @@ impl ScreenshotIn {
             credentials,
             cache_ttl,
             cache_key,
+            storage: self.storage.map(StorageTarget::check).transpose()?,
+            scroll,
         })
     }
 }
@@ -985,7 +1259,16 @@ impl CaptureOptions {
             (false, ImageFormat::Png) => OutputFormat::Png,
             (false, ImageFormat::Jpeg) => OutputFormat::Jpeg,
             (false, ImageFormat::Webp) => OutputFormat::Webp,
+            (false, ImageFormat::Mp4) => OutputFormat::Mp4,
+            (false, ImageFormat::Webm) => OutputFormat::Webm,
+            (false, ImageFormat::Gif) => OutputFormat::Gif,
         }
+    }
+
+    /// Actions a capture with these options is charged: one, or for a video one per
+    /// started 10 seconds.
+    pub fn actions(&self) -> i64 {
+        self.scroll.as_ref().map_or(1, ScrollSettings::actions)
     }
 }
 
@@ -1174,6 +1457,45 @@ mod tests {
     }
 
     #[test]
+    fn storage_keys_are_made_from_their_template() {
+        let o = parse(json!({"url": "https://x.com", "storage": {"destination": "sd_abc"}})).unwrap();
+        let t = o.storage.unwrap();
+        assert_eq!(t.render_key("scr_1", "2026-11-29", "png", "x.com"), "scr_1.png");
+        let t = StorageTarget { destination: "sd_abc".into(), key: Some("shots/{date}/{host}-{id}.{ext}".into()) };
+        assert_eq!(t.clone().check().unwrap(), t);
+        assert_eq!(t.render_key("scr_1", "2026-11-29", "mp4", "x.com"), "shots/2026-11-29/x.com-scr_1.mp4");
+    }
+
+    #[test]
+    fn a_video_scrolls_top_to_end_and_is_charged_per_started_ten_seconds() {
+        let o = parse(json!({"url": "https://x.com", "format": "mp4"})).unwrap();
+        let s = o.scroll.clone().unwrap();
+        assert_eq!((s.duration_ms, s.easing, s.scroll_back, s.frames()), (5000, Easing::EaseInOut, false, 125));
+        assert_eq!((s.position(0), s.position(124)), (0.0, 1.0));
+        assert_eq!(o.output_format(), OutputFormat::Mp4);
+        assert_eq!(o.actions(), 1);
+        let o = parse(json!({"url": "https://x.com", "format": "gif",
+            "scroll": {"durationMs": 10001, "easing": "linear", "scrollBack": true, "untilSelector": "#end"}}))
+        .unwrap();
+        let s = o.scroll.clone().unwrap();
+        assert_eq!((o.actions(), s.frames(), s.until_selector.as_deref()), (2, 251, Some("#end")));
+        // Three quarters down, a quarter back: the end at 3/4, the top again last.
+        assert_eq!((s.position(0), s.position(187), s.position(250)), (0.0, 1.0, 0.0));
+        assert_eq!(
+            parse(json!({"url": "https://x.com", "format": "webm", "scroll": {"durationMs": 30000}}))
+                .unwrap()
+                .actions(),
+            3
+        );
+        // Every easing starts at the top and ends at the end, never going back on the way.
+        for e in [Easing::Linear, Easing::EaseIn, Easing::EaseOut, Easing::EaseInOut] {
+            assert_eq!((e.at(0.0), e.at(1.0)), (0.0, 1.0));
+            assert!((1..=100).all(|i| e.at(f64::from(i) / 100.0) >= e.at(f64::from(i - 1) / 100.0)), "{e:?}");
+        }
+        assert_eq!(parse(json!({"url": "https://x.com"})).unwrap().actions(), 1);
+    }
+
+    #[test]
     fn rejects_bad_values_naming_the_field() {
         let cases = [
             (json!({}), "url"),
@@ -1249,6 +1571,18 @@ mod tests {
             (json!({"url": "https://x.com", "pdf": true, "pdfOptions": {"pageRanges": "0"}}), "pdfOptions.pageRanges"),
             (json!({"url": "https://x.com", "blockRequests": vec!["*x*"; 101]}), "blockRequests"),
             (json!({"url": "https://x.com", "blockRequests": ["*/ads/*", " "]}), "blockRequests[1]"),
+            (json!({"url": "https://x.com", "storage": {"destination": "rlk_x"}}), "storage.destination"),
+            (json!({"url": "https://x.com", "storage": {"destination": "sd_abc", "key": "/abs/{id}"}}), "storage.key"),
+            (json!({"url": "https://x.com", "storage": {"destination": "sd_abc", "key": "a/../{id}"}}), "storage.key"),
+            (json!({"url": "https://x.com", "storage": {"destination": "sd_abc", "key": "{id}{nope}"}}), "storage.key"),
+            (json!({"url": "https://x.com", "storage": {"destination": "sd_abc", "key": "{id"}}), "storage.key"),
+            (json!({"url": "https://x.com", "scroll": {"durationMs": 2000}}), "scroll"),
+            (json!({"url": "https://x.com", "format": "mp4", "scroll": {"durationMs": 999}}), "scroll.durationMs"),
+            (json!({"url": "https://x.com", "format": "mp4", "scroll": {"durationMs": 30001}}), "scroll.durationMs"),
+            (json!({"url": "https://x.com", "format": "webm", "fullPage": true}), "fullPage"),
+            (json!({"url": "https://x.com", "format": "gif", "pdf": true}), "pdf"),
+            (json!({"url": "https://x.com", "format": "mp4", "quality": 50}), "quality"),
+            (json!({"url": "https://x.com", "format": "mp4", "width": 1920, "deviceScaleFactor": 2}), "width"),
         ];
         for (v, field) in cases {
             assert_eq!(parse(v.clone()).unwrap_err(), field, "{v}");
@@ -1258,7 +1592,7 @@ mod tests {
             json!({"url": "https://x.com", "width": "wide"}),
             json!({"url": "https://x.com", "width": 800.5}),
             json!({"url": "https://x.com", "width": -1}),
-            json!({"url": "https://x.com", "format": "gif"}),
+            json!({"url": "https://x.com", "format": "tiff"}),
             json!({"url": "https://x.com", "waitUntil": "idle"}),
             json!({"url": "https://x.com", "cookieConsent": "yes"}),
             json!({"url": "https://x.com", "fullPage": "yes"}),
@@ -1344,7 +1678,7 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 42);
+        assert_eq!(names.len(), 44);
         assert_eq!((names[0], names[14], names[33], names[41]), ("url", "clickBefore", "blockResources", "cacheKey"));
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }

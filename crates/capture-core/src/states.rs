@@ -67,6 +67,9 @@ state_enum!(
         Jpeg = "jpeg",
         Webp = "webp",
         Pdf = "pdf",
+        Mp4 = "mp4",
+        Webm = "webm",
+        Gif = "gif",
     }
 );
 

@@ -12,6 +12,7 @@ pub mod music;
 pub mod probe;
 mod process;
 pub mod screencast;
+pub mod scroll_video;
 pub mod tools;
 pub mod voice;
 
@@ -25,4 +26,5 @@ pub use error::{MediaError, Result};
 pub use music::{Track, find_track, music};
 pub use probe::{Levels, Loudness, MediaInfo, StreamInfo, StreamKind, audio_levels, frame_at, loudness, probe};
 pub use screencast::{RecorderOptions, Recording, ScreencastRecorder};
+pub use scroll_video::{EncodedVideo, MAX_VIDEO_BYTES, VideoKind, encode_frames};
 pub use voice::{Voice, find_voice, voices};

@@ -40,6 +40,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::ads::v1_router())
         .merge(crate::webhooks::router())
         .merge(crate::render::keys_router())
+        .merge(crate::storage::router())
         .merge(screenshots::api_router())
         .merge(crate::runs::v1_router())
         .merge(crate::campaigns::v1_router())

@@ -307,6 +307,8 @@ pub fn content_type(name: &str) -> &'static str {
         Some("webp") => "image/webp",
         Some("pdf") => "application/pdf",
         Some("mp4") => "video/mp4",
+        Some("webm") => "video/webm",
+        Some("gif") => "image/gif",
         Some("html") => "text/html; charset=utf-8",
         _ => "application/octet-stream",
     }

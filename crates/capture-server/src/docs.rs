@@ -26,7 +26,8 @@ pub fn router() -> Router<AppState> {
         (name = "ads", description = "Generated video ads: drafts and renders"),
         (name = "inbox", description = "The saved test inbox: address, password, received mail with its links and codes"),
         (name = "auth-test", description = "Sign-in or sign-up? Auth history per site and the recommendation"),
-        (name = "campaigns", description = "Bulk audit campaigns mailed within sending hours, caps and suppressions")
+        (name = "campaigns", description = "Bulk audit campaigns mailed within sending hours, caps and suppressions"),
+        (name = "storage", description = "Your own S3-compatible buckets, written to by captures that name one in storage")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -40,6 +41,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::audits::ApiDoc::openapi());
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::render::ApiDoc::openapi());
+    doc.merge(crate::storage::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());
@@ -181,6 +183,7 @@ mod tests {
             include_str!("inbox/mod.rs"),
             include_str!("campaigns/mod.rs"),
             include_str!("render/mod.rs"),
+            include_str!("storage/mod.rs"),
         ];
         // The JSON API; public HTML pages (`/r/{token}`) are not part of the document.
         let routes: Vec<(String, String)> = sources
@@ -248,13 +251,19 @@ mod tests {
             "/v1/adshot/draft",
             "/v1/adshot/render",
             "/v1/adshot/{id}/stream",
+            "/v1/storage-destinations",
+            "/v1/storage-destinations/{id}",
         ] {
             assert!(doc["paths"][path].is_object(), "{path} is documented");
         }
         // The capture options come from their JSON Schema, bounds included.
         let shot = &doc["components"]["schemas"]["ScreenshotRequest"];
         assert_eq!(shot["properties"]["width"]["maximum"], 3840, "{shot}");
-        assert_eq!(shot["properties"]["format"]["enum"], serde_json::json!(["png", "jpeg", "webp", null]), "{shot}");
+        assert_eq!(
+            shot["properties"]["format"]["enum"],
+            serde_json::json!(["png", "jpeg", "webp", "mp4", "webm", "gif", null]),
+            "{shot}"
+        );
         assert_eq!(shot["required"], serde_json::json!(["url"]));
         let hook = &doc["components"]["schemas"]["WebhookEndpointRequest"];
         assert_eq!(hook["properties"]["description"]["maxLength"], 500, "{hook}");

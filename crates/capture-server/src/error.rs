@@ -47,6 +47,10 @@ pub enum Error {
     /// suppressionReason}`).
     #[error("{email} was suppressed by {}; only suppressions your account added can be lifted", permanent_by(*.by))]
     PermanentSuppression { email: String, by: SuppressionSource, reason: SuppressionReason },
+    /// A storage destination failed its check (`STORAGE_CHECK_FAILED`, 422, `details:
+    /// {reason, s3Code}`).
+    #[error("{message}")]
+    StorageCheck { reason: &'static str, s3_code: Option<String>, message: String },
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -123,6 +127,7 @@ impl Error {
             Error::TooManyRuns { .. } => ErrorCode::ConcurrencyLimit,
             Error::Refused(code, _) => *code,
             Error::EmailUnverified(_) | Error::PermanentSuppression { .. } => ErrorCode::Forbidden,
+            Error::StorageCheck { .. } => ErrorCode::StorageCheckFailed,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -145,6 +150,7 @@ impl Error {
             }),
             Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
             Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
+            Error::StorageCheck { reason, s3_code, .. } => Some(json!({"reason": reason, "s3Code": s3_code})),
             Error::PermanentSuppression { by, reason, .. } => Some(
                 json!({"reason": "permanent_suppression", "source": by.as_str(), "suppressionReason": reason.as_str()}),
             ),

@@ -149,6 +149,8 @@ mod tests {
             cached_from: None,
             batch_id: None,
             batch_index: None,
+            storage_url: None,
+            storage_error: None,
         }
     }
 

@@ -45,6 +45,7 @@ pub mod schema;
 pub mod screenshots;
 pub mod start_error;
 pub mod state;
+pub mod storage;
 pub mod web;
 pub mod webhooks;
 

@@ -46,6 +46,9 @@ pub struct ScreenshotRow {
     /// The bulk request it came with, and its place there.
     pub batch_id: Option<String>,
     pub batch_index: Option<i64>,
+    /// Where the copy in the customer's bucket is, or why it could not be written.
+    pub storage_url: Option<String>,
+    pub storage_error: Option<String>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -92,6 +95,10 @@ pub struct ScreenshotDone {
     pub height: Option<i64>,
     /// What the capture read from its page, as JSON (None for uploads).
     pub metadata: Option<String>,
+    /// Where the copy in the customer's bucket is (`storage`).
+    pub storage_url: Option<String>,
+    /// Why the copy for the customer's bucket could not be written.
+    pub storage_error: Option<String>,
 }
 
 /// Why a batch was refused: nothing was written.
@@ -137,7 +144,8 @@ impl From<QueueFull> for Refused {
 
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
-    created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from, batch_id, batch_index";
+    created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, \
+    storage_url, storage_error";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -174,6 +182,8 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         cached_from: r.try_get("cached_from")?,
         batch_id: r.try_get("batch_id")?,
         batch_index: r.try_get("batch_index")?,
+        storage_url: r.try_get("storage_url")?,
+        storage_error: r.try_get("storage_error")?,
     })
 }
 
@@ -711,8 +721,8 @@ impl Store {
         }
         let row: Option<(String, Option<String>)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
-             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9, credentials = NULL \
-             WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id, batch_id",
+             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9, credentials = NULL, \
+             storage_url = $10, storage_error = $11 WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id, batch_id",
         )
         .bind(&done.result_key)
         .bind(done.thumb_key.clone())
@@ -723,6 +733,8 @@ impl Store {
         .bind(now)
         .bind(job_id)
         .bind(done.metadata.clone())
+        .bind(done.storage_url.clone())
+        .bind(done.storage_error.clone())
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((user_id, batch)) = &row {

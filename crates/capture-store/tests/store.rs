@@ -39,6 +39,7 @@ on_both_backends! {
     sealed_credentials_last_until_the_job_ends => sealed_credentials_last_until_the_job_ends_sqlite, sealed_credentials_last_until_the_job_ends_postgres;
     the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only => the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_sqlite, the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_postgres;
     render_keys_are_listed_found_and_revoked_by_their_owner => render_keys_are_listed_found_and_revoked_by_their_owner_sqlite, render_keys_are_listed_found_and_revoked_by_their_owner_postgres;
+    storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went => storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_sqlite, storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_postgres;
     a_batch_is_all_or_nothing_and_completes_once => a_batch_is_all_or_nothing_and_completes_once_sqlite, a_batch_is_all_or_nothing_and_completes_once_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
     listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
@@ -142,6 +143,8 @@ fn done_fields(tag: &str) -> ScreenshotDone {
         width: Some(1280),
         height: Some(720),
         metadata: Some(format!(r#"{{"title":"Title {tag}"}}"#)),
+        storage_url: None,
+        storage_error: None,
     }
 }
 
@@ -610,6 +613,55 @@ async fn render_keys_are_listed_found_and_revoked_by_their_owner(ctx: Ctx) {
     assert_eq!(ids(store.list_render_keys(&alice.id).await.unwrap()), ["rlk_b"]);
     assert_eq!(store.render_key("rlk_a").await.unwrap().unwrap().revoked_at, Some(T0 + 5));
     assert_eq!(store.render_key("rlk_zzz").await.unwrap(), None);
+}
+
+async fn storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let dest = |id: &str, user: &User, at: i64| capture_store::StorageDestination {
+        id: id.into(),
+        user_id: user.id.clone(),
+        name: format!("bucket {id}"),
+        url: format!("s3://bucket-{id}/shots"),
+        endpoint: Some("http://127.0.0.1:9000".into()),
+        region: "eu-west-1".into(),
+        access_key_id_enc: format!("sealed-id-{id}"),
+        secret_access_key_enc: format!("sealed-secret-{id}"),
+        created_at: at,
+    };
+    for d in [dest("sd_a", &alice, T0), dest("sd_b", &alice, T0 + 1), dest("sd_c", &bob, T0)] {
+        store.create_storage_destination(&d).await.unwrap();
+    }
+    let ids = |v: Vec<capture_store::StorageDestination>| v.into_iter().map(|d| d.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.list_storage_destinations(&alice.id).await.unwrap()), ["sd_a", "sd_b"]);
+    assert_eq!(store.storage_destination(&alice.id, "sd_a").await.unwrap(), Some(dest("sd_a", &alice, T0)));
+    // Another account's is not found, nor deleted.
+    assert_eq!(store.storage_destination(&alice.id, "sd_c").await.unwrap(), None);
+    assert!(!store.delete_storage_destination(&alice.id, "sd_c").await.unwrap());
+    assert!(store.delete_storage_destination(&alice.id, "sd_a").await.unwrap());
+    assert!(!store.delete_storage_destination(&alice.id, "sd_a").await.unwrap());
+    assert_eq!(ids(store.list_storage_destinations(&alice.id).await.unwrap()), ["sd_b"]);
+    assert_eq!(ids(store.list_storage_destinations(&bob.id).await.unwrap()), ["sd_c"]);
+
+    // A finished job keeps where its copy went, or why it did not.
+    let a = create(store, &job(&alice, None, T0, None)).await;
+    let t = store.claim("screenshot", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
+    assert_eq!(t.subject_id, a.id);
+    let done = ScreenshotDone {
+        storage_url: Some("s3://bucket-sd_b/shots/x.png".into()),
+        storage_error: None,
+        ..done_fields("s")
+    };
+    assert!(store.complete_screenshot(&t.id, "w1", &a.id, &done, &serde_json::json!({}), T0 + 20).await.unwrap());
+    let row = job_row(store, &a.id).await;
+    assert_eq!((row.storage_url.as_deref(), row.storage_error), (Some("s3://bucket-sd_b/shots/x.png"), None));
+    let b = create(store, &job(&alice, None, T0 + 30, None)).await;
+    let t = store.claim("screenshot", "w1", T0 + 40, 60_000).await.unwrap().unwrap();
+    let done = ScreenshotDone { storage_error: Some("the bucket does not exist".into()), ..done_fields("t") };
+    assert!(store.complete_screenshot(&t.id, "w1", &b.id, &done, &serde_json::json!({}), T0 + 50).await.unwrap());
+    let row = job_row(store, &b.id).await;
+    assert_eq!((row.storage_url, row.storage_error.as_deref()), (None, Some("the bucket does not exist")));
 }
 
 async fn a_batch_is_all_or_nothing_and_completes_once(ctx: Ctx) {

@@ -77,6 +77,8 @@ fn done(title: &str) -> ScreenshotDone {
         width: Some(1280),
         height: Some(800),
         metadata: None,
+        storage_url: None,
+        storage_error: None,
     }
 }
 

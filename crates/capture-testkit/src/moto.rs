@@ -114,6 +114,75 @@ impl Moto {
         r.headers().clone()
     }
 
+    /// An IAM user allowed `s3:*`, made through moto's IAM API while authentication is off:
+    /// its (access key id, secret access key), for [`Moto::enforce_auth`].
+    pub async fn iam_user_with_s3_access(&self, name: &str) -> (String, String) {
+        let iam = |form: Vec<(&str, String)>| {
+            self.http
+                .post(format!("{}/", self.endpoint))
+                .header(
+                    "authorization",
+                    "AWS4-HMAC-SHA256 Credential=AKIDTESTING/20260101/us-east-1/iam/aws4_request, \
+                     SignedHeaders=host, Signature=0000",
+                )
+                .header("content-type", "application/x-www-form-urlencoded")
+                .body(url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish())
+        };
+        let v = || ("Version", "2010-05-08".to_string());
+        let r = iam(vec![("Action", "CreateUser".into()), ("UserName", name.into()), v()]).send().await.unwrap();
+        assert!(r.status().is_success(), "CreateUser: {}", r.text().await.unwrap_or_default());
+        let policy = r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}"#;
+        let r = iam(vec![
+            ("Action", "PutUserPolicy".into()),
+            ("UserName", name.into()),
+            ("PolicyName", "s3".into()),
+            ("PolicyDocument", policy.into()),
+            v(),
+        ])
+        .send()
+        .await
+        .unwrap();
+        assert!(r.status().is_success(), "PutUserPolicy: {}", r.text().await.unwrap_or_default());
+        let r = iam(vec![("Action", "CreateAccessKey".into()), ("UserName", name.into()), v()]).send().await.unwrap();
+        let xml = r.text().await.unwrap();
+        let field = |tag: &str| {
+            let open = format!("<{tag}>");
+            let start = xml.find(&open).unwrap_or_else(|| panic!("no {tag} in {xml}")) + open.len();
+            xml[start..start + xml[start..].find('<').unwrap()].to_string()
+        };
+        (field("AccessKeyId"), field("SecretAccessKey"))
+    }
+
+    /// Check every request's key pair and signature from now on (`on`), or stop checking.
+    pub async fn enforce_auth(&self, on: bool) {
+        let r = self
+            .http
+            .post(format!("{}/moto-api/reset-auth", self.endpoint))
+            .header("content-type", "text/plain")
+            .body(if on { "0" } else { "inf" })
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "reset-auth: {}", r.status());
+    }
+
+    /// An object's bytes (GET; authentication must be off).
+    pub async fn object(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        let r = self
+            .http
+            .get(format!("{}/{bucket}/{key}", self.endpoint))
+            .header(
+                "authorization",
+                "AWS4-HMAC-SHA256 Credential=AKIDTESTING/20260101/eu-west-1/s3/aws4_request, \
+                 SignedHeaders=host, Signature=0000",
+            )
+            .send()
+            .await
+            .unwrap();
+        r.status().is_success().then_some(())?;
+        Some(r.bytes().await.unwrap().to_vec())
+    }
+
     /// Kill the server now (to see storage go away).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {

@@ -26,6 +26,7 @@ pub(crate) mod filter;
 pub(crate) mod fullpage;
 pub(crate) mod hooks;
 pub(crate) mod navigate;
+pub(crate) mod scroll;
 pub(crate) mod shaping;
 
 /// Why a bounded wait stopped early.

@@ -191,6 +191,11 @@ impl Board {
 fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
     // Navigation, clickBefore and waitFor each get timeoutMs; the rest gets a fixed margin.
     let deadline = Duration::from_millis(opts.timeout_ms * 3 + opts.delay + 30_000).min(Duration::from_secs(240));
+    // A video's frames are taken one by one: up to 200 ms each on a busy machine.
+    let deadline = match &opts.scroll {
+        Some(s) => deadline + Duration::from_millis(u64::from(s.frames()) * 200),
+        None => deadline,
+    };
     CaptureRequest { source, options: opts.clone(), deadline }
 }
 
@@ -310,12 +315,23 @@ async fn process(
         }
         _ = seat.hand_back.cancelled() => return hand_back.await,
     };
+    // A video's frames are encoded here, with the browser's page already given back.
+    let result = match result {
+        Ok(mut out) if out.video.is_some() => match encode_video(&opts, &mut out).await {
+            Ok(()) => Ok(out),
+            Err(e) => Err(e),
+        },
+        other => other,
+    };
     match result {
         Ok(out) => {
             let ext = match out.content_type {
                 "application/pdf" => "pdf",
                 "image/jpeg" => "jpeg",
                 "image/webp" => "webp",
+                "video/mp4" => "mp4",
+                "video/webm" => "webm",
+                "image/gif" => "gif",
                 _ => "png",
             };
             let captured = t0.elapsed();
@@ -334,6 +350,8 @@ async fn process(
                     None => None,
                 }
             };
+            // A copy for the customer's bucket (`storage`) is written once ours is.
+            let copy = opts.storage.as_ref().map(|_| out.bytes.clone());
             let (stored_file, thumb_key) = tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb);
             if let Err(e) = stored_file {
                 tracing::error!(error = %e, "storing a capture failed; the job will be retried");
@@ -343,6 +361,20 @@ async fn process(
                 state.metrics.capture(started.elapsed().as_secs_f64(), false);
                 return;
             }
+            let delivered = match (&opts.storage, copy) {
+                (Some(target), Some(bytes)) => {
+                    let file = crate::storage::service::FileOut {
+                        job_id: &job_id,
+                        page_url: &job.url,
+                        ext,
+                        content_type: out.content_type,
+                        bytes,
+                        finished_ms: now_ms(),
+                    };
+                    crate::storage::service::deliver(state, &job.user_id, target, file).await
+                }
+                _ => Default::default(),
+            };
             let done = ScreenshotDone {
                 result_key: name,
                 thumb_key,
@@ -352,6 +384,8 @@ async fn process(
                 width: out.width.map(i64::from).or(if opts.pdf { Some(i64::from(opts.width)) } else { None }),
                 height: out.height.map(i64::from),
                 metadata: serde_json::to_string(&out.metadata).ok(),
+                storage_url: delivered.url,
+                storage_error: delivered.error,
             };
             state.metrics.capture(started.elapsed().as_secs_f64(), true);
             let completed = ScreenshotCompleted {
@@ -363,6 +397,8 @@ async fn process(
                 width: done.width,
                 height: done.height,
                 metadata: Some(out.metadata),
+                storage_url: done.storage_url.clone(),
+                storage_error: done.storage_error.clone(),
             };
             let event = match serde_json::to_value(&completed) {
                 Ok(v) => v,
@@ -383,6 +419,35 @@ async fn process(
             state.metrics.capture(started.elapsed().as_secs_f64(), false);
             fail(e.to_string(), !charged(&e)).await;
         }
+    }
+}
+
+/// Longest a video's encode may take.
+const ENCODE_LIMIT: Duration = Duration::from_secs(180);
+
+/// Encode a capture's video frames into its format; the frames' spool goes with them.
+async fn encode_video(opts: &CaptureOptions, out: &mut capture_browser::CaptureOutput) -> Result<(), CaptureError> {
+    let Some(frames) = out.video.take() else { return Ok(()) };
+    let kind = match opts.format {
+        capture_core::options::ImageFormat::Webm => capture_media::VideoKind::Webm,
+        capture_core::options::ImageFormat::Gif => capture_media::VideoKind::Gif,
+        _ => capture_media::VideoKind::Mp4,
+    };
+    match capture_media::encode_frames(frames.dir.path(), frames.count, frames.fps, kind, ENCODE_LIMIT).await {
+        Ok(v) => {
+            tracing::debug!(target: "capture_server::timing", frames = frames.count, bytes = v.bytes.len(),
+                encode = ?v.encode_time, "video encoded");
+            if let Some(s) = v.info.video() {
+                out.width = s.width;
+                out.height = s.height;
+            }
+            out.bytes = v.bytes;
+            Ok(())
+        }
+        // ffmpeg missing is this install's fault; the rest (too big) the request's.
+        Err(e @ capture_media::MediaError::ToolMissing { .. }) => Err(CaptureError::Unavailable(e.to_string())),
+        Err(e) if e.is_input_error() => Err(CaptureError::Rejected(format!("the video could not be made: {e}"))),
+        Err(e) => Err(CaptureError::Browser(format!("encoding the video failed: {e}"))),
     }
 }
 

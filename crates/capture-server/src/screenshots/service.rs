@@ -145,11 +145,20 @@ async fn capture_job(
         Some(c) => Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?)),
         None => None,
     };
+    // The destination is the caller's and in force (checked again when the file is written).
+    if let Some(t) = &opts.storage {
+        crate::storage::service::require(state, account, &t.destination).await?;
+    }
     let (mut cache, mut cached_from, mut done) = (None, None, None);
     if let Some(ttl_s) = opts.cache_ttl {
         let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);
         let hash = cache_hash(state, opts);
-        let hit = state.store.cached_screenshot(&account.user.id, &hash, now).await?;
+        // A copy for the caller's bucket must be written: such a request is always captured
+        // (its capture still answers later identical requests without `storage`).
+        let hit = match opts.storage {
+            Some(_) => None,
+            None => state.store.cached_screenshot(&account.user.id, &hash, now).await?,
+        };
         // The original is within its own TTL; it must also be within this request's.
         match hit.filter(|r| r.completed_at.is_some_and(|c| c + ttl > now)) {
             Some(orig) => {
@@ -161,6 +170,8 @@ async fn capture_job(
                     width: orig.width,
                     height: orig.height,
                     metadata: orig.metadata.clone(),
+                    storage_url: None,
+                    storage_error: None,
                 });
                 sealed = None;
                 cached_from = Some(orig.id);
@@ -184,8 +195,8 @@ async fn capture_job(
         url: label.or_else(|| opts.url.clone()).unwrap_or_default(),
         options: serde_json::to_string(opts).map_err(Error::internal)?,
         credentials: sealed,
-        // A cache hit costs nothing.
-        actions: if cached_from.is_some() { 0 } else { 1 },
+        // A cache hit costs nothing; a video one action per started 10 s.
+        actions: if cached_from.is_some() { 0 } else { opts.actions() },
         cache,
         cached_from,
         batch,
@@ -322,6 +333,8 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
         credentials: credentials_set(&r.options),
         cached: r.cached_from.is_some(),
+        storage_url: r.storage_url.clone(),
+        storage_error: r.storage_error.clone(),
     }
 }
 
@@ -333,6 +346,8 @@ pub fn cache_hash(state: &AppState, opts: &CaptureOptions) -> String {
     let mut v = serde_json::to_value(opts).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.remove("cacheTtl");
+        // Where a copy is also written does not change the capture.
+        m.remove("storage");
     }
     let creds = opts.credentials.as_ref().and_then(|c| serde_json::to_string(c).ok()).unwrap_or_default();
     state.master.keyed_hash(format!("{v}\n{creds}").as_bytes())

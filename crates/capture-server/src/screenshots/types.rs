@@ -87,6 +87,13 @@ pub struct Job {
     /// Answered from the file of an identical done capture (`cacheTtl`): done at once,
     /// charged nothing.
     pub cached: bool,
+    /// Where the copy for the request's `storage` destination was written (`s3://bucket/key`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_url: Option<String>,
+    /// Why the copy for the request's `storage` destination could not be written (after its
+    /// retries); the job is done all the same, and publicUrl serves the service's copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<String>,
 }
 
 /// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an
@@ -301,6 +308,12 @@ pub struct ScreenshotCompleted {
     pub height: Option<i64>,
     /// What the capture read from its page.
     pub metadata: Option<PageMetadata>,
+    /// The copy in the request's `storage` destination.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_url: Option<String>,
+    /// Why that copy could not be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<String>,
 }
 
 #[cfg(test)]

@@ -232,6 +232,8 @@ async fn accept(state: &AppState, account: &Account, u: Upload, idem: Option<&Id
         width,
         height,
         metadata: None,
+        storage_url: None,
+        storage_error: None,
     };
     Ok(Accepted::Stored(service::create(state, account, NewJob::Stored { label, format, done }, idem).await?))
 }

@@ -82,9 +82,10 @@ fn ms(d: Duration) -> u64 {
 
 fn format_name(f: ImageFormat) -> (&'static str, &'static str) {
     match f {
-        ImageFormat::Png => ("png", "image/png"),
         ImageFormat::Jpeg => ("jpeg", "image/jpeg"),
         ImageFormat::Webp => ("webp", "image/webp"),
+        // A session's screenshot is an image: videos are captures' own.
+        _ => ("png", "image/png"),
     }
 }
 

@@ -16,5 +16,6 @@ mod quotas;
 mod render_links;
 mod runs;
 mod s3;
+mod storage;
 mod suppressions;
 mod webhooks;
