@@ -71,6 +71,13 @@ pub fn report(state: &AppState, mail: &str) -> Vec<FeatureStatus> {
             "runs end failed (the video cannot be encoded)",
         ),
         tools("videoAds", "Video ads", worker, capture_media::tools::AD_TOOLS, "ad renders fail (no voice or no film)"),
+        tools(
+            "scrollVideos",
+            "Scrolling videos (format mp4, webm, gif)",
+            worker,
+            capture_media::tools::RECORDING_TOOLS,
+            "video captures fail, uncharged",
+        ),
         blocklists(worker),
         tools(
             "pdfThumbnails",

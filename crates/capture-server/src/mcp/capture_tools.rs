@@ -197,6 +197,9 @@ async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> 
     }
     let summary = match (row.status, row.format.as_str()) {
         (JobStatus::Done, "pdf") => format!("PDF of {} is ready: {public_url}", row.url),
+        (JobStatus::Done, f @ ("mp4" | "webm" | "gif")) => {
+            format!("Scrolling video of {} ({f}): {public_url}", row.url)
+        }
         (JobStatus::Done, _) => format!("Screenshot of {} ({}): {public_url}", row.url, row.format),
         (s, _) => format!("Screenshot {} is {s}.", row.id),
     };
@@ -220,19 +223,26 @@ async fn inline_image(state: &AppState, row: &ScreenshotRow) -> Result<Option<Co
     let mime = match row.format.as_str() {
         "jpeg" => "image/jpeg",
         "webp" => "image/webp",
-        _ => "image/png",
+        "png" => "image/png",
+        // A video: its poster stands for it.
+        _ => "",
     };
-    let bytes = state.blobs.get(key).await.map_err(Error::internal)?;
-    let (bytes, mime) = match bytes {
-        Some(b) if b.len() <= MAX_INLINE_IMAGE => (b, mime),
-        Some(_) => match &row.thumb_key {
+    let bytes = match mime {
+        "" => None,
+        _ => state.blobs.get(key).await.map_err(Error::internal)?,
+    };
+    let (bytes, mime) = match (bytes, mime.is_empty()) {
+        (Some(b), false) if b.len() <= MAX_INLINE_IMAGE => (b, mime),
+        // The image is gone.
+        (None, false) => return Ok(None),
+        // Too large to inline, or not an image: the thumbnail.
+        _ => match &row.thumb_key {
             Some(t) => match state.blobs.get(t).await.map_err(Error::internal)? {
                 Some(b) => (b, crate::blob::content_type(t)),
                 None => return Ok(None),
             },
             None => return Ok(None),
         },
-        None => return Ok(None),
     };
     Ok(Some(ContentBlock::image(base64::engine::general_purpose::STANDARD.encode(bytes), mime)))
 }

@@ -25,7 +25,7 @@ struct SharePage {
 }
 
 /// The page's only style, inline; the CSP allows exactly it by its hash.
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem}img{max-width:100%;border:1px solid #ddd}";
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2rem auto;padding:0 1rem}img,video{max-width:100%;border:1px solid #ddd}";
 
 /// The share page's Content-Security-Policy: nothing runs, nothing is fetched but the
 /// capture's own image from `img_origins`, its one inline style by hash, no framing.
@@ -41,7 +41,7 @@ fn csp(img_origins: &[String]) -> String {
         }
     }
     format!(
-        "default-src 'none'; img-src {img}; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'; \
+        "default-src 'none'; img-src {img}; media-src {img}; style-src 'sha256-{hash}'; base-uri 'none'; form-action 'none'; \
          frame-ancestors 'none'"
     )
 }
@@ -56,7 +56,12 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
             let thumb = job.thumbnail_url.clone().unwrap_or_default();
             SharePage {
                 title: row.page_title.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| row.url.clone()),
-                og_image: if job.format == OutputFormat::Pdf { thumb } else { public_url.clone() },
+                // A PDF or a video shows its first page or its poster.
+                og_image: if matches!(job.format, OutputFormat::Pdf | OutputFormat::Mp4 | OutputFormat::Webm) {
+                    thumb
+                } else {
+                    public_url.clone()
+                },
                 public_url,
                 share_url: share_url(&state, &token),
                 job: Some(job),

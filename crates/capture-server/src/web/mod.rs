@@ -22,6 +22,7 @@ mod settings;
 mod shots;
 mod snippets;
 mod start;
+mod storage;
 mod usage;
 
 use axum::Router;
@@ -52,6 +53,8 @@ pub fn router() -> Router<AppState> {
         .route("/dashboard/ads", get(ads::list))
         .route("/dashboard/render-links", get(render_links::list).post(render_links::create))
         .route("/dashboard/render-links/{id}/revoke", post(render_links::revoke))
+        .route("/dashboard/storage", get(storage::list).post(storage::create))
+        .route("/dashboard/storage/{id}/delete", post(storage::delete))
         .route("/dashboard/webhooks", get(hooks::list).post(hooks::create))
         .route("/dashboard/webhooks/{id}", get(hooks::show))
         .route("/dashboard/webhooks/{id}/rotate", post(hooks::rotate))

@@ -135,8 +135,15 @@ struct Choice {
     selected: bool,
 }
 
-const FORMATS: &[(&str, &str)] =
-    &[("png", "PNG image"), ("jpeg", "JPEG image"), ("webp", "WebP image"), ("pdf", "PDF document")];
+const FORMATS: &[(&str, &str)] = &[
+    ("png", "PNG image"),
+    ("jpeg", "JPEG image"),
+    ("webp", "WebP image"),
+    ("pdf", "PDF document"),
+    ("mp4", "MP4 scrolling video (5 s)"),
+    ("webm", "WebM scrolling video (5 s)"),
+    ("gif", "GIF scrolling video (5 s)"),
+];
 const WAITS: &[(&str, &str)] = &[
     ("networkidle", "The network is idle"),
     ("load", "The load event"),

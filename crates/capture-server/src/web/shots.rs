@@ -52,8 +52,16 @@ fn choices(all: &[(&'static str, &'static str)], current: &str) -> Vec<Choice> {
 
 const STATUSES: &[(&str, &str)] =
     &[("", "Any status"), ("pending", "Pending"), ("processing", "Processing"), ("done", "Done"), ("failed", "Failed")];
-const FORMATS: &[(&str, &str)] =
-    &[("", "Any format"), ("png", "PNG"), ("jpeg", "JPEG"), ("webp", "WebP"), ("pdf", "PDF")];
+const FORMATS: &[(&str, &str)] = &[
+    ("", "Any format"),
+    ("png", "PNG"),
+    ("jpeg", "JPEG"),
+    ("webp", "WebP"),
+    ("pdf", "PDF"),
+    ("mp4", "MP4"),
+    ("webm", "WebM"),
+    ("gif", "GIF"),
+];
 
 fn query_string(pairs: &[(&str, &str)]) -> String {
     let mut q = url::form_urlencoded::Serializer::new(String::new());
@@ -75,7 +83,7 @@ pub async fn list(
         return Err(WebError::invalid("The status filter must be pending, processing, done or failed."));
     }
     if !format.is_empty() && OutputFormat::parse(&format).is_none() {
-        return Err(WebError::invalid("The format filter must be png, jpeg, webp or pdf."));
+        return Err(WebError::invalid("The format filter must be png, jpeg, webp, pdf, mp4, webm or gif."));
     }
     if search.chars().count() > 200 {
         return Err(WebError::invalid("The search may be at most 200 characters."));
@@ -234,6 +242,9 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>, Signed(
         status: job.status,
         format: job.format,
         pdf: job.format == OutputFormat::Pdf,
+        video: matches!(job.format, OutputFormat::Mp4 | OutputFormat::Webm),
+        storage_url: job.storage_url.clone(),
+        storage_error: job.storage_error.clone(),
         running,
         events_url: format!("/dashboard/screenshots/{}/events", job.id),
         public_url: job.public_url.clone(),
@@ -282,6 +293,11 @@ struct DetailPage<'a> {
     status: JobStatus,
     format: OutputFormat,
     pdf: bool,
+    /// An MP4 or WebM (played; a GIF shows as an image).
+    video: bool,
+    /// Where the copy for the request's storage destination went, or why it did not.
+    storage_url: Option<String>,
+    storage_error: Option<String>,
     /// Not done or failed yet: the page follows its progress.
     running: bool,
     events_url: String,

@@ -18,4 +18,5 @@ mod runs;
 mod s3;
 mod storage;
 mod suppressions;
+mod video;
 mod webhooks;

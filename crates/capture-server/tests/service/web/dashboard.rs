@@ -405,3 +405,44 @@ async fn render_link_keys_are_made_shown_once_and_revoked_on_the_dashboard() {
     let bad = v.submit("/dashboard/render-links", &csrf, &[("name", " ")]).await.expect(400);
     assert!(bad.body.contains("Name: must be 1 to 100 characters."), "{}", bad.body);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn storage_destinations_are_checked_added_and_deleted_on_the_dashboard() {
+    let Some(program) = capture_testkit::moto::require_moto(crate::helpers::TARGET_TMPDIR) else { return };
+    let moto = capture_testkit::moto::Moto::start(&program).await;
+    moto.create_bucket("dash-shots").await;
+    let (key_id, secret) = moto.iam_user_with_s3_access("dash-writer").await;
+    moto.enforce_auth(true).await;
+    let app = spawn(Db::Sqlite).await;
+    let v = Visitor::new(&app);
+    v.sign_up(&email(), PASSWORD).await;
+    let (dash, csrf) = v.dashboard().await;
+    assert!(dash.body.contains("href=\"/dashboard/storage\""));
+    let form = |url: &'static str, id: &str, s: &str| {
+        vec![
+            ("name", "site images".to_string()),
+            ("url", url.to_string()),
+            ("endpoint", moto.endpoint.clone()),
+            ("region", "eu-west-1".to_string()),
+            ("access_key_id", id.to_string()),
+            ("secret_access_key", s.to_string()),
+        ]
+    };
+    // Wrong keys: the page says why, nothing is added.
+    let wrong = form("s3://dash-shots", "AKIAWRONG", "nope");
+    let wrong: Vec<(&str, &str)> = wrong.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let bad = v.submit("/dashboard/storage", &csrf, &wrong).await.expect(422);
+    assert!(bad.body.contains("the bucket refused the key pair (InvalidAccessKeyId)"), "{}", bad.body);
+    assert!(bad.body.contains("No storage destinations yet."));
+    // The right keys: listed, with neither key shown.
+    let good = form("s3://dash-shots/site", &key_id, &secret);
+    let good: Vec<(&str, &str)> = good.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    v.submit("/dashboard/storage", &csrf, &good).await.expect(303);
+    let list = v.get("/dashboard/storage").await.expect(200);
+    let line = row(&list, "site images");
+    assert!(line.contains("<code>s3://dash-shots/site</code>"), "{line}");
+    assert!(!list.body.contains(&secret) && !list.body.contains(&key_id));
+    let id = value_after(line, "<td><code>sd_").map(|s| format!("sd_{}", s.split('<').next().unwrap())).unwrap();
+    v.submit(&format!("/dashboard/storage/{id}/delete"), &csrf, &[]).await.expect(303);
+    assert!(!v.get("/dashboard/storage").await.expect(200).body.contains(&id));
+}
