@@ -58,6 +58,11 @@ async fn site() -> String {
             }),
         )
         .route("/long", get(move || { let l = long.clone(); async move { axum::response::Html(l) } }))
+        // The realistic page five times over: a landing page to scroll through.
+        .route("/rich-long", get(|| async {
+            let body = RICH.split("<body>").nth(1).unwrap_or_default().replace("</body></html>", "");
+            axum::response::Html(RICH.replace("</body></html>", &format!("{}</body></html>", body.repeat(4))))
+        }))
         .route(
             "/img/{n}",
             get(|axum::extract::Path(n): axum::extract::Path<String>| async move {
@@ -265,6 +270,11 @@ async fn main() {
     if std::env::var_os("BENCH_ENCODE_ONLY").is_some() {
         return;
     }
+    if std::env::var_os("BENCH_DELIVERY_ONLY").is_some() {
+        delivery(&client, &base).await;
+        video(&client, &base).await;
+        return;
+    }
 
     // Floor: bare DevTools on one warm page per browser, Chromium's default PNG encoder.
     let work = tempfile::tempdir().unwrap();
@@ -414,6 +424,54 @@ async fn main() {
         "Chromium (PSS of the browsers' process trees) at C=4: {chromium_mb:.0} MB; server RSS after the bench: {server_mb:.0} MB"
     );
     delivery(&client, &base).await;
+    video(&client, &base).await;
+}
+
+/// CPU seconds of the processes `pid` reaped (ffmpeg and ffprobe for the server): the
+/// `cutime + cstime` of /proc/<pid>/stat.
+fn reaped_cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let f: Vec<&str> = stat.rfind(')').map_or("", |i| &stat[i + 2..]).split_whitespace().collect();
+    let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (num(13) + num(14)) / 100.0
+}
+
+/// Scrolling videos (issue 27): 10 s of the realistic page five screens long, at 1280×720,
+/// in each format, one at a time on one browser: the job's wall time, the encode's CPU
+/// (ffmpeg, reaped by the server), the CPU of the whole job (server and browser trees) and
+/// the file's size.
+async fn video(client: &reqwest::Client, base: &str) {
+    let server = start_server(1, 1);
+    let pid = server.node.child.id();
+    println!("scrolling video, 10 s of the realistic page (5 screens), 1280×720, 25 fps, one at a time:");
+    for format in ["mp4", "webm", "gif"] {
+        let body = json!({"url": format!("{base}/rich-long"), "width": 1280, "height": 720, "waitUntil": "load",
+            "format": format, "scroll": {"durationMs": 10000}});
+        let (reaped0, tree0) = (reaped_cpu(pid), tree_cpu(pid));
+        let t = Instant::now();
+        let id = submit(client, &server.base, &server.key, &body).await;
+        wait_stream(client, &server.base, &server.key, &id).await;
+        let wall = t.elapsed();
+        let (reaped1, tree1) = (reaped_cpu(pid), tree_cpu(pid));
+        let job: Value = client
+            .get(format!("{}/v1/screenshot/{id}", server.base))
+            .bearer_auth(&server.key)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(job["status"], "done", "{job}");
+        let file = client.get(job["publicUrl"].as_str().unwrap()).send().await.unwrap().bytes().await.unwrap();
+        println!(
+            "  {format:<5} job {:>5.1} s wall; encode (ffmpeg) {:>5.1} CPU-s; whole job {:>5.1} CPU-s; {:>6.2} MB",
+            wall.as_secs_f64(),
+            reaped1 - reaped0,
+            (tree1.0 + tree1.1) - (tree0.0 + tree0.1),
+            file.len() as f64 / 1e6
+        );
+    }
 }
 
 /// Delivery (issue 27): a render link answered from cache against a fresh capture of the

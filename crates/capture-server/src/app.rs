@@ -161,8 +161,9 @@ impl Application {
     pub async fn build(cfg: Config) -> Result<Application, StartError> {
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(|e| StartError::setting(format!("CAPTURE_DATA_DIR {}", cfg.data_dir.display()), e))?;
-        let store =
-            Store::connect(&cfg.database_url, 16).await.map_err(|e| StartError::setting("CAPTURE_DATABASE_URL", e))?;
+        let store = Store::connect(&cfg.database_url, cfg.database_pool)
+            .await
+            .map_err(|e| StartError::setting("CAPTURE_DATABASE_URL", e))?;
         // Listen before serving or claiming, so nothing committed after start-up is missed.
         // Not fatal: without notifications (e.g. behind a transaction-mode pooler) nodes poll.
         let notifications = match store.listener() {

@@ -90,7 +90,9 @@ fn error_responses(doc: &mut utoipa::openapi::OpenApi) {
 /// with the envelope, its data fields and the signature headers.
 fn webhook_events() -> utoipa::openapi::path::Paths {
     let data_fields = |event: &str| match event {
-        "screenshot.completed" => "screenshotId, url, publicUrl, format, width, height",
+        "screenshot.completed" => {
+            "screenshotId, url, publicUrl, format, width, height, metadata; storageUrl or storageError with storage"
+        }
         "screenshot.failed" => "screenshotId, url, error",
         "run.completed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount",
         "run.failed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount, finalizationError",

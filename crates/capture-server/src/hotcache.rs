@@ -3,8 +3,10 @@
 //!
 //! - Key lookups are trusted only while the store's [`AuthVersion`] is unchanged, so a
 //!   revocation or plan change (in this process, or by the admin CLI on the same SQLite
-//!   file) takes effect on the next call. On PostgreSQL there is no version (another node's
-//!   change could only be learnt a moment after it commits), so keys are looked up every time.
+//!   file) takes effect on the next call. On PostgreSQL the version also moves when any
+//!   node's change is heard (a `capture_auth` notification sent on commit, milliseconds
+//!   later), and there is no version while the node's listener is disconnected, so keys are
+//!   then looked up every time.
 //! - Usage feeds only the `X-RateLimit-*` headers: it is refreshed from the database at
 //!   most every [`USAGE_TTL`] and set directly when this process changes it. Quotas are
 //!   enforced in the database, never from this cache; the balance endpoint reads live.

@@ -7,25 +7,34 @@
 //! - in this process, through an in-memory counter;
 //! - in other processes on the same SQLite file (the admin CLI), through a marker file
 //!   beside the database that is replaced on every change (one `stat` per check);
-//! - on PostgreSQL, never: other nodes learn of a change only when a notification arrives,
-//!   a moment after the commit, and a revoked key must fail on its very next call on every
-//!   node. So PostgreSQL lookups are not cacheable (`Store::auth_version` is None).
+//! - on PostgreSQL, through a notification (`capture_auth`, sent in the change's own
+//!   transaction, so it is delivered when and only if it commits) that every node's listener
+//!   turns into a new remote epoch: other nodes stop trusting their cached lookups within the
+//!   notification's delivery time (milliseconds; a second at most is the promise). While a
+//!   node's listener is not connected, nothing is cacheable there (`Store::auth_version` is
+//!   None), and a (re)connection starts a new epoch, since a change may have been missed.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Opaque; two equal versions mean no key or plan changed in between.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AuthVersion {
     local: u64,
     file: Option<(u64, i64, i64)>,
+    /// PostgreSQL: changes heard from every node (0 on SQLite).
+    remote: u64,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct AuthState {
-    /// False on PostgreSQL: no lookup may be cached there.
+    /// SQLite: always. PostgreSQL: while the listener is connected (`listening`).
     cacheable: bool,
+    /// PostgreSQL: lookups are cacheable only while the listener hears every change.
+    postgres: bool,
+    listening: AtomicBool,
     local: AtomicU64,
+    remote: AtomicU64,
     /// SQLite: the marker file beside the database (None for in-memory databases).
     marker: Option<PathBuf>,
     /// SQLite: the database file (None for in-memory databases).
@@ -44,9 +53,21 @@ impl AuthState {
         AuthState { cacheable: true, marker, db_file, ..AuthState::default() }
     }
 
-    /// PostgreSQL: nothing is cacheable.
+    /// PostgreSQL: cacheable while the listener is connected.
     pub(crate) fn postgres() -> AuthState {
-        AuthState::default()
+        AuthState { postgres: true, ..AuthState::default() }
+    }
+
+    /// PostgreSQL: the listener (re)connected (`true`) or lost its connection. Either way a
+    /// change may have gone unheard, so every cached lookup is dropped.
+    pub(crate) fn listening(&self, on: bool) {
+        self.remote.fetch_add(1, Ordering::SeqCst);
+        self.listening.store(on, Ordering::SeqCst);
+    }
+
+    /// PostgreSQL: some node changed keys or accounts (a `capture_auth` notification).
+    pub(crate) fn heard_change(&self) {
+        self.remote.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The SQLite database file (None for PostgreSQL and in-memory databases).
@@ -54,12 +75,18 @@ impl AuthState {
         self.db_file.clone()
     }
 
-    /// The current auth version, or None when lookups must not be cached (PostgreSQL).
+    /// The current auth version, or None when lookups must not be cached (PostgreSQL
+    /// without its listener).
     pub(crate) fn version(&self) -> Option<AuthVersion> {
-        if !self.cacheable {
+        let listening = self.postgres && self.listening.load(Ordering::SeqCst);
+        if !self.cacheable && !listening {
             return None;
         }
-        Some(AuthVersion { local: self.local.load(Ordering::SeqCst), file: self.marker.as_ref().and_then(file_stamp) })
+        Some(AuthVersion {
+            local: self.local.load(Ordering::SeqCst),
+            file: self.marker.as_ref().and_then(file_stamp),
+            remote: self.remote.load(Ordering::SeqCst),
+        })
     }
 
     /// Record that keys or accounts changed (after the change committed).

@@ -50,7 +50,7 @@ pub use db::{Backend, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
 pub use jobs::{BatchRefused, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
-pub use notify::{JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
+pub use notify::{AUTH_CHANNEL, JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };

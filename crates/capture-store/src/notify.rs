@@ -20,6 +20,9 @@ use crate::db::{PgUrl, Result, Store, StoreError};
 pub const WORK_CHANNEL: &str = "capture_work";
 /// Channel of "this job has a new status event" (payload: the job id).
 pub const JOB_CHANNEL: &str = "capture_job";
+/// Channel of "a key was revoked or an account's plan changed": cached key lookups on every
+/// node are dropped (see `authver`).
+pub const AUTH_CHANNEL: &str = "capture_auth";
 /// The advisory lock key whose holder runs the scheduler ("capture" in ASCII, then 1).
 pub const SCHEDULER_LOCK: i64 = 0x6361_7074_7572_6501;
 
@@ -56,6 +59,8 @@ pub enum Wakeup {
 pub struct Listener {
     url: PgUrl,
     inner: Option<PgListener>,
+    /// Told of every connection, loss and auth change (cached key lookups follow it).
+    auth: std::sync::Arc<crate::authver::AuthState>,
     /// Failed connection attempts in a row (drives the backoff).
     failures: u32,
 }
@@ -84,14 +89,20 @@ impl Listener {
             l.ignore_pool_close_event(true);
             // We reconnect ourselves, so the loss is logged and followed by a resync.
             l.eager_reconnect(false);
-            l.listen_all([WORK_CHANNEL, JOB_CHANNEL]).await?;
+            l.listen_all([WORK_CHANNEL, JOB_CHANNEL, AUTH_CHANNEL]).await?;
             Ok::<_, sqlx::Error>(l)
         };
         let l = tokio::time::timeout(CONNECT_TIMEOUT, connect)
             .await
             .map_err(|_| StoreError::Conflict("connecting the notification listener timed out".into()))??;
         self.inner = Some(l);
+        self.auth.listening(true);
         Ok(())
+    }
+
+    fn lost(&mut self) {
+        self.inner = None;
+        self.auth.listening(false);
     }
 
     /// The next wake-up. Never fails: connection trouble is logged and retried with
@@ -122,18 +133,28 @@ impl Listener {
                 Ok(Some(n)) => match n.channel() {
                     WORK_CHANNEL => return Wakeup::Work(n.payload().to_string()),
                     JOB_CHANNEL => return Wakeup::Job(n.payload().to_string()),
+                    AUTH_CHANNEL => self.auth.heard_change(),
                     _ => {}
                 },
                 Ok(None) => {
                     tracing::warn!("notification listener lost its connection; reconnecting");
-                    self.inner = None;
+                    self.lost();
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "notification listener failed; reconnecting");
-                    self.inner = None;
+                    self.lost();
                     self.failures += 1;
                 }
             }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // Nobody hears changes any more: cached lookups stop being trusted.
+        if self.inner.is_some() {
+            self.auth.listening(false);
         }
     }
 }
@@ -232,7 +253,7 @@ impl Store {
     /// A listener for the notifications of every node; None on SQLite. Not connected yet:
     /// [`Listener::connect`] (or the first [`Listener::recv`]) does that.
     pub fn listener(&self) -> Option<Listener> {
-        self.pg_url.clone().map(|url| Listener { url, inner: None, failures: 0 })
+        self.pg_url.clone().map(|url| Listener { url, inner: None, auth: self.auth.clone(), failures: 0 })
     }
 
     /// The advisory lock `key` (see [`SCHEDULER_LOCK`]), not taken yet.

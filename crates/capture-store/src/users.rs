@@ -111,6 +111,10 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         let changed = res.rows_affected() > 0;
+        if changed {
+            // Every node drops its cached lookups when this commits.
+            crate::notify::notify(&mut tx, crate::notify::AUTH_CHANNEL, "").await?;
+        }
         tx.commit().await?;
         if changed {
             self.auth_changed();
@@ -149,6 +153,10 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         let changed = res.rows_affected() > 0;
+        if changed {
+            // Every node drops its cached lookups when this commits.
+            crate::notify::notify(&mut tx, crate::notify::AUTH_CHANNEL, "").await?;
+        }
         tx.commit().await?;
         if changed {
             self.auth_changed();

@@ -58,6 +58,7 @@ on_both_backends! {
     databases_from_before_sqlx_migrations_upgrade_in_place => databases_from_before_sqlx_migrations_upgrade_in_place_sqlite, databases_from_before_sqlx_migrations_upgrade_in_place_postgres;
     share_tokens_are_stable_and_owner_only => share_tokens_are_stable_and_owner_only_sqlite, share_tokens_are_stable_and_owner_only_postgres;
     screenshot_of_hides_other_users_jobs => screenshot_of_hides_other_users_jobs_sqlite, screenshot_of_hides_other_users_jobs_postgres;
+    key_lookups_are_cacheable_while_every_change_is_heard => key_lookups_are_cacheable_while_every_change_is_heard_sqlite, key_lookups_are_cacheable_while_every_change_is_heard_postgres;
     notifications_reach_listeners_when_changes_commit_and_never_on_rollback => notifications_reach_listeners_when_changes_commit_and_never_on_rollback_sqlite, notifications_reach_listeners_when_changes_commit_and_never_on_rollback_postgres;
     one_process_leads_at_a_time_and_another_takes_over => one_process_leads_at_a_time_and_another_takes_over_sqlite, one_process_leads_at_a_time_and_another_takes_over_postgres;
     account_queue_bound_admits_exactly_the_limit_under_concurrency => account_queue_bound_admits_exactly_the_limit_under_concurrency_sqlite, account_queue_bound_admits_exactly_the_limit_under_concurrency_postgres;
@@ -1354,6 +1355,41 @@ type Created = Result<Result<(ScreenshotRow, i64), Refused>, StoreError>;
 fn spawn_create(store: &Store, n: &NewScreenshot) -> tokio::task::JoinHandle<Created> {
     let (store, n) = (store.clone(), n.clone());
     tokio::spawn(async move { store.create_screenshot(&n).await })
+}
+
+async fn key_lookups_are_cacheable_while_every_change_is_heard(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let (key, _) = new_key(store, &alice, "laptop", T0).await;
+    let Some(mut listener) = store.listener() else {
+        // SQLite: always cacheable; this process's and the admin CLI's changes move it.
+        let v = store.auth_version().expect("cacheable on SQLite");
+        assert!(store.revoke_key(&key.id, None, T0 + 1).await.unwrap());
+        assert_ne!(store.auth_version(), Some(v));
+        return;
+    };
+    // PostgreSQL: nothing is cached until the listener hears every change.
+    assert_eq!(store.auth_version(), None);
+    listener.connect().await.expect("LISTEN");
+    let v = store.auth_version().expect("cacheable while listening");
+    // Another node's change (its own connection) moves the version once it is heard.
+    let other = Store::connect(&ctx.url, 2).await.unwrap();
+    assert!(other.set_plan("alice@example.com", "pro").await.unwrap());
+    no_wakeup(&mut listener, 300, "an auth change is not a wake-up").await;
+    let heard = store.auth_version().expect("still listening");
+    assert_ne!(heard, v, "the plan change was heard");
+    assert!(other.revoke_key(&key.id, None, T0 + 1).await.unwrap());
+    no_wakeup(&mut listener, 300, "an auth change is not a wake-up").await;
+    assert_ne!(store.auth_version(), Some(heard), "the revocation was heard");
+    // A change that changes nothing sends nothing.
+    let still = store.auth_version();
+    assert!(!other.revoke_key(&key.id, None, T0 + 2).await.unwrap());
+    no_wakeup(&mut listener, 300, "nothing changed").await;
+    assert_eq!(store.auth_version(), still);
+    // Without its listener the node trusts no cached lookup.
+    drop(listener);
+    assert_eq!(store.auth_version(), None);
+    other.close().await;
 }
 
 async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback(ctx: Ctx) {

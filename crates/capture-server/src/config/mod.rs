@@ -92,6 +92,8 @@ pub struct Config {
     pub base_url: Option<String>,
     pub data_dir: PathBuf,
     pub database_url: String,
+    /// Connections this node keeps to the database at most (`CAPTURE_DATABASE_POOL`).
+    pub database_pool: u32,
     pub storage: Storage,
     pub public_urls: PublicUrls,
     pub presign_ttl: Duration,
@@ -172,6 +174,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_BASE_URL",
     "CAPTURE_DATA_DIR",
     "CAPTURE_DATABASE_URL",
+    "CAPTURE_DATABASE_POOL",
     "CAPTURE_STORAGE_URL",
     "CAPTURE_STORAGE_PUBLIC_URLS",
     "CAPTURE_STORAGE_PRESIGN_TTL",
@@ -325,6 +328,9 @@ impl Config {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
         let worker_concurrency = num("CAPTURE_WORKER_CONCURRENCY", cores * 2, 1, 256)? as usize;
         let browsers = num("CAPTURE_BROWSERS", cores.min(worker_concurrency as u64), 1, 64)? as usize;
+        // Every capture slot may hold a connection while it records its result, and the API
+        // needs its own: the slots plus 16, unless set.
+        let database_pool = num("CAPTURE_DATABASE_POOL", worker_concurrency as u64 + 16, 2, 1000)? as u32;
         let browser_recycle_after = num("CAPTURE_BROWSER_RECYCLE_AFTER", 500, 1, 1_000_000)?;
         let browser_max_memory = {
             const VAR: &str = "CAPTURE_BROWSER_MAX_MEMORY";
@@ -481,6 +487,7 @@ impl Config {
             chromium_path,
             axe_path,
             worker_concurrency,
+            database_pool,
             browsers,
             browser_recycle_after,
             browser_max_memory,

@@ -153,9 +153,11 @@ pub async fn deliver(state: &AppState, user_id: &str, target: &StorageTarget, fi
         access_key_id,
         secret_access_key,
     };
+    // An uploaded document's label is `upload://…`: its host is `upload`.
     let host = url::Url::parse(file.page_url)
         .ok()
-        .and_then(|u| u.host_str().map(str::to_string))
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .and_then(|u| u.host_str().map(|h| h.trim_start_matches('[').trim_end_matches(']').replace(':', "-")))
         .unwrap_or_else(|| "upload".to_string());
     let date = &iso(file.finished_ms)[..10];
     let key = bucket.full_key(&target.render_key(file.job_id, date, file.ext, &host));

@@ -12,6 +12,7 @@ mod captures;
 mod hardening;
 mod inbox;
 mod lists;
+mod nodes;
 mod quotas;
 mod render_links;
 mod runs;
