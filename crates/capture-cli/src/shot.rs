@@ -296,8 +296,8 @@ mod tests {
             "option 'waitFor' (from --set): invalid type: integer `404`, expected a string \
              (to send it as text, quote it: --set waitFor='\"…\"')"
         );
-        let e = merge(&flags(), None, &sets(&["format=gif"])).unwrap_err();
-        assert!(e.message.starts_with("option 'format' (from --set): unknown variant `gif`"), "{}", e.message);
+        let e = merge(&flags(), None, &sets(&["format=tiff"])).unwrap_err();
+        assert!(e.message.starts_with("option 'format' (from --set): unknown variant `tiff`"), "{}", e.message);
         let Value::Object(file) = json!({"darkMode": "yes"}) else { unreachable!() };
         let e = merge(&flags(), Some((Path::new("o.json"), file)), &[]).unwrap_err();
         assert_eq!(

@@ -54,16 +54,70 @@ async fn automation_session_is_a_live_run(db: Db) {
     assert_eq!(r["structuredContent"]["text"], "clicked", "{r}");
 
     if db == Db::Postgres {
-        // Another node of the deployment (same base URL, no browser).
+        // Another node of the deployment (same base URL, no browser), as a balancer without
+        // stickiness would send the agent's next calls: they are forwarded to the node
+        // holding the session, and the client sees no difference.
         let other = app.app.node("api", &[("CAPTURE_BASE_URL", &app.base)]).await;
         let elsewhere = other.url("/mcp");
         let r = tool_at(&app.http, &elsewhere, token, "get_url", json!({"sessionId": sid})).await;
-        assert_eq!(
-            (r["isError"].as_bool(), r["structuredContent"]["code"].as_str()),
-            (Some(true), Some("SESSION_ELSEWHERE"))
+        assert_eq!(r["structuredContent"]["url"], json!(site.url("/")), "{r}");
+        let r = tool_at(&app.http, &elsewhere, token, "get_text", json!({"sessionId": sid, "selector": "#n"})).await;
+        assert_eq!(r["structuredContent"]["text"], "clicked", "{r}");
+        let r =
+            tool_at(&app.http, &elsewhere, token, "navigate", json!({"sessionId": sid, "url": site.url("/")})).await;
+        assert_ne!(r["isError"], true, "{r}");
+        let r = tool_at(&app.http, &elsewhere, token, "get_text", json!({"sessionId": sid, "selector": "#n"})).await;
+        assert_eq!(r["structuredContent"]["text"], "waiting", "the page the other node navigated: {r}");
+        // Both nodes list it.
+        for mcp_url in [&mcp, &elsewhere] {
+            let r = tool_at(&app.http, mcp_url, token, "session_list", json!({})).await;
+            let ids: Vec<&str> = r["structuredContent"]["sessions"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|s| s["sessionId"].as_str()).collect())
+                .unwrap_or_default();
+            assert_eq!(ids, [sid.as_str()], "{r}");
+        }
+        // What forwarding adds: get_url through the other node against the holding node,
+        // 50 each, interleaved.
+        let (mut direct, mut forwarded) = (Vec::new(), Vec::new());
+        for _ in 0..50 {
+            for (url, into) in [(&mcp, &mut direct), (&elsewhere, &mut forwarded)] {
+                let t = std::time::Instant::now();
+                let r = tool_at(&app.http, url, token, "get_url", json!({"sessionId": sid})).await;
+                assert_ne!(r["isError"], true, "{r}");
+                into.push(t.elapsed());
+            }
+        }
+        direct.sort();
+        forwarded.sort();
+        println!(
+            "get_url p50: {:.2} ms on the holding node, {:.2} ms through another node (+{:.2} ms forwarded)",
+            direct[25].as_secs_f64() * 1e3,
+            forwarded[25].as_secs_f64() * 1e3,
+            (forwarded[25].as_secs_f64() - direct[25].as_secs_f64()) * 1e3
         );
+        // Another account reaches nothing of it through either node.
+        let (_, _, theirs) = app.tokens(Some(&mcp)).await;
+        let theirs = theirs["access_token"].as_str().unwrap();
+        for mcp_url in [&mcp, &elsewhere] {
+            let r = tool_at(&app.http, mcp_url, theirs, "get_url", json!({"sessionId": sid})).await;
+            assert_eq!(r["structuredContent"]["code"], "NOT_FOUND", "{r}");
+            let r = tool_at(&app.http, mcp_url, theirs, "session_list", json!({})).await;
+            assert_eq!(r["structuredContent"]["sessions"], json!([]), "{r}");
+        }
+        // A node without a browser still refuses to start a session.
         let r = tool_at(&app.http, &elsewhere, token, "session_start", json!({"url": site.url("/")})).await;
         assert_eq!(r["structuredContent"]["code"], "SERVICE_UNAVAILABLE", "{r}");
+        // Unsigned or wrongly signed internal calls are refused.
+        let forged = app
+            .http
+            .post(other.url("/internal/v1/automation/call"))
+            .header("x-capture-cluster", "t=1,s=00")
+            .json(&json!({"userId": "usr_x", "tool": "get_url", "args": {"sessionId": sid}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(forged.status().as_u16(), 401);
     }
 
     let r = call("session_end", json!({"sessionId": sid})).await;

@@ -15,11 +15,10 @@ pub enum ImageFormat {
     #[serde(alias = "jpg")]
     Jpeg,
     Webp,
-    /// H.264 video.
+    // Videos (`scroll`): H.264, VP9, an animated GIF. Plain comments, so the schema stays a
+    // plain enum of names.
     Mp4,
-    /// VP9 video.
     Webm,
-    /// An animated GIF.
     Gif,
 }
 
@@ -845,7 +844,8 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub full_page: Option<bool>,
-    /// Image format.
+    /// Image format (png, jpeg, webp), or a video of the page scrolling (mp4, webm, gif;
+    /// see scroll).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = defaults::FORMAT)))]
     pub format: Option<ImageFormat>,

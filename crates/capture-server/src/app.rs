@@ -72,6 +72,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::web::router())
         .merge(crate::oauth::router())
         .merge(crate::mcp::router(state.clone()))
+        .merge(crate::automation::remote::router())
         .merge(extra)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
@@ -273,8 +274,19 @@ impl Application {
             campaign_work: tokio::sync::Notify::new(),
             inbound_addr: inbound.as_ref().map(crate::inbox::inbound::local_addr),
             front_example: std::sync::OnceLock::new(),
+            internal_url: std::sync::OnceLock::new(),
             features,
         }));
+        // Where the other nodes reach this one: the setting, else the bound address when it
+        // names one interface (not 0.0.0.0 or ::).
+        let internal = state
+            .cfg
+            .internal_url
+            .clone()
+            .or_else(|| addr.filter(|a| !a.ip().is_unspecified()).map(|a| format!("http://{a}")));
+        if let Some(u) = internal {
+            let _ = state.internal_url.set(u);
+        }
         Ok(Application { state, listener, addr, notifications, inbound })
     }
 
@@ -313,6 +325,10 @@ impl Application {
             let (store, settings, st) = (state.store.clone(), state.cfg.inbox.clone(), stop.clone());
             let blobs = state.blobs.clone();
             tasks.spawn(async move { crate::inbox::inbound::run(server, store, blobs, settings, st).await });
+        }
+        if let Some(url) = crate::cluster::internal_url(&state).filter(|_| state.cfg.roles.api) {
+            let (s, st) = (state.clone(), stop.clone());
+            tasks.spawn(async move { crate::cluster::advertise(s, url, st).await });
         }
         if let Some(notifications) = self.notifications {
             let (s, st) = (state.clone(), stop.clone());

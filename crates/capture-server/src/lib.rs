@@ -21,6 +21,7 @@ pub mod auth;
 pub mod automation;
 pub mod blob;
 pub mod campaigns;
+pub mod cluster;
 pub mod config;
 pub mod crypto;
 pub mod docs;

@@ -26,6 +26,8 @@ pub struct Metrics {
     captures_failed: AtomicU64,
     capture_retries: AtomicU64,
     captures_handed_back: AtomicU64,
+    forwarded_calls: AtomicU64,
+    forwarded_micros: AtomicU64,
     scheduler_leader: AtomicBool,
     refused_account: AtomicU64,
     refused_global: AtomicU64,
@@ -85,6 +87,12 @@ impl Metrics {
     /// Count a capture handed back to the queue so another account could have its slot.
     pub fn capture_handed_back(&self) {
         self.captures_handed_back.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count a tool call forwarded to the node holding its session, and how long it took.
+    pub fn forwarded_call(&self, seconds: f64) {
+        self.forwarded_calls.fetch_add(1, Ordering::Relaxed);
+        self.forwarded_micros.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
     }
 
     /// Record whether this process is the scheduler leader.
@@ -206,6 +214,12 @@ impl Metrics {
             s,
             "# HELP capture_captures_handed_back_total Captures handed back to the queue so another account could have a slot.\n# TYPE capture_captures_handed_back_total counter\ncapture_captures_handed_back_total {}",
             self.captures_handed_back.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "# HELP capture_forwarded_tool_calls_seconds Tool calls forwarded to the node holding their session.\n# TYPE capture_forwarded_tool_calls_seconds summary\ncapture_forwarded_tool_calls_seconds_sum {}\ncapture_forwarded_tool_calls_seconds_count {}",
+            self.forwarded_micros.load(Ordering::Relaxed) as f64 / 1e6,
+            self.forwarded_calls.load(Ordering::Relaxed)
         );
         s.push_str("# HELP capture_http_requests_total HTTP requests by method, route and status.\n# TYPE capture_http_requests_total counter\n");
         let m = self.http.lock().unwrap_or_else(|p| p.into_inner());

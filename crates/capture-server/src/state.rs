@@ -57,6 +57,8 @@ pub struct Inner {
     pub inbound_addr: Option<std::net::SocketAddr>,
     /// The front page's example capture, once this app has made it (api + worker roles).
     pub front_example: std::sync::OnceLock<Example>,
+    /// Where the other nodes reach this one (see `cluster`); unset when unknown.
+    pub internal_url: std::sync::OnceLock<String>,
     /// What this install can do: the axe-core audits inject, and each feature's status for
     /// `/readyz` and the dashboard.
     pub features: Features,

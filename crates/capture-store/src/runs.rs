@@ -503,3 +503,41 @@ impl Store {
         Ok(n)
     }
 }
+
+impl Store {
+    /// Record (or refresh) where node `node_id` can be reached by the other nodes.
+    pub async fn advertise_node(&self, node_id: &str, internal_url: &str, now: i64) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO cluster_nodes (node_id, internal_url, seen_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (node_id) DO UPDATE SET internal_url = excluded.internal_url, seen_at = excluded.seen_at",
+        )
+        .bind(node_id)
+        .bind(internal_url)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The internal address node `node_id` advertised, if it did.
+    pub async fn node_url(&self, node_id: &str) -> Result<Option<String>> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT internal_url FROM cluster_nodes WHERE node_id = $1")
+            .bind(node_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.0))
+    }
+
+    /// `user_id`'s running live runs held by nodes other than `node_id`, oldest first.
+    pub async fn live_runs_elsewhere(&self, user_id: &str, node_id: &str) -> Result<Vec<RunRow>> {
+        let rows = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM runs WHERE user_id = $1 AND kind = 'live' AND status = 'running' \
+             AND worker IS NOT NULL AND worker <> $2 ORDER BY started_at, id"
+        ))
+        .bind(user_id)
+        .bind(node_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(row_from).collect()
+    }
+}

@@ -19,6 +19,7 @@ on_both_backends! {
     runs_reserve_what_the_month_has_left_and_bound_active_runs => runs_reserve_what_the_month_has_left_and_bound_active_runs_sqlite, runs_reserve_what_the_month_has_left_and_bound_active_runs_postgres;
     a_run_ends_exactly_once_whoever_races_to_end_it => a_run_ends_exactly_once_whoever_races_to_end_it_sqlite, a_run_ends_exactly_once_whoever_races_to_end_it_postgres;
     live_tokens_are_single_use_and_expire => live_tokens_are_single_use_and_expire_sqlite, live_tokens_are_single_use_and_expire_postgres;
+    nodes_advertise_where_they_are_and_live_runs_name_their_node => nodes_advertise_where_they_are_and_live_runs_name_their_node_sqlite, nodes_advertise_where_they_are_and_live_runs_name_their_node_postgres;
     abandoned_runs_are_found_and_heartbeats_fence_the_lost_worker => abandoned_runs_are_found_and_heartbeats_fence_the_lost_worker_sqlite, abandoned_runs_are_found_and_heartbeats_fence_the_lost_worker_postgres;
     runs_list_newest_first_with_a_stable_cursor_and_store_their_idempotent_response => runs_list_newest_first_with_a_stable_cursor_and_store_their_idempotent_response_sqlite, runs_list_newest_first_with_a_stable_cursor_and_store_their_idempotent_response_postgres;
 }
@@ -232,6 +233,41 @@ async fn live_tokens_are_single_use_and_expire(store: Store) {
     assert!(store.abandoned_runs(T0 + 31_000, 5_000, 10).await.unwrap().is_empty());
     let found = store.abandoned_runs(T0 + 36_000, 5_000, 10).await.unwrap();
     assert_eq!(found.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [r2.id.as_str()]);
+}
+
+async fn nodes_advertise_where_they_are_and_live_runs_name_their_node(store: Store) {
+    assert_eq!(store.node_url("node-1").await.unwrap(), None);
+    store.advertise_node("node-1", "http://10.0.0.1:8080", T0).await.unwrap();
+    store.advertise_node("node-2", "http://10.0.0.2:8080", T0).await.unwrap();
+    // A node that comes back elsewhere says so.
+    store.advertise_node("node-1", "http://10.0.0.9:8080", T0 + 10_000).await.unwrap();
+    assert_eq!(store.node_url("node-1").await.unwrap().as_deref(), Some("http://10.0.0.9:8080"));
+    assert_eq!(store.node_url("node-2").await.unwrap().as_deref(), Some("http://10.0.0.2:8080"));
+
+    let alice = new_user(&store).await;
+    let bob = new_user(&store).await;
+    let live = |user: &User, hash: &str| {
+        let mut n = new_run(user, T0, 1, None);
+        n.kind = capture_core::RunKind::Live;
+        n.task_payload = None;
+        n.connect_token_hash = Some(hash.into());
+        n.connect_expires_at = Some(T0 + 30_000);
+        n
+    };
+    let a1 = create(&store, &live(&alice, "h1")).await;
+    let a2 = create(&store, &live(&alice, "h2")).await;
+    let b1 = create(&store, &live(&bob, "h3")).await;
+    let _pending = create(&store, &live(&alice, "h4")).await;
+    store.claim_live_run(&a1.id, "h1", "node-1", T0 + 60_000, T0 + 1).await.unwrap().unwrap();
+    store.claim_live_run(&a2.id, "h2", "node-2", T0 + 60_000, T0 + 2).await.unwrap().unwrap();
+    store.claim_live_run(&b1.id, "h3", "node-2", T0 + 60_000, T0 + 3).await.unwrap().unwrap();
+    let ids = |v: Vec<RunRow>| v.into_iter().map(|r| (r.id, r.worker.unwrap_or_default())).collect::<Vec<_>>();
+    // Seen from node-1: Alice's session on node-2 only (not her own here, not Bob's, not a
+    // pending one).
+    assert_eq!(ids(store.live_runs_elsewhere(&alice.id, "node-1").await.unwrap()), [(a2.id.clone(), "node-2".into())]);
+    assert_eq!(ids(store.live_runs_elsewhere(&alice.id, "node-2").await.unwrap()), [(a1.id.clone(), "node-1".into())]);
+    assert_eq!(ids(store.live_runs_elsewhere(&alice.id, "node-3").await.unwrap()).len(), 2);
+    assert!(store.live_runs_elsewhere(&bob.id, "node-2").await.unwrap().is_empty());
 }
 
 async fn abandoned_runs_are_found_and_heartbeats_fence_the_lost_worker(store: Store) {

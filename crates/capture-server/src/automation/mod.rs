@@ -84,6 +84,7 @@ macro_rules! element_input {
 
 mod actions;
 mod look;
+pub mod remote;
 pub mod sessions;
 pub mod snapshot;
 mod state_tools;
@@ -279,6 +280,60 @@ fn arg_field(msg: &str) -> String {
     "arguments".into()
 }
 
+/// Run automation tool `name` (None: not one of these) wherever its session lives: a call
+/// naming a session another node holds is forwarded to that node (see `cluster`), and
+/// `session_list` lists the account's sessions on every node.
+pub async fn call(state: &AppState, account: &Account, name: &str, args: &JsonObject) -> Option<CallToolResult> {
+    if !NAMES.contains(&name) {
+        return None;
+    }
+    if let Some(sid) = args.get("sessionId").and_then(Value::as_str)
+        && !sessions::held_here(sid.trim())
+        && let Some(out) = forward(state, account, sid.trim(), name, args).await
+    {
+        return Some(out);
+    }
+    let out = call_here(state, account, name, args).await?;
+    if name == "session_list" {
+        return Some(sessions::with_other_nodes(state, account, out).await);
+    }
+    Some(out)
+}
+
+/// Forward a call for session `sid` to the node that holds it; None when it is not a session
+/// another node holds (this node answers then, as for an unknown or ended session).
+async fn forward(
+    state: &AppState,
+    account: &Account,
+    sid: &str,
+    name: &str,
+    args: &JsonObject,
+) -> Option<CallToolResult> {
+    let id = capture_core::RunId::parse(sid)?;
+    let row = state.store.run_of(&account.user.id, id.as_str()).await.ok()??;
+    let worker = row.worker.as_deref()?;
+    let here = crate::runs::session::node_id();
+    if row.kind != capture_core::RunKind::Live || row.status != capture_core::RunStatus::Running || worker == here {
+        return None;
+    }
+    let started = std::time::Instant::now();
+    match crate::cluster::forward(state, worker, &account.user.id, name, args).await {
+        Ok(Some(out)) => {
+            state.metrics.forwarded_call(started.elapsed().as_secs_f64());
+            Some(out)
+        }
+        // The owner never said where it is (an older node, or no internal address).
+        Ok(None) => None,
+        Err(crate::cluster::Unreachable(why)) => Some(error_result(AutoError::new(
+            "SESSION_UNREACHABLE",
+            format!(
+                "session {sid} is held by another node, which cannot be reached now ({why}); if that node \
+                 stopped, the session ends as failed within its lease"
+            ),
+        ))),
+    }
+}
+
 /// One tool per line: name, title, read-only, destructive, input type => handler.
 macro_rules! toolset {
     ($( $name:literal, $title:literal, $ro:literal, $destructive:literal, $input:ty => $handler:path; )*) => {
@@ -287,8 +342,9 @@ macro_rules! toolset {
             vec![$( define::<$input>($name, $title, $ro, $destructive) ),*]
         }
 
-        /// Run automation tool `name` (None: not one of these).
-        pub async fn call(state: &AppState, account: &Account, name: &str, args: &JsonObject) -> Option<CallToolResult> {
+        /// Run automation tool `name` on this node (None: not one of these). [`call`] also
+        /// reaches sessions held by other nodes.
+        pub async fn call_here(state: &AppState, account: &Account, name: &str, args: &JsonObject) -> Option<CallToolResult> {
             let cx = Cx { state: state.clone(), account: account.clone() };
             Some(match name {
                 $( $name => invoke::<$input, _, _>(cx, args, $handler).await, )*

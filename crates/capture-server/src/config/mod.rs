@@ -117,6 +117,12 @@ pub struct Config {
     pub sse_heartbeat: Duration,
     pub sse_max_duration: Duration,
     pub master_key: Option<String>,
+    /// The key nodes sign their internal calls with (`CAPTURE_CLUSTER_SECRET`; derived from
+    /// the master key when unset).
+    pub cluster_secret: Option<String>,
+    /// Where the other nodes reach this one (`CAPTURE_INTERNAL_URL`; the bound address when
+    /// it is a concrete one).
+    pub internal_url: Option<String>,
     pub smtp_url: Option<String>,
     /// The From of the mail the service sends (`CAPTURE_MAIL_FROM`), e.g. e-mail verification.
     pub mail_from: String,
@@ -201,6 +207,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_MAIL_FROM",
     "CAPTURE_SIGNUPS_PER_HOUR",
     "CAPTURE_TRUSTED_PROXIES",
+    "CAPTURE_CLUSTER_SECRET",
+    "CAPTURE_INTERNAL_URL",
     "CAPTURE_FORWARDED_HEADER",
     "CAPTURE_QUEUE_LEASE",
     "CAPTURE_QUEUE_POLL",
@@ -388,6 +396,20 @@ impl Config {
         if let Some(k) = &master_key {
             crate::crypto::MasterKey::parse(k).map_err(|e| err("CAPTURE_MASTER_KEY", e))?;
         }
+        let cluster_secret = get("CAPTURE_CLUSTER_SECRET");
+        if cluster_secret.as_ref().is_some_and(|s| s.len() < 32) {
+            return Err(err("CAPTURE_CLUSTER_SECRET", "must be at least 32 characters (openssl rand -hex 32)"));
+        }
+        let internal_url = match get("CAPTURE_INTERNAL_URL") {
+            Some(u) => {
+                let parsed = url::Url::parse(&u).map_err(|e| err("CAPTURE_INTERNAL_URL", e.to_string()))?;
+                if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                    return Err(err("CAPTURE_INTERNAL_URL", "must be an http(s) URL such as http://10.0.0.2:8080"));
+                }
+                Some(u.trim_end_matches('/').to_string())
+            }
+            None => None,
+        };
         let smtp_url = get("CAPTURE_SMTP_URL");
         if let Some(u) = &smtp_url
             && !(u.starts_with("smtp://") || u.starts_with("smtps://"))
@@ -500,6 +522,8 @@ impl Config {
             sse_heartbeat,
             sse_max_duration,
             master_key,
+            cluster_secret,
+            internal_url,
             smtp_url,
             mail_from,
             signups_per_hour,

@@ -14,12 +14,14 @@ use capture_browser::session::{ColorScheme, Device, DialogPolicy, Geolocation, N
 use capture_core::ErrorCode;
 use capture_core::time::{iso, now_ms};
 use capture_core::{EndReason, RunId, RunKind, RunStatus};
+use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{AutoError, AutoResult, Cx, Reply, timeout};
+use crate::auth::Account;
 use crate::error::Error;
 use crate::http::validated::Checked;
 use crate::runs::service as runs;
@@ -525,6 +527,49 @@ async fn supervise(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SessionListIn {}
+
+/// Whether this node holds session `id` (ended or not).
+pub fn held_here(id: &str) -> bool {
+    LIVE.lock().unwrap().contains_key(id)
+}
+
+/// `session_list`'s answer from this node, with the account's sessions held by the other
+/// nodes added (each asked through the internal channel); a node that cannot be reached
+/// is named in `unreachable` rather than failing the list.
+pub async fn with_other_nodes(state: &AppState, account: &Account, mut out: CallToolResult) -> CallToolResult {
+    if out.is_error == Some(true) {
+        return out;
+    }
+    let here = node_id();
+    let Ok(rows) = state.store.live_runs_elsewhere(&account.user.id, here).await else { return out };
+    let mut workers: Vec<String> = rows.into_iter().filter_map(|r| r.worker).collect();
+    workers.sort();
+    workers.dedup();
+    if workers.is_empty() {
+        return out;
+    }
+    let mut sessions: Vec<Value> =
+        out.structured_content.as_ref().and_then(|v| v["sessions"].as_array().cloned()).unwrap_or_default();
+    let mut unreachable = Vec::new();
+    for w in workers {
+        match crate::cluster::forward(state, &w, &account.user.id, "session_list", &Default::default()).await {
+            Ok(Some(r)) if r.is_error != Some(true) => {
+                let theirs = r.structured_content.as_ref().and_then(|v| v["sessions"].as_array().cloned());
+                sessions.extend(theirs.unwrap_or_default());
+            }
+            Ok(_) | Err(_) => unreachable.push(w),
+        }
+    }
+    sessions.sort_by(|a, b| a["startedAt"].as_str().cmp(&b["startedAt"].as_str()));
+    let mut data = json!({"sessions": sessions});
+    if !unreachable.is_empty() {
+        data["unreachableNodes"] = json!(unreachable);
+    }
+    let text = format!("{} open session(s)", data["sessions"].as_array().map_or(0, Vec::len));
+    out.content = vec![rmcp::model::ContentBlock::text(text)];
+    out.structured_content = Some(data);
+    out
+}
 
 pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
     let mut mine: Vec<Arc<Live>> =

@@ -67,7 +67,7 @@ async fn every_v1_error_is_json_with_a_stable_code_and_the_request_id() {
         (json!({"url": "ftp://example.com/a"}), "url"),
         (json!({"url": "file:///etc/passwd"}), "url"),
         (json!({"url": "https://example.com", "width": 50}), "width"),
-        (json!({"url": "https://example.com", "format": "gif"}), "format"),
+        (json!({"url": "https://example.com", "format": "tiff"}), "format"),
         (json!({"url": "https://example.com", "timeoutMs": 70000}), "timeoutMs"),
         (json!({"url": "https://example.com", "deviceScaleFactor": 0.1}), "deviceScaleFactor"),
         (json!({"url": "https://example.com", "waitUntil": "later"}), "waitUntil"),

@@ -92,9 +92,9 @@ async fn a_bad_item_or_a_batch_past_the_quota_refuses_the_whole_batch() {
     let u = "https://example.com/";
     for (body, field) in [
         (json!({"requests": [{"url": u}, {"url": u, "width": 99999}]}), "requests[1].width"),
-        (json!({"defaults": {"format": "gif"}, "requests": [{"url": u}]}), "defaults.format"),
+        (json!({"defaults": {"format": "tiff"}, "requests": [{"url": u}]}), "defaults.format"),
         (
-            json!({"defaults": {"format": "gif"}, "requests": [{"url": u, "format": "png"}, {"url": u}]}),
+            json!({"defaults": {"format": "tiff"}, "requests": [{"url": u, "format": "png"}, {"url": u}]}),
             "defaults.format",
         ),
         (json!({"requests": [{"url": u}, {"width": 300}]}), "requests[1].url"),
