@@ -141,3 +141,50 @@ async fn automation_session_is_a_live_run_on_sqlite() {
 async fn automation_session_is_a_live_run_on_postgres() {
     automation_session_is_a_live_run(Db::Postgres).await
 }
+
+/// A session whose node dies: calls through the surviving node say so at once
+/// (`SESSION_UNREACHABLE`, not a hang), and within the run's lease the session ends as
+/// `failed` (`worker_lost`) with only what ran charged; then it is `SESSION_EXPIRED`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_whose_node_died_ends_as_failed_within_its_lease() {
+    let site =
+        helpers::Site::start(vec![("/", "text/html", "<!doctype html><title>Here</title><p>hi".to_string())]).await;
+    let app = App::spawn_with(Opts::full(Db::Postgres).env("CAPTURE_RUN_LEASE", "3s")).await;
+    let mcp = app.url("/mcp");
+    let (email, _c, m) = app.tokens(Some(&mcp)).await;
+    let token = m["access_token"].as_str().unwrap();
+    let key = app.app.new_key(&email).await;
+    // The session is started on a second node with a browser, which then dies.
+    let mut owner = app.app.node("api,worker", &[("CAPTURE_BASE_URL", &app.base)]).await;
+    let r = tool_at(
+        &app.http,
+        &owner.url("/mcp"),
+        token,
+        "session_start",
+        json!({"url": site.url("/"), "recordVideo": false}),
+    )
+    .await;
+    assert_ne!(r["isError"], true, "{r}");
+    let sid = r["structuredContent"]["sessionId"].as_str().unwrap().to_string();
+    let r = tool_at(&app.http, &mcp, token, "get_title", json!({"sessionId": sid})).await;
+    assert_eq!(r["structuredContent"]["title"], "Here", "forwarded while the owner lives: {r}");
+
+    owner.kill9();
+    let t = std::time::Instant::now();
+    let r = tool_at(&app.http, &mcp, token, "get_title", json!({"sessionId": sid})).await;
+    assert_eq!(r["structuredContent"]["code"], "SESSION_UNREACHABLE", "{r}");
+    assert!(t.elapsed() < std::time::Duration::from_secs(10), "answered at once, not after a hang");
+    let run = loop {
+        let run: Value = app.app.get(&key, &format!("/v1/runs/{sid}")).await.json().await.unwrap();
+        if run["status"] != "running" {
+            break run;
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(20), "still running: {run}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    println!("the dead node's session ended {:?} after the kill", t.elapsed());
+    assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("failed"), Some("worker_lost")), "{run}");
+    assert_eq!(run["actionsCharged"].as_i64(), Some(1), "one started minute ran: {run}");
+    let r = tool_at(&app.http, &mcp, token, "get_title", json!({"sessionId": sid})).await;
+    assert_eq!(r["structuredContent"]["code"], "SESSION_EXPIRED", "{r}");
+}
