@@ -79,7 +79,7 @@ pub fn internal_url(state: &AppState) -> Option<String> {
 pub async fn advertise(state: AppState, url: String, stop: tokio_util::sync::CancellationToken) {
     let node = crate::runs::session::node_id();
     loop {
-        if let Err(e) = state.store.advertise_node(node, &url, now_ms()).await {
+        if let Err(e) = state.store.advertise_node(node, &url, state.browser.is_some(), now_ms()).await {
             tracing::warn!(error = %e, "recording this node's internal address failed");
         }
         tokio::select! {

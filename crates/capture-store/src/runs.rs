@@ -506,13 +506,15 @@ impl Store {
 
 impl Store {
     /// Record (or refresh) where node `node_id` can be reached by the other nodes.
-    pub async fn advertise_node(&self, node_id: &str, internal_url: &str, now: i64) -> Result<()> {
+    pub async fn advertise_node(&self, node_id: &str, internal_url: &str, has_browser: bool, now: i64) -> Result<()> {
         sqlx::query(
-            "INSERT INTO cluster_nodes (node_id, internal_url, seen_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (node_id) DO UPDATE SET internal_url = excluded.internal_url, seen_at = excluded.seen_at",
+            "INSERT INTO cluster_nodes (node_id, internal_url, has_browser, seen_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (node_id) DO UPDATE SET internal_url = excluded.internal_url, \
+             has_browser = excluded.has_browser, seen_at = excluded.seen_at",
         )
         .bind(node_id)
         .bind(internal_url)
+        .bind(i64::from(has_browser))
         .bind(now)
         .execute(&self.pool)
         .await?;
@@ -526,6 +528,19 @@ impl Store {
             .fetch_optional(&self.pool)
             .await?;
         Ok(row.map(|r| r.0))
+    }
+
+    /// A node with a browser seen since `since` (one at random when there are several): its
+    /// id and internal address.
+    pub async fn browser_node(&self, since: i64) -> Result<Option<(String, String)>> {
+        let row: Option<(String, String)> = sqlx::query_as(
+            "SELECT node_id, internal_url FROM cluster_nodes WHERE has_browser = 1 AND seen_at >= $1 \
+             ORDER BY random() LIMIT 1",
+        )
+        .bind(since)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row)
     }
 
     /// `user_id`'s running live runs held by nodes other than `node_id`, oldest first.

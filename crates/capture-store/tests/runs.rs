@@ -237,10 +237,14 @@ async fn live_tokens_are_single_use_and_expire(store: Store) {
 
 async fn nodes_advertise_where_they_are_and_live_runs_name_their_node(store: Store) {
     assert_eq!(store.node_url("node-1").await.unwrap(), None);
-    store.advertise_node("node-1", "http://10.0.0.1:8080", T0).await.unwrap();
-    store.advertise_node("node-2", "http://10.0.0.2:8080", T0).await.unwrap();
+    assert_eq!(store.browser_node(T0).await.unwrap(), None);
+    store.advertise_node("node-1", "http://10.0.0.1:8080", false, T0).await.unwrap();
+    store.advertise_node("node-2", "http://10.0.0.2:8080", true, T0).await.unwrap();
+    // Only a node with a browser, and only while it is fresh, takes live connections.
+    assert_eq!(store.browser_node(T0).await.unwrap(), Some(("node-2".into(), "http://10.0.0.2:8080".into())));
+    assert_eq!(store.browser_node(T0 + 1).await.unwrap(), None);
     // A node that comes back elsewhere says so.
-    store.advertise_node("node-1", "http://10.0.0.9:8080", T0 + 10_000).await.unwrap();
+    store.advertise_node("node-1", "http://10.0.0.9:8080", false, T0 + 10_000).await.unwrap();
     assert_eq!(store.node_url("node-1").await.unwrap().as_deref(), Some("http://10.0.0.9:8080"));
     assert_eq!(store.node_url("node-2").await.unwrap().as_deref(), Some("http://10.0.0.2:8080"));
 

@@ -89,3 +89,67 @@ async fn one_scheduler_leads_at_a_time_and_another_takes_over_when_it_is_killed(
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// A live run's DevTools connection reaching a node without a browser is passed on to a node
+/// with one, which spends the token and holds the run: the client drives it through the first
+/// node as if it were the second. A wrong token is refused the same way through either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_live_connection_to_a_node_without_a_browser_is_passed_on_to_one_with_a_browser() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let site = Site::start(vec![("/", "text/html", solid("#00ff00"))]).await;
+    let api = TestApp::spawn(Opts::api(Db::Postgres).roles("api,scheduler")).await;
+    let worker = api.node("api,worker", &[]).await;
+    let (_, key) = api.user_with_key("pro").await;
+    let run: Value = api
+        .post_json(&key, "/v1/runs", &json!({"startUrl": site.url("/"), "live": true, "recordVideo": false}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = run["id"].as_str().unwrap().to_string();
+    let endpoint = run["connectUrl"].as_str().unwrap().to_string();
+    assert!(endpoint.starts_with(&format!("ws://{}/", api.base.trim_start_matches("http://"))), "{endpoint}");
+
+    // A wrong token: the browser node's refusal, through the API node.
+    let forged = endpoint.split("token=").next().unwrap().to_string() + "token=nope";
+    match tokio_tungstenite::connect_async(forged.as_str()).await {
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => assert_eq!(r.status().as_u16(), 401),
+        other => panic!("a wrong token was not refused: {:?}", other.map(|_| ())),
+    }
+    // The real one, to the API node (no browser there).
+    let (mut ws, _) = tokio_tungstenite::connect_async(endpoint.as_str()).await.expect("the connection is passed on");
+    ws.send(Message::text(r#"{"id":1,"method":"Target.getTargets"}"#)).await.unwrap();
+    let reply = loop {
+        let m = tokio::time::timeout(Duration::from_secs(20), ws.next()).await.expect("an answer").unwrap().unwrap();
+        let v: Value = serde_json::from_str(m.to_text().unwrap_or("{}")).unwrap_or_default();
+        if v["id"] == 1 {
+            break v;
+        }
+    };
+    let urls: Vec<&str> = reply["result"]["targetInfos"]
+        .as_array()
+        .map(|a| a.iter().filter(|t| t["type"] == "page").filter_map(|t| t["url"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(urls, [site.url("/").as_str()], "the session's page, on the node with a browser: {reply}");
+    let held: Value = api.get(&key, &format!("/v1/runs/{id}")).await.json().await.unwrap();
+    assert_eq!(held["status"], "running", "{held}");
+    // The client leaves: the run ends on the node that held it.
+    ws.close(None).await.unwrap();
+    drop(ws);
+    let started = Instant::now();
+    let ended = loop {
+        let r: Value = api.get(&key, &format!("/v1/runs/{id}")).await.json().await.unwrap();
+        if r["status"] != "running" {
+            break r;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "still running: {r}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        (ended["status"].as_str(), ended["endReason"].as_str()),
+        (Some("completed"), Some("disconnected")),
+        "{ended}"
+    );
+    drop(worker);
+}

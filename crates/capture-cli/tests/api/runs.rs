@@ -36,10 +36,11 @@ async fn a_worker_killed_mid_run_ends_it_exactly_once(db: Db) {
     assert_eq!((body["type"].as_str(), body["data"]["runId"].as_str()), (Some("run.failed"), Some(id.as_str())));
 }
 
-/// A live run is served by the node its client connects to: a node without a browser
-/// refuses (503) and leaves the token unspent; the client then connects to a worker node.
+/// A live run is held by a node with a browser: one without (here the node that made the
+/// connect URL) passes the client's connection on to it and relays; a wrong token is the
+/// browser node's 401, and any node takes the stop.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_node_without_a_browser_refuses_live_clients_and_keeps_the_token() {
+async fn a_node_without_a_browser_passes_live_clients_on_to_one_with_a_browser() {
     let site = site().await;
     let app = TestApp::spawn(opts(Db::Postgres)).await;
     let api_only = app.node("api,scheduler", &[]).await;
@@ -58,10 +59,12 @@ async fn a_node_without_a_browser_refuses_live_clients_and_keeps_the_token() {
     let id = run["id"].as_str().unwrap();
     let endpoint = run["connectUrl"].as_str().unwrap().to_string();
     let there = endpoint.replace("ws://", "http://");
-    // …which has no browser: 503, the token unspent.
+    // …which has no browser: it passes the connection on to the node with one. A wrong token
+    // is refused there (401), and the run stays pending.
+    let wrong = there.split("token=").next().unwrap().to_string() + "token=nope";
     let r = app
         .client
-        .get(&there)
+        .get(&wrong)
         .header("upgrade", "websocket")
         .header("connection", "upgrade")
         .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
@@ -69,15 +72,10 @@ async fn a_node_without_a_browser_refuses_live_clients_and_keeps_the_token() {
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status().as_u16(), 503);
-    let v: Value = r.json().await.unwrap();
-    assert_eq!(v["code"], "SERVICE_UNAVAILABLE", "{v}");
+    assert_eq!(r.status().as_u16(), 401);
     assert_eq!(get_run(&app, &key, id).await["status"], "pending");
-    // The same token on a node with the worker role.
-    let here = endpoint.replace(
-        api_only.base.as_deref().unwrap().trim_start_matches("http://"),
-        app.base.trim_start_matches("http://"),
-    );
+    // The real token, through the API-only node: the worker node holds the run.
+    let here = endpoint.clone();
     let (hold, args) = (script("hold.mjs"), [clients_dir().display().to_string(), here]);
     let out = node(&hold, &args);
     let stop = async {

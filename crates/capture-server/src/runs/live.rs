@@ -11,8 +11,9 @@
 //! Why this node: the session's page lives in this process's Chromium, reached over a pipe
 //! that has no network address, so the node that holds the run must be the one the client's
 //! socket reaches. Claiming at connect time (not at create) makes that automatic behind any
-//! load balancer that sends `/v1/runs/*/devtools` to nodes with the worker role; a node
-//! without a browser answers 503 and leaves the token unspent.
+//! load balancer: a node without a browser passes the connection on to a node with one (an
+//! internal address from `cluster_nodes`), which spends the token and holds the run, and
+//! relays the frames both ways; with no such node it answers 503 and leaves the token unspent.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -82,12 +83,6 @@ pub async fn devtools(
             "connect with a DevTools (WebSocket) client to the run's connectUrl",
         );
     };
-    let Some(pool) = state.browser.clone() else {
-        return refuse(
-            ErrorCode::ServiceUnavailable,
-            "this node runs no browser: live sessions are served by the node that receives their connection (the worker role)",
-        );
-    };
     let Some(token) = q.get("token").filter(|t| !t.is_empty()) else {
         return refuse(ErrorCode::Unauthorized, "the connect token is missing (use the run's connectUrl)");
     };
@@ -96,6 +91,10 @@ pub async fn devtools(
     };
     let Some(on_upgrade) = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(ErrorCode::ValidationError, "this connection cannot be upgraded to a WebSocket");
+    };
+    let Some(pool) = state.browser.clone() else {
+        // No browser here: pass the connection on to a node that has one.
+        return pass_on(&state, &id, token, key.as_bytes(), on_upgrade).await;
     };
     let hash = crate::crypto::sha256_hex(token.as_bytes());
     let lease_until = now_ms() + state.cfg.run_lease.as_millis() as i64;
@@ -109,6 +108,88 @@ pub async fn devtools(
     state.job_changed(&row.id);
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     SESSIONS.spawn(serve(state, pool, row, on_upgrade));
+    let mut resp = Response::new(Body::empty());
+    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let h = resp.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept) {
+        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
+    }
+    resp
+}
+
+/// A live connection reaching a node without a browser: connect to a node with one (its
+/// internal address, from `cluster_nodes`) with the client's own token, which that node spends
+/// and checks, then relay the frames both ways until either side closes. The upstream's
+/// refusal (a wrong token, no browser there either) is the client's answer.
+async fn pass_on(
+    state: &AppState,
+    id: &RunId,
+    token: &str,
+    key: &[u8],
+    on_upgrade: hyper::upgrade::OnUpgrade,
+) -> Response {
+    use futures_util::{SinkExt, StreamExt};
+    let none = || {
+        refuse(
+            ErrorCode::ServiceUnavailable,
+            "no node with a browser is available for live sessions now (the worker role); retry shortly",
+        )
+    };
+    let fresh = now_ms() - 3 * crate::cluster::REFRESH.as_millis() as i64;
+    let Ok(Some((_, internal))) = state.store.browser_node(fresh).await else { return none() };
+    let Some(rest) = internal.strip_prefix("http://") else { return none() };
+    let q: String = url::form_urlencoded::Serializer::new(String::new()).append_pair("token", token).finish();
+    let upstream_url = format!("ws://{}/v1/runs/{id}/devtools?{q}", rest.trim_end_matches('/'));
+    let connect = tokio_tungstenite::connect_async(upstream_url.as_str());
+    let upstream = match tokio::time::timeout(Duration::from_secs(10), connect).await {
+        Ok(Ok((ws, _))) => ws,
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(r))) => {
+            // The node with the browser refused it: its answer is the client's.
+            let status = StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+            let body = r.into_body().unwrap_or_default();
+            let mut resp = Response::new(Body::from(body));
+            *resp.status_mut() = status;
+            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            return resp;
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, node = %internal, "passing a live connection on failed");
+            return none();
+        }
+        Err(_) => return none(),
+    };
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key);
+    SESSIONS.spawn(async move {
+        let Ok(upgraded) = on_upgrade.await else { return };
+        let client = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        let (mut client_tx, mut client_rx) = client.split();
+        let (mut up_tx, mut up_rx) = upstream.split();
+        let to_upstream = async {
+            while let Some(Ok(m)) = client_rx.next().await {
+                let close = m.is_close();
+                if up_tx.send(m).await.is_err() || close {
+                    break;
+                }
+            }
+            let _ = up_tx.close().await;
+        };
+        let to_client = async {
+            while let Some(Ok(m)) = up_rx.next().await {
+                let close = m.is_close();
+                if client_tx.send(m).await.is_err() || close {
+                    break;
+                }
+            }
+            let _ = client_tx.close().await;
+        };
+        // Either side leaving ends both.
+        tokio::select! {
+            _ = to_upstream => {}
+            _ = to_client => {}
+        }
+    });
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();

@@ -513,3 +513,31 @@ capture_testkit::both_dbs!(playwright_connects_over_cdp);
 capture_testkit::both_dbs!(a_live_session_ends_at_its_timeout_and_on_stop);
 capture_testkit::both_dbs!(a_live_client_that_stops_reading_is_closed_with_a_reason);
 capture_testkit::both_dbs!(runs_reserve_their_minutes_and_give_back_the_rest);
+
+/// With no node with a browser anywhere, a live client is refused (503) and its token stays
+/// unspent, so it can connect again once a worker node is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_any_browser_a_live_client_is_refused_and_keeps_its_token() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro").await;
+    let r = app.post_json(&key, "/v1/runs", &json!({"startUrl": "https://example.com/", "live": true})).await;
+    assert_eq!(r.status().as_u16(), 202);
+    let run: Value = r.json().await.unwrap();
+    let id = run["id"].as_str().unwrap();
+    let there = run["connectUrl"].as_str().unwrap().replace("ws://", "http://");
+    let r = app
+        .client
+        .get(&there)
+        .header("upgrade", "websocket")
+        .header("connection", "upgrade")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("sec-websocket-version", "13")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 503);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "SERVICE_UNAVAILABLE", "{v}");
+    let held: Value = app.get(&key, &format!("/v1/runs/{id}")).await.json().await.unwrap();
+    assert_eq!(held["status"], "pending", "{held}");
+}
