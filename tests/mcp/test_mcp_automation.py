@@ -206,26 +206,8 @@ def fixture_site():
     srv.shutdown()
 
 
-@pytest.fixture(scope="module")
-def auto_service():
-    """The service with room for sessions: three page slots, two sessions per account."""
-    binary = os.environ.get("CAPTURE_BIN")
-    if not binary or not Path(binary).is_file():
-        pytest.fail("set CAPTURE_BIN to the capture binary (tests/mcp/run.sh does)")
-    tmp = tempfile.TemporaryDirectory(prefix="capture-mcp-auto-")
-    env = {
-        **os.environ,
-        "CAPTURE_LISTEN": "127.0.0.1:0",
-        "CAPTURE_DATA_DIR": str(Path(tmp.name) / "data"),
-        "CAPTURE_DATABASE_URL": f"sqlite://{Path(tmp.name) / 'capture.db'}",
-        "CAPTURE_EGRESS_ALLOW": "127.0.0.1",
-        "CAPTURE_WEBHOOK_ALLOW_HTTP": "true",
-        "CAPTURE_BROWSERS": "1",
-        "CAPTURE_WORKER_CONCURRENCY": "3",
-        "CAPTURE_AUTOMATION_MAX_SESSIONS": "2",
-        "CAPTURE_LOG": "warn",
-    }
-    env.pop("CAPTURE_BASE_URL", None)
+def _start(binary: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`capture serve` with `env`; its process and the address it prints."""
     proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
 
@@ -241,14 +223,90 @@ def auto_service():
         proc.kill()
         pytest.fail("the service did not print its address")
     assert first.startswith("listening on "), first
-    yield Service(base=first.removeprefix("listening on ").strip(), env=env, binary=binary)
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return proc, first.removeprefix("listening on ").strip()
+
+
+# Every module test runs on one node (SQLite), then on two nodes of one deployment
+# (PostgreSQL) whose MCP requests the client sends round robin, one to each node in turn, as
+# a balancer without stickiness would: every automation tool must work through either node.
+NODE_MODES = ["one node", "two nodes"]
+
+
+@pytest.fixture(scope="module", params=NODE_MODES)
+def auto_service(request):
+    """The service with room for sessions: three page slots, two sessions per account."""
+    binary = os.environ.get("CAPTURE_BIN")
+    if not binary or not Path(binary).is_file():
+        pytest.fail("set CAPTURE_BIN to the capture binary (tests/mcp/run.sh does)")
+    two = request.param == "two nodes"
+    pg = os.environ.get("CAPTURE_TEST_PG_URL")
+    if two and not pg:
+        pytest.skip("two nodes need PostgreSQL (CAPTURE_TEST_PG_URL)")
+    tmp = tempfile.TemporaryDirectory(prefix="capture-mcp-auto-")
+    db_url = f"sqlite://{Path(tmp.name) / 'capture.db'}"
+    db_name = None
+    if two:
+        db_name = f"capture_mcp_{secrets.token_hex(4)}"
+        subprocess.run(["psql", pg, "-q", "-c", f"CREATE DATABASE {db_name}"], check=True, capture_output=True)
+        db_url = pg.rsplit("/", 1)[0] + "/" + db_name
+    env = {
+        **os.environ,
+        "CAPTURE_LISTEN": "127.0.0.1:0",
+        # Both nodes share the folder: the master key (and so the cluster key) and the files.
+        "CAPTURE_DATA_DIR": str(Path(tmp.name) / "data"),
+        "CAPTURE_DATABASE_URL": db_url,
+        "CAPTURE_EGRESS_ALLOW": "127.0.0.1",
+        "CAPTURE_WEBHOOK_ALLOW_HTTP": "true",
+        "CAPTURE_BROWSERS": "1",
+        "CAPTURE_WORKER_CONCURRENCY": "3",
+        "CAPTURE_AUTOMATION_MAX_SESSIONS": "2",
+        "CAPTURE_LOG": "warn",
+    }
+    env.pop("CAPTURE_BASE_URL", None)
+    procs = []
+    proc, base = _start(binary, env)
+    procs.append(proc)
+    svc = Service(base=base, env=env, binary=binary)
+    if two:
+        # The second node is the same deployment: the first node's public address.
+        proc, other = _start(binary, {**env, "CAPTURE_BASE_URL": base})
+        procs.append(proc)
+        svc.mcp_nodes = [base, other]
+    yield svc
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    if db_name:
+        subprocess.run(["psql", pg, "-q", "-c", f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)"], capture_output=True)
     tmp.cleanup()
+
+
+class RoundRobin(httpx.AsyncBaseTransport):
+    """Sends each MCP request to the next node in turn (the rest as addressed)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, nodes: list[str]) -> None:
+        self.inner = inner
+        self.nodes = [httpx.URL(n) for n in nodes]
+        self.next = 0
+        self.sent: dict[str, int] = {}
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path.startswith("/mcp"):
+            node = self.nodes[self.next % len(self.nodes)]
+            self.next += 1
+            request.url = request.url.copy_with(host=node.host, port=node.port)
+            request.headers["host"] = f"{node.host}:{node.port}"
+            key = f"{node.host}:{node.port}"
+            self.sent[key] = self.sent.get(key, 0) + 1
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 @pytest.fixture(scope="module")
@@ -303,8 +361,14 @@ async def signed_in(service: Service, account: Account, body) -> None:
         callback_handler=browser.callback_handler,
     )
     async with create_mcp_http_client(auth=provider) as http:
+        nodes = getattr(service, "mcp_nodes", None)
+        if nodes:
+            http._transport = RoundRobin(http._transport, nodes)
         async with Client(streamable_http_client(mcp_url, http_client=http)) as client:
             await body(Agent(client))
+        if nodes:
+            # Both nodes answered MCP requests.
+            assert len(http._transport.sent) == 2, http._transport.sent
 
 
 def refs(snapshot: str, role: str, name: str) -> str:
@@ -434,8 +498,12 @@ async def phone_journey(agent: Agent, site: str, service: Service, account: Acco
     msg = await agent.err("get_url", {"sessionId": sid}, "SESSION_EXPIRED")
     assert msg.startswith("session expired")
     # The run.completed event reached the webhook endpoint, with the video.
-    event = await asyncio.to_thread(HOOKS.get, True, 60)
-    assert event["type"] == "run.completed" and event["data"]["runId"] == sid, event
+    # (Events of the runs of earlier tests of this module may still be queued: skip them.)
+    while True:
+        event = await asyncio.to_thread(HOOKS.get, True, 60)
+        if event["data"].get("runId") == sid:
+            break
+    assert event["type"] == "run.completed", event
     assert event["data"]["videoUrl"] and event["data"]["finalUrl"] == site + "/signup"
     assert (await agent.ok("session_list", {})).structured_content["sessions"] == []
 

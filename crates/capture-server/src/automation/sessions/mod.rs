@@ -343,11 +343,15 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     // Counted with the sessions being started, so two starts at once cannot both pass.
     let starting = Starting::new(&cx.account.user.id);
     if let Some(max) = state.cfg.automation_max_sessions {
+        // The account's live sessions on the other nodes count too (read before this node's).
+        let elsewhere =
+            state.store.live_runs_elsewhere(&cx.account.user.id, node_id()).await.map_err(Error::from)?.len();
         let open = {
             let live = LIVE.lock().unwrap();
-            live.values().filter(|l| l.user_id == cx.account.user.id).count()
+            live.values().filter(|l| l.user_id == cx.account.user.id && !l.session.is_closed()).count()
                 + STARTING.lock().unwrap().get(&cx.account.user.id).copied().unwrap_or(1)
                 - 1
+                + elsewhere
         } as i64;
         if open >= max {
             let mut e = AutoError::new(
