@@ -24,6 +24,10 @@ pub(crate) struct BlockedCounts {
 const URLS_MAX: usize = 500;
 /// Requests whose type is remembered at once (a page making more starts again).
 const KINDS_SEEN_MAX: usize = 4096;
+/// Paused requests that may wait for their Network kind at once.
+const WAITING_MAX: usize = 256;
+/// How long a paused request waits for its Network kind before the paused kind decides.
+const WAIT_FOR_KIND: std::time::Duration = std::time::Duration::from_millis(500);
 /// A page that refuses our credentials asks again; after this many answers it gets none.
 const AUTH_ANSWERS_MAX: u32 = 3;
 
@@ -40,6 +44,8 @@ pub(crate) struct RequestFilter {
     /// The resource type the Network domain gave each request (`fetch()` is `Fetch` there,
     /// `XHR` in `Fetch.requestPaused`); its event comes first.
     kinds_seen: HashMap<String, String>,
+    /// Paused requests waiting for their Network kind (see [`RequestFilter::must_wait`]).
+    waiting: Vec<(RequestPaused, std::time::Instant)>,
 }
 
 impl RequestFilter {
@@ -56,6 +62,7 @@ impl RequestFilter {
             counts: BlockedCounts::default(),
             blocked_urls: Vec::new(),
             kinds_seen: HashMap::new(),
+            waiting: Vec::new(),
         }
     }
 
@@ -65,6 +72,37 @@ impl RequestFilter {
             self.kinds_seen.clear();
         }
         self.kinds_seen.insert(request_id.to_owned(), kind.to_owned());
+    }
+
+    /// A paused request of the kind `XHR` whose Network kind is not known yet, when that
+    /// decides (`blockResources` names one of `xhr` and `fetch` but not the other): it waits
+    /// for its `Network.requestWillBeSent`, which usually comes first but may not.
+    pub(crate) fn must_wait(&mut self, r: &RequestPaused) -> bool {
+        if self.lists.is_none() && self.auth.is_none() {
+            return false;
+        }
+        let known = r.network_id.as_ref().is_some_and(|id| self.kinds_seen.contains_key(id));
+        let undecided = self.kinds.contains(&"Fetch") != self.kinds.contains(&"XHR");
+        if known || !undecided || r.resource_type != "XHR" || self.waiting.len() >= WAITING_MAX {
+            return false;
+        }
+        self.waiting.push((r.clone(), std::time::Instant::now()));
+        true
+    }
+
+    /// The paused requests that waited for their Network kind and can be decided now: the
+    /// one `network_id` names, and any that waited longer than [`WAIT_FOR_KIND`] (decided by
+    /// the paused kind).
+    pub(crate) fn ready(&mut self, network_id: Option<&str>) -> Vec<RequestPaused> {
+        if self.waiting.is_empty() {
+            return Vec::new();
+        }
+        let now = std::time::Instant::now();
+        let (ready, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting).into_iter().partition(|(r, at)| {
+            r.network_id.as_deref().is_some_and(|id| Some(id) == network_id) || now.duration_since(*at) > WAIT_FOR_KIND
+        });
+        self.waiting = still;
+        ready.into_iter().map(|(r, _)| r).collect()
     }
 
     /// Whether to refuse a paused request; `source` is the page's URL, `main_frame` its
@@ -146,5 +184,39 @@ mod tests {
         }
         assert_eq!(f.answer(&challenge("http://127.0.0.1:8080", "Server")).response, "CancelAuth");
         assert!(same_origin("https://example.com", "https://example.com:443"));
+    }
+
+    fn paused(id: &str, kind: &str) -> RequestPaused {
+        serde_json::from_value(serde_json::json!({"requestId": format!("f-{id}"), "networkId": id,
+            "resourceType": kind, "request": {"url": format!("http://127.0.0.1/{id}")}}))
+        .unwrap()
+    }
+
+    /// A `fetch()` is `XHR` when paused and `Fetch` to the Network domain, whose event may
+    /// come second: a paused XHR waits for it when that decides, and is refused as a fetch.
+    #[test]
+    fn a_paused_xhr_waits_for_its_network_kind_when_that_decides() {
+        let creds = HttpAuth { username: "ann".into(), password: "pw".into() };
+        let mut f = RequestFilter::new(vec!["Fetch"], None, Some(("http://127.0.0.1".into(), creds)));
+        // The Network event came first: decided at once.
+        f.note_kind("a", "Fetch");
+        assert!(!f.must_wait(&paused("a", "XHR")));
+        assert!(f.refuses(&paused("a", "XHR"), "http://127.0.0.1/", "main"));
+        // It comes second: the paused request waits, then is refused as the fetch it is.
+        assert!(f.must_wait(&paused("b", "XHR")));
+        assert!(f.ready(Some("other")).is_empty());
+        f.note_kind("b", "Fetch");
+        let ready = f.ready(Some("b"));
+        assert_eq!(ready.len(), 1);
+        assert!(f.refuses(&ready[0], "http://127.0.0.1/", "main"));
+        // A real XHR goes on; images never wait.
+        assert!(f.must_wait(&paused("c", "XHR")));
+        f.note_kind("c", "XHR");
+        let ready = f.ready(Some("c"));
+        assert!(!f.refuses(&ready[0], "http://127.0.0.1/", "main"));
+        assert!(!f.must_wait(&paused("d", "Image")));
+        // When xhr and fetch are both refused (or neither), nothing waits.
+        let mut both = RequestFilter::new(vec!["Fetch", "XHR"], None, None);
+        assert!(!both.must_wait(&paused("e", "XHR")));
     }
 }

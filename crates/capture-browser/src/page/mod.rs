@@ -136,6 +136,10 @@ impl Page {
             PageEvent::RequestWillBeSent(r) => {
                 if let Some(f) = self.filter.as_mut() {
                     f.note_kind(&r.request_id, &r.resource_type);
+                    // A paused request that waited for this kind is decided now.
+                    for waited in f.ready(Some(&r.request_id)) {
+                        self.answer_paused(&waited);
+                    }
                 }
                 if r.resource_type == "Document" && r.frame_id.as_deref() == Some(self.frame_id.as_str()) {
                     // A redirect keeps its request: the chain grows; a new request starts one.
@@ -202,14 +206,13 @@ impl Page {
                 }
             }
             PageEvent::RequestPaused(r) => {
-                let source = self.document_chain.last().map_or("", String::as_str);
-                // Without a filter nothing should pause: refuse what does.
-                let refuse = self.filter.as_mut().is_none_or(|f| f.refuses(&r, source, &self.frame_id));
-                if refuse {
-                    let fail = p::FailRequest { request_id: &r.request_id, error_reason: "BlockedByClient" };
-                    self.conn.cmd_forget(&fail, Some(&self.sid));
-                } else {
-                    self.conn.cmd_forget(&p::ContinueRequest { request_id: &r.request_id }, Some(&self.sid));
+                if !self.filter.as_mut().is_some_and(|f| f.must_wait(&r)) {
+                    self.answer_paused(&r);
+                }
+                // Any that waited too long for their Network kind go by the paused kind.
+                let late = self.filter.as_mut().map(|f| f.ready(None)).unwrap_or_default();
+                for waited in late {
+                    self.answer_paused(&waited);
                 }
             }
             PageEvent::AuthRequired(a) => {
@@ -221,6 +224,19 @@ impl Page {
             PageEvent::TargetCrashed => self.crashed = Some("the page crashed"),
             PageEvent::Detached => self.crashed = Some("the page was closed by the browser"),
             _ => {}
+        }
+    }
+
+    /// Refuse or continue a paused request, as the filter decides.
+    fn answer_paused(&mut self, r: &p::RequestPaused) {
+        let source = self.document_chain.last().map_or("", String::as_str);
+        // Without a filter nothing should pause: refuse what does.
+        let refuse = self.filter.as_mut().is_none_or(|f| f.refuses(r, source, &self.frame_id));
+        if refuse {
+            let fail = p::FailRequest { request_id: &r.request_id, error_reason: "BlockedByClient" };
+            self.conn.cmd_forget(&fail, Some(&self.sid));
+        } else {
+            self.conn.cmd_forget(&p::ContinueRequest { request_id: &r.request_id }, Some(&self.sid));
         }
     }
 

@@ -273,13 +273,13 @@ pub(crate) struct ContinueWithAuth<'a> {
 command!(ContinueWithAuth<'_>, "Fetch.continueWithAuth", Empty);
 
 /// The request of a paused fetch (the part the engine reads).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(crate) struct PausedRequest {
     pub url: String,
 }
 
 /// `Fetch.requestPaused` (the part the engine reads).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RequestPaused {
     pub request_id: String,
