@@ -38,6 +38,26 @@ class Service:
         return out.stdout
 
 
+def start_service(binary: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
+    """`capture serve` with `env`: its process and the address it prints."""
+    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.PIPE, text=True)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        first = lines.get(timeout=90)
+    except queue.Empty:
+        proc.kill()
+        pytest.fail("the service did not print its address")
+    assert first.startswith("listening on "), first
+    return proc, first.removeprefix("listening on ").strip()
+
+
 @pytest.fixture(scope="session")
 def service():
     binary = os.environ.get("CAPTURE_BIN")
@@ -56,22 +76,8 @@ def service():
         "CAPTURE_LOG": "warn",
     }
     env.pop("CAPTURE_BASE_URL", None)
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        first = lines.get(timeout=90)
-    except queue.Empty:
-        proc.kill()
-        pytest.fail("the service did not print its address")
-    assert first.startswith("listening on "), first
-    svc = Service(base=first.removeprefix("listening on ").strip(), env=env, binary=binary)
+    proc, base = start_service(binary, env)
+    svc = Service(base=base, env=env, binary=binary)
     yield svc
     proc.terminate()
     try:

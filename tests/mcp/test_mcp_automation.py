@@ -32,7 +32,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
-from conftest import Account, Service
+from conftest import Account, Service, start_service
 from test_mcp_oauth import REDIRECT_URI, Browser, MemoryStorage, png_size_and_first_pixel, text_of
 
 SIGNUP_HTML = """<!doctype html><html lang="en"><head><title>Fixture shop</title>
@@ -206,26 +206,6 @@ def fixture_site():
     srv.shutdown()
 
 
-def _start(binary: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
-    """`capture serve` with `env`; its process and the address it prints."""
-    proc = subprocess.Popen([binary, "serve"], env=env, stdout=subprocess.PIPE, text=True)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=pump, daemon=True).start()
-    try:
-        first = lines.get(timeout=90)
-    except queue.Empty:
-        proc.kill()
-        pytest.fail("the service did not print its address")
-    assert first.startswith("listening on "), first
-    return proc, first.removeprefix("listening on ").strip()
-
-
 # Every module test runs on one node (SQLite), then on two nodes of one deployment
 # (PostgreSQL) whose MCP requests the client sends round robin, one to each node in turn, as
 # a balancer without stickiness would: every automation tool must work through either node.
@@ -264,12 +244,12 @@ def auto_service(request):
     }
     env.pop("CAPTURE_BASE_URL", None)
     procs = []
-    proc, base = _start(binary, env)
+    proc, base = start_service(binary, env)
     procs.append(proc)
     svc = Service(base=base, env=env, binary=binary)
     if two:
         # The second node is the same deployment: the first node's public address.
-        proc, other = _start(binary, {**env, "CAPTURE_BASE_URL": base})
+        proc, other = start_service(binary, {**env, "CAPTURE_BASE_URL": base})
         procs.append(proc)
         svc.mcp_nodes = [base, other]
     yield svc

@@ -38,6 +38,11 @@ pub fn require_moto(target_tmpdir: impl AsRef<Path>) -> Option<PathBuf> {
     None
 }
 
+/// What moto (authentication off) takes for an S3 request's `Authorization`: it only looks
+/// for one and checks no signature.
+pub const PLACEHOLDER_AUTH: &str = "AWS4-HMAC-SHA256 Credential=AKIDTESTING/20260101/eu-west-1/s3/aws4_request, \
+     SignedHeaders=host, Signature=0000";
+
 /// A running `moto_server`, killed on drop.
 pub struct Moto {
     child: Option<Child>,
@@ -102,11 +107,7 @@ impl Moto {
         let r = self
             .http
             .head(format!("{}/{bucket}/{key}", self.endpoint))
-            .header(
-                "authorization",
-                "AWS4-HMAC-SHA256 Credential=AKIDTESTING/20260101/eu-west-1/s3/aws4_request, \
-                 SignedHeaders=host, Signature=0000",
-            )
+            .header("authorization", PLACEHOLDER_AUTH)
             .send()
             .await
             .unwrap();
@@ -171,11 +172,7 @@ impl Moto {
         let r = self
             .http
             .get(format!("{}/{bucket}/{key}", self.endpoint))
-            .header(
-                "authorization",
-                "AWS4-HMAC-SHA256 Credential=AKIDTESTING/20260101/eu-west-1/s3/aws4_request, \
-                 SignedHeaders=host, Signature=0000",
-            )
+            .header("authorization", PLACEHOLDER_AUTH)
             .send()
             .await
             .unwrap();

@@ -106,17 +106,8 @@ pub async fn devtools(
         Err(e) => return ApiError::from(e).into_response(),
     };
     state.job_changed(&row.id);
-    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     SESSIONS.spawn(serve(state, pool, row, on_upgrade));
-    let mut resp = Response::new(Body::empty());
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = resp.headers_mut();
-    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    if let Ok(v) = HeaderValue::from_str(&accept) {
-        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
-    }
-    resp
+    switching_protocols(key.as_bytes())
 }
 
 /// A live connection reaching a node without a browser: connect to a node with one (its
@@ -160,7 +151,6 @@ async fn pass_on(
         }
         Err(_) => return none(),
     };
-    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key);
     SESSIONS.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
         let client = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
@@ -190,6 +180,13 @@ async fn pass_on(
             _ = to_client => {}
         }
     });
+    switching_protocols(key)
+}
+
+/// The `101` that completes the client's WebSocket handshake (`key`: its
+/// `Sec-WebSocket-Key`).
+fn switching_protocols(key: &[u8]) -> Response {
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key);
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let h = resp.headers_mut();

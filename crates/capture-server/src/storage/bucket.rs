@@ -123,7 +123,7 @@ impl Bucket {
         &self,
         policy: &Arc<EgressPolicy>,
         key: &str,
-        bytes: Vec<u8>,
+        bytes: bytes::Bytes,
         content_type: &str,
     ) -> Result<(), Failure> {
         let store = self.client(policy)?;
@@ -139,7 +139,7 @@ impl Bucket {
         self.put(
             policy,
             &key,
-            b"Capture checks it may write here; this object is deleted at once.\n".to_vec(),
+            bytes::Bytes::from_static(b"Capture checks it may write here; this object is deleted at once.\n"),
             "text/plain",
         )
         .await?;

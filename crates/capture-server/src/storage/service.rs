@@ -161,12 +161,14 @@ pub async fn deliver(state: &AppState, user_id: &str, target: &StorageTarget, fi
         .unwrap_or_else(|| "upload".to_string());
     let date = &iso(file.finished_ms)[..10];
     let key = bucket.full_key(&target.render_key(file.job_id, date, file.ext, &host));
+    // One buffer for every attempt (a clone is a reference).
+    let bytes = bytes::Bytes::from(file.bytes);
     let mut last: Option<Failure> = None;
     for attempt in 0..ATTEMPTS {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_secs(if attempt == 1 { 1 } else { 4 })).await;
         }
-        match bucket.put(&state.egress, &key, file.bytes.clone(), file.content_type).await {
+        match bucket.put(&state.egress, &key, bytes.clone(), file.content_type).await {
             Ok(()) => return Delivered { url: Some(bucket.object_url(&key)), error: None },
             Err(f) => {
                 tracing::warn!(job = %file.job_id, destination = %row.id, reason = f.reason, error = %f.message, attempt,
