@@ -11,6 +11,9 @@ use capture_testkit::oauth::*;
 use helpers::{Api, Db, Opts, TestApp};
 use serde_json::{Value, json};
 
+/// The secret the nodes of these deployments sign their internal calls with.
+const CLUSTER_SECRET: &str = "oauth-suite-cluster-secret-0123456789abcdef";
+
 /// The OAuth/MCP tests' app over this suite's harness (the `capture` binary).
 type App = capture_testkit::oauth::App<TestApp>;
 
@@ -24,7 +27,7 @@ async fn automation_session_is_a_live_run(db: Db) {
                 'clicked'\">Go</button><p id=n>waiting</p>"
             .to_string();
     let site = helpers::Site::start(vec![("/", "text/html", page)]).await;
-    let app = App::spawn_with(Opts::full(db)).await;
+    let app = App::spawn_with(Opts::full(db).env("CAPTURE_CLUSTER_SECRET", CLUSTER_SECRET)).await;
     let mcp = app.url("/mcp");
     let (email, _c, m) = app.tokens(Some(&mcp)).await;
     let token = m["access_token"].as_str().unwrap();
@@ -118,6 +121,29 @@ async fn automation_session_is_a_live_run(db: Db) {
             .await
             .unwrap();
         assert_eq!(forged.status().as_u16(), 401);
+        // A correctly signed call is taken once: the same request sent again (as someone who
+        // recorded it on the internal network would) is refused.
+        let body = json!({"userId": "usr_x", "tool": "get_url", "args": {"sessionId": sid}}).to_string();
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+        let nonce = capture_core::ids::random_string(22);
+        let s = capture_testkit::webhooks::hmac_sha256_hex(
+            CLUSTER_SECRET.as_bytes(),
+            format!("{t}.{nonce}.{body}").as_bytes(),
+        );
+        let signed = format!("t={t},n={nonce},s={s}");
+        let send = || {
+            app.http
+                .post(other.url("/internal/v1/automation/call"))
+                .header("x-capture-cluster", &signed)
+                .header("content-type", "application/json")
+                .body(body.clone())
+                .send()
+        };
+        let first = send().await.unwrap();
+        assert_eq!(first.status().as_u16(), 404, "signed with the cluster secret, for no account");
+        let answer: Value = first.json().await.unwrap();
+        assert_eq!(answer["code"], "NOT_FOUND", "{answer}");
+        assert_eq!(send().await.unwrap().status().as_u16(), 401, "a replay is refused");
     }
 
     let r = call("session_end", json!({"sessionId": sid})).await;

@@ -164,7 +164,8 @@ impl Application {
             .map_err(|e| StartError::setting(format!("CAPTURE_DATA_DIR {}", cfg.data_dir.display()), e))?;
         let store = Store::connect(&cfg.database_url, cfg.database_pool)
             .await
-            .map_err(|e| StartError::setting("CAPTURE_DATABASE_URL", e))?;
+            .map_err(|e| StartError::setting("CAPTURE_DATABASE_URL", e))?
+            .with_gate_slots(cfg.create_slots);
         // Listen before serving or claiming, so nothing committed after start-up is missed.
         // Not fatal: without notifications (e.g. behind a transaction-mode pooler) nodes poll.
         let notifications = match store.listener() {

@@ -10,9 +10,11 @@
 //! - **Who may call.** `POST /internal/v1/automation/call` (`automation::remote`) answers
 //!   only requests signed with
 //!   the cluster key: `CAPTURE_CLUSTER_SECRET`, or a key derived from the master key every
-//!   node of a deployment shares. The signature is HMAC-SHA256 over `<unix seconds>.<body>`
-//!   in `X-Capture-Cluster: t=<unix seconds>,s=<hex>`, accepted within [`SKEW`]. Captured
-//!   pages never reach it: the egress guard refuses the service's own listeners.
+//!   node of a deployment shares. The signature is HMAC-SHA256 over
+//!   `<unix seconds>.<nonce>.<body>` in `X-Capture-Cluster: t=<unix seconds>,n=<nonce>,s=<hex>`,
+//!   accepted within [`SKEW`] and once: a node remembers the nonces it accepted for as long as
+//!   their time could pass, so a call recorded on the internal network cannot be replayed.
+//!   Captured pages never reach it: the egress guard refuses the service's own listeners.
 //! - **What runs there.** The tool, as the account named in the body, exactly as if the
 //!   call had arrived there; its result comes back whole.
 
@@ -43,31 +45,68 @@ fn key(state: &AppState) -> Vec<u8> {
     }
 }
 
-/// The signature header for `body` at `t` (unix seconds).
-fn signature(key: &[u8], t: i64, body: &[u8]) -> String {
-    let mut signed = format!("{t}.").into_bytes();
+/// Nonces a node remembers at most; past that it refuses internal calls until old ones expire
+/// (far above any real rate: each is one forwarded tool call within two minutes).
+const MAX_NONCES: usize = 200_000;
+
+/// The signature header for `body` at `t` (unix seconds) with `nonce`.
+fn signature(key: &[u8], t: i64, nonce: &str, body: &[u8]) -> String {
+    let mut signed = format!("{t}.{nonce}.").into_bytes();
     signed.extend_from_slice(body);
-    format!("t={t},s={}", hmac_sha256_hex(key, &signed))
+    format!("t={t},n={nonce},s={}", hmac_sha256_hex(key, &signed))
 }
 
-/// Whether `header` signs `body` with `key` within the allowed skew of `now` (unix seconds).
-fn verify(key: &[u8], header: &str, body: &[u8], now: i64) -> bool {
-    let mut t = None;
-    let mut s = None;
+/// A new signature header for `body` at `t`.
+fn sign(key: &[u8], t: i64, body: &[u8]) -> String {
+    signature(key, t, &capture_core::ids::random_string(22), body)
+}
+
+/// Whether `header` signs `body` with `key` within the allowed skew of `now` (unix seconds):
+/// its time and nonce when it does.
+fn verify<'h>(key: &[u8], header: &'h str, body: &[u8], now: i64) -> Option<(i64, &'h str)> {
+    let (mut t, mut n, mut s) = (None, None, None);
     for part in header.split(',') {
         match part.trim().split_once('=') {
             Some(("t", v)) => t = v.parse::<i64>().ok(),
+            Some(("n", v)) => n = Some(v),
             Some(("s", v)) => s = Some(v),
             _ => {}
         }
     }
-    let (Some(t), Some(s)) = (t, s) else { return false };
-    if (now - t).abs() > SKEW {
-        return false;
+    let (Some(t), Some(n), Some(s)) = (t, n, s) else { return None };
+    if (now - t).abs() > SKEW || n.is_empty() || n.len() > 64 {
+        return None;
     }
-    let want = signature(key, t, body);
+    let want = signature(key, t, n, body);
     let want = want.rsplit_once("s=").map_or("", |(_, v)| v);
-    ct_eq(want.as_bytes(), s.to_ascii_lowercase().as_bytes())
+    ct_eq(want.as_bytes(), s.to_ascii_lowercase().as_bytes()).then_some((t, n))
+}
+
+/// The nonces of the internal calls this node accepted, with their times.
+#[derive(Default)]
+pub struct Nonces(std::sync::Mutex<std::collections::HashMap<String, i64>>);
+
+impl Nonces {
+    /// Record `nonce` of a call signed at `t`; false when it was seen already (a replay) or
+    /// the node remembers too many to take another.
+    fn first_use(&self, nonce: &str, t: i64, now: i64) -> bool {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.len() >= MAX_NONCES / 2 {
+            // A nonce older than the skew on both sides can no longer pass the time check.
+            seen.retain(|_, at| (now - *at).abs() <= SKEW);
+        }
+        if seen.len() >= MAX_NONCES || seen.contains_key(nonce) {
+            return false;
+        }
+        seen.insert(nonce.to_string(), t);
+        true
+    }
+}
+
+/// This process's accepted nonces (one process is one node).
+fn nonces() -> &'static Nonces {
+    static NONCES: std::sync::OnceLock<Nonces> = std::sync::OnceLock::new();
+    NONCES.get_or_init(Nonces::default)
 }
 
 /// This node's internal address (`CAPTURE_INTERNAL_URL`, or its concrete bound address).
@@ -116,7 +155,7 @@ pub async fn forward(
     };
     let body = serde_json::to_vec(&ForwardedCall { user_id: user_id.into(), tool: tool.into(), args: args.clone() })
         .map_err(|e| Unreachable(e.to_string()))?;
-    let sig = signature(&key(state), now_ms() / 1000, &body);
+    let sig = sign(&key(state), now_ms() / 1000, &body);
     let client = internal_client();
     let r = client
         .post(format!("{}/internal/v1/automation/call", url.trim_end_matches('/')))
@@ -149,11 +188,12 @@ fn internal_client() -> &'static reqwest::Client {
     })
 }
 
-/// Whether a request to an internal route carries a valid signature of `body` (see the
-/// module's notes).
+/// Whether a request to an internal route carries a valid signature of `body`, not seen
+/// before (see the module's notes).
 pub fn verified(state: &AppState, headers: &HeaderMap, body: &[u8]) -> bool {
     let signed = headers.get(HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
-    verify(&key(state), signed, body, now_ms() / 1000)
+    let now = now_ms() / 1000;
+    verify(&key(state), signed, body, now).is_some_and(|(t, nonce)| nonces().first_use(nonce, t, now))
 }
 
 #[cfg(test)]
@@ -163,13 +203,26 @@ mod tests {
     #[test]
     fn only_a_fresh_call_signed_with_the_key_passes() {
         let (key, body) = (b"k".as_slice(), br#"{"tool":"get_url"}"#.as_slice());
-        let h = signature(key, 1000, body);
-        assert!(verify(key, &h, body, 1000));
-        assert!(verify(key, &h, body, 1000 + SKEW));
-        assert!(!verify(key, &h, body, 1000 + SKEW + 1), "too old");
-        assert!(!verify(b"other", &h, body, 1000), "another key");
-        assert!(!verify(key, &h, br#"{"tool":"navigate"}"#, 1000), "another body");
-        assert!(!verify(key, "t=1000", body, 1000));
-        assert!(!verify(key, "", body, 1000));
+        let h = signature(key, 1000, "n1", body);
+        assert_eq!(verify(key, &h, body, 1000), Some((1000, "n1")));
+        assert_eq!(verify(key, &h, body, 1000 + SKEW), Some((1000, "n1")));
+        assert_eq!(verify(key, &h, body, 1000 + SKEW + 1), None, "too old");
+        assert_eq!(verify(b"other", &h, body, 1000), None, "another key");
+        assert_eq!(verify(key, &h, br#"{"tool":"navigate"}"#, 1000), None, "another body");
+        let other_nonce = h.replace("n=n1", "n=n2");
+        assert_eq!(verify(key, &other_nonce, body, 1000), None, "the nonce is signed");
+        let no_nonce = format!("t=1000,s={}", h.rsplit_once("s=").unwrap().1);
+        assert_eq!(verify(key, &no_nonce, body, 1000), None);
+        assert_eq!(verify(key, "t=1000", body, 1000), None);
+        assert_eq!(verify(key, "", body, 1000), None);
+        assert_ne!(sign(key, 1000, body), sign(key, 1000, body), "each call its own nonce");
+    }
+
+    #[test]
+    fn a_signed_call_is_accepted_once() {
+        let seen = Nonces::default();
+        assert!(seen.first_use("n1", 1000, 1000));
+        assert!(!seen.first_use("n1", 1000, 1030), "replayed within the window");
+        assert!(seen.first_use("n2", 1000, 1030));
     }
 }

@@ -5,22 +5,16 @@
 //! How the checks stay exact under concurrency:
 //! - SQLite: every write transaction starts with `BEGIN IMMEDIATE`, so creates already run
 //!   one at a time; a count inside the transaction is exact.
-//! - PostgreSQL: an account's creates are serialised on its `users` row
-//!   (`FOR NO KEY UPDATE`, taken first; it does not block the foreign-key checks of other
-//!   inserts). Under READ COMMITTED each later statement sees what the previous holder
-//!   committed, so the per-account count is exact. The global bound needs one point that
-//!   every create passes: a transaction-scoped advisory lock taken as the last step, after
-//!   this transaction's job is inserted, so it is held only for one bounded count and the
-//!   commit. Before that, an unlocked count refuses at once when the committed jobs alone
-//!   fill the queue, so a full queue answers its refusals in parallel instead of queueing
-//!   them behind the lock.
+//! - PostgreSQL: a create passes its account's gate and the global queue gate
+//!   ([`crate::gate`]): one slot of each, counting only after taking it, so at most
+//!   one less than its slots uncommitted jobs are unseen; a count that leaves room for them is exact, and
+//!   one that does not starts the create again holding every slot. A count that alone fills
+//!   the queue refuses at once, so a full queue answers its refusals in parallel.
 
 use sqlx::{Any, Transaction};
 
 use crate::db::{Backend, Result, Store};
-
-/// Key of the advisory lock that serialises the final global check (PostgreSQL).
-const GLOBAL_QUEUE_LOCK: i64 = 7_245_020;
+use crate::gate::{self, Gate, Hold, NeedExact};
 
 /// The job states that occupy the queue. Written exactly as in the partial index
 /// `screenshots_active`, so both backends use it.
@@ -61,30 +55,39 @@ pub struct QueueFull {
     pub limit: i64,
 }
 
-/// Serialise this account's creates (PostgreSQL; SQLite's writers are serial already).
+/// Hold all of this account's gate slots (PostgreSQL; SQLite's writers are serial already):
+/// the exact way in, which every create but a single job's takes.
 pub(crate) async fn lock_account(tx: &mut Transaction<'static, Any>, backend: Backend, user_id: &str) -> Result<()> {
-    if backend == Backend::Postgres {
-        sqlx::query("SELECT id FROM users WHERE id = $1 FOR NO KEY UPDATE")
-            .bind(user_id)
-            .fetch_optional(&mut **tx)
-            .await?;
-    }
+    Gate::Account(user_id).enter(tx, backend, crate::db::MAX_GATE_SLOTS, true).await?;
     Ok(())
 }
 
-/// Refuse when the account already has `limit` jobs waiting or in capture.
+/// Refuse when the account already has `limit` jobs waiting or in capture (the caller holds
+/// its gate exactly).
 pub(crate) async fn check_account(
     tx: &mut Transaction<'static, Any>,
     user_id: &str,
     limit: Option<i64>,
     adding: i64,
 ) -> Result<std::result::Result<(), QueueFull>> {
-    let Some(limit) = limit else { return Ok(Ok(())) };
+    Ok(check_account_in(tx, user_id, limit, adding, Hold::All).await?.unwrap_or(Ok(())))
+}
+
+/// [`check_account`] for a create holding the account's gate as `hold`.
+pub(crate) async fn check_account_in(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    limit: Option<i64>,
+    adding: i64,
+    hold: Hold,
+) -> Result<std::result::Result<std::result::Result<(), QueueFull>, NeedExact>> {
+    let Some(limit) = limit else { return Ok(Ok(Ok(()))) };
     let (pending,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM screenshots WHERE user_id = $1 AND {ACTIVE}"))
         .bind(user_id)
         .fetch_one(&mut **tx)
         .await?;
-    Ok(if pending + adding > limit { Err(QueueFull { scope: QueueScope::Account, pending, limit }) } else { Ok(()) })
+    Ok(gate::fits(hold, pending, adding, limit)
+        .map(|fits| if fits { Ok(()) } else { Err(QueueFull { scope: QueueScope::Account, pending, limit }) }))
 }
 
 /// Active jobs of every account, counted no further than `upto` (the count walks the
@@ -98,36 +101,22 @@ async fn count_global(tx: &mut Transaction<'static, Any>, upto: i64) -> Result<i
     Ok(n)
 }
 
-/// Before inserting: refuse when the jobs already there fill the queue. Exact on SQLite; on
-/// PostgreSQL a fast path that takes no lock ([`check_global_final`] decides).
-pub(crate) async fn check_global_early(
-    tx: &mut Transaction<'static, Any>,
-    limit: Option<i64>,
-    adding: i64,
-) -> Result<std::result::Result<(), QueueFull>> {
-    let Some(limit) = limit else { return Ok(Ok(())) };
-    let pending = count_global(tx, limit).await?;
-    Ok(if pending + adding > limit { Err(QueueFull { scope: QueueScope::Global, pending, limit }) } else { Ok(()) })
-}
-
-/// After inserting this transaction's job (PostgreSQL only): under the advisory lock, which
-/// is held until commit, count every committed active job plus our own and refuse past `limit`.
-pub(crate) async fn check_global_final(
+/// Before inserting `adding` jobs: pass the global queue gate (one slot, or `exact`, all)
+/// and refuse when the jobs there fill the queue. `Err(NeedExact)`: a fast create too near
+/// the bound to tell.
+pub(crate) async fn check_global(
     tx: &mut Transaction<'static, Any>,
     backend: Backend,
+    of: i64,
     limit: Option<i64>,
-) -> Result<std::result::Result<(), QueueFull>> {
-    let Some(limit) = limit else { return Ok(Ok(())) };
-    if backend != Backend::Postgres {
-        return Ok(Ok(()));
-    }
-    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(GLOBAL_QUEUE_LOCK).execute(&mut **tx).await?;
-    let with_ours = count_global(tx, limit + 1).await?;
-    Ok(if with_ours > limit {
-        Err(QueueFull { scope: QueueScope::Global, pending: with_ours - 1, limit })
-    } else {
-        Ok(())
-    })
+    adding: i64,
+    exact: bool,
+) -> Result<std::result::Result<std::result::Result<(), QueueFull>, NeedExact>> {
+    let Some(limit) = limit else { return Ok(Ok(Ok(()))) };
+    let hold = Gate::Queue.enter(tx, backend, of, exact).await?;
+    let pending = count_global(tx, limit).await?;
+    Ok(gate::fits(hold, pending, adding, limit)
+        .map(|fits| if fits { Ok(()) } else { Err(QueueFull { scope: QueueScope::Global, pending, limit }) }))
 }
 
 impl Store {

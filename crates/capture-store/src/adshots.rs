@@ -146,9 +146,7 @@ impl Store {
     ) -> Result<std::result::Result<(AdshotRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
         let op = queue_kind(&n.kind);
-        if n.max_active.is_some() {
-            crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
-        }
+        crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
         let used = match reserve(&mut tx, &n.charge(op)).await? {
             Ok(used) => used,
             Err(q) => {

@@ -168,9 +168,7 @@ impl Store {
         idem: Option<IdemResponse<'_, AuditRow>>,
     ) -> Result<std::result::Result<(AuditRow, i64), Refused>> {
         let mut tx = self.begin_write().await?;
-        if n.queue_limits.per_account.is_some() {
-            admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
-        }
+        admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
         let used = match reserve(&mut tx, &n.charge("audit")).await? {
             Ok(used) => used,
             Err(q) => {

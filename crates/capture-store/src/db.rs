@@ -40,7 +40,13 @@ pub struct Store {
     /// The PostgreSQL URL, for the connections that must not come from the pool (the
     /// notification listener, the scheduler leader's lock).
     pub(crate) pg_url: Option<PgUrl>,
+    /// Slots of each gate this store's creates use ([`crate::gate`]).
+    pub(crate) slots: i64,
 }
+
+/// Slots per gate at most (the queue gate's rows), and a store's number unless set
+/// (`crate::gate`).
+pub const MAX_GATE_SLOTS: i64 = 16;
 
 /// A database URL that never prints its password.
 #[derive(Clone)]
@@ -91,7 +97,7 @@ impl Store {
             Backend::Postgres => AuthState::postgres(),
         });
         let pg_url = (backend == Backend::Postgres).then(|| PgUrl(Arc::from(url.as_str())));
-        let store = Store { pool, backend, auth, pg_url };
+        let store = Store { pool, backend, auth, pg_url, slots: MAX_GATE_SLOTS };
         store.migrate().await?;
         Ok(store)
     }

@@ -6,7 +6,8 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use crate::admission::{self, QueueFull, QueueLimits};
-use crate::db::{Result, Store};
+use crate::db::{Result, Store, StoreError};
+use crate::gate::{self, Gate, Hold, NeedExact};
 use crate::notify::{WORK_CHANNEL, notify};
 use crate::shape::{Before, IdemResponse, Table, created};
 
@@ -336,15 +337,120 @@ macro_rules! charged_by {
 }
 pub(crate) use charged_by;
 
-/// The quota part of every paid create, in its transaction: reserve the charge's actions if
-/// the cap allows, record the ledger entry and queue the `quota.warning` events the new usage
-/// crosses. The usage after the reservation, or the current usage when refused (the caller
-/// rolls back).
+/// The quota part of every paid create that holds its account's gate exactly (all slots on
+/// PostgreSQL, the single writer on SQLite), in its transaction: reserve the charge's actions
+/// if the cap allows, record the ledger entry and queue the `quota.warning` events the new
+/// usage crosses. The usage after the reservation, or the current usage when refused (the
+/// caller rolls back).
 pub(crate) async fn reserve(
     tx: &mut Transaction<'static, Any>,
     c: &Charge<'_>,
 ) -> Result<std::result::Result<i64, QuotaExceeded>> {
-    let Charge { user_id, key_id, operation, subject_id, actions, month, limit, reset_at, now } = *c;
+    let Charge { user_id, month, limit, .. } = *c;
+    counter_row(tx, user_id, month).await?;
+    // One conditional UPDATE: the row lock (PostgreSQL) or the single writer (SQLite) makes
+    // the check and the increment atomic, so concurrent requests never pass the cap.
+    let mut granted = grant(tx, user_id, month, c.actions, limit).await?;
+    if granted.is_none() && take_back_blocks(tx, user_id, month).await? > 0 {
+        // The counter also held what the account's slots were granted and have not spent:
+        // with that back, it is the usage itself.
+        granted = grant(tx, user_id, month, c.actions, limit).await?;
+    }
+    if granted.is_none() {
+        return Ok(Err(QuotaExceeded { used: month_used(tx, user_id, month).await? }));
+    }
+    let used = month_used(tx, user_id, month).await?;
+    charged(tx, c).await?;
+    if let Some(limit) = limit {
+        crate::webhooks::quota_warnings(tx, user_id, month, used, limit, c.reset_at, c.now).await?;
+    }
+    Ok(Ok(used))
+}
+
+/// Charges the fast way may take: at most this many actions each, so a fast create can bound
+/// what the others beside it add (see [`reserve_in`]).
+const FAST_ACTIONS: i64 = 10;
+
+/// [`reserve`] for a create holding its account's gate as `hold`: with one slot (PostgreSQL's
+/// fast way), charge the slot's block of actions, taking a new block from the counter when it
+/// runs short. `Err(NeedExact)` when only the exact way can decide: the counter cannot grant
+/// what is needed (the cap is near, or the other slots hold it), the charge is large, or a
+/// `quota.warning` threshold may be crossed by this create or those beside it.
+pub(crate) async fn reserve_in(
+    tx: &mut Transaction<'static, Any>,
+    c: &Charge<'_>,
+    hold: Hold,
+) -> Result<std::result::Result<std::result::Result<i64, QuotaExceeded>, NeedExact>> {
+    let Hold::Slot { slot, of } = hold else { return Ok(Ok(reserve(tx, c).await?)) };
+    let Charge { user_id, month, limit, actions, .. } = *c;
+    let block = gate::block(limit, of);
+    if actions > FAST_ACTIONS || block == 0 {
+        return Ok(Err(NeedExact));
+    }
+    let spent: Option<(i64,)> = sqlx::query_as(
+        "UPDATE account_slots SET spent = spent + $1 \
+         WHERE user_id = $2 AND slot = $3 AND month = $4 AND spent + $1 <= granted RETURNING spent",
+    )
+    .bind(actions)
+    .bind(user_id)
+    .bind(slot)
+    .bind(month)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if spent.is_none() {
+        // A new block for this slot: what is needed now and a block more, or just what is needed.
+        let (was_month, granted, spent): (String, i64, i64) =
+            sqlx::query_as("SELECT month, granted, spent FROM account_slots WHERE user_id = $1 AND slot = $2")
+                .bind(user_id)
+                .bind(slot)
+                .fetch_one(&mut **tx)
+                .await?;
+        counter_row(tx, user_id, month).await?;
+        let mut got = actions + block;
+        if grant(tx, user_id, month, got, limit).await?.is_none() {
+            got = actions;
+            if grant(tx, user_id, month, got, limit).await?.is_none() {
+                return Ok(Err(NeedExact));
+            }
+        }
+        let (granted, spent) = if was_month == month {
+            (granted + got, spent + actions)
+        } else {
+            // The slot's block of an earlier month: what it left unspent goes back there.
+            if granted > spent {
+                sqlx::query("UPDATE usage_counters SET used = used - $1 WHERE user_id = $2 AND month = $3")
+                    .bind(granted - spent)
+                    .bind(user_id)
+                    .bind(&was_month)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            (got, actions)
+        };
+        sqlx::query("UPDATE account_slots SET month = $1, granted = $2, spent = $3 WHERE user_id = $4 AND slot = $5")
+            .bind(month)
+            .bind(granted)
+            .bind(spent)
+            .bind(user_id)
+            .bind(slot)
+            .execute(&mut **tx)
+            .await?;
+    }
+    let used = month_used(tx, user_id, month).await?;
+    if let Some(limit) = limit {
+        // The others beside this create may have charged up to this much, uncommitted: a
+        // threshold that near is for the exact way to cross, so its warning is sent once, on time.
+        let at_most = used + (of - 1) * FAST_ACTIONS;
+        if crate::webhooks::quota_warning_due(tx, user_id, month, at_most, limit).await? {
+            return Ok(Err(NeedExact));
+        }
+    }
+    charged(tx, c).await?;
+    Ok(Ok(Ok(used)))
+}
+
+/// Make the account's counter row for `month`.
+async fn counter_row(tx: &mut Transaction<'static, Any>, user_id: &str, month: &str) -> Result<()> {
     sqlx::query(
         "INSERT INTO usage_counters (user_id, month, used) VALUES ($1, $2, 0) ON CONFLICT (user_id, month) DO NOTHING",
     )
@@ -352,9 +458,18 @@ pub(crate) async fn reserve(
     .bind(month)
     .execute(&mut **tx)
     .await?;
-    // One conditional UPDATE: the row lock (PostgreSQL) or the single writer (SQLite) makes
-    // the check and the increment atomic, so concurrent requests never pass the cap.
-    let updated: Option<(i64,)> = sqlx::query_as(
+    Ok(())
+}
+
+/// Add `actions` to the counter if the cap allows: the counter after, or None.
+async fn grant(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    month: &str,
+    actions: i64,
+    limit: Option<i64>,
+) -> Result<Option<i64>> {
+    let row: Option<(i64,)> = sqlx::query_as(
         "UPDATE usage_counters SET used = used + $1 WHERE user_id = $2 AND month = $3 \
          AND ($4 < 0 OR used + $1 <= $4) RETURNING used",
     )
@@ -364,31 +479,64 @@ pub(crate) async fn reserve(
     .bind(limit.unwrap_or(-1))
     .fetch_optional(&mut **tx)
     .await?;
-    let Some((used,)) = updated else {
-        let (used,): (i64,) = sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
+    Ok(row.map(|(u,)| u))
+}
+
+/// Take back into the counter what the account's slots were granted for `month` and have not
+/// spent (the caller holds all of them). How many actions came back.
+async fn take_back_blocks(tx: &mut Transaction<'static, Any>, user_id: &str, month: &str) -> Result<i64> {
+    let (unspent,): (i64,) = sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(granted - spent), 0) AS BIGINT) FROM account_slots WHERE user_id = $1 AND month = $2",
+    )
+    .bind(user_id)
+    .bind(month)
+    .fetch_one(&mut **tx)
+    .await?;
+    if unspent > 0 {
+        sqlx::query("UPDATE account_slots SET granted = spent WHERE user_id = $1 AND month = $2")
             .bind(user_id)
             .bind(month)
-            .fetch_one(&mut **tx)
+            .execute(&mut **tx)
             .await?;
-        return Ok(Err(QuotaExceeded { used }));
-    };
+        sqlx::query("UPDATE usage_counters SET used = used - $1 WHERE user_id = $2 AND month = $3")
+            .bind(unspent)
+            .bind(user_id)
+            .bind(month)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(unspent)
+}
+
+/// The account's usage in `month` as this transaction sees it.
+pub(crate) async fn month_used(tx: &mut Transaction<'static, Any>, user_id: &str, month: &str) -> Result<i64> {
+    let row: Option<(i64,)> = sqlx::query_as(sqlf!(
+        "SELECT {USED} FROM usage_counters c WHERE c.user_id = $1 AND c.month = $2",
+        USED = gate::USED
+    ))
+    .bind(user_id)
+    .bind(month)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.map_or(0, |(u,)| u))
+}
+
+/// The ledger entry of a charge that was reserved.
+async fn charged(tx: &mut Transaction<'static, Any>, c: &Charge<'_>) -> Result<()> {
     sqlx::query(
         "INSERT INTO usage_ledger (user_id, key_id, operation, actions, subject_id, month, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
-    .bind(user_id)
-    .bind(key_id.map(str::to_string))
-    .bind(operation)
-    .bind(actions)
-    .bind(subject_id)
-    .bind(month)
-    .bind(now)
+    .bind(c.user_id)
+    .bind(c.key_id.map(str::to_string))
+    .bind(c.operation)
+    .bind(c.actions)
+    .bind(c.subject_id)
+    .bind(c.month)
+    .bind(c.now)
     .execute(&mut **tx)
     .await?;
-    if let Some(limit) = limit {
-        crate::webhooks::quota_warnings(tx, user_id, month, used, limit, reset_at, now).await?;
-    }
-    Ok(Ok(used))
+    Ok(())
 }
 
 /// Give `actions` back to `month` (never below zero), recording a ledger entry of
@@ -449,42 +597,62 @@ impl Store {
         n: &NewScreenshot,
         idem: Option<IdemResponse<'_, ScreenshotRow>>,
     ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
+        // The fast way first (one slot of each gate, PostgreSQL); the exact way when it cannot tell.
+        match self.try_create_screenshot(n, idem, false).await? {
+            Ok(done) => Ok(done),
+            Err(NeedExact) => match self.try_create_screenshot(n, idem, true).await? {
+                Ok(done) => Ok(done),
+                Err(NeedExact) => Err(StoreError::Conflict("a create holding every slot was still undecided".into())),
+            },
+        }
+    }
+
+    async fn try_create_screenshot(
+        &self,
+        n: &NewScreenshot,
+        idem: Option<IdemResponse<'_, ScreenshotRow>>,
+        exact: bool,
+    ) -> Result<std::result::Result<std::result::Result<(ScreenshotRow, i64), Refused>, NeedExact>> {
         let mut tx = self.begin_write().await?;
         let queued = n.done.is_none();
         let limits = if queued { n.queue_limits } else { QueueLimits::default() };
-        if limits.per_account.is_some() {
-            admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
-        }
+        let hold = Gate::Account(&n.user_id).enter(&mut tx, self.backend, self.slots, exact).await?;
         let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
-        let used = match reserve(&mut tx, &n.charge(op)).await? {
-            Ok(used) => used,
-            Err(q) => {
+        let used = match reserve_in(&mut tx, &n.charge(op), hold).await? {
+            Ok(Ok(used)) => used,
+            Ok(Err(q)) => {
                 tx.rollback().await?;
-                return Ok(Err(q.into()));
+                return Ok(Ok(Err(q.into())));
+            }
+            Err(NeedExact) => {
+                tx.rollback().await?;
+                return Ok(Err(NeedExact));
             }
         };
         // The quota comes first: a client out of actions learns that, not "retry later".
-        let admitted = match admission::check_account(&mut tx, &n.user_id, limits.per_account, 1).await? {
-            Ok(()) => admission::check_global_early(&mut tx, limits.global, 1).await?,
-            full => full,
+        let admitted = match admission::check_account_in(&mut tx, &n.user_id, limits.per_account, 1, hold).await? {
+            Ok(Ok(())) => admission::check_global(&mut tx, self.backend, self.slots, limits.global, 1, exact).await?,
+            other => other,
         };
-        if let Err(full) = admitted {
-            tx.rollback().await?;
-            return Ok(Err(full.into()));
+        match admitted {
+            Ok(Ok(())) => {}
+            Ok(Err(full)) => {
+                tx.rollback().await?;
+                return Ok(Ok(Err(full.into())));
+            }
+            Err(NeedExact) => {
+                tx.rollback().await?;
+                return Ok(Err(NeedExact));
+            }
         }
         insert_screenshot(&mut tx, n).await?;
         let key = n.key_id.as_deref().map(|k| (k, n.now));
         let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
             tx.rollback().await?;
-            return Ok(Err(Refused::IdempotencyTakenOver));
+            return Ok(Ok(Err(Refused::IdempotencyTakenOver)));
         };
-        // Last, so the global lock (PostgreSQL) is held only for one count and the commit.
-        if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
-            tx.rollback().await?;
-            return Ok(Err(full.into()));
-        }
         tx.commit().await?;
-        Ok(Ok((row, used)))
+        Ok(Ok(Ok((row, used))))
     }
 
     /// Create a batch of jobs (a bulk request) all or nothing: every job's actions are
@@ -501,9 +669,7 @@ impl Store {
         let (user_id, now, limits) = (&first.user_id, first.now, first.queue_limits);
         let queued = jobs.iter().filter(|j| j.done.is_none()).count() as i64;
         let mut tx = self.begin_write().await?;
-        if limits.per_account.is_some() {
-            admission::lock_account(&mut tx, self.backend, user_id).await?;
-        }
+        admission::lock_account(&mut tx, self.backend, user_id).await?;
         let mut used = 0;
         for (i, n) in jobs.iter().enumerate() {
             let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
@@ -517,7 +683,9 @@ impl Store {
             }
         }
         let admitted = match admission::check_account(&mut tx, user_id, limits.per_account, queued).await? {
-            Ok(()) => admission::check_global_early(&mut tx, limits.global, queued).await?,
+            Ok(()) => admission::check_global(&mut tx, self.backend, self.slots, limits.global, queued, true)
+                .await?
+                .unwrap_or(Ok(())),
             full => full,
         };
         if let Err(full) = admitted {
@@ -543,11 +711,7 @@ impl Store {
             emit_batch_completed(&mut tx, batch_id, user_id, jobs.len() as i64, now).await?;
         }
         if let Some(key_id) = first.key_id.as_deref() {
-            sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-                .bind(now)
-                .bind(key_id)
-                .execute(&mut *tx)
-                .await?;
+            crate::shape::key_used(&mut tx, key_id, now).await?;
         }
         let rows = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE batch_id = $1 ORDER BY batch_index"))
             .bind(batch_id)
@@ -560,10 +724,6 @@ impl Store {
                 tx.rollback().await?;
                 return Ok(Err(BatchRefused::IdempotencyTakenOver));
             }
-        }
-        if let Err(full) = admission::check_global_final(&mut tx, self.backend, limits.global).await? {
-            tx.rollback().await?;
-            return Ok(Err(BatchRefused::Queue(full)));
         }
         tx.commit().await?;
         Ok(Ok((rows, used)))

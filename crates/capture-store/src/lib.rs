@@ -21,6 +21,7 @@ mod audits;
 mod authver;
 mod campaigns;
 mod db;
+mod gate;
 mod idempotency;
 mod inbox;
 mod jobs;
@@ -46,7 +47,7 @@ pub use campaigns::{
     AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
     SuppressionReason, SuppressionSource, TargetRecord, Unsuppressed,
 };
-pub use db::{Backend, Store, StoreError, redact as redact_url};
+pub use db::{Backend, MAX_GATE_SLOTS, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
 pub use jobs::{BatchRefused, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};

@@ -330,13 +330,14 @@ impl Store {
 
     /// A live access token's account and grant, with the account's usage in `month`.
     pub async fn oauth_access(&self, token_hash: &str, now: i64, month: &str) -> Result<Option<AccessRecord>> {
-        let row = sqlx::query(
+        let row = sqlx::query(sqlf!(
             "SELECT u.id, u.email, u.plan, u.legacy_free, u.password_hash, u.created_at AS user_created_at, \
-             t.client_id, t.user_id, t.scope, t.resource, t.family_id, t.expires_at, COALESCE(c.used, 0) AS used \
+             t.client_id, t.user_id, t.scope, t.resource, t.family_id, t.expires_at, COALESCE({USED}, 0) AS used \
              FROM oauth_tokens t JOIN users u ON u.id = t.user_id \
              LEFT JOIN usage_counters c ON c.user_id = u.id AND c.month = $1 \
              WHERE t.token_hash = $2 AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > $3",
-        )
+            USED = crate::gate::USED
+        ))
         .bind(month)
         .bind(token_hash)
         .bind(now)

@@ -233,13 +233,7 @@ impl Store {
         let actions = match n.limit {
             None => wanted,
             Some(limit) => {
-                let used: Option<(i64,)> =
-                    sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
-                        .bind(&n.user_id)
-                        .bind(&n.month)
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let used = used.map_or(0, |(u,)| u);
+                let used = crate::jobs::month_used(&mut tx, &n.user_id, &n.month).await?;
                 let left = limit - used;
                 if left < 1 {
                     tx.rollback().await?;

@@ -16,6 +16,14 @@ pub struct IdemResponse<'a, R> {
     pub render: &'a (dyn Fn(&R) -> (u16, String) + Send + Sync),
 }
 
+impl<R> Clone for IdemResponse<'_, R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R> Copy for IdemResponse<'_, R> {}
+
 /// Where a page of a newest-first list starts: `(created_at, Some(key))` from a cursor (the
 /// rows after that one), `(ts, None)` from a time (the rows created before it); `None` from
 /// the newest.
@@ -80,6 +88,21 @@ impl<'a> Table<'a> {
     }
 }
 
+/// How often a key's `last_used_at` is written: at most once a minute, so one key's creates
+/// do not all queue on its row.
+const KEY_USE_EVERY_MS: i64 = 60_000;
+
+/// Record that API key `key_id` was used at `now` (to the minute).
+pub(crate) async fn key_used(tx: &mut Transaction<'static, Any>, key_id: &str, now: i64) -> Result<()> {
+    sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at <= $3)")
+        .bind(now)
+        .bind(key_id)
+        .bind(now - KEY_USE_EVERY_MS)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// The end of a create, inside its transaction: the API key marked used (when a key made
 /// it), the new row of `table` read back — before the commit, since once committed a worker
 /// on another node (woken by NOTIFY) may change it — and, with `idem`, the response stored
@@ -94,11 +117,7 @@ pub(crate) async fn created<T>(
     idem: Option<IdemResponse<'_, T>>,
 ) -> Result<Option<T>> {
     if let Some((key_id, now)) = key {
-        sqlx::query("UPDATE api_keys SET last_used_at = $1 WHERE id = $2")
-            .bind(now)
-            .bind(key_id)
-            .execute(&mut **tx)
-            .await?;
+        key_used(tx, key_id, now).await?;
     }
     let row = sqlx::query(sqlf!("SELECT {cols} FROM {table} WHERE id = $1")).bind(id).fetch_one(&mut **tx).await?;
     let row = from_row(&row)?;

@@ -192,10 +192,11 @@ impl Store {
     /// Authenticate by key hash: the live key's account and its usage in `month`, in one query.
     pub async fn authenticate(&self, key_hash: &str, month: &str) -> Result<Option<AuthRecord>> {
         let row = sqlx::query(sqlf!(
-            "SELECT {USER_COLS}, k.id AS key_id, COALESCE(c.used, 0) AS used \
+            "SELECT {USER_COLS}, k.id AS key_id, COALESCE({USED}, 0) AS used \
              FROM api_keys k JOIN users u ON u.id = k.user_id \
              LEFT JOIN usage_counters c ON c.user_id = u.id AND c.month = $1 \
-             WHERE k.key_hash = $2 AND k.revoked_at IS NULL"
+             WHERE k.key_hash = $2 AND k.revoked_at IS NULL",
+            USED = crate::gate::USED
         ))
         .bind(month)
         .bind(key_hash)
@@ -211,11 +212,14 @@ impl Store {
 
     /// Actions used by an account in `month` (the shared monthly pool).
     pub async fn month_usage(&self, user_id: &str, month: &str) -> Result<i64> {
-        let row: Option<(i64,)> = sqlx::query_as("SELECT used FROM usage_counters WHERE user_id = $1 AND month = $2")
-            .bind(user_id)
-            .bind(month)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row: Option<(i64,)> = sqlx::query_as(sqlf!(
+            "SELECT {USED} FROM usage_counters c WHERE c.user_id = $1 AND c.month = $2",
+            USED = crate::gate::USED
+        ))
+        .bind(user_id)
+        .bind(month)
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row.map_or(0, |r| r.0))
     }
 

@@ -148,6 +148,27 @@ pub(crate) async fn emit(
     Ok(ids)
 }
 
+/// The `quota.warning` thresholds (percent of the cap), each sent once a month.
+const QUOTA_THRESHOLDS: [i64; 2] = [80, 95];
+
+/// Whether usage of `used` would cross a `quota.warning` threshold not yet sent this month.
+pub(crate) async fn quota_warning_due(
+    tx: &mut Transaction<'static, Any>,
+    user_id: &str,
+    month: &str,
+    used: i64,
+    limit: i64,
+) -> Result<bool> {
+    if limit <= 0 || used * 100 < QUOTA_THRESHOLDS[0] * limit {
+        return Ok(false);
+    }
+    let sent: Vec<(i64,)> = sqlx::query_as("SELECT threshold FROM quota_warnings WHERE user_id = $1 AND month = $2")
+        .bind(user_id)
+        .bind(month)
+        .fetch_all(&mut **tx)
+        .await?;
+    Ok(QUOTA_THRESHOLDS.iter().any(|t| used * 100 >= t * limit && !sent.iter().any(|(s,)| s == t)))
+}
 /// Emit `quota.warning` once per threshold per month when `used` crossed 80 % or 95 %.
 pub(crate) async fn quota_warnings(
     tx: &mut Transaction<'static, Any>,
@@ -161,7 +182,7 @@ pub(crate) async fn quota_warnings(
     if limit <= 0 {
         return Ok(());
     }
-    for threshold in [80i64, 95] {
+    for threshold in QUOTA_THRESHOLDS {
         if used * 100 < threshold * limit {
             continue;
         }

@@ -33,6 +33,7 @@ on_both_backends! {
     keys_authenticate_until_revoked_by_their_owner => keys_authenticate_until_revoked_by_their_owner_sqlite, keys_authenticate_until_revoked_by_their_owner_postgres;
     usage_is_counted_per_key => usage_is_counted_per_key_sqlite, usage_is_counted_per_key_postgres;
     quota_admits_exactly_the_limit_under_concurrency => quota_admits_exactly_the_limit_under_concurrency_sqlite, quota_admits_exactly_the_limit_under_concurrency_postgres;
+    one_accounts_creates_run_side_by_side_within_exact_bounds => one_accounts_creates_run_side_by_side_within_exact_bounds_sqlite, one_accounts_creates_run_side_by_side_within_exact_bounds_postgres;
     quota_counts_actions_not_jobs => quota_counts_actions_not_jobs_sqlite, quota_counts_actions_not_jobs_postgres;
     unlimited_plan_is_never_refused => unlimited_plan_is_never_refused_sqlite, unlimited_plan_is_never_refused_postgres;
     failed_job_refunds_its_actions => failed_job_refunds_its_actions_sqlite, failed_job_refunds_its_actions_postgres;
@@ -304,6 +305,13 @@ async fn keys_authenticate_until_revoked_by_their_owner(ctx: Ctx) {
     assert!(store.list_keys(&mallory.id).await.unwrap().is_empty());
     assert!(store.key_of(&mallory.id, &k1.id).await.unwrap().is_none());
 
+    // A key's use is written at most once a minute, so one key's creates do not all queue on
+    // its row.
+    create(store, &job(&alice, Some(&k2.id), T0 + 59_999, Some(100))).await;
+    assert_eq!(store.key_of(&alice.id, &k2.id).await.unwrap().unwrap().last_used_at, Some(T0));
+    create(store, &job(&alice, Some(&k2.id), T0 + 60_000, Some(100))).await;
+    assert_eq!(store.key_of(&alice.id, &k2.id).await.unwrap().unwrap().last_used_at, Some(T0 + 60_000));
+
     // Someone else cannot revoke the key.
     assert!(!store.revoke_key(&k1.id, Some(&mallory.id), T0 + 5).await.unwrap());
     assert!(store.authenticate(&h1, MONTH).await.unwrap().is_some());
@@ -407,6 +415,121 @@ async fn quota_admits_exactly_the_limit_under_concurrency(ctx: Ctx) {
     // And the next one is refused too.
     let next = store.create_screenshot(&job(&alice, None, T0, Some(5))).await.unwrap();
     assert_eq!(next.unwrap_err(), QuotaExceeded { used: 5 }.into());
+}
+
+/// What the account's gate slots have charged from their blocks (PostgreSQL's fast way; 0 on
+/// SQLite, whose single writer charges the counter itself).
+async fn spent_from_blocks(ctx: &Ctx, user: &User) -> i64 {
+    let pool = AnyPool::connect(&ctx.url).await.unwrap();
+    let (spent,): (i64,) =
+        sqlx::query_as("SELECT CAST(COALESCE(SUM(spent), 0) AS BIGINT) FROM account_slots WHERE user_id = $1")
+            .bind(&user.id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    spent
+}
+
+async fn one_accounts_creates_run_side_by_side_within_exact_bounds(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let (key, hash) = new_key(store, &alice, "ci", T0).await;
+
+    // A cap of 1,000 actions and 150 creates of 10 at once: exactly 100 fit, whichever way
+    // each came in (a slot's block, the counter, or every slot near the cap).
+    let jobs = (0..150)
+        .map(|i| {
+            let mut n = job(&alice, Some(&key.id), T0 + i, Some(1000));
+            n.actions = 10;
+            n
+        })
+        .collect();
+    let (accepted, refused) = create_concurrently(store, jobs).await;
+    assert_eq!(accepted.len(), 100);
+    assert_eq!(refused, vec![Refused::Quota(QuotaExceeded { used: 1000 }); 50]);
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1000);
+    assert_eq!(store.authenticate(&hash, MONTH).await.unwrap().unwrap().used, 1000);
+    assert_eq!(store.usage_by_key(&alice.id, MONTH).await.unwrap(), vec![(key.id.clone(), 1000)]);
+    assert_eq!(store.list_screenshots(&alice.id, None, 200).await.unwrap().len(), 100);
+    let pool = AnyPool::connect(&ctx.url).await.unwrap();
+    let warned: Vec<(i64,)> =
+        sqlx::query_as("SELECT threshold FROM quota_warnings WHERE user_id = $1 AND month = $2 ORDER BY threshold")
+            .bind(&alice.id)
+            .bind(MONTH)
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    pool.close().await;
+    assert_eq!(warned, vec![(80,), (95,)], "each warning once, though creates crossed them side by side");
+    let from_blocks = spent_from_blocks(&ctx, &alice).await;
+    if matches!(ctx.dbs.backend, common::Backend::Postgres) {
+        assert!(from_blocks > 0, "PostgreSQL charged some creates from their slot's block");
+    } else {
+        assert_eq!(from_blocks, 0);
+    }
+
+    // An action given back can be spent again, by exactly one of many.
+    let t = store.claim("screenshot", "w1", T0 + 1_000, 60_000).await.unwrap().unwrap();
+    assert!(store.fail_screenshot(&t.id, "w1", &t.subject_id, "net::ERR_FAILED", true, T0 + 1_001).await.unwrap());
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 990);
+    let jobs = (0..5)
+        .map(|i| {
+            let mut n = job(&alice, None, T0 + 1_100 + i, Some(1000));
+            n.actions = 10;
+            n
+        })
+        .collect();
+    let (accepted, refused) = create_concurrently(store, jobs).await;
+    assert_eq!((accepted.len(), refused.len()), (1, 4));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1000);
+
+    // A new month: the slots' blocks move to it and what they left unspent goes back to June.
+    let july = (0..40)
+        .map(|i| {
+            let mut n = job(&alice, None, T0 + 2_000 + i, None);
+            n.month = "2025-07".into();
+            n
+        })
+        .collect();
+    let (accepted, refused) = create_concurrently(store, july).await;
+    assert_eq!((accepted.len(), refused.len()), (40, 0));
+    assert_eq!(store.month_usage(&alice.id, "2025-07").await.unwrap(), 40);
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1000);
+
+    // The account's queue bound, far above the slots' margin: exactly 100 of 150 wait.
+    let bob = new_user(store, "bob@example.com").await;
+    let limits = QueueLimits { per_account: Some(100), global: None };
+    let (accepted, refused) =
+        create_concurrently(store, (0..150).map(|i| bounded_job_within(&bob, T0 + i, limits, None)).collect()).await;
+    assert_eq!(accepted.len(), 100);
+    assert_eq!(
+        refused,
+        vec![Refused::QueueFull(QueueFull { scope: QueueScope::Account, pending: 100, limit: 100 }); 50]
+    );
+
+    // And the global bound over four accounts: exactly 60 of 100.
+    let mut users = Vec::new();
+    for i in 0..4 {
+        users.push(new_user(store, &format!("g{i}@example.com")).await);
+    }
+    // Waiting already: alice's 100 of June and 40 of July, bob's 100.
+    let limits = QueueLimits { per_account: None, global: Some(300) };
+    let jobs = (0..100).map(|i| bounded_job_within(&users[i % 4], T0 + i as i64, limits, None)).collect();
+    let (accepted, refused) = create_concurrently(store, jobs).await;
+    assert_eq!(accepted.len(), 60);
+    assert_eq!(
+        refused,
+        vec![Refused::QueueFull(QueueFull { scope: QueueScope::Global, pending: 300, limit: 300 }); 40]
+    );
+    assert_eq!(store.queue_depth().await.unwrap(), 300);
+}
+
+/// A queued job of `user` under `limits` and a monthly cap of `limit`.
+fn bounded_job_within(user: &User, now: i64, limits: QueueLimits, limit: Option<i64>) -> NewScreenshot {
+    let mut n = job(user, None, now, limit);
+    n.queue_limits = limits;
+    n
 }
 
 async fn quota_counts_actions_not_jobs(ctx: Ctx) {
@@ -1424,7 +1547,8 @@ async fn notifications_reach_listeners_when_changes_commit_and_never_on_rollback
 
     // Never on rollback: the same, but the blocked statement is cancelled.
     hold_key_row(&mut locker, &key.id).await;
-    let third = job(&alice, Some(&key.id), T0 + 2, Some(10));
+    // A minute later, since a key's use is written at most once a minute.
+    let third = job(&alice, Some(&key.id), T0 + 60_001, Some(10));
     let creating = spawn_create(store, &third);
     let pid = blocked_key_update(&mut observer).await;
     sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&mut observer).await.unwrap();

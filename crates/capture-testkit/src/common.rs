@@ -201,16 +201,21 @@ pub trait Api {
     }
 }
 
-/// What the shared scenarios need of a harness beyond [`Api`]: starting a deployment and making
-/// accounts. Each suite's `TestApp` implements it with its own way of doing so (the library
-/// functions `capture admin` calls, in-process; the `capture admin` command, multi-process).
+/// Making accounts on a running deployment, beyond [`Api`]. Each suite's `TestApp` does it its
+/// own way (the library functions `capture admin` calls, in-process; the `capture admin`
+/// command, multi-process; the benchmarks' nodes).
 #[allow(async_fn_in_trait)]
-pub trait Harness: Api + Sized {
-    /// Start a deployment with `opts`.
-    async fn spawn(opts: Opts) -> Self;
-
+pub trait Accounts: Api {
     /// `capture admin user create --email E --plan P [--password W] [--legacy-free]`.
     async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool);
+}
+
+/// What the shared scenarios need of a harness: starting a deployment with `opts`, and
+/// [`Accounts`] on it.
+#[allow(async_fn_in_trait)]
+pub trait Harness: Accounts + Sized {
+    /// Start a deployment with `opts`.
+    async fn spawn(opts: Opts) -> Self;
 }
 
 /// The actions the account of `key` has used this month (its live balance).

@@ -10,7 +10,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 use sha2::Digest;
 
-use crate::common::{Db, Harness, Opts};
+use crate::common::{Accounts, Db, Harness, Opts};
 
 /// A running service (api and scheduler roles) on a fresh SQLite file or a fresh
 /// PostgreSQL database, with a client that does not follow redirects; `T` is the suite's
@@ -27,7 +27,13 @@ impl<T: Harness> App<T> {
     }
 
     pub async fn spawn_with(opts: Opts) -> App<T> {
-        let app = T::spawn(opts).await;
+        App::over(T::spawn(opts).await)
+    }
+}
+
+impl<T: Accounts> App<T> {
+    /// The OAuth helpers over a deployment that is already running.
+    pub fn over(app: T) -> App<T> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(30))
@@ -262,7 +268,7 @@ pub fn s256(v: &str) -> String {
 
 /// A JSON-RPC call to `/mcp` with a bearer token: the response's `result` (or `error`), from
 /// JSON or from the SSE stream a tool with progress answers with.
-pub async fn mcp_call<T: Harness>(app: &App<T>, bearer: &str, method: &str, params: Value) -> Value {
+pub async fn mcp_call<T: Accounts>(app: &App<T>, bearer: &str, method: &str, params: Value) -> Value {
     let r = app
         .http
         .post(app.url("/mcp"))

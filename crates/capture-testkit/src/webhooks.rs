@@ -97,9 +97,7 @@ pub fn verify(secret: &str, r: &Received) -> Result<Value, String> {
         return Err("timestamp outside tolerance".into());
     }
     assert_eq!(r.headers["webhook-timestamp"].to_str().unwrap(), t);
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-    mac.update(format!("{t}.{}", r.body).as_bytes());
-    let expected = hex::encode(mac.finalize().into_bytes());
+    let expected = hmac_sha256_hex(secret.as_bytes(), format!("{t}.{}", r.body).as_bytes());
     let ok = v1
         .iter()
         .any(|s| s.len() == expected.len() && s.bytes().zip(expected.bytes()).fold(0u8, |a, (x, y)| a | (x ^ y)) == 0);
@@ -134,4 +132,11 @@ pub async fn wait_delivery_status(app: &impl Api, key: &str, ep: &str, status: &
         ds.iter().find(|d| d["status"] == status).cloned().ok_or(ds)
     })
     .await
+}
+
+/// HMAC-SHA256 of `msg` under `key`, in lowercase hex.
+pub fn hmac_sha256_hex(key: &[u8], msg: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
+    mac.update(msg);
+    hex::encode(mac.finalize().into_bytes())
 }

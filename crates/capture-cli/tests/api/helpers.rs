@@ -151,7 +151,9 @@ impl Harness for TestApp {
     async fn spawn(opts: Opts) -> Self {
         TestApp::spawn(opts).await
     }
+}
 
+impl Accounts for TestApp {
     async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool) {
         TestApp::create_user(self, email, plan, password, legacy_free).await
     }

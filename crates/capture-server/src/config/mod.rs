@@ -94,6 +94,8 @@ pub struct Config {
     pub database_url: String,
     /// Connections this node keeps to the database at most (`CAPTURE_DATABASE_POOL`).
     pub database_pool: u32,
+    /// How many of one account's creates run at once on PostgreSQL (`CAPTURE_CREATE_SLOTS`).
+    pub create_slots: i64,
     pub storage: Storage,
     pub public_urls: PublicUrls,
     pub presign_ttl: Duration,
@@ -181,6 +183,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_DATA_DIR",
     "CAPTURE_DATABASE_URL",
     "CAPTURE_DATABASE_POOL",
+    "CAPTURE_CREATE_SLOTS",
     "CAPTURE_STORAGE_URL",
     "CAPTURE_STORAGE_PUBLIC_URLS",
     "CAPTURE_STORAGE_PRESIGN_TTL",
@@ -339,6 +342,7 @@ impl Config {
         // Every capture slot may hold a connection while it records its result, and the API
         // needs its own: the slots plus 16, unless set.
         let database_pool = num("CAPTURE_DATABASE_POOL", worker_concurrency as u64 + 16, 2, 1000)? as u32;
+        let create_slots = num("CAPTURE_CREATE_SLOTS", 16, 1, capture_store::MAX_GATE_SLOTS as u64)? as i64;
         let browser_recycle_after = num("CAPTURE_BROWSER_RECYCLE_AFTER", 500, 1, 1_000_000)?;
         let browser_max_memory = {
             const VAR: &str = "CAPTURE_BROWSER_MAX_MEMORY";
@@ -510,6 +514,7 @@ impl Config {
             axe_path,
             worker_concurrency,
             database_pool,
+            create_slots,
             browsers,
             browser_recycle_after,
             browser_max_memory,
