@@ -99,10 +99,18 @@ impl Gate<'_> {
         if let Some(slot) = self.free_slot(tx, of).await? {
             return Ok(Hold::Slot { slot, of });
         }
-        // None free (or the account has none yet): wait for one, picked at random so waiters
-        // spread over the slots.
-        self.ensure(tx).await?;
+        // None free: wait for one, picked at random so waiters spread over the slots. An
+        // account without slot rows yet gets them first.
         let slot = rand::random_range(0..of);
+        if !self.wait_for(tx, slot).await? {
+            self.ensure(tx).await?;
+            self.wait_for(tx, slot).await?;
+        }
+        Ok(Hold::Slot { slot, of })
+    }
+
+    /// Wait for slot `slot` and take it; false when there is no such slot row.
+    async fn wait_for(self, tx: &mut Transaction<'static, Any>, slot: i64) -> Result<bool> {
         let q = match self {
             Gate::Account(user) => {
                 sqlx::query("SELECT slot FROM account_slots WHERE user_id = $1 AND slot = $2 FOR UPDATE")
@@ -113,8 +121,7 @@ impl Gate<'_> {
                 sqlx::query("SELECT slot FROM queue_slots WHERE $1 = '' AND slot = $2 FOR UPDATE").bind("").bind(slot)
             }
         };
-        q.fetch_one(&mut **tx).await?;
-        Ok(Hold::Slot { slot, of })
+        Ok(q.fetch_optional(&mut **tx).await?.is_some())
     }
 
     async fn free_slot(self, tx: &mut Transaction<'static, Any>, of: i64) -> Result<Option<i64>> {
