@@ -179,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, SIGNUP_HTML)
         elif path == "/tools":
             self._send(200, TOOLS_HTML)
+        elif path == "/big":
+            self._send(200, BIG_HTML)
         elif path == "/echo":
             headers = {k.lower(): v for k, v in self.headers.items()}
             self._send(200, "<!doctype html><title>Echo</title><pre id='headers'>%s</pre>"
@@ -196,6 +198,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = ("<!doctype html><title>Welcome</title><h1>Welcome, %s!</h1><p id='details'>plan: %s, terms: %s</p>"
                 % (form.get("email", "?"), form.get("plan", "?"), form.get("terms", "off")))
         self._send(200, body)
+
+
+# A page of 5,000 buttons, a toggle that changes one text, and 1,500 console messages.
+BIG_HTML = ("<!doctype html><html lang='en'><head><title>Big page</title></head><body><h1>Big page</h1>"
+            "<button id='toggle' onclick=\"document.getElementById('status').textContent = 'clicked'\">Toggle</button>"
+            "<p id='status'>waiting</p><div id='items'>"
+            + "".join(f"<button>Item {i:04d}</button>" for i in range(5000))
+            + "</div><script>for (let i = 0; i < 1500; i++) console.log('message ' + i + ' ' + 'x'.repeat(40));"
+            "</script></body></html>")
 
 
 @pytest.fixture(scope="module")
@@ -298,6 +309,16 @@ def auto_account(auto_service: Service) -> Account:
     return Account(email=email, password=password, api_key=out.strip().splitlines()[-1].strip())
 
 
+# The most characters a tool answer carries (its text and structured content together), as
+# the service promises (automation::MAX_ANSWER_CHARS), and the largest answer seen per tool.
+MAX_ANSWER_CHARS = 48_000
+ANSWER_CHARS: dict[str, int] = {}
+
+
+def answer_chars(r) -> int:
+    return len(text_of(r)) + len(json.dumps(r.structured_content or {}, ensure_ascii=False, separators=(",", ":")))
+
+
 class Agent:
     """An MCP client signed in over OAuth, with helpers that fail loudly."""
 
@@ -311,6 +332,9 @@ class Agent:
         r = await self.client.call_tool(tool, args)
         TIMINGS.setdefault(tool, []).append(time.monotonic() - started)
         assert not r.is_error, f"{tool} {args}: {text_of(r)}"
+        size = answer_chars(r)
+        if size > ANSWER_CHARS.get(tool, 0):
+            ANSWER_CHARS[tool] = size
         return r
 
     async def err(self, tool: str, args: dict, code: str) -> str:
@@ -733,6 +757,127 @@ async def toolbox(agent: Agent, site: str, service: Service, account: Account) -
     assert ended["status"] == "completed" and ended["consoleErrorCount"] >= 1 and ended["networkErrorCount"] >= 1
 
 
+async def budgets(agent: Agent, site: str, service: Service, account: Account) -> None:
+    """Every answer on a page of 5,000 elements stays within its budget, and says how to get the rest."""
+    r = await agent.ok("session_start", {"url": site + "/big"})
+    sid = r.structured_content["sessionId"]
+    try:
+        await budgets_on(agent, sid)
+    finally:
+        await agent.client.call_tool("session_end", {"sessionId": sid})
+
+
+async def budgets_on(agent: Agent, sid: str) -> None:
+    answers = []
+
+    async def ok(tool: str, args: dict):
+        r = await agent.ok(tool, {"sessionId": sid, **args})
+        answers.append((tool, args, answer_chars(r)))
+        return r
+
+    # The whole page: the first 8,000 characters of tree, and what was left out.
+    r = await ok("snapshot", {})
+    print(f"snapshot of the whole page with no arguments: {answers[-1][2]} chars")
+    first = r.structured_content
+    assert first["mode"] == "full" and first["entries"] >= 5000, {k: v for k, v in first.items() if k != "snapshot"}
+    assert len(first["snapshot"]) <= 8000 and first["leftOut"] > 0 and first["nextFrom"] == first["shown"]
+    assert f"left out. Read on with from={first['nextFrom']}" in text_of(r)
+    assert 'button "Item 0000"' in first["snapshot"]
+    # Reading on starts where it stopped; a bigger budget holds more.
+    r = await ok("snapshot", {"from": first["nextFrom"], "maxChars": 20000})
+    on = r.structured_content
+    assert on["from"] == first["nextFrom"] and len(on["snapshot"]) <= 20000 and on["shown"] > first["shown"]
+    assert on["snapshot"].splitlines()[0] not in first["snapshot"].splitlines()
+    # One part of it.
+    r = await ok("snapshot", {"selector": "#status"})
+    part = r.structured_content
+    assert part["part"] == "#status" and part["leftOut"] == 0 and 'text "waiting"' in part["snapshot"], part
+    toggle = refs(first["snapshot"], "button", "Toggle")
+    r = await ok("snapshot", {"ref": toggle})
+    assert r.structured_content["snapshot"].startswith('- button "Toggle"'), r.structured_content
+    await agent.err("snapshot", {"sessionId": sid, "maxChars": 50}, "VALIDATION_ERROR")
+
+    # What one click changed: the page's snapshot as a diff against the last one (above).
+    await ok("tap", {"ref": toggle})
+    r = await ok("snapshot", {"mode": "diff"})
+    diff = r.structured_content
+    lines = diff["snapshot"].splitlines()
+    assert diff["mode"] == "diff" and diff["unchanged"] >= 5000, {k: v for k, v in diff.items() if k != "snapshot"}
+    assert any(l.startswith('+ text "clicked"') for l in lines), lines
+    assert any(l.startswith('- text "waiting"') for l in lines), lines
+    assert len(lines) <= 4 and len(diff["snapshot"]) < 400, lines
+    r = await ok("snapshot", {"mode": "diff"})
+    assert r.structured_content["snapshot"] == "" and "(nothing changed)" in text_of(r)
+
+    # Text and HTML by pages, with the whole of them as a file.
+    r = await ok("get_html", {})
+    html = r.structured_content
+    assert len(html["html"]) == 8000 and html["truncated"] and html["nextFrom"] == 8000, html["totalChars"]
+    whole = httpx.get(html["fileUrl"], timeout=30)
+    assert whole.status_code == 200 and whole.headers["content-type"].startswith("text/plain")
+    assert len(whole.text) == html["totalChars"] and whole.text.startswith(html["html"])
+    r = await ok("get_html", {"from": 8000, "maxChars": 20000})
+    assert r.structured_content["html"] == whole.text[8000:28000] and "fileUrl" not in r.structured_content
+    r = await ok("get_text", {})
+    text = r.structured_content
+    assert text["text"].startswith("Big page") and text["truncated"] and len(text["text"]) == 8000
+    r = await ok("get_text", {"from": text["totalChars"] - 10})
+    assert len(r.structured_content["text"]) == 10 and r.structured_content["nextFrom"] is None
+
+    # Logs: the last ones that fit, and where the others are.
+    r = await ok("get_console_logs", {"limit": 2000})
+    logs = r.structured_content
+    window = logs["window"]
+    assert window["total"] == 1500 and window["to"] == 1500 and 0 < len(logs["entries"]) < 1500, window
+    assert logs["entries"][-1]["text"].startswith("message 1499 ") and window["earlierFrom"] is not None
+    assert len(json.dumps(logs["entries"], separators=(",", ":"), ensure_ascii=False)) <= 8000
+    r = await ok("get_console_logs", {"from": 0, "limit": 5})
+    assert [e["text"].split()[1] for e in r.structured_content["entries"]] == ["0", "1", "2", "3", "4"]
+    assert r.structured_content["window"]["nextFrom"] == 5
+    await ok("get_network_logs", {"from": 0})
+
+    # A value too big for any answer becomes a file, and the answer says where.
+    r = await ok("evaluate", {"expression": "'x'.repeat(200000)"})
+    cut = r.structured_content
+    assert cut["cut"] is True and cut["answerChars"] > 200000, {k: v for k, v in cut.items() if k != "beginning"}
+    stored = httpx.get(cut["answerUrl"], timeout=30).json()
+    assert stored["structuredContent"]["value"] == "x" * 200000
+
+    over = [(tool, args, n) for tool, args, n in answers if n > MAX_ANSWER_CHARS]
+    assert not over, over
+    largest = max(answers, key=lambda a: a[2])
+    snap_sizes = {a[1].get("mode", "full") + (" part" if ("ref" in a[1] or "selector" in a[1]) else "")
+                  + (" from" if "from" in a[1] else ""): a[2] for a in answers if a[0] == "snapshot"}
+    print(f"budgets on 5,000 elements: largest answer {largest[2]} chars ({largest[0]} {largest[1]}); "
+          f"snapshot answers: {snap_sizes}")
+
+
+async def two_clients(agent: Agent, site: str, service: Service, account: Account) -> None:
+    """A session belongs to the OAuth client that started it, unless it was started shared: another
+    client of the same account neither sees nor drives it."""
+    mine = (await agent.ok("session_start", {"url": site + "/", "recordVideo": False})).structured_content
+    shared = (await agent.ok("session_start", {"url": site + "/", "recordVideo": False, "shared": True})
+              ).structured_content
+    assert (mine["shared"], shared["shared"]) == (False, True)
+    seen: dict = {}
+
+    async def other_client(b: Agent) -> None:
+        seen["listed"] = [s["sessionId"] for s in (await b.ok("session_list", {})).structured_content["sessions"]]
+        await b.err("get_url", {"sessionId": mine["sessionId"]}, "NOT_FOUND")
+        await b.err("snapshot", {"sessionId": mine["sessionId"]}, "NOT_FOUND")
+        await b.err("session_end", {"sessionId": mine["sessionId"]}, "NOT_FOUND")
+        r = await b.ok("get_url", {"sessionId": shared["sessionId"]})
+        seen["shared_url"] = r.structured_content["url"]
+
+    await signed_in(service, account, other_client)
+    assert seen == {"listed": [shared["sessionId"]], "shared_url": site + "/"}, seen
+    # The client that started them still has both.
+    listed = [s["sessionId"] for s in (await agent.ok("session_list", {})).structured_content["sessions"]]
+    assert sorted(listed) == sorted([mine["sessionId"], shared["sessionId"]])
+    for sid in (mine["sessionId"], shared["sessionId"]):
+        await agent.ok("session_end", {"sessionId": sid})
+
+
 async def bounds(agent: Agent, site: str, service: Service, account: Account) -> None:
     # Two sessions at most per account (this service's setting); a third is refused.
     a = (await agent.ok("session_start", {"url": site + "/", "device": "galaxy-s23", "recordVideo": False,
@@ -789,6 +934,14 @@ def test_every_other_tool_on_a_real_page(auto_service, auto_account, fixture_sit
     run(auto_service, auto_account, fixture_site, toolbox)
 
 
+def test_answers_fit_their_budget_on_a_page_of_5000_elements(auto_service, auto_account, fixture_site):
+    run(auto_service, auto_account, fixture_site, budgets)
+
+
+def test_a_session_is_its_clients_unless_shared(auto_service, auto_account, fixture_site):
+    run(auto_service, auto_account, fixture_site, two_clients)
+
+
 def test_sessions_are_bounded_idle_and_expire(auto_service, auto_account, fixture_site):
     run(auto_service, auto_account, fixture_site, bounds)
 
@@ -806,6 +959,10 @@ def test_every_automation_tool_was_exercised(auto_service, auto_account):
         assert len(automation) >= 55, sorted(automation)
         missing = automation - USED
         assert not missing, f"not exercised: {sorted(missing)}"
+        largest = max(ANSWER_CHARS.items(), key=lambda kv: kv[1])
+        print(f"largest tool answer: {largest[1]} chars ({largest[0]}); by tool: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(ANSWER_CHARS.items(), key=lambda kv: -kv[1])[:8]))
+        assert largest[1] <= MAX_ANSWER_CHARS, largest
         for tool in ["session_start", "snapshot", "tap", "type", "swipe", "session_rotate", "screenshot", "session_end"]:
             t = sorted(TIMINGS.get(tool, []))
             if t:

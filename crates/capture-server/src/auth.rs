@@ -25,6 +25,9 @@ pub struct Account {
     pub plan_limit: i64,
     pub used: i64,
     pub window: MonthWindow,
+    /// The OAuth client the request came through (an MCP access token); None for API keys
+    /// and the website. Automation sessions belong to the client that started them.
+    pub client_id: Option<String>,
 }
 
 impl Account {
@@ -49,6 +52,7 @@ pub fn account_for(state: &AppState, user: User, key_id: Option<String>, used: i
         key_id,
         used,
         window,
+        client_id: None,
     }
 }
 
@@ -134,7 +138,8 @@ pub async fn from_access_token(
     if !rec.grant.resource.as_deref().is_some_and(|r| audiences.contains(&r)) {
         return Ok(None);
     }
-    Ok(Some(account_for(state, rec.user, None, rec.used, window)))
+    let client = Some(rec.grant.client_id.clone());
+    Ok(Some(Account { client_id: client, ..account_for(state, rec.user, None, rec.used, window) }))
 }
 
 /// Why a credential was refused (the caller words the answer for its channel).

@@ -310,6 +310,8 @@ pub fn content_type(name: &str) -> &'static str {
         Some("webm") => "video/webm",
         Some("gif") => "image/gif",
         Some("html") => "text/html; charset=utf-8",
+        Some("txt") => "text/plain; charset=utf-8",
+        Some("json") => "application/json",
         _ => "application/octet-stream",
     }
 }

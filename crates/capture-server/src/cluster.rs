@@ -133,6 +133,9 @@ pub async fn advertise(state: AppState, url: String, stop: tokio_util::sync::Can
 #[serde(rename_all = "camelCase")]
 pub struct ForwardedCall {
     pub user_id: String,
+    /// The OAuth client the call came through (sessions are that client's unless shared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
     pub tool: String,
     pub args: JsonObject,
 }
@@ -141,20 +144,25 @@ pub struct ForwardedCall {
 #[derive(Debug)]
 pub struct Unreachable(pub String);
 
-/// Run `tool` for `user_id` on the node `worker` (a run row's `worker`), through its internal
-/// address. `Ok(None)` when that node never advertised one.
+/// Run `tool` for `account` on the node `worker` (a run row's `worker`), through its
+/// internal address. `Ok(None)` when that node never advertised one.
 pub async fn forward(
     state: &AppState,
     worker: &str,
-    user_id: &str,
+    account: &crate::auth::Account,
     tool: &str,
     args: &JsonObject,
 ) -> Result<Option<CallToolResult>, Unreachable> {
     let Some(url) = state.store.node_url(worker).await.map_err(|e| Unreachable(e.to_string()))? else {
         return Ok(None);
     };
-    let body = serde_json::to_vec(&ForwardedCall { user_id: user_id.into(), tool: tool.into(), args: args.clone() })
-        .map_err(|e| Unreachable(e.to_string()))?;
+    let call = ForwardedCall {
+        user_id: account.user.id.clone(),
+        client_id: account.client_id.clone(),
+        tool: tool.into(),
+        args: args.clone(),
+    };
+    let body = serde_json::to_vec(&call).map_err(|e| Unreachable(e.to_string()))?;
     let sig = sign(&key(state), now_ms() / 1000, &body);
     let client = internal_client();
     let r = client

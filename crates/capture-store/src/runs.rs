@@ -58,6 +58,10 @@ pub struct RunRow {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub ended_at: Option<i64>,
+    /// The OAuth client that started it as an automation session (None: an API key, the website).
+    pub client_id: Option<String>,
+    /// Whether the account's other OAuth clients may use it too.
+    pub shared: bool,
 }
 
 impl RunRow {
@@ -95,6 +99,10 @@ pub struct NewRun {
     pub max_active: Option<i64>,
     /// Queue a `run` task with this payload (scripted runs); live runs wait for their client.
     pub task_payload: Option<String>,
+    /// The OAuth client that started it as an automation session (None: an API key, the website).
+    pub client_id: Option<String>,
+    /// Whether the account's other OAuth clients may use it too.
+    pub shared: bool,
 }
 
 crate::jobs::charged_by!(NewRun, actions_wanted);
@@ -143,7 +151,7 @@ pub struct RunEnd {
 const COLS: &str = "id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
     step_results, final_url, page_title, video_key, console_error_count, network_error_count, console_errors, \
     network_errors, error, finalization_error, end_reason, connect_token_hash, connect_expires_at, stop_requested, \
-    actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at";
+    actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at, client_id, shared";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("runs", COLS);
 
@@ -192,6 +200,8 @@ fn row_from(r: &AnyRow) -> Result<RunRow> {
         created_at: r.try_get("created_at")?,
         started_at: r.try_get("started_at")?,
         ended_at: r.try_get("ended_at")?,
+        client_id: r.try_get("client_id")?,
+        shared: r.try_get::<i64, _>("shared")? != 0,
     })
 }
 
@@ -252,8 +262,8 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
-             connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at) \
-             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+             connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at, client_id, shared) \
+             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -269,6 +279,8 @@ impl Store {
         .bind(actions)
         .bind(&n.month)
         .bind(n.now)
+        .bind(n.client_id.clone())
+        .bind(crate::db::b(n.shared))
         .execute(&mut *tx)
         .await?;
         if let Some(payload) = &n.task_payload {

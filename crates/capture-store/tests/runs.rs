@@ -58,6 +58,8 @@ fn new_run(user: &User, now: i64, wanted: i64, limit: Option<i64>) -> NewRun {
         reset_at: "2025-07-01T00:00:00.000Z".into(),
         now,
         max_active: None,
+        client_id: None,
+        shared: false,
     }
 }
 

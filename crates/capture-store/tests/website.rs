@@ -107,6 +107,8 @@ fn run_of(user: &User, key: Option<&str>, now: i64, wanted: i64) -> NewRun {
         reset_at: "2025-07-01T00:00:00.000Z".into(),
         now,
         max_active: None,
+        client_id: None,
+        shared: false,
     }
 }
 

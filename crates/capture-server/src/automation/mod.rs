@@ -262,10 +262,49 @@ where
         Ok(i) => i,
         Err(e) => return error_result(AutoError::invalid(&arg_field(&e.to_string()), e.to_string())),
     };
+    let state = cx.state.clone();
     match handler(cx, input).await {
-        Ok(r) => r.into_result(),
+        Ok(r) => within_bounds(&state, r).await.into_result(),
         Err(e) => error_result(e),
     }
+}
+
+/// Most characters one tool answer carries: its text and its structured content together (an
+/// image rides beside them, bounded on its own). The tools keep their answers well below it
+/// (`maxChars`, paging); one that would pass it anyway (`evaluate` of a huge value, say) is
+/// stored whole as a JSON file, and the answer gives its beginning and where the rest is.
+pub const MAX_ANSWER_CHARS: usize = 48_000;
+
+/// `r`, or its stand-in when it is over [`MAX_ANSWER_CHARS`].
+async fn within_bounds(state: &AppState, r: Reply) -> Reply {
+    let data = r.data.to_string();
+    let text_chars = r.text.as_ref().map_or(data.len(), String::len);
+    if data.len() + text_chars <= MAX_ANSWER_CHARS {
+        return r;
+    }
+    let whole = json!({"text": r.text, "structuredContent": r.data}).to_string();
+    let name = crate::blob::new_name("json");
+    let url = match state.blobs.put(&name, whole.clone().into_bytes(), "application/json").await {
+        Ok(()) => Some(state.file_url(&name).await),
+        Err(e) => {
+            tracing::warn!(error = %e, "storing an oversized tool answer");
+            None
+        }
+    };
+    let shown = r.text.unwrap_or(data);
+    let mut end = (MAX_ANSWER_CHARS / 4).min(shown.len());
+    while !shown.is_char_boundary(end) {
+        end -= 1;
+    }
+    let beginning = &shown[..end];
+    let whereabouts = url.as_deref().map_or("it could not be stored".to_string(), |u| format!("it is at {u}"));
+    let text = format!(
+        "{beginning}…\n[The whole answer is {} characters, more than the {MAX_ANSWER_CHARS} a tool answer may \
+         carry; {whereabouts}. Ask for less: most tools take maxChars, from, ref or selector.]",
+        whole.len()
+    );
+    let data = json!({"cut": true, "answerChars": whole.len(), "answerUrl": url, "beginning": beginning});
+    Reply { data, text: Some(text), image: r.image }
 }
 
 /// The field a serde error names (`missing field `sessionId``), else `arguments`.
@@ -317,7 +356,7 @@ async fn forward(
         return None;
     }
     let started = std::time::Instant::now();
-    match crate::cluster::forward(state, worker, &account.user.id, name, args).await {
+    match crate::cluster::forward(state, worker, account, name, args).await {
         Ok(Some(out)) => {
             state.metrics.forwarded_call(started.elapsed().as_secs_f64());
             Some(out)

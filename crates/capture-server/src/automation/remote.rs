@@ -35,7 +35,7 @@ async fn call_handler(State(state): State<AppState>, headers: HeaderMap, body: B
         Err(e) => return crate::http::ApiError::internal(e).into_response(),
     };
     let account = match crate::auth::account_of_user(&state, &user).await {
-        Ok(a) => a,
+        Ok(a) => crate::auth::Account { client_id: call.client_id.clone(), ..a },
         Err(e) => return crate::http::ApiError::internal(e).into_response(),
     };
     match super::call_here(&state, &account, &call.tool, &call.args).await {

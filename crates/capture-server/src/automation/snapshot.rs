@@ -9,13 +9,18 @@
 //!
 //! The tree leaves out what an agent cannot act on or read: nodes Chromium marks ignored,
 //! and nameless layout wrappers (`generic`, `none`), whose children move up a level. A
-//! `StaticText` that only repeats its parent's name (a button's label) is left out too.
+//! `StaticText` that only repeats its parent's name (a button's label) is left out too, and so
+//! are a text's line boxes (`InlineTextBox`), which Chromium adds once it has laid them out.
 
 use serde::Serialize;
 use serde_json::Value;
 
 /// Most entries in one snapshot (the rest is cut, `truncated: true`).
-pub const MAX_ENTRIES: usize = 2_000;
+pub const MAX_ENTRIES: usize = 10_000;
+/// Most characters of tree one `snapshot` answer carries (`maxChars`), and the default: what
+/// does not fit is left out, and the answer says how much and how to read on.
+pub const MAX_CHARS: usize = 20_000;
+pub const DEFAULT_CHARS: usize = 8_000;
 /// Longest name or value shown per entry.
 const MAX_NAME: usize = 200;
 
@@ -103,6 +108,12 @@ fn states(node: &Value) -> Vec<String> {
 
 /// Build the snapshot from `Accessibility.getFullAXTree`'s `nodes`.
 pub fn build(nodes: &[Value]) -> Snapshot {
+    build_from(nodes, None).unwrap_or_default()
+}
+
+/// The snapshot of the element with backend node id `root` and what is inside it (None: the
+/// whole page). None when the page has no such element.
+pub fn build_from(nodes: &[Value], root: Option<i64>) -> Option<Snapshot> {
     let mut by_id = std::collections::HashMap::new();
     for n in nodes {
         if let Some(id) = n.get("nodeId").and_then(Value::as_str) {
@@ -110,12 +121,17 @@ pub fn build(nodes: &[Value]) -> Snapshot {
         }
     }
     let mut snap = Snapshot::default();
-    // The root: the node without a parent (the document), else the first.
-    let root = nodes.iter().find(|n| n.get("parentId").is_none()).or_else(|| nodes.first());
-    if let Some(root) = root {
-        walk(root, 0, None, &by_id, &mut snap, 0);
+    let start = match root {
+        // The document: the node without a parent, else the first.
+        None => nodes.iter().find(|n| n.get("parentId").is_none()).or_else(|| nodes.first()),
+        Some(backend) => {
+            Some(nodes.iter().find(|n| n.get("backendDOMNodeId").and_then(Value::as_i64) == Some(backend))?)
+        }
+    };
+    if let Some(start) = start {
+        walk(start, 0, None, &by_id, &mut snap, 0);
     }
-    snap
+    Some(snap)
 }
 
 fn walk(
@@ -142,7 +158,9 @@ fn walk(
         && value.is_empty();
     let repeats_parent = role == "StaticText" && parent_name.is_some_and(|p| !p.is_empty() && p == name);
     let empty_text = role == "StaticText" && name.is_empty();
-    let shown = !(ignored || wrapper || repeats_parent || empty_text);
+    // Chromium's line boxes of a text only say again what the text says.
+    let line_box = role == "InlineTextBox";
+    let shown = !(ignored || wrapper || repeats_parent || empty_text || line_box);
     let (child_depth, child_parent) = if shown {
         let backend = node.get("backendDOMNodeId").and_then(Value::as_i64);
         snap.entries.push(Entry {
@@ -166,32 +184,40 @@ fn walk(
     }
 }
 
-impl Snapshot {
-    /// The tree as indented lines: `- button "Sign up" [disabled] [ref=e12]`.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        for e in &self.entries {
-            out.push_str(&"  ".repeat(e.depth));
-            out.push_str("- ");
-            out.push_str(&e.role);
-            if !e.name.is_empty() {
-                out.push_str(&format!(" {}", serde_json::to_string(&e.name).unwrap_or_default()));
-            }
-            if let Some(v) = &e.value {
-                out.push_str(&format!(" value={}", serde_json::to_string(v).unwrap_or_default()));
-            }
-            for s in &e.states {
-                out.push_str(&format!(" [{s}]"));
-            }
-            if let Some(r) = &e.reference {
-                out.push_str(&format!(" [ref={r}]"));
-            }
-            out.push('\n');
+impl Entry {
+    /// The entry without its indentation: `button "Sign up" [disabled] [ref=e12]`.
+    pub fn line(&self) -> String {
+        let mut out = self.role.clone();
+        if !self.name.is_empty() {
+            out.push_str(&format!(" {}", serde_json::to_string(&self.name).unwrap_or_default()));
         }
-        if self.truncated {
-            out.push_str(&format!("… (cut at {MAX_ENTRIES} entries)\n"));
+        if let Some(v) = &self.value {
+            out.push_str(&format!(" value={}", serde_json::to_string(v).unwrap_or_default()));
+        }
+        for s in &self.states {
+            out.push_str(&format!(" [{s}]"));
+        }
+        if let Some(r) = &self.reference {
+            out.push_str(&format!(" [ref={r}]"));
         }
         out
+    }
+}
+
+impl Snapshot {
+    /// The tree, one indented line per entry: `  - button "Sign up" [disabled] [ref=e12]`.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out: Vec<String> =
+            self.entries.iter().map(|e| format!("{}- {}", "  ".repeat(e.depth), e.line())).collect();
+        if self.truncated {
+            out.push(format!("… (cut at {MAX_ENTRIES} entries)"));
+        }
+        out
+    }
+
+    /// The tree as text: [`Snapshot::lines`], each ending in a newline.
+    pub fn text(&self) -> String {
+        self.lines().iter().map(|l| format!("{l}\n")).collect()
     }
 
     /// The entries matching a role (exact, any case), a name (contained, any case, or equal
@@ -208,6 +234,50 @@ impl Snapshot {
             .filter(|e| text.is_none_or(|t| has(&e.name, t) || e.value.as_deref().is_some_and(|v| has(v, t))))
             .collect()
     }
+}
+
+/// What changed from `before` to `after` (entries matched by ref; those without one by their
+/// line): `+ <line>` for each entry that is new or changed, in the order of `after`, then
+/// `- <line>` for each that is gone. How many entries stayed as they were comes second.
+pub fn diff(before: &[Entry], after: &[Entry]) -> (Vec<String>, usize) {
+    use std::collections::{HashMap, HashSet};
+    let key = |e: &Entry| e.reference.clone().unwrap_or_else(|| e.line());
+    let was: HashMap<String, String> = before.iter().map(|e| (key(e), e.line())).collect();
+    let now: HashSet<String> = after.iter().map(key).collect();
+    let (mut out, mut same) = (Vec::new(), 0);
+    for e in after {
+        match was.get(&key(e)) {
+            Some(line) if *line == e.line() => same += 1,
+            _ => out.push(format!("+ {}", e.line())),
+        }
+    }
+    out.extend(before.iter().filter(|e| !now.contains(&key(e))).map(|e| format!("- {}", e.line())));
+    (out, same)
+}
+
+/// The lines of `lines` from index `from` that fit in `max` characters (at least one, cut if
+/// it alone is longer), each ending in a newline: the text and how many lines it holds.
+pub fn lines_within(lines: &[String], from: usize, max: usize) -> (String, usize) {
+    let mut out = String::new();
+    let mut shown = 0;
+    for l in lines.iter().skip(from) {
+        if out.len() + l.len() + 1 > max {
+            if shown == 0 {
+                let mut end = max.saturating_sub(2).min(l.len());
+                while !l.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.push_str(&l[..end]);
+                out.push_str("…\n");
+                shown = 1;
+            }
+            break;
+        }
+        out.push_str(l);
+        out.push('\n');
+        shown += 1;
+    }
+    (out, shown)
 }
 
 #[cfg(test)]
@@ -250,7 +320,9 @@ mod tests {
             node("7", Some("2"), "button", "Sign up", 70, &["8"]),
             node("8", Some("7"), "StaticText", "Sign up", 80, &[]),
             terms,
-            node("11", Some("2"), "StaticText", "Already a member?", 110, &["404"]),
+            node("11", Some("2"), "StaticText", "Already a member?", 110, &["12"]),
+            // Its line box, as Chromium adds once the text is laid out: not shown.
+            node("12", Some("11"), "InlineTextBox", "Already a member?", 110, &[]),
         ]
     }
 
@@ -315,7 +387,7 @@ mod tests {
 
     #[test]
     fn a_huge_page_is_cut_and_says_so() {
-        let kids: Vec<String> = (0..3_000).map(|i| format!("k{i}")).collect();
+        let kids: Vec<String> = (0..MAX_ENTRIES + 1_000).map(|i| format!("k{i}")).collect();
         let kid_refs: Vec<&str> = kids.iter().map(String::as_str).collect();
         let mut nodes = vec![node("r", None, "RootWebArea", "big", 1, &kid_refs)];
         for (i, k) in kids.iter().enumerate() {
@@ -323,9 +395,63 @@ mod tests {
         }
         let snap = build(&nodes);
         assert_eq!(snap.entries.len(), MAX_ENTRIES);
-        assert!(snap.truncated && snap.text().ends_with("(cut at 2000 entries)\n"));
+        assert!(snap.truncated && snap.text().ends_with("(cut at 10000 entries)\n"));
         // Long names are cut, whitespace folded.
         let long = build(&[node("r", None, "button", &"x ".repeat(400), 5, &[])]);
         assert!(long.entries[0].name.ends_with('…') && long.entries[0].name.chars().count() == MAX_NAME + 1);
+    }
+
+    #[test]
+    fn a_part_of_the_page_and_what_changed() {
+        // Scoped to the wrapper (not shown itself): what is inside it, one level up.
+        let part = build_from(&page(), Some(20)).unwrap();
+        assert_eq!(
+            part.entries.first().map(|e| e.line()),
+            Some("heading \"Create your account\" [level=1] [ref=e30]".into())
+        );
+        assert_eq!(part.entries.len(), 5);
+        assert_eq!(build_from(&page(), Some(70)).unwrap().text(), "- button \"Sign up\" [ref=e70]\n");
+        assert!(build_from(&page(), Some(999)).is_none(), "no such element");
+
+        // One box checked off, the text gone, a button added.
+        let before = build(&page()).entries;
+        let mut after: Vec<Entry> = before.iter().filter(|e| e.reference.as_deref() != Some("e110")).cloned().collect();
+        after.iter_mut().find(|e| e.reference.as_deref() == Some("e90")).unwrap().states.clear();
+        after.push(Entry {
+            reference: Some("e120".into()),
+            role: "button".into(),
+            name: "Undo".into(),
+            value: None,
+            states: vec![],
+            depth: 1,
+        });
+        let (lines, same) = diff(&before, &after);
+        assert_eq!(
+            lines,
+            [
+                "+ checkbox \"I agree\" [ref=e90]",
+                "+ button \"Undo\" [ref=e120]",
+                "- text \"Already a member?\" [ref=e110]"
+            ]
+        );
+        assert_eq!(same, 4);
+        assert_eq!(diff(&before, &before), (vec![], 6));
+    }
+
+    #[test]
+    fn a_page_of_lines_fits_its_budget() {
+        let lines: Vec<String> = (0..100).map(|i| format!("- link \"link {i:02}\" [ref=e{i}]")).collect();
+        let (text, shown) = lines_within(&lines, 0, 200);
+        assert!(text.len() <= 200 && shown == text.lines().count() && shown > 3, "{text}");
+        assert_eq!(text.lines().next(), Some(lines[0].as_str()));
+        let (next, more) = lines_within(&lines, shown, 200);
+        assert_eq!(next.lines().next(), Some(lines[shown].as_str()), "reading on starts where the last page stopped");
+        assert!(more > 0);
+        let (rest, n) = lines_within(&lines, 98, 10_000);
+        assert_eq!((rest.lines().count(), n), (2, 2));
+        assert_eq!(lines_within(&lines, 100, 200), (String::new(), 0));
+        // One line longer than the budget is cut to it.
+        let (cut, n) = lines_within(&["x".repeat(500)], 0, 100);
+        assert!(cut.len() <= 100 + 3 && n == 1 && cut.ends_with("…\n"));
     }
 }

@@ -73,6 +73,8 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         now,
         max_active: state.cfg.runs_max_active_per_account,
         task_payload: if spec.live { None } else { Some(serde_json::to_string(&payload).map_err(Error::internal)?) },
+        client_id: account.client_id.clone(),
+        shared: spec.shared,
     };
     let connect = token.as_deref().map(|t| connect_url(state, id.as_str(), t));
     let render = |r: &RunRow| {

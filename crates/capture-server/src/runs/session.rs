@@ -361,6 +361,8 @@ mod tests {
             created_at: 0,
             started_at: None,
             ended_at: None,
+            client_id: None,
+            shared: false,
         }
     }
 

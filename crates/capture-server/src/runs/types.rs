@@ -207,6 +207,9 @@ pub struct RunSpec {
     pub record_video: bool,
     pub timeout_ms: u64,
     pub steps: Vec<Step>,
+    /// An automation session open to every OAuth client of the account, not only the one
+    /// that started it (REST runs: false).
+    pub shared: bool,
 }
 
 // A request body becomes a [`RunSpec`] through `crate::http::validated::validate`:
@@ -241,6 +244,7 @@ impl Checked for RunIn {
             record_video: self.record_video.unwrap_or(true),
             timeout_ms,
             steps,
+            shared: false,
         })
     }
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 
-/// The session's console messages and uncaught exceptions so far (level, text, url, line), oldest first; the counts of console errors cover the whole session.
+/// The session's console messages and uncaught exceptions (level, text, url, line), oldest first: the last ones (limit, default 100) that fit in maxChars (default 8000, at most 20000), or from an entry on (from, a previous answer's nextFrom or earlierFrom) to read the rest. The counts of console errors cover the whole session.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConsoleLogsIn {
@@ -11,9 +11,69 @@ pub struct ConsoleLogsIn {
     pub session_id: String,
     /// Only errors (console.error, console.assert, uncaught exceptions).
     pub errors_only: Option<bool>,
-    /// The last this many entries (default 100, at most 2000).
+    /// Most entries (default 100, at most 2000).
     #[schemars(range(min = 1, max = 2000))]
     pub limit: Option<usize>,
+    /// Start at this entry (0 is the oldest) instead of showing the last ones.
+    pub from: Option<usize>,
+    /// Most characters of entries in the answer (default 8000, 200–20000).
+    #[schemars(range(min = 200, max = 20000))]
+    pub max_chars: Option<usize>,
+}
+
+/// Most characters of log entries one answer carries (`maxChars`), and the default.
+const LOG_CHARS: usize = 20_000;
+const LOG_DEFAULT: usize = 8_000;
+
+/// Which of `all` an answer shows: from entry `from` on (at most `n`), or else the last `n`,
+/// as many as fit in `max` characters of JSON. `(first, end)` indexes into `all`.
+pub(crate) fn window<T: Serialize>(all: &[T], from: Option<usize>, n: usize, max: usize) -> (usize, usize) {
+    let size = |t: &T| serde_json::to_string(t).map_or(0, |s| s.len() + 1);
+    match from {
+        Some(from) => {
+            let first = from.min(all.len());
+            let (mut end, mut used) = (first, 0);
+            while end < all.len() && end - first < n && (end == first || used + size(&all[end]) <= max) {
+                used += size(&all[end]);
+                end += 1;
+            }
+            (first, end)
+        }
+        None => {
+            let end = all.len();
+            let (mut first, mut used) = (end, 0);
+            while first > 0 && end - first < n && (first == end || used + size(&all[first - 1]) <= max) {
+                used += size(&all[first - 1]);
+                first -= 1;
+            }
+            (first, end)
+        }
+    }
+}
+
+/// Where an answer's window sits among `total` entries, for reading on.
+fn window_json(first: usize, end: usize, total: usize) -> Value {
+    json!({
+        "from": first, "to": end, "total": total,
+        "earlierFrom": (first > 0).then(|| first.saturating_sub(end - first)),
+        "nextFrom": (end < total).then_some(end),
+    })
+}
+
+/// The note that says what a window left out.
+fn window_note(first: usize, end: usize, total: usize) -> String {
+    if first == 0 && end == total {
+        return String::new();
+    }
+    let mut note = format!("\n[entries {first}–{end} of {total}");
+    if first > 0 {
+        note.push_str(&format!("; earlier ones with from={}", first.saturating_sub(end - first)));
+    }
+    if end < total {
+        note.push_str(&format!("; later ones with from={end}"));
+    }
+    note.push(']');
+    note
 }
 
 pub(crate) fn limit_of(l: Option<usize>) -> AutoResult<usize> {
@@ -24,24 +84,23 @@ pub(crate) fn limit_of(l: Option<usize>) -> AutoResult<usize> {
     Ok(l)
 }
 
-pub(crate) fn last<T>(v: Vec<T>, n: usize) -> Vec<T> {
-    let skip = v.len().saturating_sub(n);
-    v.into_iter().skip(skip).collect()
-}
-
 pub async fn console_logs(cx: Cx, a: ConsoleLogsIn) -> AutoResult<Reply> {
     let n = limit_of(a.limit)?;
+    let max = super::max_chars(a.max_chars, LOG_DEFAULT, LOG_CHARS)?;
     let l = live(&cx, &a.session_id).await?;
     let all = l.session.console().await?;
     let counts = l.session.counts().await?;
     let picked: Vec<_> = all.into_iter().filter(|c| !a.errors_only.unwrap_or(false) || c.is_error()).collect();
-    let picked = last(picked, n);
-    let text = picked.iter().map(|c| format!("[{}] {}", c.level, c.text)).collect::<Vec<_>>().join("\n");
-    let data = json!({"entries": picked, "consoleErrorCount": counts.console_errors});
-    Ok(Reply::data(data).with_text(if text.is_empty() { "No console messages.".into() } else { text }))
+    let (first, end) = window(&picked, a.from, n, max);
+    let shown = &picked[first..end];
+    let text = shown.iter().map(|c| format!("[{}] {}", c.level, c.text)).collect::<Vec<_>>().join("\n");
+    let data = json!({"entries": shown, "consoleErrorCount": counts.console_errors, "window": window_json(first, end, picked.len())});
+    let text =
+        if text.is_empty() { "No console messages.".into() } else { text + &window_note(first, end, picked.len()) };
+    Ok(Reply::data(data).with_text(text))
 }
 
-/// The session's requests so far (url, method, resourceType, status, failure, transferBytes), oldest first; failedOnly keeps network failures and HTTP statuses ≥ 400 (the egress guard's refusals among them).
+/// The session's requests (url, method, resourceType, status, failure, transferBytes), oldest first: the last ones (limit, default 100) that fit in maxChars (default 8000, at most 20000), or from an entry on (from) to read the rest; failedOnly keeps network failures and HTTP statuses ≥ 400 (the egress guard's refusals among them).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NetworkLogsIn {
@@ -49,19 +108,26 @@ pub struct NetworkLogsIn {
     pub session_id: String,
     /// Only failed requests.
     pub failed_only: Option<bool>,
-    /// The last this many entries (default 100, at most 2000).
+    /// Most entries (default 100, at most 2000).
     #[schemars(range(min = 1, max = 2000))]
     pub limit: Option<usize>,
+    /// Start at this entry (0 is the oldest) instead of showing the last ones.
+    pub from: Option<usize>,
+    /// Most characters of entries in the answer (default 8000, 200–20000).
+    #[schemars(range(min = 200, max = 20000))]
+    pub max_chars: Option<usize>,
 }
 
 pub async fn network_logs(cx: Cx, a: NetworkLogsIn) -> AutoResult<Reply> {
     let n = limit_of(a.limit)?;
+    let max = super::max_chars(a.max_chars, LOG_DEFAULT, LOG_CHARS)?;
     let l = live(&cx, &a.session_id).await?;
     let all = l.session.network().await?;
     let counts = l.session.counts().await?;
     let picked: Vec<_> = all.into_iter().filter(|r| !a.failed_only.unwrap_or(false) || r.failed()).collect();
-    let picked = last(picked, n);
-    let text = picked
+    let (first, end) = window(&picked, a.from, n, max);
+    let shown = &picked[first..end];
+    let text = shown
         .iter()
         .map(|r| {
             let outcome =
@@ -70,8 +136,10 @@ pub async fn network_logs(cx: Cx, a: NetworkLogsIn) -> AutoResult<Reply> {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let data = json!({"requests": picked, "requestCount": counts.requests, "failedCount": counts.failed_requests});
-    Ok(Reply::data(data).with_text(if text.is_empty() { "No requests.".into() } else { text }))
+    let data = json!({"requests": shown, "requestCount": counts.requests, "failedCount": counts.failed_requests,
+        "window": window_json(first, end, picked.len())});
+    let text = if text.is_empty() { "No requests.".into() } else { text + &window_note(first, end, picked.len()) };
+    Ok(Reply::data(data).with_text(text))
 }
 
 /// The JavaScript dialogs the page opened so far (kind, message, default prompt), oldest first, and the one open now if any.

@@ -22,8 +22,6 @@ pub use logs::*;
 /// Largest image returned inline (MCP clients refuse much larger ones); bigger ones are
 /// only linked.
 const MAX_INLINE_IMAGE: usize = 3 * 1024 * 1024 + 512 * 1024;
-/// Longest text or HTML returned.
-const MAX_TEXT: usize = 100_000;
 /// Object group of the remote objects the tools make.
 const GROUP: &str = "capture-automation";
 
@@ -99,9 +97,34 @@ pub async fn screenshot(cx: Cx, a: ScreenshotIn) -> AutoResult<Reply> {
     Ok(reply)
 }
 
-page_input! {
-    /// The page as an accessibility tree: one line per element an agent can read or act on (role, name, value, states such as checked or disabled) with its ref (e.g. [ref=e42]). Pass a ref to tap, fill, type, check, select_option, get_text, screenshot… instead of a selector. Refs are stable: the same element keeps its ref across snapshots; one that is gone fails with NO_SUCH_ELEMENT_REF.
-    SnapshotIn
+/// `full`: the tree; `diff`: only what changed since this session's last snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SnapshotMode {
+    Full,
+    Diff,
+}
+
+/// The page as an accessibility tree: one line per element an agent can read or act on (role, name, value, states such as checked or disabled) with its ref (e.g. [ref=e42]). Pass a ref to tap, fill, type, check, select_option, get_text, screenshot… instead of a selector. Refs are stable: the same element keeps its ref across snapshots; one that is gone fails with NO_SUCH_ELEMENT_REF. The answer stays within maxChars (default 8000, at most 20000): what does not fit is left out, and the answer says how much and how to read on (from=nextFrom), or narrow it to a part (ref or selector). mode=diff gives only what changed since the last snapshot of the same part: + lines for new or changed elements, - lines for gone ones.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SnapshotIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Only this element and what is inside it (a ref from snapshot or find).
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// Only the first element matching this CSS selector and what is inside it.
+    pub selector: Option<String>,
+    /// full (default) or diff: only what changed since the last snapshot of the same part.
+    pub mode: Option<SnapshotMode>,
+    /// Most characters of tree in the answer (default 8000, 200–20000).
+    #[schemars(range(min = 200, max = 20000))]
+    pub max_chars: Option<usize>,
+    /// Start at this line (a previous answer's nextFrom), to read on past what it left out.
+    pub from: Option<usize>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
 }
 
 /// The page's accessibility snapshot.
@@ -111,14 +134,102 @@ pub async fn take_snapshot(s: &Session, t: Duration) -> AutoResult<Snapshot> {
     Ok(snapshot::build(&nodes))
 }
 
+/// The backend node id of the first element matching `sel` (not waited for).
+async fn backend_of(s: &Session, sel: &str, t: Duration) -> AutoResult<i64> {
+    let doc = s.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
+    let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
+    let found = s.cdp("DOM.querySelector", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| match e {
+        CaptureError::Script(m) => {
+            AutoError::new("ELEMENT_NOT_FOUND", format!("'{sel}' is not a valid CSS selector ({m})"))
+        }
+        other => other.into(),
+    })?;
+    let node = found.get("nodeId").and_then(Value::as_i64).unwrap_or(0);
+    if node == 0 {
+        return Err(AutoError::new("ELEMENT_NOT_FOUND", format!("no element matches '{sel}'")));
+    }
+    let d = s.cdp("DOM.describeNode", json!({"nodeId": node}), t).await?;
+    d.pointer("/node/backendNodeId")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| AutoError::new("ELEMENT_NOT_FOUND", format!("no element matches '{sel}'")))
+}
+
+/// A size bound of a tool's answer: `max` given (from 200 to `most`) or `default`.
+pub(crate) fn max_chars(max: Option<usize>, default: usize, most: usize) -> AutoResult<usize> {
+    let m = max.unwrap_or(default);
+    if !(200..=most).contains(&m) {
+        return Err(AutoError::invalid("maxChars", format!("must be from 200 to {most}")));
+    }
+    Ok(m)
+}
+
 pub async fn snapshot(cx: Cx, a: SnapshotIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
+    let max = max_chars(a.max_chars, snapshot::DEFAULT_CHARS, snapshot::MAX_CHARS)?;
+    let mode = a.mode.unwrap_or(SnapshotMode::Full);
+    let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let l = live(&cx, &a.session_id).await?;
-    let snap = take_snapshot(&l.session, t).await?;
+    let (root, part) = match &target {
+        Some(Target::Ref(id)) => (Some(*id), snapshot::ref_of(*id)),
+        Some(Target::Selector(sel)) => (Some(backend_of(&l.session, sel, t).await?), sel.clone()),
+        _ => (None, String::new()),
+    };
+    let raw = l.session.cdp("Accessibility.getFullAXTree", json!({}), t).await?;
+    let nodes = raw.get("nodes").and_then(Value::as_array).cloned().unwrap_or_default();
+    let snap = snapshot::build_from(&nodes, root).ok_or_else(|| match root {
+        Some(id) if a.element_ref.is_some() => {
+            AutoError::new("NO_SUCH_ELEMENT_REF", format!("no such element ref e{id}"))
+        }
+        _ => AutoError::new("ELEMENT_NOT_FOUND", format!("'{part}' has no accessibility node (not rendered?)")),
+    })?;
     let (title, url) = l.session.title_url(t).await?;
-    let tree = snap.text();
-    let text = format!("Page URL: {url}\nPage title: {title}\n\n{tree}");
-    let data = json!({"url": url, "title": title, "entries": snap.entries.len(), "truncated": snap.truncated, "snapshot": tree});
+    let before = {
+        let mut kept = l.snapshots.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= 16 && !kept.contains_key(&part) {
+            kept.clear();
+        }
+        kept.insert(part.clone(), snap.entries.clone())
+    };
+    let (lines, unchanged, mode) = match (mode, before) {
+        (SnapshotMode::Diff, Some(before)) => {
+            let (lines, same) = snapshot::diff(&before, &snap.entries);
+            (lines, Some(same), "diff")
+        }
+        // Nothing to compare with: the whole tree.
+        _ => (snap.lines(), None, "full"),
+    };
+    let from = a.from.unwrap_or(0).min(lines.len());
+    let (tree, shown) = snapshot::lines_within(&lines, from, max);
+    let next = from + shown;
+    let left = lines.len() - next;
+    let mut text = format!("Page URL: {url}\nPage title: {title}\n");
+    if !part.is_empty() {
+        text.push_str(&format!("Part: {part}\n"));
+    }
+    if let Some(same) = unchanged {
+        text.push_str(&format!("Changes since the last snapshot ({} changed, {same} unchanged):\n", lines.len()));
+    }
+    text.push('\n');
+    text.push_str(if tree.is_empty() && unchanged.is_some() { "(nothing changed)\n" } else { &tree });
+    let left_chars: usize = lines[next..].iter().map(|l| l.len() + 1).sum();
+    let note = (left > 0).then(|| {
+        format!(
+            "[{left} more lines ({left_chars} characters) left out. Read on with from={next}, look at one part \
+             with ref or selector, or raise maxChars (at most {}).]",
+            snapshot::MAX_CHARS
+        )
+    });
+    if let Some(n) = &note {
+        text.push_str(n);
+        text.push('\n');
+    }
+    let data = json!({
+        "url": url, "title": title, "mode": mode, "part": (!part.is_empty()).then_some(&part),
+        "entries": snap.entries.len(), "truncated": snap.truncated,
+        "lines": lines.len(), "from": from, "shown": shown,
+        "nextFrom": (left > 0).then_some(next), "leftOut": left, "leftOutChars": left_chars,
+        "unchanged": unchanged, "snapshot": tree,
+    });
     Ok(Reply::data(data).with_text(text))
 }
 
@@ -214,30 +325,104 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
     Ok(Reply::data(json!({"matches": found})).with_text(text))
 }
 
-element_input! {
-    /// The visible text (innerText) of the whole page, or of one element (ref or selector). At most 100000 characters (truncated: true beyond).
-    GetTextIn
+/// The visible text (innerText) of the whole page, or of one element (ref or selector), a page of maxChars characters at a time (default 8000, at most 20000): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole text.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetTextIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// The element's ref from snapshot or find (e.g. e42).
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// A CSS selector (waited for until timeoutMs), instead of ref.
+    pub selector: Option<String>,
+    /// Most characters in the answer (default 8000, 200–20000).
+    #[schemars(range(min = 200, max = 20000))]
+    pub max_chars: Option<usize>,
+    /// Start at this character (a previous answer's nextFrom).
+    pub from: Option<usize>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
 }
+
+/// Most characters `get_text` and `get_html` return at once (`maxChars`), and the default.
+const TEXT_CHARS: usize = 20_000;
+const TEXT_DEFAULT: usize = 8_000;
 
 pub async fn get_text(cx: Cx, a: GetTextIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
+    let max = max_chars(a.max_chars, TEXT_DEFAULT, TEXT_CHARS)?;
     let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let l = live(&cx, &a.session_id).await?;
-    let (text, truncated) = truncate(l.session.text(target, t).await?, MAX_TEXT);
-    Ok(Reply::data(json!({"text": text, "truncated": truncated})).with_text(text))
+    let whole = l.session.text(target, t).await?;
+    paged(&cx, "text", whole, a.from.unwrap_or(0), max).await
 }
 
-element_input! {
-    /// The HTML (outerHTML) of the whole page's body, or of one element (ref or selector). At most 100000 characters (truncated: true beyond).
-    GetHtmlIn
+/// The HTML (outerHTML) of the whole page's body, or of one element (ref or selector), a page of maxChars characters at a time (default 8000, at most 20000): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole HTML (served as text).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetHtmlIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// The element's ref from snapshot or find (e.g. e42).
+    #[serde(rename = "ref")]
+    pub element_ref: Option<String>,
+    /// A CSS selector (waited for until timeoutMs), instead of ref.
+    pub selector: Option<String>,
+    /// Most characters in the answer (default 8000, 200–20000).
+    #[schemars(range(min = 200, max = 20000))]
+    pub max_chars: Option<usize>,
+    /// Start at this character (a previous answer's nextFrom).
+    pub from: Option<usize>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
 }
 
 pub async fn get_html(cx: Cx, a: GetHtmlIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
+    let max = max_chars(a.max_chars, TEXT_DEFAULT, TEXT_CHARS)?;
     let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let l = live(&cx, &a.session_id).await?;
-    let (html, truncated) = truncate(l.session.html(target, t).await?, MAX_TEXT);
-    Ok(Reply::data(json!({"html": html, "truncated": truncated})).with_text(html))
+    let whole = l.session.html(target, t).await?;
+    paged(&cx, "html", whole, a.from.unwrap_or(0), max).await
+}
+
+/// A page of `whole` (characters `from`.. within `max`) as the answer's `field`: with
+/// `from`, `nextFrom`, `totalChars`, `truncated`, and — when it does not fit — a link to
+/// the whole of it, stored as a text file (never served as HTML).
+async fn paged(cx: &Cx, field: &str, whole: String, from: usize, max: usize) -> AutoResult<Reply> {
+    let total = whole.chars().count();
+    let from = from.min(total);
+    let start = whole.char_indices().nth(from).map_or(whole.len(), |(i, _)| i);
+    let rest = &whole[start..];
+    let (piece, _) = truncate(rest.to_string(), max);
+    let shown = piece.chars().count();
+    let next = from + shown;
+    let mut data = json!({
+        field: piece, "from": from, "totalChars": total, "truncated": next < total,
+        "nextFrom": (next < total).then_some(next),
+    });
+    let mut text = piece;
+    if shown < total {
+        let mut note = format!("characters {from}–{next} of {total}");
+        if next < total {
+            note.push_str(&format!(". Read on with from={next}"));
+        }
+        // The first page of a long one links the whole of it too.
+        if from == 0 {
+            let name = blob::new_name("txt");
+            cx.state
+                .blobs
+                .put(&name, whole.into_bytes(), "text/plain; charset=utf-8")
+                .await
+                .map_err(Error::internal)?;
+            let url = cx.state.file_url(&name).await;
+            note.push_str(&format!("; the whole {field}: {url}"));
+            data["fileUrl"] = json!(url);
+        }
+        text.push_str(&format!("\n[{note}]"));
+    }
+    Ok(Reply::data(data).with_text(text))
 }
 
 /// Call `function` (a JavaScript function declaration) with `this` = the target element.

@@ -26,7 +26,7 @@ use crate::error::Error;
 use crate::http::validated::Checked;
 use crate::runs::service as runs;
 use crate::runs::session::{self, Hold, Opened, Outcome, Video, budget, finalize, node_id, session_options};
-use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, bounds, device_spec};
+use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, RunSpec, bounds, device_spec};
 use crate::state::AppState;
 
 mod devices;
@@ -44,6 +44,10 @@ const MIN_IDLE_MS: u64 = 1_000;
 pub struct Live {
     pub id: String,
     pub user_id: String,
+    /// The OAuth client that started it (None: not started over OAuth).
+    pub client_id: Option<String>,
+    /// Open to the account's other clients too.
+    pub shared: bool,
     pub session: Session,
     pub device: Mutex<Device>,
     pub preset: Mutex<Option<String>>,
@@ -53,6 +57,9 @@ pub struct Live {
     pub record_video: bool,
     /// Permissions granted so far (DevTools replaces the whole set on each grant).
     pub granted: Mutex<std::collections::BTreeSet<String>>,
+    /// The last snapshot taken of each part of the page (`""` for the whole page, the ref or
+    /// selector of a part), for `snapshot` with `mode: diff`.
+    pub snapshots: Mutex<HashMap<String, Vec<crate::automation::snapshot::Entry>>>,
     last_used: Mutex<Instant>,
     /// Tool calls using it now (a long wait_for is not idleness).
     busy: AtomicUsize,
@@ -83,8 +90,16 @@ impl Live {
             "idleTimeoutMs": self.idle.as_millis() as u64,
             "idleForMs": self.last_used.lock().unwrap().elapsed().as_millis() as u64,
             "recordVideo": self.record_video,
+            "shared": self.shared,
         })
     }
+}
+
+/// Whether a session started by OAuth client `client` (`shared` or not) is the caller's to
+/// see and use: the account's own sessions, of the same client unless shared. A caller
+/// without a client (not over OAuth) and a session without one see each other.
+pub(crate) fn visible(shared: bool, client: &Option<String>, account: &Account) -> bool {
+    shared || client.is_none() || account.client_id.is_none() || *client == account.client_id
 }
 
 /// The sessions of this process, by run id.
@@ -148,7 +163,7 @@ impl Drop for Held {
 pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     let id = id.trim();
     let found = LIVE.lock().unwrap().get(id).cloned();
-    if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id) {
+    if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account)) {
         if l.session.is_closed() {
             return Err(AutoError::new(
                 "SESSION_EXPIRED",
@@ -165,7 +180,8 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
             format!("no session {id}: session ids look like run_… (session_start returns one)"),
         ));
     };
-    match cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)? {
+    let row = cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)?;
+    match row.filter(|r| visible(r.shared, &r.client_id, &cx.account)) {
         None => Err(AutoError::new("NOT_FOUND", format!("no session {id}"))),
         Some(row) if row.status.is_final() => Err(AutoError::new(
             "SESSION_EXPIRED",
@@ -308,6 +324,8 @@ pub struct SessionStartIn {
     /// End the session when no tool used it for this long (default and maximum: the service's setting, 120000 unless configured).
     #[schemars(range(min = 1_000))]
     pub idle_timeout_ms: Option<u64>,
+    /// Let every MCP client of this account see and use the session (default false: only the client that starts it, so two agents of one account never drive each other's pages).
+    pub shared: Option<bool>,
 }
 
 fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
@@ -371,6 +389,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         live: Some(true),
     }
     .check()
+    .map(|spec| RunSpec { shared: a.shared.unwrap_or(false), ..spec })
     .map_err(|e| {
         // The run's field names, as this tool calls them.
         let field = if e.field == "startUrl" { "url".to_string() } else { e.field.clone() };
@@ -420,6 +439,8 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     let live = Arc::new(Live {
         id: row.id.clone(),
         user_id: row.user_id.clone(),
+        client_id: row.client_id.clone(),
+        shared: row.shared,
         session: session.clone(),
         device: Mutex::new(device.clone()),
         preset: Mutex::new(spec.device.preset.clone()),
@@ -428,6 +449,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         idle: Duration::from_millis(idle_ms),
         record_video: row.record_video,
         granted: Mutex::new(geolocation.iter().map(|_| "geolocation".to_string()).collect()),
+        snapshots: Mutex::new(HashMap::new()),
         last_used: Mutex::new(Instant::now()),
         busy: AtomicUsize::new(0),
         end: CancellationToken::new(),
@@ -556,7 +578,7 @@ pub async fn with_other_nodes(state: &AppState, account: &Account, mut out: Call
         out.structured_content.as_ref().and_then(|v| v["sessions"].as_array().cloned()).unwrap_or_default();
     let mut unreachable = Vec::new();
     for w in workers {
-        match crate::cluster::forward(state, &w, &account.user.id, "session_list", &Default::default()).await {
+        match crate::cluster::forward(state, &w, account, "session_list", &Default::default()).await {
             Ok(Some(r)) if r.is_error != Some(true) => {
                 let theirs = r.structured_content.as_ref().and_then(|v| v["sessions"].as_array().cloned());
                 sessions.extend(theirs.unwrap_or_default());
@@ -576,8 +598,13 @@ pub async fn with_other_nodes(state: &AppState, account: &Account, mut out: Call
 }
 
 pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
-    let mut mine: Vec<Arc<Live>> =
-        LIVE.lock().unwrap().values().filter(|l| l.user_id == cx.account.user.id).cloned().collect();
+    let mut mine: Vec<Arc<Live>> = LIVE
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account))
+        .cloned()
+        .collect();
     mine.sort_by_key(|l| l.started_at);
     let data: Vec<Value> = mine.iter().map(|l| l.view()).collect();
     let text = format!("{} open session(s)", data.len());
