@@ -82,6 +82,32 @@ macro_rules! element_input {
     };
 }
 
+/// An input of a tool that reads an optional element a page at a time: `sessionId`, `ref` or
+/// `selector`, `maxChars`, `from`, `timeoutMs`.
+macro_rules! paged_element_input {
+    ($(#[$m:meta])* $name:ident) => {
+        $(#[$m])*
+        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name {
+            /// The session (run_…) from session_start.
+            pub session_id: String,
+            /// The element's ref from snapshot or find (e.g. e42).
+            #[serde(rename = "ref")]
+            pub element_ref: Option<String>,
+            /// A CSS selector (waited for until timeoutMs), instead of ref.
+            pub selector: Option<String>,
+            /// Most characters in the answer (default 8000, 200–20000).
+            #[schemars(range(min = 200, max = 20000))]
+            pub max_chars: Option<usize>,
+            /// Start at this character (a previous answer's nextFrom).
+            pub from: Option<usize>,
+            /// Most time for this tool in ms (default 10000, 100–60000).
+            pub timeout_ms: Option<u64>,
+        }
+    };
+}
+
 mod actions;
 mod look;
 pub mod remote;
@@ -276,10 +302,12 @@ where
 pub const MAX_ANSWER_CHARS: usize = 48_000;
 
 /// `r`, or its stand-in when it is over [`MAX_ANSWER_CHARS`].
-async fn within_bounds(state: &AppState, r: Reply) -> Reply {
+async fn within_bounds(state: &AppState, mut r: Reply) -> Reply {
     let data = r.data.to_string();
     let text_chars = r.text.as_ref().map_or(data.len(), String::len);
     if data.len() + text_chars <= MAX_ANSWER_CHARS {
+        // A reply without text is answered with its data as text: serialised once, here.
+        r.text.get_or_insert(data);
         return r;
     }
     let whole = json!({"text": r.text, "structuredContent": r.data}).to_string();

@@ -51,11 +51,16 @@ pub(crate) fn window<T: Serialize>(all: &[T], from: Option<usize>, n: usize, max
     }
 }
 
+/// Where the window of as many entries before `first..end` starts.
+fn earlier_from(first: usize, end: usize) -> usize {
+    first.saturating_sub(end - first)
+}
+
 /// Where an answer's window sits among `total` entries, for reading on.
 fn window_json(first: usize, end: usize, total: usize) -> Value {
     json!({
         "from": first, "to": end, "total": total,
-        "earlierFrom": (first > 0).then(|| first.saturating_sub(end - first)),
+        "earlierFrom": (first > 0).then(|| earlier_from(first, end)),
         "nextFrom": (end < total).then_some(end),
     })
 }
@@ -67,7 +72,7 @@ fn window_note(first: usize, end: usize, total: usize) -> String {
     }
     let mut note = format!("\n[entries {first}–{end} of {total}");
     if first > 0 {
-        note.push_str(&format!("; earlier ones with from={}", first.saturating_sub(end - first)));
+        note.push_str(&format!("; earlier ones with from={}", earlier_from(first, end)));
     }
     if end < total {
         note.push_str(&format!("; later ones with from={end}"));

@@ -325,24 +325,9 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
     Ok(Reply::data(json!({"matches": found})).with_text(text))
 }
 
-/// The visible text (innerText) of the whole page, or of one element (ref or selector), a page of maxChars characters at a time (default 8000, at most 20000): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole text.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetTextIn {
-    /// The session (run_…) from session_start.
-    pub session_id: String,
-    /// The element's ref from snapshot or find (e.g. e42).
-    #[serde(rename = "ref")]
-    pub element_ref: Option<String>,
-    /// A CSS selector (waited for until timeoutMs), instead of ref.
-    pub selector: Option<String>,
-    /// Most characters in the answer (default 8000, 200–20000).
-    #[schemars(range(min = 200, max = 20000))]
-    pub max_chars: Option<usize>,
-    /// Start at this character (a previous answer's nextFrom).
-    pub from: Option<usize>,
-    /// Most time for this tool in ms (default 10000, 100–60000).
-    pub timeout_ms: Option<u64>,
+paged_element_input! {
+    /// The visible text (innerText) of the whole page, or of one element (ref or selector), a page of maxChars characters at a time (default 8000, at most 20000): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole text.
+    GetTextIn
 }
 
 /// Most characters `get_text` and `get_html` return at once (`maxChars`), and the default.
@@ -358,24 +343,9 @@ pub async fn get_text(cx: Cx, a: GetTextIn) -> AutoResult<Reply> {
     paged(&cx, "text", whole, a.from.unwrap_or(0), max).await
 }
 
-/// The HTML (outerHTML) of the whole page's body, or of one element (ref or selector), a page of maxChars characters at a time (default 8000, at most 20000): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole HTML (served as text).
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct GetHtmlIn {
-    /// The session (run_…) from session_start.
-    pub session_id: String,
-    /// The element's ref from snapshot or find (e.g. e42).
-    #[serde(rename = "ref")]
-    pub element_ref: Option<String>,
-    /// A CSS selector (waited for until timeoutMs), instead of ref.
-    pub selector: Option<String>,
-    /// Most characters in the answer (default 8000, 200–20000).
-    #[schemars(range(min = 200, max = 20000))]
-    pub max_chars: Option<usize>,
-    /// Start at this character (a previous answer's nextFrom).
-    pub from: Option<usize>,
-    /// Most time for this tool in ms (default 10000, 100–60000).
-    pub timeout_ms: Option<u64>,
+paged_element_input! {
+    /// The HTML (outerHTML) of the whole page's body, or of one element (ref or selector), a page of maxChars characters at a time (default 8000, at most 20000): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole HTML (served as text).
+    GetHtmlIn
 }
 
 pub async fn get_html(cx: Cx, a: GetHtmlIn) -> AutoResult<Reply> {
