@@ -70,6 +70,9 @@ pub struct CrawlConfig {
     pub max_per_pattern: usize,
     /// Most URLs waiting in the frontier.
     pub max_frontier: usize,
+    /// A signed-in crawl (a browser profile): sign-out links are not followed
+    /// ([`crate::urls::is_sign_out`]), so the crawl does not end the session it audits.
+    pub skip_sign_out: bool,
 }
 
 impl Default for CrawlConfig {
@@ -80,6 +83,7 @@ impl Default for CrawlConfig {
             max_query_variants: 5,
             max_per_pattern: 5,
             max_frontier: 2_000,
+            skip_sign_out: false,
         }
     }
 }
@@ -114,6 +118,8 @@ pub enum SkipReason {
     Unreachable,
     /// The same page as one audited (a redirect to it, its canonical address or identical content).
     Duplicate,
+    /// A sign-out link, not followed in a signed-in crawl.
+    SignOut,
 }
 
 /// One skipped URL in the report.
@@ -380,6 +386,9 @@ impl Frontier {
         };
         if !self.scope.contains(&url) {
             return self.skip(url.as_str(), SkipReason::OtherOrigin);
+        }
+        if self.config.skip_sign_out && crate::urls::is_sign_out(&url) {
+            return self.skip(url.as_str(), SkipReason::SignOut);
         }
         let key = dedupe_key(&url);
         if !self.seen.insert(key.clone()) {

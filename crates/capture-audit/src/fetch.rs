@@ -324,6 +324,9 @@ pub struct LinkCheckOptions {
     pub total_timeout: Duration,
     /// Redirect hops followed.
     pub max_redirects: u32,
+    /// A signed-in audit: sign-out links are not requested (a GET of one would end the
+    /// session the audit runs in).
+    pub skip_sign_out: bool,
 }
 
 impl LinkCheckOptions {
@@ -337,6 +340,7 @@ impl LinkCheckOptions {
             per_link_timeout: Duration::from_secs(10),
             total_timeout: Duration::from_secs(30),
             max_redirects: 5,
+            skip_sign_out: false,
         }
     }
 }
@@ -483,6 +487,9 @@ pub async fn check_links<S: AsRef<str>>(
     let (mut same, mut other) = (Vec::new(), Vec::new());
     for h in hrefs {
         let Ok(u) = normalize(h.as_ref(), Some(page)) else { continue };
+        if opts.skip_sign_out && crate::urls::is_sign_out(&u) {
+            continue;
+        }
         if !seen.insert(u.to_string()) {
             continue;
         }

@@ -91,6 +91,9 @@ pub struct PageReport {
     pub url: String,
     /// After redirects.
     pub final_url: String,
+    /// The page's `<title>` as loaded (None: none, or not loaded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Document status (None: not loaded).
     pub status: Option<u16>,
     /// Why it could not be loaded.
@@ -198,6 +201,7 @@ pub fn build_report(
         reports.push(PageReport {
             url: p.facts.url.clone(),
             final_url: if p.facts.final_url.is_empty() { p.facts.url.clone() } else { p.facts.final_url.clone() },
+            title: c.and_then(|c| c.seo.title.clone()),
             status: p.facts.status,
             error: p.facts.error.clone(),
             redirects: p.facts.redirects.clone(),
@@ -465,6 +469,7 @@ fn skip_label(r: SkipReason) -> &'static str {
         SkipReason::Broken => "broken link (an error answer)",
         SkipReason::Unreachable => "no answer",
         SkipReason::Duplicate => "a copy of an audited page",
+        SkipReason::SignOut => "a sign-out link (signed-in audit)",
     }
 }
 

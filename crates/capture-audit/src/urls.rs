@@ -237,8 +237,29 @@ pub fn is_html_content_type(value: &str) -> bool {
     mime == "text/html" || mime == "application/xhtml+xml"
 }
 
+/// A sign-out link (`/logout`, `/sign-out`, `/users/sign_out`, `?action=logout`…): a
+/// signed-in crawl does not follow it.
+pub fn is_sign_out(url: &Url) -> bool {
+    const WORDS: [&str; 6] = ["logout", "log-out", "log_out", "signout", "sign-out", "sign_out"];
+    let hit = |s: &str| {
+        let s = s.to_ascii_lowercase();
+        WORDS.iter().any(|w| s == *w || s.starts_with(&format!("{w}.")))
+    };
+    url.path_segments().is_some_and(|mut segs| segs.any(hit)) || url.query_pairs().any(|(_, v)| hit(&v))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn sign_out_links_are_known() {
+        for u in ["https://a.com/logout", "https://a.com/users/sign_out", "https://a.com/Sign-Out", "https://a.com/logout.php", "https://a.com/?action=logout"] {
+            assert!(is_sign_out(&Url::parse(u).unwrap()), "{u}");
+        }
+        for u in ["https://a.com/login", "https://a.com/blog/logout-tips", "https://a.com/signouts"] {
+            assert!(!is_sign_out(&Url::parse(u).unwrap()), "{u}");
+        }
+    }
     use super::*;
 
     fn n(s: &str) -> String {

@@ -68,6 +68,7 @@ mod protocol;
 pub mod relay;
 mod scripts;
 pub mod session;
+pub mod state;
 
 pub use capture_core::egress::{EgressAllow, EgressPolicy};
 pub use pool::{BrowserPool, PoolStats, RestartReason};
@@ -215,6 +216,10 @@ pub enum CaptureError {
     /// A command or URL a session's policy refuses (see [`session::filter`]).
     #[error("{0}")]
     Refused(String),
+    /// The page started from a profile was sent to a sign-in form: the profile's session
+    /// expired. Nothing the request wanted was captured, so it is not charged.
+    #[error("{0}")]
+    SignedOut(String),
 }
 
 impl CaptureError {

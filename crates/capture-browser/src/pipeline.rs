@@ -74,6 +74,7 @@ pub(crate) async fn run(
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
     mark("navigate");
+    page.check_signed_in(o, &req.source).await?;
     if req.options.cookie_consent {
         page.consent(&mut tags).await?;
     }

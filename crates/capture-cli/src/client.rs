@@ -271,6 +271,14 @@ impl Client {
         json_or_error(r).await
     }
 
+    /// POST JSON and read JSON, allowed `timeout` (a request the server takes long over);
+    /// not retried.
+    pub async fn post_with_timeout(&self, path: &str, body: &Value, timeout: Duration) -> Result<Value> {
+        let req = self.http.post(format!("{}{path}", self.server)).bearer_auth(self.bearer()).json(body);
+        let r = req.timeout(timeout).send().await?;
+        json_or_error(r).await
+    }
+
     /// POST JSON under an Idempotency-Key, retried with the same key: the server creates at
     /// most one thing and replays its first answer to the repeats.
     pub async fn post_idempotent(&self, path: &str, body: &Value, key: &str) -> Result<Answer> {

@@ -142,6 +142,8 @@ pub struct AuditArgs {
     pub pdf: Option<PathBuf>,
     pub json: bool,
     pub quiet: bool,
+    /// A browser profile to audit signed in.
+    pub profile: Option<String>,
     /// The Idempotency-Key of every attempt to create the audit.
     pub idempotency_key: String,
 }
@@ -153,6 +155,9 @@ pub async fn audit(c: &Client, a: AuditArgs) -> Result<()> {
     let mut body = json!({"url": a.url, "reportType": if a.full_site { "full_site" } else { "single_page" }});
     if let Some(n) = a.max_pages {
         body["maxPages"] = json!(n);
+    }
+    if let Some(p) = &a.profile {
+        body["profile"] = json!(p);
     }
     let created = c.post_idempotent("/v1/audits", &body, &a.idempotency_key).await?.body;
     let id =

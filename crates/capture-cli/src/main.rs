@@ -8,6 +8,7 @@ mod error;
 mod inbox_cmd;
 mod login;
 mod logs;
+mod profile_cmd;
 mod retry;
 mod session;
 mod shot;
@@ -91,6 +92,9 @@ enum Cmd {
         /// Print only the report's URL.
         #[arg(short, long)]
         quiet: bool,
+        /// Audit as a signed-in visitor: one of your browser profiles (id or name).
+        #[arg(long)]
+        profile: Option<String>,
     },
     /// Manage webhook endpoints.
     Webhooks {
@@ -117,6 +121,17 @@ enum Cmd {
         /// Load the page in the browser: auto (when history and mail do not settle it), always, never.
         #[arg(long)]
         probe: Option<String>,
+    },
+    /// Browser profiles: `login URL` signs in to a site with the saved test inbox and keeps
+    /// the signed-in state; `capture shot --profile NAME` then captures the signed-in page.
+    Profile {
+        #[command(flatten)]
+        conn: Conn,
+        /// Print JSON.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        cmd: ProfileCmd,
     },
     /// The saved test inbox: address, password and messages; --wait prints the verification
     /// link and code of the next mail.
@@ -161,6 +176,31 @@ enum AuthTestCmd {
         #[arg(long)]
         note: Option<String>,
     },
+}
+
+#[derive(Subcommand)]
+enum ProfileCmd {
+    /// Sign in (or up) to a site and save the signed-in state as a profile.
+    Login {
+        /// The site's sign-in (or sign-up) page.
+        url: String,
+        /// The profile to save into (id or name; default the site's host).
+        #[arg(long)]
+        name: Option<String>,
+        /// The address to type (default the test inbox's).
+        #[arg(long)]
+        email: Option<String>,
+        /// The password to type (default the test inbox's); used once, never stored.
+        #[arg(long)]
+        password: Option<String>,
+        /// How long to wait for the site's mail, in seconds (5-120).
+        #[arg(long, default_value_t = 30)]
+        mail_timeout: u64,
+    },
+    /// List profiles.
+    List,
+    /// Delete a profile and its state.
+    Delete { id: String },
 }
 
 #[derive(Subcommand)]
@@ -318,6 +358,7 @@ fn is_client(cmd: &Cmd) -> bool {
             | Cmd::Webhooks { .. }
             | Cmd::AuthTest { .. }
             | Cmd::Inbox { .. }
+            | Cmd::Profile { .. }
     )
 }
 
@@ -332,7 +373,7 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
             commands::balance(&c, json).await
         }
         Cmd::Shot(a) => shot::run(a).await,
-        Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet } => {
+        Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet, profile } => {
             let c = conn.connect(quiet).await?;
             let args = commands::AuditArgs {
                 url,
@@ -341,6 +382,7 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
                 pdf,
                 json,
                 quiet,
+                profile,
                 idempotency_key: retry::new_idempotency_key(),
             };
             commands::audit(&c, args).await
@@ -370,6 +412,17 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
                     error::exit::INVALID,
                     "give the site's URL: capture auth-test URL (or capture auth-test record URL --action A --outcome O)",
                 )),
+            }
+        }
+        Cmd::Profile { conn, json, cmd } => {
+            let c = conn.connect(false).await?;
+            match cmd {
+                ProfileCmd::Login { url, name, email, password, mail_timeout } => {
+                    let args = profile_cmd::LoginArgs { url, name, email, password, mail_timeout, json };
+                    profile_cmd::login(&c, args).await
+                }
+                ProfileCmd::List => profile_cmd::list(&c, json).await,
+                ProfileCmd::Delete { id } => profile_cmd::delete(&c, &id).await,
             }
         }
         Cmd::Inbox { conn, wait, json, from, since, limit, timeout } => {

@@ -60,6 +60,9 @@ pub struct ShotCmd {
     device_scale_factor: Option<f64>,
     #[arg(long)]
     click_before: Option<String>,
+    /// Start signed in from one of your browser profiles (id or name: capture profile list).
+    #[arg(long)]
+    profile: Option<String>,
     /// JavaScript evaluated right before the capture.
     #[arg(long)]
     js: Option<String>,
@@ -148,6 +151,7 @@ impl ShotCmd {
             pre_screenshot_js: self.js.clone(),
             device_scale_factor: self.device_scale_factor,
             click_before: self.click_before.clone(),
+            profile: self.profile.clone(),
             ..ScreenshotIn::default()
         }
     }

@@ -29,6 +29,8 @@ pub enum ErrorCode {
     CaptureFailed,
     /// A storage destination failed its check (probe object written and deleted).
     StorageCheckFailed,
+    /// The sign-in helper did not end signed in (`POST /v1/profiles/login`).
+    LoginFailed,
     ServiceUnavailable,
 }
 
@@ -45,7 +47,7 @@ impl ErrorCode {
             IdempotencyInFlight => 409,
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
-            IdempotencyKeyReused | StorageCheckFailed => 422,
+            IdempotencyKeyReused | StorageCheckFailed | LoginFailed => 422,
             PlanQuotaExceeded | QueueFull | ConcurrencyLimit => 429,
             InternalError => 500,
             CaptureFailed => 502,
@@ -76,6 +78,7 @@ impl ErrorCode {
             InternalError => "INTERNAL_ERROR",
             CaptureFailed => "CAPTURE_FAILED",
             StorageCheckFailed => "STORAGE_CHECK_FAILED",
+            LoginFailed => "LOGIN_FAILED",
             ServiceUnavailable => "SERVICE_UNAVAILABLE",
         }
     }

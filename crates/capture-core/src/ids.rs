@@ -40,6 +40,8 @@ pub const CAMPAIGN_ROW: &str = "cmr";
 pub const RENDER_KEY: &str = "rlk";
 /// Prefix of storage destinations (a customer's own bucket).
 pub const STORAGE_DESTINATION: &str = "sd";
+/// Prefix of browser profiles (a signed-in browser state).
+pub const PROFILE: &str = "prf";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -184,6 +186,12 @@ id_type!(
     StorageDestinationId,
     STORAGE_DESTINATION,
     "storage destination"
+);
+id_type!(
+    /// A browser profile (`prf_…`): cookies and site storage a page starts from.
+    ProfileId,
+    PROFILE,
+    "profile"
 );
 id_type!(
     /// A screenshot job (`scr_…`).

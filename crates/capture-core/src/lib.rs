@@ -12,6 +12,7 @@ pub mod limits;
 pub mod metadata;
 pub mod options;
 pub mod plan;
+pub mod profile;
 pub mod proxies;
 #[cfg(feature = "schema")]
 pub mod schema;
@@ -21,7 +22,7 @@ pub mod time;
 
 pub use error::{ErrorCode, FieldError};
 pub use ids::{
-    AuditId, CampaignId, DeliveryId, EndpointId, KeyId, RenderKeyId, RunId, ScreenshotId, StorageDestinationId,
+    AuditId, CampaignId, DeliveryId, EndpointId, KeyId, ProfileId, RenderKeyId, RunId, ScreenshotId, StorageDestinationId,
     TypedId, UserId,
 };
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};

@@ -702,6 +702,13 @@ pub struct CaptureOptions {
     /// How a video scrolls (set exactly when `format` is a video).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scroll: Option<ScrollSettings>,
+    /// The browser profile the page starts from: as asked (an id or a name), then the
+    /// profile's id once the service found it among the caller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// That profile's cookies and site storage, opened for the browser: never serialised.
+    #[serde(skip)]
+    pub state: Option<crate::profile::BrowserState>,
 }
 
 fn is_screen(m: &MediaType) -> bool {
@@ -757,6 +764,8 @@ impl Default for CaptureOptions {
             cache_key: None,
             storage: None,
             scroll: None,
+            profile: None,
+            state: None,
         }
     }
 }
@@ -1025,6 +1034,13 @@ pub struct ScreenshotIn {
     /// size at 25 frames a second.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scroll: Option<ScrollIn>,
+    /// Start the page from one of your browser profiles (`POST /v1/profiles`), by id or
+    /// name: its cookies and site storage are in place before the page loads, so it sees
+    /// the signed-in site. When the page is sent to a sign-in form instead, the job fails
+    /// with an error starting `profile_expired:` (and the profile shows `expired`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = crate::profile::NAME_MAX)))]
+    pub profile: Option<String>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.
@@ -1157,6 +1173,15 @@ impl ScreenshotIn {
         let mut block_resources = self.block_resources.unwrap_or_default();
         block_resources.dedup();
         let credentials = Credentials::check(self.headers, self.cookies, self.http_auth, url.as_deref())?;
+        let profile = match self.profile.map(|p| p.trim().to_owned()) {
+            Some(p) if p.is_empty() || p.chars().count() > crate::profile::NAME_MAX => {
+                return Err(FieldError::new("profile", "must be a profile's id or name (1 to 100 characters)"));
+            }
+            Some(_) if url.is_none() => {
+                return Err(FieldError::new("profile", "applies to a page at a URL, not to an upload"));
+            }
+            other => other,
+        };
         let cache_ttl = match self.cache_ttl {
             Some(_) if url.is_none() => {
                 return Err(FieldError::new("cacheTtl", "applies to a page at a URL, not to an upload"));
@@ -1247,6 +1272,8 @@ impl ScreenshotIn {
             cache_key,
             storage: self.storage.map(StorageTarget::check).transpose()?,
             scroll,
+            profile,
+            state: None,
         })
     }
 }

@@ -41,6 +41,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::webhooks::router())
         .merge(crate::render::keys_router())
         .merge(crate::storage::router())
+        .merge(crate::profiles::router())
         .merge(screenshots::api_router())
         .merge(crate::runs::v1_router())
         .merge(crate::campaigns::v1_router())

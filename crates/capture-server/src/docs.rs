@@ -42,6 +42,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::webhooks::ApiDoc::openapi());
     doc.merge(crate::render::ApiDoc::openapi());
     doc.merge(crate::storage::ApiDoc::openapi());
+    doc.merge(crate::profiles::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());

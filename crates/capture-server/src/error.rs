@@ -51,6 +51,10 @@ pub enum Error {
     /// {reason, s3Code}`).
     #[error("{message}")]
     StorageCheck { reason: &'static str, s3_code: Option<String>, message: String },
+    /// The sign-in helper did not end signed in (`LOGIN_FAILED`, 422, `details: {steps,
+    /// finalUrl}`).
+    #[error("{message}")]
+    LoginFailed { message: String, steps: Vec<String>, final_url: String },
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -128,6 +132,7 @@ impl Error {
             Error::Refused(code, _) => *code,
             Error::EmailUnverified(_) | Error::PermanentSuppression { .. } => ErrorCode::Forbidden,
             Error::StorageCheck { .. } => ErrorCode::StorageCheckFailed,
+            Error::LoginFailed { .. } => ErrorCode::LoginFailed,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -151,6 +156,7 @@ impl Error {
             Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
             Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
             Error::StorageCheck { reason, s3_code, .. } => Some(json!({"reason": reason, "s3Code": s3_code})),
+            Error::LoginFailed { steps, final_url, .. } => Some(json!({"steps": steps, "finalUrl": final_url})),
             Error::PermanentSuppression { by, reason, .. } => Some(
                 json!({"reason": "permanent_suppression", "source": by.as_str(), "suppressionReason": reason.as_str()}),
             ),

@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod nodes;
 pub mod oauth;
 pub mod paging;
+pub mod profiles;
 pub mod render;
 pub mod runs;
 pub mod scheduler;

@@ -28,6 +28,7 @@ mod jobs;
 mod migrations;
 mod notify;
 mod oauth;
+mod profiles;
 mod queue;
 mod render_keys;
 mod runs;
@@ -55,6 +56,7 @@ pub use notify::{AUTH_CHANNEL, JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };
+pub use profiles::ProfileRow;
 pub use queue::{FairShare, Task};
 pub use render_keys::RenderKey;
 pub use runs::{NewRun, RunEnd, RunRefused, RunRow};

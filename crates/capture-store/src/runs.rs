@@ -62,6 +62,10 @@ pub struct RunRow {
     pub client_id: Option<String>,
     /// Whether the account's other OAuth clients may use it too.
     pub shared: bool,
+    /// The profile it starts from (its id).
+    pub profile_id: Option<String>,
+    /// The profile (id or name) its state is saved into when it ends.
+    pub save_profile: Option<String>,
 }
 
 impl RunRow {
@@ -103,6 +107,10 @@ pub struct NewRun {
     pub client_id: Option<String>,
     /// Whether the account's other OAuth clients may use it too.
     pub shared: bool,
+    /// The profile it starts from (its id).
+    pub profile_id: Option<String>,
+    /// The profile (id or name) its state is saved into when it ends.
+    pub save_profile: Option<String>,
 }
 
 crate::jobs::charged_by!(NewRun, actions_wanted);
@@ -151,7 +159,8 @@ pub struct RunEnd {
 const COLS: &str = "id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
     step_results, final_url, page_title, video_key, console_error_count, network_error_count, console_errors, \
     network_errors, error, finalization_error, end_reason, connect_token_hash, connect_expires_at, stop_requested, \
-    actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at, client_id, shared";
+    actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at, client_id, shared, \
+    profile_id, save_profile";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("runs", COLS);
 
@@ -202,6 +211,8 @@ fn row_from(r: &AnyRow) -> Result<RunRow> {
         ended_at: r.try_get("ended_at")?,
         client_id: r.try_get("client_id")?,
         shared: r.try_get::<i64, _>("shared")? != 0,
+        profile_id: r.try_get("profile_id")?,
+        save_profile: r.try_get("save_profile")?,
     })
 }
 
@@ -262,8 +273,9 @@ impl Store {
         };
         sqlx::query(
             "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
-             connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at, client_id, shared) \
-             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
+             connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at, client_id, shared, \
+             profile_id, save_profile) \
+             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -281,6 +293,8 @@ impl Store {
         .bind(n.now)
         .bind(n.client_id.clone())
         .bind(crate::db::b(n.shared))
+        .bind(n.profile_id.clone())
+        .bind(n.save_profile.clone())
         .execute(&mut *tx)
         .await?;
         if let Some(payload) = &n.task_payload {

@@ -60,6 +60,8 @@ fn new_run(user: &User, now: i64, wanted: i64, limit: Option<i64>) -> NewRun {
         max_active: None,
         client_id: None,
         shared: false,
+        profile_id: None,
+        save_profile: None,
     }
 }
 

@@ -109,6 +109,8 @@ fn run_of(user: &User, key: Option<&str>, now: i64, wanted: i64) -> NewRun {
         max_active: None,
         client_id: None,
         shared: false,
+        profile_id: None,
+        save_profile: None,
     }
 }
 

@@ -14,6 +14,7 @@ pub mod campaigns;
 pub mod captures;
 pub mod hardening;
 pub mod inbox_fixture;
+pub mod members_site;
 pub mod moto;
 pub mod oauth;
 pub mod runs;

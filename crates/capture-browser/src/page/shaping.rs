@@ -13,7 +13,7 @@ use super::filter::RequestFilter;
 use super::{Page, Stop};
 use crate::blocklists::{Blocklists, Which};
 use crate::protocol::{self as p, session as s};
-use crate::{CaptureError, scripts};
+use crate::{CaptureError, PageSource, scripts};
 
 /// Accuracy of a position whose request gives none, in metres.
 const DEFAULT_ACCURACY: f64 = 10.0;
@@ -73,6 +73,9 @@ impl Page {
     /// the page), cookies (the page's own host unless they name a domain). `httpAuth` is
     /// answered by [`block`](Self::block)'s interception, to the page's origin only.
     pub(crate) async fn identify(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
+        if let Some(state) = &o.state {
+            self.restore(state).await?;
+        }
         let Some(c) = &o.credentials else { return Ok(()) };
         if !c.headers.is_empty() {
             self.call(&p::SetExtraHttpHeaders { headers: &c.headers })
@@ -100,6 +103,35 @@ impl Page {
                 .map_err(|e| CaptureError::Script(format!("cookies were refused by the browser: {e}")))?;
         }
         Ok(())
+    }
+
+    /// A profile's state in this job's context before anything loads: its live cookies,
+    /// and its origins' storage restored by a script in each new document.
+    async fn restore(&mut self, state: &capture_core::profile::BrowserState) -> Result<(), CaptureError> {
+        let cookies = crate::state::cookies_of(state);
+        if !cookies.is_empty() {
+            let context = self.prepared.guard.id.clone();
+            let reply = self.conn.cmd(&s::SetCookies { cookies: &cookies, browser_context_id: &context }, None);
+            self.finish(reply, "Storage.setCookies")
+                .await
+                .map_err(|e| CaptureError::Script(format!("the profile's cookies were refused by the browser: {e}")))?;
+        }
+        if let Some(source) = state.restore_script() {
+            self.call(&s::AddScriptToEvaluateOnNewDocument { source: &source }).await?;
+        }
+        Ok(())
+    }
+
+    /// A page started from a profile that was sent to a sign-in form instead of the page
+    /// asked for: the profile's session expired ([`CaptureError::SignedOut`]).
+    pub(crate) async fn check_signed_in(&mut self, o: &CaptureOptions, source: &PageSource) -> Result<(), CaptureError> {
+        let (Some(_), PageSource::Url(requested)) = (&o.state, source) else { return Ok(()) };
+        let Ok(v) = self.eval_job(capture_core::profile::SIGNED_OUT_JS).await? else { return Ok(()) };
+        let landed = v["url"].as_str().unwrap_or_default();
+        match capture_core::profile::expired_message(requested, landed, v["password"].as_u64().unwrap_or(0)) {
+            Some(m) => Err(CaptureError::SignedOut(m)),
+            None => Ok(()),
+        }
     }
 
     /// Refuse the requests `blockRequests` (URL patterns), `blockResources` (kinds) and the

@@ -274,6 +274,11 @@ impl Session {
         self.run("set_cookies".into(), timeout, move |sp| Box::pin(async move { sp.set_cookies(&cookies).await })).await
     }
 
+    /// What the session would keep as a profile (see [`BrowserState`]).
+    pub async fn storage_state(&self, timeout: Duration) -> Result<capture_core::profile::BrowserState, CaptureError> {
+        self.run("storage_state".into(), timeout, |sp| Box::pin(async move { sp.storage_state().await })).await
+    }
+
     /// Delete every cookie of the session's context.
     pub async fn clear_cookies(&self, timeout: Duration) -> Result<(), CaptureError> {
         self.run("clear_cookies".into(), timeout, |sp| Box::pin(async move { sp.clear_cookies().await })).await

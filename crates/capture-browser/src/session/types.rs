@@ -122,6 +122,8 @@ pub struct SessionOptions {
     pub slot_timeout: Duration,
     /// Pages the context may hold at once ([`MAX_PAGES`]); popups past it are closed.
     pub max_pages: usize,
+    /// A profile's cookies and site storage, in place before the first page loads.
+    pub state: Option<capture_core::profile::BrowserState>,
 }
 
 impl Default for SessionOptions {
@@ -138,6 +140,7 @@ impl Default for SessionOptions {
             deadline: Duration::from_secs(300),
             slot_timeout: Duration::from_secs(30),
             max_pages: MAX_PAGES,
+            state: None,
         }
     }
 }

@@ -20,6 +20,9 @@ use crate::state::AppState;
 #[serde(rename_all = "camelCase")]
 pub struct TaskPayload {
     pub audit_id: AuditId,
+    /// The browser profile the pages start from (its id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 /// An audit just accepted, and the caller's usage after it.
@@ -39,8 +42,12 @@ pub async fn create(
     opts: &AuditOptions,
     idem: Option<&IdemClaim>,
 ) -> Result<Created> {
+    let profile = match &opts.profile {
+        Some(p) => Some(crate::profiles::service::resolve(state, account, p, "profile").await?.id),
+        None => None,
+    };
     let id = AuditId::new();
-    let payload = TaskPayload { audit_id: id.clone() };
+    let payload = TaskPayload { audit_id: id.clone(), profile };
     let n = NewAudit {
         id: id.to_string(),
         user_id: account.user.id.clone(),

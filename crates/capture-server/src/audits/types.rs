@@ -64,6 +64,11 @@ pub struct AuditIn {
     /// Most pages a `full_site` audit loads (a `single_page` audit loads one).
     #[schemars(range(min = 1, max = MAX_PAGES), extend("default" = DEFAULT_MAX_PAGES))]
     pub max_pages: Option<u32>,
+    /// Audit as a signed-in visitor: one of your browser profiles (id or name). Every page
+    /// starts from its cookies and site storage, and the crawl's requests carry its cookies.
+    /// A start page that redirects to a sign-in form fails the audit `profile_expired:`.
+    #[schemars(length(min = 1, max = 100))]
+    pub profile: Option<String>,
 }
 
 /// A validated audit request.
@@ -73,6 +78,8 @@ pub struct AuditOptions {
     pub report_type: AuditReportType,
     /// 1 for `single_page`.
     pub max_pages: u32,
+    /// The browser profile (id or name as asked; the service keeps its id).
+    pub profile: Option<String>,
 }
 
 impl Checked for AuditIn {
@@ -85,7 +92,13 @@ impl Checked for AuditIn {
         let report_type = self.report_type.unwrap_or(AuditReportType::SinglePage);
         let max_pages = capture_audit::crawl::max_pages(self.max_pages).map_err(|e| FieldError::new("maxPages", e))?;
         let max_pages = if report_type == AuditReportType::SinglePage { 1 } else { max_pages };
-        Ok(AuditOptions { url, report_type, max_pages })
+        let profile = match self.profile.map(|p| p.trim().to_owned()) {
+            Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
+                return Err(FieldError::new("profile", "must be a profile's id or name (1 to 100 characters)"));
+            }
+            other => other,
+        };
+        Ok(AuditOptions { url, report_type, max_pages, profile })
     }
 }
 

@@ -210,6 +210,7 @@ impl From<CaptureError> for AutoError {
             CaptureError::Browser(m) => ("BROWSER_FAILED", m),
             CaptureError::Refused(m) => ("REFUSED", m),
             CaptureError::Unavailable(m) => ("UNAVAILABLE", m),
+            CaptureError::SignedOut(m) => ("PROFILE_EXPIRED", m),
         };
         AutoError::new(code, agent_refs(&m))
     }

@@ -30,6 +30,7 @@ use capture_audit::robots::user_agent;
 use capture_audit::run::{AuditPlan, Progress, run_audit};
 use capture_browser::session::{Device, ScreenshotSpec, Session, SessionOptions};
 use capture_browser::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
+use capture_core::profile::BrowserState;
 use capture_core::time::now_ms;
 use capture_core::{AuditId, ids};
 use capture_store::{AuditDone, AuditRow, Task};
@@ -120,9 +121,18 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
     if task.attempts > MAX_CLAIMS {
         return fail(Some(row), "the audit was interrupted too many times (worker restarts)".into()).await;
     }
-    if let Err(e) = serde_json::from_str::<TaskPayload>(&task.payload) {
-        return fail(Some(row), format!("corrupt task payload: {e}")).await;
-    }
+    let payload = match serde_json::from_str::<TaskPayload>(&task.payload) {
+        Ok(p) => p,
+        Err(e) => return fail(Some(row), format!("corrupt task payload: {e}")).await,
+    };
+    // A signed-in audit: the profile's state, opened now (a state saved since counts).
+    let profile = match &payload.profile {
+        Some(id) => match crate::profiles::service::for_job(state, &row.user_id, id).await {
+            Ok(s) => Some(Arc::new(s)),
+            Err(why) => return fail(Some(row), why).await,
+        },
+        None => None,
+    };
     let Some(report_type) = AuditReportType::parse(&row.report_type) else {
         return fail(Some(row), "the audit has an unknown report type".into()).await;
     };
@@ -153,10 +163,18 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
     let max_pages = row.max_pages.clamp(1, i64::from(capture_audit::crawl::MAX_PAGES)) as u32;
     let mut plan = AuditPlan::new(&row.url, report_type.engine(), max_pages, &ua);
     plan.deadline = Some(tokio::time::Instant::now() + audit_budget(max_pages));
+    plan.crawl.skip_sign_out = profile.is_some();
+    plan.links.skip_sign_out = profile.is_some();
     // Through the pool's egress proxy: it checks every address, literal ones included (the
     // guarded resolver alone never sees a URL whose host is an IP address).
     let client = match reqwest::Proxy::all(format!("http://{}", pool.egress_addr())).and_then(|proxy| {
-        crate::egress::builder(state.egress.clone(), plan.fetch.timeout).proxy(proxy).user_agent(ua.clone()).build()
+        let b = crate::egress::builder(state.egress.clone(), plan.fetch.timeout).proxy(proxy).user_agent(ua.clone());
+        // The crawl's own requests carry the profile's cookies, as the pages' do.
+        match &profile {
+            Some(s) => b.cookie_provider(Arc::new(cookie_jar(s))),
+            None => b,
+        }
+        .build()
     }) {
         Ok(c) => c,
         Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
@@ -165,8 +183,8 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
         &client,
         &plan,
         |url| {
-            let (state, pool) = (state.clone(), pool.clone());
-            async move { audit_page(&state, &pool, url.as_str()).await }
+            let (state, pool, profile) = (state.clone(), pool.clone(), profile.clone());
+            async move { audit_page(&state, &pool, url.as_str(), profile.as_deref()).await }
         },
         move |p| {
             let _ = ptx.send(p);
@@ -190,6 +208,13 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
         Ok(r) => r,
         Err(e) => return fail(Some(row), format!("the URL cannot be audited: {e}")).await,
     };
+    // The start page went to a sign-in form: the profile's session expired.
+    if let (Some(id), Some(why)) = (&payload.profile, report.pages.first().and_then(|p| p.error.clone()))
+        && why.starts_with("profile_expired:")
+    {
+        crate::profiles::service::expired(state, id, &audit_id, row.created_at).await;
+        return fail(Some(row), why).await;
+    }
     if let Some(why) = unreachable(&report) {
         return fail(Some(row), why).await;
     }
@@ -260,12 +285,27 @@ async fn complete(
     }
 }
 
+/// The profile's live cookies for the crawl's own requests.
+fn cookie_jar(s: &BrowserState) -> reqwest::cookie::Jar {
+    let jar = reqwest::cookie::Jar::default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    for c in s.live_cookies(now) {
+        let host = c.domain.trim_start_matches('.');
+        let scheme = if c.secure { "https" } else { "http" };
+        let Ok(url) = format!("{scheme}://{host}{}", c.path).parse::<url::Url>() else { continue };
+        // A leading dot covers subdomains; without one the cookie is the host's alone.
+        let domain = if c.domain.starts_with('.') { format!("; Domain={host}") } else { String::new() };
+        jar.add_cookie_str(&format!("{}={}; Path={}{domain}", c.name, c.value, c.path), &url);
+    }
+    jar
+}
+
 /// Load one page in a fresh session and gather its facts and screenshots; never fails (a
 /// page that cannot be loaded is reported with its error). A browser crash is retried once.
-async fn audit_page(state: &AppState, pool: &BrowserPool, url: &str) -> PageInput {
+async fn audit_page(state: &AppState, pool: &BrowserPool, url: &str, profile: Option<&BrowserState>) -> PageInput {
     let mut last = None;
     for _ in 0..2 {
-        match audit_page_once(state, pool, url).await {
+        match audit_page_once(state, pool, url, profile).await {
             Ok(input) => return input,
             Err(e) if e.is_transient() => last = Some(e),
             Err(e) => return failed_page(url, e.to_string()),
@@ -281,22 +321,28 @@ fn failed_page(url: &str, error: String) -> PageInput {
     }
 }
 
-async fn audit_page_once(state: &AppState, pool: &BrowserPool, url: &str) -> Result<PageInput, CaptureError> {
+async fn audit_page_once(
+    state: &AppState,
+    pool: &BrowserPool,
+    url: &str,
+    profile: Option<&BrowserState>,
+) -> Result<PageInput, CaptureError> {
     let session = pool
         .open_session(SessionOptions {
             device: Device::desktop(1280, 800),
             init_scripts: vec![OBSERVERS_JS.to_owned()],
             deadline: PAGE_BUDGET,
             slot_timeout: Duration::from_secs(60),
+            state: profile.cloned(),
             ..SessionOptions::default()
         })
         .await?;
-    let r = gather(state, &session, url).await;
+    let r = gather(state, &session, url, profile.is_some()).await;
     session.close().await;
     r
 }
 
-async fn gather(state: &AppState, s: &Session, url: &str) -> Result<PageInput, CaptureError> {
+async fn gather(state: &AppState, s: &Session, url: &str, signed_in: bool) -> Result<PageInput, CaptureError> {
     const STEP: Duration = Duration::from_secs(15);
     let mut facts = PageFacts { url: url.to_owned(), final_url: url.to_owned(), ..PageFacts::default() };
     let nav = match s.goto(url, WaitUntil::Load, PAGE_LOAD_TIMEOUT).await {
@@ -313,6 +359,18 @@ async fn gather(state: &AppState, s: &Session, url: &str) -> Result<PageInput, C
     };
     facts.status = nav.status;
     facts.final_url = nav.final_url.clone();
+    // A signed-in audit sent to a sign-in form: reported, not audited as the page.
+    if signed_in
+        && let Ok(v) = s.evaluate(capture_core::profile::SIGNED_OUT_JS, false, STEP).await
+        && let Some(why) = capture_core::profile::expired_message(
+            url,
+            v["url"].as_str().unwrap_or_default(),
+            v["password"].as_u64().unwrap_or(0),
+        )
+    {
+        facts.error = Some(why);
+        return Ok(PageInput { facts, screenshots: Screenshots::default() });
+    }
     facts.redirects = nav.redirects.iter().map(|r| Hop { url: r.url.clone(), status: r.status }).collect();
     facts.headers = nav.headers.clone();
 

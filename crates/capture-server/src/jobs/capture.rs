@@ -264,6 +264,13 @@ async fn process(
             }
         }
     }
+    // A profile's state is opened now: one saved since the job was made is the one used.
+    if let Some(profile) = opts.profile.clone() {
+        match crate::profiles::service::for_job(state, &job.user_id, &profile).await {
+            Ok(s) => opts.state = Some(s),
+            Err(why) => return fail(why, true).await,
+        }
+    }
     let source = match (&payload.html_blob, &opts.url) {
         (Some(name), _) => match state.blobs.get(name).await {
             Ok(Some(b)) => PageSource::Html(String::from_utf8_lossy(&b).into_owned()),
@@ -417,6 +424,9 @@ async fn process(
         }
         Err(e) => {
             state.metrics.capture(started.elapsed().as_secs_f64(), false);
+            if let (CaptureError::SignedOut(_), Some(profile)) = (&e, &opts.profile) {
+                crate::profiles::service::expired(state, profile, &job_id, job.created_at).await;
+            }
             fail(e.to_string(), !charged(&e)).await;
         }
     }

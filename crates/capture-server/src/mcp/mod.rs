@@ -14,6 +14,7 @@ mod campaign_tools;
 mod capture_tools;
 mod common;
 mod inbox_tools;
+mod profile_tools;
 mod run_tools;
 mod tools;
 

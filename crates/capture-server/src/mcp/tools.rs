@@ -8,7 +8,7 @@ use rmcp::model::{CallToolResult, JsonObject, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 
 use super::common::{Cx, tool_error};
-use super::{audit_tools, campaign_tools, capture_tools, inbox_tools, run_tools};
+use super::{audit_tools, campaign_tools, capture_tools, inbox_tools, profile_tools, run_tools};
 use crate::auth::Account;
 use crate::state::AppState;
 
@@ -18,6 +18,7 @@ pub fn catalogue() -> Vec<Tool> {
     all.extend(audit_tools::catalogue());
     all.extend(run_tools::catalogue());
     all.extend(inbox_tools::catalogue());
+    all.extend(profile_tools::catalogue());
     all.extend(crate::automation::catalogue());
     all.extend(campaign_tools::catalogue());
     all
@@ -39,6 +40,8 @@ pub async fn call(
     } else if let Some(out) = run_tools::call(&cx, name, &args).await {
         out
     } else if let Some(out) = inbox_tools::call(&cx, name, &args).await {
+        out
+    } else if let Some(out) = profile_tools::call(&cx, name, &args).await {
         out
     } else if let Some(out) = campaign_tools::call(&cx, name, &args).await {
         out

@@ -50,6 +50,23 @@ pub fn connect_url(state: &AppState, id: &str, token: &str) -> String {
 /// which also stores the idempotent response. A scripted run is queued; a live one waits for
 /// its client at the `connectUrl` of the answer.
 pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: Option<&IdemClaim>) -> Result<Created> {
+    // The profile is the caller's and has a state; the run keeps its id.
+    let profile_id = match &spec.profile {
+        Some(p) => Some(crate::profiles::service::resolve(state, account, p, "profile").await?.id),
+        None => None,
+    };
+    if let Some(p) = &spec.save_profile
+        && state.store.find_profile(&account.user.id, p).await?.is_none()
+    {
+        // A name that is not one of the caller's makes a new profile at the end: it must be one.
+        if capture_core::ProfileId::parse(p).is_some() {
+            return Err(Error::Invalid(capture_core::FieldError::new(
+                "saveProfile",
+                format!("{p} is not one of your profiles (GET /v1/profiles lists them)"),
+            )));
+        }
+        crate::profiles::types::check_name("saveProfile", p)?;
+    }
     let id = RunId::new();
     let now = now_ms();
     let token = spec.live.then(|| ids::random_string(40));
@@ -75,6 +92,8 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         task_payload: if spec.live { None } else { Some(serde_json::to_string(&payload).map_err(Error::internal)?) },
         client_id: account.client_id.clone(),
         shared: spec.shared,
+        profile_id,
+        save_profile: spec.save_profile.clone(),
     };
     let connect = token.as_deref().map(|t| connect_url(state, id.as_str(), t));
     let render = |r: &RunRow| {
@@ -158,6 +177,8 @@ pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
         started_at: r.started_at.map(iso),
         ended_at: r.ended_at.map(iso),
         duration_ms,
+        profile: r.profile_id.clone(),
+        save_profile: r.save_profile.clone(),
     }
 }
 

@@ -132,6 +132,22 @@ pub async fn open(
     budget: Duration,
     task: Option<(String, String)>,
 ) -> Result<Opened, String> {
+    let mut opts = opts;
+    if let Some(profile) = &row.profile_id {
+        match crate::profiles::service::for_job(state, &row.user_id, profile).await {
+            Ok(s) => opts.state = Some(s),
+            Err(why) => {
+                let error = format!("the run's profile could not be used: {why}");
+                let mut end = ended(state, row, RunStatus::Failed, EndReason::BrowserFailed, None, Some(error.clone()));
+                end.charged = 0;
+                end.task = task;
+                if let Ok(true) = state.store.finish_run(&end).await {
+                    state.job_changed(&row.id);
+                }
+                return Err(error);
+            }
+        }
+    }
     let session = match pool.open_session(opts).await {
         Ok(s) => s,
         Err(e) => {
@@ -291,6 +307,18 @@ pub async fn finalize(
         },
         None => None,
     };
+    if let Some(target) = &row.save_profile {
+        let saved = match session.storage_state(Duration::from_secs(20)).await {
+            Ok(s) => crate::profiles::service::save(state, &row.user_id, target, &s, &row.id, "saveProfile")
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Err(e) = saved {
+            fin_err.get_or_insert(format!("saving the profile '{target}' failed: {e}"));
+        }
+    }
     session.close().await;
     let status = if fin_err.is_some() { RunStatus::Failed } else { outcome.status };
     let mut end = RunEnd {
@@ -363,6 +391,8 @@ mod tests {
             ended_at: None,
             client_id: None,
             shared: false,
+            profile_id: None,
+            save_profile: None,
         }
     }
 

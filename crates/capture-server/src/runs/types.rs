@@ -39,6 +39,16 @@ pub struct RunIn {
     /// A live session: the answer carries `connectUrl` for puppeteer / Playwright.
     #[schemars(extend("default" = false))]
     pub live: Option<bool>,
+    /// Start from one of your browser profiles (id or name): its cookies and site storage
+    /// are in place before the first page loads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub profile: Option<String>,
+    /// When the run ends, save its cookies and site storage into this profile (id or name;
+    /// a new name makes a new profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub save_profile: Option<String>,
 }
 
 /// One step of a scripted run, named by `action`; each has its own `timeoutMs`
@@ -210,6 +220,10 @@ pub struct RunSpec {
     /// An automation session open to every OAuth client of the account, not only the one
     /// that started it (REST runs: false).
     pub shared: bool,
+    /// The profile it starts from (id or name as asked; its id once found).
+    pub profile: Option<String>,
+    /// The profile its state is saved into at the end (id or name).
+    pub save_profile: Option<String>,
 }
 
 // A request body becomes a [`RunSpec`] through `crate::http::validated::validate`:
@@ -245,7 +259,19 @@ impl Checked for RunIn {
             timeout_ms,
             steps,
             shared: false,
+            profile: profile_ref("profile", self.profile)?,
+            save_profile: profile_ref("saveProfile", self.save_profile)?,
         })
+    }
+}
+
+/// A profile named by id or name: trimmed, 1 to 100 characters.
+fn profile_ref(field: &str, v: Option<String>) -> Result<Option<String>, FieldError> {
+    match v.map(|p| p.trim().to_owned()) {
+        Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
+            Err(FieldError::new(field, "must be a profile's id or name (1 to 100 characters)"))
+        }
+        other => Ok(other),
     }
 }
 
@@ -372,6 +398,12 @@ pub struct Run {
     pub ended_at: Option<String>,
     /// From start to end (or to now while it runs).
     pub duration_ms: Option<i64>,
+    /// The browser profile it started from (its id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The profile its state is saved into when it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub save_profile: Option<String>,
 }
 
 impl utoipa::PartialSchema for Run {

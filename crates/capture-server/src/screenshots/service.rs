@@ -149,6 +149,16 @@ async fn capture_job(
     if let Some(t) = &opts.storage {
         crate::storage::service::require(state, account, &t.destination).await?;
     }
+    // The profile is the caller's and has a state; the job keeps its id.
+    let with_profile;
+    let opts = match &opts.profile {
+        Some(p) => {
+            let row = crate::profiles::service::resolve(state, account, p, "profile").await?;
+            with_profile = CaptureOptions { profile: Some(row.id), ..opts.clone() };
+            &with_profile
+        }
+        None => opts,
+    };
     let (mut cache, mut cached_from, mut done) = (None, None, None);
     if let Some(ttl_s) = opts.cache_ttl {
         let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use base64::Engine as _;
+use capture_core::profile::{BrowserState, OriginState};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -72,6 +73,7 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
         CaptureError::Rejected(m) => CaptureError::Rejected(prefix(m)),
         CaptureError::NotFound(m) => CaptureError::NotFound(prefix(m)),
         CaptureError::Unavailable(m) => CaptureError::Unavailable(prefix(m)),
+        CaptureError::SignedOut(m) => CaptureError::SignedOut(prefix(m)),
         closed @ CaptureError::Closed(_) => closed,
     }
 }
@@ -176,6 +178,9 @@ impl SessionPage {
         }
         for source in &opts.init_scripts {
             self.page.call(&s::AddScriptToEvaluateOnNewDocument { source }).await?;
+        }
+        if let Some(state) = &opts.state {
+            self.apply_state(state).await?;
         }
         Ok(())
     }
@@ -338,6 +343,62 @@ impl SessionPage {
 
     pub(crate) async fn clear_local_storage(&mut self) -> Result<(), CaptureError> {
         self.script("localStorage.clear(); sessionStorage.clear()").await.map(|_| ())
+    }
+
+    /// A profile's state in place before anything loads: its live cookies in the context,
+    /// its origins' storage restored by a script in each new document.
+    pub(crate) async fn apply_state(&mut self, state: &BrowserState) -> Result<(), CaptureError> {
+        let cookies = crate::state::cookies_of(state);
+        if !cookies.is_empty() {
+            self.set_cookies(&cookies).await.map_err(|e| CaptureError::Script(format!("the profile's cookies: {e}")))?;
+        }
+        if let Some(source) = state.restore_script() {
+            self.page.call(&s::AddScriptToEvaluateOnNewDocument { source: &source }).await?;
+        }
+        Ok(())
+    }
+
+    /// What the session would keep as a profile: every cookie of its context, the
+    /// localStorage of each origin its pages loaded a document from, and the IndexedDB
+    /// databases of the origin its page shows now.
+    pub(crate) async fn storage_state(&mut self) -> Result<BrowserState, CaptureError> {
+        let cookies = self.cookies().await?.into_iter().map(crate::state::state_cookie).collect();
+        let here = self.script("location.href").await.ok().and_then(|v| v.as_str().map(str::to_owned));
+        let documents = self
+            .hooks()
+            .recorder
+            .requests
+            .iter()
+            .filter(|r| r.resource_type == "Document" && r.status.is_some())
+            .map(|r| r.url.clone());
+        let origins = crate::state::origins_of(documents.chain(here.clone()));
+        let here_origin = here.as_deref().and_then(crate::state::origin_of);
+        let mut out = Vec::with_capacity(origins.len());
+        for origin in origins {
+            let local_storage = if Some(&origin) == here_origin.as_ref() {
+                // The page's own, read in the page.
+                self.local_storage().await.ok().map(crate::state::items)
+            } else {
+                let p = json!({ "storageId": { "securityOrigin": origin, "isLocalStorage": true } });
+                let reply = self.page.conn.send("DOMStorage.getDOMStorageItems", &p, Some(&self.page.sid));
+                match self.page.reply_until(reply, self.page.deadline).await {
+                    Ok(Ok(v)) => Some(crate::state::dom_storage_items(&v)),
+                    _ => None,
+                }
+            }
+            .unwrap_or_default();
+            let indexed_db = match Some(&origin) == here_origin.as_ref() {
+                true => match self.page.eval_job(capture_core::profile::SAVE_IDB_JS).await? {
+                    Ok(v) => serde_json::from_value(v).unwrap_or_default(),
+                    Err(_) => Vec::new(),
+                },
+                false => Vec::new(),
+            };
+            if !local_storage.is_empty() || !indexed_db.is_empty() {
+                out.push(OriginState { origin, local_storage, indexed_db });
+            }
+        }
+        Ok(BrowserState { cookies, origins: out })
     }
 
     // ---- Navigation --------------------------------------------------------------------

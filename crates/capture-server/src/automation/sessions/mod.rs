@@ -326,6 +326,9 @@ pub struct SessionStartIn {
     pub idle_timeout_ms: Option<u64>,
     /// Let every MCP client of this account see and use the session (default false: only the client that starts it, so two agents of one account never drive each other's pages).
     pub shared: Option<bool>,
+    /// Start signed in: one of your browser profiles (id or name, see profile_list); its cookies and site storage are in place before url loads.
+    #[schemars(length(min = 1, max = 100))]
+    pub profile: Option<String>,
 }
 
 fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
@@ -387,6 +390,8 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         timeout_ms: Some(timeout_ms),
         steps: None,
         live: Some(true),
+        profile: a.profile.clone(),
+        save_profile: None,
     }
     .check()
     .map(|spec| RunSpec { shared: a.shared.unwrap_or(false), ..spec })
@@ -617,23 +622,45 @@ pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
 pub struct SessionEndIn {
     /// The session (run_…) from session_start.
     pub session_id: String,
+    /// Before ending, save the session's cookies, localStorage and IndexedDB into this profile (id or name; a new name makes a new profile), so later captures, audits and sessions can start signed in with profile.
+    #[schemars(length(min = 1, max = 100))]
+    pub save_profile: Option<String>,
 }
 
 pub async fn session_end(cx: Cx, a: SessionEndIn) -> AutoResult<Reply> {
     let l = live(&cx, &a.session_id).await?;
+    let saved = match a.save_profile.as_deref().map(str::trim) {
+        Some(target) => {
+            let s = l.session.storage_state(Duration::from_secs(20)).await?;
+            Some(crate::profiles::service::save(&cx.state, &cx.account.user.id, target, &s, &l.id, "saveProfile").await?)
+        }
+        None => None,
+    };
     l.end.cancel();
     // Encoding the video takes a while on a busy machine; the run says how it ended.
     let _ = tokio::time::timeout(Duration::from_secs(90), l.finished.cancelled()).await;
     let id = RunId::parse(&l.id).ok_or_else(|| Error::not_found(RunId::NOUN))?;
     let run = runs::get(&cx.state, &cx.account, &id).await?;
-    let text = format!(
+    let mut text = format!(
         "Session {} ended ({}, {}); video: {}",
         run.id,
         run.status,
         run.end_reason.as_deref().unwrap_or("-"),
         run.video_url.as_deref().unwrap_or("none")
     );
-    Ok(Reply::data(serde_json::to_value(&run).map_err(Error::internal)?).with_text(text))
+    let mut data = serde_json::to_value(&run).map_err(Error::internal)?;
+    if let Some(p) = saved {
+        text.push_str(&format!(
+            "; saved {} cookies and {} origins' storage in the profile '{}' ({}): start with profile: \"{}\" to be signed in",
+            p.summary.cookies,
+            p.summary.origins.len(),
+            p.name,
+            p.id,
+            p.name
+        ));
+        data["savedProfile"] = serde_json::to_value(&p).map_err(Error::internal)?;
+    }
+    Ok(Reply::data(data).with_text(text))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod hardening;
 mod inbox;
 mod lists;
 mod nodes;
+mod profiles;
 mod quotas;
 mod render_links;
 mod runs;

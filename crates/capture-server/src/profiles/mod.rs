@@ -1,0 +1,127 @@
+//! Browser profiles (`/v1/profiles`): a signed-in browser state (cookies, localStorage,
+//! IndexedDB) per account that captures, audits, runs and automation sessions start from.
+//! [`service`] holds the operations, [`login`] the helper that signs in to a site with the
+//! account's test inbox and saves the result.
+
+pub mod login;
+pub mod service;
+pub mod types;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use capture_core::profile::BrowserState;
+
+use self::types::{LoginIn, LoginOut, Profile, ProfileIn, ProfileList, ProfilePatch};
+use crate::auth::Account;
+use crate::http::error::ErrorBody;
+use crate::http::{ApiResult, Json, ValidatedJson};
+use crate::state::AppState;
+
+/// The profile paths and schemas of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(
+    paths(create_handler, list_handler, get_handler, update_handler, delete_handler, state_handler, login_handler),
+    components(schemas(ProfileIn, ProfilePatch, Profile, ProfileList, LoginIn, LoginOut))
+)]
+pub struct ApiDoc;
+
+/// Routes (authenticated by the caller's router).
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/v1/profiles", post(create_handler).get(list_handler))
+        .route("/v1/profiles/login", post(login_handler))
+        .route("/v1/profiles/{id}", get(get_handler).patch(update_handler).delete(delete_handler))
+        .route("/v1/profiles/{id}/state", get(state_handler))
+}
+
+#[utoipa::path(post, path = "/v1/profiles", tag = "profiles", request_body = ProfileIn,
+    responses((status = 201, body = Profile), (status = 400, body = ErrorBody)), security(("api_key" = [])))]
+/// Make a profile: empty (a session, a run or `login` saves into it) or with an imported
+/// Playwright storage state. Its state is stored encrypted and never shown but to
+/// `GET /v1/profiles/{id}/state`.
+async fn create_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    ValidatedJson { valid, .. }: ValidatedJson<ProfileIn>,
+) -> ApiResult<(StatusCode, Json<Profile>)> {
+    Ok((StatusCode::CREATED, Json(service::create(&state, &account, valid).await?)))
+}
+
+#[utoipa::path(get, path = "/v1/profiles", tag = "profiles",
+    responses((status = 200, body = ProfileList)), security(("api_key" = [])))]
+/// The caller's profiles (what their states hold, never a value).
+async fn list_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+) -> ApiResult<Json<ProfileList>> {
+    Ok(Json(service::list(&state, &account).await?))
+}
+
+#[utoipa::path(get, path = "/v1/profiles/{id}", tag = "profiles", params(("id" = String, Path, description = "id or name")),
+    responses((status = 200, body = Profile), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// One profile, by id or name.
+async fn get_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Profile>> {
+    Ok(Json(service::get(&state, &account, &id).await?))
+}
+
+#[utoipa::path(patch, path = "/v1/profiles/{id}", tag = "profiles", params(("id" = String, Path, description = "id or name")),
+    request_body = ProfilePatch,
+    responses((status = 200, body = Profile), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// Rename a profile, replace its state, or both.
+async fn update_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path(id): Path<String>,
+    ValidatedJson { valid, .. }: ValidatedJson<ProfilePatch>,
+) -> ApiResult<Json<Profile>> {
+    Ok(Json(service::update(&state, &account, &id, valid).await?))
+}
+
+#[utoipa::path(delete, path = "/v1/profiles/{id}", tag = "profiles", params(("id" = String, Path, description = "id or name")),
+    responses((status = 204), (status = 404, body = ErrorBody)), security(("api_key" = [])))]
+/// Delete a profile and its state; jobs queued with it then fail saying so.
+async fn delete_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    service::delete(&state, &account, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/v1/profiles/{id}/state", tag = "profiles", params(("id" = String, Path, description = "id or name")),
+    responses((status = 200, body = Object, description = "Playwright's storage-state format"), (status = 404, body = ErrorBody)),
+    security(("api_key" = [])))]
+/// The profile's state in clear, in Playwright's storage-state format (for
+/// `browser.newContext({storageState})`): its cookies' values included.
+async fn state_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<BrowserState>> {
+    Ok(Json(service::export(&state, &account, &id).await?))
+}
+
+#[utoipa::path(post, path = "/v1/profiles/login", tag = "profiles", request_body = LoginIn,
+    responses(
+        (status = 200, body = LoginOut),
+        (status = 400, body = ErrorBody),
+        (status = 422, body = ErrorBody, description = "LOGIN_FAILED: the site did not end signed in (details.steps: what was done; details.finalUrl)"),
+    ),
+    security(("api_key" = [])))]
+/// Sign in (or up) to a site with your test inbox's address, follow the verification link
+/// or type the one-time code the site mails, and save the signed-in state as a profile.
+async fn login_handler(
+    State(state): State<AppState>,
+    Extension(account): Extension<Account>,
+    ValidatedJson { valid, .. }: ValidatedJson<LoginIn>,
+) -> ApiResult<Json<LoginOut>> {
+    Ok(Json(login::login(&state, &account, valid).await?))
+}
