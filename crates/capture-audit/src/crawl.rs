@@ -387,13 +387,13 @@ impl Frontier {
         if !self.scope.contains(&url) {
             return self.skip(url.as_str(), SkipReason::OtherOrigin);
         }
-        if self.config.skip_sign_out && crate::urls::is_sign_out(&url) {
-            return self.skip(url.as_str(), SkipReason::SignOut);
-        }
         let key = dedupe_key(&url);
         if !self.seen.insert(key.clone()) {
             self.duplicates += 1;
             return;
+        }
+        if self.config.skip_sign_out && crate::urls::is_sign_out(&url) {
+            return self.skip(url.as_str(), SkipReason::SignOut);
         }
         self.discovered += 1;
         let is_start = key == self.start_key;

@@ -253,7 +253,13 @@ mod tests {
 
     #[test]
     fn sign_out_links_are_known() {
-        for u in ["https://a.com/logout", "https://a.com/users/sign_out", "https://a.com/Sign-Out", "https://a.com/logout.php", "https://a.com/?action=logout"] {
+        for u in [
+            "https://a.com/logout",
+            "https://a.com/users/sign_out",
+            "https://a.com/Sign-Out",
+            "https://a.com/logout.php",
+            "https://a.com/?action=logout",
+        ] {
             assert!(is_sign_out(&Url::parse(u).unwrap()), "{u}");
         }
         for u in ["https://a.com/login", "https://a.com/blog/logout-tips", "https://a.com/signouts"] {

@@ -60,7 +60,8 @@ pub async fn list(c: &Client, as_json: bool) -> Result<()> {
         println!("No profiles yet: capture profile login URL makes one.");
     }
     for p in &data {
-        let domains: Vec<&str> = p["summary"]["domains"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let domains: Vec<&str> =
+            p["summary"]["domains"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
         println!(
             "{}  {:<24} {:<8} {} cookies  {}",
             s(p, "id"),

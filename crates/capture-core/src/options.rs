@@ -1705,8 +1705,11 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 44);
-        assert_eq!((names[0], names[14], names[33], names[41]), ("url", "clickBefore", "blockResources", "cacheKey"));
+        assert_eq!(names.len(), 45);
+        assert_eq!(
+            (names[0], names[14], names[33], names[41], names[44]),
+            ("url", "clickBefore", "blockResources", "cacheKey", "profile")
+        );
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }
 

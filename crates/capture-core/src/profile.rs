@@ -175,22 +175,43 @@ impl BrowserState {
     /// Check the bounds and shapes; errors name the field under `field` (`state`).
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         if self.cookies.len() > MAX_COOKIES {
-            return Err(FieldError::new(&format!("{field}.cookies"), format!("must hold at most {MAX_COOKIES} cookies")));
+            return Err(FieldError::new(
+                &format!("{field}.cookies"),
+                format!("must hold at most {MAX_COOKIES} cookies"),
+            ));
         }
         if self.origins.len() > MAX_ORIGINS {
-            return Err(FieldError::new(&format!("{field}.origins"), format!("must hold at most {MAX_ORIGINS} origins")));
+            return Err(FieldError::new(
+                &format!("{field}.origins"),
+                format!("must hold at most {MAX_ORIGINS} origins"),
+            ));
         }
         for (i, c) in self.cookies.iter().enumerate() {
             let at = |k: &str| format!("{field}.cookies[{i}].{k}");
-            if c.name.is_empty() || c.name.len() > 4096 || c.name.chars().any(|ch| ch.is_control() || ch == ';' || ch == '=') {
-                return Err(FieldError::new(&at("name"), "must be 1–4096 characters without ';', '=' or control characters"));
+            if c.name.is_empty()
+                || c.name.len() > 4096
+                || c.name.chars().any(|ch| ch.is_control() || ch == ';' || ch == '=')
+            {
+                return Err(FieldError::new(
+                    &at("name"),
+                    "must be 1–4096 characters without ';', '=' or control characters",
+                ));
             }
             if c.value.len() > 4096 || c.value.chars().any(|ch| ch.is_control() || ch == ';') {
-                return Err(FieldError::new(&at("value"), "must be at most 4096 characters without ';' or control characters"));
+                return Err(FieldError::new(
+                    &at("value"),
+                    "must be at most 4096 characters without ';' or control characters",
+                ));
             }
             let host = c.domain.trim_start_matches('.');
-            if host.is_empty() || host.len() > 253 || host.chars().any(|ch| !(ch.is_ascii_alphanumeric() || "-.:[]_".contains(ch))) {
-                return Err(FieldError::new(&at("domain"), "must be a host name (a leading dot covers its subdomains)"));
+            if host.is_empty()
+                || host.len() > 253
+                || host.chars().any(|ch| !(ch.is_ascii_alphanumeric() || "-.:[]_".contains(ch)))
+            {
+                return Err(FieldError::new(
+                    &at("domain"),
+                    "must be a host name (a leading dot covers its subdomains)",
+                ));
             }
             if !c.path.starts_with('/') {
                 return Err(FieldError::new(&at("path"), "must start with /"));
@@ -223,7 +244,10 @@ impl BrowserState {
         }
         let size = serde_json::to_vec(self).map(|v| v.len()).unwrap_or(usize::MAX);
         if size > MAX_STATE_BYTES {
-            return Err(FieldError::new(field, format!("must be at most {} MB serialized", MAX_STATE_BYTES / (1024 * 1024))));
+            return Err(FieldError::new(
+                field,
+                format!("must be at most {} MB serialized", MAX_STATE_BYTES / (1024 * 1024)),
+            ));
         }
         Ok(())
     }
@@ -235,7 +259,8 @@ impl BrowserState {
 
     /// What it holds, without values.
     pub fn summary(&self) -> StateSummary {
-        let mut domains: Vec<String> = self.cookies.iter().map(|c| c.domain.trim_start_matches('.').to_owned()).collect();
+        let mut domains: Vec<String> =
+            self.cookies.iter().map(|c| c.domain.trim_start_matches('.').to_owned()).collect();
         domains.sort();
         domains.dedup();
         let kept: Vec<&OriginState> =
@@ -414,7 +439,10 @@ mod tests {
 
     #[test]
     fn expired_cookies_are_dropped() {
-        let s = BrowserState { cookies: vec![cookie("old", 100.0), cookie("new", 3000.0), cookie("session", -1.0)], origins: vec![] };
+        let s = BrowserState {
+            cookies: vec![cookie("old", 100.0), cookie("new", 3000.0), cookie("session", -1.0)],
+            origins: vec![],
+        };
         let live: Vec<&str> = s.live_cookies(2000.0).map(|c| c.name.as_str()).collect();
         assert_eq!(live, vec!["new", "session"]);
     }

@@ -171,21 +171,21 @@ impl Store {
     /// A profile by id alone, whoever's it is (operators and tests; requests use
     /// [`find_profile`](Self::find_profile)).
     pub async fn profile_by_id(&self, id: &str) -> Result<Option<ProfileRow>> {
-        let row = sqlx::query(sqlf!("SELECT {COLS} FROM profiles WHERE id = $1"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row =
+            sqlx::query(sqlf!("SELECT {COLS} FROM profiles WHERE id = $1")).bind(id).fetch_optional(&self.pool).await?;
         row.as_ref().map(profile_from).transpose()
     }
 
     /// A job started from the profile (kept to the minute, like an API key's).
     pub async fn profile_used(&self, id: &str, now: i64) -> Result<()> {
-        sqlx::query("UPDATE profiles SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $3)")
-            .bind(now)
-            .bind(id)
-            .bind(now - 60_000)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "UPDATE profiles SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $3)",
+        )
+        .bind(now)
+        .bind(id)
+        .bind(now - 60_000)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 

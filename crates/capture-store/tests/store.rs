@@ -41,6 +41,7 @@ on_both_backends! {
     the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only => the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_sqlite, the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_postgres;
     render_keys_are_listed_found_and_revoked_by_their_owner => render_keys_are_listed_found_and_revoked_by_their_owner_sqlite, render_keys_are_listed_found_and_revoked_by_their_owner_postgres;
     storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went => storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_sqlite, storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_postgres;
+    profiles_belong_to_their_owner_and_are_found_by_id_or_name => profiles_belong_to_their_owner_and_are_found_by_id_or_name_sqlite, profiles_belong_to_their_owner_and_are_found_by_id_or_name_postgres;
     a_batch_is_all_or_nothing_and_completes_once => a_batch_is_all_or_nothing_and_completes_once_sqlite, a_batch_is_all_or_nothing_and_completes_once_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
     listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
@@ -786,6 +787,74 @@ async fn storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_co
     assert!(store.complete_screenshot(&t.id, "w1", &b.id, &done, &serde_json::json!({}), T0 + 50).await.unwrap());
     let row = job_row(store, &b.id).await;
     assert_eq!((row.storage_url, row.storage_error.as_deref()), (None, Some("the bucket does not exist")));
+}
+
+async fn profiles_belong_to_their_owner_and_are_found_by_id_or_name(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let profile = |id: &str, user: &User, name: &str, at: i64| capture_store::ProfileRow {
+        id: id.into(),
+        user_id: user.id.clone(),
+        name: name.into(),
+        state_enc: None,
+        summary: "{}".into(),
+        saved_from: None,
+        saved_at: None,
+        expired_at: None,
+        expired_by: None,
+        last_used_at: None,
+        created_at: at,
+        updated_at: at,
+    };
+    store.create_profile(&profile("prf_a", &alice, "shop", T0)).await.unwrap();
+    store.create_profile(&profile("prf_b", &alice, "admin", T0 + 1)).await.unwrap();
+    // Names are unique per account, not across accounts.
+    store.create_profile(&profile("prf_c", &bob, "shop", T0)).await.unwrap();
+    match store.create_profile(&profile("prf_d", &alice, "shop", T0 + 2)).await {
+        Err(StoreError::Conflict(m)) => assert_eq!(m, "a profile named 'shop' exists already"),
+        other => panic!("{other:?}"),
+    }
+    let names = |v: Vec<capture_store::ProfileRow>| v.into_iter().map(|p| p.name).collect::<Vec<_>>();
+    assert_eq!(names(store.list_profiles(&alice.id).await.unwrap()), ["shop", "admin"]);
+    // By id or by name, the owner's only.
+    assert_eq!(store.find_profile(&alice.id, "prf_a").await.unwrap().map(|p| p.name), Some("shop".into()));
+    assert_eq!(store.find_profile(&alice.id, "shop").await.unwrap().map(|p| p.id), Some("prf_a".into()));
+    assert_eq!(store.find_profile(&bob.id, "shop").await.unwrap().map(|p| p.id), Some("prf_c".into()));
+    assert_eq!(store.find_profile(&bob.id, "prf_a").await.unwrap(), None);
+    // Renaming keeps names unique; another's cannot be renamed.
+    assert!(matches!(store.rename_profile(&alice.id, "prf_b", "shop", T0 + 3).await, Err(StoreError::Conflict(_))));
+    assert!(!store.rename_profile(&bob.id, "prf_b", "mine", T0 + 3).await.unwrap());
+    assert!(store.rename_profile(&alice.id, "prf_b", "back-office", T0 + 3).await.unwrap());
+    // Saving a state; a job marks it expired only when the state is older than the job.
+    assert!(!store.save_profile_state(&bob.id, "prf_a", "sealed-x", "{}", "import", T0 + 4).await.unwrap());
+    assert!(
+        store.save_profile_state(&alice.id, "prf_a", "sealed-1", r#"{"cookies":2}"#, "login", T0 + 10).await.unwrap()
+    );
+    store.profile_expired("prf_a", "scr_old", T0 + 5, T0 + 20).await.unwrap();
+    assert_eq!(
+        store.find_profile(&alice.id, "prf_a").await.unwrap().unwrap().expired_at,
+        None,
+        "a job older than the state"
+    );
+    store.profile_expired("prf_a", "scr_new", T0 + 15, T0 + 20).await.unwrap();
+    let p = store.find_profile(&alice.id, "prf_a").await.unwrap().unwrap();
+    assert_eq!(
+        (p.state_enc.as_deref(), p.saved_from.as_deref(), p.expired_at, p.expired_by.as_deref()),
+        (Some("sealed-1"), Some("login"), Some(T0 + 20), Some("scr_new"))
+    );
+    // A new save clears it; use is recorded at most once a minute.
+    assert!(store.save_profile_state(&alice.id, "prf_a", "sealed-2", "{}", "run_x", T0 + 30).await.unwrap());
+    store.profile_used("prf_a", T0 + 40).await.unwrap();
+    store.profile_used("prf_a", T0 + 50).await.unwrap();
+    let p = store.profile_by_id("prf_a").await.unwrap().unwrap();
+    assert_eq!((p.expired_at, p.state_enc.as_deref(), p.last_used_at), (None, Some("sealed-2"), Some(T0 + 40)));
+    // Deleting: the owner's only, once.
+    assert!(!store.delete_profile(&bob.id, "prf_a").await.unwrap());
+    assert!(store.delete_profile(&alice.id, "prf_a").await.unwrap());
+    assert!(!store.delete_profile(&alice.id, "prf_a").await.unwrap());
+    assert_eq!(store.profile_by_id("prf_a").await.unwrap(), None);
+    assert_eq!(names(store.list_profiles(&alice.id).await.unwrap()), ["back-office"]);
 }
 
 async fn a_batch_is_all_or_nothing_and_completes_once(ctx: Ctx) {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{AppendHeaders, Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 
 use crate::inbox_fixture::{Reply, smtp_send};
@@ -130,7 +130,15 @@ impl MembersSite {
     pub async fn start() -> MembersSite {
         let state = Arc::new(SiteState::default());
         let router = axum::Router::new()
-            .route("/", get(|| async { page("Members Club", "<h1>Members Club</h1><a href=\"/members\">Members area</a> <a href=\"/login\">Sign in</a>") }))
+            .route(
+                "/",
+                get(|| async {
+                    page(
+                        "Members Club",
+                        "<h1>Members Club</h1><a href=\"/members\">Members area</a> <a href=\"/login\">Sign in</a>",
+                    )
+                }),
+            )
             .route("/login", get(|| async { page("Members Club — Sign in", SIGN_IN) }).post(login))
             .route("/otp", get(|| async { page("Members Club — Enter your code", OTP) }).post(otp))
             .route("/signup", get(|| async { page("Members Club — Join", SIGN_UP) }).post(signup))
@@ -214,16 +222,22 @@ fn signed_in(s: &SiteState, h: &HeaderMap) -> Option<String> {
 fn start_session(s: &SiteState, email: &str, to: &str) -> Response {
     let sid = token(32);
     s.sessions.lock().unwrap().insert(sid.clone(), email.to_owned());
+    // Two cookies: headers appended, not replaced.
     (
         StatusCode::SEE_OTHER,
-        [(header::SET_COOKIE, format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400")), (header::LOCATION, to.to_owned())],
+        AppendHeaders([
+            (header::SET_COOKIE, format!("sid={sid}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400")),
+            (header::SET_COOKIE, "pending=; Path=/; Max-Age=0".to_owned()),
+            (header::LOCATION, to.to_owned()),
+        ]),
     )
         .into_response()
 }
 
 async fn login(State(s): State<Arc<SiteState>>, body: String) -> Response {
     let f = form(&body);
-    let (email, password) = (f.get("email").cloned().unwrap_or_default(), f.get("password").cloned().unwrap_or_default());
+    let (email, password) =
+        (f.get("email").cloned().unwrap_or_default(), f.get("password").cloned().unwrap_or_default());
     let ok = s.accounts.lock().unwrap().get(&email).is_some_and(|(p, verified)| *p == password && *verified);
     if !ok {
         let body = format!("<p role=\"alert\">Wrong email or password.</p>{SIGN_IN}");
@@ -231,10 +245,19 @@ async fn login(State(s): State<Arc<SiteState>>, body: String) -> Response {
     }
     let (pending, code) = (token(24), token(6));
     s.pending.lock().unwrap().insert(pending.clone(), (email.clone(), code.clone()));
-    send(&s, &email, "Your Members Club sign-in code", &format!("Your sign-in code is {code}. It expires in 10 minutes.")).await;
+    send(
+        &s,
+        &email,
+        "Your Members Club sign-in code",
+        &format!("Your sign-in code is {code}. It expires in 10 minutes."),
+    )
+    .await;
     (
         StatusCode::SEE_OTHER,
-        [(header::SET_COOKIE, format!("pending={pending}; Path=/; HttpOnly; SameSite=Lax")), (header::LOCATION, "/otp".to_owned())],
+        [
+            (header::SET_COOKIE, format!("pending={pending}; Path=/; HttpOnly; SameSite=Lax")),
+            (header::LOCATION, "/otp".to_owned()),
+        ],
     )
         .into_response()
 }
@@ -244,24 +267,41 @@ async fn otp(State(s): State<Arc<SiteState>>, h: HeaderMap, body: String) -> Res
     let pending = cookie(&h, "pending").and_then(|p| s.pending.lock().unwrap().remove(&p));
     match pending {
         Some((email, want)) if want == code.trim() => start_session(&s, &email, "/members"),
-        _ => (StatusCode::UNAUTHORIZED, page("Members Club — Sign in", &format!("<p role=\"alert\">That code did not work.</p>{SIGN_IN}")))
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            page("Members Club — Sign in", &format!("<p role=\"alert\">That code did not work.</p>{SIGN_IN}")),
+        )
             .into_response(),
     }
 }
 
 async fn signup(State(s): State<Arc<SiteState>>, body: String) -> Response {
     let f = form(&body);
-    let (email, password) = (f.get("email").cloned().unwrap_or_default(), f.get("password").cloned().unwrap_or_default());
+    let (email, password) =
+        (f.get("email").cloned().unwrap_or_default(), f.get("password").cloned().unwrap_or_default());
     if email.is_empty() || password.len() < 8 || f.get("confirm") != Some(&password) {
-        return (StatusCode::BAD_REQUEST, page("Members Club — Join", &format!("<p role=\"alert\">Check the form.</p>{SIGN_UP}")))
+        return (
+            StatusCode::BAD_REQUEST,
+            page("Members Club — Join", &format!("<p role=\"alert\">Check the form.</p>{SIGN_UP}")),
+        )
             .into_response();
     }
     s.accounts.lock().unwrap().insert(email.clone(), (password, false));
     let t = token(24);
     s.verify.lock().unwrap().insert(t.clone(), email.clone());
     let link = format!("{}/verify?token={t}", s.base.lock().unwrap());
-    send(&s, &email, "Confirm your email for Members Club", &format!("Welcome! Confirm your email address by opening this link: {link}")).await;
-    page("Members Club — Check your email", "<h1>Check your email</h1><p>We sent you a link to verify your address.</p>").into_response()
+    send(
+        &s,
+        &email,
+        "Confirm your email for Members Club",
+        &format!("Welcome! Confirm your email address by opening this link: {link}"),
+    )
+    .await;
+    page(
+        "Members Club — Check your email",
+        "<h1>Check your email</h1><p>We sent you a link to verify your address.</p>",
+    )
+    .into_response()
 }
 
 async fn verify(State(s): State<Arc<SiteState>>, Query(q): Query<HashMap<String, String>>) -> Response {
@@ -273,7 +313,8 @@ async fn verify(State(s): State<Arc<SiteState>>, Query(q): Query<HashMap<String,
             }
             start_session(&s, &email, "/members")
         }
-        None => (StatusCode::NOT_FOUND, page("Members Club — Link expired", "<p>This link has expired.</p>")).into_response(),
+        None => (StatusCode::NOT_FOUND, page("Members Club — Link expired", "<p>This link has expired.</p>"))
+            .into_response(),
     }
 }
 
@@ -298,6 +339,8 @@ async fn members(State(s): State<Arc<SiteState>>, uri: axum::http::Uri, h: Heade
             );
             members_page("Settings", &script).into_response()
         }
-        _ => members_page("Members area", "<script>localStorage.setItem('club.theme', 'gold');</script>").into_response(),
+        _ => {
+            members_page("Members area", "<script>localStorage.setItem('club.theme', 'gold');</script>").into_response()
+        }
     }
 }

@@ -124,7 +124,11 @@ impl Page {
 
     /// A page started from a profile that was sent to a sign-in form instead of the page
     /// asked for: the profile's session expired ([`CaptureError::SignedOut`]).
-    pub(crate) async fn check_signed_in(&mut self, o: &CaptureOptions, source: &PageSource) -> Result<(), CaptureError> {
+    pub(crate) async fn check_signed_in(
+        &mut self,
+        o: &CaptureOptions,
+        source: &PageSource,
+    ) -> Result<(), CaptureError> {
         let (Some(_), PageSource::Url(requested)) = (&o.state, source) else { return Ok(()) };
         let Ok(v) = self.eval_job(capture_core::profile::SIGNED_OUT_JS).await? else { return Ok(()) };
         let landed = v["url"].as_str().unwrap_or_default();

@@ -288,7 +288,8 @@ async fn complete(
 /// The profile's live cookies for the crawl's own requests.
 fn cookie_jar(s: &BrowserState) -> reqwest::cookie::Jar {
     let jar = reqwest::cookie::Jar::default();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
     for c in s.live_cookies(now) {
         let host = c.domain.trim_start_matches('.');
         let scheme = if c.secure { "https" } else { "http" };

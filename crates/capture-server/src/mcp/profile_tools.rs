@@ -66,7 +66,16 @@ async fn list_tool(cx: &Cx<'_>, a: &JsonObject) -> Result<CallToolResult> {
     let lines: Vec<String> = list
         .data
         .iter()
-        .map(|p| format!("{} ({}): {}, {} cookies for {}", p.name, p.id, p.status, p.summary.cookies, p.summary.domains.join(", ")))
+        .map(|p| {
+            format!(
+                "{} ({}): {}, {} cookies for {}",
+                p.name,
+                p.id,
+                p.status,
+                p.summary.cookies,
+                p.summary.domains.join(", ")
+            )
+        })
         .collect();
     let text = if lines.is_empty() { "No profiles yet: profile_login makes one.".to_owned() } else { lines.join("\n") };
     with_text(text, &list)

@@ -92,25 +92,39 @@ pub async fn login(state: &AppState, account: &Account, v: ValidLogin) -> Result
     };
     let profile_name = match &v.profile {
         Some(p) => p.clone(),
-        None => url::Url::parse(&v.url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "site".into()),
+        None => {
+            url::Url::parse(&v.url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "site".into())
+        }
     };
     let session = pool
-        .open_session(SessionOptions { deadline: BUDGET, slot_timeout: Duration::from_secs(30), ..SessionOptions::default() })
+        .open_session(SessionOptions {
+            deadline: BUDGET,
+            slot_timeout: Duration::from_secs(30),
+            ..SessionOptions::default()
+        })
         .await
         .map_err(|e| failed(format!("the browser could not be opened: {e}"), vec![], v.url.clone()))?;
     let mut steps = Vec::new();
     let outcome = drive(state, account, &session, &v, &email, &password, &mut steps).await;
     let result = match outcome {
         Ok(ask) => match session.storage_state(STEP).await {
-            Ok(s) => service::save(state, &account.user.id, &profile_name, &s, FROM_LOGIN, "profile").await.map(|profile| {
-                steps.push(format!(
-                    "saved {} cookies and {} origins' storage in the profile '{}'",
-                    profile.summary.cookies,
-                    profile.summary.origins.len(),
-                    profile.name
-                ));
-                LoginOut { profile, email: email.clone(), final_url: ask.url, title: ask.title, steps: steps.clone() }
-            }),
+            Ok(s) => {
+                service::save(state, &account.user.id, &profile_name, &s, FROM_LOGIN, "profile").await.map(|profile| {
+                    steps.push(format!(
+                        "saved {} cookies and {} origins' storage in the profile '{}'",
+                        profile.summary.cookies,
+                        profile.summary.origins.len(),
+                        profile.name
+                    ));
+                    LoginOut {
+                        profile,
+                        email: email.clone(),
+                        final_url: ask.url,
+                        title: ask.title,
+                        steps: steps.clone(),
+                    }
+                })
+            }
             Err(e) => Err(failed(format!("the browser's state could not be read: {e}"), steps.clone(), ask.url)),
         },
         Err(e) => Err(e),
@@ -130,7 +144,12 @@ async fn settle(session: &Session) {
     let _ = session.evaluate("new Promise((r) => { if (document.readyState === 'complete') r(); else addEventListener('load', () => r(), { once: true }); setTimeout(r, 5000); })", true, STEP).await;
 }
 
-async fn submit(session: &Session, a: &Ask, last: &str, steps: &mut Vec<String>) -> std::result::Result<(), CaptureError> {
+async fn submit(
+    session: &Session,
+    a: &Ask,
+    last: &str,
+    steps: &mut Vec<String>,
+) -> std::result::Result<(), CaptureError> {
     match a.submit {
         true => {
             session.click(marked("submit"), STEP).await?;
@@ -186,7 +205,10 @@ async fn drive(
         if a.code {
             let Some(m) = mail(state, account, mailed_from, v).await? else {
                 return Err(failed(
-                    format!("the page asks for a code, and no mail reached {email} within {} s", v.mail_timeout.as_secs()),
+                    format!(
+                        "the page asks for a code, and no mail reached {email} within {} s",
+                        v.mail_timeout.as_secs()
+                    ),
                     steps.clone(),
                     at,
                 ));
@@ -216,7 +238,10 @@ async fn drive(
                 steps.push(format!("typed {email} in the e-mail field"));
             }
             for i in 0..a.passwords.min(3) {
-                session.fill(marked(&format!("password{i}")), password, STEP).await.map_err(|e| browser_err(e, steps, &at))?;
+                session
+                    .fill(marked(&format!("password{i}")), password, STEP)
+                    .await
+                    .map_err(|e| browser_err(e, steps, &at))?;
             }
             if a.passwords > 0 {
                 steps.push(format!("typed the password in {} password field(s)", a.passwords.min(3)));
@@ -227,7 +252,10 @@ async fn drive(
         } else if a.check_mail {
             let Some(m) = mail(state, account, mailed_from, v).await? else {
                 return Err(failed(
-                    format!("the page says a mail was sent, and none reached {email} within {} s", v.mail_timeout.as_secs()),
+                    format!(
+                        "the page says a mail was sent, and none reached {email} within {} s",
+                        v.mail_timeout.as_secs()
+                    ),
                     steps.clone(),
                     at,
                 ));

@@ -114,6 +114,7 @@ async fn state_handler(
         (status = 200, body = LoginOut),
         (status = 400, body = ErrorBody),
         (status = 422, body = ErrorBody, description = "LOGIN_FAILED: the site did not end signed in (details.steps: what was done; details.finalUrl)"),
+        (status = 503, body = ErrorBody, description = "SERVICE_UNAVAILABLE: this node runs no browser (no worker role)"),
     ),
     security(("api_key" = [])))]
 /// Sign in (or up) to a site with your test inbox's address, follow the verification link

@@ -169,7 +169,8 @@ pub async fn save(
     match state.store.find_profile(user_id, id_or_name).await? {
         Some(row) => {
             save_into(state, user_id, &row.id, s, from).await?;
-            let row = state.store.find_profile(user_id, &row.id).await?.ok_or_else(|| Error::not_found(ProfileId::NOUN))?;
+            let row =
+                state.store.find_profile(user_id, &row.id).await?.ok_or_else(|| Error::not_found(ProfileId::NOUN))?;
             Ok(view(&row))
         }
         None if ProfileId::parse(id_or_name).is_some() => Err(Error::Invalid(FieldError::new(

@@ -255,7 +255,15 @@ async fn mcp_profile_tools_sign_in_once_and_sessions_save_their_state() {
     let call = |name: &'static str, args: Value| tool_at(&app.http, &mcp, &token, name, args);
 
     let tools = mcp_call(&app, &token, "tools/list", json!({})).await;
-    let tool = |n: &str| tools["tools"].as_array().unwrap().iter().find(|t| t["name"] == n).cloned().unwrap_or_else(|| panic!("{n} listed"));
+    let tool = |n: &str| {
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("{n} listed"))
+    };
     for t in ["profile_login", "profile_list", "profile_delete"] {
         tool(t);
     }
@@ -272,30 +280,59 @@ async fn mcp_profile_tools_sign_in_once_and_sessions_save_their_state() {
     let r = call("profile_login", json!({"url": site.url("/login"), "profile": "club"})).await;
     assert_ne!(r["isError"], true, "{r}");
     let out = &r["structuredContent"];
-    assert_eq!((out["profile"]["name"].as_str(), out["profile"]["status"].as_str()), (Some("club"), Some("ready")), "{r}");
+    assert_eq!(
+        (out["profile"]["name"].as_str(), out["profile"]["status"].as_str()),
+        (Some("club"), Some("ready")),
+        "{r}"
+    );
     let text = r["content"][0]["text"].as_str().unwrap();
-    assert!(text.starts_with(&format!("Signed in to {} as {}", site.url("/members"), inbox["address"].as_str().unwrap())), "{text}");
+    assert!(
+        text.starts_with(&format!("Signed in to {} as {}", site.url("/members"), inbox["address"].as_str().unwrap())),
+        "{text}"
+    );
 
-    let r = call("session_start", json!({"url": site.url("/members/settings"), "profile": "club", "recordVideo": false})).await;
+    let r =
+        call("session_start", json!({"url": site.url("/members/settings"), "profile": "club", "recordVideo": false}))
+            .await;
     assert_ne!(r["isError"], true, "{r}");
     let sid = r["structuredContent"]["sessionId"].as_str().unwrap_or_else(|| panic!("{r}")).to_string();
     let r = call("get_title", json!({"sessionId": sid})).await;
     assert_eq!(r["structuredContent"]["title"], "Members Club — Settings", "{r}");
-    let r = call("evaluate", json!({"sessionId": sid, "expression": "getComputedStyle(document.getElementById('pref')).backgroundColor"})).await;
+    let r = call(
+        "evaluate",
+        json!({"sessionId": sid, "expression": "getComputedStyle(document.getElementById('pref')).backgroundColor"}),
+    )
+    .await;
     assert_eq!(r["structuredContent"]["value"], "rgb(20, 60, 200)", "the profile's localStorage is restored: {r}");
     let r = call("session_end", json!({"sessionId": sid, "saveProfile": "from-session"})).await;
     assert_ne!(r["isError"], true, "{r}");
     let saved = &r["structuredContent"]["savedProfile"];
-    assert_eq!((saved["name"].as_str(), saved["savedFrom"].as_str()), (Some("from-session"), Some(sid.as_str())), "{r}");
+    assert_eq!(
+        (saved["name"].as_str(), saved["savedFrom"].as_str()),
+        (Some("from-session"), Some(sid.as_str())),
+        "{r}"
+    );
     assert_eq!(saved["summary"]["domains"], json!(["127.0.0.1"]), "{saved}");
 
     let r = call("profile_list", json!({})).await;
-    let names: Vec<&str> = r["structuredContent"]["data"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        r["structuredContent"]["data"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["club", "from-session"], "{r}");
     let r = tool_at(&app.http, &mcp, &other_token, "profile_list", json!({})).await;
     assert_eq!(r["structuredContent"]["data"], json!([]), "{r}");
-    let r = tool_at(&app.http, &mcp, &other_token, "session_start", json!({"url": site.url("/members"), "profile": "club"})).await;
-    assert_eq!((r["isError"].as_bool(), r["structuredContent"]["code"].as_str()), (Some(true), Some("VALIDATION_ERROR")), "{r}");
+    let r = tool_at(
+        &app.http,
+        &mcp,
+        &other_token,
+        "session_start",
+        json!({"url": site.url("/members"), "profile": "club"}),
+    )
+    .await;
+    assert_eq!(
+        (r["isError"].as_bool(), r["structuredContent"]["code"].as_str()),
+        (Some(true), Some("VALIDATION_ERROR")),
+        "{r}"
+    );
     let r = call("profile_delete", json!({"profile": "from-session"})).await;
     assert_ne!(r["isError"], true, "{r}");
     let r = call("profile_list", json!({})).await;

@@ -350,7 +350,9 @@ impl SessionPage {
     pub(crate) async fn apply_state(&mut self, state: &BrowserState) -> Result<(), CaptureError> {
         let cookies = crate::state::cookies_of(state);
         if !cookies.is_empty() {
-            self.set_cookies(&cookies).await.map_err(|e| CaptureError::Script(format!("the profile's cookies: {e}")))?;
+            self.set_cookies(&cookies)
+                .await
+                .map_err(|e| CaptureError::Script(format!("the profile's cookies: {e}")))?;
         }
         if let Some(source) = state.restore_script() {
             self.page.call(&s::AddScriptToEvaluateOnNewDocument { source: &source }).await?;

@@ -21,7 +21,11 @@ use capture_testkit::members_site::{MEMBERS_RGB, MembersSite, NO_STORAGE_RGB, ST
 async fn json_of(r: reqwest::Response) -> (u16, Value) {
     let status = r.status().as_u16();
     let text = r.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or_else(|_| if text.is_empty() { Value::Null } else { panic!("not JSON ({status}): {text}") }))
+    (
+        status,
+        serde_json::from_str(&text)
+            .unwrap_or_else(|_| if text.is_empty() { Value::Null } else { panic!("not JSON ({status}): {text}") }),
+    )
 }
 
 async fn call(app: &TestApp, key: &str, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
@@ -123,19 +127,32 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     let pages = audit["report"]["pages"].as_array().unwrap();
     let mut titles: Vec<&str> = pages.iter().map(|p| p["title"].as_str().unwrap_or("")).collect();
     titles.sort();
-    assert_eq!(titles, vec!["Members Club — Billing", "Members Club — Members area", "Members Club — Settings"], "{pages:?}");
+    assert_eq!(
+        titles,
+        vec!["Members Club — Billing", "Members Club — Members area", "Members Club — Settings"],
+        "{pages:?}"
+    );
     let skipped = &audit["report"]["crawl"]["skipped"];
     assert!(
-        skipped.as_array().unwrap().iter().any(|s| s["url"] == site.url("/logout").as_str() && s["reason"] == "sign_out"),
+        skipped
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["url"] == site.url("/logout").as_str() && s["reason"] == "sign_out"),
         "{skipped}"
     );
     assert!(!site.hits().iter().any(|h| h == "/logout"), "{:?}", site.hits());
     assert_eq!(site.sessions(), 1, "the audit did not end the session");
     // The same audit without the profile sees the sign-in page.
-    let (_, a) = call(&app, &key, reqwest::Method::POST, "/v1/audits", Some(json!({"url": site.url("/members")}))).await;
+    let (_, a) =
+        call(&app, &key, reqwest::Method::POST, "/v1/audits", Some(json!({"url": site.url("/members")}))).await;
     let audit = wait_audit(&app, &key, a["id"].as_str().unwrap(), Duration::from_secs(90)).await;
     let page = &audit["report"]["pages"][0];
-    assert_eq!((page["title"].as_str(), page["finalUrl"].as_str()), (Some("Members Club — Sign in"), Some(site.url("/login?next=/members").as_str())), "{page}");
+    assert_eq!(
+        (page["title"].as_str(), page["finalUrl"].as_str()),
+        (Some("Members Club — Sign in"), Some(site.url("/login?next=/members").as_str())),
+        "{page}"
+    );
 
     // A run starts from the profile and saves its state into a new one.
     let (status, run) = call(
@@ -157,32 +174,49 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     assert_eq!((run["status"].as_str(), run["profile"].as_str()), (Some("completed"), Some(id.as_str())), "{run}");
     let (status, copy) = call(&app, &key, reqwest::Method::GET, "/v1/profiles/club-copy", None).await;
     assert_eq!((status, copy["savedFrom"].as_str()), (200, Some(run_id.as_str())), "{copy}");
-    let (job, _) = shot(&app, &key, json!({"url": site.url("/members"), "waitUntil": "load", "profile": "club-copy"})).await;
+    let (job, _) =
+        shot(&app, &key, json!({"url": site.url("/members"), "waitUntil": "load", "profile": "club-copy"})).await;
     assert_eq!(job["pageTitle"], "Members Club — Members area", "{job}");
 
     // Export (Playwright's format) and import into a third profile.
     let (status, state) = call(&app, &key, reqwest::Method::GET, "/v1/profiles/club/state", None).await;
     assert_eq!(status, 200, "{state}");
-    assert_eq!(state["cookies"][0]["name"], "sid", "{state}");
+    let names: Vec<&str> = state["cookies"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["sid"], "{state}");
     assert_eq!(state["origins"][0]["localStorage"], json!([{"name": "club.theme", "value": "gold"}]), "{state}");
     let (status, imported) =
-        call(&app, &key, reqwest::Method::POST, "/v1/profiles", Some(json!({"name": "imported", "state": state}))).await;
-    assert_eq!((status, imported["status"].as_str(), imported["savedFrom"].as_str()), (201, Some("ready"), Some("import")), "{imported}");
+        call(&app, &key, reqwest::Method::POST, "/v1/profiles", Some(json!({"name": "imported", "state": state})))
+            .await;
+    assert_eq!(
+        (status, imported["status"].as_str(), imported["savedFrom"].as_str()),
+        (201, Some("ready"), Some("import")),
+        "{imported}"
+    );
     // The cookies alone sign in, but the settings then find no localStorage: the colour
     // above came from the profile's storage.
     let cookies_only = json!({"cookies": state["cookies"], "origins": []});
-    let (status, _) =
-        call(&app, &key, reqwest::Method::POST, "/v1/profiles", Some(json!({"name": "cookies-only", "state": cookies_only}))).await;
+    let (status, _) = call(
+        &app,
+        &key,
+        reqwest::Method::POST,
+        "/v1/profiles",
+        Some(json!({"name": "cookies-only", "state": cookies_only})),
+    )
+    .await;
     assert_eq!(status, 201);
     let (job, bytes) =
-        shot(&app, &key, json!({"url": site.url("/members/settings"), "waitUntil": "load", "profile": "cookies-only"})).await;
+        shot(&app, &key, json!({"url": site.url("/members/settings"), "waitUntil": "load", "profile": "cookies-only"}))
+            .await;
     assert_eq!(job["pageTitle"], "Members Club — Settings", "{job}");
     assert_eq!(middle(&bytes), NO_STORAGE_RGB);
     // Bad input names its field; names are unique and never look like ids.
     for (body, field) in [
         (json!({"name": "club"}), "name"),
         (json!({"name": "prf_abc"}), "name"),
-        (json!({"name": "x", "state": {"cookies": [{"name": "a", "value": "b", "domain": "x.test", "sameSite": "lax"}]}}), "state.cookies[0].sameSite"),
+        (
+            json!({"name": "x", "state": {"cookies": [{"name": "a", "value": "b", "domain": "x.test", "sameSite": "lax"}]}}),
+            "state.cookies[0].sameSite",
+        ),
         (json!({"name": "x", "state": {"origins": [{"origin": "https://x.test/path"}]}}), "state.origins[0].origin"),
         (json!({"name": "x", "state": {"cookies": "nope"}}), "state.cookies"),
     ] {
@@ -231,10 +265,20 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     let (_, p) = call(&app, &key, reqwest::Method::GET, "/v1/profiles/club", None).await;
     assert_eq!((p["status"].as_str(), p["expiredBy"].as_str()), (Some("expired"), job["id"].as_str()), "{p}");
     // A signed-in audit with it fails the same way.
-    let (_, a) = call(&app, &key, reqwest::Method::POST, "/v1/audits", Some(json!({"url": site.url("/members"), "profile": "club"}))).await;
+    let (_, a) = call(
+        &app,
+        &key,
+        reqwest::Method::POST,
+        "/v1/audits",
+        Some(json!({"url": site.url("/members"), "profile": "club"})),
+    )
+    .await;
     let audit = wait_audit(&app, &key, a["id"].as_str().unwrap(), Duration::from_secs(90)).await;
     assert_eq!(audit["status"], "failed", "{audit}");
-    assert!(audit["error"].as_str().unwrap().starts_with("profile_expired: the page redirected to a sign-in form"), "{audit}");
+    assert!(
+        audit["error"].as_str().unwrap().starts_with("profile_expired: the page redirected to a sign-in form"),
+        "{audit}"
+    );
 
     // Signing in again makes it ready.
     let (status, out) = call(
@@ -251,6 +295,15 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     let (_, exported) = call(&app, &key, reqwest::Method::GET, "/v1/profiles/club/state", None).await;
     let sid = exported["cookies"][0]["value"].as_str().unwrap().to_string();
     let sealed = sealed_state(&app, &id).await;
+    if db == Db::Sqlite {
+        // The check below can see a sealed state: before the deletion it is in the files.
+        let probe = sealed.clone().unwrap();
+        let files = db_files(&app);
+        assert!(
+            files.iter().any(|(_, b)| b.windows(40).any(|w| w == &probe.as_bytes()[..40])),
+            "the stored state is found in the database files before the deletion"
+        );
+    }
     let (status, _) = call(&app, &key, reqwest::Method::DELETE, "/v1/profiles/club", None).await;
     assert_eq!(status, 204);
     let (status, _) = call(&app, &key, reqwest::Method::GET, &format!("/v1/profiles/{id}"), None).await;
@@ -260,19 +313,33 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
         // Nothing of it is left in the files: not the sealed state, not a cookie's value.
         let sealed = sealed.unwrap();
         assert_ne!(sealed, first_sealed, "signing in again sealed a new state");
-        for f in std::fs::read_dir(&app.data_dir).unwrap() {
-            let path = f.unwrap().path();
-            if path.file_name().unwrap().to_string_lossy().contains(".db") {
-                let bytes = std::fs::read(&path).unwrap();
-                let has = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
-                assert!(!has(&sealed[..40]), "{} holds the deleted profile's state", path.display());
-                assert!(!has(&first_sealed[..40]), "{} holds the profile's replaced state", path.display());
-                assert!(!has(&sid), "{} holds the session cookie in clear", path.display());
-            }
+        let files = db_files(&app);
+        assert!(files.iter().any(|(name, _)| name.ends_with(".db")), "the database file is read");
+        for (name, bytes) in &files {
+            let has = |needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
+            assert!(!has(&sealed[..40]), "{name} holds the deleted profile's state");
+            assert!(!has(&first_sealed[..40]), "{name} holds the profile's replaced state");
+            assert!(!has(&sid), "{name} holds the session cookie in clear");
         }
     }
 }
 both_dbs!(profiles_sign_in_once_and_stay_their_accounts);
+
+/// The SQLite database's files (the database, its write-ahead log): name and bytes.
+fn db_files(app: &TestApp) -> Vec<(String, Vec<u8>)> {
+    let url = app.database_url();
+    let db = std::path::PathBuf::from(url.trim_start_matches("sqlite://").split('?').next().unwrap());
+    let (dir, stem) = (db.parent().unwrap(), db.file_name().unwrap().to_string_lossy().into_owned());
+    let mut out = Vec::new();
+    for f in std::fs::read_dir(dir).unwrap() {
+        let path = f.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with(&stem) {
+            out.push((name, std::fs::read(&path).unwrap()));
+        }
+    }
+    out
+}
 
 /// The sealed state of profile `id` as stored, or None when there is no row.
 async fn sealed_state(app: &TestApp, id: &str) -> Option<String> {
@@ -298,12 +365,17 @@ async fn the_helper_signs_up_through_the_verification_link() {
     assert_eq!(status, 200, "{out}");
     let steps: Vec<&str> = out["steps"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
     assert!(steps.contains(&"typed the password in 2 password field(s)"), "{steps:?}");
-    assert!(steps.contains(&"followed the verification link from the mail 'Confirm your email for Members Club'"), "{steps:?}");
+    assert!(
+        steps.contains(&"followed the verification link from the mail 'Confirm your email for Members Club'"),
+        "{steps:?}"
+    );
     assert_eq!(site.verified(&fresh), Some(true));
-    let (job, bytes) = shot(&app, &key, json!({"url": site.url("/members"), "waitUntil": "load", "profile": "joined"})).await;
+    let (job, bytes) =
+        shot(&app, &key, json!({"url": site.url("/members"), "waitUntil": "load", "profile": "joined"})).await;
     assert_eq!(job["pageTitle"], "Members Club — Members area");
     assert_eq!(middle(&bytes), MEMBERS_RGB);
-    let (_, bytes) = shot(&app, &key, json!({"url": site.url("/members/settings"), "waitUntil": "load", "profile": "joined"})).await;
+    let (_, bytes) =
+        shot(&app, &key, json!({"url": site.url("/members/settings"), "waitUntil": "load", "profile": "joined"})).await;
     assert_eq!(middle(&bytes), STORAGE_RGB);
 
     // A wrong password: LOGIN_FAILED with what was done and what the page said.
