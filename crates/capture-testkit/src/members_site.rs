@@ -23,6 +23,10 @@ pub const MEMBERS_RGB: [u8; 3] = [0, 160, 90];
 pub const STORAGE_RGB: [u8; 3] = [20, 60, 200];
 /// `/members/settings` when it is not.
 pub const NO_STORAGE_RGB: [u8; 3] = [200, 30, 30];
+/// `/members/settings`' top strip (100 px) when the members' IndexedDB record is there.
+pub const IDB_RGB: [u8; 3] = [240, 200, 0];
+/// The strip when it is not.
+pub const NO_IDB_RGB: [u8; 3] = [90, 90, 90];
 
 #[derive(Default)]
 struct SiteState {
@@ -333,14 +337,34 @@ async fn members(State(s): State<Arc<SiteState>>, uri: axum::http::Uri, h: Heade
         "/members/billing" => members_page("Billing", "<p>Your plan: Gold.</p>").into_response(),
         "/members/settings" => {
             let ([r1, g1, b1], [r2, g2, b2]) = (STORAGE_RGB, NO_STORAGE_RGB);
+            let ([r3, g3, b3], [r4, g4, b4]) = (IDB_RGB, NO_IDB_RGB);
             let script = format!(
-                "<div id=\"pref\" style=\"position:fixed;inset:0\"></div><script>document.getElementById('pref').style.background = \
-                 localStorage.getItem('club.theme') === 'gold' ? 'rgb({r1},{g1},{b1})' : 'rgb({r2},{g2},{b2})';</script>"
+                "<div id=\"pref\" style=\"position:fixed;inset:0\"></div>\
+                 <div id=\"badge\" style=\"position:fixed;left:0;top:0;width:100%;height:100px\"></div><script>\
+                 document.getElementById('pref').style.background = \
+                 localStorage.getItem('club.theme') === 'gold' ? 'rgb({r1},{g1},{b1})' : 'rgb({r2},{g2},{b2})';\
+                 const badge = document.getElementById('badge');\
+                 const done = (c) => {{ badge.style.background = c; badge.dataset.ready = '1'; }};\
+                 const r = indexedDB.open('club');\
+                 r.onsuccess = () => {{ const db = r.result;\
+                   if (!db.objectStoreNames.contains('prefs')) {{ db.close(); return done('rgb({r4},{g4},{b4})'); }}\
+                   const g = db.transaction('prefs').objectStore('prefs').get('badge');\
+                   g.onsuccess = () => {{ db.close(); done(g.result && g.result.color === 'gold' ? 'rgb({r3},{g3},{b3})' : 'rgb({r4},{g4},{b4})'); }};\
+                   g.onerror = () => done('rgb({r4},{g4},{b4})'); }};\
+                 r.onerror = () => done('rgb({r4},{g4},{b4})');</script>"
             );
             members_page("Settings", &script).into_response()
         }
-        _ => {
-            members_page("Members area", "<script>localStorage.setItem('club.theme', 'gold');</script>").into_response()
-        }
+        // The members' area keeps a preference in localStorage and a badge in IndexedDB.
+        _ => members_page(
+            "Members area",
+            "<script>localStorage.setItem('club.theme', 'gold');\
+             const r = indexedDB.open('club', 1);\
+             r.onupgradeneeded = () => r.result.createObjectStore('prefs', { keyPath: 'id' });\
+             r.onsuccess = () => { const tx = r.result.transaction('prefs', 'readwrite');\
+               tx.objectStore('prefs').put({ id: 'badge', color: 'gold', since: 2026 });\
+               tx.oncomplete = () => { r.result.close(); document.body.dataset.saved = '1'; }; };</script>",
+        )
+        .into_response(),
     }
 }

@@ -16,7 +16,7 @@ use crate::helpers::*;
 use capture_testkit::audits::wait_audit;
 use capture_testkit::both_dbs;
 use capture_testkit::captures::shot;
-use capture_testkit::members_site::{MEMBERS_RGB, MembersSite, NO_STORAGE_RGB, STORAGE_RGB};
+use capture_testkit::members_site::{IDB_RGB, MEMBERS_RGB, MembersSite, NO_IDB_RGB, NO_STORAGE_RGB, STORAGE_RGB};
 
 async fn json_of(r: reqwest::Response) -> (u16, Value) {
     let status = r.status().as_u16();
@@ -52,6 +52,13 @@ async fn site_for(app: &TestApp, key: &str) -> (MembersSite, String) {
 fn middle(bytes: &[u8]) -> [u8; 3] {
     let img = decode(bytes);
     let p = img.get_pixel(img.width() / 2, img.height() / 2);
+    [p[0], p[1], p[2]]
+}
+
+/// The colour of the settings page's top strip (what its IndexedDB read found).
+fn strip(bytes: &[u8]) -> [u8; 3] {
+    let img = decode(bytes);
+    let p = img.get_pixel(img.width() / 2, 50);
     [p[0], p[1], p[2]]
 }
 
@@ -95,6 +102,11 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     assert_eq!(profile["savedFrom"], "login");
     assert_eq!(profile["summary"]["domains"], json!(["127.0.0.1"]), "{profile}");
     assert_eq!(profile["summary"]["origins"], json!([site.base]), "{profile}");
+    assert_eq!(
+        (profile["summary"]["localStorageItems"].as_u64(), profile["summary"]["indexedDbDatabases"].as_u64()),
+        (Some(1), Some(1)),
+        "{profile}"
+    );
     // The profile shows what it holds, never a value.
     assert!(!profile.to_string().contains("gold"), "{profile}");
     assert_eq!(site.sessions(), 1);
@@ -105,10 +117,11 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
         shot(&app, &key, json!({"url": site.url("/members/billing"), "waitUntil": "load", "profile": "club"})).await;
     assert_eq!(job["pageTitle"], "Members Club — Billing", "{job}");
     assert_eq!(middle(&bytes), MEMBERS_RGB);
-    let (job, bytes) =
-        shot(&app, &key, json!({"url": site.url("/members/settings"), "waitUntil": "load", "profile": id})).await;
+    let settings = |profile: &str| json!({"url": site.url("/members/settings"), "waitUntil": "load", "waitFor": "#badge[data-ready]", "profile": profile});
+    let (job, bytes) = shot(&app, &key, settings(&id)).await;
     assert_eq!(job["pageTitle"], "Members Club — Settings", "{job}");
     assert_eq!(middle(&bytes), STORAGE_RGB, "the profile's localStorage is there before the page's script runs");
+    assert_eq!(strip(&bytes), IDB_RGB, "the profile's IndexedDB record is there when the page opens the database");
     assert_eq!(used(&app, &key).await, before + 2);
     let first_sealed = sealed_state(&app, &id).await.unwrap();
 
@@ -184,6 +197,12 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     let names: Vec<&str> = state["cookies"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["sid"], "{state}");
     assert_eq!(state["origins"][0]["localStorage"], json!([{"name": "club.theme", "value": "gold"}]), "{state}");
+    assert_eq!(
+        state["origins"][0]["indexedDB"],
+        json!([{"name": "club", "version": 1, "stores": [{"name": "prefs", "keyPath": "id", "autoIncrement": false,
+            "indexes": [], "records": [{"value": {"id": "badge", "color": "gold", "since": 2026}}]}]}]),
+        "{state}"
+    );
     let (status, imported) =
         call(&app, &key, reqwest::Method::POST, "/v1/profiles", Some(json!({"name": "imported", "state": state})))
             .await;
@@ -204,11 +223,9 @@ async fn profiles_sign_in_once_and_stay_their_accounts(db: Db) {
     )
     .await;
     assert_eq!(status, 201);
-    let (job, bytes) =
-        shot(&app, &key, json!({"url": site.url("/members/settings"), "waitUntil": "load", "profile": "cookies-only"}))
-            .await;
+    let (job, bytes) = shot(&app, &key, settings("cookies-only")).await;
     assert_eq!(job["pageTitle"], "Members Club — Settings", "{job}");
-    assert_eq!(middle(&bytes), NO_STORAGE_RGB);
+    assert_eq!((middle(&bytes), strip(&bytes)), (NO_STORAGE_RGB, NO_IDB_RGB));
     // Bad input names its field; names are unique and never look like ids.
     for (body, field) in [
         (json!({"name": "club"}), "name"),
