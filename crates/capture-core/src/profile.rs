@@ -176,13 +176,13 @@ impl BrowserState {
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         if self.cookies.len() > MAX_COOKIES {
             return Err(FieldError::new(
-                &format!("{field}.cookies"),
+                format!("{field}.cookies"),
                 format!("must hold at most {MAX_COOKIES} cookies"),
             ));
         }
         if self.origins.len() > MAX_ORIGINS {
             return Err(FieldError::new(
-                &format!("{field}.origins"),
+                format!("{field}.origins"),
                 format!("must hold at most {MAX_ORIGINS} origins"),
             ));
         }
@@ -193,13 +193,13 @@ impl BrowserState {
                 || c.name.chars().any(|ch| ch.is_control() || ch == ';' || ch == '=')
             {
                 return Err(FieldError::new(
-                    &at("name"),
+                    at("name"),
                     "must be 1–4096 characters without ';', '=' or control characters",
                 ));
             }
             if c.value.len() > 4096 || c.value.chars().any(|ch| ch.is_control() || ch == ';') {
                 return Err(FieldError::new(
-                    &at("value"),
+                    at("value"),
                     "must be at most 4096 characters without ';' or control characters",
                 ));
             }
@@ -208,19 +208,16 @@ impl BrowserState {
                 || host.len() > 253
                 || host.chars().any(|ch| !(ch.is_ascii_alphanumeric() || "-.:[]_".contains(ch)))
             {
-                return Err(FieldError::new(
-                    &at("domain"),
-                    "must be a host name (a leading dot covers its subdomains)",
-                ));
+                return Err(FieldError::new(at("domain"), "must be a host name (a leading dot covers its subdomains)"));
             }
             if !c.path.starts_with('/') {
-                return Err(FieldError::new(&at("path"), "must start with /"));
+                return Err(FieldError::new(at("path"), "must start with /"));
             }
             if !matches!(c.same_site.as_str(), "Strict" | "Lax" | "None") {
-                return Err(FieldError::new(&at("sameSite"), "must be Strict, Lax or None"));
+                return Err(FieldError::new(at("sameSite"), "must be Strict, Lax or None"));
             }
             if !c.expires.is_finite() {
-                return Err(FieldError::new(&at("expires"), "must be seconds since the epoch, or -1"));
+                return Err(FieldError::new(at("expires"), "must be seconds since the epoch, or -1"));
             }
         }
         for (i, o) in self.origins.iter().enumerate() {
@@ -228,7 +225,7 @@ impl BrowserState {
                 Ok(u) if matches!(u.scheme(), "http" | "https") && u.origin().ascii_serialization() == o.origin => {}
                 _ => {
                     return Err(FieldError::new(
-                        &format!("{field}.origins[{i}].origin"),
+                        format!("{field}.origins[{i}].origin"),
                         "must be an origin: scheme, host and port only (https://example.com)",
                     ));
                 }
@@ -236,7 +233,7 @@ impl BrowserState {
             for (j, db) in o.indexed_db.iter().enumerate() {
                 if db.name.is_empty() || db.version == 0 {
                     return Err(FieldError::new(
-                        &format!("{field}.origins[{i}].indexedDB[{j}]"),
+                        format!("{field}.origins[{i}].indexedDB[{j}]"),
                         "needs a name and a version of 1 or more",
                     ));
                 }

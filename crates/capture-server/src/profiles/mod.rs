@@ -7,7 +7,7 @@ pub mod login;
 pub mod service;
 pub mod types;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
@@ -16,7 +16,7 @@ use capture_core::profile::BrowserState;
 use self::types::{LoginIn, LoginOut, Profile, ProfileIn, ProfileList, ProfilePatch};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiResult, Json, ValidatedJson};
+use crate::http::{ApiResult, Json, Path, ValidatedJson};
 use crate::state::AppState;
 
 /// The profile paths and schemas of the OpenAPI document.

@@ -132,34 +132,26 @@ pub async fn open(
     budget: Duration,
     task: Option<(String, String)>,
 ) -> Result<Opened, String> {
+    // Nothing ran: the run fails uncharged, saying why.
+    let not_opened = |error: String| async move {
+        let mut end = ended(state, row, RunStatus::Failed, EndReason::BrowserFailed, None, Some(error.clone()));
+        end.charged = 0;
+        end.task = task;
+        if let Ok(true) = state.store.finish_run(&end).await {
+            state.job_changed(&row.id);
+        }
+        Err(error)
+    };
     let mut opts = opts;
     if let Some(profile) = &row.profile_id {
         match crate::profiles::service::for_job(state, &row.user_id, profile).await {
             Ok(s) => opts.state = Some(s),
-            Err(why) => {
-                let error = format!("the run's profile could not be used: {why}");
-                let mut end = ended(state, row, RunStatus::Failed, EndReason::BrowserFailed, None, Some(error.clone()));
-                end.charged = 0;
-                end.task = task;
-                if let Ok(true) = state.store.finish_run(&end).await {
-                    state.job_changed(&row.id);
-                }
-                return Err(error);
-            }
+            Err(why) => return not_opened(format!("the run's profile could not be used: {why}")).await,
         }
     }
     let session = match pool.open_session(opts).await {
         Ok(s) => s,
-        Err(e) => {
-            let error = format!("no browser session could be opened: {e}");
-            let mut end = ended(state, row, RunStatus::Failed, EndReason::BrowserFailed, None, Some(error.clone()));
-            end.charged = 0;
-            end.task = task;
-            if let Ok(true) = state.store.finish_run(&end).await {
-                state.job_changed(&row.id);
-            }
-            return Err(error);
-        }
+        Err(e) => return not_opened(format!("no browser session could be opened: {e}")).await,
     };
     let started = Instant::now();
     let (video, video_err) = if row.record_video {
