@@ -167,3 +167,64 @@ async fn the_auth_test_journey_through_the_cli() {
     assert_eq!(out.status.code(), Some(6), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("action"), "{out:?}");
 }
+
+/// A person signs in once from the terminal: `capture profile login URL` (the inbox's address
+/// and password typed, the mailed code typed by the server), then `capture shot --profile`
+/// captures the members' page, `capture profile list` shows it and `capture profile delete`
+/// removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_person_signs_in_once_with_capture_profile_login() {
+    let app = TestApp::spawn(
+        Opts::api(Db::Sqlite)
+            .roles("api,worker,scheduler,inbound")
+            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("pro").await;
+    let agent = Agent { app: &app, key };
+    let inbox = agent.json(&["inbox", "--json"]);
+    let inbox = &inbox["inbox"];
+    let site = capture_testkit::members_site::MembersSite::start().await;
+    let smtp = format!("{}:{}", inbox["smtp"]["host"].as_str().unwrap(), inbox["smtp"]["port"]);
+    site.set_smtp(smtp.parse().unwrap());
+    site.add_account(inbox["address"].as_str().unwrap(), inbox["password"].as_str().unwrap());
+
+    let out = agent.ok(&["profile", "login", &site.url("/login"), "--name", "club"]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.contains(&"  typed the one-time code from the mail 'Your Members Club sign-in code'"), "{out}");
+    assert!(
+        lines.contains(
+            &format!("Signed in to {} as {}", site.url("/members"), inbox["address"].as_str().unwrap()).as_str()
+        ),
+        "{out}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("Profile:  club (prf_")), "{out}");
+
+    let file = app.data_dir.join("members.png");
+    agent.ok(&[
+        "shot",
+        &site.url("/members"),
+        "--profile",
+        "club",
+        "--wait-until",
+        "load",
+        "-o",
+        file.to_str().unwrap(),
+        "-q",
+    ]);
+    let img = image::load_from_memory(&std::fs::read(&file).unwrap()).unwrap().to_rgb8();
+    let p = img.get_pixel(img.width() / 2, img.height() / 2);
+    assert_eq!([p[0], p[1], p[2]], capture_testkit::members_site::MEMBERS_RGB, "the members' page, signed in");
+
+    let list = agent.json(&["profile", "list", "--json"]);
+    assert_eq!(list["data"][0]["name"], "club", "{list}");
+    assert_eq!(list["data"][0]["status"], "ready", "{list}");
+    let out = agent.ok(&["profile", "delete", "club"]);
+    assert_eq!(out, "Deleted the profile club and its state.\n");
+    assert_eq!(agent.json(&["profile", "list", "--json"])["data"], serde_json::json!([]));
+    // A name that is not one of yours: the server's error, with a failing exit code.
+    let out = agent.run(&["shot", &site.url("/members"), "--profile", "club", "-o", file.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'club' is not one of your profiles"), "{out:?}");
+}

@@ -187,6 +187,7 @@ mod tests {
             include_str!("campaigns/mod.rs"),
             include_str!("render/mod.rs"),
             include_str!("storage/mod.rs"),
+            include_str!("profiles/mod.rs"),
         ];
         // The JSON API; public HTML pages (`/r/{token}`) are not part of the document.
         let routes: Vec<(String, String)> = sources

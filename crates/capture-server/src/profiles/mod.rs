@@ -32,8 +32,8 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/profiles", post(create_handler).get(list_handler))
         .route("/v1/profiles/login", post(login_handler))
-        .route("/v1/profiles/{id}", get(get_handler).patch(update_handler).delete(delete_handler))
         .route("/v1/profiles/{id}/state", get(state_handler))
+        .route("/v1/profiles/{id}", get(get_handler).patch(update_handler).delete(delete_handler))
 }
 
 #[utoipa::path(post, path = "/v1/profiles", tag = "profiles", request_body = ProfileIn,
