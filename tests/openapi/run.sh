@@ -5,7 +5,9 @@
 # documented operation. It fails when an answer is a 5xx, a status code the document does not
 # list, or a body or content type that does not match it. ST_MAX_EXAMPLES bounds the examples
 # per operation (default 15). Schemathesis lives in a virtualenv in the target dir, made from
-# tests/openapi/requirements.txt (PyPI) when missing or stale.
+# tests/openapi/requirements.txt (PyPI) when missing or stale. `POST /v1/profiles/login` is
+# left out: it needs a browser, which this api-only node does not run (its documented answer
+# here is 503; the Rust suite tests it on nodes with and without one).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 target="${CARGO_TARGET_DIR:-$PWD/target}"
@@ -38,4 +40,5 @@ base="$(sed -n 's/^listening on //p' "$work/out")"
     -H "Authorization: Bearer $key" \
     --max-examples "${ST_MAX_EXAMPLES:-15}" \
     --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
+    --exclude-path /v1/profiles/login \
     --no-color "$@"

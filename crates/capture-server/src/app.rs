@@ -74,6 +74,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::oauth::router())
         .merge(crate::mcp::router(state.clone()))
         .merge(crate::automation::remote::router())
+        .merge(crate::profiles::internal_router())
         .merge(extra)
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)

@@ -181,6 +181,27 @@ pub async fn forward(
     Ok(Some(out))
 }
 
+/// Post a signed JSON body to `path` on a node with a browser (seen lately), for work this
+/// node cannot do without one: its status and body, `Ok(None)` when no such node is up.
+pub async fn to_browser_node(state: &AppState, path: &str, body: &[u8]) -> Result<Option<(u16, Vec<u8>)>, Unreachable> {
+    let fresh = now_ms() - 3 * REFRESH.as_millis() as i64;
+    let Some((_, url)) = state.store.browser_node(fresh).await.map_err(|e| Unreachable(e.to_string()))? else {
+        return Ok(None);
+    };
+    let sig = sign(&key(state), now_ms() / 1000, body);
+    let r = internal_client()
+        .post(format!("{}{path}", url.trim_end_matches('/')))
+        .header(HEADER, sig)
+        .header("content-type", "application/json")
+        .body(body.to_vec())
+        .send()
+        .await
+        .map_err(|e| Unreachable(format!("the node with a browser did not answer: {e}")))?;
+    let status = r.status().as_u16();
+    let bytes = r.bytes().await.map_err(|e| Unreachable(format!("the node with a browser broke off: {e}")))?;
+    Ok(Some((status, bytes.to_vec())))
+}
+
 /// One client for the internal channel: no proxies, no redirects, bounded.
 fn internal_client() -> &'static reqwest::Client {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();

@@ -7,6 +7,11 @@
 
 use std::time::Duration;
 
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
 use capture_browser::session::{Session, SessionOptions, Target};
 use capture_browser::{CaptureError, WaitUntil};
 use capture_core::time::{iso, now_ms};
@@ -74,6 +79,58 @@ fn marked(what: &str) -> Target {
 
 fn failed(message: String, steps: Vec<String>, final_url: String) -> Error {
     Error::LoginFailed { message, steps, final_url }
+}
+
+/// Where a node without a browser forwards a sign-in.
+pub const INTERNAL_PATH: &str = "/internal/v1/profiles/login";
+
+/// A forwarded sign-in: whose, and what.
+#[derive(Debug, serde::Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Forwarded {
+    user_id: String,
+    login: ValidLogin,
+}
+
+/// On a node without a browser: the sign-in runs on a node with one (its answer passed on
+/// whole); 503 when none is up.
+pub async fn on_browser_node(state: &AppState, account: &Account, v: ValidLogin) -> Result<Response> {
+    let body =
+        serde_json::to_vec(&Forwarded { user_id: account.user.id.clone(), login: v }).map_err(Error::internal)?;
+    let unavailable = |why: String| Error::Refused(capture_core::ErrorCode::ServiceUnavailable, why);
+    match crate::cluster::to_browser_node(state, INTERNAL_PATH, &body).await {
+        Ok(Some((status, bytes))) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+            Ok((status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+        }
+        Ok(None) => Err(unavailable("no node with a browser is up (the worker role); retry shortly".into())),
+        Err(e) => Err(unavailable(e.0)),
+    }
+}
+
+/// The forwarded sign-in, run here as the account it names.
+pub async fn internal_handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    if !crate::cluster::verified(&state, &headers, &body) {
+        let e = serde_json::json!({"error": "not a signed call of this deployment", "code": "UNAUTHORIZED"});
+        return (StatusCode::UNAUTHORIZED, axum::Json(e)).into_response();
+    }
+    let Ok(f) = serde_json::from_slice::<Forwarded>(&body) else {
+        let e = serde_json::json!({"error": "unreadable call", "code": "INVALID_JSON"});
+        return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+    };
+    let account = match state.store.user_by_id(&f.user_id).await {
+        Ok(Some(u)) => crate::auth::account_of_user(&state, &u).await.map_err(Error::from),
+        Ok(None) => Err(Error::not_found("account")),
+        Err(e) => Err(Error::from(e)),
+    };
+    let out = match account {
+        Ok(a) => login(&state, &a, f.login).await,
+        Err(e) => Err(e),
+    };
+    match out {
+        Ok(o) => axum::Json(o).into_response(),
+        Err(e) => crate::http::ApiError::from(e).into_response(),
+    }
 }
 
 /// Sign in with the account's inbox and save the result as a profile.

@@ -9,6 +9,7 @@ pub mod types;
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use capture_core::profile::BrowserState;
@@ -123,6 +124,15 @@ async fn login_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     ValidatedJson { valid, .. }: ValidatedJson<LoginIn>,
-) -> ApiResult<Json<LoginOut>> {
-    Ok(Json(login::login(&state, &account, valid).await?))
+) -> ApiResult<Response> {
+    // A node without a browser hands the sign-in to one that has it, answering as it did.
+    if state.browser.is_none() {
+        return Ok(login::on_browser_node(&state, &account, valid).await?);
+    }
+    Ok(Json(login::login(&state, &account, valid).await?).into_response())
+}
+
+/// The internal route a node without a browser forwards a sign-in to (signed, no API key).
+pub fn internal_router() -> Router<AppState> {
+    Router::new().route(login::INTERNAL_PATH, post(login::internal_handler))
 }

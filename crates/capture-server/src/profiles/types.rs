@@ -125,7 +125,7 @@ pub struct ProfileList {
 /// `POST /v1/profiles/login`: sign in (or up) to a site in a fresh browser with a test
 /// inbox's address, follow the verification link or type the one-time code mailed to it,
 /// and save the signed-in state as a profile.
-#[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LoginIn {
     /// The site's sign-in (or sign-up) page.
@@ -150,7 +150,7 @@ pub struct LoginIn {
 }
 
 /// A checked login request.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValidLogin {
     pub url: String,
     pub profile: Option<String>,

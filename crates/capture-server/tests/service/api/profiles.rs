@@ -413,3 +413,69 @@ async fn the_helper_signs_up_through_the_verification_link() {
     let (status, _) = call(&app, &key, reqwest::Method::GET, "/v1/profiles/wrong", None).await;
     assert_eq!(status, 404, "a failed sign-in saves nothing");
 }
+
+/// A deployment whose API node runs no browser: the sign-in it is asked for runs on the node
+/// that has one (signed internal call), the profile is saved in the shared database, and the
+/// answer is the one that node gave — its LOGIN_FAILED too. With no browser node at all, 503.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_without_a_browser_hands_the_sign_in_to_one_with_it() {
+    let master = "42".repeat(32);
+    let worker = TestApp::spawn(
+        Opts::api(Db::Postgres)
+            .roles("api,worker,scheduler,inbound")
+            .env("CAPTURE_MASTER_KEY", &master)
+            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
+    )
+    .await;
+    let api = TestApp::spawn(
+        Opts::api(Db::Postgres)
+            .roles("api")
+            .env("CAPTURE_MASTER_KEY", &master)
+            .env("CAPTURE_DATABASE_URL", &worker.database_url()),
+    )
+    .await;
+    let (_, key) = api.user_with_key("pro").await;
+    // The inbox's SMTP address is the worker's (its inbound role).
+    let (_, inbox) = json_of(worker.get(&key, "/v1/inbox").await).await;
+    let site = MembersSite::start().await;
+    site.set_smtp(format!("{}:{}", inbox["smtp"]["host"].as_str().unwrap(), inbox["smtp"]["port"]).parse().unwrap());
+    site.add_account(inbox["address"].as_str().unwrap(), inbox["password"].as_str().unwrap());
+    // The worker node's internal address, as it advertises it (both nodes of this test share
+    // one process, hence one node id: the row is written here under a name of its own).
+    let now = capture_core::time::now_ms();
+    api.state.store.advertise_node("node-worker-of-this-test", &worker.base, true, now).await.unwrap();
+    let (status, out) = call(
+        &api,
+        &key,
+        reqwest::Method::POST,
+        "/v1/profiles/login",
+        Some(json!({"url": site.url("/login"), "profile": "club"})),
+    )
+    .await;
+    assert_eq!((status, out["profile"]["status"].as_str()), (200, Some("ready")), "{out}");
+    let (status, p) = call(&api, &key, reqwest::Method::GET, "/v1/profiles/club", None).await;
+    assert_eq!((status, p["savedFrom"].as_str()), (200, Some("login")), "{p}");
+    let (status, e) = call(
+        &api,
+        &key,
+        reqwest::Method::POST,
+        "/v1/profiles/login",
+        Some(json!({"url": site.url("/login"), "profile": "x", "password": "wrong-password"})),
+    )
+    .await;
+    assert_eq!((status, e["code"].as_str()), (422, Some("LOGIN_FAILED")), "{e}");
+    // An internal call without the deployment's signature is refused.
+    let r = api.client.post(api.url("/internal/v1/profiles/login")).body("{}").send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+
+    // No browser anywhere: 503, saying so.
+    drop(worker);
+    let lonely = TestApp::spawn(Opts::api(Db::Sqlite).roles("api")).await;
+    let (_, key) = lonely.user_with_key("pro").await;
+    let (status, e) =
+        call(&lonely, &key, reqwest::Method::POST, "/v1/profiles/login", Some(json!({"url": site.url("/login")})))
+            .await;
+    assert_eq!((status, e["code"].as_str()), (503, Some("SERVICE_UNAVAILABLE")), "{e}");
+    assert_eq!(e["error"], "no node with a browser is up (the worker role); retry shortly");
+}
