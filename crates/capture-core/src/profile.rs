@@ -367,6 +367,11 @@ pub const SIGNED_OUT_JS: &str = r#"(() => {
   return { password, url: location.href };
 })()"#;
 
+/// [`expired_message`] from what [`SIGNED_OUT_JS`] answered.
+pub fn signed_out(requested: &str, facts: &Value) -> Option<String> {
+    expired_message(requested, facts["url"].as_str().unwrap_or_default(), facts["password"].as_u64().unwrap_or(0))
+}
+
 /// The profile's session has expired when the page asked for was sent elsewhere and the
 /// page it landed on asks for a password; the message the job reports then.
 pub fn expired_message(requested: &str, landed: &str, password_fields: u64) -> Option<String> {

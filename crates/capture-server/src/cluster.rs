@@ -225,6 +225,39 @@ pub fn verified(state: &AppState, headers: &HeaderMap, body: &[u8]) -> bool {
     verify(&key(state), signed, body, now).is_some_and(|(t, nonce)| nonces().first_use(nonce, t, now))
 }
 
+/// An internal call this node accepts: its body (`T`), signed by this deployment and not seen
+/// before, and the account it runs as (`user_id`, through OAuth client `client_id`); else the
+/// answer refusing it (401 unsigned, 400 unreadable, 404 no such account).
+pub async fn accept<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    headers: &HeaderMap,
+    body: &[u8],
+    who: fn(&T) -> (&str, Option<&str>),
+) -> Result<(T, crate::auth::Account), axum::response::Response> {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let refuse = |status: StatusCode, error: &str, code: &str| {
+        (status, axum::Json(serde_json::json!({"error": error, "code": code}))).into_response()
+    };
+    if !verified(state, headers, body) {
+        return Err(refuse(StatusCode::UNAUTHORIZED, "not a signed call of this deployment", "UNAUTHORIZED"));
+    }
+    let Ok(call) = serde_json::from_slice::<T>(body) else {
+        return Err(refuse(StatusCode::BAD_REQUEST, "unreadable call", "INVALID_JSON"));
+    };
+    let (user_id, client_id) = who(&call);
+    let user = match state.store.user_by_id(user_id).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return Err(refuse(StatusCode::NOT_FOUND, "no such account", "NOT_FOUND")),
+        Err(e) => return Err(crate::http::ApiError::internal(e).into_response()),
+    };
+    let client_id = client_id.map(str::to_owned);
+    match crate::auth::account_of_user(state, &user).await {
+        Ok(a) => Ok((call, crate::auth::Account { client_id, ..a })),
+        Err(e) => Err(crate::http::ApiError::internal(e).into_response()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

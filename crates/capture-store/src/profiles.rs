@@ -130,9 +130,7 @@ impl Store {
         saved_from: &str,
         now: i64,
     ) -> Result<bool> {
-        let mut conn = self.pool.acquire().await?;
-        let sqlite = self.secure_delete(&mut conn, true).await?;
-        let res = sqlx::query(
+        let q = sqlx::query(
             "UPDATE profiles SET state_enc = $1, summary = $2, saved_from = $3, saved_at = $4, updated_at = $4, \
              expired_at = NULL, expired_by = NULL WHERE user_id = $5 AND id = $6",
         )
@@ -141,31 +139,29 @@ impl Store {
         .bind(saved_from)
         .bind(now)
         .bind(user_id)
-        .bind(id)
-        .execute(&mut *conn)
-        .await;
-        if sqlite {
-            self.forget(&mut conn, matches!(&res, Ok(r) if r.rows_affected() > 0)).await;
-        }
-        Ok(res?.rows_affected() > 0)
+        .bind(id);
+        self.overwriting(q).await
     }
 
-    /// On SQLite, overwrite what this connection frees from now on; true on SQLite.
-    async fn secure_delete(&self, conn: &mut sqlx::AnyConnection, on: bool) -> Result<bool> {
+    /// Run `q`, a statement that replaces or deletes a sealed state, and say whether it changed
+    /// a row. On SQLite what it frees is overwritten (`secure_delete` on its connection for
+    /// that statement) and the write-ahead log is checkpointed, so the old pages leave it too.
+    async fn overwriting<'q>(&self, q: sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>) -> Result<bool> {
+        let mut conn = self.pool.acquire().await?;
         let sqlite = self.backend() == Backend::Sqlite;
         if sqlite {
-            conn.execute(if on { "PRAGMA secure_delete = ON" } else { "PRAGMA secure_delete = OFF" }).await?;
+            conn.execute("PRAGMA secure_delete = ON").await?;
         }
-        Ok(sqlite)
-    }
-
-    /// After a state was replaced or deleted on SQLite: stop overwriting, and checkpoint the
-    /// write-ahead log so the old pages leave it too.
-    async fn forget(&self, conn: &mut sqlx::AnyConnection, changed: bool) {
-        let _ = self.secure_delete(conn, false).await;
-        if changed && let Err(e) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").await {
-            tracing::warn!(error = %e, "checkpointing after a profile's state was dropped failed");
+        let res = q.execute(&mut *conn).await;
+        let changed = matches!(&res, Ok(r) if r.rows_affected() > 0);
+        if sqlite {
+            let _ = conn.execute("PRAGMA secure_delete = OFF").await;
+            if changed && let Err(e) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").await {
+                tracing::warn!(error = %e, "checkpointing after a profile's state was dropped failed");
+            }
         }
+        res?;
+        Ok(changed)
     }
 
     /// A profile by id alone, whoever's it is (operators and tests; requests use
@@ -208,16 +204,7 @@ impl Store {
     /// SQLite the freed space is overwritten (`secure_delete`) and the write-ahead log
     /// checkpointed, so the sealed state is gone from the files too.
     pub async fn delete_profile(&self, user_id: &str, id: &str) -> Result<bool> {
-        let mut conn = self.pool.acquire().await?;
-        let sqlite = self.secure_delete(&mut conn, true).await?;
-        let res = sqlx::query("DELETE FROM profiles WHERE user_id = $1 AND id = $2")
-            .bind(user_id)
-            .bind(id)
-            .execute(&mut *conn)
-            .await;
-        if sqlite {
-            self.forget(&mut conn, matches!(&res, Ok(r) if r.rows_affected() > 0)).await;
-        }
-        Ok(res?.rows_affected() > 0)
+        self.overwriting(sqlx::query("DELETE FROM profiles WHERE user_id = $1 AND id = $2").bind(user_id).bind(id))
+            .await
     }
 }

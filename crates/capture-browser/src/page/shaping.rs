@@ -105,9 +105,10 @@ impl Page {
         Ok(())
     }
 
-    /// A profile's state in this job's context before anything loads: its live cookies,
-    /// and its origins' storage restored by a script in each new document.
-    async fn restore(&mut self, state: &capture_core::profile::BrowserState) -> Result<(), CaptureError> {
+    /// A profile's state in this page's context before anything loads (a capture's, a
+    /// session's): its live cookies, and its origins' storage restored by a script in each
+    /// new document.
+    pub(crate) async fn restore(&mut self, state: &capture_core::profile::BrowserState) -> Result<(), CaptureError> {
         let cookies = crate::state::cookies_of(state);
         if !cookies.is_empty() {
             let context = self.prepared.guard.id.clone();
@@ -131,8 +132,7 @@ impl Page {
     ) -> Result<(), CaptureError> {
         let (Some(_), PageSource::Url(requested)) = (&o.state, source) else { return Ok(()) };
         let Ok(v) = self.eval_job(capture_core::profile::SIGNED_OUT_JS).await? else { return Ok(()) };
-        let landed = v["url"].as_str().unwrap_or_default();
-        match capture_core::profile::expired_message(requested, landed, v["password"].as_u64().unwrap_or(0)) {
+        match capture_core::profile::signed_out(requested, &v) {
             Some(m) => Err(CaptureError::SignedOut(m)),
             None => Ok(()),
         }

@@ -62,9 +62,10 @@ macro_rules! point_input {
     };
 }
 
-/// An input of a tool on an optional element: `sessionId`, `ref` or `selector`, `timeoutMs`.
+/// An input of a tool on an optional element: `sessionId`, `ref` or `selector`, the fields
+/// given in braces after the name (if any), `timeoutMs`.
 macro_rules! element_input {
-    ($(#[$m:meta])* $name:ident) => {
+    ($(#[$m:meta])* $name:ident $({ $($(#[$fm:meta])* $field:ident: $ty:ty),* $(,)? })?) => {
         $(#[$m])*
         #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
         #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -76,34 +77,26 @@ macro_rules! element_input {
             pub element_ref: Option<String>,
             /// A CSS selector (waited for until timeoutMs), instead of ref.
             pub selector: Option<String>,
+            $($( $(#[$fm])* pub $field: $ty, )*)?
             /// Most time for this tool in ms (default 10000, 100–60000).
             pub timeout_ms: Option<u64>,
         }
     };
 }
 
-/// An input of a tool that reads an optional element a page at a time: `sessionId`, `ref` or
-/// `selector`, `maxChars`, `from`, `timeoutMs`.
+/// An input of a tool that reads an optional element a page at a time: an
+/// [`element_input!`] with `maxChars` and `from`.
 macro_rules! paged_element_input {
     ($(#[$m:meta])* $name:ident) => {
-        $(#[$m])*
-        #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
-        #[serde(rename_all = "camelCase", deny_unknown_fields)]
-        pub struct $name {
-            /// The session (run_…) from session_start.
-            pub session_id: String,
-            /// The element's ref from snapshot or find (e.g. e42).
-            #[serde(rename = "ref")]
-            pub element_ref: Option<String>,
-            /// A CSS selector (waited for until timeoutMs), instead of ref.
-            pub selector: Option<String>,
-            /// Most characters in the answer (default 8000, 200–20000).
-            #[schemars(range(min = 200, max = 20000))]
-            pub max_chars: Option<usize>,
-            /// Start at this character (a previous answer's nextFrom).
-            pub from: Option<usize>,
-            /// Most time for this tool in ms (default 10000, 100–60000).
-            pub timeout_ms: Option<u64>,
+        element_input! {
+            $(#[$m])*
+            $name {
+                /// Most characters in the answer (default 8000, 200–20000).
+                #[schemars(range(min = 200, max = 20000))]
+                max_chars: Option<usize>,
+                /// Start at this character (a previous answer's nextFrom).
+                from: Option<usize>,
+            }
         }
     };
 }

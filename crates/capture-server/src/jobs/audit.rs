@@ -363,11 +363,7 @@ async fn gather(state: &AppState, s: &Session, url: &str, signed_in: bool) -> Re
     // A signed-in audit sent to a sign-in form: reported, not audited as the page.
     if signed_in
         && let Ok(v) = s.evaluate(capture_core::profile::SIGNED_OUT_JS, false, STEP).await
-        && let Some(why) = capture_core::profile::expired_message(
-            url,
-            v["url"].as_str().unwrap_or_default(),
-            v["password"].as_u64().unwrap_or(0),
-        )
+        && let Some(why) = capture_core::profile::signed_out(url, &v)
     {
         facts.error = Some(why);
         return Ok(PageInput { facts, screenshots: Screenshots::default() });

@@ -110,24 +110,12 @@ pub async fn on_browser_node(state: &AppState, account: &Account, v: ValidLogin)
 
 /// The forwarded sign-in, run here as the account it names.
 pub async fn internal_handler(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
-    if !crate::cluster::verified(&state, &headers, &body) {
-        let e = serde_json::json!({"error": "not a signed call of this deployment", "code": "UNAUTHORIZED"});
-        return (StatusCode::UNAUTHORIZED, axum::Json(e)).into_response();
-    }
-    let Ok(f) = serde_json::from_slice::<Forwarded>(&body) else {
-        let e = serde_json::json!({"error": "unreadable call", "code": "INVALID_JSON"});
-        return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
-    };
-    let account = match state.store.user_by_id(&f.user_id).await {
-        Ok(Some(u)) => crate::auth::account_of_user(&state, &u).await.map_err(Error::from),
-        Ok(None) => Err(Error::not_found("account")),
-        Err(e) => Err(Error::from(e)),
-    };
-    let out = match account {
-        Ok(a) => login(&state, &a, f.login).await,
-        Err(e) => Err(e),
-    };
-    match out {
+    let (f, account) =
+        match crate::cluster::accept(&state, &headers, &body, |f: &Forwarded| (f.user_id.as_str(), None)).await {
+            Ok(accepted) => accepted,
+            Err(refused) => return refused,
+        };
+    match login(&state, &account, f.login).await {
         Ok(o) => axum::Json(o).into_response(),
         Err(e) => crate::http::ApiError::from(e).into_response(),
     }

@@ -216,12 +216,10 @@ pub async fn for_job(state: &AppState, user_id: &str, id: &str) -> std::result::
             return Err("the profile could not be read".into());
         }
     };
-    let opened = match &row.state_enc {
-        Some(enc) => state.master.decrypt(enc).and_then(|j| serde_json::from_str::<BrowserState>(&j).ok()),
-        None => return Err(format!("the profile {id} has nothing saved")),
-    };
-    let Some(s) = opened else {
-        return Err("the profile's state could not be opened (the service's master key changed)".into());
+    let s = match open(state, &row) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Err(format!("the profile {id} has nothing saved")),
+        Err(_) => return Err("the profile's state could not be opened (the service's master key changed)".into()),
     };
     if let Err(e) = state.store.profile_used(id, now_ms()).await {
         tracing::warn!(error = %e, "recording a profile's use failed");

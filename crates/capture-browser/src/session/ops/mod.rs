@@ -180,7 +180,7 @@ impl SessionPage {
             self.page.call(&s::AddScriptToEvaluateOnNewDocument { source }).await?;
         }
         if let Some(state) = &opts.state {
-            self.apply_state(state).await?;
+            self.page.restore(state).await?;
         }
         Ok(())
     }
@@ -343,21 +343,6 @@ impl SessionPage {
 
     pub(crate) async fn clear_local_storage(&mut self) -> Result<(), CaptureError> {
         self.script("localStorage.clear(); sessionStorage.clear()").await.map(|_| ())
-    }
-
-    /// A profile's state in place before anything loads: its live cookies in the context,
-    /// its origins' storage restored by a script in each new document.
-    pub(crate) async fn apply_state(&mut self, state: &BrowserState) -> Result<(), CaptureError> {
-        let cookies = crate::state::cookies_of(state);
-        if !cookies.is_empty() {
-            self.set_cookies(&cookies)
-                .await
-                .map_err(|e| CaptureError::Script(format!("the profile's cookies: {e}")))?;
-        }
-        if let Some(source) = state.restore_script() {
-            self.page.call(&s::AddScriptToEvaluateOnNewDocument { source: &source }).await?;
-        }
-        Ok(())
     }
 
     /// What the session would keep as a profile: every cookie of its context, the
