@@ -484,8 +484,11 @@ async fn mcp_campaign_tools_call_the_campaigns_service() {
         let app = &app;
         async move { mcp_call(app, token, "tools/call", json!({"name": name, "arguments": args})).await }
     };
+    // A month from the clock the test runs under: a fixed date passes, and the scheduler would
+    // start the campaign between the two launches.
+    let send_at = capture_core::time::iso(capture_core::time::now_ms() + 30 * 86_400_000);
     let campaign = |zone: &str| {
-        json!({"name": "Cafés in Berlin", "sendAt": "2026-12-01T08:00:00Z", "timezone": zone,
+        json!({"name": "Cafés in Berlin", "sendAt": send_at, "timezone": zone,
                "reportType": "single_page", "sendHours": "office",
                "recipients": [
                    {"websiteUrl": "https://shop.example", "recipientEmail": "owner@shop.example"},

@@ -13,7 +13,8 @@ async fn the_campaigns_page_lists_the_accounts_campaigns_and_rows_only() {
     let v = Visitor::new(&app);
     v.sign_up(&email(), PASSWORD).await;
     let (_, key) = v.create_key("default").await;
-    let body = json!({"name": "Autumn <outreach>", "sendAt": "2027-01-04T08:00:00Z", "timezone": "Europe/Paris",
+    let send_at = capture_core::time::iso(capture_core::time::now_ms() + 30 * 86_400_000);
+    let body = json!({"name": "Autumn <outreach>", "sendAt": send_at, "timezone": "Europe/Paris",
         "sendHours": "office", "recipients": [{"websiteUrl": "https://site.example/", "recipientEmail": "boss@site.example"}]});
     let r = app.post_json(&key, "/v1/campaigns", &body).await;
     assert_eq!(r.status(), 201);
