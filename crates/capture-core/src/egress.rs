@@ -526,19 +526,27 @@ impl EgressPolicy {
         })
     }
 
-    /// May a request for `host` (as written in its URL: a name or an address) connect to
-    /// `addr`, one of the addresses `host` resolved to?
-    pub fn check(&self, host: &str, addr: SocketAddr) -> Result<(), EgressRefusal> {
-        if let Some(l) = self.listener_hit(addr) {
-            return Err(EgressRefusal {
+    /// Rule 1 alone: is `addr` (an address and port a connection reached or would reach)
+    /// one of the service's own listeners? Clients whose resolver cannot know the port check
+    /// the connected peer address with this before they send anything.
+    pub fn check_listener(&self, addr: SocketAddr) -> Result<(), EgressRefusal> {
+        match self.listener_hit(addr) {
+            None => Ok(()),
+            Some(l) => Err(EgressRefusal {
                 what: SocketAddr::new(canonical(addr.ip()), addr.port()).to_string(),
                 reason: if l.ip().is_unspecified() {
                     format!("this service's own listener (port {} on every local address)", l.port())
                 } else {
                     "this service's own listener".into()
                 },
-            });
+            }),
         }
+    }
+
+    /// May a request for `host` (as written in its URL: a name or an address) connect to
+    /// `addr`, one of the addresses `host` resolved to?
+    pub fn check(&self, host: &str, addr: SocketAddr) -> Result<(), EgressRefusal> {
+        self.check_listener(addr)?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         let name = match normalize_host(&host.to_ascii_lowercase()) {
             Ok(Ok(name)) => Some(name),

@@ -32,6 +32,8 @@ pub enum ErrorCode {
     /// The sign-in helper did not end signed in (`POST /v1/profiles/login`).
     LoginFailed,
     ServiceUnavailable,
+    /// A rate its owner set was reached (a render link's captures per hour); `Retry-After`.
+    RateLimited,
 }
 
 impl ErrorCode {
@@ -48,7 +50,7 @@ impl ErrorCode {
             PayloadTooLarge => 413,
             UnsupportedMediaType => 415,
             IdempotencyKeyReused | StorageCheckFailed | LoginFailed => 422,
-            PlanQuotaExceeded | QueueFull | ConcurrencyLimit => 429,
+            PlanQuotaExceeded | QueueFull | ConcurrencyLimit | RateLimited => 429,
             InternalError => 500,
             CaptureFailed => 502,
             ServiceUnavailable => 503,
@@ -80,6 +82,7 @@ impl ErrorCode {
             StorageCheckFailed => "STORAGE_CHECK_FAILED",
             LoginFailed => "LOGIN_FAILED",
             ServiceUnavailable => "SERVICE_UNAVAILABLE",
+            RateLimited => "RATE_LIMITED",
         }
     }
 }

@@ -14,6 +14,7 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "adshot.failed",
     "campaign.completed",
     "batch.completed",
+    "screenshot.stored",
 ];
 
 /// Is `name` a known event type or `*`?

@@ -26,5 +26,7 @@ pub use error::{MediaError, Result};
 pub use music::{Track, find_track, music};
 pub use probe::{Levels, Loudness, MediaInfo, StreamInfo, StreamKind, audio_levels, frame_at, loudness, probe};
 pub use screencast::{RecorderOptions, Recording, ScreencastRecorder};
-pub use scroll_video::{EncodedVideo, MAX_VIDEO_BYTES, VideoKind, encode_frames};
+pub use scroll_video::{
+    EncodedVideo, GIF_PALETTE_SAMPLE, MAX_VIDEO_BYTES, VideoKind, encode_frames, encode_memory_mib,
+};
 pub use voice::{Voice, find_voice, voices};

@@ -239,6 +239,9 @@ impl Application {
             })
             .await
             .map_err(|e| StartError::Chromium { path: cfg.chromium_path.clone(), cause: e.into() })?;
+            // The browsers' egress proxy is one of our listeners too: webhooks, buckets and
+            // fetches never reach it, even with its literal address allowed.
+            egress.deny_listener(pool.egress_addr());
             Some(pool)
         } else {
             None
@@ -255,6 +258,8 @@ impl Application {
             tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
         }
         let features = crate::state::Features::new(&cfg);
+        let video_permits = (cfg.video_memory >> 20) as usize;
+        let video_waiting = cfg.worker_concurrency.max(1);
         let state = AppState(Arc::new(Inner {
             cfg,
             store,
@@ -267,6 +272,9 @@ impl Application {
             audit_work: tokio::sync::Notify::new(),
             run_work: tokio::sync::Notify::new(),
             ad_work: tokio::sync::Notify::new(),
+            copy_work: tokio::sync::Notify::new(),
+            video_memory: tokio::sync::Semaphore::new(video_permits),
+            video_waiting: Arc::new(tokio::sync::Semaphore::new(video_waiting)),
             metrics: Default::default(),
             hot: Default::default(),
             browser,
@@ -362,6 +370,8 @@ impl Application {
         if state.cfg.roles.scheduler || state.cfg.roles.worker {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { jobs::webhook::run(s, 4, st).await });
+            let (s, st, n) = (state.clone(), stop.clone(), state.cfg.storage_copy_workers);
+            tasks.spawn(async move { jobs::storage_copy::run(s, n, st).await });
         }
         if state.cfg.roles.scheduler {
             let (s, st) = (state.clone(), stop.clone());

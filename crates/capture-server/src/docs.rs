@@ -92,7 +92,11 @@ fn error_responses(doc: &mut utoipa::openapi::OpenApi) {
 fn webhook_events() -> utoipa::openapi::path::Paths {
     let data_fields = |event: &str| match event {
         "screenshot.completed" => {
-            "screenshotId, url, publicUrl, format, width, height, metadata; storageUrl or storageError with storage"
+            "screenshotId, url, publicUrl, format, width, height, metadata; storageStatus pending with storage"
+        }
+        "screenshot.stored" => {
+            "screenshotId, and storageUrl (s3://bucket/key) or storageError: the copy to the request's storage \
+             destination ended, after screenshot.completed"
         }
         "screenshot.failed" => "screenshotId, url, error",
         "run.completed" => "runId, finalUrl, pageTitle, videoUrl, consoleErrorCount, networkErrorCount",

@@ -1,15 +1,26 @@
 //! The outbound HTTP client for everything the service itself fetches or sends on a
 //! tenant's behalf (webhook deliveries, OAuth client metadata documents, audit crawls and
-//! link checks): no redirects, no proxies, and name resolution through the egress policy
-//! (`capture_core::egress`), so the connection goes to exactly the addresses the policy
-//! accepted and DNS rebinding cannot slip past. The service's own listeners are refused
-//! whatever `CAPTURE_EGRESS_ALLOW` says.
+//! link checks, customers' buckets): no redirects, no proxies, and name resolution through the
+//! egress policy (`capture_core::egress`), so the connection goes to exactly the addresses the
+//! policy accepted and DNS rebinding cannot slip past. The service's own listeners are refused
+//! whatever `CAPTURE_EGRESS_ALLOW` says: reqwest's resolver is never told the port, so every
+//! connection the client opens is checked again on its connected peer address and port
+//! ([`ListenerGuard`]) before a byte of the request is written — a name such as a hosts-file
+//! `vm` for 127.0.0.1 cannot reach the API, the inbound mail server or the egress proxy.
+//! (Over `https` the TLS handshake comes first: a ClientHello may reach such a listener and is
+//! refused there; the request itself never is sent.)
 
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use capture_core::egress::{EgressPolicy, EgressRefusal};
+use hyper_util::client::legacy::connect::{Connection, HttpInfo};
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Resolves names and refuses what the policy forbids.
 struct GuardedResolver {
@@ -21,9 +32,9 @@ impl reqwest::dns::Resolve for GuardedResolver {
         let policy = self.policy.clone();
         let host = name.as_str().to_string();
         Box::pin(async move {
-            // reqwest replaces the port we return with the URL's, so checking the port here
-            // would be pointless; `check_url` (below) checks literal hosts with their port,
-            // and names reach listeners only through the port-agnostic address check.
+            // reqwest replaces the port we return with the URL's, so the port is not known
+            // here: the ranges are checked now, the listeners on the connected address
+            // (`ListenerGuard`).
             let addrs = resolve_checked(&policy, &host, 0)
                 .await
                 .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })?;
@@ -59,9 +70,88 @@ pub fn builder(policy: Arc<EgressPolicy>, timeout: Duration) -> reqwest::ClientB
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()
+        .connector_layer(ListenerGuard { policy: policy.clone(), via: None })
         .dns_resolver(Arc::new(GuardedResolver { policy }))
         .connect_timeout(timeout.min(Duration::from_secs(10)))
         .timeout(timeout)
+}
+
+/// A client whose every request goes through the browsers' egress proxy at `proxy` (which
+/// checks each destination with its port): no redirects, and no connection anywhere else.
+pub fn via_proxy(
+    policy: Arc<EgressPolicy>,
+    timeout: Duration,
+    proxy: SocketAddr,
+) -> reqwest::Result<reqwest::ClientBuilder> {
+    Ok(reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .proxy(reqwest::Proxy::all(format!("http://{proxy}"))?)
+        .connector_layer(ListenerGuard { policy: policy.clone(), via: Some(proxy) })
+        .dns_resolver(Arc::new(GuardedResolver { policy }))
+        .connect_timeout(timeout.min(Duration::from_secs(10)))
+        .timeout(timeout))
+}
+
+/// Checks each connection the client opens on its peer address and port: the service's own
+/// listeners are refused (see the module docs). `via`: the one proxy this client talks to,
+/// the only address it may connect to.
+#[derive(Clone)]
+struct ListenerGuard {
+    policy: Arc<EgressPolicy>,
+    via: Option<SocketAddr>,
+}
+
+impl<S> tower_layer::Layer<S> for ListenerGuard {
+    type Service = Guarded<S>;
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded { inner, guard: self.clone() }
+    }
+}
+
+#[derive(Clone)]
+struct Guarded<S> {
+    inner: S,
+    guard: ListenerGuard,
+}
+
+impl ListenerGuard {
+    fn admit(&self, conn: &impl Connection) -> Result<(), BoxError> {
+        let mut extras = axum::http::Extensions::new();
+        conn.connected().get_extras(&mut extras);
+        let Some(peer) = extras.get::<HttpInfo>().map(HttpInfo::remote_addr) else {
+            return Err("blocked by egress policy: the connection's peer address is unknown".into());
+        };
+        match self.via {
+            Some(proxy) if proxy == peer => Ok(()),
+            Some(proxy) => Err(format!("blocked by egress policy: {peer} is not the egress proxy {proxy}").into()),
+            None => self.policy.check_listener(peer).map_err(|e| e.to_string().into()),
+        }
+    }
+}
+
+impl<S, R> tower_service::Service<R> for Guarded<S>
+where
+    S: tower_service::Service<R, Error = BoxError> + Clone + Send + 'static,
+    S::Response: Connection + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: R) -> Self::Future {
+        let (connecting, guard) = (self.inner.call(req), self.guard.clone());
+        Box::pin(async move {
+            let conn = connecting.await?;
+            // Dropped unused when refused: nothing was written to it.
+            guard.admit(&conn)?;
+            Ok(conn)
+        })
+    }
 }
 
 /// The policy's verdict on a URL whose host is a literal address or `localhost` (which

@@ -55,6 +55,10 @@ pub enum Error {
     /// finalUrl}`).
     #[error("{message}")]
     LoginFailed { message: String, steps: Vec<String>, final_url: String },
+    /// A rate set by the resource's owner was reached (`RATE_LIMITED`, 429, `Retry-After`,
+    /// `details: {limit, per, retryAfter}`).
+    #[error("{message}")]
+    RateLimited { message: String, limit: u32, per: &'static str, retry_after: i64 },
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -133,6 +137,7 @@ impl Error {
             Error::EmailUnverified(_) | Error::PermanentSuppression { .. } => ErrorCode::Forbidden,
             Error::StorageCheck { .. } => ErrorCode::StorageCheckFailed,
             Error::LoginFailed { .. } => ErrorCode::LoginFailed,
+            Error::RateLimited { .. } => ErrorCode::RateLimited,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -157,6 +162,9 @@ impl Error {
             Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
             Error::StorageCheck { reason, s3_code, .. } => Some(json!({"reason": reason, "s3Code": s3_code})),
             Error::LoginFailed { steps, final_url, .. } => Some(json!({"steps": steps, "finalUrl": final_url})),
+            Error::RateLimited { limit, per, retry_after, .. } => {
+                Some(json!({"limit": limit, "per": per, "retryAfter": retry_after}))
+            }
             Error::PermanentSuppression { by, reason, .. } => Some(
                 json!({"reason": "permanent_suppression", "source": by.as_str(), "suppressionReason": reason.as_str()}),
             ),

@@ -10,7 +10,8 @@
 //! - Usage feeds only the `X-RateLimit-*` headers: it is refreshed from the database at
 //!   most every [`USAGE_TTL`] and set directly when this process changes it. Quotas are
 //!   enforced in the database, never from this cache; the balance endpoint reads live.
-//! - Finished (done/failed) jobs never change, so their rows are kept; others are not.
+//! - Finished (done/failed) jobs never change once their copy to a customer's bucket (if
+//!   any) ended, so their rows are kept; others are not.
 //!
 //! Each cache is bounded (`quick_cache`, which evicts the least useful entries one at a time
 //! instead of dropping everything when full) and its entries expire after a TTL, so a burst of
@@ -107,10 +108,11 @@ impl HotCache {
         (e.row.user_id == user_id).then_some(e.row)
     }
 
-    /// Keep a job row if it is finished (done or failed); others are ignored. The share
-    /// token can still change, so cached rows carry none: read it from the database.
+    /// Keep a job row if it is finished (done or failed) and its copy to a customer's bucket,
+    /// if any, ended; others are ignored. The share token can still change, so cached rows
+    /// carry none: read it from the database.
     pub fn put_job(&self, row: &ScreenshotRow) {
-        if row.status.is_final() {
+        if row.status.is_final() && row.storage_status.as_deref() != Some("pending") {
             let row = ScreenshotRow { share_token: None, ..row.clone() };
             self.jobs.insert(row.id.clone(), JobEntry { row: Arc::new(row), at: Instant::now() });
         }
@@ -153,6 +155,7 @@ mod tests {
             batch_index: None,
             storage_url: None,
             storage_error: None,
+            storage_status: None,
         }
     }
 

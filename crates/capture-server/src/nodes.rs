@@ -24,6 +24,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
                 "audit" => state.audit_work.notify_one(),
                 "run" => state.run_work.notify_one(),
                 "ad_draft" | "ad_render" => state.ad_work.notify_waiters(),
+                crate::jobs::storage_copy::KIND => state.copy_work.notify_one(),
                 other => tracing::debug!(kind = other, "work of a kind this version does not run"),
             },
             Wakeup::Job(id) => {
@@ -36,6 +37,7 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
                 state.audit_work.notify_waiters();
                 state.run_work.notify_waiters();
                 state.ad_work.notify_waiters();
+                state.copy_work.notify_waiters();
                 // The empty id: any job may have changed.
                 let _ = state.job_events.send(String::new());
             }

@@ -36,6 +36,14 @@ pub struct Inner {
     pub run_work: Notify,
     /// Wakes idle ad draft and render workers when one is queued.
     pub ad_work: Notify,
+    /// Wakes idle copy workers when a copy to a customer's bucket is queued.
+    pub copy_work: Notify,
+    /// The memory video encodes of this node may hold at once, in MiB permits
+    /// (`CAPTURE_VIDEO_MEMORY`): an encode takes what it may use before it starts.
+    pub video_memory: tokio::sync::Semaphore,
+    /// Videos captured on this node whose encode has not ended, at most one per capture slot
+    /// (a capture worker waits for a place before it hands its frames over).
+    pub video_waiting: Arc<tokio::sync::Semaphore>,
     pub metrics: Metrics,
     /// Key lookups, usage and finished jobs for the hot read path.
     pub hot: crate::hotcache::HotCache,

@@ -50,6 +50,9 @@ pub struct ScreenshotRow {
     /// Where the copy in the customer's bucket is, or why it could not be written.
     pub storage_url: Option<String>,
     pub storage_error: Option<String>,
+    /// The copy for the customer's bucket: `pending` until it ends `stored` or `failed`; None
+    /// without one.
+    pub storage_status: Option<String>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -66,6 +69,10 @@ pub struct NewScreenshot {
     pub cache: Option<(String, i64)>,
     /// A cache hit: the done job whose file this one is (then `done` holds its fields).
     pub cached_from: Option<String>,
+    /// A render link's capture (with `cache`): one of the owner's captures of the same request
+    /// already pending or running is the one answer, on every node — the create returns that
+    /// job instead (nothing charged, nothing queued).
+    pub flight: bool,
     /// `(batch id, place)` for a job of a bulk request.
     pub batch: Option<(String, i64)>,
     pub format: String,
@@ -146,7 +153,7 @@ impl From<QueueFull> for Refused {
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
     created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, \
-    storage_url, storage_error";
+    storage_url, storage_error, storage_status";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -185,6 +192,7 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         batch_index: r.try_get("batch_index")?,
         storage_url: r.try_get("storage_url")?,
         storage_error: r.try_get("storage_error")?,
+        storage_status: r.try_get("storage_status")?,
     })
 }
 
@@ -198,9 +206,9 @@ async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot
     sqlx::query(
         "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
          thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata, \
-         credentials, cache_hash, cache_until, cached_from, batch_id, batch_index) \
+         credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, flight) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-         $23, $24)",
+         $23, $24, $25)",
     )
     .bind(&n.id)
     .bind(&n.user_id)
@@ -226,6 +234,7 @@ async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot
     .bind(n.cached_from.clone())
     .bind(n.batch.as_ref().map(|b| b.0.clone()))
     .bind(n.batch.as_ref().map(|b| b.1))
+    .bind(n.cache.as_ref().filter(|_| n.flight && n.done.is_none()).map(|c| c.0.clone()))
     .execute(&mut **tx)
     .await?;
     if n.done.is_none() {
@@ -597,6 +606,27 @@ impl Store {
         n: &NewScreenshot,
         idem: Option<IdemResponse<'_, ScreenshotRow>>,
     ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
+        // A flight lost to another create of the same request: that one answers (looked up
+        // again when it ended in between).
+        for _ in 0..3 {
+            match self.create_screenshot_once(n, idem).await {
+                Err(StoreError::Db(sqlx::Error::Database(d))) if n.flight && is_flight_taken(d.as_ref()) => {
+                    let Some((hash, _)) = &n.cache else { break };
+                    if let Some(row) = self.running_screenshot(&n.user_id, hash).await? {
+                        return Ok(Ok((row, self.month_usage(&n.user_id, &n.month).await?)));
+                    }
+                }
+                other => return other,
+            }
+        }
+        Err(StoreError::Conflict("the render link's capture in flight could not be joined".into()))
+    }
+
+    async fn create_screenshot_once(
+        &self,
+        n: &NewScreenshot,
+        idem: Option<IdemResponse<'_, ScreenshotRow>>,
+    ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
         // The fast way first (one slot of each gate, PostgreSQL); the exact way when it cannot tell.
         match self.try_create_screenshot(n, idem, false).await? {
             Ok(done) => Ok(done),
@@ -781,6 +811,40 @@ impl Store {
         row.as_ref().map(row_from).transpose()
     }
 
+    /// The newest failed job of `user_id` with this keyed hash that ended at `since` or
+    /// later (a render link's negative cache).
+    pub async fn failed_screenshot_since(
+        &self,
+        user_id: &str,
+        hash: &str,
+        since: i64,
+    ) -> Result<Option<ScreenshotRow>> {
+        let row = sqlx::query(sqlf!(
+            "SELECT {COLS} FROM screenshots WHERE user_id = $1 AND cache_hash = $2 AND status = 'failed' \
+             AND completed_at >= $3 ORDER BY completed_at DESC LIMIT 1"
+        ))
+        .bind(user_id)
+        .bind(hash)
+        .bind(since)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(row_from).transpose()
+    }
+
+    /// Captures (not cache hits) of `user_id` with this keyed hash created at `since` or
+    /// later, and the oldest of them (a render link's rate).
+    pub async fn captures_since(&self, user_id: &str, hash: &str, since: i64) -> Result<(i64, Option<i64>)> {
+        Ok(sqlx::query_as(
+            "SELECT COUNT(*), MIN(created_at) FROM screenshots WHERE user_id = $1 AND cache_hash = $2 \
+             AND created_at >= $3 AND cached_from IS NULL",
+        )
+        .bind(user_id)
+        .bind(hash)
+        .bind(since)
+        .fetch_one(&self.pool)
+        .await?)
+    }
+
     /// Newest first; `before` is `(created_at, Some(id))` from a cursor or `(ts, None)`.
     pub async fn list_screenshots(&self, user_id: &str, before: Before, limit: i64) -> Result<Vec<ScreenshotRow>> {
         TABLE.page(&self.pool, user_id, before, None, limit, row_from).await
@@ -872,6 +936,7 @@ impl Store {
         job_id: &str,
         done: &ScreenshotDone,
         completed_event: &serde_json::Value,
+        copy: Option<&str>,
         now: i64,
     ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
@@ -882,7 +947,8 @@ impl Store {
         let row: Option<(String, Option<String>)> = sqlx::query_as(
             "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
              tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9, credentials = NULL, \
-             storage_url = $10, storage_error = $11 WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id, batch_id",
+             storage_url = $10, storage_error = $11, storage_status = $12 \
+             WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id, batch_id",
         )
         .bind(&done.result_key)
         .bind(done.thumb_key.clone())
@@ -895,8 +961,12 @@ impl Store {
         .bind(done.metadata.clone())
         .bind(done.storage_url.clone())
         .bind(done.storage_error.clone())
+        .bind(copy.map(|_| "pending"))
         .fetch_optional(&mut *tx)
         .await?;
+        if let (Some((user_id, _)), Some(payload)) = (&row, copy) {
+            crate::queue::enqueue(&mut tx, "storage_copy", job_id, Some(user_id), payload, now).await?;
+        }
         if let Some((user_id, batch)) = &row {
             append_event(&mut tx, user_id, job_id, "screenshot.status", &serde_json::json!({"status": "done"}), now)
                 .await?;
@@ -966,15 +1036,27 @@ impl Store {
     /// Hand a task back to the queue (graceful shutdown): the job returns to `pending`
     /// and the claim does not count as an attempt.
     pub async fn release(&self, task_id: &str, worker: &str, job_id: &str, now: i64) -> Result<bool> {
+        self.put_back(task_id, worker, job_id, now, false).await
+    }
+
+    /// [`release`](Self::release) so another account can have the slot: the task counts one
+    /// more hand-back ([`Task::handed_back`](crate::Task::handed_back)).
+    pub async fn hand_back(&self, task_id: &str, worker: &str, job_id: &str, now: i64) -> Result<bool> {
+        self.put_back(task_id, worker, job_id, now, true).await
+    }
+
+    async fn put_back(&self, task_id: &str, worker: &str, job_id: &str, now: i64, handed_back: bool) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         let kind: Option<(String,)> = sqlx::query_as(
             "UPDATE tasks SET status = 'queued', locked_by = NULL, locked_until = NULL, \
-             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, run_at = $1 \
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, run_at = $1, \
+             handed_back = handed_back + $4 \
              WHERE id = $2 AND locked_by = $3 AND status = 'running' RETURNING kind",
         )
         .bind(now)
         .bind(task_id)
         .bind(worker)
+        .bind(i64::from(handed_back))
         .fetch_optional(&mut *tx)
         .await?;
         let Some((kind,)) = kind else {
@@ -997,4 +1079,11 @@ impl Store {
         tx.commit().await?;
         Ok(true)
     }
+}
+
+/// Is this database error the unique index of render links' captures in flight
+/// (`screenshots_flight`)?
+fn is_flight_taken(e: &dyn sqlx::error::DatabaseError) -> bool {
+    e.is_unique_violation()
+        && (e.constraint() == Some("screenshots_flight") || e.message().contains("screenshots.flight"))
 }

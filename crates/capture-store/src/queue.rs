@@ -27,6 +27,8 @@ pub struct Task {
     pub attempts: i64,
     /// The account the task works for (none for the service's own work).
     pub account_id: Option<String>,
+    /// Times it went back to the queue so another account could have its slot.
+    pub handed_back: i64,
 }
 
 /// Running tasks allowed per account while claiming fairly, by the account's plan.
@@ -49,7 +51,7 @@ impl FairShare {
 /// Key of the advisory lock that makes fair claims pass one at a time (PostgreSQL).
 const FAIR_CLAIM_LOCK: i64 = 7_245_021;
 
-const CLAIMED_COLS: &str = "id, kind, subject_id, payload, attempts, account_id";
+const CLAIMED_COLS: &str = "id, kind, subject_id, payload, attempts, account_id, handed_back";
 
 pub(crate) async fn enqueue(
     tx: &mut Transaction<'static, Any>,
@@ -85,6 +87,7 @@ fn task_from(r: &AnyRow) -> Result<Task> {
         payload: r.try_get("payload")?,
         attempts: r.try_get("attempts")?,
         account_id: r.try_get("account_id")?,
+        handed_back: r.try_get("handed_back")?,
     })
 }
 
@@ -237,6 +240,16 @@ impl Store {
         .bind(now)
         .fetch_all(&self.pool)
         .await?)
+    }
+
+    /// The most times one task of `kind` was handed back to the queue for another account
+    /// (metrics, tests).
+    pub async fn most_hand_backs(&self, kind: &str) -> Result<i64> {
+        let (n,): (Option<i64>,) = sqlx::query_as("SELECT MAX(handed_back) FROM tasks WHERE kind = $1")
+            .bind(kind)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(n.unwrap_or(0))
     }
 
     /// Extend a lease; false when the worker no longer holds it.

@@ -1,5 +1,9 @@
 //! Storage destinations: a customer's own S3-compatible bucket, per account, named, with the
-//! key pair sealed by the service's master key. A capture with `storage` names one by id.
+//! key pair sealed by the service's master key. A capture with `storage` names one by id; its
+//! copy there is a task of its own (`storage_copy`), queued when the job is done, so a slow
+//! bucket never holds a capture worker: the job's `storage_status` is `pending` until the copy
+//! ends `stored` (with `storage_url`) or `failed` (with `storage_error`), which emits
+//! `screenshot.stored`.
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
@@ -86,5 +90,60 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(res.rows_affected() > 0)
+    }
+
+    /// An attempt at a copy failed and another is due at `run_at`: the task waits in the queue
+    /// (its claims count the attempts). False when `worker` no longer holds it.
+    pub async fn copy_again(&self, task_id: &str, worker: &str, run_at: i64, error: &str) -> Result<bool> {
+        let res = sqlx::query(
+            "UPDATE tasks SET status = 'queued', locked_by = NULL, locked_until = NULL, run_at = $1, last_error = $2 \
+             WHERE id = $3 AND locked_by = $4 AND status = 'running'",
+        )
+        .bind(run_at)
+        .bind(error)
+        .bind(task_id)
+        .bind(worker)
+        .execute(&self.pool)
+        .await?;
+        Ok(res.rows_affected() > 0)
+    }
+
+    /// A copy ended: written at `url`, or given up with `error`. The job shows it
+    /// (`storage_status` stored or failed) and `screenshot.stored` carries `event`, fenced on
+    /// the lease. False when `worker` no longer holds the task.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn copy_ended(
+        &self,
+        task_id: &str,
+        worker: &str,
+        job_id: &str,
+        url: Option<&str>,
+        error: Option<&str>,
+        event: &serde_json::Value,
+        now: i64,
+    ) -> Result<bool> {
+        let mut tx = self.begin_write().await?;
+        let status = if url.is_some() { "done" } else { "failed" };
+        if !Self::finish_task(&mut tx, task_id, worker, status, error, now).await? {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let row: Option<(String,)> = sqlx::query_as(
+            "UPDATE screenshots SET storage_url = $1, storage_error = $2, storage_status = $3 \
+             WHERE id = $4 AND storage_status = 'pending' RETURNING user_id",
+        )
+        .bind(url.map(str::to_string))
+        .bind(error.map(str::to_string))
+        .bind(if url.is_some() { "stored" } else { "failed" })
+        .bind(job_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((user_id,)) = &row {
+            // Streams and other nodes' caches re-read the job.
+            crate::jobs::append_event(&mut tx, user_id, job_id, "screenshot.stored", event, now).await?;
+            crate::webhooks::emit(&mut tx, user_id, "screenshot.stored", event, now, None).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 }

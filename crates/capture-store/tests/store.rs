@@ -48,6 +48,8 @@ on_both_backends! {
     claim_takes_the_oldest_due_task => claim_takes_the_oldest_due_task_sqlite, claim_takes_the_oldest_due_task_postgres;
     expired_lease_moves_task_to_another_worker_and_fences_the_first => expired_lease_moves_task_to_another_worker_and_fences_the_first_sqlite, expired_lease_moves_task_to_another_worker_and_fences_the_first_postgres;
     release_requeues_without_counting_an_attempt => release_requeues_without_counting_an_attempt_sqlite, release_requeues_without_counting_an_attempt_postgres;
+    a_hand_back_is_counted_on_its_task => a_hand_back_is_counted_on_its_task_sqlite, a_hand_back_is_counted_on_its_task_postgres;
+    a_render_links_views_share_one_capture_in_flight => a_render_links_views_share_one_capture_in_flight_sqlite, a_render_links_views_share_one_capture_in_flight_postgres;
     concurrent_workers_never_share_a_task => concurrent_workers_never_share_a_task_sqlite, concurrent_workers_never_share_a_task_postgres;
     idempotency_owns_replays_and_expires_keys => idempotency_owns_replays_and_expires_keys_sqlite, idempotency_owns_replays_and_expires_keys_postgres;
     idempotency_admits_one_owner_under_concurrency => idempotency_admits_one_owner_under_concurrency_sqlite, idempotency_admits_one_owner_under_concurrency_postgres;
@@ -119,6 +121,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         credentials: None,
         cache: None,
         cached_from: None,
+        flight: false,
         batch: None,
         format: "png".into(),
         actions: 1,
@@ -622,7 +625,15 @@ async fn failed_job_refunds_its_actions(ctx: Ctx) {
     assert!(!store.fail_screenshot(&task.id, "w1", &task.subject_id, "again", true, T0 + 40).await.unwrap());
     assert!(
         !store
-            .complete_screenshot(&task.id, "w1", &task.subject_id, &done_fields("x"), &serde_json::json!({}), T0 + 40)
+            .complete_screenshot(
+                &task.id,
+                "w1",
+                &task.subject_id,
+                &done_fields("x"),
+                &serde_json::json!({}),
+                None,
+                T0 + 40
+            )
             .await
             .unwrap()
     );
@@ -660,7 +671,7 @@ async fn sealed_credentials_last_until_the_job_ends(ctx: Ctx) {
     let t1 = store.claim("screenshot", "w1", T0 + 20, 60_000).await.unwrap().unwrap();
     assert!(
         store
-            .complete_screenshot(&t1.id, "w1", &t1.subject_id, &done_fields("a"), &serde_json::json!({}), T0 + 30)
+            .complete_screenshot(&t1.id, "w1", &t1.subject_id, &done_fields("a"), &serde_json::json!({}), None, T0 + 30)
             .await
             .unwrap()
     );
@@ -690,7 +701,7 @@ async fn the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only(ctx: Ctx)
     let t = store.claim("screenshot", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
     assert!(
         store
-            .complete_screenshot(&t.id, "w1", &first.id, &done_fields("c"), &serde_json::json!({}), T0 + 20)
+            .complete_screenshot(&t.id, "w1", &first.id, &done_fields("c"), &serde_json::json!({}), None, T0 + 20)
             .await
             .unwrap()
     );
@@ -778,15 +789,44 @@ async fn storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_co
         storage_error: None,
         ..done_fields("s")
     };
-    assert!(store.complete_screenshot(&t.id, "w1", &a.id, &done, &serde_json::json!({}), T0 + 20).await.unwrap());
+    assert!(store.complete_screenshot(&t.id, "w1", &a.id, &done, &serde_json::json!({}), None, T0 + 20).await.unwrap());
     let row = job_row(store, &a.id).await;
     assert_eq!((row.storage_url.as_deref(), row.storage_error), (Some("s3://bucket-sd_b/shots/x.png"), None));
     let b = create(store, &job(&alice, None, T0 + 30, None)).await;
     let t = store.claim("screenshot", "w1", T0 + 40, 60_000).await.unwrap().unwrap();
     let done = ScreenshotDone { storage_error: Some("the bucket does not exist".into()), ..done_fields("t") };
-    assert!(store.complete_screenshot(&t.id, "w1", &b.id, &done, &serde_json::json!({}), T0 + 50).await.unwrap());
+    assert!(store.complete_screenshot(&t.id, "w1", &b.id, &done, &serde_json::json!({}), None, T0 + 50).await.unwrap());
     let row = job_row(store, &b.id).await;
     assert_eq!((row.storage_url, row.storage_error.as_deref()), (None, Some("the bucket does not exist")));
+    // The copy as a task of its own: the job is done at once with its copy pending; a failed
+    // attempt waits in the queue; the end is recorded once, fenced on the lease.
+    let c = create(store, &job(&alice, None, T0 + 60, None)).await;
+    let t = store.claim("screenshot", "w1", T0 + 70, 60_000).await.unwrap().unwrap();
+    let payload = r#"{"destination":"sd_b"}"#;
+    assert!(
+        store
+            .complete_screenshot(&t.id, "w1", &c.id, &done_fields("u"), &serde_json::json!({}), Some(payload), T0 + 80)
+            .await
+            .unwrap()
+    );
+    let row = job_row(store, &c.id).await;
+    assert_eq!((row.status, row.storage_status.as_deref(), row.storage_url), (JobStatus::Done, Some("pending"), None));
+    let copy = store.claim("storage_copy", "c1", T0 + 90, 60_000).await.unwrap().unwrap();
+    assert_eq!(
+        (copy.subject_id.as_str(), copy.payload.as_str(), copy.account_id.as_deref()),
+        (c.id.as_str(), payload, Some(alice.id.as_str()))
+    );
+    assert!(store.copy_again(&copy.id, "c1", T0 + 2_000, "timed out").await.unwrap());
+    assert_eq!(store.claim("storage_copy", "c1", T0 + 1_000, 60_000).await.unwrap(), None, "not before its time");
+    let copy = store.claim("storage_copy", "c2", T0 + 2_000, 60_000).await.unwrap().unwrap();
+    assert_eq!(copy.attempts, 2);
+    let event = serde_json::json!({"screenshotId": c.id, "storageUrl": "s3://b/u.png"});
+    assert!(!store.copy_ended(&copy.id, "c1", &c.id, Some("s3://b/u.png"), None, &event, T0 + 2_100).await.unwrap());
+    assert!(store.copy_ended(&copy.id, "c2", &c.id, Some("s3://b/u.png"), None, &event, T0 + 2_100).await.unwrap());
+    let row = job_row(store, &c.id).await;
+    assert_eq!((row.storage_status.as_deref(), row.storage_url.as_deref()), (Some("stored"), Some("s3://b/u.png")));
+    assert!(!store.copy_ended(&copy.id, "c2", &c.id, None, Some("late"), &event, T0 + 2_200).await.unwrap());
+    assert_eq!(job_row(store, &c.id).await.storage_error, None);
 }
 
 async fn profiles_belong_to_their_owner_and_are_found_by_id_or_name(ctx: Ctx) {
@@ -926,6 +966,7 @@ async fn a_batch_is_all_or_nothing_and_completes_once(ctx: Ctx) {
                         &t.subject_id,
                         &done_fields("b"),
                         &serde_json::json!({}),
+                        None,
                         T0 + 200
                     )
                     .await
@@ -1091,7 +1132,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     // w1's late result is fenced off and writes nothing.
     assert!(
         !store
-            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("stale"), &serde_json::json!({}), T0 + 2100)
+            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("stale"), &serde_json::json!({}), None, T0 + 2100)
             .await
             .unwrap()
     );
@@ -1103,7 +1144,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     // w2's result lands.
     assert!(
         store
-            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("fresh"), &serde_json::json!({}), T0 + 2500)
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("fresh"), &serde_json::json!({}), None, T0 + 2500)
             .await
             .unwrap()
     );
@@ -1121,7 +1162,7 @@ async fn expired_lease_moves_task_to_another_worker_and_fences_the_first(ctx: Ct
     // Done is final: the task is closed and cannot be claimed or completed again.
     assert!(
         !store
-            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("again"), &serde_json::json!({}), T0 + 2600)
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("again"), &serde_json::json!({}), None, T0 + 2600)
             .await
             .unwrap()
     );
@@ -1158,7 +1199,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
     assert!(!store.extend_lease(&t1.id, "w1", T0 + 99_000).await.unwrap());
     assert!(
         !store
-            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("x"), &serde_json::json!({}), T0 + 12)
+            .complete_screenshot(&t1.id, "w1", &job_id, &done_fields("x"), &serde_json::json!({}), None, T0 + 12)
             .await
             .unwrap()
     );
@@ -1169,7 +1210,7 @@ async fn release_requeues_without_counting_an_attempt(ctx: Ctx) {
     assert!(store.mark_processing(&job_id, T0 + 21).await.unwrap());
     assert!(
         store
-            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("y"), &serde_json::json!({}), T0 + 30)
+            .complete_screenshot(&t2.id, "w2", &job_id, &done_fields("y"), &serde_json::json!({}), None, T0 + 30)
             .await
             .unwrap()
     );
@@ -1227,11 +1268,11 @@ async fn concurrent_workers_never_share_a_task(ctx: Ctx) {
                 let other = if worker == "w0" { "w1" } else { "w0" };
                 let done = done_fields("c");
                 let stolen = store
-                    .complete_screenshot(&task_id, other, &job_id, &done, &serde_json::json!({}), now + 10)
+                    .complete_screenshot(&task_id, other, &job_id, &done, &serde_json::json!({}), None, now + 10)
                     .await
                     .unwrap();
                 let own = store
-                    .complete_screenshot(&task_id, &worker, &job_id, &done, &serde_json::json!({}), now + 10)
+                    .complete_screenshot(&task_id, &worker, &job_id, &done, &serde_json::json!({}), None, now + 10)
                     .await
                     .unwrap();
                 (stolen, own)
@@ -1743,7 +1784,10 @@ async fn account_queue_bound_admits_exactly_the_limit_under_concurrency(ctx: Ctx
     assert_eq!(store.create_screenshot(&bounded_job(&alice, T0 + 101, limits)).await.unwrap().unwrap_err(), full);
     let done = &done_fields("a");
     assert!(
-        store.complete_screenshot(&t.id, "w1", &t.subject_id, done, &serde_json::json!({}), T0 + 200).await.unwrap()
+        store
+            .complete_screenshot(&t.id, "w1", &t.subject_id, done, &serde_json::json!({}), None, T0 + 200)
+            .await
+            .unwrap()
     );
     create(store, &bounded_job(&alice, T0 + 201, limits)).await;
     assert_eq!(store.create_screenshot(&bounded_job(&alice, T0 + 202, limits)).await.unwrap().unwrap_err(), full);
@@ -1810,7 +1854,10 @@ async fn global_queue_bound_admits_exactly_the_limit_under_concurrency(ctx: Ctx)
     let t = store.claim("screenshot", "w1", T0 + 100, 60_000).await.unwrap().unwrap();
     let done = &done_fields("g");
     assert!(
-        store.complete_screenshot(&t.id, "w1", &t.subject_id, done, &serde_json::json!({}), T0 + 101).await.unwrap()
+        store
+            .complete_screenshot(&t.id, "w1", &t.subject_id, done, &serde_json::json!({}), None, T0 + 101)
+            .await
+            .unwrap()
     );
     let (accepted, refused) =
         create_concurrently(store, (0..6).map(|i| bounded_job(&users[i % 4], T0 + 200, global_only)).collect()).await;
@@ -1869,7 +1916,9 @@ async fn fair_claims_serve_the_least_busy_account_within_its_cap(ctx: Ctx) {
     assert_eq!(claim("w5").await, None, "alice is at her cap of 2; nobody else waits");
     // A plain claim (no fair share) ignores the cap, as webhooks do.
     // An account's task that ends frees its place.
-    assert!(store.complete_screenshot(&t1, "w1", &s1, &done_fields("a"), &serde_json::json!({}), now).await.unwrap());
+    assert!(
+        store.complete_screenshot(&t1, "w1", &s1, &done_fields("a"), &serde_json::json!({}), None, now).await.unwrap()
+    );
     assert_eq!(claim("w6").await.unwrap().1, alices[2]);
     assert_eq!(claim("w7").await, None);
     // A running task whose lease expired no longer counts, and is itself claimable again.
@@ -2473,4 +2522,70 @@ async fn an_ad_create_stores_its_idempotent_response_with_it(ctx: Ctx) {
         store.idem_begin(&alice.id, route, "key-1234", "h", T0 + 1, DAY_MS, LEASE).await.unwrap(),
         IdemBegin::Replay(202, format!(r#"{{"id":"{}"}}"#, row.id))
     );
+}
+
+async fn a_hand_back_is_counted_on_its_task(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let job_id = create(store, &job(&alice, None, T0, Some(10))).await.id;
+    let t = store.claim("screenshot", "w1", T0, 60_000).await.unwrap().unwrap();
+    assert_eq!((t.attempts, t.handed_back), (1, 0));
+    // A shutdown's release is not a hand-back; a fairness hand-back is, and neither an attempt.
+    assert!(store.release(&t.id, "w1", &job_id, T0 + 1).await.unwrap());
+    let t = store.claim("screenshot", "w1", T0 + 2, 60_000).await.unwrap().unwrap();
+    assert_eq!((t.attempts, t.handed_back), (1, 0));
+    assert!(!store.hand_back(&t.id, "w2", &job_id, T0 + 3).await.unwrap(), "not w2's task");
+    assert!(store.hand_back(&t.id, "w1", &job_id, T0 + 3).await.unwrap());
+    let t = store.claim("screenshot", "w1", T0 + 4, 60_000).await.unwrap().unwrap();
+    assert!(store.hand_back(&t.id, "w1", &job_id, T0 + 5).await.unwrap());
+    let t = store.claim("screenshot", "w1", T0 + 6, 60_000).await.unwrap().unwrap();
+    assert_eq!((t.attempts, t.handed_back), (1, 2));
+    assert_eq!(store.most_hand_backs("screenshot").await.unwrap(), 2);
+    assert_eq!(job_row(store, &job_id).await.status.as_str(), "pending");
+}
+
+async fn a_render_links_views_share_one_capture_in_flight(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let view = |user: &User, now: i64| {
+        let mut n = job(user, None, now, Some(100));
+        n.cache = Some(("link-hash".into(), now + 60_000));
+        n.flight = true;
+        n
+    };
+    // Eight first views at once: one capture, one action, every view answered with it.
+    let mut views = Vec::new();
+    for i in 0..8 {
+        let (store, n) = (store.clone(), view(&alice, T0 + i));
+        views.push(tokio::spawn(async move { store.create_screenshot(&n).await.unwrap().unwrap().0.id }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for v in views {
+        ids.insert(v.await.unwrap());
+    }
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 1);
+    assert_eq!(store.queue_depth().await.unwrap(), 1);
+    let first = ids.into_iter().next().unwrap();
+    // Another account's view of the same hash is its own capture.
+    let (other, _) = store.create_screenshot(&view(&bob, T0 + 9)).await.unwrap().unwrap();
+    assert_ne!(other.id, first);
+    // Once it failed, it no longer answers: the next view captures again, and the failure and
+    // the captures of the hour are found by the hash.
+    let t = store.claim("screenshot", "w1", T0 + 10, 60_000).await.unwrap().unwrap();
+    let t = if t.subject_id == first {
+        t
+    } else {
+        store.claim("screenshot", "w1", T0 + 10, 60_000).await.unwrap().unwrap()
+    };
+    assert!(store.fail_screenshot(&t.id, "w1", &first, "HTTP 500", false, T0 + 20).await.unwrap());
+    let failed = store.failed_screenshot_since(&alice.id, "link-hash", T0).await.unwrap().map(|r| r.id);
+    assert_eq!(failed.as_deref(), Some(first.as_str()));
+    assert_eq!(store.failed_screenshot_since(&alice.id, "link-hash", T0 + 21).await.unwrap(), None);
+    let (again, _) = store.create_screenshot(&view(&alice, T0 + 30)).await.unwrap().unwrap();
+    assert_ne!(again.id, first);
+    assert_eq!(store.captures_since(&alice.id, "link-hash", T0).await.unwrap(), (2, Some(T0)));
+    assert_eq!(store.captures_since(&alice.id, "link-hash", T0 + 30).await.unwrap(), (1, Some(T0 + 30)));
+    assert_eq!(store.month_usage(&alice.id, MONTH).await.unwrap(), 2);
 }

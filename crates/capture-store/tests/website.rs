@@ -56,6 +56,7 @@ fn shot(
         credentials: None,
         cache: None,
         cached_from: None,
+        flight: false,
         batch: None,
         format: format.into(),
         actions: 1,

@@ -251,6 +251,11 @@ impl Site {
         Site { base, _handle: h }
     }
 
+    /// A site the test serves itself (its own router on its own listener).
+    pub fn from_parts(base: String, handle: tokio::task::JoinHandle<()>) -> Site {
+        Site { base, _handle: handle }
+    }
+
     pub fn url(&self, p: &str) -> String {
         format!("{}{p}", self.base)
     }

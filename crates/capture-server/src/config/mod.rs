@@ -174,6 +174,12 @@ pub struct Config {
     pub campaign_senders: usize,
     /// How often the campaign loops look for due rows (`CAPTURE_CAMPAIGN_POLL`).
     pub campaign_poll: Duration,
+    /// Copies to customers' buckets at once per node with the scheduler or worker role
+    /// (`CAPTURE_STORAGE_COPY_WORKERS`): their own queue, never a capture slot.
+    pub storage_copy_workers: usize,
+    /// Memory this node lets video encodes (ffmpeg) hold at once, bytes
+    /// (`CAPTURE_VIDEO_MEMORY`): an encode that would pass it waits its turn.
+    pub video_memory: u64,
 }
 
 /// Every setting this version reads (for the defaults file, docs and unknown-key checks).
@@ -238,6 +244,8 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_CAMPAIGN_DOMAIN_DAILY_CAP",
     "CAPTURE_CAMPAIGN_SENDERS",
     "CAPTURE_CAMPAIGN_POLL",
+    "CAPTURE_STORAGE_COPY_WORKERS",
+    "CAPTURE_VIDEO_MEMORY",
 ];
 
 impl Config {
@@ -502,6 +510,17 @@ impl Config {
             Duration::from_secs(600),
             "must be between 50ms and 10m",
         )?;
+        let storage_copy_workers = num("CAPTURE_STORAGE_COPY_WORKERS", 2, 1, 64)? as usize;
+        let video_memory = {
+            const VAR: &str = "CAPTURE_VIDEO_MEMORY";
+            let v = get(VAR).unwrap_or_else(|| "1GB".into());
+            match parse_size(&v).map_err(|e| err(VAR, e))? {
+                Some(b) if b >= 256 << 20 => b,
+                _ => {
+                    return Err(err(VAR, format!("'{v}' is below 256MB, what one video encode may take (2GB, 768MB)")));
+                }
+            }
+        };
         Ok(Config {
             listen,
             base_url,
@@ -553,6 +572,8 @@ impl Config {
             campaign_domain_daily_cap,
             campaign_senders,
             campaign_poll,
+            storage_copy_workers,
+            video_memory,
         })
     }
 

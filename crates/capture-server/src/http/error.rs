@@ -98,6 +98,7 @@ impl From<crate::error::Error> for ApiError {
             }
             Error::IdempotencyInFlight => a.header(header::RETRY_AFTER, "1"),
             Error::TooManyRuns { .. } => a.header(header::RETRY_AFTER, "5"),
+            Error::RateLimited { retry_after, .. } => a.header(header::RETRY_AFTER, retry_after.max(&1).to_string()),
             _ => a,
         }
     }

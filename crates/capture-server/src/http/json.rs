@@ -28,7 +28,8 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
                 "send the body as JSON with Content-Type: application/json",
             ));
         }
-        let bytes = read_body(req.into_body(), JSON_LIMIT).await?;
+        let limit = req.extensions().get::<JsonLimit>().map_or(JSON_LIMIT, |l| l.0);
+        let bytes = read_body(req.into_body(), limit).await?;
         let v: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("malformed JSON: {e}")))?;
         match v {
@@ -54,6 +55,11 @@ pub fn only_known_fields(body: &Map<String, Value>, known: &[&str]) -> Result<()
 
 /// Largest JSON body accepted (preScreenshotJs is ≤ 16 KiB, so this is generous).
 pub const JSON_LIMIT: usize = 256 * 1024;
+
+/// Another limit for the JSON bodies of one route whose documented bound is larger (a
+/// profile's imported state): `post(handler).layer(Extension(JsonLimit(n)))`.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonLimit(pub usize);
 
 /// Read a body up to `limit` bytes, 413 beyond.
 pub async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {

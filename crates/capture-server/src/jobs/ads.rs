@@ -263,7 +263,7 @@ async fn draft(state: &AppState, pool: &BrowserPool, worker: &str, task: Task) {
             Err(e) => {
                 // As for screenshots: a page that took its time or whose script failed keeps the
                 // charge; one that could not be reached at all is given back.
-                let refund = !crate::jobs::capture::charged(&e);
+                let refund = !crate::jobs::capture::charged(&e, false);
                 return job.fail(&format!("the page could not be captured: {e}"), refund).await;
             }
         };

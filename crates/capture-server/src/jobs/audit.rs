@@ -167,18 +167,19 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
     plan.links.skip_sign_out = profile.is_some();
     // Through the pool's egress proxy: it checks every address, literal ones included (the
     // guarded resolver alone never sees a URL whose host is an IP address).
-    let client = match reqwest::Proxy::all(format!("http://{}", pool.egress_addr())).and_then(|proxy| {
-        let b = crate::egress::builder(state.egress.clone(), plan.fetch.timeout).proxy(proxy).user_agent(ua.clone());
-        // The crawl's own requests carry the profile's cookies, as the pages' do.
-        match &profile {
-            Some(s) => b.cookie_provider(Arc::new(cookie_jar(s))),
-            None => b,
-        }
-        .build()
-    }) {
-        Ok(c) => c,
-        Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
-    };
+    let client =
+        match crate::egress::via_proxy(state.egress.clone(), plan.fetch.timeout, pool.egress_addr()).and_then(|b| {
+            let b = b.user_agent(ua.clone());
+            // The crawl's own requests carry the profile's cookies, as the pages' do.
+            match &profile {
+                Some(s) => b.cookie_provider(Arc::new(cookie_jar(s))),
+                None => b,
+            }
+            .build()
+        }) {
+            Ok(c) => c,
+            Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
+        };
     let audit = run_audit(
         &client,
         &plan,

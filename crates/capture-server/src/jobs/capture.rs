@@ -29,17 +29,21 @@ const FAIRNESS_TICK: Duration = Duration::from_millis(250);
 /// How long another account's task must have waited before a slot is freed for it (in a
 /// cluster, another node with a free slot takes it well within this).
 const FAIRNESS_WAIT_MS: i64 = 250;
+/// A capture handed back this many times keeps its slot from then on.
+pub(crate) const MAX_HAND_BACKS: i64 = 2;
 
 /// Run `n` worker loops until `stop` is cancelled; in-flight captures go on until
 /// `hard_stop`, then they are handed back to the queue.
 ///
 /// Claims are fair across accounts ([`capture_store::Store::claim_fair`]: the account with
 /// the fewest captures running goes first, within its plan's cap). The plan caps can exceed
-/// a node's slots, so this node also keeps a [`Board`] of who holds its slots: when every
-/// slot is taken, another account's capture has been waiting, and one account holds more
-/// than half of the slots, that account's newest capture is handed back to the queue (not
-/// counted as an attempt) and the freed slot goes to the waiting account. Alone, an account
-/// may use every slot; under contention it keeps at most half of them.
+/// a node's slots, so this node also keeps a [`Board`] of who holds its slots and shares them
+/// max-min fairly: when every slot is taken and an account's capture has been waiting, the
+/// account holding the most slots (ties: the one whose newest capture is newest) hands its
+/// newest capture back to the queue (not counted as an attempt) as long as it would still hold
+/// at least as many as the waiting account — so the waiting account gets a slot and, under
+/// contention, everyone comes down to an equal share. Alone, an account may use every slot. A
+/// capture handed back [`MAX_HAND_BACKS`] times is not chosen again (no livelock).
 pub async fn run(
     state: AppState,
     pool: Arc<BrowserPool>,
@@ -106,7 +110,7 @@ async fn keep_fair(state: AppState, board: Arc<Board>, n: usize, stop: Cancellat
         if let Some((job, account)) = board.hand_back_for(n, &waiting) {
             state.metrics.capture_handed_back();
             tracing::info!(job = %job, account = ?account, "every slot is taken and another account waits: \
-                this account's newest capture goes back to the queue");
+                the account holding most hands its newest capture back to the queue");
         }
     }
 }
@@ -122,6 +126,8 @@ struct Held {
     job_id: String,
     account: Option<String>,
     since: Instant,
+    /// Times the task was handed back before this claim.
+    handed_back: i64,
     /// Cancelled when the capture is to go back to the queue.
     hand_back: CancellationToken,
 }
@@ -153,6 +159,7 @@ impl Board {
             job_id: task.subject_id.clone(),
             account: task.account_id.clone(),
             since: Instant::now(),
+            handed_back: task.handed_back,
             hand_back: hand_back.clone(),
         });
         Seat { board: self.clone(), task_id: task.id.clone(), hand_back }
@@ -163,28 +170,45 @@ impl Board {
         self.seats().len()
     }
 
-    /// With `n` slots all taken and `waiting` the accounts whose work waits: when one of
-    /// them holds fewer than half of the slots while another account holds more than half,
-    /// hand back the newest capture of the account holding most (its job and account).
-    /// Captures already being handed back do not count.
+    /// With `n` slots all taken and `waiting` the accounts whose work waits: the account
+    /// holding most (ties: the one whose newest capture is newest) hands its newest capture
+    /// back when it holds at least two more slots than the waiting account holding fewest, so
+    /// the transfer never leaves it below that account (max-min fairness: an account waiting
+    /// with no slot is always served while anyone holds two). Captures already being handed
+    /// back do not count; one handed back [`MAX_HAND_BACKS`] times is passed over. Returns
+    /// the job and account handed back.
     pub(crate) fn hand_back_for(&self, n: usize, waiting: &[Option<String>]) -> Option<(String, Option<String>)> {
         let seats = self.seats();
         let live: Vec<&Held> = seats.iter().filter(|h| !h.hand_back.is_cancelled()).collect();
         if live.len() < n {
             return None;
         }
-        let half = (n / 2).max(1);
         let count = |a: &Option<String>| live.iter().filter(|h| &h.account == a).count();
-        let (top, most) = live
-            .iter()
-            .map(|h| (&h.account, count(&h.account)))
-            .max_by(|x, y| x.1.cmp(&y.1).then_with(|| y.0.cmp(x.0)))?;
-        if most <= half || !waiting.iter().any(|w| w != top && count(w) < half) {
-            return None;
+        let least = waiting.iter().map(count).min()?;
+        // (account, slots held, its newest claim), most slots first, then the newest.
+        let mut holders: Vec<(&Option<String>, usize, Instant)> = Vec::new();
+        for h in &live {
+            match holders.iter_mut().find(|x| x.0 == &h.account) {
+                Some(x) => {
+                    x.1 += 1;
+                    x.2 = x.2.max(h.since);
+                }
+                None => holders.push((&h.account, 1, h.since)),
+            }
         }
-        let newest = live.iter().filter(|h| &h.account == top).max_by_key(|h| h.since)?;
-        newest.hand_back.cancel();
-        Some((newest.job_id.clone(), newest.account.clone()))
+        holders.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)));
+        for (account, held, _) in holders {
+            if held < least + 2 {
+                break;
+            }
+            let newest =
+                live.iter().filter(|h| &h.account == account && h.handed_back < MAX_HAND_BACKS).max_by_key(|h| h.since);
+            if let Some(seat) = newest {
+                seat.hand_back.cancel();
+                return Some((seat.job_id.clone(), seat.account.clone()));
+            }
+        }
+        None
     }
 }
 
@@ -205,8 +229,15 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
 /// Everything else is given back: pages that could not be reached at all (nothing
 /// rendered), a `selector` that matches nothing (nothing captured), refusals of the egress
 /// guard, browser crashes after the retries, interruptions and storage failures.
-pub fn charged(e: &CaptureError) -> bool {
-    matches!(e, CaptureError::Timeout(_) | CaptureError::Script(_) | CaptureError::Rejected(_))
+///
+/// A video (`video`: a scrolling capture) is charged for what it delivered: one that ran out
+/// of time produced no file (on a busy node its frames come slower), so it is given back.
+pub fn charged(e: &CaptureError, video: bool) -> bool {
+    match e {
+        CaptureError::Timeout(_) => !video,
+        CaptureError::Script(_) | CaptureError::Rejected(_) => true,
+        _ => false,
+    }
 }
 
 async fn process(
@@ -289,7 +320,7 @@ async fn process(
     }
 
     // Keep the lease alive while the browser works.
-    let _lease = super::keep_lease(state, &task.id, worker);
+    let lease = super::keep_lease(state, &task.id, worker);
 
     let req = request_for(&opts, source);
     let started = Instant::now();
@@ -307,128 +338,237 @@ async fn process(
         }
     };
     // Shutdown, or another account waiting for this slot: the job goes back to the queue.
-    let hand_back = async {
-        match state.store.release(&task.id, worker, &job_id, now_ms()).await {
-            Ok(_) => state.job_changed(&job_id),
+    let (task_ref, job_ref) = (&task.id, &job_id);
+    let hand_back = |fairness: bool| async move {
+        let (task, job_id) = (task_ref, job_ref);
+        let put_back = match fairness {
+            true => state.store.hand_back(task, worker, job_id, now_ms()).await,
+            false => state.store.release(task, worker, job_id, now_ms()).await,
+        };
+        match put_back {
+            Ok(_) => state.job_changed(job_id),
             Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
         }
     };
     let result: Result<capture_browser::CaptureOutput, CaptureError> = tokio::select! {
         r = capture => r,
         _ = hard_stop.cancelled() => {
-            hand_back.await;
+            hand_back(false).await;
             tracing::info!(job = %job_id, "shutdown: capture handed back to the queue");
             return;
         }
-        _ = seat.hand_back.cancelled() => return hand_back.await,
+        _ = seat.hand_back.cancelled() => return hand_back(true).await,
     };
-    // A video's frames are encoded here, with the browser's page already given back.
-    let result = match result {
-        Ok(mut out) if out.video.is_some() => match encode_video(&opts, &mut out).await {
-            Ok(()) => Ok(out),
-            Err(e) => Err(e),
-        },
-        other => other,
-    };
+    let finish = Finish { state: state.clone(), task, worker: worker.to_string(), job, opts, t0, started, lease };
     match result {
-        Ok(out) => {
-            let ext = match out.content_type {
-                "application/pdf" => "pdf",
-                "image/jpeg" => "jpeg",
-                "image/webp" => "webp",
-                "video/mp4" => "mp4",
-                "video/webm" => "webm",
-                "image/gif" => "gif",
-                _ => "png",
-            };
-            let captured = t0.elapsed();
-            let name = blob::new_name(ext);
-            // The file and its thumbnail are written at once.
-            let thumb = out.thumbnail.map(|t| (blob::new_name("png"), t));
-            let put_thumb = async {
-                match thumb {
-                    Some((n, t)) => match state.blobs.put(&n, t, "image/png").await {
-                        Ok(()) => Some(n),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "storing a thumbnail failed");
-                            None
-                        }
-                    },
-                    None => None,
+        // A video's frames are encoded off the capture slot (the browser's page is already
+        // given back): the worker claims its next job while the encode waits for this node's
+        // video memory and runs. At most as many encodes wait as the node has slots; past
+        // that the worker waits here, holding its slot, so frames never pile up on disk.
+        Ok(out) if out.video.is_some() => {
+            let Ok(waiting) = state.video_waiting.clone().acquire_owned().await else { return };
+            let hard_stop = hard_stop.clone();
+            tokio::spawn(async move {
+                let _waiting = waiting;
+                finish.video(out, hard_stop).await;
+            });
+        }
+        other => finish.record(other).await,
+    }
+}
+
+/// What is left of a job once its page was captured: storing the file and recording the
+/// outcome, fenced on the task's lease (kept alive until this is dropped).
+struct Finish {
+    state: AppState,
+    task: Task,
+    worker: String,
+    job: capture_store::ScreenshotRow,
+    opts: CaptureOptions,
+    t0: Instant,
+    started: Instant,
+    lease: tokio_util::sync::DropGuard,
+}
+
+/// How long a video may wait for this node's video memory before it fails (refunded).
+const VIDEO_QUEUE_LIMIT: Duration = Duration::from_secs(600);
+
+impl Finish {
+    /// Record a permanent failure; `refund` gives the job's actions back (see `charged`).
+    async fn fail(&self, msg: String, refund: bool) {
+        // A page's exception text is the page's to choose: kept to a documented length.
+        let msg = truncate_chars(&msg, limits::ERROR_MAX);
+        let (state, jid) = (&self.state, &self.job.id);
+        match state.store.fail_screenshot(&self.task.id, &self.worker, jid, &msg, refund, now_ms()).await {
+            Ok(true) => state.job_changed(jid),
+            Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
+            Err(e) => tracing::error!(job = %jid, error = %e, "recording a failure failed"),
+        }
+    }
+
+    /// Encode a video's frames within this node's video memory, then record it. At shutdown
+    /// the job goes back to the queue.
+    async fn video(self, mut out: capture_browser::CaptureOutput, hard_stop: CancellationToken) {
+        let encoded = async {
+            // The frames are the viewport's size (at its pixel ratio) unless the capture says.
+            let scale = self.opts.device_scale_factor;
+            let w = out.width.unwrap_or((f64::from(self.opts.width) * scale) as u32);
+            let h = out.height.unwrap_or((f64::from(self.opts.height) * scale) as u32);
+            let need = capture_media::encode_memory_mib(video_kind(&self.opts), w, h);
+            let permits = need.min(self.state.cfg.video_memory >> 20).max(1) as u32;
+            let budget =
+                match tokio::time::timeout(VIDEO_QUEUE_LIMIT, self.state.video_memory.acquire_many(permits)).await {
+                    Ok(Ok(p)) => p,
+                    Ok(Err(_)) => return Err(CaptureError::Unavailable("the service is shutting down".into())),
+                    Err(_) => {
+                        return Err(CaptureError::Unavailable(format!(
+                            "the video waited {} s for this node's video encoder and was not made; nothing was charged",
+                            VIDEO_QUEUE_LIMIT.as_secs()
+                        )));
+                    }
+                };
+            let r = encode_video(&self.opts, &mut out).await;
+            drop(budget);
+            r
+        };
+        let result = tokio::select! {
+            r = encoded => r.map(|()| out),
+            _ = hard_stop.cancelled() => {
+                let (state, jid) = (&self.state, &self.job.id);
+                match state.store.release(&self.task.id, &self.worker, jid, now_ms()).await {
+                    Ok(_) => state.job_changed(jid),
+                    Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
                 }
-            };
-            // A copy for the customer's bucket (`storage`) is written once ours is.
-            let copy = opts.storage.as_ref().map(|_| out.bytes.clone());
-            let (stored_file, thumb_key) = tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb);
-            if let Err(e) = stored_file {
-                tracing::error!(error = %e, "storing a capture failed; the job will be retried");
-                if let Some(n) = &thumb_key {
-                    let _ = state.blobs.delete(n).await;
-                }
-                state.metrics.capture(started.elapsed().as_secs_f64(), false);
+                tracing::info!(job = %jid, "shutdown: video handed back to the queue");
                 return;
             }
-            let delivered = match (&opts.storage, copy) {
-                (Some(target), Some(bytes)) => {
-                    let file = crate::storage::service::FileOut {
-                        job_id: &job_id,
-                        page_url: &job.url,
-                        ext,
-                        content_type: out.content_type,
-                        bytes,
-                        finished_ms: now_ms(),
-                    };
-                    crate::storage::service::deliver(state, &job.user_id, target, file).await
+        };
+        self.record(result).await;
+    }
+
+    /// Store the capture's file and thumbnail and record the job done (queueing its copy to
+    /// the customer's bucket), or record its failure.
+    async fn record(self, result: Result<capture_browser::CaptureOutput, CaptureError>) {
+        let (state, opts, job, job_id) = (&self.state, &self.opts, &self.job, &self.job.id);
+        let (t0, started) = (self.t0, self.started);
+        let out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                state.metrics.capture(started.elapsed().as_secs_f64(), false);
+                if let (CaptureError::SignedOut(_), Some(profile)) = (&e, &opts.profile) {
+                    crate::profiles::service::expired(state, profile, job_id, job.created_at).await;
                 }
-                _ => Default::default(),
-            };
-            let done = ScreenshotDone {
-                result_key: name,
-                thumb_key,
-                // The page's to choose: kept to a documented length.
-                page_title: Some(truncate_chars(&out.page_title, limits::PAGE_TITLE_MAX)),
-                tags: out.tags,
-                width: out.width.map(i64::from).or(if opts.pdf { Some(i64::from(opts.width)) } else { None }),
-                height: out.height.map(i64::from),
-                metadata: serde_json::to_string(&out.metadata).ok(),
-                storage_url: delivered.url,
-                storage_error: delivered.error,
-            };
-            state.metrics.capture(started.elapsed().as_secs_f64(), true);
-            let completed = ScreenshotCompleted {
-                screenshot_id: ScreenshotId::from_stored(job_id.clone()),
-                url: job.url.clone(),
-                // Stored and possibly retried for hours: never a presigned URL.
-                public_url: state.lasting_file_url(&done.result_key),
-                format: opts.output_format(),
-                width: done.width,
-                height: done.height,
-                metadata: Some(out.metadata),
-                storage_url: done.storage_url.clone(),
-                storage_error: done.storage_error.clone(),
-            };
-            let event = match serde_json::to_value(&completed) {
-                Ok(v) => v,
-                Err(e) => return fail(format!("the completion event does not serialize: {e}"), true).await,
-            };
-            let stored = t0.elapsed();
-            match state.store.complete_screenshot(&task.id, worker, &job_id, &done, &event, now_ms()).await {
-                Ok(true) => {
-                    state.job_changed(&job_id);
-                    tracing::debug!(target: "capture_server::timing", job = %job_id, prelude = ?(started - t0), ?captured, ?stored,
-                        completed = ?t0.elapsed(), "job phases");
-                }
-                Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the result"),
-                Err(e) => tracing::error!(job = %job_id, error = %e, "recording a result failed"),
+                let refund = !charged(&e, opts.scroll.is_some());
+                return self.fail(e.to_string(), refund).await;
             }
-        }
-        Err(e) => {
+        };
+        let ext = match out.content_type {
+            "application/pdf" => "pdf",
+            "image/jpeg" => "jpeg",
+            "image/webp" => "webp",
+            "video/mp4" => "mp4",
+            "video/webm" => "webm",
+            "image/gif" => "gif",
+            _ => "png",
+        };
+        let captured = t0.elapsed();
+        let name = blob::new_name(ext);
+        // The file and its thumbnail are written at once.
+        let thumb = out.thumbnail.map(|t| (blob::new_name("png"), t));
+        let put_thumb = async {
+            match thumb {
+                Some((n, t)) => match state.blobs.put(&n, t, "image/png").await {
+                    Ok(()) => Some(n),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "storing a thumbnail failed");
+                        None
+                    }
+                },
+                None => None,
+            }
+        };
+        let (stored_file, thumb_key) = tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb);
+        if let Err(e) = stored_file {
+            tracing::error!(error = %e, "storing a capture failed; the job will be retried");
+            if let Some(n) = &thumb_key {
+                let _ = state.blobs.delete(n).await;
+            }
             state.metrics.capture(started.elapsed().as_secs_f64(), false);
-            if let (CaptureError::SignedOut(_), Some(profile)) = (&e, &opts.profile) {
-                crate::profiles::service::expired(state, profile, &job_id, job.created_at).await;
-            }
-            fail(e.to_string(), !charged(&e)).await;
+            return;
         }
+        // The copy for the customer's bucket (`storage`) is queued with the result: the job
+        // is done now, the copy ends on its own queue (`screenshot.stored`).
+        let copy = match &opts.storage {
+            Some(target) => {
+                let payload = super::storage_copy::CopyPayload {
+                    target: target.clone(),
+                    ext: ext.to_string(),
+                    content_type: out.content_type.to_string(),
+                    finished_ms: now_ms(),
+                };
+                match serde_json::to_string(&payload) {
+                    Ok(p) => Some(p),
+                    Err(e) => return self.fail(format!("the copy's task does not serialize: {e}"), true).await,
+                }
+            }
+            None => None,
+        };
+        let done = ScreenshotDone {
+            result_key: name,
+            thumb_key,
+            // The page's to choose: kept to a documented length.
+            page_title: Some(truncate_chars(&out.page_title, limits::PAGE_TITLE_MAX)),
+            tags: out.tags,
+            width: out.width.map(i64::from).or(if opts.pdf { Some(i64::from(opts.width)) } else { None }),
+            height: out.height.map(i64::from),
+            metadata: serde_json::to_string(&out.metadata).ok(),
+            storage_url: None,
+            storage_error: None,
+        };
+        state.metrics.capture(started.elapsed().as_secs_f64(), true);
+        let completed = ScreenshotCompleted {
+            screenshot_id: ScreenshotId::from_stored(job_id.clone()),
+            url: job.url.clone(),
+            // Stored and possibly retried for hours: never a presigned URL.
+            public_url: state.lasting_file_url(&done.result_key),
+            format: opts.output_format(),
+            width: done.width,
+            height: done.height,
+            metadata: Some(out.metadata),
+            storage_url: None,
+            storage_error: None,
+            storage_status: copy.as_ref().map(|_| "pending"),
+        };
+        let event = match serde_json::to_value(&completed) {
+            Ok(v) => v,
+            Err(e) => return self.fail(format!("the completion event does not serialize: {e}"), true).await,
+        };
+        let stored = t0.elapsed();
+        let recorded = state
+            .store
+            .complete_screenshot(&self.task.id, &self.worker, job_id, &done, &event, copy.as_deref(), now_ms())
+            .await;
+        match recorded {
+            Ok(true) => {
+                state.job_changed(job_id);
+                if copy.is_some() {
+                    state.copy_work.notify_one();
+                }
+                tracing::debug!(target: "capture_server::timing", job = %job_id, prelude = ?(started - t0), ?captured, ?stored,
+                    completed = ?t0.elapsed(), "job phases");
+            }
+            Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the result"),
+            Err(e) => tracing::error!(job = %job_id, error = %e, "recording a result failed"),
+        }
+        drop(self.lease);
+    }
+}
+
+fn video_kind(opts: &CaptureOptions) -> capture_media::VideoKind {
+    match opts.format {
+        capture_core::options::ImageFormat::Webm => capture_media::VideoKind::Webm,
+        capture_core::options::ImageFormat::Gif => capture_media::VideoKind::Gif,
+        _ => capture_media::VideoKind::Mp4,
     }
 }
 
@@ -438,12 +578,9 @@ const ENCODE_LIMIT: Duration = Duration::from_secs(180);
 /// Encode a capture's video frames into its format; the frames' spool goes with them.
 async fn encode_video(opts: &CaptureOptions, out: &mut capture_browser::CaptureOutput) -> Result<(), CaptureError> {
     let Some(frames) = out.video.take() else { return Ok(()) };
-    let kind = match opts.format {
-        capture_core::options::ImageFormat::Webm => capture_media::VideoKind::Webm,
-        capture_core::options::ImageFormat::Gif => capture_media::VideoKind::Gif,
-        _ => capture_media::VideoKind::Mp4,
-    };
-    match capture_media::encode_frames(frames.dir.path(), frames.count, frames.fps, kind, ENCODE_LIMIT).await {
+    match capture_media::encode_frames(frames.dir.path(), frames.count, frames.fps, video_kind(opts), ENCODE_LIMIT)
+        .await
+    {
         Ok(v) => {
             tracing::debug!(target: "capture_server::timing", frames = frames.count, bytes = v.bytes.len(),
                 encode = ?v.encode_time, "video encoded");
@@ -473,6 +610,7 @@ mod tests {
             payload: "{}".into(),
             attempts: 1,
             account_id: account.map(str::to_string),
+            handed_back: 0,
         }
     }
 
@@ -499,21 +637,82 @@ mod tests {
     }
 
     #[test]
-    fn under_contention_an_account_keeps_half_the_slots() {
+    fn under_contention_everyone_comes_down_to_an_equal_share() {
         let board = Arc::new(Board::default());
         let mut seats = Vec::new();
         for (i, a) in ["acc_a", "acc_a", "acc_a", "acc_b"].iter().enumerate() {
             seats.push(board.take(&task(&format!("t{i}"), Some(a))));
         }
-        // C waits; A holds 3 of 4 (more than half): A's newest goes back.
+        // C waits; A holds 3 of 4: A's newest goes back.
         assert_eq!(board.hand_back_for(4, &[some("acc_c")]), Some(("scr_t2".into(), some("acc_a"))));
         seats.remove(2);
         seats.push(board.take(&task("t9", Some("acc_c"))));
-        // A 2, B 1, C 1: nobody holds more than half; D waits for a slot to end.
-        assert_eq!(board.hand_back_for(4, &[some("acc_d")]), None);
+        // A 2, B 1, C 1 and D waits with none: A still holds two, so it hands one back.
+        assert_eq!(board.hand_back_for(4, &[some("acc_d")]), Some(("scr_t1".into(), some("acc_a"))));
+        seats.remove(1);
+        seats.push(board.take(&task("t10", Some("acc_d"))));
+        // One each: a fifth account waits for a slot to end, nobody is handed back.
+        assert_eq!(board.hand_back_for(4, &[some("acc_e"), some("acc_a")]), None);
         // Work of no account counts as its own account.
         let board = Arc::new(Board::default());
         let _held: Vec<Seat> = (0..2).map(|i| board.take(&task(&format!("n{i}"), None))).collect();
         assert_eq!(board.hand_back_for(2, &[some("acc_a")]), Some(("scr_n1".into(), None)));
+    }
+
+    #[test]
+    fn two_flooders_holding_half_each_make_room_for_a_third() {
+        // The break: A and B each hold exactly half of four slots; C waited a minute.
+        let board = Arc::new(Board::default());
+        let mut seats = Vec::new();
+        for (i, a) in ["acc_a", "acc_b", "acc_a", "acc_b"].iter().enumerate() {
+            seats.push(board.take(&task(&format!("t{i}"), Some(a))));
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        // Tied at two: B's newest capture is the newest, so B hands it back.
+        assert_eq!(
+            board.hand_back_for(4, &[some("acc_a"), some("acc_b"), some("acc_c")]),
+            Some(("scr_t3".into(), some("acc_b")))
+        );
+        seats.remove(3);
+        seats.push(board.take(&task("t4", Some("acc_c"))));
+        // A 2, B 1, C 1, with A's and B's work waiting: stable (A would drop below B).
+        assert_eq!(board.hand_back_for(4, &[some("acc_a"), some("acc_b")]), None);
+    }
+
+    #[test]
+    fn three_flooders_on_four_slots_still_serve_a_fourth_account() {
+        let board = Arc::new(Board::default());
+        let mut seats = Vec::new();
+        for (i, a) in ["acc_a", "acc_b", "acc_c", "acc_a"].iter().enumerate() {
+            seats.push(board.take(&task(&format!("t{i}"), Some(a))));
+        }
+        let waiting = [some("acc_a"), some("acc_b"), some("acc_c"), some("acc_d")];
+        assert_eq!(board.hand_back_for(4, &waiting), Some(("scr_t3".into(), some("acc_a"))));
+        seats.remove(3);
+        seats.push(board.take(&task("t4", Some("acc_d"))));
+        assert_eq!(board.hand_back_for(4, &waiting), None, "one slot each");
+    }
+
+    #[test]
+    fn a_capture_handed_back_twice_keeps_its_slot() {
+        let board = Arc::new(Board::default());
+        let mut twice = task("t0", Some("acc_a"));
+        twice.handed_back = MAX_HAND_BACKS;
+        let _old = board.take(&task("t1", Some("acc_a")));
+        std::thread::sleep(Duration::from_millis(2));
+        let newest = board.take(&twice);
+        // The newest was handed back twice already: the older one goes instead.
+        assert_eq!(board.hand_back_for(2, &[some("acc_b")]), Some(("scr_t1".into(), some("acc_a"))));
+        assert!(!newest.hand_back.is_cancelled());
+        // With only captures handed back twice, nothing moves.
+        let board = Arc::new(Board::default());
+        let _a: Vec<Seat> = (0..2)
+            .map(|i| {
+                let mut t = task(&format!("h{i}"), Some("acc_a"));
+                t.handed_back = MAX_HAND_BACKS;
+                board.take(&t)
+            })
+            .collect();
+        assert_eq!(board.hand_back_for(2, &[some("acc_b")]), None);
     }
 }

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod campaign;
 pub mod capture;
 pub mod run;
+pub mod storage_copy;
 pub mod webhook;
 
 use std::future::Future;

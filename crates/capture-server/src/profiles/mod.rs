@@ -17,6 +17,7 @@ use capture_core::profile::BrowserState;
 use self::types::{LoginIn, LoginOut, Profile, ProfileIn, ProfileList, ProfilePatch};
 use crate::auth::Account;
 use crate::http::error::ErrorBody;
+use crate::http::json::JsonLimit;
 use crate::http::{ApiResult, Json, Path, ValidatedJson};
 use crate::state::AppState;
 
@@ -30,12 +31,18 @@ pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
 pub fn router() -> Router<AppState> {
+    // A state may be 4 MB serialized (`MAX_STATE_BYTES`); its body may be laid out with more.
+    let state_body = || Extension(JsonLimit(STATE_BODY_LIMIT));
     Router::new()
-        .route("/v1/profiles", post(create_handler).get(list_handler))
+        .route("/v1/profiles", post(create_handler).layer(state_body()).get(list_handler))
         .route("/v1/profiles/login", post(login_handler))
         .route("/v1/profiles/{id}/state", get(state_handler))
-        .route("/v1/profiles/{id}", get(get_handler).patch(update_handler).delete(delete_handler))
+        .route("/v1/profiles/{id}", get(get_handler).patch(update_handler).layer(state_body()).delete(delete_handler))
 }
+
+/// The largest body of a create or update that carries a state: the state's own bound
+/// (checked on the state, compactly serialized) plus room for indentation and the other fields.
+pub const STATE_BODY_LIMIT: usize = capture_core::profile::MAX_STATE_BYTES * 3 / 2 + 64 * 1024;
 
 #[utoipa::path(post, path = "/v1/profiles", tag = "profiles", request_body = ProfileIn,
     responses((status = 201, body = Profile), (status = 400, body = ErrorBody)), security(("api_key" = [])))]

@@ -75,6 +75,7 @@ async fn delete_key_handler(
         ("url" = String, Query, description = "The page; every other capture option may follow, as in POST /v1/screenshot (objects and lists as JSON)"),
         ("key" = String, Query, description = "The link key's id (rlk_…)"),
         ("expires" = Option<i64>, Query, description = "Unix seconds after which the link answers 403"),
+        ("capturesPerHour" = Option<u32>, Query, description = "Captures the link may start in an hour (1-1000, default 60); past that 429 RATE_LIMITED, cache hits still served"),
         ("signature" = String, Query, description = "Last: hex HMAC-SHA256, keyed with the link key's secret, of the query string exactly as sent up to &signature="),
     ),
     responses(
@@ -83,7 +84,8 @@ async fn delete_key_handler(
         (status = 304, description = "If-None-Match names the file served"),
         (status = 401, body = ErrorBody, description = "No or a wrong signature (costs nothing)"),
         (status = 403, body = ErrorBody, description = "Expired link or revoked key (costs nothing)"),
-        (status = 502, body = ErrorBody, description = "CAPTURE_FAILED: the page could not be captured"),
+        (status = 429, body = ErrorBody, description = "RATE_LIMITED: the link started capturesPerHour captures in the last hour (Retry-After; costs nothing)"),
+        (status = 502, body = ErrorBody, description = "CAPTURE_FAILED: the page could not be captured (for a minute after, views get the same answer without a new capture)"),
     ))]
 /// A signed link's capture, answered as the file itself (for an `<img src>`): captured on
 /// first view (one action), from cache after (free); HEAD answers the headers.

@@ -6,7 +6,11 @@
 //! the signature is HMAC-SHA256, keyed with the link key's secret, of the query string
 //! exactly as sent up to the `&signature=` that ends it. Links cache for a day unless they
 //! set `cacheTtl`: the first view captures (one action), later ones are served from that
-//! capture's file (`X-Cache: HIT`, free) until it expires; views while it runs join it.
+//! capture's file (`X-Cache: HIT`, free) until it expires. A link never bills its owner per
+//! view: every view while its capture is pending or running joins that one capture (on any
+//! node), a failed capture is answered again for [`NEGATIVE_TTL`] without a new one, and a
+//! link starts at most `capturesPerHour` captures an hour (signed with it; default
+//! [`DEFAULT_CAPTURES_PER_HOUR`]), answering `429 RATE_LIMITED` past that.
 
 use std::time::Duration;
 
@@ -28,6 +32,14 @@ use crate::state::AppState;
 pub const DEFAULT_CACHE_TTL: u64 = 24 * 3600;
 /// How long a view waits for its capture before answering 202 with the job.
 pub const WAIT: Duration = Duration::from_secs(60);
+/// How long a link's failed capture answers its views (free) before one captures again.
+pub const NEGATIVE_TTL: Duration = Duration::from_secs(60);
+/// Captures a link may start in an hour unless it is signed with `capturesPerHour`.
+pub const DEFAULT_CAPTURES_PER_HOUR: u32 = 60;
+/// The most a link may set.
+pub const MAX_CAPTURES_PER_HOUR: u32 = 1000;
+/// The link's own parameters (signed with it) that are not capture options.
+const LINK_PARAMS: [&str; 3] = ["key", "expires", "capturesPerHour"];
 
 /// Make a key; its secret is in the answer only.
 pub async fn create_key(state: &AppState, account: &Account, name: String) -> Result<RenderKeyCreated> {
@@ -72,10 +84,12 @@ pub fn sign(secret: &str, signed: &str) -> String {
     hmac_sha256_hex(secret.as_bytes(), signed.as_bytes())
 }
 
-/// A link whose signature holds: its owner, and its capture options as query pairs.
+/// A link whose signature holds: its owner, its capture options as query pairs, and the
+/// captures it may start an hour.
 pub struct Verified {
     pub account: Account,
     pub params: Vec<(String, String)>,
+    pub captures_per_hour: u32,
 }
 
 fn unauthorized(why: &str) -> Error {
@@ -119,10 +133,19 @@ pub async fn verify(state: &AppState, raw_query: &str) -> Result<Verified> {
             return Err(Error::Refused(ErrorCode::Forbidden, format!("the link expired at {}", iso(at * 1000))));
         }
     }
+    let captures_per_hour = match pairs.iter().find(|(k, _)| k == "capturesPerHour") {
+        None => DEFAULT_CAPTURES_PER_HOUR,
+        Some((_, v)) => v.parse().ok().filter(|n| (1..=MAX_CAPTURES_PER_HOUR).contains(n)).ok_or_else(|| {
+            Error::Invalid(capture_core::FieldError::new(
+                "capturesPerHour",
+                format!("must be a whole number from 1 to {MAX_CAPTURES_PER_HOUR}"),
+            ))
+        })?,
+    };
     let user = state.store.user_by_id(&key.user_id).await?.ok_or_else(mismatch)?;
     let account = account_of_user(state, &user).await?;
-    let params = pairs.into_iter().filter(|(k, _)| k != "key" && k != "expires").collect();
-    Ok(Verified { account, params })
+    let params = pairs.into_iter().filter(|(k, _)| !LINK_PARAMS.contains(&k.as_str())).collect();
+    Ok(Verified { account, params, captures_per_hour })
 }
 
 /// What a view of a link answers.
@@ -142,13 +165,21 @@ pub enum Answer {
     Pending(RenderPending),
 }
 
-/// Answer a verified link: from the cache, by joining the same capture in progress, or by
-/// capturing (one action); waiting up to [`WAIT`].
+/// Answer a verified link: from the cache, by joining the same capture in progress, from its
+/// recent failure, or by capturing (one action) within its rate; waiting up to [`WAIT`].
 pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
     let mut opts: CaptureOptions = validate::<ScreenshotIn>(&form_to_json(&v.params)).map_err(Error::Invalid)?;
     let ttl = *opts.cache_ttl.get_or_insert(DEFAULT_CACHE_TTL);
     let user = &v.account.user.id;
-    let hash = cache_hash(state, &opts);
+    // A profile named by name is the same capture as by id, and another once its state changed.
+    let profile = match &opts.profile {
+        Some(p) => Some(crate::profiles::service::resolve(state, &v.account, p, "profile").await?),
+        None => None,
+    };
+    if let Some(p) = &profile {
+        opts.profile = Some(p.id.clone());
+    }
+    let hash = cache_hash(state, &opts, profile.as_ref());
     let now = now_ms();
     let fresh = |r: &ScreenshotRow| r.completed_at.is_some_and(|c| c + (ttl as i64) * 1000 > now);
     if let Some(orig) = state.store.cached_screenshot(user, &hash, now).await?.filter(fresh) {
@@ -159,21 +190,48 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
     let mut changes = state.job_events.subscribe();
     let id = match state.store.running_screenshot(user, &hash).await? {
         Some(running) => running.id,
-        None => create(state, &v.account, NewJob::Capture { opts: &opts, label: None, html_blob: None }, None)
-            .await?
-            .job
-            .id
-            .to_string(),
+        None => {
+            // The last capture failed a moment ago: the same answer, nothing started.
+            let negative = NEGATIVE_TTL.min(Duration::from_secs(ttl.max(1))).as_millis() as i64;
+            if let Some(failed) = state.store.failed_screenshot_since(user, &hash, now - negative).await? {
+                let again = (failed.completed_at.unwrap_or(now) + negative - now).max(0) / 1000 + 1;
+                return Err(failed_capture(&failed, Some(again)));
+            }
+            let hour = 3_600_000;
+            let (started, oldest) = state.store.captures_since(user, &hash, now - hour).await?;
+            if started >= i64::from(v.captures_per_hour) {
+                let retry_after = (oldest.unwrap_or(now) + hour - now).max(0) / 1000 + 1;
+                return Err(Error::RateLimited {
+                    message: format!(
+                        "this link started {started} captures in the last hour, the most its owner allows \
+                         (capturesPerHour {}); retry in {retry_after} seconds",
+                        v.captures_per_hour
+                    ),
+                    limit: v.captures_per_hour,
+                    per: "hour",
+                    retry_after,
+                });
+            }
+            create(state, &v.account, NewJob::Link { opts: &opts }, None).await?.job.id.to_string()
+        }
     };
     let row = wait(state, &mut changes, user, &id).await?;
     match row.status {
         JobStatus::Done => file(state, &row, None).await,
-        JobStatus::Failed => Err(Error::Refused(
-            ErrorCode::CaptureFailed,
-            format!("the capture {} failed: {}", row.id, row.error.as_deref().unwrap_or("unknown error")),
-        )),
+        JobStatus::Failed => Err(failed_capture(&row, None)),
         status => Ok(Answer::Pending(RenderPending { id: row.id, status })),
     }
+}
+
+/// A link's failed capture as its views are answered (`again`: seconds until a view may
+/// capture again, when answered from the negative cache).
+fn failed_capture(row: &ScreenshotRow, again: Option<i64>) -> Error {
+    let why = row.error.as_deref().unwrap_or("unknown error");
+    let message = match again {
+        None => format!("the capture {} failed: {why}", row.id),
+        Some(s) => format!("the capture {} failed: {why} (this link captures again in {s} seconds)", row.id),
+    };
+    Error::Refused(ErrorCode::CaptureFailed, message)
 }
 
 /// The job once it is done or failed, or as it is after [`WAIT`] (or at shutdown).

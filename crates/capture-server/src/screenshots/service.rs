@@ -33,6 +33,10 @@ pub enum NewJob<'a> {
     /// Capture a page: `opts.url`, or an uploaded HTML document stored as `html_blob`
     /// (then `label` names it, `upload://…`).
     Capture { opts: &'a CaptureOptions, label: Option<String>, html_blob: Option<String> },
+    /// Capture a page for a render link (`opts.cache_ttl` set): one of the owner's captures of
+    /// the same request pending or running on any node is joined instead (see
+    /// [`NewScreenshot::flight`]).
+    Link { opts: &'a CaptureOptions },
     /// A file uploaded whole and stored already: the job is done at once.
     Stored { label: String, format: OutputFormat, done: ScreenshotDone },
 }
@@ -59,10 +63,13 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
     // makes (`cacheTtl`), or the done job whose file answers it (a cache hit, free).
     // A capture request is answered 202 (also when a cache hit makes it done at once); a
     // stored upload 201. The idempotent replay answers the same.
-    let status: u16 = if matches!(new, NewJob::Capture { .. }) { 202 } else { 201 };
+    let status: u16 = if matches!(new, NewJob::Stored { .. }) { 201 } else { 202 };
     let n = match new {
         NewJob::Capture { opts, label, html_blob } => {
             capture_job(state, account, &id, opts, label, html_blob, None, now).await?
+        }
+        NewJob::Link { opts } => {
+            NewScreenshot { flight: true, ..capture_job(state, account, &id, opts, None, None, None, now).await? }
         }
         // Done at once: nothing waits in the queue.
         NewJob::Stored { label, format, done } => NewScreenshot {
@@ -75,6 +82,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
             actions: 1,
             cache: None,
             cached_from: None,
+            flight: false,
             batch: None,
             format: format.as_str().to_string(),
             month: account.window.label.clone(),
@@ -150,19 +158,23 @@ async fn capture_job(
         crate::storage::service::require(state, account, &t.destination).await?;
     }
     // The profile is the caller's and has a state; the job keeps its id.
-    let with_profile;
+    let (with_profile, profile);
     let opts = match &opts.profile {
         Some(p) => {
             let row = crate::profiles::service::resolve(state, account, p, "profile").await?;
-            with_profile = CaptureOptions { profile: Some(row.id), ..opts.clone() };
+            with_profile = CaptureOptions { profile: Some(row.id.clone()), ..opts.clone() };
+            profile = Some(row);
             &with_profile
         }
-        None => opts,
+        None => {
+            profile = None;
+            opts
+        }
     };
     let (mut cache, mut cached_from, mut done) = (None, None, None);
     if let Some(ttl_s) = opts.cache_ttl {
         let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);
-        let hash = cache_hash(state, opts);
+        let hash = cache_hash(state, opts, profile.as_ref());
         // A copy for the caller's bucket must be written: such a request is always captured
         // (its capture still answers later identical requests without `storage`).
         let hit = match opts.storage {
@@ -209,6 +221,7 @@ async fn capture_job(
         actions: if cached_from.is_some() { 0 } else { opts.actions() },
         cache,
         cached_from,
+        flight: false,
         batch,
         format: opts.output_format().as_str().to_string(),
         month: account.window.label.clone(),
@@ -345,14 +358,17 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         cached: r.cached_from.is_some(),
         storage_url: r.storage_url.clone(),
         storage_error: r.storage_error.clone(),
+        storage_status: r.storage_status.clone(),
     }
 }
 
 /// The cache's name for a request: a keyed hash (the master key's) of its checked options
 /// in their one serialised order, without `cacheTtl` (the time a capture is kept does not
 /// make it another capture), and of its credentials, so a request with other cookies never
-/// gets another's page and the hash reveals nothing of them.
-pub fn cache_hash(state: &AppState, opts: &CaptureOptions) -> String {
+/// gets another's page and the hash reveals nothing of them. A request from a browser profile
+/// names it by id (`opts.profile` resolved) with its state's version (a digest of the sealed
+/// state, new at every save): a profile signed in again, or as someone else, is another page.
+pub fn cache_hash(state: &AppState, opts: &CaptureOptions, profile: Option<&capture_store::ProfileRow>) -> String {
     let mut v = serde_json::to_value(opts).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.remove("cacheTtl");
@@ -360,7 +376,12 @@ pub fn cache_hash(state: &AppState, opts: &CaptureOptions) -> String {
         m.remove("storage");
     }
     let creds = opts.credentials.as_ref().and_then(|c| serde_json::to_string(c).ok()).unwrap_or_default();
-    state.master.keyed_hash(format!("{v}\n{creds}").as_bytes())
+    let mut named = format!("{v}\n{creds}");
+    if let Some(sealed) = profile.and_then(|p| p.state_enc.as_deref()) {
+        named.push('\n');
+        named.push_str(&state.master.keyed_hash(sealed.as_bytes()));
+    }
+    state.master.keyed_hash(named.as_bytes())
 }
 
 /// Which credentials the job was given (names only), read from its stored options.

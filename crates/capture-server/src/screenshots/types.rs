@@ -94,6 +94,12 @@ pub struct Job {
     /// retries); the job is done all the same, and publicUrl serves the service's copy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_error: Option<String>,
+    /// The copy for the request's `storage` destination: `pending` (the job is done, the copy
+    /// is queued), then `stored` (storageUrl) or `failed` (storageError); absent without
+    /// `storage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "stored")]
+    pub storage_status: Option<String>,
 }
 
 /// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an
@@ -312,6 +318,22 @@ pub struct ScreenshotCompleted {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_url: Option<String>,
     /// Why that copy could not be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_error: Option<String>,
+    /// `pending` when the job has a copy to write to the customer's bucket: it is queued, and
+    /// `screenshot.stored` follows when it ends.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_status: Option<&'static str>,
+}
+
+/// The data of the `screenshot.stored` webhook event: a done job's copy to its `storage`
+/// destination ended, written or given up.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScreenshotStored {
+    pub screenshot_id: ScreenshotId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_error: Option<String>,
 }

@@ -130,7 +130,7 @@ impl Bucket {
         let mut attributes = Attributes::new();
         attributes.insert(Attribute::ContentType, content_type.to_string().into());
         let opts = PutOptions { attributes, ..Default::default() };
-        store.put_opts(&ObjectPath::from(key), PutPayload::from(bytes), opts).await.map(|_| ()).map_err(classify)
+        store.put_opts(&object_path(key)?, PutPayload::from(bytes), opts).await.map(|_| ()).map_err(classify)
     }
 
     /// Check the destination works: write a small probe object under the prefix and delete it.
@@ -144,12 +144,20 @@ impl Bucket {
         )
         .await?;
         let store = self.client(policy)?;
-        store.delete(&ObjectPath::from(key.as_str())).await.map_err(|e| {
+        store.delete(&object_path(&key)?).await.map_err(|e| {
             let mut f = classify(e);
             f.message = format!("the probe object {key} was written but could not be deleted: {}", f.message);
             f
         })
     }
+}
+
+/// The object key exactly as written: `ObjectPath::from` would percent-encode `%`, `?`, `#`
+/// and the like, which the S3 client then encodes again (the object landing under another
+/// name than `storageUrl` says); `parse` keeps the key (checked like `storage.key`: no empty,
+/// `.` or `..` segment, no control character).
+fn object_path(key: &str) -> Result<ObjectPath, Failure> {
+    ObjectPath::parse(key).map_err(|e| refused(None, format!("the object key cannot be written: {e}")))
 }
 
 fn unreachable(message: String) -> Failure {
@@ -178,6 +186,12 @@ pub fn classify(e: object_store::Error) -> Failure {
         source = s.source();
     }
     let code = s3_code(&text);
+    // The guarded client refused the connection (the service's own listener, a range the
+    // policy forbids): said as such, and not worth another attempt.
+    if let Some(at) = text.find("blocked by egress policy") {
+        let why = text[at..].split(": error").next().unwrap_or(&text[at..]);
+        return refused(None, format!("the endpoint may not be reached from this service ({})", short(why)));
+    }
     let (reason, message) = match code.as_deref() {
         Some("NoSuchBucket") => ("bucket_not_found", "the bucket does not exist".to_string()),
         Some(

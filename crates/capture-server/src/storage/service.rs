@@ -1,22 +1,18 @@
 //! Storage destinations: the customer's own S3-compatible bucket. Created only after a probe
 //! object was written and deleted there; captures naming one are also written to it by the
-//! worker (retried, then reported on the job as `storageError`, the service's own copy kept).
-
-use std::time::Duration;
+//! `storage_copy` queue once the job is done ([`crate::jobs::storage_copy`]: retried, then
+//! reported on the job as `storageError`, the service's own copy kept).
 
 use capture_core::options::StorageTarget;
 use capture_core::time::{iso, now_ms};
 use capture_core::{FieldError, StorageDestinationId};
 use capture_store::StorageDestination as Stored;
 
-use super::bucket::{Bucket, Failure};
+use super::bucket::Bucket;
 use super::types::{StorageDestination, StorageDestinationList, ValidDestination};
 use crate::auth::Account;
 use crate::error::{Error, Result};
 use crate::state::AppState;
-
-/// Attempts at writing a capture's copy (the client retries within each one too).
-const ATTEMPTS: u32 = 3;
 
 /// Check the destination (a probe object written and deleted), then keep it with its key
 /// pair sealed.
@@ -106,13 +102,6 @@ pub async fn require(state: &AppState, account: &Account, id: &str) -> Result<()
     }
 }
 
-/// What became of a capture's copy: where it is, or why it is not there.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Delivered {
-    pub url: Option<String>,
-    pub error: Option<String>,
-}
-
 /// The file of a finished capture, for its copy.
 pub struct FileOut<'a> {
     pub job_id: &'a str,
@@ -120,30 +109,67 @@ pub struct FileOut<'a> {
     pub page_url: &'a str,
     pub ext: &'a str,
     pub content_type: &'a str,
-    pub bytes: Vec<u8>,
+    pub bytes: bytes::Bytes,
     pub finished_ms: i64,
 }
 
-/// Write a finished capture's copy to `user_id`'s destination: transient failures are
-/// tried again (three attempts, 1 s and 4 s apart), refusals (keys, missing bucket) are not.
-pub async fn deliver(state: &AppState, user_id: &str, target: &StorageTarget, file: FileOut<'_>) -> Delivered {
-    let failed = |e: String| Delivered { url: None, error: Some(e) };
+/// Why one attempt at a copy did not write it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopyFailed {
+    /// The object it was writing (`s3://bucket/key`), when it got that far.
+    pub object: Option<String>,
+    pub message: String,
+    /// Worth another attempt (the endpoint did not answer, 5xx); refusals are not.
+    pub transient: bool,
+}
+
+impl CopyFailed {
+    fn setup(message: String) -> CopyFailed {
+        CopyFailed { object: None, message, transient: false }
+    }
+
+    /// The job's `storageError` when this was the last of `attempts` attempts.
+    pub fn reported(&self, attempts: i64) -> String {
+        match &self.object {
+            None => self.message.clone(),
+            Some(o) if self.transient => format!("writing {o} failed after {attempts} attempts: {}", self.message),
+            Some(o) => format!("writing {o} failed: {}", self.message),
+        }
+    }
+}
+
+/// Write a finished capture's copy to `user_id`'s destination, once (the client retries
+/// within it too): where it went, or why not.
+pub async fn copy_once(
+    state: &AppState,
+    user_id: &str,
+    target: &StorageTarget,
+    file: FileOut<'_>,
+) -> std::result::Result<String, CopyFailed> {
     let row = match state.store.storage_destination(user_id, &target.destination).await {
         Ok(Some(r)) => r,
-        Ok(None) => return failed(format!("the storage destination {} was deleted", target.destination)),
+        Ok(None) => {
+            return Err(CopyFailed::setup(format!("the storage destination {} was deleted", target.destination)));
+        }
         Err(e) => {
             tracing::error!(error = %e, "reading a storage destination failed");
-            return failed("the storage destination could not be read".into());
+            return Err(CopyFailed {
+                object: None,
+                message: "the storage destination could not be read".into(),
+                transient: true,
+            });
         }
     };
     let (Some(access_key_id), Some(secret_access_key)) =
         (state.master.decrypt(&row.access_key_id_enc), state.master.decrypt(&row.secret_access_key_enc))
     else {
-        return failed("the destination's keys could not be opened (the service's master key changed)".into());
+        return Err(CopyFailed::setup(
+            "the destination's keys could not be opened (the service's master key changed)".into(),
+        ));
     };
     let (bucket_name, prefix) = match super::types::parse_s3_url(&row.url) {
         Ok(p) => p,
-        Err(_) => return failed("the destination's URL is unreadable".into()),
+        Err(_) => return Err(CopyFailed::setup("the destination's URL is unreadable".into())),
     };
     let bucket = Bucket {
         bucket: bucket_name,
@@ -161,27 +187,16 @@ pub async fn deliver(state: &AppState, user_id: &str, target: &StorageTarget, fi
         .unwrap_or_else(|| "upload".to_string());
     let date = &iso(file.finished_ms)[..10];
     let key = bucket.full_key(&target.render_key(file.job_id, date, file.ext, &host));
-    // One buffer for every attempt (a clone is a reference).
-    let bytes = bytes::Bytes::from(file.bytes);
-    let mut last: Option<Failure> = None;
-    for attempt in 0..ATTEMPTS {
-        if attempt > 0 {
-            tokio::time::sleep(Duration::from_secs(if attempt == 1 { 1 } else { 4 })).await;
-        }
-        match bucket.put(&state.egress, &key, bytes.clone(), file.content_type).await {
-            Ok(()) => return Delivered { url: Some(bucket.object_url(&key)), error: None },
-            Err(f) => {
-                tracing::warn!(job = %file.job_id, destination = %row.id, reason = f.reason, error = %f.message, attempt,
-                    "writing a capture to its storage destination failed");
-                let again = f.transient();
-                last = Some(f);
-                if !again {
-                    break;
-                }
-            }
+    match bucket.put(&state.egress, &key, file.bytes, file.content_type).await {
+        Ok(()) => Ok(bucket.object_url(&key)),
+        Err(f) => {
+            tracing::warn!(job = %file.job_id, destination = %row.id, reason = f.reason, error = %f.message,
+                "writing a capture to its storage destination failed");
+            Err(CopyFailed {
+                object: Some(bucket.object_url(&key)),
+                message: format!("{} ({})", f.message, f.reason),
+                transient: f.transient(),
+            })
         }
     }
-    let f = last.unwrap_or(Failure { reason: "refused", code: None, message: "no attempt was made".into() });
-    let tries = if f.transient() { format!(" after {ATTEMPTS} attempts") } else { String::new() };
-    failed(format!("writing {} failed{tries}: {} ({})", bucket.object_url(&key), f.message, f.reason))
 }

@@ -10,6 +10,7 @@ mod campaigns;
 mod capture_options;
 mod captures;
 mod hardening;
+mod hardening3;
 mod inbox;
 mod lists;
 mod nodes;
