@@ -227,4 +227,15 @@ impl CaptureError {
     pub fn is_transient(&self) -> bool {
         matches!(self, CaptureError::Browser(_))
     }
+
+    /// The job's whole deadline ran out ([`deadline_message`]), not one of the request's own
+    /// timeouts (`timeoutMs` for navigation, clickBefore, waitFor, the script).
+    pub fn is_deadline(&self) -> bool {
+        matches!(self, CaptureError::Timeout(m) if m.starts_with("capture exceeded the ") && m.ends_with(" ms deadline"))
+    }
+}
+
+/// The error text of a capture that ran past its whole deadline.
+pub fn deadline_message(deadline: std::time::Duration) -> String {
+    format!("capture exceeded the {} ms deadline", deadline.as_millis())
 }

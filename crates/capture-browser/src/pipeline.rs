@@ -47,7 +47,7 @@ pub(crate) async fn run(
     let t0 = Instant::now();
     let mut phases: Vec<(&'static str, Duration)> = Vec::with_capacity(12);
     let mut mark = |name: &'static str| phases.push((name, t0.elapsed()));
-    let deadline_msg = format!("capture exceeded the {} ms deadline", req.deadline.as_millis());
+    let deadline_msg = crate::deadline_message(req.deadline);
     let mut page = Page::new(conn.clone(), failures.clone(), prepared, deadline, deadline_msg);
     let mut tags: Vec<String> = Vec::new();
     let o = &req.options;

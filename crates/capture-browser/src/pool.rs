@@ -603,7 +603,7 @@ impl BrowserPool {
     /// is bounded by `req.deadline`.
     pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
         let deadline = Instant::now() + req.deadline;
-        let what = format!("capture exceeded the {} ms deadline", req.deadline.as_millis());
+        let what = crate::deadline_message(req.deadline);
         let view = View::of(&req);
         let (lease, prepared, spare_missing) = self.lease_page(deadline, view, &what).await?;
         let conn = lease.conn().clone();

@@ -92,8 +92,7 @@ pub async fn encode_frames(
     let rate = fps.to_string();
     let count = frames.to_string();
     let gif_graph = format!("[0:v]{GIF_SCALE}[v];[v][1:v]paletteuse=dither=bayer:bayer_scale=5:diff_mode=rectangle");
-    let mut args: Vec<&str> =
-        vec!["-hide_banner", "-nostdin", "-v", "error", "-framerate", &rate, "-i", "f%05d.jpg", "-frames:v", &count];
+    let mut args: Vec<&str> = vec!["-hide_banner", "-nostdin", "-v", "error", "-framerate", &rate, "-i", "f%05d.jpg"];
     match kind {
         VideoKind::Mp4 => args.extend([
             "-vf",
@@ -134,7 +133,7 @@ pub async fn encode_frames(
         // The palette pass runs first (below); this pass streams the frames through it.
         VideoKind::Gif => args.extend(["-i", "palette.png", "-filter_complex", &gif_graph, "-loop", "0"]),
     }
-    args.extend(["-y", &out]);
+    args.extend(["-frames:v", &count, "-y", &out]);
     let started = Instant::now();
     if kind == VideoKind::Gif {
         gif_palette(dir, limit).await?;

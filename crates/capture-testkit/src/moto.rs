@@ -180,6 +180,23 @@ impl Moto {
         Some(r.bytes().await.unwrap().to_vec())
     }
 
+    /// Stop the server's process (SIGSTOP) without closing its port: connections are still
+    /// accepted by the kernel but nothing answers — a bucket that hangs.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Let a paused server go on (SIGCONT): what waited is answered.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.child.as_ref().expect("moto is running").id().to_string();
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap().success();
+        assert!(ok, "kill {sig} {pid}");
+    }
+
     /// Kill the server now (to see storage go away).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {

@@ -230,11 +230,12 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
 /// rendered), a `selector` that matches nothing (nothing captured), refusals of the egress
 /// guard, browser crashes after the retries, interruptions and storage failures.
 ///
-/// A video (`video`: a scrolling capture) is charged for what it delivered: one that ran out
-/// of time produced no file (on a busy node its frames come slower), so it is given back.
+/// A video (`video`: a scrolling capture) is charged for what it delivered: one that ran past
+/// its whole deadline produced no file — on a busy node its frames come slower, which is the
+/// service's doing — so it is given back. Its own `timeoutMs` running out is still its own.
 pub fn charged(e: &CaptureError, video: bool) -> bool {
     match e {
-        CaptureError::Timeout(_) => !video,
+        CaptureError::Timeout(_) => !(video && e.is_deadline()),
         CaptureError::Script(_) | CaptureError::Rejected(_) => true,
         _ => false,
     }
@@ -634,6 +635,19 @@ mod tests {
         assert_eq!(board.hand_back_for(4, &[some("acc_b")]), None);
         drop(seats.pop());
         assert_eq!(board.held(), 3);
+    }
+
+    #[test]
+    fn a_video_past_its_deadline_is_given_back_and_its_own_timeouts_are_not() {
+        let deadline = CaptureError::Timeout(capture_browser::deadline_message(Duration::from_millis(43_000)));
+        assert!(deadline.is_deadline());
+        assert!(!charged(&deadline, true), "a video that ran out of time produced nothing");
+        assert!(charged(&deadline, false), "a screenshot's page took the time");
+        let own = CaptureError::Timeout("preScreenshotJs did not settle within 1000 ms (timeoutMs)".into());
+        assert!(!own.is_deadline());
+        assert!(charged(&own, true) && charged(&own, false));
+        assert!(charged(&CaptureError::Rejected("failOnHttpError: the page answered HTTP 500".into()), true));
+        assert!(!charged(&CaptureError::Unavailable("ffmpeg is not installed".into()), true));
     }
 
     #[test]

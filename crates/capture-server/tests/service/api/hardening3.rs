@@ -380,3 +380,169 @@ async fn a_profile_is_cached_by_id_and_state_not_by_name() {
         "alice's and bob's captures"
     );
 }
+
+// ---- A customer's bucket that hangs; keys written as given ----
+
+/// A storage destination that passed its check and then hangs (its S3 server stopped with
+/// SIGSTOP: connections accepted, nothing answered). Captures writing to it are `done` as soon
+/// as the service's file is stored (`storageStatus: pending`) and free their slot: another
+/// account's capture on the same two-slot node is done within 3 s while four copies hang (the
+/// break: 118 s). When the bucket answers again the copies end: `stored`, the objects under
+/// their keys — a key with `%`, `?`, `#` and non-ASCII lands under exactly that name (the
+/// break: encoded twice) — and `screenshot.stored` follows `screenshot.completed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hanging_customer_bucket_holds_no_capture_slot() {
+    let Some(program) = capture_testkit::moto::require_moto(TARGET_TMPDIR) else { return };
+    let moto = capture_testkit::moto::Moto::start(&program).await;
+    moto.create_bucket("slow-bucket").await;
+    let site = Site::start(site_pages()).await;
+    let rx = capture_testkit::webhooks::Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_WORKER_CONCURRENCY", "2")
+            .env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")
+            .env("CAPTURE_MAX_RUNNING_PER_ACCOUNT", "pro=8"),
+    )
+    .await;
+    let (_, alice) = app.user_with_key("pro").await;
+    let (_, carol) = app.user_with_key("free").await;
+    let ep = capture_testkit::webhooks::create_endpoint(
+        &app,
+        &alice,
+        json!({"url": rx.url, "events": ["screenshot.completed", "screenshot.stored"]}),
+    )
+    .await;
+    let secret = ep["secret"].as_str().unwrap().to_string();
+    let body = json!({"name": "slow", "url": "s3://slow-bucket/shots", "endpoint": moto.endpoint, "region": "eu-west-1",
+        "accessKeyId": "AKIAEXAMPLE", "secretAccessKey": "secret"});
+    let r = app.post_json(&alice, "/v1/storage-destinations", &body).await;
+    assert_eq!(r.status().as_u16(), 201);
+    let sd = r.json::<Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+
+    // A key template of characters that must not be encoded twice, while the bucket answers.
+    let template = "odd 100% ü?x#y/{id}.{ext}";
+    let job = app
+        .create(
+            &alice,
+            json!({"url": site.url("/red"), "waitUntil": "load", "storage": {"destination": sd, "key": template}}),
+        )
+        .await;
+    let odd = job["id"].as_str().unwrap().to_string();
+    let stored = eventually("the odd key's copy ends", Duration::from_secs(30), || async {
+        let v: Value = app.get(&alice, &format!("/v1/screenshot/{odd}")).await.json().await.unwrap();
+        if v["storageStatus"] == "stored" { Ok(v) } else { Err(v) }
+    })
+    .await;
+    let key = format!("shots/odd 100% ü?x#y/{odd}.png");
+    assert_eq!(stored["storageUrl"], json!(format!("s3://slow-bucket/{key}")), "{stored}");
+    assert_eq!(moto.keys("slow-bucket", "shots/").await, vec![key.clone()]);
+
+    // The bucket hangs: four captures to it are done at once, their copies pending.
+    moto.pause();
+    let mut copies = Vec::new();
+    for _ in 0..4 {
+        let job = app
+            .create(&alice, json!({"url": site.url("/red"), "waitUntil": "load", "storage": {"destination": sd}}))
+            .await;
+        copies.push(job["id"].as_str().unwrap().to_string());
+    }
+    for id in &copies {
+        let done = app.wait(&alice, id).await;
+        assert_eq!(
+            (done["status"].as_str(), done["storageStatus"].as_str()),
+            (Some("done"), Some("pending")),
+            "{done}"
+        );
+        assert_eq!((done.get("storageUrl"), done.get("storageError")), (None, None), "{done}");
+    }
+    let t = Instant::now();
+    let job = app.create(&carol, json!({"url": site.url("/blue"), "waitUntil": "load"})).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    eventually("the other tenant's capture is done", Duration::from_secs(3), || async {
+        let v: Value = app.get(&carol, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+        if v["status"] == "done" { Ok(v) } else { Err(v) }
+    })
+    .await;
+    eprintln!("with four copies hanging, another tenant's capture, created to done: {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let v: Value = app.get(&alice, &format!("/v1/screenshot/{}", copies[0])).await.json().await.unwrap();
+    assert_eq!(v["storageStatus"], "pending", "still hanging: {v}");
+
+    // The bucket answers again: every copy ends stored, under its default key.
+    moto.resume();
+    for id in &copies {
+        let v = eventually("the copy ends", Duration::from_secs(60), || async {
+            let v: Value = app.get(&alice, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+            if v["storageStatus"] == "pending" { Err(v) } else { Ok(v) }
+        })
+        .await;
+        assert_eq!(
+            (v["storageStatus"].as_str(), v["storageUrl"].as_str()),
+            (Some("stored"), Some(format!("s3://slow-bucket/shots/{id}.png").as_str())),
+            "{v}"
+        );
+    }
+    // Each job's webhooks: completed (copy pending) first, then stored with where it went.
+    let events = rx.wait_for(10, Duration::from_secs(30)).await;
+    for id in copies.iter().chain([&odd]) {
+        // Deliveries are not ordered among themselves: by when each event happened.
+        let mut mine: Vec<Value> = events
+            .iter()
+            .map(|r| capture_testkit::webhooks::verify(&secret, r).unwrap())
+            .filter(|e| e["data"]["screenshotId"] == json!(id))
+            .collect();
+        mine.sort_by_key(|e| (e["createdAt"].as_str().unwrap().to_string(), e["type"] == "screenshot.stored"));
+        let kinds: Vec<&str> = mine.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["screenshot.completed", "screenshot.stored"], "{mine:?}");
+        assert_eq!(mine[0]["data"]["storageStatus"], "pending");
+        assert_eq!(
+            mine[1]["data"]["storageUrl"].as_str().map(|u| u.starts_with("s3://slow-bucket/shots/")),
+            Some(true)
+        );
+    }
+}
+
+/// A profile import of 3 MB (under the documented 4 MB bound, over the general 256 KB body
+/// limit) is accepted, and its state exported whole (the break: 413 at 256 KB); a state over
+/// 4 MB is refused naming `state`, and a body far past the route's own limit is 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_profile_import_reaches_its_documented_bound() {
+    let app = TestApp::spawn(Opts::api(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro").await;
+    let state_of = |bytes: usize| {
+        // localStorage items of 30 KB each on one origin.
+        let items: Vec<Value> =
+            (0..bytes / 30_000).map(|i| json!({"name": format!("k{i}"), "value": "x".repeat(30_000)})).collect();
+        json!({"cookies": [], "origins": [{"origin": "https://shop.example", "localStorage": items}]})
+    };
+    let big = state_of(3 * 1024 * 1024);
+    let r = app.post_json(&key, "/v1/profiles", &json!({"name": "big", "state": big})).await;
+    assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
+    let exported: Value = app.get(&key, "/v1/profiles/big/state").await.json().await.unwrap();
+    assert_eq!(exported["origins"][0]["localStorage"], big["origins"][0]["localStorage"]);
+    // Replaced by PATCH, the same bound.
+    let r = app
+        .client
+        .patch(app.url("/v1/profiles/big"))
+        .bearer_auth(&key)
+        .json(&json!({"state": state_of(3_500_000)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    // Over the state's bound: named.
+    let r = app.post_json(&key, "/v1/profiles", &json!({"name": "huge", "state": state_of(4_300_000)})).await;
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(
+        (v["code"].as_str(), v["details"]["field"].as_str(), v["details"]["reason"].as_str()),
+        (Some("VALIDATION_ERROR"), Some("state"), Some("must be at most 4 MB serialized"))
+    );
+    // Far over the route's own body limit: 413 before it is read whole.
+    let r = app.post_json(&key, "/v1/profiles", &json!({"name": "huger", "state": state_of(7_000_000)})).await;
+    assert_eq!(r.status().as_u16(), 413);
+    // Other routes keep the general limit.
+    let r = app
+        .post_json(&key, "/v1/screenshot", &json!({"url": "https://example.com", "cacheKey": "x".repeat(300_000)}))
+        .await;
+    assert_eq!(r.status().as_u16(), 413);
+}

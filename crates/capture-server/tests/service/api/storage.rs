@@ -4,6 +4,8 @@
 //! capture naming one lands in the customer's bucket under its key template, and a failed
 //! copy is reported on the job while the service's own copy still serves.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::helpers::*;
@@ -14,6 +16,18 @@ async fn create(app: &TestApp, key: &str, body: &Value) -> (u16, Value) {
     let r = app.post_json(key, "/v1/storage-destinations", body).await;
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The job once its copy to the customer's bucket ended (it is `done` before: the copy runs
+/// on its own queue).
+async fn copied(app: &TestApp, key: &str, id: &str) -> Value {
+    let done = app.wait(key, id).await;
+    assert_eq!(done["status"], "done", "{done}");
+    eventually("the copy ends", Duration::from_secs(60), || async {
+        let v: Value = app.get(key, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
+        if v["storageStatus"] == "pending" { Err(v) } else { Ok(v) }
+    })
+    .await
 }
 
 async fn capture(app: &TestApp, key: &str, body: &Value) -> (u16, Value) {
@@ -148,8 +162,8 @@ async fn captures_land_in_the_customers_own_bucket_and_failures_are_reported() {
     .await;
     assert_eq!(status, 202, "{job}");
     let id = job["id"].as_str().unwrap().to_string();
-    let done = app.wait(&alice, &id).await;
-    assert_eq!(done["status"], "done", "{done}");
+    let done = copied(&app, &alice, &id).await;
+    assert_eq!(done["storageStatus"], "stored", "{done}");
     let date = &done["completedAt"].as_str().unwrap()[..10];
     let object_key = format!("captures/{date}/127.0.0.1-{id}.png");
     assert_eq!(done["storageUrl"], json!(format!("s3://customer-shots/{object_key}")), "{done}");
@@ -185,8 +199,8 @@ async fn captures_land_in_the_customers_own_bucket_and_failures_are_reported() {
     )
     .await;
     let id = job["id"].as_str().unwrap().to_string();
-    let done = app.wait(&alice, &id).await;
-    assert_eq!(done["status"], "done", "{done}");
+    let done = copied(&app, &alice, &id).await;
+    assert_eq!((done["status"].as_str(), done["storageStatus"].as_str()), (Some("done"), Some("failed")), "{done}");
     assert_eq!(done.get("storageUrl"), None);
     assert_eq!(
         done["storageError"],
@@ -215,8 +229,8 @@ async fn captures_land_in_the_customers_own_bucket_and_failures_are_reported() {
         capture(&app, &alice, &json!({"url": site.url("/red"), "storage": {"destination": sd, "key": "x/{id}.{ext}"}}))
             .await;
     let id = job["id"].as_str().unwrap().to_string();
-    let done = app.wait(&alice, &id).await;
-    assert_eq!(done["status"], "done", "{done}");
+    let done = copied(&app, &alice, &id).await;
+    assert_eq!(done["storageStatus"], "failed", "{done}");
     let err = done["storageError"].as_str().unwrap_or_default();
     let head = format!(
         "writing s3://customer-shots/captures/x/{id}.png failed after 3 attempts: the server could not be reached: "
