@@ -240,6 +240,10 @@ pub struct PageFacts {
     pub status: Option<u16>,
     /// Why the page could not be loaded.
     pub error: Option<String>,
+    /// The bot wall's vendor when the site answered with a challenge or block page instead of
+    /// the page (`cloudflare`, `datadome`, …): reported, not scored.
+    #[serde(default)]
+    pub blocked: Option<String>,
     /// Redirect hops before the document.
     #[serde(default)]
     pub redirects: Vec<Hop>,

@@ -98,6 +98,10 @@ pub struct PageReport {
     pub status: Option<u16>,
     /// Why it could not be loaded.
     pub error: Option<String>,
+    /// The bot wall's vendor when the site answered with one instead of the page: the page is
+    /// reported as blocked (`error` says by what), with no scores and no findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
     /// Redirect hops.
     pub redirects: Vec<Hop>,
     /// Timings.
@@ -188,14 +192,22 @@ pub fn build_report(
     let site_checked = check_site(site);
     let mut reports = Vec::with_capacity(pages.len());
     for p in pages {
-        let Checked { findings, mut outcomes } = check_page(&p.facts, thresholds);
+        let Checked { mut findings, mut outcomes } = check_page(&p.facts, thresholds);
+        // A bot wall says nothing of the site's page: not scored, nothing found.
+        if p.facts.blocked.is_some() {
+            findings.clear();
+            outcomes.clear();
+        }
         outcomes.extend(site_checked.outcomes.iter().cloned());
         let c = p.facts.collection.as_ref();
         // An error page's speed and accessibility say nothing about the page that should be
         // there: it is scored on its checks (SEO, best practices) only.
         let loaded = p.facts.status.is_some_and(|s| s < 400);
-        let scores =
-            if loaded { page_scores(&outcomes, p.facts.axe.as_ref(), c) } else { page_scores(&outcomes, None, None) };
+        let scores = match (p.facts.blocked.is_some(), loaded) {
+            (true, _) => Scores::default(),
+            (false, true) => page_scores(&outcomes, p.facts.axe.as_ref(), c),
+            (false, false) => page_scores(&outcomes, None, None),
+        };
         let metric_scores = c.map(|c| performance(c).1).unwrap_or_default();
         let nav = c.and_then(|c| c.navigation.as_ref());
         reports.push(PageReport {
@@ -204,6 +216,7 @@ pub fn build_report(
             title: c.and_then(|c| c.seo.title.clone()),
             status: p.facts.status,
             error: p.facts.error.clone(),
+            blocked: p.facts.blocked.clone(),
             redirects: p.facts.redirects.clone(),
             timings: Timings {
                 ttfb_ms: nav.map(|n| n.ttfb_ms),

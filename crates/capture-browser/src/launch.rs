@@ -95,7 +95,13 @@ const BASE_FLAGS: &[&str] = &[
     "--disable-renderer-accessibility",
     // SpareRendererForSitePerProcess: a spare renderer per context is wasted work when
     // every context serves one page. HttpsUpgrades: capture the URL that was asked for.
-    "--disable-features=Translate,MediaRouter,OptimizationHints,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,DialMediaRouteProvider,GlobalMediaControls,DestroyProfileOnBrowserClose,PaintHolding,AcceptCHFrame,LensOverlay,BackForwardCache,HttpsUpgrades,PrivacySandboxSettings4,Prerender2,SpareRendererForSitePerProcess",
+    // IsolateOrigins, site-per-process (and the trials flag below): a page's cross-site frames
+    // render in the page's own process, so what the capture runs at document start
+    // (`cookieConsent`, scriptlets) and what it intercepts reach every frame of the page —
+    // a consent pop-up in a third-party iframe, an ad frame's requests. Tenants stay apart:
+    // every job has its own browser context, and a renderer never serves two contexts.
+    "--disable-features=Translate,MediaRouter,OptimizationHints,OptimizationGuideModelDownloading,OptimizationHintsFetching,OptimizationTargetPrediction,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions,CalculateNativeWinOcclusion,DialMediaRouteProvider,GlobalMediaControls,DestroyProfileOnBrowserClose,PaintHolding,AcceptCHFrame,LensOverlay,BackForwardCache,HttpsUpgrades,PrivacySandboxSettings4,Prerender2,SpareRendererForSitePerProcess,IsolateOrigins,site-per-process",
+    "--disable-site-isolation-trials",
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--remote-debugging-pipe",
 ];

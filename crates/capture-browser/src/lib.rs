@@ -52,6 +52,7 @@ use std::time::Duration;
 
 pub mod blocklists;
 mod cdp;
+pub mod consent;
 pub mod egress;
 pub mod encode;
 #[cfg(feature = "bench")]
@@ -59,6 +60,7 @@ pub mod floor;
 mod imgsize;
 mod launch;
 mod memory;
+mod overlays;
 mod page;
 mod pipeline;
 mod pngenc;
@@ -69,6 +71,7 @@ pub mod relay;
 mod scripts;
 pub mod session;
 pub mod state;
+pub mod walls;
 
 pub use capture_core::egress::{EgressAllow, EgressPolicy};
 pub use pool::{BrowserPool, PoolStats, RestartReason};
@@ -220,6 +223,11 @@ pub enum CaptureError {
     /// expired. Nothing the request wanted was captured, so it is not charged.
     #[error("{0}")]
     SignedOut(String),
+    /// The site answered with a bot wall (a challenge or block page, [`walls`]) instead of the
+    /// page: `blocked: <vendor>: …` with a hint. Nothing the request wanted was captured, so it
+    /// is not charged.
+    #[error("{0}")]
+    Blocked(String),
 }
 
 impl CaptureError {

@@ -71,13 +71,13 @@ pub(crate) async fn run(
     page.emulate(o).await?;
     page.identify(o).await?;
     page.block(o).await?;
+    page.arm_consent(o.cookie_consent).await?;
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
     mark("navigate");
     page.check_signed_in(o, &req.source).await?;
-    if req.options.cookie_consent {
-        page.consent(&mut tags).await?;
-    }
+    page.check_wall(&req.source).await?;
+    page.consent(o.cookie_consent, &mut tags).await?;
     if let Some(sel) = req.options.click_before.as_deref().filter(|s| !s.trim().is_empty()) {
         page.click_before(sel, req.options.timeout_ms).await?;
     }
@@ -93,6 +93,7 @@ pub(crate) async fn run(
     page.check_conditions(o).await?;
     page.hide_blocked(&mut tags).await?;
     page.hide(&o.hide_selectors).await?;
+    page.overlays(o.hide_popups, &mut tags).await?;
 
     let mut video = None;
     let output = if let Some(scroll) = &o.scroll {

@@ -265,18 +265,21 @@ async fn headers_cookies_and_basic_auth_reach_the_site_and_auth_only_its_origin(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consent_handling_is_bounded_on_a_page_that_keeps_the_browser_busy() {
-    // After load, the page's main thread is busy for 5 s: the consent script cannot run.
+    // After load, the page's main thread is busy for 12 s in 3 s stretches: every look the
+    // consent step takes waits for one, and the step gives up at its 2 s budget.
     let srv = Server::start(Arc::new(|path: &str, _cookie: &str| match path {
         "/busy" => html("<html><head><title>busy</title></head><body style='margin:0;background:rgb(0,255,0)'>\
-            <div id='cookie-banner'>We use cookies <button>Accept</button></div>\
-            <script>addEventListener('load', () => setTimeout(() => { const t = Date.now(); while (Date.now() - t < 5000) {} }, 100));</script>\
+            <div id='cookie-banner' style='position:fixed;bottom:0;left:0;right:0;height:100px;background:#111'>We use cookies <button>Accept</button></div>\
+            <script>addEventListener('load', () => { const end = Date.now() + 12000; \
+            const spin = () => { const t = Date.now(); while (Date.now() - t < 3000) {} if (Date.now() < end) setTimeout(spin, 5); }; \
+            setTimeout(spin, 100); });</script>\
             </body></html>"),
         _ => Resp::Full(404, "text/plain", b"no".to_vec(), 0),
     }))
     .await;
     let (pool, _dir) = pool().await;
     let mut r = url_req(srv.url("/busy"));
-    r.options.cookie_consent = true;
+    r.options.cookie_consent = capture_core::options::CookieConsent::Auto;
     r.options.wait_until = capture_core::WaitUntil::Networkidle;
     let t0 = Instant::now();
     let out = ok(pool.capture(r).await);

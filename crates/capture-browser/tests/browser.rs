@@ -347,29 +347,6 @@ async fn network_idle_waits_for_a_late_fetch() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cookie_consent_is_dismissed_or_hidden() {
-    let srv = fixtures().await;
-    let f = pool().await;
-    let off = ok(f.pool.capture(url_req(srv.url("/consent"))).await);
-    let img = decode(&off.bytes);
-    assert_px(&img, 400, 50, [255, 0, 0], 2);
-    assert_px(&img, 400, 550, [0, 0, 255], 2);
-    assert!(off.tags.is_empty());
-
-    let mut r = url_req(srv.url("/consent"));
-    r.options.cookie_consent = true;
-    let on = ok(f.pool.capture(r).await);
-    let img = decode(&on.bytes);
-    // The OneTrust button was clicked (its handler paints the page green) and the
-    // generic fixed cookie banner without a button was hidden.
-    assert_px(&img, 400, 50, [0, 255, 0], 2);
-    assert_px(&img, 400, 550, [0, 255, 0], 2);
-    assert!(on.tags.contains(&"consent-dismissed".to_string()), "{:?}", on.tags);
-    assert!(on.tags.contains(&"consent-hidden".to_string()), "{:?}", on.tags);
-    f.pool.shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigation_errors_and_timeouts() {
     let srv = fixtures().await;
     let f = pool().await;

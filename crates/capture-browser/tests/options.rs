@@ -376,7 +376,7 @@ async fn pdf_options_set_the_paper_the_pages_and_the_footer() {
             width: 800,
             height: 600,
             wait_until: r.options.wait_until,
-            cookie_consent: false,
+            cookie_consent: capture_core::options::CookieConsent::None,
             ..shaped.into_options(true).unwrap()
         };
         r

@@ -38,6 +38,53 @@ pub struct PageMetadata {
     pub open_graph: OpenGraph,
     /// Twitter card tags (`twitter:…`).
     pub twitter: TwitterCard,
+    /// What `cookieConsent` did with the page's consent pop-up (absent with `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consent: Option<ConsentReport>,
+    /// A fixed or sticky element still covering more than a quarter of the viewport when the
+    /// page was captured (tag `overlay-remaining`): what to hide (`hideSelectors`) or why the
+    /// capture looks covered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlay: Option<OverlayReport>,
+}
+
+/// An element left covering the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct OverlayReport {
+    /// A CSS selector for it (its id, else a short path of tags and classes).
+    pub selector: String,
+    /// The share of the viewport it covers (0.25–1).
+    pub coverage: f64,
+}
+
+/// What `cookieConsent` did: the consent platform found (its rule's name in DuckDuckGo's
+/// autoconsent, e.g. `Onetrust`, `Cookiebot`), and the outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ConsentReport {
+    /// The consent platform, when one was recognised.
+    pub cmp: Option<String>,
+    pub action: ConsentAction,
+}
+
+/// The outcome of `cookieConsent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum ConsentAction {
+    /// Opted out (every purpose refused).
+    Rejected,
+    /// Opted in.
+    Accepted,
+    /// The pop-up was hidden without being answered.
+    Hidden,
+    /// No consent pop-up was found.
+    NoneFound,
+    /// A pop-up was found but could not be answered as asked (it may still show).
+    Failed,
 }
 
 /// The Open Graph tags of a page.
@@ -88,6 +135,12 @@ impl PageMetadata {
         let og = &mut self.open_graph;
         for t in [&mut og.title, &mut og.description, &mut og.kind, &mut og.site_name] {
             text(t, TEXT_MAX);
+        }
+        if let Some(c) = &mut self.consent {
+            text(&mut c.cmp, 128);
+        }
+        if let Some(o) = &mut self.overlay {
+            o.selector = truncate_chars(&o.selector, 512);
         }
         let tw = &mut self.twitter;
         text(&mut tw.image, URL_MAX);

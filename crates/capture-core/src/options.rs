@@ -256,14 +256,59 @@ pub enum WaitUntil {
     None,
 }
 
-/// `cookieConsent` on the wire: `auto` dismisses common consent banners, `none` leaves them
-/// (stored in [`CaptureOptions::cookie_consent`] as a bool).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// `cookieConsent`: what to do with a cookie-consent pop-up, by DuckDuckGo's autoconsent rules
+/// (200+ consent platforms) run in every frame before the page's own scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CookieConsent {
+    /// Opt out where a rule knows how, else hide the banner (the default).
+    #[default]
     Auto,
+    /// Opt out only; a banner that cannot be refused stays (`action: failed`).
+    Reject,
+    /// Opt in (accept all).
+    Accept,
+    /// Neither: hide the banner without answering it.
+    Hide,
+    /// Leave banners as they are.
     None,
+}
+
+impl CookieConsent {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CookieConsent::Auto => "auto",
+            CookieConsent::Reject => "reject",
+            CookieConsent::Accept => "accept",
+            CookieConsent::Hide => "hide",
+            CookieConsent::None => "none",
+        }
+    }
+
+    /// From the wire name.
+    pub fn parse(s: &str) -> Option<CookieConsent> {
+        [CookieConsent::Auto, CookieConsent::Reject, CookieConsent::Accept, CookieConsent::Hide, CookieConsent::None]
+            .into_iter()
+            .find(|c| c.as_str() == s)
+    }
+}
+
+/// A stored job's `cookieConsent`: the names, or `true`/`false` of jobs stored before the names
+/// existed (`true` was `auto`).
+fn stored_consent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<CookieConsent, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Old(bool),
+        Name(CookieConsent),
+    }
+    Ok(match Stored::deserialize(d)? {
+        Stored::Old(true) => CookieConsent::Auto,
+        Stored::Old(false) => CookieConsent::None,
+        Stored::Name(c) => c,
+    })
 }
 
 /// A region of the page in CSS pixels (`clip`).
@@ -601,8 +646,9 @@ pub struct CaptureOptions {
     pub pdf: bool,
     pub delay: u64,
     pub dark_mode: bool,
-    /// true = `cookieConsent: auto`.
-    pub cookie_consent: bool,
+    /// What to do with cookie-consent pop-ups.
+    #[serde(deserialize_with = "stored_consent")]
+    pub cookie_consent: CookieConsent,
     pub wait_for: Option<String>,
     pub wait_until: WaitUntil,
     pub timeout_ms: u64,
@@ -682,6 +728,11 @@ pub struct CaptureOptions {
     /// Refuse chat-widget requests and hide their launchers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub block_chats: bool,
+    /// Hide what still covers the page once the rest ran: any fixed or sticky element over
+    /// more than a quarter of the viewport (a newsletter modal, an app banner), and give the
+    /// page back the scrolling it locked (tag `popups-hidden`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hide_popups: bool,
     /// The request's headers, cookies and HTTP credentials, in the clear: never serialised.
     /// The service stores them sealed with its master key beside the options, and opens
     /// them for the browser.
@@ -727,7 +778,7 @@ impl Default for CaptureOptions {
             pdf: false,
             delay: defaults::DELAY,
             dark_mode: false,
-            cookie_consent: true,
+            cookie_consent: CookieConsent::Auto,
             wait_for: None,
             wait_until: defaults::WAIT_UNTIL,
             timeout_ms: defaults::TIMEOUT_MS,
@@ -758,6 +809,7 @@ impl Default for CaptureOptions {
             block_ads: false,
             block_trackers: false,
             block_chats: false,
+            hide_popups: false,
             credentials: None,
             credentials_set: None,
             cache_ttl: None,
@@ -870,7 +922,10 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub dark_mode: Option<bool>,
-    /// auto dismisses common cookie banners; none leaves them.
+    /// What to do with a cookie-consent pop-up: `auto` opts out where a rule of DuckDuckGo's
+    /// autoconsent knows how (200+ consent platforms) and hides the banner otherwise; `reject`
+    /// only opts out; `accept` opts in; `hide` hides it unanswered; `none` leaves it. What
+    /// happened is the job's `metadata.consent`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = CookieConsent::Auto)))]
     pub cookie_consent: Option<CookieConsent>,
@@ -998,6 +1053,11 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub block_chats: Option<bool>,
+    /// Hide any fixed or sticky element still covering more than a quarter of the viewport
+    /// (newsletter and app pop-ups, their backdrops) and undo the page's scroll lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub hide_popups: Option<bool>,
     /// Extra HTTP request headers (up to 50; no Host or hop-by-hop headers), sent with every
     /// request the page makes. Credentials: kept encrypted until the job runs and never
     /// shown again; the job lists their names under credentials.
@@ -1235,7 +1295,7 @@ impl ScreenshotIn {
             pdf,
             delay,
             dark_mode: self.dark_mode.unwrap_or(false),
-            cookie_consent: self.cookie_consent.unwrap_or(CookieConsent::Auto) == CookieConsent::Auto,
+            cookie_consent: self.cookie_consent.unwrap_or_default(),
             wait_for: selector("waitFor", self.wait_for)?,
             wait_until: self.wait_until.unwrap_or(defaults::WAIT_UNTIL),
             timeout_ms,
@@ -1266,6 +1326,7 @@ impl ScreenshotIn {
             block_ads: self.block_ads.unwrap_or(false),
             block_trackers: self.block_trackers.unwrap_or(false),
             block_chats: self.block_chats.unwrap_or(false),
+            hide_popups: self.hide_popups.unwrap_or(false),
             credentials_set: credentials.as_ref().map(Credentials::summary),
             credentials,
             cache_ttl,
@@ -1477,7 +1538,7 @@ mod tests {
         assert_eq!(o.format, ImageFormat::Png);
         assert_eq!(o.wait_until, WaitUntil::Networkidle);
         assert_eq!(o.timeout_ms, 10_000);
-        assert!(o.cookie_consent && !o.full_page && !o.pdf && !o.dark_mode);
+        assert!(o.cookie_consent == CookieConsent::Auto && !o.full_page && !o.pdf && !o.dark_mode);
         assert_eq!(o.device_scale_factor, 1.0);
         let o = parse(json!({"url": "https://example.com", "width": 800.0, "format": "jpg"})).unwrap();
         assert_eq!((o.width, o.format), (800, ImageFormat::Jpeg));
@@ -1664,7 +1725,14 @@ mod tests {
             "clickBefore": null});
         let read: CaptureOptions = serde_json::from_value(old.clone()).unwrap();
         assert_eq!(read, CaptureOptions { url: Some("https://x.com/".into()), ..CaptureOptions::default() });
-        assert_eq!(serde_json::to_value(&read).unwrap(), old);
+        // `cookieConsent: true` was `auto`, and is written by its name now.
+        let mut named = old.clone();
+        named["cookieConsent"] = json!("auto");
+        assert_eq!(serde_json::to_value(&read).unwrap(), named);
+        let mut off = old.clone();
+        off["cookieConsent"] = json!(false);
+        let off: CaptureOptions = serde_json::from_value(off).unwrap();
+        assert_eq!(off.cookie_consent, CookieConsent::None);
     }
 
     #[test]
@@ -1705,10 +1773,10 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 45);
+        assert_eq!(names.len(), 46);
         assert_eq!(
-            (names[0], names[14], names[33], names[41], names[44]),
-            ("url", "clickBefore", "blockResources", "cacheKey", "profile")
+            (names[0], names[14], names[33], names[37], names[42], names[45]),
+            ("url", "clickBefore", "blockResources", "hidePopups", "cacheKey", "profile")
         );
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }

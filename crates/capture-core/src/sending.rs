@@ -310,6 +310,9 @@ impl Capacity {
 pub enum QualityGate {
     /// The audit finished (did not fail or time out).
     AuditFinished,
+    /// The site answered with its page, not a bot wall (a challenge or block page): the gate
+    /// is named for what it stops, `site_blocked`.
+    SiteNotBlocked,
     /// The site answered with a 2xx status.
     SiteAnswered2xx,
     /// The desktop screenshot is not blank.
@@ -320,8 +323,9 @@ pub enum QualityGate {
 
 impl QualityGate {
     /// Every gate, in the order they are checked.
-    pub const ALL: [QualityGate; 4] = [
+    pub const ALL: [QualityGate; 5] = [
         QualityGate::AuditFinished,
+        QualityGate::SiteNotBlocked,
         QualityGate::SiteAnswered2xx,
         QualityGate::ScreenshotNotBlank,
         QualityGate::ReportHasScores,
@@ -331,6 +335,7 @@ impl QualityGate {
     pub fn as_str(self) -> &'static str {
         match self {
             QualityGate::AuditFinished => "audit_finished",
+            QualityGate::SiteNotBlocked => "site_blocked",
             QualityGate::SiteAnswered2xx => "site_answered_2xx",
             QualityGate::ScreenshotNotBlank => "screenshot_not_blank",
             QualityGate::ReportHasScores => "report_has_scores",
@@ -346,6 +351,9 @@ pub struct ReportQuality {
     pub audit_finished: bool,
     /// The HTTP status the site answered with (`None`: no answer).
     pub site_status: Option<u16>,
+    /// The site answered with a bot wall (its vendor) instead of its page.
+    #[serde(default)]
+    pub site_blocked: bool,
     /// The desktop screenshot is blank (or missing).
     pub screenshot_blank: bool,
     /// The report carries its scores.
@@ -362,6 +370,7 @@ impl ReportQuality {
     pub fn passes(&self, gate: QualityGate) -> bool {
         match gate {
             QualityGate::AuditFinished => self.audit_finished,
+            QualityGate::SiteNotBlocked => !self.site_blocked,
             QualityGate::SiteAnswered2xx => self.site_status.is_some_and(|s| (200..300).contains(&s)),
             QualityGate::ScreenshotNotBlank => !self.screenshot_blank,
             QualityGate::ReportHasScores => self.has_scores,

@@ -79,6 +79,7 @@ pub fn report(state: &AppState, mail: &str) -> Vec<FeatureStatus> {
             "video captures fail, uncharged",
         ),
         blocklists(worker),
+        consent(worker),
         tools(
             "pdfThumbnails",
             "Thumbnails of uploaded PDFs",
@@ -150,6 +151,37 @@ fn accessibility(axe: &AxeSource) -> FeatureStatus {
         ),
     };
     FeatureStatus { id: "auditAccessibility", name: "Accessibility scores of audits", status, detail, fix }
+}
+
+/// `cookieConsent`: the engine and its rules are part of the binary, so nothing can be missing
+/// but a rule set that does not parse (a broken build), which is reported, never a crash.
+fn consent(here: bool) -> FeatureStatus {
+    let (id, name) = ("cookieConsent", "Cookie-consent pop-ups (cookieConsent)");
+    if !here {
+        let detail = "This node has no worker role; the worker nodes' /readyz say.".into();
+        return FeatureStatus { id, name, status: Availability::NotOnThisNode, detail, fix: None };
+    }
+    match capture_browser::consent::rule_count() {
+        0 => FeatureStatus {
+            id,
+            name,
+            status: Availability::Unavailable,
+            detail: "The consent rules built into this binary did not load: captures cannot answer consent \
+                     pop-ups."
+                .into(),
+            fix: Some("Rebuild from a clean checkout (crates/capture-browser/vendor/autoconsent).".into()),
+        },
+        n => FeatureStatus {
+            id,
+            name,
+            status: Availability::Ok,
+            detail: format!(
+                "DuckDuckGo's autoconsent {} is built in: {n} rules, refusing by default.",
+                capture_browser::consent::AUTOCONSENT_VERSION
+            ),
+            fix: None,
+        },
+    }
 }
 
 fn blocklists(here: bool) -> FeatureStatus {
@@ -246,6 +278,16 @@ mod tests {
         assert_eq!((here.status, here.detail.as_str()), (Availability::Ok, "sh installed."));
         assert_eq!(tools("runVideos", "Videos", false, &["sh"], "x").status, Availability::NotOnThisNode);
         assert_eq!(debian_packages(&["ffmpeg", "ffprobe", "pdftoppm"]), "ffmpeg poppler-utils");
+    }
+
+    #[test]
+    fn the_consent_rules_are_built_in() {
+        let c = consent(true);
+        assert_eq!(
+            (c.status, c.detail.as_str()),
+            (Availability::Ok, "DuckDuckGo's autoconsent 16.23.0 is built in: 797 rules, refusing by default.")
+        );
+        assert_eq!(consent(false).status, Availability::NotOnThisNode);
     }
 
     #[test]

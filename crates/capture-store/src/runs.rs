@@ -66,6 +66,8 @@ pub struct RunRow {
     pub profile_id: Option<String>,
     /// The profile (id or name) its state is saved into when it ends.
     pub save_profile: Option<String>,
+    /// Its `cookieConsent` (the wire name: auto, reject, accept, hide, none).
+    pub cookie_consent: String,
 }
 
 impl RunRow {
@@ -111,6 +113,8 @@ pub struct NewRun {
     pub profile_id: Option<String>,
     /// The profile (id or name) its state is saved into when it ends.
     pub save_profile: Option<String>,
+    /// Its `cookieConsent` (the wire name).
+    pub cookie_consent: String,
 }
 
 crate::jobs::charged_by!(NewRun, actions_wanted);
@@ -160,7 +164,7 @@ const COLS: &str = "id, user_id, key_id, kind, status, start_url, device, record
     step_results, final_url, page_title, video_key, console_error_count, network_error_count, console_errors, \
     network_errors, error, finalization_error, end_reason, connect_token_hash, connect_expires_at, stop_requested, \
     actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at, client_id, shared, \
-    profile_id, save_profile";
+    profile_id, save_profile, cookie_consent";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("runs", COLS);
 
@@ -213,6 +217,7 @@ fn row_from(r: &AnyRow) -> Result<RunRow> {
         shared: r.try_get::<i64, _>("shared")? != 0,
         profile_id: r.try_get("profile_id")?,
         save_profile: r.try_get("save_profile")?,
+        cookie_consent: r.try_get("cookie_consent")?,
     })
 }
 
@@ -274,8 +279,8 @@ impl Store {
         sqlx::query(
             "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
              connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at, client_id, shared, \
-             profile_id, save_profile) \
-             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)",
+             profile_id, save_profile, cookie_consent) \
+             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -295,6 +300,7 @@ impl Store {
         .bind(crate::db::b(n.shared))
         .bind(n.profile_id.clone())
         .bind(n.save_profile.clone())
+        .bind(&n.cookie_consent)
         .execute(&mut *tx)
         .await?;
         if let Some(payload) = &n.task_payload {

@@ -62,6 +62,7 @@ fn new_run(user: &User, now: i64, wanted: i64, limit: Option<i64>) -> NewRun {
         shared: false,
         profile_id: None,
         save_profile: None,
+        cookie_consent: "auto".into(),
     }
 }
 

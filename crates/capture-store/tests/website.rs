@@ -112,6 +112,7 @@ fn run_of(user: &User, key: Option<&str>, now: i64, wanted: i64) -> NewRun {
         shared: false,
         profile_id: None,
         save_profile: None,
+        cookie_consent: "auto".into(),
     }
 }
 

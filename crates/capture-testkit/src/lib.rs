@@ -12,6 +12,7 @@ pub mod ads;
 pub mod audits;
 pub mod campaigns;
 pub mod captures;
+pub mod corpus;
 pub mod hardening;
 pub mod inbox_fixture;
 pub mod members_site;

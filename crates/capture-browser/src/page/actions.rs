@@ -6,38 +6,121 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use capture_core::options::CookieConsent;
+
 use super::{Page, Stop};
 use crate::protocol as p;
 use crate::{CaptureError, scripts};
 
-/// The most `cookieConsent: auto` may spend on a page.
+/// The most `cookieConsent` may spend on a page after it loaded.
 pub(crate) const CONSENT_BUDGET: Duration = Duration::from_secs(2);
 
 impl Page {
-    /// Dismiss or hide cookie-consent overlays; tags `consent-dismissed`/`consent-hidden`.
-    /// Bounded by [`CONSENT_BUDGET`]: a page that keeps the script busy is captured as it is
-    /// (tag `consent-timeout`), never held to the job's deadline.
-    pub(crate) async fn consent(&mut self, tags: &mut Vec<String>) -> Result<(), CaptureError> {
-        let until = (Instant::now() + CONSENT_BUDGET).min(self.deadline);
-        let answer = match self.eval(scripts::CONSENT, until, false).await {
-            Ok(r) => r,
-            Err(Stop::Elapsed) if until < self.deadline => {
-                tags.push("consent-timeout".into());
-                return Ok(());
+    /// Arm `cookieConsent` before navigation: the consent engine runs at the start of every
+    /// document the page loads ([`crate::consent`]).
+    pub(crate) async fn arm_consent(&mut self, mode: CookieConsent) -> Result<(), CaptureError> {
+        if let Some(source) = crate::consent::arm_script(mode) {
+            self.call(&crate::protocol::session::AddScriptToEvaluateOnNewDocument { source }).await?;
+        }
+        Ok(())
+    }
+
+    /// Once the page's own actions ran: hide what still covers it (`hidePopups`, tag
+    /// `popups-hidden`), then look again and report anything left over a quarter of the
+    /// viewport (tag `overlay-remaining`, `metadata.overlay`) — never silently.
+    pub(crate) async fn overlays(&mut self, hide: bool, tags: &mut Vec<String>) -> Result<(), CaptureError> {
+        use crate::overlays::{Overlays, script};
+        let read = |v: Value| serde_json::from_value::<Overlays>(v).unwrap_or_default();
+        if hide
+            && let Ok(v) = self.eval_job(&script(true)).await?
+            && read(v).hidden > 0
+        {
+            tags.push("popups-hidden".into());
+        }
+        let Ok(v) = self.eval_job(&script(false)).await? else { return Ok(()) };
+        if let Some(top) = read(v).found.into_iter().next() {
+            tags.push("overlay-remaining".into());
+            self.overlay_report =
+                Some(capture_core::metadata::OverlayReport { selector: top.selector, coverage: top.coverage });
+        }
+        Ok(())
+    }
+
+    /// What the consent engine did on the loaded page, within [`CONSENT_BUDGET`]: kept for the
+    /// job's `metadata.consent`. With `auto`, a pop-up no rule refused, or a consent-looking
+    /// banner no rule knows, is hidden. Tags `consent-rejected`, `consent-accepted`,
+    /// `consent-hidden` or `consent-failed` as it ends; a page that keeps the step busy is
+    /// captured as it is (`consent-timeout`), never held to the job's deadline.
+    pub(crate) async fn consent(&mut self, mode: CookieConsent, tags: &mut Vec<String>) -> Result<(), CaptureError> {
+        use crate::consent::{Summary, Verdict, decide};
+        use capture_core::metadata::{ConsentAction, ConsentReport};
+        if mode == CookieConsent::None {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let until = (started + CONSENT_BUDGET).min(self.deadline);
+        let mut report = loop {
+            let out_of_time = Instant::now() >= until;
+            let summary: Summary = match self
+                .eval(crate::consent::SUMMARY, until.max(Instant::now() + Duration::from_millis(200)), false)
+                .await
+            {
+                Ok(Ok(v)) => serde_json::from_value(v).unwrap_or_default(),
+                Ok(Err(_)) => Summary::default(),
+                Err(Stop::Elapsed) if self.deadline > Instant::now() => {
+                    tags.push("consent-timeout".into());
+                    break ConsentReport { cmp: None, action: ConsentAction::Failed };
+                }
+                Err(Stop::Elapsed) => return Err(self.deadline_err()),
+                Err(Stop::Fail(e)) => return Err(e),
+            };
+            // The engine did not run here (a document it could not reach): nothing to read.
+            let armed = !summary.frames.is_empty();
+            match decide(mode, &summary, started.elapsed(), out_of_time || !armed) {
+                Verdict::Known(r) => break r,
+                Verdict::Wait => {
+                    if tokio::time::timeout_at(until, tokio::time::sleep(Duration::from_millis(100))).await.is_err() {
+                        continue;
+                    }
+                }
             }
-            Err(Stop::Elapsed) => return Err(self.deadline_err()),
-            Err(Stop::Fail(e)) => return Err(e),
         };
-        if let Ok(v) = answer {
-            let clicked = v.get("clicked").and_then(Value::as_u64).unwrap_or(0);
-            let hidden = v.get("hidden").and_then(Value::as_u64).unwrap_or(0);
-            if clicked > 0 && !tags.iter().any(|t| t == "consent-dismissed") {
-                tags.push("consent-dismissed".into());
-            }
-            if hidden > 0 && !tags.iter().any(|t| t == "consent-hidden") {
-                tags.push("consent-hidden".into());
+        // `auto`: refuse where a rule could, else hide what is left.
+        let leftover = matches!(report.action, ConsentAction::Failed | ConsentAction::NoneFound);
+        if mode == CookieConsent::Auto && leftover {
+            // Within the step's budget too (at least a moment, if reading took all of it).
+            let fallback_until = until.max(Instant::now() + Duration::from_millis(200)).min(self.deadline);
+            let hid = match self.eval(crate::consent::HIDE_FALLBACK, fallback_until, false).await {
+                Ok(Ok(v)) => v.as_u64().unwrap_or(0),
+                Ok(Err(_)) => 0,
+                Err(Stop::Elapsed) if self.deadline > Instant::now() => {
+                    if !tags.iter().any(|t| t == "consent-timeout") {
+                        tags.push("consent-timeout".into());
+                    }
+                    0
+                }
+                Err(Stop::Elapsed) => return Err(self.deadline_err()),
+                Err(Stop::Fail(e)) => return Err(e),
+            };
+            if hid > 0 {
+                report.action = ConsentAction::Hidden;
             }
         }
+        let tag = match report.action {
+            ConsentAction::Rejected => Some("consent-rejected"),
+            ConsentAction::Accepted => Some("consent-accepted"),
+            ConsentAction::Hidden => Some("consent-hidden"),
+            ConsentAction::Failed => Some("consent-failed"),
+            ConsentAction::NoneFound => None,
+        };
+        if let Some(t) = tag
+            && !tags.iter().any(|x| x == t)
+        {
+            tags.push(t.into());
+        }
+        tracing::debug!(target: "capture_browser::timing", cmp = ?report.cmp, action = ?report.action,
+            took = ?started.elapsed(), "consent");
+        self.consent_report = Some(report);
         Ok(())
     }
 

@@ -75,6 +75,10 @@ pub(crate) struct Page {
     pub(crate) hooks: Option<Box<dyn PageHooks>>,
     /// What the capture intercepts (blocked kinds and lists, HTTP credentials), if anything.
     pub(crate) filter: Option<filter::RequestFilter>,
+    /// What `cookieConsent` did, once it ran.
+    pub(crate) consent_report: Option<capture_core::metadata::ConsentReport>,
+    /// What still covered the page when it was captured ([`crate::overlays`]).
+    pub(crate) overlay_report: Option<capture_core::metadata::OverlayReport>,
 }
 
 pub(crate) use crate::cdp::lost;
@@ -112,6 +116,8 @@ impl Page {
             last_loader: None,
             hooks: None,
             filter: None,
+            consent_report: None,
+            overlay_report: None,
         };
         for ev in std::mem::take(&mut page.prepared.backlog) {
             page.on_event(PageEvent::decode(&ev.method, ev.params));

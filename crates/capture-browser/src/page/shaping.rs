@@ -138,6 +138,42 @@ impl Page {
         }
     }
 
+    /// A bot wall instead of the page ([`crate::walls`]): a challenge gets a moment to clear
+    /// itself (its check passes and loads the page), then the capture fails as
+    /// [`CaptureError::Blocked`]. Pages given as HTML are the caller's own: not checked.
+    pub(crate) async fn check_wall(&mut self, source: &PageSource) -> Result<(), CaptureError> {
+        use crate::walls::{DETECT_JS, Wall};
+        /// How long a challenge may take to clear itself.
+        const GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+        if !matches!(source, PageSource::Url(_)) {
+            return Ok(());
+        }
+        let Ok(v) = self.eval_job(DETECT_JS).await? else { return Ok(()) };
+        let Some(wall) = Wall::read(&v) else { return Ok(()) };
+        if wall.may_clear() {
+            let until = (tokio::time::Instant::now() + GRACE).min(self.deadline);
+            while tokio::time::Instant::now() < until {
+                let _ = self
+                    .pump_until((tokio::time::Instant::now() + std::time::Duration::from_millis(250)).min(until))
+                    .await;
+                match self.eval(DETECT_JS, until, false).await {
+                    // Cleared: let the page it loaded settle.
+                    Ok(Ok(v)) if Wall::read(&v).is_none() => {
+                        let settle =
+                            (tokio::time::Instant::now() + std::time::Duration::from_secs(5)).min(self.deadline);
+                        self.wait_idle(settle, std::time::Duration::from_millis(300)).await?;
+                        return Ok(());
+                    }
+                    Ok(_) => {}
+                    Err(super::Stop::Elapsed) => break,
+                    Err(super::Stop::Fail(e)) => return Err(e),
+                }
+            }
+        }
+        tracing::debug!(target: "capture_browser::timing", vendor = %wall.vendor, marker = %wall.marker, "bot wall");
+        Err(CaptureError::Blocked(wall.message()))
+    }
+
     /// Refuse the requests `blockRequests` (URL patterns), `blockResources` (kinds) and the
     /// filter lists of `blockAds`/`blockTrackers`/`blockChats` name, from the first request
     /// on, and answer the page origin's authentication challenge (`httpAuth`). A WebSocket
@@ -344,6 +380,8 @@ impl Page {
                 site: s(tw, "site"),
                 creator: s(tw, "creator"),
             },
+            consent: self.consent_report.clone(),
+            overlay: self.overlay_report.clone(),
         }
         .capped();
         Ok((title, metadata))

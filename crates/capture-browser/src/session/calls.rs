@@ -89,6 +89,25 @@ impl Session {
             .await
     }
 
+    /// What the session's consent engine did with the current page's consent pop-up (within
+    /// the engine's 2 s bound; with `auto`, a pop-up no rule refused is hidden now). `None` when
+    /// the session runs without it (`cookieConsent: none`).
+    pub async fn consent(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<capture_core::metadata::ConsentReport>, CaptureError> {
+        self.run("consent".into(), timeout, |sp| {
+            Box::pin(async move {
+                let mode = sp.consent_mode;
+                let mut tags = Vec::new();
+                sp.page.consent_report = None;
+                sp.page.consent(mode, &mut tags).await?;
+                Ok(sp.page.consent_report.clone())
+            })
+        })
+        .await
+    }
+
     /// Go back one history entry and wait for its load.
     pub async fn back(&self, timeout: Duration) -> Result<Navigation, CaptureError> {
         self.run("back".into(), timeout, |sp| Box::pin(async move { sp.history(-1).await })).await

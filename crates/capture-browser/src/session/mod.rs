@@ -158,6 +158,8 @@ pub(crate) struct SessionPage {
     pub(crate) screencasting: bool,
     /// The emulated media the session set (see [`EmulatedMedia`]).
     pub(crate) media: EmulatedMedia,
+    /// The session's `cookieConsent`.
+    pub(crate) consent_mode: capture_core::options::CookieConsent,
 }
 
 /// The media a session emulates. `Emulation.setEmulatedMedia` replaces all of it with each
@@ -269,6 +271,7 @@ impl BrowserPool {
             session_deadline_msg,
             screencasting: false,
             media: EmulatedMedia::default(),
+            consent_mode: opts.cookie_consent,
         };
         let setup_until = deadline.min(Instant::now() + Duration::from_secs(15));
         sp.begin("opening the session", setup_until);

@@ -124,6 +124,10 @@ pub struct SessionOptions {
     pub max_pages: usize,
     /// A profile's cookies and site storage, in place before the first page loads.
     pub state: Option<capture_core::profile::BrowserState>,
+    /// The consent engine run in every document of the session (`cookieConsent`; `none` by
+    /// default here: audits, runs and automation sessions choose), answered by itself as pages
+    /// load; [`crate::session::Session::consent`] says what it did on the current page.
+    pub cookie_consent: capture_core::options::CookieConsent,
 }
 
 impl Default for SessionOptions {
@@ -141,6 +145,7 @@ impl Default for SessionOptions {
             slot_timeout: Duration::from_secs(30),
             max_pages: MAX_PAGES,
             state: None,
+            cookie_consent: capture_core::options::CookieConsent::None,
         }
     }
 }

@@ -131,7 +131,7 @@ pub fn req(source: PageSource) -> CaptureRequest {
     let options = CaptureOptions {
         width: 800,
         height: 600,
-        cookie_consent: false,
+        cookie_consent: capture_core::options::CookieConsent::None,
         wait_until: WaitUntil::Load,
         ..CaptureOptions::default()
     };

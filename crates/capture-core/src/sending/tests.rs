@@ -220,7 +220,13 @@ fn counting_days_are_utc_calendar_days() {
 }
 
 fn good_report() -> ReportQuality {
-    ReportQuality { audit_finished: true, site_status: Some(200), screenshot_blank: false, has_scores: true }
+    ReportQuality {
+        audit_finished: true,
+        site_status: Some(200),
+        site_blocked: false,
+        screenshot_blank: false,
+        has_scores: true,
+    }
 }
 
 /// Monday 23 March 2026, 10:00 in Berlin (CET), every rule satisfied.
@@ -257,7 +263,13 @@ fn decisions_follow_the_documented_order() {
         send_at: at("2026-03-28T00:00:00Z"),
         suppressed: true,
         report: report(|q| {
-            *q = ReportQuality { audit_finished: false, site_status: None, screenshot_blank: true, has_scores: false }
+            *q = ReportQuality {
+                audit_finished: false,
+                site_status: None,
+                site_blocked: true,
+                screenshot_blank: true,
+                has_scores: false,
+            }
         }),
         sender: Capacity { cap: 0, sent: 0 },
         domain: Capacity { cap: 0, sent: 0 },
@@ -300,6 +312,17 @@ fn decisions_follow_the_documented_order() {
             "site never answered",
             SendInputs { report: report(|q| q.site_status = None), ..base() },
             gate(QualityGate::SiteAnswered2xx),
+        ),
+        (
+            "a bot wall (answered 403) is site_blocked, not site_answered_2xx",
+            SendInputs {
+                report: report(|q| {
+                    q.site_blocked = true;
+                    q.site_status = Some(403);
+                }),
+                ..base()
+            },
+            gate(QualityGate::SiteNotBlocked),
         ),
         ("site answered 204", SendInputs { report: report(|q| q.site_status = Some(204)), ..base() }, Decision::Send),
         (
@@ -448,6 +471,7 @@ fn reasons_are_stable_strings() {
             "audit",
             "suppressed",
             "quality_gate:audit_finished",
+            "quality_gate:site_blocked",
             "quality_gate:site_answered_2xx",
             "quality_gate:screenshot_not_blank",
             "quality_gate:report_has_scores",

@@ -204,6 +204,7 @@ impl From<CaptureError> for AutoError {
             CaptureError::Refused(m) => ("REFUSED", m),
             CaptureError::Unavailable(m) => ("UNAVAILABLE", m),
             CaptureError::SignedOut(m) => ("PROFILE_EXPIRED", m),
+            CaptureError::Blocked(m) => ("BLOCKED", m),
         };
         AutoError::new(code, agent_refs(&m))
     }

@@ -336,12 +336,35 @@ async fn audit_page_once(
             deadline: PAGE_BUDGET,
             slot_timeout: Duration::from_secs(60),
             state: profile.cloned(),
+            // The page a visitor sees once its consent pop-up is refused (or hidden), as captures.
+            cookie_consent: capture_core::options::CookieConsent::Auto,
             ..SessionOptions::default()
         })
         .await?;
     let r = gather(state, &session, url, profile.is_some()).await;
     session.close().await;
     r
+}
+
+/// The bot wall the session's page is (`capture_browser::walls`), after a challenge had a
+/// moment (3 s) to clear itself.
+async fn wall_of(s: &Session) -> Option<capture_browser::walls::Wall> {
+    use capture_browser::walls::{DETECT_JS, Wall};
+    let read =
+        || async { s.evaluate(DETECT_JS, false, Duration::from_secs(5)).await.ok().and_then(|v| Wall::read(&v)) };
+    let wall = read().await?;
+    if wall.may_clear() {
+        let until = std::time::Instant::now() + Duration::from_secs(3);
+        while std::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if read().await.is_none() {
+                // Cleared: the page it loaded, once settled.
+                let _ = s.evaluate(&settle_js(3000, 300), true, Duration::from_secs(5)).await;
+                return None;
+            }
+        }
+    }
+    Some(wall)
 }
 
 async fn gather(state: &AppState, s: &Session, url: &str, signed_in: bool) -> Result<PageInput, CaptureError> {
@@ -369,6 +392,15 @@ async fn gather(state: &AppState, s: &Session, url: &str, signed_in: bool) -> Re
         facts.error = Some(why);
         return Ok(PageInput { facts, screenshots: Screenshots::default() });
     }
+    // A bot wall instead of the page: reported as blocked (by whom), not audited as the page.
+    if let Some(wall) = wall_of(s).await {
+        facts.blocked = Some(wall.vendor.clone());
+        facts.error = Some(wall.message());
+        return Ok(PageInput { facts, screenshots: Screenshots::default() });
+    }
+    // The consent engine refused the page's pop-up as it loaded; a pop-up no rule knows is
+    // hidden now, so the screenshots and the checks see the page, not the banner.
+    let _ = s.consent(STEP).await;
     facts.redirects = nav.redirects.iter().map(|r| Hop { url: r.url.clone(), status: r.status }).collect();
     facts.headers = nav.headers.clone();
 

@@ -214,6 +214,7 @@ pub async fn quality_of(state: &AppState, audit: &AuditRow) -> ReportQuality {
     ReportQuality {
         audit_finished: audit.status == JobStatus::Done && report.is_some(),
         site_status: first.and_then(|p| p.status),
+        site_blocked: first.is_some_and(|p| p.blocked.is_some()),
         screenshot_blank,
         has_scores,
     }

@@ -194,6 +194,10 @@ async fn scripted(
             .goto(&row.start_url, WaitUntil::Load, START_TIMEOUT)
             .await
             .map_err(|e| format!("startUrl {}: {}", row.start_url, plain(&e)))?;
+        session
+            .consent(Duration::from_secs(5))
+            .await
+            .map_err(|e| format!("startUrl {}: {}", row.start_url, plain(&e)))?;
         for (i, step) in steps.iter().enumerate() {
             *current.lock().unwrap() = format!("steps[{i}] ({})", step.describe());
             let t = Instant::now();
@@ -272,7 +276,13 @@ async fn do_step(state: &AppState, s: &Session, step: &Step) -> Result<Option<Va
     match step {
         Step::Goto { url, .. } => {
             let nav = s.goto(url, WaitUntil::Load, t).await.map_err(e)?;
-            Ok(Some(json!({"status": nav.status, "url": nav.final_url})))
+            // The run's consent engine answered the page's pop-up as it loaded: say how.
+            let consent = s.consent(Duration::from_secs(5)).await.map_err(e)?;
+            let mut r = json!({"status": nav.status, "url": nav.final_url});
+            if let Some(c) = consent {
+                r["consent"] = json!(c);
+            }
+            Ok(Some(r))
         }
         Step::Click { selector, .. } => s.click(sel(selector), t).await.map(|_| None).map_err(e),
         Step::Type { selector, text, .. } => {

@@ -94,6 +94,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         shared: spec.shared,
         profile_id,
         save_profile: spec.save_profile.clone(),
+        cookie_consent: spec.cookie_consent.as_str().to_owned(),
     };
     let connect = token.as_deref().map(|t| connect_url(state, id.as_str(), t));
     let render = |r: &RunRow| {
@@ -179,6 +180,7 @@ pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
         duration_ms,
         profile: r.profile_id.clone(),
         save_profile: r.save_profile.clone(),
+        cookie_consent: r.cookie_consent.clone(),
     }
 }
 

@@ -54,6 +54,7 @@ pub fn session_options(row: &RunRow, budget: Duration) -> SessionOptions {
         },
         deadline: budget + SESSION_MARGIN,
         slot_timeout: Duration::from_secs(30),
+        cookie_consent: capture_core::options::CookieConsent::parse(&row.cookie_consent).unwrap_or_default(),
         ..Default::default()
     }
 }
@@ -385,6 +386,7 @@ mod tests {
             shared: false,
             profile_id: None,
             save_profile: None,
+            cookie_consent: "auto".into(),
         }
     }
 

@@ -49,6 +49,11 @@ pub struct RunIn {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 100))]
     pub save_profile: Option<String>,
+    /// What every page of the run does with a cookie-consent pop-up, as a capture's
+    /// `cookieConsent` (default `auto`: refused where a rule knows how, else hidden; `none`
+    /// leaves the banner for steps that click it themselves).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie_consent: Option<capture_core::options::CookieConsent>,
 }
 
 /// One step of a scripted run, named by `action`; each has its own `timeoutMs`
@@ -224,6 +229,7 @@ pub struct RunSpec {
     pub profile: Option<String>,
     /// The profile its state is saved into at the end (id or name).
     pub save_profile: Option<String>,
+    pub cookie_consent: capture_core::options::CookieConsent,
 }
 
 // A request body becomes a [`RunSpec`] through `crate::http::validated::validate`:
@@ -261,6 +267,7 @@ impl Checked for RunIn {
             shared: false,
             profile: profile_ref("profile", self.profile)?,
             save_profile: profile_ref("saveProfile", self.save_profile)?,
+            cookie_consent: self.cookie_consent.unwrap_or_default(),
         })
     }
 }
@@ -398,6 +405,8 @@ pub struct Run {
     pub ended_at: Option<String>,
     /// From start to end (or to now while it runs).
     pub duration_ms: Option<i64>,
+    /// What its pages do with a cookie-consent pop-up (`auto`, `reject`, `accept`, `hide`, `none`).
+    pub cookie_consent: String,
     /// The browser profile it started from (its id).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,

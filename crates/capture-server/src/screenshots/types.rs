@@ -410,6 +410,6 @@ mod tests {
         assert_eq!(stated("deviceScaleFactor"), serde_json::json!(opts.device_scale_factor));
         assert_eq!(stated("format"), serde_json::json!(opts.format));
         assert_eq!(stated("waitUntil"), serde_json::json!(opts.wait_until));
-        assert_eq!(stated("cookieConsent") == "auto", opts.cookie_consent);
+        assert_eq!(stated("cookieConsent"), serde_json::json!(opts.cookie_consent.as_str()));
     }
 }

@@ -40,7 +40,7 @@ pub async fn render_example(state: AppState, pool: Arc<BrowserPool>, stop: Cance
         let options = CaptureOptions {
             width: 1280,
             height: 800,
-            cookie_consent: false,
+            cookie_consent: capture_core::options::CookieConsent::None,
             wait_until: WaitUntil::Networkidle,
             timeout_ms: 15_000,
             ..CaptureOptions::default()

@@ -26,7 +26,7 @@ pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
     let mut m: Map<String, Value> =
         set.into_iter().filter(|(k, v)| !v.is_null() && defaults.get(k) != Some(v)).collect();
     if m.contains_key("cookieConsent") {
-        m.insert("cookieConsent".into(), json!(if o.cookie_consent { "auto" } else { "none" }));
+        m.insert("cookieConsent".into(), json!(o.cookie_consent.as_str()));
     }
     if o.pdf {
         m.remove("format");

@@ -74,6 +74,8 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
         CaptureError::NotFound(m) => CaptureError::NotFound(prefix(m)),
         CaptureError::Unavailable(m) => CaptureError::Unavailable(prefix(m)),
         CaptureError::SignedOut(m) => CaptureError::SignedOut(prefix(m)),
+        // `blocked: <vendor>` stays first.
+        blocked @ CaptureError::Blocked(_) => blocked,
         closed @ CaptureError::Closed(_) => closed,
     }
 }
@@ -179,6 +181,7 @@ impl SessionPage {
         for source in &opts.init_scripts {
             self.page.call(&s::AddScriptToEvaluateOnNewDocument { source }).await?;
         }
+        self.page.arm_consent(opts.cookie_consent).await?;
         if let Some(state) = &opts.state {
             self.page.restore(state).await?;
         }

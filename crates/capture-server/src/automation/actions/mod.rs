@@ -85,7 +85,14 @@ pub async fn navigate(cx: Cx, a: NavigateIn) -> AutoResult<Reply> {
         WaitUntilIn::Domcontentloaded => WaitUntil::Domcontentloaded,
         WaitUntilIn::Networkidle => WaitUntil::Networkidle,
     };
-    Ok(nav_reply(l.session.goto(url, wait, t).await?))
+    let nav = l.session.goto(url, wait, t).await?;
+    // What the session's consent engine did with the page's pop-up (absent with none).
+    let consent = l.session.consent(Duration::from_secs(5)).await.ok().flatten();
+    let mut reply = nav_reply(nav);
+    if let Some(c) = consent {
+        reply.data["consent"] = json!(c);
+    }
+    Ok(reply)
 }
 
 page_input! {

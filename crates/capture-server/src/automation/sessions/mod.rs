@@ -329,6 +329,8 @@ pub struct SessionStartIn {
     /// Start signed in: one of your browser profiles (id or name, see profile_list); its cookies and site storage are in place before url loads.
     #[schemars(length(min = 1, max = 100))]
     pub profile: Option<String>,
+    /// What every page does with a cookie-consent pop-up (default auto: refused where a rule knows the platform, else hidden; reject, accept, hide, or none to leave it for you to click). The result says what happened on the first page (consent: {cmp, action}).
+    pub cookie_consent: Option<capture_core::options::CookieConsent>,
 }
 
 fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
@@ -392,6 +394,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         live: Some(true),
         profile: a.profile.clone(),
         save_profile: None,
+        cookie_consent: a.cookie_consent,
     }
     .check()
     .map(|spec| RunSpec { shared: a.shared.unwrap_or(false), ..spec })
@@ -440,6 +443,10 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         let _ = session.set_network(n.conditions(), Duration::from_secs(5)).await;
     }
     let nav = session.goto(&row.start_url, WaitUntil::Load, START_TIMEOUT).await;
+    let consent = match &nav {
+        Ok(_) => session.consent(Duration::from_secs(5)).await.ok().flatten(),
+        Err(_) => None,
+    };
     let started_at = row.started_at.unwrap_or_else(now_ms);
     let live = Arc::new(Live {
         id: row.id.clone(),
@@ -480,6 +487,9 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
             data["url"] = json!(n.final_url);
             data["title"] = json!(n.title);
             data["status"] = json!(n.status);
+            if let Some(c) = &consent {
+                data["consent"] = json!(c);
+            }
         }
         Err(e) => {
             let e = AutoError::from(e);

@@ -15,6 +15,8 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
     let sink = Sink::start(TARGET_TMPDIR, &["--reject-550", "gone@two.test"]);
     let site = FixtureSite::start().await.unwrap();
     let blank = Site::start(vec![("/", "text/html", solid("#ffffff"))]).await;
+    // Cloudflare's block page ("Sorry, you have been blocked"), as it answers (403).
+    let walled = capture_testkit::corpus::serve().await;
     let app =
         TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_SMTP_URL", &sink.url()).env("CAPTURE_MAIL_FROM", FROM))
             .await;
@@ -160,6 +162,7 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
             {"websiteUrl": site.url("/no-such-page"), "recipientEmail": "missing@three.test"},
             {"websiteUrl": blank.url("/"), "recipientEmail": "blank@three.test"},
             {"websiteUrl": "http://127.0.0.1:9/", "recipientEmail": "down@three.test"},
+            {"websiteUrl": walled.url("/cf-block.html"), "recipientEmail": "walled@three.test"},
         ]),
     );
     let id2 = create_and_launch(&app, &key, &body).await;
@@ -182,21 +185,38 @@ async fn a_campaign_mails_each_row_once_with_its_report_and_one_click_unsubscrib
         ("missing@three.test", "quality_gate:site_answered_2xx"),
         ("blank@three.test", "quality_gate:screenshot_not_blank"),
         ("down@three.test", "quality_gate:audit_finished"),
+        // A bot wall's report is not the site's: skipped as blocked, not as a 403.
+        ("walled@three.test", "quality_gate:site_blocked"),
     ] {
         let r = row(&c2, email);
         assert_eq!((r["state"].as_str(), r["reason"].as_str()), (Some("skipped"), Some(gate)), "{r}");
         assert!(r["auditId"].is_string() && r["sentAt"].is_null(), "{r}");
     }
     assert_eq!(sink.received().len(), 3, "only third@two.test got a second-campaign mail");
+    // Its audit reports the page as blocked, by whom, with no scores.
+    let audit_id = row(&c2, "walled@three.test")["auditId"].as_str().unwrap().to_string();
+    let audit: Value = app.get(&key, &format!("/v1/audits/{audit_id}")).await.json().await.unwrap();
+    let walled_page = &audit["report"]["pages"][0];
+    assert_eq!(
+        (walled_page["blocked"].as_str(), walled_page["status"].as_u64(), &walled_page["scores"]),
+        (
+            Some("cloudflare"),
+            Some(403),
+            &json!({"performance": null, "seo": null, "accessibility": null, "bestPractices": null})
+        ),
+        "{walled_page:#}"
+    );
+    assert!(walled_page["error"].as_str().unwrap().starts_with("blocked: cloudflare: "), "{walled_page}");
+    assert_eq!(walled_page["findings"], json!([]));
     let s: Value = app.get(&key, "/v1/suppressions").await.json().await.unwrap();
     assert!(
         s["data"].as_array().unwrap().iter().any(|x| x["email"] == "gone@two.test" && x["reason"] == "bounced"),
         "{s}"
     );
     let b: Value = app.get(&key, "/v1/account/balance").await.json().await.unwrap();
-    // gone, third, missing and blank kept their audit's action; the failed audit of the site
-    // that is down was refunded; none was spent on the suppressed address.
-    assert_eq!(b["usage"]["used"], 6, "{b}");
+    // gone, third, missing, blank and walled kept their audit's action; the failed audit of the
+    // site that is down was refunded; none was spent on the suppressed address.
+    assert_eq!(b["usage"]["used"], 7, "{b}");
 
     // Suppressions by hand; lifting one.
     let (s, _) = post(&app, &key, "/v1/suppressions", &json!({"email": "no@one.test"})).await;

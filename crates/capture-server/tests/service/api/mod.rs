@@ -16,6 +16,7 @@ mod lists;
 mod nodes;
 mod profiles;
 mod quotas;
+mod real_web;
 mod render_links;
 mod runs;
 mod s3;

@@ -1,0 +1,405 @@
+//! `cookieConsent`: DuckDuckGo's autoconsent (vendored, `vendor/autoconsent`, MPL-2.0) run in
+//! every frame of a page before its own scripts, with the request's answer (opt out, opt in,
+//! or neither and keep the pop-up hidden), then read back as the job's `metadata.consent`.
+//!
+//! How it is wired (autoconsent's documented Puppeteer/Playwright integration, with the host
+//! side in the page so no DevTools round trip is needed per message):
+//! - [`arm_script`] is added with `Page.addScriptToEvaluateOnNewDocument` before navigation, so
+//!   it runs at document start in the main frame and in every iframe (the browser runs frames
+//!   in their page's process: site isolation is off for captures, see `launch.rs`). It defines
+//!   `window.autoconsentSendMessage`, answers the engine's `init` with the configuration and the
+//!   whole compact rule set, records the engine's reports, then runs the engine
+//!   (`autoconsent.playwright.js`) itself, in the main world (`isMainWorld`, so the rules' eval
+//!   snippets run inline).
+//! - An iframe posts its record to the top frame; the top frame keeps them all and answers
+//!   `window.__captureConsent()` with a summary and whether anything on the page still looks like
+//!   a pop-up (a visible fixed or sticky element with a consent-ish name, or covering much of the
+//!   view).
+//! - After navigation, [`decide`] reads that summary until the outcome is known, within the
+//!   2 s budget: answered (`rejected`/`accepted`), hidden (a cosmetic rule, or `hide`), nothing
+//!   found, or failed. With `auto`, a pop-up no rule could refuse — and a consent-looking banner
+//!   no rule knows — is hidden by [`HIDE_FALLBACK`] (`hidden`), and the page's scroll lock lifted.
+
+use std::sync::OnceLock;
+
+use capture_core::metadata::{ConsentAction, ConsentReport};
+use capture_core::options::CookieConsent;
+use serde::Deserialize;
+
+/// The autoconsent release built in.
+pub const AUTOCONSENT_VERSION: &str = "16.23.0";
+/// The engine, unmodified from the npm package.
+const ENGINE: &str = include_str!("../vendor/autoconsent/autoconsent.playwright.js");
+/// Every rule, in the compact encoding, unmodified from the npm package. The compact encoding
+/// leaves out the opt-in steps: opting out and hiding need nothing else.
+const RULES: &str = include_str!("../vendor/autoconsent/compact-rules.json");
+/// Every rule in full (`{autoconsent: [...]}`, with the opt-in steps), unmodified from the npm
+/// package: for `accept`.
+const FULL_RULES: &str = include_str!("../vendor/autoconsent/rules.json");
+
+/// How many consent rules are built in (the compact set's).
+pub fn rule_count() -> usize {
+    static N: OnceLock<usize> = OnceLock::new();
+    *N.get_or_init(|| {
+        serde_json::from_str::<serde_json::Value>(RULES)
+            .ok()
+            .and_then(|v| v.get("r").and_then(|r| r.as_array()).map(Vec::len))
+            .unwrap_or(0)
+    })
+}
+
+/// The engine's action for a mode (`None`: leave it).
+fn auto_action(mode: CookieConsent) -> Option<&'static str> {
+    match mode {
+        CookieConsent::Auto | CookieConsent::Reject => Some("optOut"),
+        CookieConsent::Accept => Some("optIn"),
+        CookieConsent::Hide => Some("none"),
+        CookieConsent::None => None,
+    }
+}
+
+/// The script added to every new document for `mode` (None for `none`), made once per mode.
+pub(crate) fn arm_script(mode: CookieConsent) -> Option<&'static str> {
+    static SCRIPTS: [OnceLock<String>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (slot, action) = match auto_action(mode)? {
+        "optOut" if mode == CookieConsent::Auto => (0, "optOut"),
+        "optOut" => (1, "optOut"),
+        "optIn" => (2, "optIn"),
+        _ => (3, "none"),
+    };
+    Some(SCRIPTS[slot].get_or_init(|| build(action)).as_str())
+}
+
+fn build(action: &str) -> String {
+    // `none` (hide): the engine waits for a signal that never comes, so its pre-hiding of the
+    // platform's elements stays (prehideTimeout far past any capture) — hidden, unanswered.
+    let (auto, heuristic, prehide) = match action {
+        "optOut" => ("'optOut'", "'reject'", 2000),
+        "optIn" => ("'optIn'", "'tier2'", 2000),
+        _ => ("null", "'off'", 3_600_000),
+    };
+    let glue = GLUE
+        .replace("__AUTO_ACTION__", auto)
+        .replace("__HEURISTIC__", heuristic)
+        .replace("__PREHIDE_MS__", &prehide.to_string())
+        .replace(
+            "__RULES__",
+            &match action {
+                "optIn" => FULL_RULES.trim().to_owned(),
+                _ => format!("{{ \"autoconsent\": [], \"compact\": {} }}", RULES.trim()),
+            },
+        );
+    format!("{glue}\n;try {{\n{ENGINE}\n}} catch (e) {{}}\n")
+}
+
+/// The host side of the engine, in the page (see the module docs).
+const GLUE: &str = r#"(() => {
+  if (window.__captureConsentArmed) return;
+  Object.defineProperty(window, '__captureConsentArmed', { value: true });
+  const config = {
+    enabled: true, autoAction: __AUTO_ACTION__, disabledCmps: [], enablePrehide: true,
+    enableCosmeticRules: true, enableGeneratedRules: true, enableHeuristicDetection: true,
+    heuristicMode: __HEURISTIC__, enablePopupMutationObserver: false, detectRetries: 8,
+    isMainWorld: true, prehideTimeout: __PREHIDE_MS__, visualTest: false,
+    logs: { lifecycle: false, rulesteps: false, detectionsteps: false, evals: false, errors: false, messages: false, waits: false },
+  };
+  const rules = __RULES__;
+  const isTop = window.top === window;
+  const me = { cmp: null, lifecycle: 'loading', attempts: 0, popup: false, result: null, done: false, cosmetic: false };
+  const copy = (f) => ({ cmp: typeof f.cmp === 'string' ? f.cmp.slice(0, 128) : null,
+    lifecycle: String(f.lifecycle || ''), attempts: Number(f.attempts) || 0, popup: !!f.popup,
+    result: f.result === 'rejected' || f.result === 'accepted' || f.result === 'failed' ? f.result : null,
+    done: !!f.done, cosmetic: !!f.cosmetic });
+  const publish = () => {
+    if (!isTop) { try { window.top.postMessage({ __captureConsent: copy(me) }, '*'); } catch (e) {} }
+  };
+  // When the page last changed (nodes added or removed, a class or `hidden` toggled) and when
+  // the engine last started looking: an engine that looked after the last change and found
+  // nothing has seen everything there is to find.
+  let changedAt = performance.now(), lookedAt = -1;
+  if (isTop) {
+    try {
+      new MutationObserver(() => { changedAt = performance.now(); })
+        .observe(document, { childList: true, subtree: true, attributes: true, attributeFilter: ['class', 'hidden', 'open'] });
+    } catch (e) {}
+  }
+  if (isTop) {
+    const frames = new Map([[window, me]]);
+    window.addEventListener('message', (e) => {
+      const d = e.data && e.data.__captureConsent;
+      if (d && typeof d === 'object' && e.source && e.source !== window) frames.set(e.source, copy(d));
+    }, true);
+    const visible = (el) => {
+      if (!el || !el.isConnected) return false;
+      const r = el.getBoundingClientRect();
+      if (r.width < 2 || r.height < 2 || r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) return false;
+      const s = getComputedStyle(el);
+      return s.display !== 'none' && s.visibility !== 'hidden' && Number(s.opacity) > 0.05;
+    };
+    const fixed = (el) => { const p = getComputedStyle(el).position; return p === 'fixed' || p === 'sticky'; };
+    const named = /cookie|consent|gdpr|privacy|cmp|didomi|onetrust|truste|usercentrics|sp_message|qc-cmp/i;
+    // Something on the page still looks like a consent pop-up.
+    const looksOpen = () => {
+      const cands = document.querySelectorAll('[id*=cookie i],[class*=cookie i],[id*=consent i],[class*=consent i],[id*=gdpr i],[class*=gdpr i],[id*=cmp i],[class*=cmp i],iframe,dialog[open],[aria-modal=true],[role=dialog]');
+      for (const el of cands) {
+        if (!visible(el)) continue;
+        let p = el;
+        for (let i = 0; p && p.nodeType === 1 && i < 6; i++, p = p.parentElement) {
+          const text = (p.id || '') + ' ' + (typeof p.className === 'string' ? p.className : '') + ' ' + (p.getAttribute('title') || '') + ' ' + (p.getAttribute('src') || '');
+          if (fixed(p) && (named.test(text) || named.test(el.id + ' ' + (el.getAttribute('title') || '') + ' ' + (el.getAttribute('src') || '')))) return true;
+        }
+      }
+      return false;
+    };
+    Object.defineProperty(window, '__captureConsent', {
+      value: () => ({ frames: Array.from(frames.values()).map(copy), open: looksOpen(),
+        settled: lookedAt > changedAt && performance.now() - lookedAt > 60 }),
+    });
+  }
+  window.autoconsentSendMessage = async (m) => {
+    if (!m || typeof m !== 'object') return;
+    switch (m.type) {
+      case 'init':
+        setTimeout(() => { if (window.autoconsentReceiveMessage) window.autoconsentReceiveMessage({ type: 'initResp', config, rules }); }, 0);
+        return;
+      case 'report':
+        if (m.state) {
+          me.lifecycle = m.state.lifecycle;
+          if (m.state.findCmpAttempts !== me.attempts) lookedAt = performance.now();
+          me.attempts = m.state.findCmpAttempts;
+          if (!me.cmp && m.state.detectedCmps && m.state.detectedCmps.length) me.cmp = m.state.detectedCmps[0];
+        }
+        break;
+      case 'cmpDetected': if (!me.cmp) me.cmp = m.cmp; break;
+      case 'popupFound': me.popup = true; me.cmp = m.cmp; break;
+      case 'optOutResult': me.result = m.result ? 'rejected' : 'failed'; if (m.cmp && m.cmp !== 'none') me.cmp = m.cmp; break;
+      case 'optInResult': me.result = m.result ? 'accepted' : 'failed'; if (m.cmp && m.cmp !== 'none') me.cmp = m.cmp; break;
+      case 'autoconsentDone': me.done = true; me.cosmetic = !!m.isCosmetic; if (m.cmp) me.cmp = m.cmp; break;
+      default: return;
+    }
+    publish();
+  };
+})();"#;
+
+/// Reads the top frame's summary (null when the script did not run there).
+pub(crate) const SUMMARY: &str = "window.__captureConsent ? window.__captureConsent() : null";
+
+/// Hides what still looks like a consent pop-up (known platforms' containers, fixed or sticky
+/// elements with a consent-ish name) and lifts the page's scroll lock; returns how many it hid.
+pub(crate) const HIDE_FALLBACK: &str = r#"(() => {
+  const visible = (el) => {
+    if (!el || !el.isConnected) return false;
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) return false;
+    const s = getComputedStyle(el);
+    return s.display !== 'none' && s.visibility !== 'hidden' && s.opacity !== '0';
+  };
+  let hidden = 0;
+  const hide = (el) => { if (el && visible(el)) { el.style.setProperty('display', 'none', 'important'); hidden++; } };
+  const known = ['#onetrust-consent-sdk', '#onetrust-banner-sdk', '.onetrust-pc-dark-filter', '#CybotCookiebotDialog', '#CybotCookiebotDialogBodyUnderlay', '#didomi-host', '.didomi-popup-backdrop', '.qc-cmp2-container', '#qc-cmp2-container', '#usercentrics-root', '#usercentrics-cmp-ui', '#truste-consent-track', '.truste_overlay', '.truste_box_overlay', '[id^=sp_message_container]', '#sp_message_container', '.cmp-root', '#cmpbox', '#cmpbox2'];
+  for (const s of known) { try { document.querySelectorAll(s).forEach(hide); } catch (e) {} }
+  const named = /cookie|consent|gdpr|cmp/i;
+  const generic = document.querySelectorAll('[id*=cookie i],[class*=cookie i],[id*=consent i],[class*=consent i],[id*=gdpr i],[class*=gdpr i],iframe[src*=consent i],iframe[src*=cookie i],iframe[title*=consent i],iframe[title*=cookie i],iframe[title*=privacy i]');
+  for (const el of generic) {
+    let p = el;
+    for (let i = 0; p && p.nodeType === 1 && i < 6 && p !== document.body && p !== document.documentElement; i++, p = p.parentElement) {
+      const pos = getComputedStyle(p).position;
+      if (pos === 'fixed' || pos === 'sticky') { hide(p); break; }
+    }
+  }
+  if (hidden) {
+    for (const el of [document.documentElement, document.body]) {
+      if (!el) continue;
+      const s = getComputedStyle(el);
+      if (s.overflow === 'hidden' || s.overflowY === 'hidden') el.style.setProperty('overflow', 'visible', 'important');
+      if (s.position === 'fixed') el.style.setProperty('position', 'static', 'important');
+    }
+  }
+  void named;
+  return hidden;
+})()"#;
+
+/// One frame's record, as the top frame keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub(crate) struct FrameState {
+    pub cmp: Option<String>,
+    #[serde(default)]
+    pub lifecycle: String,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub popup: bool,
+    pub result: Option<String>,
+    #[serde(default)]
+    pub done: bool,
+    #[serde(default)]
+    pub cosmetic: bool,
+}
+
+/// The top frame's summary.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub(crate) struct Summary {
+    #[serde(default)]
+    pub frames: Vec<FrameState>,
+    /// Something still looks like a consent pop-up.
+    #[serde(default)]
+    pub open: bool,
+    /// The engine's last look at the top document came after its last change (and had time to
+    /// finish): nothing more will be found unless the page changes again.
+    #[serde(default)]
+    pub settled: bool,
+}
+
+/// What the summary says so far.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// The outcome (a fallback may still hide what is left, with `auto`).
+    Known(ConsentReport),
+    /// Not yet: read again.
+    Wait,
+}
+
+/// How long a recognised platform may take to show its pop-up before "none" is believed, when
+/// nothing on the page looks like one (a platform whose consent was given before shows none).
+pub(crate) const QUIET_PLATFORM: std::time::Duration = std::time::Duration::from_millis(600);
+
+/// Decide from `s` for `mode`, `elapsed` into the step; `out_of_time` when the budget is spent
+/// (then it says what is known, never waits).
+pub(crate) fn decide(mode: CookieConsent, s: &Summary, elapsed: std::time::Duration, out_of_time: bool) -> Verdict {
+    let report = |cmp: Option<&String>, action| Verdict::Known(ConsentReport { cmp: cmp.cloned(), action });
+    // An answer in any frame.
+    if let Some(f) = s.frames.iter().find(|f| matches!(f.result.as_deref(), Some("rejected" | "accepted"))) {
+        let action =
+            if f.result.as_deref() == Some("accepted") { ConsentAction::Accepted } else { ConsentAction::Rejected };
+        // A cosmetic rule's "opt-out" hides: say so.
+        let action = if f.cosmetic { ConsentAction::Hidden } else { action };
+        return report(f.cmp.as_ref(), action);
+    }
+    if let Some(f) = s.frames.iter().find(|f| f.done) {
+        return report(f.cmp.as_ref(), if f.cosmetic { ConsentAction::Hidden } else { ConsentAction::Rejected });
+    }
+    if mode == CookieConsent::Hide
+        && let Some(f) = s.frames.iter().find(|f| f.popup)
+    {
+        return report(f.cmp.as_ref(), ConsentAction::Hidden);
+    }
+    if let Some(f) = s.frames.iter().find(|f| f.result.as_deref() == Some("failed")) {
+        return report(f.cmp.as_ref(), ConsentAction::Failed);
+    }
+    let answering = s.frames.iter().find(|f| f.popup);
+    let detected = s.frames.iter().find(|f| f.cmp.is_some());
+    if out_of_time {
+        return match (answering, detected) {
+            // A pop-up found but not answered in time.
+            (Some(f), _) => report(f.cmp.as_ref(), ConsentAction::Failed),
+            // A platform present without a pop-up (consent given before, or none shown).
+            (None, Some(f)) => report(f.cmp.as_ref(), ConsentAction::NoneFound),
+            (None, None) => report(None, ConsentAction::NoneFound),
+        };
+    }
+    if answering.is_some() {
+        return Verdict::Wait;
+    }
+    if let Some(f) = detected {
+        return match !s.open && elapsed >= QUIET_PLATFORM {
+            true => report(f.cmp.as_ref(), ConsentAction::NoneFound),
+            false => Verdict::Wait,
+        };
+    }
+    // Nothing recognised: done once the engine looked at the page as it now is and nothing
+    // looks like a pop-up (a platform that injects its banner after the first look is found
+    // by the engine's next one).
+    if s.settled && !s.open { report(None, ConsentAction::NoneFound) } else { Verdict::Wait }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(cmp: Option<&str>, lifecycle: &str, popup: bool, result: Option<&str>) -> FrameState {
+        FrameState {
+            cmp: cmp.map(str::to_string),
+            lifecycle: lifecycle.into(),
+            attempts: 1,
+            popup,
+            result: result.map(str::to_string),
+            done: false,
+            cosmetic: false,
+        }
+    }
+
+    fn ms(n: u64) -> std::time::Duration {
+        std::time::Duration::from_millis(n)
+    }
+
+    fn known(v: Verdict) -> (Option<String>, ConsentAction) {
+        match v {
+            Verdict::Known(r) => (r.cmp, r.action),
+            Verdict::Wait => panic!("expected an outcome"),
+        }
+    }
+
+    #[test]
+    fn every_mode_reads_the_engines_reports() {
+        use CookieConsent::{Accept, Auto, Hide, Reject};
+        let s = |frames: Vec<FrameState>, open: bool| Summary { frames, open, settled: true };
+        // An iframe's platform refused: the page's outcome.
+        let refused = s(
+            vec![
+                frame(None, "nothingDetected", false, None),
+                frame(Some("TrustArc-frame"), "done", true, Some("rejected")),
+            ],
+            true,
+        );
+        assert_eq!(
+            known(decide(Auto, &refused, ms(0), false)),
+            (Some("TrustArc-frame".into()), ConsentAction::Rejected)
+        );
+        let accepted = s(vec![frame(Some("Onetrust"), "done", true, Some("accepted"))], false);
+        assert_eq!(known(decide(Accept, &accepted, ms(0), false)), (Some("Onetrust".into()), ConsentAction::Accepted));
+        // Hide: a pop-up found is hidden, unanswered.
+        let found = s(vec![frame(Some("Cookiebot"), "openPopupDetected", true, None)], true);
+        assert_eq!(known(decide(Hide, &found, ms(0), false)), (Some("Cookiebot".into()), ConsentAction::Hidden));
+        assert_eq!(decide(Auto, &found, ms(0), false), Verdict::Wait, "still answering");
+        assert_eq!(known(decide(Auto, &found, ms(2000), true)), (Some("Cookiebot".into()), ConsentAction::Failed));
+        let failed = s(vec![frame(Some("Didomi"), "optOutFailed", true, Some("failed"))], true);
+        assert_eq!(known(decide(Reject, &failed, ms(0), false)), (Some("Didomi".into()), ConsentAction::Failed));
+        // Nothing: known once the engine looked and nothing looks open; otherwise wait.
+        let nothing = s(vec![frame(None, "started", false, None)], false);
+        assert_eq!(known(decide(Auto, &nothing, ms(0), false)), (None, ConsentAction::NoneFound));
+        let unknown_banner = s(vec![frame(None, "started", false, None)], true);
+        assert_eq!(decide(Auto, &unknown_banner, ms(0), false), Verdict::Wait);
+        assert_eq!(known(decide(Auto, &unknown_banner, ms(2000), true)), (None, ConsentAction::NoneFound));
+        let not_yet = Summary { frames: vec![frame(None, "started", false, None)], open: false, settled: false };
+        assert_eq!(decide(Auto, &not_yet, ms(0), false), Verdict::Wait);
+        // A platform without a pop-up: believed after a moment when nothing looks open.
+        let quiet = s(vec![frame(Some("Onetrust"), "cmpDetected", false, None)], false);
+        assert_eq!(decide(Auto, &quiet, ms(100), false), Verdict::Wait);
+        assert_eq!(known(decide(Auto, &quiet, ms(700), false)), (Some("Onetrust".into()), ConsentAction::NoneFound));
+        // A cosmetic rule's done is a hide.
+        let mut cosmetic = frame(Some("generic-cosmetic"), "done", true, None);
+        cosmetic.done = true;
+        cosmetic.cosmetic = true;
+        assert_eq!(
+            known(decide(Auto, &s(vec![cosmetic], false), ms(0), false)),
+            (Some("generic-cosmetic".into()), ConsentAction::Hidden)
+        );
+    }
+
+    #[test]
+    fn the_script_carries_the_rules_and_the_answer_of_its_mode() {
+        let auto = arm_script(CookieConsent::Auto).unwrap();
+        assert!(auto.contains("autoAction: 'optOut'") && auto.contains("heuristicMode: 'reject'"));
+        assert!(auto.contains(r#""compact": {"v":1"#) && auto.contains("autoconsentReceiveMessage"));
+        let accept = arm_script(CookieConsent::Accept).unwrap();
+        // The opt-in steps are only in the full rules.
+        assert!(
+            accept.contains("autoAction: 'optIn'")
+                && accept.contains(r##""optIn":[{"waitForThenClick":"#didomi-notice-agree-button"}]"##)
+        );
+        let hide = arm_script(CookieConsent::Hide).unwrap();
+        assert!(hide.contains("autoAction: null") && hide.contains("prehideTimeout: 3600000"));
+        assert!(arm_script(CookieConsent::None).is_none());
+        assert!(!auto.contains("__RULES__") && !auto.contains("__AUTO_ACTION__"));
+    }
+}

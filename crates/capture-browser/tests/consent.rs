@@ -1,0 +1,120 @@
+//! `cookieConsent` against the real-web corpus (`capture_testkit::corpus`): pages that reproduce
+//! the consent platforms' own markup, script objects and behaviour, and DuckDuckGo's autoconsent
+//! rules run in every frame. What a viewer would see is asserted on the captured image (the
+//! page's marker: green once refused, orange once accepted; the pop-up's area showing the page
+//! behind it) and what the job reports in `metadata.consent`.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use capture_browser::{BrowserPool, CaptureError, CaptureOutput};
+use capture_core::metadata::{ConsentAction, ConsentReport};
+use capture_core::options::CookieConsent;
+use capture_testkit::corpus::{self, ACCEPTED, CONSENT_PAGES, CONTENT, REJECTED, UNANSWERED};
+use support::*;
+
+async fn pool() -> (Arc<BrowserPool>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path().to_path_buf(), true);
+    cfg.browsers = 1;
+    cfg.pages_per_browser = 3;
+    (BrowserPool::start(cfg).await.expect("pool starts"), dir)
+}
+
+async fn capture(pool: &BrowserPool, url: String, mode: CookieConsent) -> CaptureOutput {
+    let mut r = url_req(url);
+    r.options.width = 1280;
+    r.options.height = 800;
+    r.options.cookie_consent = mode;
+    r.options.wait_until = capture_core::WaitUntil::Load;
+    ok(pool.capture(r).await)
+}
+
+fn ok(r: Result<CaptureOutput, CaptureError>) -> CaptureOutput {
+    r.unwrap_or_else(|e| panic!("capture failed: {e:?}"))
+}
+
+fn action(a: &str) -> ConsentAction {
+    serde_json::from_value(serde_json::json!(a)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn auto_refuses_every_platform_it_knows_and_hides_what_it_does_not() {
+    let site = corpus::serve().await;
+    let (pool, _dir) = pool().await;
+    let mut failures = Vec::new();
+    for page in CONSENT_PAGES {
+        let out = capture(&pool, site.url(page.path), CookieConsent::Auto).await;
+        let img = decode(&out.bytes);
+        let want = ConsentReport { cmp: page.cmp.map(str::to_string), action: action(page.auto) };
+        let got = out.metadata.consent.clone();
+        let marker = px(&img, 10, 10);
+        let behind = px(&img, page.covered.0, page.covered.1);
+        let marker_want = if page.auto == "rejected" { REJECTED } else { UNANSWERED };
+        eprintln!("{}: {got:?}, marker {marker:?}, behind the pop-up {behind:?}, tags {:?}", page.path, out.tags);
+        if got.as_ref() != Some(&want) || marker != marker_want || behind != CONTENT {
+            failures.push(format!("{}: got {got:?} marker {marker:?} behind {behind:?}, want {want:?}", page.path));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+    pool.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn accept_hide_and_none_do_what_they_say() {
+    let site = corpus::serve().await;
+    let (pool, _dir) = pool().await;
+    // accept: opted in, the marker orange, the pop-up gone.
+    for page in CONSENT_PAGES.iter().filter(|p| p.accepts) {
+        let out = capture(&pool, site.url(page.path), CookieConsent::Accept).await;
+        let img = decode(&out.bytes);
+        let got = out.metadata.consent.clone().unwrap();
+        assert_eq!((got.cmp.as_deref(), got.action), (page.cmp, ConsentAction::Accepted), "{}", page.path);
+        assert_eq!((px(&img, 10, 10), px(&img, page.covered.0, page.covered.1)), (ACCEPTED, CONTENT), "{}", page.path);
+    }
+    // hide: nothing answered, the pop-up not shown.
+    let out = capture(&pool, site.url("/onetrust.html"), CookieConsent::Hide).await;
+    let img = decode(&out.bytes);
+    assert_eq!(
+        out.metadata.consent,
+        Some(ConsentReport { cmp: Some("Onetrust".into()), action: ConsentAction::Hidden })
+    );
+    assert_eq!((px(&img, 10, 10), px(&img, 640, 700)), (UNANSWERED, CONTENT));
+    // reject: a banner no rule knows is left as it is, and said to be so.
+    let out = capture(&pool, site.url("/generic-banner.html"), CookieConsent::Reject).await;
+    let img = decode(&out.bytes);
+    assert_eq!(out.metadata.consent, Some(ConsentReport { cmp: None, action: ConsentAction::NoneFound }));
+    assert_eq!(px(&img, 640, 740), [0x11, 0x11, 0x11], "the banner is still there");
+    // none: nothing runs; the banner stays and nothing is reported.
+    let out = capture(&pool, site.url("/onetrust.html"), CookieConsent::None).await;
+    let img = decode(&out.bytes);
+    assert_eq!(out.metadata.consent, None);
+    assert_eq!(px(&img, 640, 700), [0x22, 0x22, 0x22], "the OneTrust banner shows");
+    pool.shutdown().await;
+}
+
+/// On a page with no pop-up the step costs little: the engine has looked by the time the page
+/// loaded and nothing looks like a pop-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_without_a_pop_up_is_not_held_up() {
+    let site = corpus::serve().await;
+    let (pool, _dir) = pool().await;
+    // Warm the pool.
+    capture(&pool, site.url("/plain.html"), CookieConsent::None).await;
+    let mut times = Vec::new();
+    for mode in [CookieConsent::None, CookieConsent::Auto, CookieConsent::None, CookieConsent::Auto] {
+        let t = Instant::now();
+        let out = capture(&pool, site.url("/plain.html"), mode).await;
+        times.push((mode, t.elapsed()));
+        if mode == CookieConsent::Auto {
+            assert_eq!(out.metadata.consent, Some(ConsentReport { cmp: None, action: ConsentAction::NoneFound }));
+        }
+    }
+    eprintln!("plain page, capture time by cookieConsent: {times:?}");
+    for (mode, t) in &times {
+        assert!(*t < Duration::from_millis(1500), "{mode:?} took {t:?}");
+    }
+    pool.shutdown().await;
+}
