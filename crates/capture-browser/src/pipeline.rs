@@ -11,7 +11,8 @@ use crate::cdp::Conn;
 use crate::egress::FailureLog;
 use crate::encode::{THUMB_WIDTH, finish_image, image_size};
 use crate::page::Page;
-use crate::page::fullpage::MAX_OUTPUT_HEIGHT;
+use crate::page::fullpage::{FullPage, MAX_OUTPUT_HEIGHT};
+use crate::page::tiles::TiledFormat;
 use crate::prepare::{Prepared, View};
 use crate::protocol as p;
 use crate::{CaptureError, CaptureOutput, CaptureRequest, ImageFormat};
@@ -118,80 +119,118 @@ pub(crate) async fn run(
         let meta = page.metadata().await?;
         (bytes, "application/pdf", None, thumb, meta)
     } else {
+        // A page taller than one capture is captured screen by screen (not an element, a clip,
+        // a resized image or WebP, whose format stops at 16,383 pixels).
+        let tiles = o.selector.is_none()
+            && o.clip.is_none()
+            && o.image_width.is_none()
+            && req.options.format != ImageFormat::Webp;
         let full_height = match o.full_page {
-            true => Some(page.prepare_full_page(o.width, o.height, o.device_scale_factor, o.mobile, &mut tags).await?),
+            true => Some(
+                page.prepare_full_page(
+                    o.width,
+                    o.height,
+                    o.device_scale_factor,
+                    o.mobile,
+                    tiles,
+                    req.options.format == ImageFormat::Webp,
+                    &mut tags,
+                )
+                .await?,
+            ),
             false => None,
         };
-        // The region: an element's box, the clip, or (to scale it) the whole view.
-        let region = match (&o.selector, &o.clip) {
-            (Some(sel), _) => {
-                let b = page.element_box(sel, o.timeout_ms).await?;
-                Some((b.x, b.y, b.width, b.height.min(MAX_OUTPUT_HEIGHT / o.device_scale_factor.max(0.1)), true))
+        if let Some(FullPage::Tiled(h)) = full_height {
+            if o.omit_background {
+                page.transparent_background().await?;
             }
-            (None, Some(c)) => Some((c.x, c.y, c.width, c.height, o.full_page)),
-            (None, None) if o.image_width.is_some() => {
-                let h = full_height.map_or(f64::from(o.height), |h| h as f64);
-                Some((0.0, 0.0, f64::from(o.width), h, false))
+            let (format, content_type) = match req.options.format {
+                ImageFormat::Jpeg => (
+                    TiledFormat::Jpeg { quality: o.quality.unwrap_or(capture_core::options::defaults::QUALITY) },
+                    "image/jpeg",
+                ),
+                _ => (TiledFormat::Png { alpha: o.omit_background }, "image/png"),
+            };
+            let (bytes, thumb) = page.capture_tiles(o.width, o.height, o.device_scale_factor, h, format).await?;
+            mark("shot");
+            let meta = page.metadata().await?;
+            let size = image_size(&bytes);
+            (bytes, content_type, size, thumb, meta)
+        } else {
+            let full_height = full_height.map(|f| match f {
+                FullPage::Grown(h) | FullPage::Tiled(h) => h,
+            });
+            // The region: an element's box, the clip, or (to scale it) the whole view.
+            let region = match (&o.selector, &o.clip) {
+                (Some(sel), _) => {
+                    let b = page.element_box(sel, o.timeout_ms).await?;
+                    Some((b.x, b.y, b.width, b.height.min(MAX_OUTPUT_HEIGHT / o.device_scale_factor.max(0.1)), true))
+                }
+                (None, Some(c)) => Some((c.x, c.y, c.width, c.height, o.full_page)),
+                (None, None) if o.image_width.is_some() => {
+                    let h = full_height.map_or(f64::from(o.height), |h| h as f64);
+                    Some((0.0, 0.0, f64::from(o.width), h, false))
+                }
+                (None, None) => None,
+            };
+            if o.omit_background {
+                page.transparent_background().await?;
             }
-            (None, None) => None,
-        };
-        if o.omit_background {
-            page.transparent_background().await?;
+            let (format, content_type) = match req.options.format {
+                ImageFormat::Jpeg => ("jpeg", "image/jpeg"),
+                ImageFormat::Webp => ("webp", "image/webp"),
+                // Videos took the branch above.
+                _ => ("png", "image/png"),
+            };
+            let png = req.options.format == ImageFormat::Png;
+            // PNG: Chromium's fast encoder (its default one is the slowest step of a
+            // capture), then a better deflate here, off the browser's threads.
+            // imageWidth: the browser renders the region at that width (sharp, not resampled).
+            let dsf = o.device_scale_factor.max(0.1);
+            let params = p::CaptureScreenshot {
+                format,
+                quality: (!png).then_some(o.quality.unwrap_or(capture_core::options::defaults::QUALITY)),
+                clip: region.map(|(x, y, width, height, _)| p::Clip {
+                    x,
+                    y,
+                    width,
+                    height,
+                    scale: o.image_width.map_or(1.0, |w| f64::from(w) / (width * dsf)),
+                }),
+                from_surface: true,
+                optimize_for_speed: png,
+                capture_beyond_viewport: region.is_some_and(|r| r.4),
+            };
+            let shot = page.screenshot(&params).await?;
+            mark("shot");
+            // The thumbnail shows the first screenful of the image.
+            let top_px = match params.clip {
+                Some(c) => (c.height.min(f64::from(o.height)) * dsf * c.scale).round() as u32,
+                None => (f64::from(o.height) * dsf).round() as u32,
+            };
+            let decodes = decodes.clone();
+            let work = tokio::spawn(async move {
+                // Bounded: a burst of big captures must not multiply the peak memory.
+                let _permit = decodes.acquire_owned().await;
+                tokio::task::spawn_blocking(move || finish_image(shot, png, top_px)).await
+            });
+            // Read what the page says of itself while the image is being encoded.
+            let meta = page.metadata().await?;
+            mark("title");
+            let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
+                Ok(Ok(Ok(r))) => r,
+                Ok(Ok(Err(e))) | Ok(Err(e)) => {
+                    return Err(CaptureError::Browser(format!("image encoding failed: {e}")));
+                }
+                Err(_) => return Err(page.deadline_err()),
+            };
+            let thumb = match thumb {
+                Some(t) => t,
+                None => page.screenshot(&thumbnail_params(req)).await?,
+            };
+            let size = image_size(&bytes);
+            (bytes, content_type, size, thumb, meta)
         }
-        let (format, content_type) = match req.options.format {
-            ImageFormat::Jpeg => ("jpeg", "image/jpeg"),
-            ImageFormat::Webp => ("webp", "image/webp"),
-            // Videos took the branch above.
-            _ => ("png", "image/png"),
-        };
-        let png = req.options.format == ImageFormat::Png;
-        // PNG: Chromium's fast encoder (its default one is the slowest step of a
-        // capture), then a better deflate here, off the browser's threads.
-        // imageWidth: the browser renders the region at that width (sharp, not resampled).
-        let dsf = o.device_scale_factor.max(0.1);
-        let params = p::CaptureScreenshot {
-            format,
-            quality: (!png).then_some(o.quality.unwrap_or(capture_core::options::defaults::QUALITY)),
-            clip: region.map(|(x, y, width, height, _)| p::Clip {
-                x,
-                y,
-                width,
-                height,
-                scale: o.image_width.map_or(1.0, |w| f64::from(w) / (width * dsf)),
-            }),
-            from_surface: true,
-            optimize_for_speed: png,
-            capture_beyond_viewport: region.is_some_and(|r| r.4),
-        };
-        let shot = page.screenshot(&params).await?;
-        mark("shot");
-        // The thumbnail shows the first screenful of the image.
-        let top_px = match params.clip {
-            Some(c) => (c.height.min(f64::from(o.height)) * dsf * c.scale).round() as u32,
-            None => (f64::from(o.height) * dsf).round() as u32,
-        };
-        let decodes = decodes.clone();
-        let work = tokio::spawn(async move {
-            // Bounded: a burst of big captures must not multiply the peak memory.
-            let _permit = decodes.acquire_owned().await;
-            tokio::task::spawn_blocking(move || finish_image(shot, png, top_px)).await
-        });
-        // Read what the page says of itself while the image is being encoded.
-        let meta = page.metadata().await?;
-        mark("title");
-        let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
-            Ok(Ok(Ok(r))) => r,
-            Ok(Ok(Err(e))) | Ok(Err(e)) => {
-                return Err(CaptureError::Browser(format!("image encoding failed: {e}")));
-            }
-            Err(_) => return Err(page.deadline_err()),
-        };
-        let thumb = match thumb {
-            Some(t) => t,
-            None => page.screenshot(&thumbnail_params(req)).await?,
-        };
-        let size = image_size(&bytes);
-        (bytes, content_type, size, thumb, meta)
     };
     let (bytes, content_type, size, thumb, (page_title, metadata)) = output;
     mark("done");

@@ -188,7 +188,7 @@ async fn pdf_has_the_page_text_and_a_thumbnail() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn full_page_loads_lazy_images_and_truncates_tall_pages() {
+async fn full_page_loads_lazy_images_and_tiles_tall_pages() {
     let srv = fixtures().await;
     let f = pool().await;
     let mut r = url_req(srv.url("/lazy"));
@@ -209,20 +209,28 @@ async fn full_page_loads_lazy_images_and_truncates_tall_pages() {
     assert_eq!(thumb.width(), 320);
     assert!(thumb.height() <= 201, "thumbnail is the top of the page: {:?}", thumb.dimensions());
 
+    // Taller than one capture: whole, screen by screen (tests/tall.rs has the rest).
     let mut r = url_req(srv.url("/tall"));
     r.options.full_page = true;
     let out = ok(f.pool.capture(r).await);
-    assert_eq!((out.width, out.height), (Some(800), Some(16384)));
+    assert_eq!((out.width, out.height), (Some(800), Some(20000)));
     let img = decode(&out.bytes);
-    assert_eq!(img.height(), 16384);
-    assert_px(&img, 400, 16000, [0, 0, 255], 2);
-    assert!(out.tags.contains(&"fullpage-truncated".to_string()), "{:?}", out.tags);
+    assert_eq!(img.height(), 20000);
+    assert_px(&img, 400, 19_990, [0, 0, 255], 2);
+    assert!(!out.tags.contains(&"fullpage-truncated".to_string()), "{:?}", out.tags);
 
     let mut r = url_req(srv.url("/tall"));
     r.options.full_page = true;
     r.options.device_scale_factor = 2.0;
     let out = ok(f.pool.capture(r).await);
-    assert_eq!((out.width, out.height), (Some(1600), Some(16384)));
+    assert_eq!((out.width, out.height), (Some(1600), Some(40000)));
+    assert!(!out.tags.contains(&"fullpage-truncated".to_string()));
+    // WebP stops at its format's 16,383 pixels, and says so.
+    let mut r = url_req(srv.url("/tall"));
+    r.options.full_page = true;
+    r.options.format = capture_browser::ImageFormat::Webp;
+    let out = ok(f.pool.capture(r).await);
+    assert_eq!((out.width, out.height), (Some(800), Some(16383)));
     assert!(out.tags.contains(&"fullpage-truncated".to_string()));
     f.pool.shutdown().await;
 }

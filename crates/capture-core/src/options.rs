@@ -847,8 +847,14 @@ pub mod bounds {
     pub const JS_MAX: usize = 16 * 1024;
     pub const SELECTOR_MAX: usize = 1024;
     pub const URL_MAX: usize = 4096;
-    /// Tallest full-page output, in output pixels.
+    /// Tallest full page captured in one piece, in output pixels; taller ones are captured
+    /// screen by screen up to [`FULL_PAGE_TILED_MAX`](Self::FULL_PAGE_TILED_MAX) (WebP stops at
+    /// [`WEBP_MAX`](Self::WEBP_MAX), its format's limit).
     pub const FULL_PAGE_MAX: u32 = 16384;
+    /// Tallest full page (PNG, JPEG), in output pixels: tagged `fullpage-truncated` past it.
+    pub const FULL_PAGE_TILED_MAX: u32 = 60_000;
+    /// Tallest WebP: the format's own limit.
+    pub const WEBP_MAX: u32 = 16383;
     /// The largest coordinate or size of a `clip`, in CSS pixels.
     pub const CLIP_MAX: f64 = 16384.0;
     /// `hideSelectors`: at most this many.

@@ -79,7 +79,7 @@ impl Page {
             match decide(mode, &summary, started.elapsed(), out_of_time || !armed) {
                 Verdict::Known(r) => break r,
                 Verdict::Wait => {
-                    if tokio::time::timeout_at(until, tokio::time::sleep(Duration::from_millis(100))).await.is_err() {
+                    if tokio::time::timeout_at(until, tokio::time::sleep(Duration::from_millis(30))).await.is_err() {
                         continue;
                     }
                 }

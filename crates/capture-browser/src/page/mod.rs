@@ -28,6 +28,7 @@ pub(crate) mod hooks;
 pub(crate) mod navigate;
 pub(crate) mod scroll;
 pub(crate) mod shaping;
+pub(crate) mod tiles;
 
 /// Why a bounded wait stopped early.
 pub(crate) enum Stop {

@@ -77,13 +77,13 @@ async fn a_node_without_a_browser_passes_live_clients_on_to_one_with_a_browser()
     // The real token, through the API-only node: the worker node holds the run.
     let here = endpoint.clone();
     let (hold, args) = (script("hold.mjs"), [clients_dir().display().to_string(), here]);
-    let out = node(&hold, &args);
-    let stop = async {
-        wait_status(&app, &key, id, &["running"], 60).await;
-        let r = app.client.post(api_only.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
-        assert_eq!(r.status().as_u16(), 202, "any node takes the stop");
-    };
-    let (out, ()) = tokio::join!(out, stop);
+    // Stopped once the client has its page (a stop between its connect and its first read
+    // raced the client on a loaded machine).
+    let client = node_connected(&hold, &args).await;
+    wait_status(&app, &key, id, &["running"], 60).await;
+    let r = app.client.post(api_only.url(&format!("/v1/runs/{id}/stop"))).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 202, "any node takes the stop");
+    let out = client.await.unwrap();
     assert_eq!(out["url"], site.url("/blank"));
     let run = wait_end(&app, &key, id).await;
     assert_eq!((run["status"].as_str(), run["endReason"].as_str()), (Some("stopped"), Some("stopped")), "{run}");
