@@ -144,6 +144,10 @@ pub const WALL_PAGES: &[WallPage] = &[
     WallPage { path: "/perimeterx.html", vendor: "perimeterx", status: 403, headers: &[] },
 ];
 
+/// The cookie-consent step of the release before this corpus (a script that clicked "accept" on
+/// six platforms and hid what looked like a banner), kept only to measure against.
+pub const PREVIOUS_CONSENT: &str = include_str!("../corpus/previous-consent.js");
+
 /// Pages that talk about captchas, or carry a captcha widget among their own content: not walls.
 pub const NOT_WALLS: &[&str] = &["/plain.html", "/contact-captcha.html"];
 
