@@ -613,7 +613,7 @@ fn filter_lists() {
     let t0 = Instant::now();
     let lists = Blocklists::load(&dir);
     let parsed = t0.elapsed();
-    let all = Which { ads: true, trackers: true, chats: true };
+    let all = Which { ads: true, trackers: true, chats: true, annoyances: true };
     let urls = [
         "https://securepubads.g.doubleclick.net/tag/js/gpt.js",
         "https://www.google-analytics.com/analytics.js",

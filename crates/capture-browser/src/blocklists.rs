@@ -27,6 +27,9 @@ pub const DEBIAN_LISTS_DIR: &str = "/usr/share/chromium/extensions/ublock-origin
 
 /// Our chat-widget list (built in).
 const CHAT_WIDGETS: &str = include_str!("../blocklists/chat-widgets.txt");
+/// Our annoyances list (built in): pop-ups, app banners, notification prompts, floating video
+/// players, back-to-top buttons.
+const ANNOYANCES: &str = include_str!("../blocklists/annoyances.txt");
 
 /// The folder the lists are read from: `CAPTURE_BLOCKLISTS_DIR`, else Debian's.
 pub fn lists_dir() -> PathBuf {
@@ -46,15 +49,22 @@ pub struct Which {
     pub ads: bool,
     pub trackers: bool,
     pub chats: bool,
+    /// `blockAnnoyances` (its own list, and the chat list's launchers).
+    pub annoyances: bool,
 }
 
 impl Which {
     pub fn of(o: &capture_core::options::CaptureOptions) -> Which {
-        Which { ads: o.block_ads, trackers: o.block_trackers, chats: o.block_chats }
+        Which {
+            ads: o.block_ads,
+            trackers: o.block_trackers,
+            chats: o.block_chats || o.block_annoyances,
+            annoyances: o.block_annoyances,
+        }
     }
 
     pub fn any(self) -> bool {
-        self.ads || self.trackers || self.chats
+        self.ads || self.trackers || self.chats || self.annoyances
     }
 }
 
@@ -63,10 +73,12 @@ pub struct Blocklists {
     ads: Option<Engine>,
     trackers: Option<Engine>,
     chats: Engine,
+    annoyances: Engine,
     /// Why ads or trackers have no engine (the list file is missing or unreadable).
     missing: Vec<String>,
-    /// Rules (lines that are neither blank nor comments) of each list: ads, trackers, chats.
-    pub rules: [usize; 3],
+    /// Rules (lines that are neither blank nor comments) of each list: ads, trackers, chats,
+    /// annoyances.
+    pub rules: [usize; 4],
 }
 
 impl std::fmt::Debug for Blocklists {
@@ -81,6 +93,7 @@ pub enum Verdict {
     Ads,
     Trackers,
     Chats,
+    Annoyances,
 }
 
 fn rule_count(text: &str) -> usize {
@@ -110,11 +123,13 @@ impl Blocklists {
             ads_text.as_deref().map_or(0, rule_count),
             trackers_text.as_deref().map_or(0, rule_count),
             rule_count(CHAT_WIDGETS),
+            rule_count(ANNOYANCES),
         ];
         Blocklists {
             ads: ads_text.as_deref().map(engine),
             trackers: trackers_text.as_deref().map(engine),
             chats: engine(CHAT_WIDGETS),
+            annoyances: engine(ANNOYANCES),
             missing,
             rules,
         }
@@ -155,6 +170,7 @@ impl Blocklists {
             (which.ads, Verdict::Ads, self.ads.as_ref()),
             (which.trackers, Verdict::Trackers, self.trackers.as_ref()),
             (which.chats, Verdict::Chats, Some(&self.chats)),
+            (which.annoyances, Verdict::Annoyances, Some(&self.annoyances)),
         ]
         .into_iter()
         .filter_map(|(on, v, e)| if on { e.map(|e| (v, e)) } else { None })
@@ -203,8 +219,32 @@ impl Blocklists {
 mod tests {
     use super::*;
 
-    const ALL: Which = Which { ads: true, trackers: true, chats: true };
-    const CHATS: Which = Which { ads: false, trackers: false, chats: true };
+    const ALL: Which = Which { ads: true, trackers: true, chats: true, annoyances: true };
+    const CHATS: Which = Which { ads: false, trackers: false, chats: true, annoyances: false };
+    const ANNOY: Which = Which { ads: false, trackers: false, chats: true, annoyances: true };
+
+    #[test]
+    fn the_annoyances_list_refuses_pop_up_tools_and_hides_what_they_leave() {
+        let l = Blocklists::load(Path::new("/nonexistent"));
+        assert_eq!(l.rules[3], 74, "annoyance rules");
+        let page = "https://news.example/article";
+        for url in [
+            "https://static.klaviyo.com/onsite/js/klaviyo.js?company_id=AbC123",
+            "https://a.omappapi.com/app/js/api.min.js",
+            "https://widget.privy.com/assets/widget.js",
+        ] {
+            assert_eq!(l.check(ANNOY, url, page, "Script", false), Some(Verdict::Annoyances), "{url}");
+        }
+        assert_eq!(l.check(ANNOY, "https://news.example/app.js", page, "Script", false), None);
+        let hidden = l.hide_selectors(ANNOY, page, &["smartbanner".into()], &["onesignal-slidedown-container".into()]);
+        for want in [".smartbanner", "#onesignal-slidedown-container", r#"div[role="dialog"][aria-label="POPUP Form"]"#]
+        {
+            assert!(hidden.contains(&want.to_string()), "{want}: {hidden:?}");
+        }
+        // Chat launchers come with it.
+        let hidden = l.hide_selectors(ANNOY, page, &[], &["intercom-container".into()]);
+        assert!(hidden.contains(&"#intercom-container".to_string()), "{hidden:?}");
+    }
 
     #[test]
     fn the_chat_list_refuses_widget_hosts_and_hides_launchers() {

@@ -64,9 +64,11 @@ pub(crate) const OVERLAYS: &str = r#"((hide) => {
   }
   found.sort((a, b) => b.coverage - a.coverage);
   let hidden = 0;
-  if (hide && found.length) {
+  const taller = Math.max(document.documentElement.scrollHeight, document.body.scrollHeight) > H + 1;
+  if (hide && (found.length || taller)) {
     for (const f of found) { f.el.style.setProperty('display', 'none', 'important'); hidden++; }
-    // A modal's scroll lock: overflow hidden, or the body fixed in place.
+    // A modal's scroll lock (overflow hidden, or the body fixed in place), also one left by a
+    // pop-up the filter lists hid: a page taller than the view that cannot scroll.
     for (const el of [document.documentElement, document.body]) {
       const s = getComputedStyle(el);
       if (s.overflow === 'hidden' || s.overflowY === 'hidden') el.style.setProperty('overflow', 'visible', 'important');

@@ -104,7 +104,7 @@ async fn ads_trackers_and_chats_are_refused_by_the_lists_and_their_boxes_hidden(
 /// script installs): present, and as large as EasyList and EasyPrivacy are.
 fn installed_lists() -> Blocklists {
     let lists = Blocklists::load(&lists_dir());
-    let all = Which { ads: true, trackers: true, chats: true };
+    let all = Which { ads: true, trackers: true, chats: true, annoyances: true };
     assert_eq!(lists.unavailable(all), None, "run scripts/setup.sh: the filter lists are missing");
     lists
 }
@@ -112,7 +112,7 @@ fn installed_lists() -> Blocklists {
 #[test]
 fn easylist_element_rules_apply_to_public_sites_only() {
     let lists = installed_lists();
-    let [ads, trackers, chats] = lists.rules;
+    let [ads, trackers, chats, _annoyances] = lists.rules;
     println!("filter rules: EasyList {ads}, EasyPrivacy {trackers}, chat widgets {chats}");
     assert!(ads > 30_000 && trackers > 20_000 && chats > 100, "{:?}", lists.rules);
     let ads = Which { ads: true, ..Which::default() };
@@ -130,7 +130,7 @@ fn easylist_element_rules_apply_to_public_sites_only() {
     assert!(!local.contains(&".banner-ad".to_string()));
     // Network rules: a third-party ad server and a tracker, and an ordinary script.
     let page = "https://news.example/story";
-    let all = Which { ads: true, trackers: true, chats: true };
+    let all = Which { ads: true, trackers: true, chats: true, annoyances: true };
     let check = |url: &str, kind: &str| lists.check(all, url, page, kind, false);
     assert_eq!(check("https://securepubads.g.doubleclick.net/tag/js/gpt.js", "Script"), Some(Verdict::Ads));
     assert_eq!(check("https://www.google-analytics.com/analytics.js", "Script"), Some(Verdict::Trackers));

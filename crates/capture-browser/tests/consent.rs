@@ -87,8 +87,13 @@ async fn accept_hide_and_none_do_what_they_say() {
     let img = decode(&out.bytes);
     assert_eq!(out.metadata.consent, Some(ConsentReport { cmp: None, action: ConsentAction::NoneFound }));
     assert_eq!(px(&img, 640, 740), [0x11, 0x11, 0x11], "the banner is still there");
-    // none: nothing runs; the banner stays and nothing is reported.
-    let out = capture(&pool, site.url("/onetrust.html"), CookieConsent::None).await;
+    // none: nothing runs; the banner stays and nothing is reported (waited for: the SDK adds
+    // it a moment after the document is parsed, which may be after the load event).
+    let mut r = url_req(site.url("/onetrust.html"));
+    (r.options.width, r.options.height) = (1280, 800);
+    r.options.cookie_consent = CookieConsent::None;
+    r.options.wait_for = Some("#onetrust-banner-sdk".into());
+    let out = ok(pool.capture(r).await);
     let img = decode(&out.bytes);
     assert_eq!(out.metadata.consent, None);
     assert_eq!(px(&img, 640, 700), [0x22, 0x22, 0x22], "the OneTrust banner shows");

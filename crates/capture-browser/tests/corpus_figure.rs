@@ -70,7 +70,12 @@ async fn the_corpus_captured_clean_before_and_after() {
         }
         rows.push((s, clean, refused, walls));
     }
-    println!("corpus: {} covered pages ({} consent platforms, a home-made banner, a newsletter pop-up), {} bot walls", covered.len(), platforms, WALL_PAGES.len());
+    println!(
+        "corpus: {} covered pages ({} consent platforms, a home-made banner, a newsletter pop-up), {} bot walls",
+        covered.len(),
+        platforms,
+        WALL_PAGES.len()
+    );
     println!("| setting | captured clean | consent refused | walls reported (not a done image) |");
     println!("|---|---|---|---|");
     for (s, clean, refused, walls) in &rows {

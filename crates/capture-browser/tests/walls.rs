@@ -116,3 +116,43 @@ async fn a_pop_up_left_over_the_page_is_reported_and_hide_popups_removes_it() {
     );
     pool.shutdown().await;
 }
+
+/// blockAnnoyances: a Klaviyo sign-up form (with its backdrop and scroll lock), an app banner,
+/// OneSignal's notification prompt and a back-to-top button, each by its tool's own markup, are
+/// gone; the page's content shows where each was, and nothing is left to report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn block_annoyances_removes_pop_ups_banners_prompts_and_buttons() {
+    let site = corpus::serve().await;
+    let (pool, _dir) = pool().await;
+    let out = ok(pool.capture(req(site.url("/annoyances.html"))).await);
+    let img = decode(&out.bytes);
+    // Without: the form's white box, the app banner, the prompt's box, the button.
+    assert_eq!(px(&img, 640, 400), [0xff, 0xff, 0xff]);
+    assert!(out.tags.contains(&"overlay-remaining".to_string()), "{:?}", out.tags);
+    let mut r = req(site.url("/annoyances.html"));
+    r.options.block_annoyances = true;
+    r.options.hide_popups = true; // what the service's default is with blockAnnoyances
+    let out = ok(pool.capture(r).await);
+    let img = decode(&out.bytes);
+    for (x, y, what) in [
+        (640, 400, "the sign-up form"),
+        (640, 40, "the app banner"),
+        (640, 120, "the prompt"),
+        (1230, 750, "back to top"),
+    ] {
+        assert_eq!(px(&img, x, y), CONTENT, "{what}: {:?}", out.tags);
+    }
+    assert_eq!(out.metadata.overlay, None);
+    assert!(!out.tags.contains(&"overlay-remaining".to_string()), "{:?}", out.tags);
+    // The list did it, not the overlay check: without hidePopups it is clean too.
+    let mut r = req(site.url("/annoyances.html"));
+    r.options.block_annoyances = true;
+    let out = ok(pool.capture(r).await);
+    assert_eq!((px(&decode(&out.bytes), 640, 400), out.metadata.overlay), (CONTENT, None), "{:?}", out.tags);
+    // With hidePopups, the form's scroll lock is undone too: the full page is the article.
+    let mut r = req(site.url("/annoyances.html"));
+    (r.options.block_annoyances, r.options.hide_popups, r.options.full_page) = (true, true, true);
+    let out = ok(pool.capture(r).await);
+    assert!(out.height.unwrap() >= 2400, "{:?}", out.height);
+    pool.shutdown().await;
+}

@@ -728,6 +728,10 @@ pub struct CaptureOptions {
     /// Refuse chat-widget requests and hide their launchers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub block_chats: bool,
+    /// Refuse pop-up tools' requests and hide newsletter/app/notification pop-ups, floating
+    /// video players, back-to-top buttons and chat launchers (Capture's annoyances list).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_annoyances: bool,
     /// Hide what still covers the page once the rest ran: any fixed or sticky element over
     /// more than a quarter of the viewport (a newsletter modal, an app banner), and give the
     /// page back the scrolling it locked (tag `popups-hidden`).
@@ -809,6 +813,7 @@ impl Default for CaptureOptions {
             block_ads: false,
             block_trackers: false,
             block_chats: false,
+            block_annoyances: false,
             hide_popups: false,
             credentials: None,
             credentials_set: None,
@@ -1059,6 +1064,12 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub block_chats: Option<bool>,
+    /// Remove newsletter, app and notification pop-ups, floating video players, back-to-top
+    /// buttons and chat launchers (Capture's annoyances list, in EasyList syntax); turns
+    /// `hidePopups` on unless it is set to false.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub block_annoyances: Option<bool>,
     /// Hide any fixed or sticky element still covering more than a quarter of the viewport
     /// (newsletter and app pop-ups, their backdrops) and undo the page's scroll lock.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1332,7 +1343,8 @@ impl ScreenshotIn {
             block_ads: self.block_ads.unwrap_or(false),
             block_trackers: self.block_trackers.unwrap_or(false),
             block_chats: self.block_chats.unwrap_or(false),
-            hide_popups: self.hide_popups.unwrap_or(false),
+            block_annoyances: self.block_annoyances.unwrap_or(false),
+            hide_popups: self.hide_popups.unwrap_or(self.block_annoyances.unwrap_or(false)),
             credentials_set: credentials.as_ref().map(Credentials::summary),
             credentials,
             cache_ttl,
@@ -1735,6 +1747,13 @@ mod tests {
         let mut named = old.clone();
         named["cookieConsent"] = json!("auto");
         assert_eq!(serde_json::to_value(&read).unwrap(), named);
+        // blockAnnoyances turns hidePopups on, unless it is set to false.
+        let a = parse(json!({"url": "https://x.com", "blockAnnoyances": true})).unwrap();
+        assert_eq!((a.block_annoyances, a.hide_popups), (true, true));
+        let a = parse(json!({"url": "https://x.com", "blockAnnoyances": true, "hidePopups": false})).unwrap();
+        assert_eq!((a.block_annoyances, a.hide_popups), (true, false));
+        let a = parse(json!({"url": "https://x.com", "hidePopups": true})).unwrap();
+        assert_eq!((a.block_annoyances, a.hide_popups), (false, true));
         let mut off = old.clone();
         off["cookieConsent"] = json!(false);
         let off: CaptureOptions = serde_json::from_value(off).unwrap();
@@ -1779,10 +1798,10 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 46);
+        assert_eq!(names.len(), 47);
         assert_eq!(
-            (names[0], names[14], names[33], names[37], names[42], names[45]),
-            ("url", "clickBefore", "blockResources", "hidePopups", "cacheKey", "profile")
+            (names[0], names[14], names[33], names[37], names[38], names[43], names[46]),
+            ("url", "clickBefore", "blockResources", "blockAnnoyances", "hidePopups", "cacheKey", "profile")
         );
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }

@@ -102,6 +102,7 @@ pub fn pages() -> Vec<(&'static str, &'static str, String)> {
         ("/plain.html", html, page(include_str!("../corpus/plain.html"))),
         ("/contact-captcha.html", html, page(include_str!("../corpus/contact-captcha.html"))),
         ("/newsletter.html", html, page(include_str!("../corpus/newsletter.html"))),
+        ("/annoyances.html", html, page(include_str!("../corpus/annoyances.html"))),
         ("/cf-challenge.html", html, include_str!("../corpus/cf-challenge.html").to_owned()),
         ("/cf-block.html", html, include_str!("../corpus/cf-block.html").to_owned()),
         ("/datadome.html", html, include_str!("../corpus/datadome.html").to_owned()),

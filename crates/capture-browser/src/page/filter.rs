@@ -18,6 +18,7 @@ pub(crate) struct BlockedCounts {
     pub ads: u32,
     pub trackers: u32,
     pub chats: u32,
+    pub annoyances: u32,
     pub kinds: u32,
 }
 
@@ -127,6 +128,7 @@ impl RequestFilter {
             Some(Verdict::Ads) => self.counts.ads += 1,
             Some(Verdict::Trackers) => self.counts.trackers += 1,
             Some(Verdict::Chats) => self.counts.chats += 1,
+            Some(Verdict::Annoyances) => self.counts.annoyances += 1,
         }
         if self.blocked_urls.len() < URLS_MAX && matches!(kind, "Document" | "Image" | "Media" | "Other") {
             self.blocked_urls.push(r.request.url.clone());

@@ -255,9 +255,12 @@ impl Page {
         if let Err(m) = self.eval_job(&js).await? {
             return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}")));
         }
-        for (n, tag) in
-            [(counts.ads, "ads-blocked"), (counts.trackers, "trackers-blocked"), (counts.chats, "chats-blocked")]
-        {
+        for (n, tag) in [
+            (counts.ads, "ads-blocked"),
+            (counts.trackers, "trackers-blocked"),
+            (counts.chats, "chats-blocked"),
+            (counts.annoyances, "annoyances-blocked"),
+        ] {
             if n > 0 && !tags.iter().any(|t| t == tag) {
                 tags.push(tag.to_owned());
             }
