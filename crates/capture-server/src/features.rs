@@ -202,8 +202,8 @@ fn blocklists(here: bool) -> FeatureStatus {
         name,
         status: Availability::Unavailable,
         detail: format!(
-            "{} not found: captures with blockAds or blockTrackers fail, uncharged (blockChats works: its list is \
-             built in).",
+            "{} not found: captures with blockAds or blockTrackers fail, uncharged (blockChats and blockAnnoyances \
+             work: their lists are built in).",
             files.join(" and ")
         ),
         fix: Some(
