@@ -31,11 +31,37 @@ const CHAT_WIDGETS: &str = include_str!("../blocklists/chat-widgets.txt");
 /// players, back-to-top buttons.
 const ANNOYANCES: &str = include_str!("../blocklists/annoyances.txt");
 
-/// The folder the lists are read from: `CAPTURE_BLOCKLISTS_DIR`, else Debian's.
+/// A folder set by [`use_dir`], before the lists were first read.
+static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Read the lists from `dir` in this process (as `CAPTURE_BLOCKLISTS_DIR` does), if they were
+/// not read yet and no folder was set before; whether it was taken.
+pub fn use_dir(dir: PathBuf) -> bool {
+    DIR.set(dir).is_ok()
+}
+
+/// The folder the lists are read from: [`use_dir`]'s, `CAPTURE_BLOCKLISTS_DIR`, else Debian's.
 pub fn lists_dir() -> PathBuf {
+    if let Some(d) = DIR.get() {
+        return d.clone();
+    }
     std::env::var_os("CAPTURE_BLOCKLISTS_DIR")
         .filter(|d| !d.is_empty())
         .map_or_else(|| PathBuf::from(DEBIAN_LISTS_DIR), PathBuf::from)
+}
+
+/// uBlock Origin's own lists beside EasyList in Debian's package (`assets/ublock`): its filters
+/// hold the scriptlet rules (`##+js(...)`) that EasyList leaves to it. With
+/// `CAPTURE_BLOCKLISTS_DIR`, the same files are looked for in that folder.
+fn ublock_lists(dir: &Path) -> Vec<PathBuf> {
+    let names = ["filters.min.txt", "quick-fixes.min.txt", "unbreak.min.txt"];
+    let beside = dir.parent().and_then(Path::parent).map(|a| a.join("ublock"));
+    names
+        .iter()
+        .flat_map(|n| [Some(dir.join(n)), beside.as_ref().map(|b| b.join(n))])
+        .flatten()
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// The list files of `dir` that are missing (none on a default install).
@@ -74,6 +100,8 @@ pub struct Blocklists {
     trackers: Option<Engine>,
     chats: Engine,
     annoyances: Engine,
+    /// uBlock Origin scriptlets the ads engine can run (0: Debian's `js/resources` missing).
+    pub scriptlets: usize,
     /// Why ads or trackers have no engine (the list file is missing or unreadable).
     missing: Vec<String>,
     /// Rules (lines that are neither blank nor comments) of each list: ads, trackers, chats,
@@ -106,6 +134,18 @@ fn engine(text: &str) -> Engine {
     Engine::new_with_filter_set(set)
 }
 
+/// EasyList with uBlock Origin's own filters, and the scriptlets their `+js()` rules run.
+fn ads_engine(easylist: &str, ublock: &[String], resources: Vec<adblock::resources::Resource>) -> Engine {
+    let mut set = FilterSet::new(false);
+    set.add_filter_list(easylist.to_owned(), ParseOptions::default());
+    for l in ublock {
+        set.add_filter_list(l.clone(), ParseOptions::default());
+    }
+    let mut e = Engine::new_with_filter_set(set);
+    e.use_resources(resources);
+    e
+}
+
 impl Blocklists {
     /// Parse the lists in `dir` (and the built-in chat list).
     pub fn load(dir: &Path) -> Blocklists {
@@ -119,14 +159,18 @@ impl Blocklists {
         };
         let ads_text = read("easylist.txt");
         let trackers_text = read("easyprivacy.txt");
+        let ublock: Vec<String> = ublock_lists(dir).iter().filter_map(|p| std::fs::read_to_string(p).ok()).collect();
+        let scriptlets = crate::scriptlets::load(&crate::scriptlets::resources_dir());
+        let scriptlet_count = scriptlets.len();
         let rules = [
-            ads_text.as_deref().map_or(0, rule_count),
+            ads_text.as_deref().map_or(0, rule_count) + ublock.iter().map(|l| rule_count(l)).sum::<usize>(),
             trackers_text.as_deref().map_or(0, rule_count),
             rule_count(CHAT_WIDGETS),
             rule_count(ANNOYANCES),
         ];
         Blocklists {
-            ads: ads_text.as_deref().map(engine),
+            ads: ads_text.as_deref().map(|t| ads_engine(t, &ublock, scriptlets)),
+            scriptlets: scriptlet_count,
             trackers: trackers_text.as_deref().map(engine),
             chats: engine(CHAT_WIDGETS),
             annoyances: engine(ANNOYANCES),
@@ -197,6 +241,17 @@ impl Blocklists {
         self.engines(which).find(|(_, e)| e.check_network_request(&req).should_block()).map(|(v, _)| v)
     }
 
+    /// The scriptlets (`##+js(...)` rules) the lists `which` run on a page at `url`, as a script
+    /// to add before the page's own (None when there are none).
+    pub fn scriptlets_for(&self, which: Which, url: &str) -> Option<String> {
+        let injected: String = self
+            .engines(which)
+            .map(|(_, e)| e.url_cosmetic_resources(url).injected_script)
+            .collect::<Vec<_>>()
+            .join("\n");
+        crate::scriptlets::wrap(&injected)
+    }
+
     /// The element rules for a page at `url` with these classes and ids: its own (per-site)
     /// rules, the generic ones that do not name a class or id, and the generic ones naming a
     /// class or id the page has.
@@ -209,10 +264,47 @@ impl Blocklists {
             }
             out.extend(r.hide_selectors);
         }
-        let mut v: Vec<String> = out.into_iter().collect();
+        let mut v: Vec<String> = out.into_iter().filter(|s| !is_procedural(s)).collect();
         v.sort();
         v
     }
+
+    /// The procedural and action rules (`:has-text()`, `:upward()`, `:matches-css()`,
+    /// `:xpath()`, `:remove()`, `:style()`…) for a page at `url`: adblock's JSON for the action
+    /// rules it parses, and the selectors it keeps whole (written in uBO's syntax) as they are.
+    pub fn procedural_for(&self, which: Which, url: &str) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for (_, e) in self.engines(which) {
+            let r = e.url_cosmetic_resources(url);
+            v.extend(r.procedural_actions);
+            v.extend(r.hide_selectors.into_iter().filter(|s| is_procedural(s)));
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// uBO's procedural operators, which are not CSS (`:has()` and `:not()` are, in Chromium).
+const PROCEDURAL: [&str; 13] = [
+    ":has-text(",
+    ":upward(",
+    ":matches-css(",
+    ":matches-css-before(",
+    ":matches-css-after(",
+    ":min-text-length(",
+    ":matches-attr(",
+    ":matches-path(",
+    ":xpath(",
+    ":remove()",
+    ":style(",
+    ":remove-attr(",
+    ":remove-class(",
+];
+
+/// A selector written with procedural operators.
+pub fn is_procedural(selector: &str) -> bool {
+    PROCEDURAL.iter().any(|op| selector.contains(op))
 }
 
 #[cfg(test)]
@@ -222,6 +314,16 @@ mod tests {
     const ALL: Which = Which { ads: true, trackers: true, chats: true, annoyances: true };
     const CHATS: Which = Which { ads: false, trackers: false, chats: true, annoyances: false };
     const ANNOY: Which = Which { ads: false, trackers: false, chats: true, annoyances: true };
+
+    #[test]
+    fn procedural_selectors_are_told_from_css() {
+        assert!(is_procedural("div.card:has-text(Sponsored)"));
+        assert!(is_procedural(".promo:upward(2)"));
+        assert!(is_procedural(".teaser:remove()"));
+        // Chromium's own :has() and :not() are CSS.
+        assert!(!is_procedural("div:has(> img.ad)"));
+        assert!(!is_procedural(".ad:not(.keep)"));
+    }
 
     #[test]
     fn the_annoyances_list_refuses_pop_up_tools_and_hides_what_they_leave() {

@@ -72,6 +72,7 @@ pub(crate) async fn run(
     page.emulate(o).await?;
     page.identify(o).await?;
     page.block(o).await?;
+    page.arm_scriptlets(&req.source).await?;
     page.arm_consent(o.cookie_consent).await?;
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;

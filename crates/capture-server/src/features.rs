@@ -79,6 +79,10 @@ pub fn report(state: &AppState, mail: &str) -> Vec<FeatureStatus> {
             "video captures fail, uncharged",
         ),
         blocklists(worker),
+        scriptlets(worker, {
+            static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+            *N.get_or_init(|| capture_browser::scriptlets::load(&capture_browser::scriptlets::resources_dir()).len())
+        }),
         consent(worker),
         tools(
             "pdfThumbnails",
@@ -151,6 +155,35 @@ fn accessibility(axe: &AxeSource) -> FeatureStatus {
         ),
     };
     FeatureStatus { id: "auditAccessibility", name: "Accessibility scores of audits", status, detail, fix }
+}
+
+/// uBlock Origin's scriptlets, which `blockAds` runs for the lists' `##+js(...)` rules.
+fn scriptlets(here: bool, found: usize) -> FeatureStatus {
+    let (id, name) = ("adScriptlets", "Scriptlet rules of blockAds (uBlock Origin's scriptlets)");
+    if !here {
+        let detail = "This node has no worker role; the worker nodes' /readyz say.".into();
+        return FeatureStatus { id, name, status: Availability::NotOnThisNode, detail, fix: None };
+    }
+    let dir = capture_browser::scriptlets::resources_dir();
+    if found > 0 {
+        let detail = format!("{found} scriptlets are read from {}.", dir.display());
+        return FeatureStatus { id, name, status: Availability::Ok, detail, fix: None };
+    }
+    FeatureStatus {
+        id,
+        name,
+        status: Availability::Unavailable,
+        detail: format!(
+            "No scriptlets in {}: blockAds still refuses requests and hides elements, but runs none of the \
+             lists' ##+js(...) rules.",
+            dir.display()
+        ),
+        fix: Some(
+            "Install Debian's uBlock Origin package (scripts/setup.sh does: apt-get install \
+             webext-ublock-origin-chromium), or set CAPTURE_SCRIPTLETS_DIR to its js/resources folder."
+                .into(),
+        ),
+    }
 }
 
 /// `cookieConsent`: the engine and its rules are part of the binary, so nothing can be missing
@@ -278,6 +311,15 @@ mod tests {
         assert_eq!((here.status, here.detail.as_str()), (Availability::Ok, "sh installed."));
         assert_eq!(tools("runVideos", "Videos", false, &["sh"], "x").status, Availability::NotOnThisNode);
         assert_eq!(debian_packages(&["ffmpeg", "ffprobe", "pdftoppm"]), "ffmpeg poppler-utils");
+    }
+
+    #[test]
+    fn missing_scriptlets_say_what_blockads_still_does() {
+        let s = scriptlets(true, 0);
+        assert_eq!(s.status, Availability::Unavailable);
+        assert!(s.detail.ends_with("runs none of the lists' ##+js(...) rules."), "{}", s.detail);
+        assert!(s.fix.unwrap().contains("CAPTURE_SCRIPTLETS_DIR"));
+        assert_eq!(scriptlets(true, 91).status, Availability::Ok);
     }
 
     #[test]

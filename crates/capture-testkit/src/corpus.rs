@@ -103,6 +103,7 @@ pub fn pages() -> Vec<(&'static str, &'static str, String)> {
         ("/contact-captcha.html", html, page(include_str!("../corpus/contact-captcha.html"))),
         ("/newsletter.html", html, page(include_str!("../corpus/newsletter.html"))),
         ("/annoyances.html", html, page(include_str!("../corpus/annoyances.html"))),
+        ("/ad-article.html", html, page(include_str!("../corpus/ad-article.html"))),
         ("/cf-challenge.html", html, include_str!("../corpus/cf-challenge.html").to_owned()),
         ("/cf-block.html", html, include_str!("../corpus/cf-block.html").to_owned()),
         ("/datadome.html", html, include_str!("../corpus/datadome.html").to_owned()),
@@ -148,6 +149,17 @@ pub const WALL_PAGES: &[WallPage] = &[
 /// The cookie-consent step of the release before this corpus (a script that clicked "accept" on
 /// six platforms and hid what looked like a banner), kept only to measure against.
 pub const PREVIOUS_CONSENT: &str = include_str!("../corpus/previous-consent.js");
+
+/// Rules for `/ad-article.html` in EasyList/uBO syntax, for the page's host: a scriptlet-only
+/// ad (`set-constant`), an interstitial stopped by `abort-on-property-read`, a sponsored card
+/// found by its text, a partner offer whose box is two levels up, and a teaser removed.
+pub fn ad_article_rules(host: &str) -> String {
+    format!(
+        "{host}##+js(set, adsEnabled, false)\n{host}##+js(aopr, showInterstitial)\n\
+         {host}#?#div.card:has-text(Sponsored)\n{host}##.promo:has-text(/partner offer/i):upward(2)\n\
+         {host}##.teaser:remove()\n"
+    )
+}
 
 /// Pages that talk about captchas, or carry a captcha widget among their own content: not walls.
 pub const NOT_WALLS: &[&str] = &["/plain.html", "/contact-captcha.html"];

@@ -225,6 +225,18 @@ impl Page {
         Ok(())
     }
 
+    /// The lists' scriptlets (`##+js(...)`) for the page asked for, added before its own
+    /// scripts run (after [`Self::block`], which loads the lists).
+    pub(crate) async fn arm_scriptlets(&mut self, source: &PageSource) -> Result<(), CaptureError> {
+        let PageSource::Url(url) = source else { return Ok(()) };
+        if let Some((lists, which)) = self.filter.as_ref().and_then(|f| f.lists.clone())
+            && let Some(script) = lists.scriptlets_for(which, url)
+        {
+            self.call(&s::AddScriptToEvaluateOnNewDocument { source: &script }).await?;
+        }
+        Ok(())
+    }
+
     /// Hide what the filter lists name on this page (their element rules for its host, and
     /// the generic ones for the classes and ids it has), and collapse the frames and images
     /// whose requests they refused; tags `ads-blocked`, `trackers-blocked`, `chats-blocked`
@@ -254,6 +266,15 @@ impl Page {
         );
         if let Err(m) = self.eval_job(&js).await? {
             return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}")));
+        }
+        // The procedural and action rules for this page (a rule the page defeats is skipped).
+        let procedural = lists.procedural_for(which, &page_url);
+        if !procedural.is_empty()
+            && let Ok(Ok(v)) = self.eval(&crate::procedural::script(&procedural), self.deadline, false).await
+            && v.as_u64().unwrap_or(0) > 0
+            && !tags.iter().any(|t| t == "procedural-applied")
+        {
+            tags.push("procedural-applied".into());
         }
         for (n, tag) in [
             (counts.ads, "ads-blocked"),
