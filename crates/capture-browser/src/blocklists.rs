@@ -256,32 +256,36 @@ impl Blocklists {
     /// rules, the generic ones that do not name a class or id, and the generic ones naming a
     /// class or id the page has.
     pub fn hide_selectors(&self, which: Which, url: &str, classes: &[String], ids: &[String]) -> Vec<String> {
-        let mut out: HashSet<String> = HashSet::new();
+        self.element_rules(which, url, classes, ids).0
+    }
+
+    /// The page's element rules as [`Self::hide_selectors`] gives them, and beside them its
+    /// procedural and action rules (`:has-text()`, `:upward()`, `:matches-css()`, `:xpath()`,
+    /// `:remove()`, `:style()`…): adblock's JSON for the action rules it parses, and the
+    /// selectors it keeps whole (written in uBO's syntax) as they are. One look per list.
+    pub fn element_rules(
+        &self,
+        which: Which,
+        url: &str,
+        classes: &[String],
+        ids: &[String],
+    ) -> (Vec<String>, Vec<String>) {
+        let mut hide: HashSet<String> = HashSet::new();
+        let mut procedural: Vec<String> = Vec::new();
         for (_, e) in self.engines(which) {
             let r = e.url_cosmetic_resources(url);
             if !r.generichide {
-                out.extend(e.hidden_class_id_selectors(classes, ids, &r.exceptions));
+                hide.extend(e.hidden_class_id_selectors(classes, ids, &r.exceptions));
             }
-            out.extend(r.hide_selectors);
+            procedural.extend(r.procedural_actions);
+            procedural.extend(r.hide_selectors.iter().filter(|s| is_procedural(s)).cloned());
+            hide.extend(r.hide_selectors);
         }
-        let mut v: Vec<String> = out.into_iter().filter(|s| !is_procedural(s)).collect();
-        v.sort();
-        v
-    }
-
-    /// The procedural and action rules (`:has-text()`, `:upward()`, `:matches-css()`,
-    /// `:xpath()`, `:remove()`, `:style()`…) for a page at `url`: adblock's JSON for the action
-    /// rules it parses, and the selectors it keeps whole (written in uBO's syntax) as they are.
-    pub fn procedural_for(&self, which: Which, url: &str) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        for (_, e) in self.engines(which) {
-            let r = e.url_cosmetic_resources(url);
-            v.extend(r.procedural_actions);
-            v.extend(r.hide_selectors.into_iter().filter(|s| is_procedural(s)));
-        }
-        v.sort();
-        v.dedup();
-        v
+        let mut hide: Vec<String> = hide.into_iter().filter(|s| !is_procedural(s)).collect();
+        hide.sort();
+        procedural.sort();
+        procedural.dedup();
+        (hide, procedural)
     }
 }
 

@@ -49,7 +49,7 @@ fn functions(src: &str) -> HashMap<String, String> {
         let line = lines[i];
         let def = line.strip_prefix("export ").unwrap_or(line);
         if let Some(rest) = def.strip_prefix("function ").or_else(|| def.strip_prefix("class ")) {
-            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
+            let name = identifier(rest);
             if let Some(end) = (i..lines.len()).find(|&j| lines[j] == "}") {
                 if !name.is_empty() {
                     let mut body = String::from(def);
@@ -115,46 +115,38 @@ fn string_of(obj: &str, key: &str) -> Option<String> {
     Some(rest[1..1 + end].to_string())
 }
 
+/// The JavaScript identifier `s` starts with (after blanks).
+fn identifier(s: &str) -> String {
+    s.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect()
+}
+
+/// A registration's details from its object literal, for the function it registers.
+fn registration(obj: &str, function: String) -> Registration {
+    Registration {
+        name: string_of(obj, "name").unwrap_or_default(),
+        function,
+        aliases: list_of(obj, "aliases"),
+        dependencies: list_of(obj, "dependencies"),
+        trusted: obj.contains("requiresTrust: true"),
+    }
+}
+
+/// `registerScriptlet(fn, {…})` and `builtinScriptlets.push({fn, …})`.
 fn registrations(src: &str) -> Vec<Registration> {
     let mut out = Vec::new();
     for (at, _) in src.match_indices("registerScriptlet(") {
         let rest = &src[at + "registerScriptlet(".len()..];
-        let function: String =
-            rest.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
-        let Some(open) = rest.find('{') else { continue };
-        let Some(obj) = object_at(rest, open) else { continue };
-        if function.is_empty() {
-            continue;
+        let function = identifier(rest);
+        let Some(obj) = rest.find('{').and_then(|open| object_at(rest, open)) else { continue };
+        if !function.is_empty() {
+            out.push(registration(obj, function));
         }
-        out.push(Registration {
-            name: string_of(obj, "name").unwrap_or_default(),
-            function,
-            aliases: list_of(obj, "aliases"),
-            dependencies: list_of(obj, "dependencies"),
-            trusted: obj.contains("requiresTrust: true"),
-        });
     }
     for (at, _) in src.match_indices("builtinScriptlets.push(") {
         let rest = &src[at + "builtinScriptlets.push(".len()..];
-        let Some(open) = rest.find('{') else { continue };
-        let Some(obj) = object_at(rest, open) else { continue };
-        let function = obj
-            .find("fn:")
-            .map(|k| {
-                obj[k + 3..]
-                    .trim_start()
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
-                    .collect()
-            })
-            .unwrap_or_default();
-        out.push(Registration {
-            name: string_of(obj, "name").unwrap_or_default(),
-            function,
-            aliases: list_of(obj, "aliases"),
-            dependencies: list_of(obj, "dependencies"),
-            trusted: obj.contains("requiresTrust: true"),
-        });
+        let Some(obj) = rest.find('{').and_then(|open| object_at(rest, open)) else { continue };
+        let function = obj.find("fn:").map(|k| identifier(&obj[k + 3..])).unwrap_or_default();
+        out.push(registration(obj, function));
     }
     out
 }

@@ -259,7 +259,7 @@ impl Page {
                 .map_or_else(Vec::new, |a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
         };
         let page_url = self.document_chain.last().cloned().unwrap_or_default();
-        let selectors = lists.hide_selectors(which, &page_url, &strings("classes"), &strings("ids"));
+        let (selectors, procedural) = lists.element_rules(which, &page_url, &strings("classes"), &strings("ids"));
         let js = scripts::hide_blocked(
             &serde_json::to_string(&selectors).unwrap_or_else(|_| "[]".into()),
             &serde_json::to_string(&urls).unwrap_or_else(|_| "[]".into()),
@@ -268,7 +268,6 @@ impl Page {
             return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}")));
         }
         // The procedural and action rules for this page (a rule the page defeats is skipped).
-        let procedural = lists.procedural_for(which, &page_url);
         if !procedural.is_empty()
             && let Ok(Ok(v)) = self.eval(&crate::procedural::script(&procedural), self.deadline, false).await
             && v.as_u64().unwrap_or(0) > 0
