@@ -14,7 +14,10 @@
 //! - An iframe posts its record to the top frame; the top frame keeps them all and answers
 //!   `window.__captureConsent()` with a summary and whether anything on the page still looks like
 //!   a pop-up (a visible fixed or sticky element with a consent-ish name, or covering much of the
-//!   view).
+//!   view), and whether the page is *settled*: a look by the engine's rules — the engine's own,
+//!   or one the summary runs itself when the page changed since (`probe`) — started after the
+//!   page's last change and found no platform. The engine only looks again 500 ms later; the
+//!   probe makes a page without a pop-up cost one round trip (issue 39: it cost ~100 ms).
 //! - After navigation, [`decide`] reads that summary until the outcome is known, within the
 //!   2 s budget: answered (`rejected`/`accepted`), hidden (a cosmetic rule, or `hide`), nothing
 //!   found, or failed. With `auto`, a pop-up no rule could refuse — and a consent-looking banner
@@ -28,8 +31,33 @@ use serde::Deserialize;
 
 /// The autoconsent release built in.
 pub const AUTOCONSENT_VERSION: &str = "16.23.0";
-/// The engine, unmodified from the npm package.
+/// The engine, as the npm package ships it; [`engine`] adds three lines (see there).
 const ENGINE: &str = include_str!("../vendor/autoconsent/autoconsent.playwright.js");
+
+/// Where the engine's source is met by the lines we add, and what each becomes: a look's start
+/// time is noted, its end reported (`captureLooked`: how many platforms it found, when it
+/// started), and the top frame's engine handed to the glue, which asks its rules itself when the
+/// page changed after the engine's last look ([`GLUE`]'s `probe`).
+const ENGINE_HOOKS: [(&str, &str); 3] = [
+    (
+        "      this.updateState({ findCmpAttempts: this.state.findCmpAttempts + 1 });\n",
+        "      const captureStarted = performance.now();\n      this.updateState({ findCmpAttempts: this.state.findCmpAttempts + 1 });\n",
+    ),
+    (
+        "      this.detectHeuristics();\n      if (foundCMPs.length === 0 && retries > 0) {\n",
+        "      this.detectHeuristics();\n      this.sendContentMessage({ type: \"captureLooked\", found: foundCMPs.length, started: captureStarted });\n      if (foundCMPs.length === 0 && retries > 0) {\n",
+    ),
+    (
+        "    const consent = new AutoConsent(window.autoconsentSendMessage, null, { autoconsent: [] });\n",
+        "    const consent = new AutoConsent(window.autoconsentSendMessage, null, { autoconsent: [] });\n    try { window.__captureConsentEngine && window.__captureConsentEngine(consent); } catch (e) {}\n",
+    ),
+];
+
+/// The engine with [`ENGINE_HOOKS`] in place (each anchor is met exactly once: a test holds it
+/// to that, so a new release that moved one fails the build's tests, not a capture).
+fn engine() -> String {
+    ENGINE_HOOKS.iter().fold(ENGINE.to_owned(), |src, (anchor, with)| src.replacen(anchor, with, 1))
+}
 /// Every rule, in the compact encoding, unmodified from the npm package. The compact encoding
 /// leaves out the opt-in steps: opting out and hiding need nothing else.
 const RULES: &str = include_str!("../vendor/autoconsent/compact-rules.json");
@@ -82,14 +110,21 @@ fn build(action: &str) -> String {
         .replace("__AUTO_ACTION__", auto)
         .replace("__HEURISTIC__", heuristic)
         .replace("__PREHIDE_MS__", &prehide.to_string())
+        .replace("__HIDE_FALLBACK__", HIDE_FALLBACK)
         .replace(
             "__RULES__",
-            &match action {
-                "optIn" => FULL_RULES.trim().to_owned(),
-                _ => format!("{{ \"autoconsent\": [], \"compact\": {} }}", RULES.trim()),
-            },
+            // As a JSON string the page parses: V8 reads a string literal and `JSON.parse` far
+            // faster than the same data as an object literal (~250 KB in every document).
+            &format!(
+                "JSON.parse({})",
+                serde_json::to_string(&match action {
+                    "optIn" => FULL_RULES.trim().to_owned(),
+                    _ => format!("{{ \"autoconsent\": [], \"compact\": {} }}", RULES.trim()),
+                })
+                .unwrap_or_default()
+            ),
         );
-    format!("{glue}\n;try {{\n{ENGINE}\n}} catch (e) {{}}\n")
+    format!("{glue}\n;try {{\n{}\n}} catch (e) {{}}\n", engine())
 }
 
 /// The host side of the engine, in the page (see the module docs).
@@ -117,6 +152,25 @@ const GLUE: &str = r#"(() => {
   // the engine last started looking: an engine that looked after the last change and found
   // nothing has seen everything there is to find.
   let changedAt = performance.now(), lookedAt = -1;
+  // The engine of this document (handed over by the one line added to its source, see
+  // `ENGINE_HOOK`): the top frame asks its rules itself whether the page as it now is holds a
+  // platform, instead of waiting for the engine's next look (500 ms apart).
+  let engine = null;
+  const hideFallback = () => __HIDE_FALLBACK__;
+  if (isTop) Object.defineProperty(window, '__captureConsentEngine', { value: (e) => { if (!engine) engine = e; } });
+  const probe = async () => {
+    const st = engine && engine.state && engine.state.lifecycle;
+    if (!st || st === 'loading' || st === 'waitingForInitResponse' || !Array.isArray(engine.rules)) return;
+    const started = performance.now();
+    let found = false;
+    await Promise.all(engine.rules.map(async (r) => {
+      try {
+        if (!r.checkFrameContext(true) || (r.runContext && r.runContext.urlPattern && !r.hasMatchingUrlPattern())) return;
+        if (await r.detectCmp()) found = true;
+      } catch (e) {}
+    }));
+    if (!found && started > lookedAt) lookedAt = started;
+  };
   if (isTop) {
     try {
       new MutationObserver(() => { changedAt = performance.now(); })
@@ -151,9 +205,29 @@ const GLUE: &str = r#"(() => {
       }
       return false;
     };
+    // A consent platform's script is on the page (its global, the IAB frameworks' API stubs every
+    // large platform defines at once, or its loader): its pop-up may still be on its way.
+    const platformGlobals = ['__tcfapi', '__gpp', '__uspapi', '__cmp', 'OneTrust', 'OneTrustStub', 'Optanon',
+      'OptanonWrapper', 'Cookiebot', 'CookieConsent', 'CookieControl', 'Didomi', 'didomiOnReady', 'UC_UI',
+      'usercentrics', 'truste', '_sp_', '_sp_queue', 'klaro', 'tarteaucitron', '_iub', 'CookieScript', 'Osano',
+      'cookieyes', 'Termly', '__cmpapi'];
+    const platformScripts = /cookielaw\.org|onetrust|cookiebot\.com|consensu\.org|privacy-mgmt\.com|usercentrics\.eu|trustarc\.com|truste\.com|didomi\.io|consentmanager\.net|cookieyes\.com|termly\.io|iubenda\.com|osano\.com|quantcast/i;
+    const platformPresent = () => {
+      for (const g of platformGlobals) { try { if (window[g] !== undefined) return true; } catch (e) {} }
+      for (const sc of document.scripts) { if (sc.src && platformScripts.test(sc.src)) return true; }
+      return false;
+    };
     Object.defineProperty(window, '__captureConsent', {
-      value: () => ({ frames: Array.from(frames.values()).map(copy), open: looksOpen(),
-        settled: lookedAt > changedAt && performance.now() - lookedAt > 60 }),
+      value: async (fallback) => {
+        if (lookedAt <= changedAt) await probe();
+        const fs = Array.from(frames.values()).map(copy);
+        const open = looksOpen(), settled = lookedAt > changedAt;
+        // Nothing found anywhere and nothing looks open: `auto`'s fallback runs now, in this
+        // call, rather than in a second round trip.
+        const platform = platformPresent();
+        const quiet = settled && !open && !platform && fs.every((f) => !f.cmp && !f.popup && !f.result && !f.done);
+        return { frames: fs, open, settled, platform, hid: fallback && quiet ? hideFallback() : null };
+      },
     });
   }
   window.autoconsentSendMessage = async (m) => {
@@ -165,11 +239,11 @@ const GLUE: &str = r#"(() => {
       case 'report':
         if (m.state) {
           me.lifecycle = m.state.lifecycle;
-          if (m.state.findCmpAttempts !== me.attempts) lookedAt = performance.now();
           me.attempts = m.state.findCmpAttempts;
           if (!me.cmp && m.state.detectedCmps && m.state.detectedCmps.length) me.cmp = m.state.detectedCmps[0];
         }
         break;
+      case 'captureLooked': if (!m.found && m.started > lookedAt) lookedAt = m.started; return;
       case 'cmpDetected': if (!me.cmp) me.cmp = m.cmp; break;
       case 'popupFound': me.popup = true; me.cmp = m.cmp; break;
       case 'optOutResult': me.result = m.result ? 'rejected' : 'failed'; if (m.cmp && m.cmp !== 'none') me.cmp = m.cmp; break;
@@ -181,8 +255,14 @@ const GLUE: &str = r#"(() => {
   };
 })();"#;
 
-/// Reads the top frame's summary (null when the script did not run there).
-pub(crate) const SUMMARY: &str = "window.__captureConsent ? window.__captureConsent() : null";
+/// Reads the top frame's summary (null when the script did not run there); with `fallback`
+/// (`auto`), a page where nothing was found has [`HIDE_FALLBACK`] run in the same call.
+pub(crate) fn summary(fallback: bool) -> &'static str {
+    match fallback {
+        true => "window.__captureConsent ? window.__captureConsent(true) : null",
+        false => "window.__captureConsent ? window.__captureConsent(false) : null",
+    }
+}
 
 /// Hides what still looks like a consent pop-up (known platforms' containers, fixed or sticky
 /// elements with a consent-ish name) and lifts the page's scroll lock; returns how many it hid.
@@ -244,10 +324,18 @@ pub(crate) struct Summary {
     /// Something still looks like a consent pop-up.
     #[serde(default)]
     pub open: bool,
-    /// The engine's last look at the top document came after its last change (and had time to
-    /// finish): nothing more will be found unless the page changes again.
+    /// A look by the rules at the top document, started after its last change, finished and
+    /// found no platform: nothing more will be found unless the page changes again.
     #[serde(default)]
     pub settled: bool,
+    /// A consent platform's script is on the page (its global, an IAB framework's API stub or
+    /// its loader), whether or not a rule recognised its pop-up yet.
+    #[serde(default)]
+    pub platform: bool,
+    /// How many consent-looking elements [`HIDE_FALLBACK`] hid, when the summary ran it (a page
+    /// where nothing was found, with `auto`).
+    #[serde(default)]
+    pub hid: Option<u64>,
 }
 
 /// What the summary says so far.
@@ -306,10 +394,16 @@ pub(crate) fn decide(mode: CookieConsent, s: &Summary, elapsed: std::time::Durat
             false => Verdict::Wait,
         };
     }
-    // Nothing recognised: done once the engine looked at the page as it now is and nothing
-    // looks like a pop-up (a platform that injects its banner after the first look is found
-    // by the engine's next one).
-    if s.settled && !s.open { report(None, ConsentAction::NoneFound) } else { Verdict::Wait }
+    // Nothing recognised: done once the rules looked at the page as it now is and nothing
+    // looks like a pop-up — at once on a page without a platform's script, after
+    // [`QUIET_PLATFORM`] on one with (its SDK injects the pop-up after the page loaded; the
+    // change makes the next summary look again).
+    // A platform's script with nothing shown yet gets the time a recognised one gets.
+    if s.settled && !s.open && (!s.platform || elapsed >= QUIET_PLATFORM) {
+        report(None, ConsentAction::NoneFound)
+    } else {
+        Verdict::Wait
+    }
 }
 
 #[cfg(test)]
@@ -342,7 +436,8 @@ mod tests {
     #[test]
     fn every_mode_reads_the_engines_reports() {
         use CookieConsent::{Accept, Auto, Hide, Reject};
-        let s = |frames: Vec<FrameState>, open: bool| Summary { frames, open, settled: true };
+        let s =
+            |frames: Vec<FrameState>, open: bool| Summary { frames, open, settled: true, platform: false, hid: None };
         // An iframe's platform refused: the page's outcome.
         let refused = s(
             vec![
@@ -370,8 +465,13 @@ mod tests {
         let unknown_banner = s(vec![frame(None, "started", false, None)], true);
         assert_eq!(decide(Auto, &unknown_banner, ms(0), false), Verdict::Wait);
         assert_eq!(known(decide(Auto, &unknown_banner, ms(2000), true)), (None, ConsentAction::NoneFound));
-        let not_yet = Summary { frames: vec![frame(None, "started", false, None)], open: false, settled: false };
+        let not_yet = Summary { settled: false, ..nothing.clone() };
         assert_eq!(decide(Auto, &not_yet, ms(0), false), Verdict::Wait);
+        // A platform's script on the page, its pop-up not shown yet: the same moment as a
+        // recognised platform's.
+        let loading = Summary { platform: true, ..nothing.clone() };
+        assert_eq!(decide(Auto, &loading, ms(100), false), Verdict::Wait);
+        assert_eq!(known(decide(Auto, &loading, ms(700), false)), (None, ConsentAction::NoneFound));
         // A platform without a pop-up: believed after a moment when nothing looks open.
         let quiet = s(vec![frame(Some("Onetrust"), "cmpDetected", false, None)], false);
         assert_eq!(decide(Auto, &quiet, ms(100), false), Verdict::Wait);
@@ -387,15 +487,25 @@ mod tests {
     }
 
     #[test]
+    fn each_hook_meets_the_engine_once() {
+        for (anchor, with) in ENGINE_HOOKS {
+            assert_eq!(ENGINE.matches(anchor).count(), 1, "{anchor}");
+            assert_eq!(engine().matches(with).count(), 1, "{with}");
+        }
+    }
+
+    #[test]
     fn the_script_carries_the_rules_and_the_answer_of_its_mode() {
         let auto = arm_script(CookieConsent::Auto).unwrap();
         assert!(auto.contains("autoAction: 'optOut'") && auto.contains("heuristicMode: 'reject'"));
-        assert!(auto.contains(r#""compact": {"v":1"#) && auto.contains("autoconsentReceiveMessage"));
+        // The rules travel as one JSON string the page parses.
+        assert!(auto.contains(r#"JSON.parse("{ \"autoconsent\": [], \"compact\": {\"v\":1"#));
+        assert!(auto.contains("autoconsentReceiveMessage"));
         let accept = arm_script(CookieConsent::Accept).unwrap();
         // The opt-in steps are only in the full rules.
         assert!(
             accept.contains("autoAction: 'optIn'")
-                && accept.contains(r##""optIn":[{"waitForThenClick":"#didomi-notice-agree-button"}]"##)
+                && accept.contains(r##"\"optIn\":[{\"waitForThenClick\":\"#didomi-notice-agree-button\"}]"##)
         );
         let hide = arm_script(CookieConsent::Hide).unwrap();
         assert!(hide.contains("autoAction: null") && hide.contains("prehideTimeout: 3600000"));

@@ -59,10 +59,13 @@ impl Page {
         }
         let started = Instant::now();
         let until = (started + CONSENT_BUDGET).min(self.deadline);
+        let auto = mode == CookieConsent::Auto;
+        // What the fallback hid when the last summary ran it (a page where nothing was found).
+        let mut hid_in_summary = None;
         let mut report = loop {
             let out_of_time = Instant::now() >= until;
             let summary: Summary = match self
-                .eval(crate::consent::SUMMARY, until.max(Instant::now() + Duration::from_millis(200)), false)
+                .eval(crate::consent::summary(auto), until.max(Instant::now() + Duration::from_millis(200)), false)
                 .await
             {
                 Ok(Ok(v)) => serde_json::from_value(v).unwrap_or_default(),
@@ -74,6 +77,7 @@ impl Page {
                 Err(Stop::Elapsed) => return Err(self.deadline_err()),
                 Err(Stop::Fail(e)) => return Err(e),
             };
+            hid_in_summary = summary.hid;
             // The engine did not run here (a document it could not reach): nothing to read.
             let armed = !summary.frames.is_empty();
             match decide(mode, &summary, started.elapsed(), out_of_time || !armed) {
@@ -85,22 +89,13 @@ impl Page {
                 }
             }
         };
-        // `auto`: refuse where a rule could, else hide what is left.
+        // `auto`: refuse where a rule could, else hide what is left (in the summary's own call
+        // when it found nothing at all).
         let leftover = matches!(report.action, ConsentAction::Failed | ConsentAction::NoneFound);
-        if mode == CookieConsent::Auto && leftover {
-            // Within the step's budget too (at least a moment, if reading took all of it).
-            let fallback_until = until.max(Instant::now() + Duration::from_millis(200)).min(self.deadline);
-            let hid = match self.eval(crate::consent::HIDE_FALLBACK, fallback_until, false).await {
-                Ok(Ok(v)) => v.as_u64().unwrap_or(0),
-                Ok(Err(_)) => 0,
-                Err(Stop::Elapsed) if self.deadline > Instant::now() => {
-                    if !tags.iter().any(|t| t == "consent-timeout") {
-                        tags.push("consent-timeout".into());
-                    }
-                    0
-                }
-                Err(Stop::Elapsed) => return Err(self.deadline_err()),
-                Err(Stop::Fail(e)) => return Err(e),
+        if auto && leftover {
+            let hid = match hid_in_summary.filter(|_| report.action == ConsentAction::NoneFound) {
+                Some(n) => n,
+                None => self.consent_fallback(until, tags).await?,
             };
             if hid > 0 {
                 report.action = ConsentAction::Hidden;
@@ -122,6 +117,24 @@ impl Page {
             took = ?started.elapsed(), "consent");
         self.consent_report = Some(report);
         Ok(())
+    }
+
+    /// `auto`'s fallback on its own ([`crate::consent::HIDE_FALLBACK`]), within the step's
+    /// budget (at least a moment, if reading took all of it): how many elements it hid.
+    async fn consent_fallback(&mut self, until: Instant, tags: &mut Vec<String>) -> Result<u64, CaptureError> {
+        let fallback_until = until.max(Instant::now() + Duration::from_millis(200)).min(self.deadline);
+        Ok(match self.eval(crate::consent::HIDE_FALLBACK, fallback_until, false).await {
+            Ok(Ok(v)) => v.as_u64().unwrap_or(0),
+            Ok(Err(_)) => 0,
+            Err(Stop::Elapsed) if self.deadline > Instant::now() => {
+                if !tags.iter().any(|t| t == "consent-timeout") {
+                    tags.push("consent-timeout".into());
+                }
+                0
+            }
+            Err(Stop::Elapsed) => return Err(self.deadline_err()),
+            Err(Stop::Fail(e)) => return Err(e),
+        })
     }
 
     /// A real mouse click (move, press, release) at a viewport point.
