@@ -31,11 +31,15 @@ impl Page {
     pub(crate) async fn overlays(&mut self, hide: bool, tags: &mut Vec<String>) -> Result<(), CaptureError> {
         use crate::overlays::{Overlays, script};
         let read = |v: Value| serde_json::from_value::<Overlays>(v).unwrap_or_default();
-        if hide
-            && let Ok(v) = self.eval_job(&script(true)).await?
-            && read(v).hidden > 0
-        {
-            tags.push("popups-hidden".into());
+        if hide && let Ok(v) = self.eval_job(&script(true)).await? {
+            let hid = read(v);
+            // Nothing covered the page: nothing to look for again.
+            if hid.found.is_empty() {
+                return Ok(());
+            }
+            if hid.hidden > 0 {
+                tags.push("popups-hidden".into());
+            }
         }
         let Ok(v) = self.eval_job(&script(false)).await? else { return Ok(()) };
         if let Some(top) = read(v).found.into_iter().next() {

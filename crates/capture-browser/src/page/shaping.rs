@@ -260,19 +260,22 @@ impl Page {
         };
         let page_url = self.document_chain.last().cloned().unwrap_or_default();
         let (selectors, procedural) = lists.element_rules(which, &page_url, &strings("classes"), &strings("ids"));
-        let js = scripts::hide_blocked(
+        let hide = scripts::hide_blocked(
             &serde_json::to_string(&selectors).unwrap_or_else(|_| "[]".into()),
             &serde_json::to_string(&urls).unwrap_or_else(|_| "[]".into()),
         );
-        if let Err(m) = self.eval_job(&js).await? {
-            return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}")));
-        }
-        // The procedural and action rules for this page (a rule the page defeats is skipped).
-        if !procedural.is_empty()
-            && let Ok(Ok(v)) = self.eval(&crate::procedural::script(&procedural), self.deadline, false).await
-            && v.as_u64().unwrap_or(0) > 0
-            && !tags.iter().any(|t| t == "procedural-applied")
-        {
+        // The procedural and action rules for this page in the same call (a rule the page
+        // defeats is skipped; one that throws leaves the element rules applied).
+        let procedural = match procedural.is_empty() {
+            true => "0".to_owned(),
+            false => crate::procedural::script(&procedural),
+        };
+        let js = format!("(() => {{ const hid = {hide}; let applied = 0; try {{ applied = {procedural}; }} catch (e) {{}} return [hid, applied]; }})()");
+        let applied = match self.eval_job(&js).await? {
+            Ok(v) => v[1].as_u64().unwrap_or(0),
+            Err(m) => return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}"))),
+        };
+        if applied > 0 && !tags.iter().any(|t| t == "procedural-applied") {
             tags.push("procedural-applied".into());
         }
         for (n, tag) in [
