@@ -2,7 +2,9 @@
 //!
 //! For tests and demos only: a black-box test starts the service "at" a chosen instant (a
 //! Monday 08:59 in Berlin, the night before a DST change) by giving the offset from now. Every
-//! "now" of campaigns, their scheduler, audits and the usage ledger's month reads this clock.
+//! "now" of the service reads this clock (the application state holds one); only what a peer
+//! checks against its own clock (a webhook signature's timestamp, the signatures between
+//! nodes) reads the system clock.
 //! Offset `0` (the default) is the system clock.
 
 use chrono::{DateTime, Utc};

@@ -1,6 +1,5 @@
 //! Account and key administration shared by `capture admin …` and (later) the dashboard.
 
-use capture_core::time::now_ms;
 use capture_core::{Plan, ids};
 use capture_store::{ApiKeyRow, Store, StoreError, User};
 
@@ -47,6 +46,7 @@ pub async fn create_user(
     plan: &str,
     password: Option<&str>,
     legacy_free: bool,
+    now_ms: i64,
 ) -> Result<User, AdminError> {
     if !valid_email(email) {
         return Err(AdminError::Invalid(format!("'{email}' is not an e-mail address")));
@@ -59,7 +59,7 @@ pub async fn create_user(
         plan: plan.as_str().into(),
         legacy_free,
         password_hash: password.map(hash_password).transpose()?,
-        created_at: now_ms(),
+        created_at: now_ms,
     };
     store.create_user(&user).await.map_err(|e| match e {
         StoreError::Conflict(m) => AdminError::Invalid(m),
@@ -84,6 +84,7 @@ pub async fn create_key(
     master: &MasterKey,
     user_id: &str,
     name: &str,
+    now_ms: i64,
 ) -> Result<(ApiKeyRow, String), AdminError> {
     let name = name.trim();
     if name.is_empty() || name.len() > 100 {
@@ -96,7 +97,7 @@ pub async fn create_key(
         name: name.into(),
         prefix: key[..12].to_string(),
         key_enc: master.encrypt(&key),
-        created_at: now_ms(),
+        created_at: now_ms,
         revoked_at: None,
         last_used_at: None,
     };

@@ -219,8 +219,12 @@ impl Application {
         if let Some(a) = addr.or_else(|| cfg.listen.parse().ok()) {
             egress.deny_listener(a);
         }
-        let inbound =
-            if cfg.roles.inbound { crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox).await? } else { None };
+        let clock = capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms);
+        let inbound = if cfg.roles.inbound {
+            crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox, clock).await?
+        } else {
+            None
+        };
         match inbound.as_ref().map(crate::inbox::inbound::local_addr) {
             Some(a) => egress.deny_listener(a),
             None if cfg.inbox.listen.port() != 0 => egress.deny_listener(cfg.inbox.listen),
@@ -253,7 +257,6 @@ impl Application {
             None => None,
         };
         let (job_events, _) = tokio::sync::broadcast::channel(1024);
-        let clock = capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms);
         if clock.offset_ms() != 0 {
             tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
         }
@@ -334,8 +337,8 @@ impl Application {
         }
         if let Some(server) = self.inbound {
             let (store, settings, st) = (state.store.clone(), state.cfg.inbox.clone(), stop.clone());
-            let blobs = state.blobs.clone();
-            tasks.spawn(async move { crate::inbox::inbound::run(server, store, blobs, settings, st).await });
+            let (blobs, clock) = (state.blobs.clone(), state.clock);
+            tasks.spawn(async move { crate::inbox::inbound::run(server, store, blobs, settings, clock, st).await });
         }
         if let Some(url) = crate::cluster::internal_url(&state).filter(|_| state.cfg.roles.api) {
             let (s, st) = (state.clone(), stop.clone());

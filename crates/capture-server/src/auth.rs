@@ -6,7 +6,7 @@
 use axum::http::{HeaderMap, header};
 use capture_core::Plan;
 use capture_core::ids;
-use capture_core::time::{MonthWindow, now_ms};
+use capture_core::time::MonthWindow;
 use capture_store::{StoreError, User};
 
 use crate::crypto::sha256_hex;
@@ -34,6 +34,19 @@ impl Account {
     /// The cap that applies: None for admins.
     pub fn limit(&self) -> Option<i64> {
         (!self.is_admin).then_some(self.plan_limit)
+    }
+
+    /// The refusal of a paid create that would pass the cap: `used` as the store counted it,
+    /// `fits` for a bulk request, `now_ms` on the service's clock (the month's reset is on it).
+    pub fn quota_refusal(&self, used: i64, fits: Option<i64>, now_ms: i64) -> crate::error::QuotaExceeded {
+        crate::error::QuotaExceeded {
+            used,
+            limit: self.plan_limit,
+            plan: self.user.plan.clone(),
+            reset_ms: self.window.reset_ms,
+            retry_after_s: (self.window.reset_ms - now_ms).max(0) / 1000 + 1,
+            fits,
+        }
     }
 }
 
@@ -130,7 +143,7 @@ pub async fn from_access_token(
     if !looks_like_access_token(token) {
         return Ok(None);
     }
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let window = MonthWindow::containing(state.clock.now_ms());
     let Some(rec) = state.store.oauth_access(&sha256_hex(token.as_bytes()), now, &window.label).await? else {
         return Ok(None);

@@ -21,7 +21,6 @@
 use std::time::Duration;
 
 use axum::http::HeaderMap;
-use capture_core::time::now_ms;
 use rmcp::model::{CallToolResult, JsonObject};
 use serde::{Deserialize, Serialize};
 
@@ -118,7 +117,7 @@ pub fn internal_url(state: &AppState) -> Option<String> {
 pub async fn advertise(state: AppState, url: String, stop: tokio_util::sync::CancellationToken) {
     let node = crate::runs::session::node_id();
     loop {
-        if let Err(e) = state.store.advertise_node(node, &url, state.browser.is_some(), now_ms()).await {
+        if let Err(e) = state.store.advertise_node(node, &url, state.browser.is_some(), state.clock.now_ms()).await {
             tracing::warn!(error = %e, "recording this node's internal address failed");
         }
         tokio::select! {
@@ -163,7 +162,7 @@ pub async fn forward(
         args: args.clone(),
     };
     let body = serde_json::to_vec(&call).map_err(|e| Unreachable(e.to_string()))?;
-    let sig = sign(&key(state), now_ms() / 1000, &body);
+    let sig = sign(&key(state), capture_core::time::now_ms() / 1000, &body);
     let client = internal_client();
     let r = client
         .post(format!("{}/internal/v1/automation/call", url.trim_end_matches('/')))
@@ -184,11 +183,11 @@ pub async fn forward(
 /// Post a signed JSON body to `path` on a node with a browser (seen lately), for work this
 /// node cannot do without one: its status and body, `Ok(None)` when no such node is up.
 pub async fn to_browser_node(state: &AppState, path: &str, body: &[u8]) -> Result<Option<(u16, Vec<u8>)>, Unreachable> {
-    let fresh = now_ms() - 3 * REFRESH.as_millis() as i64;
+    let fresh = state.clock.now_ms() - 3 * REFRESH.as_millis() as i64;
     let Some((_, url)) = state.store.browser_node(fresh).await.map_err(|e| Unreachable(e.to_string()))? else {
         return Ok(None);
     };
-    let sig = sign(&key(state), now_ms() / 1000, body);
+    let sig = sign(&key(state), capture_core::time::now_ms() / 1000, body);
     let r = internal_client()
         .post(format!("{}{path}", url.trim_end_matches('/')))
         .header(HEADER, sig)
@@ -221,7 +220,7 @@ fn internal_client() -> &'static reqwest::Client {
 /// before (see the module's notes).
 pub fn verified(state: &AppState, headers: &HeaderMap, body: &[u8]) -> bool {
     let signed = headers.get(HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let now = now_ms() / 1000;
+    let now = capture_core::time::now_ms() / 1000;
     verify(&key(state), signed, body, now).is_some_and(|(t, nonce)| nonces().first_use(nonce, t, now))
 }
 

@@ -71,6 +71,8 @@ pub struct QuotaExceeded {
     pub limit: i64,
     pub plan: String,
     pub reset_ms: i64,
+    /// Seconds until the reset, on the service's clock (`Retry-After`).
+    pub retry_after_s: i64,
     /// A bulk request: how many of its jobs would fit.
     pub fits: Option<i64>,
 }

@@ -13,7 +13,6 @@
 use axum::Json;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use capture_core::time::now_ms;
 use capture_core::{ErrorCode, ids};
 use capture_store::{IdemBegin, IdemClaim};
 use serde::Serialize;
@@ -81,8 +80,10 @@ where
     // of a body whose other fields are known could be checked against guessed passwords.
     let request_hash = state.master.keyed_hash(request_hash.as_bytes());
     let task = tokio::spawn(tracing::Instrument::in_current_span(async move {
-        let begin =
-            st.store.idem_begin(&user_id, &route, &key, &request_hash, now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS).await;
+        let begin = st
+            .store
+            .idem_begin(&user_id, &route, &key, &request_hash, st.clock.now_ms(), TTL_MS, IDEMPOTENCY_LEASE_MS)
+            .await;
         match begin {
             Err(e) => ApiError::from(e).into_response(),
             Ok(IdemBegin::InFlight) => in_flight().into_response(),

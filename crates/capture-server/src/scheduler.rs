@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use capture_core::time::now_ms;
 use capture_store::{LeaderLock, SCHEDULER_LOCK};
 use tokio_util::sync::CancellationToken;
 
@@ -77,15 +76,16 @@ async fn housekeeping(state: &AppState) {
     let mut tick = tokio::time::interval(Duration::from_secs(300));
     loop {
         tick.tick().await;
-        match state.store.idem_purge(now_ms() - 24 * 3600 * 1000).await {
+        match state.store.idem_purge(state.clock.now_ms() - 24 * 3600 * 1000).await {
             Ok(n) if n > 0 => tracing::info!(purged = n, "expired idempotency records removed"),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "idempotency purge failed"),
         }
-        if let Err(e) = state.store.purge_oauth_state(now_ms()).await {
+        if let Err(e) = state.store.purge_oauth_state(state.clock.now_ms()).await {
             tracing::warn!(error = %e, "purging expired OAuth codes and tokens failed");
         }
-        if let Err(e) = state.store.purge_web_state(now_ms(), now_ms() - 24 * 3600 * 1000).await {
+        if let Err(e) = state.store.purge_web_state(state.clock.now_ms(), state.clock.now_ms() - 24 * 3600 * 1000).await
+        {
             tracing::warn!(error = %e, "purging expired sessions failed");
         }
     }

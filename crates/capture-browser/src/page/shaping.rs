@@ -270,7 +270,9 @@ impl Page {
             true => "0".to_owned(),
             false => crate::procedural::script(&procedural),
         };
-        let js = format!("(() => {{ const hid = {hide}; let applied = 0; try {{ applied = {procedural}; }} catch (e) {{}} return [hid, applied]; }})()");
+        let js = format!(
+            "(() => {{ const hid = {hide}; let applied = 0; try {{ applied = {procedural}; }} catch (e) {{}} return [hid, applied]; }})()"
+        );
         let applied = match self.eval_job(&js).await? {
             Ok(v) => v[1].as_u64().unwrap_or(0),
             Err(m) => return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}"))),

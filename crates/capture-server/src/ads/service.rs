@@ -3,7 +3,7 @@
 //! returning typed results and the domain [`Error`], shared by the REST handlers and the
 //! MCP tools.
 
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{FieldError, JobStatus, ids};
 use capture_media::Rgb;
 use capture_store::{AdshotRow, IdemClaim, IdemResponse, KIND_DRAFT, KIND_RENDER, NewAdshot, Refused};
@@ -15,7 +15,7 @@ use super::types::{
     RENDER_ACTIONS, RENDER_PREFIX, RenderIn, SceneOut, TrackOut, VoiceList, VoiceOut,
 };
 use crate::auth::Account;
-use crate::error::{Error, QuotaExceeded, Result};
+use crate::error::{Error, Result};
 use crate::http::validated::Checked;
 use crate::state::AppState;
 
@@ -200,7 +200,7 @@ async fn create(
         month: account.window.label.clone(),
         limit: account.limit(),
         reset_at: iso(account.window.reset_ms),
-        now: now_ms(),
+        now: state.clock.now_ms(),
         max_active: Some(if kind == KIND_RENDER { MAX_ACTIVE_RENDERS } else { MAX_ACTIVE_DRAFTS }),
     };
     let render = |r: &AdshotRow| {
@@ -215,13 +215,7 @@ async fn create(
             Ok(Created { ad: view_with(&row, None, None, None), used })
         }
         Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(QuotaExceeded {
-            used: q.used,
-            limit: account.plan_limit,
-            plan: account.user.plan.clone(),
-            reset_ms: account.window.reset_ms,
-            fits: None,
-        })),
+        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms()))),
         Err(Refused::QueueFull(q)) => {
             state.metrics.queue_refused(q.scope);
             Err(Error::QueueFull(q))

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::types::{Audit, AuditList, AuditOptions, AuditReportType, AuditScores};
 use crate::auth::Account;
-use crate::error::{Error, QuotaExceeded, Result};
+use crate::error::{Error, Result};
 use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
@@ -62,7 +62,7 @@ pub async fn create(
         reset_at: iso(account.window.reset_ms),
         now: state.clock.now_ms(),
         // The queue runs on the system clock (leases, claims), whatever the service's clock says.
-        task_run_at: capture_core::time::now_ms(),
+        task_run_at: state.clock.now_ms(),
         task_payload: serde_json::to_string(&payload).map_err(Error::internal)?,
         queue_limits: state.cfg.queue_limits(),
     };
@@ -78,13 +78,7 @@ pub async fn create(
             Ok(Created { audit: view(state, &row, false), used })
         }
         Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(QuotaExceeded {
-            used: q.used,
-            limit: account.plan_limit,
-            plan: account.user.plan.clone(),
-            reset_ms: account.window.reset_ms,
-            fits: None,
-        })),
+        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms()))),
         Err(Refused::QueueFull(q)) => {
             state.metrics.queue_refused(q.scope);
             Err(Error::QueueFull(q))

@@ -86,8 +86,7 @@ impl From<crate::error::Error> for ApiError {
         a.details = e.details();
         match &e {
             Error::QuotaExceeded(q) => {
-                let retry = (q.reset_ms - capture_core::time::now_ms()).max(0) / 1000 + 1;
-                a.header(header::RETRY_AFTER, retry.to_string()).extension(UsageAfter(q.used))
+                a.header(header::RETRY_AFTER, q.retry_after_s.to_string()).extension(UsageAfter(q.used))
             }
             Error::QueueFull(q) => {
                 let retry = match q.scope {

@@ -11,7 +11,7 @@ use capture_browser::session::{Device, SessionOptions};
 use capture_browser::{CaptureError, WaitUntil};
 use capture_core::FieldError;
 use capture_core::ids::new_id;
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_store::{AuthAttemptRow, InboxMessageRow};
 use serde::Deserialize;
 
@@ -122,7 +122,7 @@ pub async fn record(state: &AppState, account: &Account, r: &RecordIn) -> Result
         outcome,
         method,
         note,
-        created_at: now_ms(),
+        created_at: state.clock.now_ms(),
     };
     state.store.insert_auth_attempt(&row).await?;
     Ok(attempt_view(&row))

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capture_core::ids::new_id;
-use capture_core::time::now_ms;
 use capture_mail::inbound::{Envelope, SinkError};
 use capture_mail::{InboundConfig, InboundServer, InboundSink};
 use capture_store::{InboxMessageRow, Store};
@@ -27,6 +26,7 @@ pub struct StoreSink {
     store: Store,
     blobs: Arc<dyn BlobStore>,
     settings: InboxSettings,
+    clock: capture_core::clock::Clock,
 }
 
 impl StoreSink {
@@ -77,7 +77,7 @@ impl InboundSink for StoreSink {
             let value = serde_json::to_value(&parsed).map_err(|e| SinkError(e.to_string()))?;
             let from_address = parsed.from.as_ref().map(|a| a.address.to_ascii_lowercase());
             let from_domain = from_address.as_deref().and_then(domain_of).or_else(|| domain_of(&envelope.mail_from));
-            let now = now_ms();
+            let now = self.clock.now_ms();
             for rcpt in &envelope.rcpt_to {
                 let address = rcpt.trim().to_ascii_lowercase();
                 let inbox = match self.store.inbox_by_address(&address).await {
@@ -145,6 +145,7 @@ pub async fn bind(
     store: &Store,
     blobs: &Arc<dyn BlobStore>,
     settings: &InboxSettings,
+    clock: capture_core::clock::Clock,
 ) -> Result<Option<InboundServer>, crate::start_error::StartError> {
     let config = InboundConfig {
         hostname: settings.domain.clone(),
@@ -152,7 +153,7 @@ pub async fn bind(
         per_ip_rate: settings.rate_per_minute,
         ..InboundConfig::default()
     };
-    let sink = Arc::new(StoreSink { store: store.clone(), blobs: blobs.clone(), settings: settings.clone() });
+    let sink = Arc::new(StoreSink { store: store.clone(), blobs: blobs.clone(), settings: settings.clone(), clock });
     match InboundServer::bind(settings.listen, config, sink).await {
         Ok(server) => Ok(Some(server)),
         Err(e) if !settings.listen_explicit => {
@@ -177,13 +178,14 @@ pub async fn run(
     store: Store,
     blobs: Arc<dyn BlobStore>,
     settings: InboxSettings,
+    clock: capture_core::clock::Clock,
     stop: CancellationToken,
 ) {
     tracing::info!(addr = %server.local_addr(), domain = %settings.domain, "inbound SMTP server listening");
     let sweep_stop = stop.clone();
     let sweep = async move {
         loop {
-            let before = now_ms() - settings.retention.as_millis() as i64;
+            let before = clock.now_ms() - settings.retention.as_millis() as i64;
             match store.remove_old_inbox_messages(before).await {
                 Ok(removed) => {
                     delete_attachment_blobs(blobs.as_ref(), &removed.parsed).await;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use capture_core::FieldError;
 use capture_core::ids::{looks_like, random_string};
-use capture_core::time::{iso, now_ms, parse_iso};
+use capture_core::time::{iso, parse_iso};
 use capture_store::{InboxMessageRow, InboxRow, MessageFilter};
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -54,7 +54,7 @@ pub async fn ensure(state: &AppState, account: &Account) -> Result<InboxRow> {
     for _ in 0..5 {
         let address = new_address(&state.cfg.inbox.domain);
         let enc = state.master.encrypt(&new_password());
-        if let Some(row) = state.store.ensure_inbox(&account.user.id, &address, &enc, now_ms()).await? {
+        if let Some(row) = state.store.ensure_inbox(&account.user.id, &address, &enc, state.clock.now_ms()).await? {
             return Ok(row);
         }
     }
@@ -102,7 +102,7 @@ pub async fn rotate(state: &AppState, account: &Account, what: &str) -> Result<I
         _ => return Err(FieldError::new("rotate", "must be password, address or both").into()),
     };
     ensure(state, account).await?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     if pass {
         state.store.rotate_inbox_password(&account.user.id, &state.master.encrypt(&new_password()), now).await?;
     }
@@ -269,7 +269,7 @@ pub async fn get_message(state: &AppState, account: &Account, id: &str) -> Resul
     }
     let row = state.store.inbox_message(&account.user.id, id).await?.ok_or_else(|| Error::not_found(MESSAGE_NOUN))?;
     if row.seen_at.is_none() {
-        state.store.mark_inbox_message_seen(&account.user.id, id, now_ms()).await?;
+        state.store.mark_inbox_message_seen(&account.user.id, id, state.clock.now_ms()).await?;
     }
     Ok(message(&row))
 }
@@ -349,7 +349,7 @@ pub async fn wait(
         tokio::pin!(arrived);
         arrived.as_mut().enable();
         if let Some(row) = state.store.next_inbox_message(&account.user.id, &filter).await? {
-            state.store.mark_inbox_message_seen(&account.user.id, &row.id, now_ms()).await?;
+            state.store.mark_inbox_message_seen(&account.user.id, &row.id, state.clock.now_ms()).await?;
             let mut m = message(&row);
             m.summary.seen = true;
             return Ok(WaitResult { message: Some(m), waited_ms: started.elapsed().as_millis() as u64 });

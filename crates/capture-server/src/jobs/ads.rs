@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use capture_browser::{BrowserPool, CaptureError, CaptureOptions, CaptureOutput, CaptureRequest, PageSource};
 use capture_core::JobStatus;
-use capture_core::time::now_ms;
 use capture_media::{AdSize, AdSpec, Motion, RenderOptions, Rgb, Scene};
 use capture_store::{AdshotDone, KIND_DRAFT, Task};
 use serde_json::json;
@@ -111,7 +110,11 @@ impl Job<'_> {
     }
 
     async fn progress(&self, stage: &str, percent: i64) {
-        match self.state.store.adshot_progress(&self.task.id, self.worker, self.ad_id(), stage, percent, now_ms()).await
+        match self
+            .state
+            .store
+            .adshot_progress(&self.task.id, self.worker, self.ad_id(), stage, percent, self.state.clock.now_ms())
+            .await
         {
             Ok(true) => self.state.job_changed(self.ad_id()),
             Ok(false) => {}
@@ -124,7 +127,7 @@ impl Job<'_> {
         match self
             .state
             .store
-            .fail_adshot(&self.task.id, self.worker, self.ad_id(), msg, refund, &event, now_ms())
+            .fail_adshot(&self.task.id, self.worker, self.ad_id(), msg, refund, &event, self.state.clock.now_ms())
             .await
         {
             Ok(true) => self.state.job_changed(self.ad_id()),
@@ -134,7 +137,12 @@ impl Job<'_> {
     }
 
     async fn complete(&self, done: &AdshotDone, event: &serde_json::Value) {
-        match self.state.store.complete_adshot(&self.task.id, self.worker, self.ad_id(), done, event, now_ms()).await {
+        match self
+            .state
+            .store
+            .complete_adshot(&self.task.id, self.worker, self.ad_id(), done, event, self.state.clock.now_ms())
+            .await
+        {
             Ok(true) => self.state.job_changed(self.ad_id()),
             Ok(false) => tracing::warn!(ad = %self.ad_id(), "lease lost before recording the result"),
             Err(e) => tracing::error!(ad = %self.ad_id(), error = %e, "recording a result failed"),
@@ -499,7 +507,7 @@ async fn render(state: &AppState, worker: &str, task: Task, hard_stop: &Cancella
                 last_pct = pct;
                 let stage = serde_json::to_value(p.stage).ok().and_then(|v| v.as_str().map(str::to_string));
                 let stage = stage.unwrap_or_else(|| "rendering".into());
-                if let Ok(true) = st.store.adshot_progress(&tid, &w, &id, &stage, pct, now_ms()).await {
+                if let Ok(true) = st.store.adshot_progress(&tid, &w, &id, &stage, pct, st.clock.now_ms()).await {
                     st.job_changed(&id);
                 }
             }

@@ -31,7 +31,6 @@ use capture_audit::run::{AuditPlan, Progress, run_audit};
 use capture_browser::session::{Device, ScreenshotSpec, Session, SessionOptions};
 use capture_browser::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
 use capture_core::profile::BrowserState;
-use capture_core::time::now_ms;
 use capture_core::{AuditId, ids};
 use capture_store::{AuditDone, AuditRow, Task};
 use tokio_util::sync::CancellationToken;
@@ -195,7 +194,7 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
         r = audit => r,
         _ = hard_stop.cancelled() => {
             progress_writer.abort();
-            match state.store.release_audit(&task.id, worker, &audit_id, now_ms()).await {
+            match state.store.release_audit(&task.id, worker, &audit_id, state.clock.now_ms()).await {
                 Ok(_) => state.job_changed(&audit_id),
                 Err(e) => tracing::error!(error = %e, "handing an audit back failed; its lease will expire"),
             }

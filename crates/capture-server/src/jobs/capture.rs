@@ -9,7 +9,6 @@ use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
 use capture_core::ScreenshotId;
 use capture_core::limits::{self, truncate_chars};
 use capture_core::options::CaptureOptions;
-use capture_core::time::now_ms;
 use capture_store::{ScreenshotDone, Task};
 use tokio_util::sync::CancellationToken;
 
@@ -100,7 +99,7 @@ async fn keep_fair(state: AppState, board: Arc<Board>, n: usize, stop: Cancellat
         if board.held() < n {
             continue;
         }
-        let waiting = match state.store.waiting_accounts("screenshot", now_ms(), FAIRNESS_WAIT_MS).await {
+        let waiting = match state.store.waiting_accounts("screenshot", state.clock.now_ms(), FAIRNESS_WAIT_MS).await {
             Ok(w) => w,
             Err(e) => {
                 tracing::warn!(error = %e, "reading the waiting accounts failed");
@@ -258,7 +257,7 @@ async fn process(
         // A page's exception text is the page's to choose: kept to a documented length.
         let msg = truncate_chars(&msg, limits::ERROR_MAX);
         async move {
-            match state.store.fail_screenshot(&tid, &w, &jid, &msg, refund, now_ms()).await {
+            match state.store.fail_screenshot(&tid, &w, &jid, &msg, refund, state.clock.now_ms()).await {
                 Ok(true) => state.job_changed(&jid),
                 Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
                 Err(e) => tracing::error!(job = %jid, error = %e, "recording a failure failed"),
@@ -315,7 +314,7 @@ async fn process(
         (None, Some(u)) => PageSource::Url(u.clone()),
         (None, None) => return fail("the job has no URL".into(), true).await,
     };
-    match state.store.mark_processing(&job_id, now_ms()).await {
+    match state.store.mark_processing(&job_id, state.clock.now_ms()).await {
         Ok(_) => state.job_changed(&job_id),
         Err(e) => tracing::error!(error = %e, "marking job processing failed"),
     }
@@ -343,8 +342,8 @@ async fn process(
     let hand_back = |fairness: bool| async move {
         let (task, job_id) = (task_ref, job_ref);
         let put_back = match fairness {
-            true => state.store.hand_back(task, worker, job_id, now_ms()).await,
-            false => state.store.release(task, worker, job_id, now_ms()).await,
+            true => state.store.hand_back(task, worker, job_id, state.clock.now_ms()).await,
+            false => state.store.release(task, worker, job_id, state.clock.now_ms()).await,
         };
         match put_back {
             Ok(_) => state.job_changed(job_id),
@@ -400,7 +399,7 @@ impl Finish {
         // A page's exception text is the page's to choose: kept to a documented length.
         let msg = truncate_chars(&msg, limits::ERROR_MAX);
         let (state, jid) = (&self.state, &self.job.id);
-        match state.store.fail_screenshot(&self.task.id, &self.worker, jid, &msg, refund, now_ms()).await {
+        match state.store.fail_screenshot(&self.task.id, &self.worker, jid, &msg, refund, state.clock.now_ms()).await {
             Ok(true) => state.job_changed(jid),
             Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
             Err(e) => tracing::error!(job = %jid, error = %e, "recording a failure failed"),
@@ -436,7 +435,7 @@ impl Finish {
             r = encoded => r.map(|()| out),
             _ = hard_stop.cancelled() => {
                 let (state, jid) = (&self.state, &self.job.id);
-                match state.store.release(&self.task.id, &self.worker, jid, now_ms()).await {
+                match state.store.release(&self.task.id, &self.worker, jid, state.clock.now_ms()).await {
                     Ok(_) => state.job_changed(jid),
                     Err(e) => tracing::error!(error = %e, "handing a job back failed; its lease will expire"),
                 }
@@ -505,7 +504,7 @@ impl Finish {
                     target: target.clone(),
                     ext: ext.to_string(),
                     content_type: out.content_type.to_string(),
-                    finished_ms: now_ms(),
+                    finished_ms: state.clock.now_ms(),
                 };
                 match serde_json::to_string(&payload) {
                     Ok(p) => Some(p),
@@ -547,7 +546,15 @@ impl Finish {
         let stored = t0.elapsed();
         let recorded = state
             .store
-            .complete_screenshot(&self.task.id, &self.worker, job_id, &done, &event, copy.as_deref(), now_ms())
+            .complete_screenshot(
+                &self.task.id,
+                &self.worker,
+                job_id,
+                &done,
+                &event,
+                copy.as_deref(),
+                state.clock.now_ms(),
+            )
             .await;
         match recorded {
             Ok(true) => {

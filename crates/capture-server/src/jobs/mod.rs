@@ -16,7 +16,6 @@ pub mod webhook;
 use std::future::Future;
 use std::time::Duration;
 
-use capture_core::time::now_ms;
 use capture_store::{FairShare, Task};
 use tokio::sync::Notify;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -42,8 +41,8 @@ pub async fn claim_loop<F, Fut>(
 {
     while !stop.is_cancelled() {
         let claimed = match share {
-            Some(share) => state.store.claim_fair(&[kind], worker, now_ms(), lease_ms, share).await,
-            None => state.store.claim(kind, worker, now_ms(), lease_ms).await,
+            Some(share) => state.store.claim_fair(&[kind], worker, state.clock.now_ms(), lease_ms, share).await,
+            None => state.store.claim(kind, worker, state.clock.now_ms(), lease_ms).await,
         };
         match claimed {
             Ok(Some(task)) => handle(task).await,
@@ -78,7 +77,7 @@ pub(crate) fn keep_lease(state: &AppState, task_id: &str, worker: &str) -> DropG
                 _ = s.cancelled() => return,
                 _ = tokio::time::sleep(lease / 3) => {}
             }
-            match st.store.extend_lease(&tid, &w, now_ms() + lease.as_millis() as i64).await {
+            match st.store.extend_lease(&tid, &w, st.clock.now_ms() + lease.as_millis() as i64).await {
                 Ok(true) => {}
                 Ok(false) => return,
                 Err(e) => tracing::warn!(error = %e, "extending a lease failed"),

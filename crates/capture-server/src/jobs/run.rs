@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use capture_browser::session::{ScreenshotSpec, Session, ShotArea, Target, WaitFor};
 use capture_browser::{BrowserPool, CaptureError, WaitUntil};
-use capture_core::time::now_ms;
 use capture_core::{EndReason, RunStatus};
 use capture_store::{RunRow, Task};
 use serde_json::{Value, json};
@@ -66,7 +65,7 @@ pub async fn sweep(state: AppState, stop: CancellationToken) {
             _ = tokio::time::sleep(every) => {}
             _ = stop.cancelled() => return,
         }
-        let found = match state.store.abandoned_runs(now_ms(), 2_000, 50).await {
+        let found = match state.store.abandoned_runs(state.clock.now_ms(), 2_000, 50).await {
             Ok(f) => f,
             Err(e) => {
                 tracing::warn!(error = %e, "looking for abandoned runs failed");
@@ -123,8 +122,8 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             return;
         }
     };
-    let lease_until = now_ms() + state.cfg.run_lease.as_millis() as i64;
-    let started = match state.store.start_run(&run_id, worker, lease_until, now_ms()).await {
+    let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let started = match state.store.start_run(&run_id, worker, lease_until, state.clock.now_ms()).await {
         Ok(s) => s,
         Err(e) => {
             tracing::error!(error = %e, "starting a run failed; its task will be claimed again");
@@ -132,7 +131,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
         }
     };
     let Some(row) = started else {
-        if row.status == RunStatus::Running && row.lease_until.is_some_and(|l| l >= now_ms()) {
+        if row.status == RunStatus::Running && row.lease_until.is_some_and(|l| l >= state.clock.now_ms()) {
             // Its node is alive and renews its hold (this task's lease ran out on a slow
             // database): leave it; the task is closed when the run ends.
             tracing::info!(run = %run_id, "a run task claimed again while its node still holds the run");
@@ -217,7 +216,7 @@ async fn scripted(
                 v.push(res);
                 serde_json::to_string(&*v).unwrap_or_default()
             };
-            match state.store.record_run_step(&row.id, worker, &all, &event, now_ms()).await {
+            match state.store.record_run_step(&row.id, worker, &all, &event, state.clock.now_ms()).await {
                 Ok(_) => state.job_changed(&row.id),
                 Err(e) => tracing::warn!(run = %row.id, error = %e, "recording a step failed"),
             }

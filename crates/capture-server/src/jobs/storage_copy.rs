@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use capture_core::ScreenshotId;
 use capture_core::options::StorageTarget;
-use capture_core::time::now_ms;
 use capture_store::Task;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
@@ -66,7 +65,7 @@ async fn copy(state: &AppState, worker: &str, task: Task) {
         Ok(url) => (Some(url), None),
         Err(f) if f.transient && task.attempts <= RETRY_AFTER.len() as i64 && task.attempts < MAX_CLAIMS => {
             let wait = RETRY_AFTER[(task.attempts.max(1) - 1) as usize];
-            let at = now_ms() + wait.as_millis() as i64;
+            let at = state.clock.now_ms() + wait.as_millis() as i64;
             if let Err(e) = state.store.copy_again(&task.id, worker, at, &f.message).await {
                 tracing::error!(job = %job_id, error = %e, "scheduling a copy's next attempt failed; its lease will expire");
             }
@@ -80,7 +79,11 @@ async fn copy(state: &AppState, worker: &str, task: Task) {
         storage_error: error.clone(),
     };
     let event = serde_json::to_value(&event).unwrap_or_default();
-    match state.store.copy_ended(&task.id, worker, &job_id, url.as_deref(), error.as_deref(), &event, now_ms()).await {
+    match state
+        .store
+        .copy_ended(&task.id, worker, &job_id, url.as_deref(), error.as_deref(), &event, state.clock.now_ms())
+        .await
+    {
         Ok(true) => state.job_changed(&job_id),
         Ok(false) => tracing::warn!(job = %job_id, "lease lost before recording the copy"),
         Err(e) => tracing::error!(job = %job_id, error = %e, "recording a copy failed"),

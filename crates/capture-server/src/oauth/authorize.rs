@@ -12,7 +12,6 @@ use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use capture_core::time::now_ms;
 use capture_store::{OAuthClient, OAuthCode};
 
 use super::clients::{self, ClientError, is_loopback_redirect};
@@ -166,7 +165,7 @@ pub async fn decide(State(state): State<AppState>, headers: HeaderMap, body: axu
         _ => return error_page(StatusCode::BAD_REQUEST, "Choose Allow or Deny."),
     }
     let code = new_secret(CODE_PREFIX);
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let row = OAuthCode {
         code_hash: hash_secret(&code),
         client_id: checked.client.client_id.clone(),

@@ -9,7 +9,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use capture_core::ids;
-use capture_core::time::now_ms;
 use capture_store::OAuthClient;
 use serde_json::{Map, Value, json};
 
@@ -158,7 +157,7 @@ async fn register_inner(state: &AppState, body: &[u8]) -> Result<Value, OAuthErr
     let m: Map<String, Value> = serde_json::from_slice(body)
         .map_err(|e| invalid_metadata(format!("the body must be a JSON object of client metadata ({e})")))?;
     let (name, uris) = check_metadata(&m)?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let client = OAuthClient {
         client_id: ids::new_id("oc"),
         client_name: name.clone(),
@@ -224,7 +223,7 @@ pub async fn resolve(state: &AppState, client_id: &str) -> Result<OAuthClient, C
     if !is_metadata_url(client_id) {
         return stored.ok_or(ClientError::Unknown);
     }
-    if let Some(c) = stored.filter(|c| now_ms() - c.created_at < METADATA_TTL_MS) {
+    if let Some(c) = stored.filter(|c| state.clock.now_ms() - c.created_at < METADATA_TTL_MS) {
         return Ok(c);
     }
     let doc = fetch_metadata_document(state, client_id).await.map_err(ClientError::Metadata)?;
@@ -236,7 +235,7 @@ pub async fn resolve(state: &AppState, client_id: &str) -> Result<OAuthClient, C
         token_endpoint_auth_method: "none".into(),
         metadata_url: Some(client_id.to_string()),
         metadata: Some(Value::Object(doc).to_string()),
-        created_at: now_ms(),
+        created_at: state.clock.now_ms(),
     };
     state.store.upsert_oauth_client(&client).await?;
     Ok(client)

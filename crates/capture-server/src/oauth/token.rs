@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use capture_core::time::now_ms;
 use capture_store::{CodeRedemption, NewToken, RefreshOutcome, TokenKind};
 
 use super::clients::{self, ClientError};
@@ -95,7 +94,7 @@ async fn token_inner(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Resu
             )
         })?),
     };
-    let now = now_ms();
+    let now = state.clock.now_ms();
     match get("grant_type") {
         Some("authorization_code") => {
             let code = get("code").ok_or_else(|| OAuthError::bad("invalid_request", "code is required"))?;
@@ -217,7 +216,9 @@ pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: axu
     let Some(token) = p.get("token").filter(|t| !t.is_empty()) else {
         return OAuthError::bad("invalid_request", "token is required").into_response();
     };
-    if let Err(e) = state.store.revoke_oauth_token(&hash_secret(token), client_id.as_deref(), now_ms()).await {
+    if let Err(e) =
+        state.store.revoke_oauth_token(&hash_secret(token), client_id.as_deref(), state.clock.now_ms()).await
+    {
         return OAuthError::from(e).into_response();
     }
     ok_json(serde_json::json!({}))

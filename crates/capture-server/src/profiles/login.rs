@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 
 use capture_browser::session::{Session, SessionOptions, Target};
 use capture_browser::{CaptureError, WaitUntil};
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use serde::Deserialize;
 
 use super::service::{self, FROM_LOGIN};
@@ -241,7 +241,7 @@ async fn drive(
         .map_err(|e| failed(format!("the page could not be opened: {e}"), vec![], v.url.clone()))?;
     steps.push(format!("opened {}", nav.final_url));
     // Mail the site sends from now on answers this attempt (a second earlier: clocks).
-    let since = now_ms() - 1000;
+    let since = state.clock.now_ms() - 1000;
     let mut mailed_from = since;
     let mut typed_credentials = false;
     let mut a = ask(session).await.map_err(|e| browser_err(e, steps, &v.url))?;
@@ -258,7 +258,7 @@ async fn drive(
                     at,
                 ));
             };
-            mailed_from = now_ms() - 1000;
+            mailed_from = state.clock.now_ms() - 1000;
             let Some(code) = m.code else {
                 return Err(failed(
                     format!("the page asks for a code, and the mail '{}' holds none", m.subject.unwrap_or_default()),
@@ -305,7 +305,7 @@ async fn drive(
                     at,
                 ));
             };
-            mailed_from = now_ms() - 1000;
+            mailed_from = state.clock.now_ms() - 1000;
             let Some(link) = m.verification_link else {
                 return Err(failed(
                     format!("the mail '{}' holds no verification link", m.subject.unwrap_or_default()),

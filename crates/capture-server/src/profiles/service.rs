@@ -3,7 +3,7 @@
 //! open its state when they run, so a state saved again in the meantime is the one used.
 
 use capture_core::profile::{BrowserState, StateSummary};
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{FieldError, ProfileId};
 use capture_store::{ProfileRow, StoreError};
 
@@ -65,7 +65,7 @@ async fn new_profile(
     s: Option<&BrowserState>,
     from: &str,
 ) -> Result<Profile> {
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let (state_enc, summary) = match s {
         Some(s) => {
             let (e, sum) = sealed(state, s)?;
@@ -110,7 +110,7 @@ pub async fn get(state: &AppState, account: &Account, id_or_name: &str) -> Resul
 /// Rename a profile, replace its state, or both.
 pub async fn update(state: &AppState, account: &Account, id_or_name: &str, p: ValidProfile) -> Result<Profile> {
     let row = find(state, account, id_or_name).await?;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     if let Some(name) = &p.name
         && *name != row.name
         && !state.store.rename_profile(&account.user.id, &row.id, name, now).await.map_err(|e| taken(e, "name"))?
@@ -149,7 +149,7 @@ fn open(state: &AppState, row: &ProfileRow) -> Result<Option<BrowserState>> {
 
 async fn save_into(state: &AppState, user_id: &str, id: &str, s: &BrowserState, from: &str) -> Result<()> {
     let (enc, summary) = sealed(state, s)?;
-    match state.store.save_profile_state(user_id, id, &enc, &summary, from, now_ms()).await? {
+    match state.store.save_profile_state(user_id, id, &enc, &summary, from, state.clock.now_ms()).await? {
         true => Ok(()),
         false => Err(Error::not_found(ProfileId::NOUN)),
     }
@@ -221,7 +221,7 @@ pub async fn for_job(state: &AppState, user_id: &str, id: &str) -> std::result::
         Ok(None) => return Err(format!("the profile {id} has nothing saved")),
         Err(_) => return Err("the profile's state could not be opened (the service's master key changed)".into()),
     };
-    if let Err(e) = state.store.profile_used(id, now_ms()).await {
+    if let Err(e) = state.store.profile_used(id, state.clock.now_ms()).await {
         tracing::warn!(error = %e, "recording a profile's use failed");
     }
     Ok(s)
@@ -229,7 +229,7 @@ pub async fn for_job(state: &AppState, user_id: &str, id: &str) -> std::result::
 
 /// A job found the profile signed out: it shows `expired` until a state is saved again.
 pub async fn expired(state: &AppState, id: &str, job_id: &str, job_started: i64) {
-    if let Err(e) = state.store.profile_expired(id, job_id, job_started, now_ms()).await {
+    if let Err(e) = state.store.profile_expired(id, job_id, job_started, state.clock.now_ms()).await {
         tracing::warn!(error = %e, "marking a profile expired failed");
     }
 }

@@ -15,7 +15,7 @@
 use std::time::Duration;
 
 use capture_core::options::{CaptureOptions, ScreenshotIn};
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{ErrorCode, JobStatus, RenderKeyId, ScreenshotId, ids};
 use capture_store::{RenderKey as StoredKey, ScreenshotRow};
 
@@ -45,7 +45,7 @@ const LINK_PARAMS: [&str; 3] = ["key", "expires", "capturesPerHour"];
 pub async fn create_key(state: &AppState, account: &Account, name: String) -> Result<RenderKeyCreated> {
     let id = RenderKeyId::new();
     let secret = format!("rks_{}", ids::random_string(40));
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let key = StoredKey {
         id: id.to_string(),
         user_id: account.user.id.clone(),
@@ -72,7 +72,7 @@ pub async fn list_keys(state: &AppState, account: &Account) -> Result<RenderKeyL
 
 /// Revoke a key: every link it signed stops working at once.
 pub async fn delete_key(state: &AppState, account: &Account, id: &RenderKeyId) -> Result<()> {
-    match state.store.revoke_render_key(&account.user.id, id.as_str(), now_ms()).await? {
+    match state.store.revoke_render_key(&account.user.id, id.as_str(), state.clock.now_ms()).await? {
         true => Ok(()),
         false => Err(Error::not_found(RenderKeyId::NOUN)),
     }
@@ -129,7 +129,7 @@ pub async fn verify(state: &AppState, raw_query: &str) -> Result<Verified> {
         let at: i64 = e
             .parse()
             .map_err(|_| Error::Invalid(capture_core::FieldError::new("expires", "must be a time in unix seconds")))?;
-        if at.saturating_mul(1000) <= now_ms() {
+        if at.saturating_mul(1000) <= state.clock.now_ms() {
             return Err(Error::Refused(ErrorCode::Forbidden, format!("the link expired at {}", iso(at * 1000))));
         }
     }
@@ -180,7 +180,7 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
         opts.profile = Some(p.id.clone());
     }
     let hash = cache_hash(state, &opts, profile.as_ref());
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let fresh = |r: &ScreenshotRow| r.completed_at.is_some_and(|c| c + (ttl as i64) * 1000 > now);
     if let Some(orig) = state.store.cached_screenshot(user, &hash, now).await?.filter(fresh) {
         let age = (now - orig.completed_at.unwrap_or(now)) / 1000;
@@ -256,6 +256,6 @@ async fn file(state: &AppState, row: &ScreenshotRow, hit: Option<i64>) -> Result
     let key = row.result_key.as_deref().ok_or_else(|| Error::internal("done job without file"))?;
     let bytes = state.blobs.get(key).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found("file"))?;
     let content_type = crate::blob::content_type(key);
-    let max_age = (row.cache_until.unwrap_or(0) - now_ms()).max(0) / 1000;
+    let max_age = (row.cache_until.unwrap_or(0) - state.clock.now_ms()).max(0) / 1000;
     Ok(Answer::File { bytes, content_type, etag: format!("\"{key}\""), max_age, hit })
 }

@@ -26,7 +26,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_browser::relay::{RelayEnd, RelayOptions};
 use capture_browser::{BrowserPool, WaitUntil};
-use capture_core::time::now_ms;
 use capture_core::{EndReason, ErrorCode, RunId, RunStatus};
 use capture_store::RunRow;
 use hyper_util::rt::TokioIo;
@@ -97,8 +96,8 @@ pub async fn devtools(
         return pass_on(&state, &id, token, key.as_bytes(), on_upgrade).await;
     };
     let hash = crate::crypto::sha256_hex(token.as_bytes());
-    let lease_until = now_ms() + state.cfg.run_lease.as_millis() as i64;
-    let row = match state.store.claim_live_run(id.as_str(), &hash, node_id(), lease_until, now_ms()).await {
+    let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let row = match state.store.claim_live_run(id.as_str(), &hash, node_id(), lease_until, state.clock.now_ms()).await {
         Ok(Some(r)) => r,
         Ok(None) => {
             return refuse(ErrorCode::Unauthorized, "this connect token is wrong, already used, or expired");
@@ -128,7 +127,7 @@ async fn pass_on(
             "no node with a browser is available for live sessions now (the worker role); retry shortly",
         )
     };
-    let fresh = now_ms() - 3 * crate::cluster::REFRESH.as_millis() as i64;
+    let fresh = state.clock.now_ms() - 3 * crate::cluster::REFRESH.as_millis() as i64;
     let Ok(Some((_, internal))) = state.store.browser_node(fresh).await else { return none() };
     let Some(rest) = internal.strip_prefix("http://") else { return none() };
     let q: String = url::form_urlencoded::Serializer::new(String::new()).append_pair("token", token).finish();

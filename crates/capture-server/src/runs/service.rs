@@ -3,7 +3,7 @@
 //! the sweep. Plain async fns returning typed results and the domain [`Error`], shared by
 //! the REST handlers, the MCP tools and the website.
 
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{EndReason, RunId, RunKind, RunStatus, ids};
 use capture_store::{IdemClaim, IdemResponse, NewRun, RunEnd, RunRefused, RunRow};
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::types::{DeviceSpec, Run, RunEnded, RunList, RunSpec, Step, StepResult};
 use crate::auth::Account;
-use crate::error::{Error, QuotaExceeded, Result};
+use crate::error::{Error, Result};
 use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
@@ -68,7 +68,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         crate::profiles::types::check_name("saveProfile", p)?;
     }
     let id = RunId::new();
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let token = spec.live.then(|| ids::random_string(40));
     let payload = TaskPayload { run_id: id.clone() };
     let n = NewRun {
@@ -98,7 +98,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
     };
     let connect = token.as_deref().map(|t| connect_url(state, id.as_str(), t));
     let render = |r: &RunRow| {
-        let mut run = view_with(r, None);
+        let mut run = view_with(r, None, state.clock.now_ms());
         run.connect_url = connect.clone();
         (202, serde_json::to_value(&run).map(|v| v.to_string()).unwrap_or_default())
     };
@@ -114,13 +114,9 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
             Ok(Created { run, used })
         }
         Err(RunRefused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(RunRefused::Quota(q)) => Err(Error::QuotaExceeded(QuotaExceeded {
-            used: q.used,
-            limit: account.plan_limit,
-            plan: account.user.plan.clone(),
-            reset_ms: account.window.reset_ms,
-            fits: None,
-        })),
+        Err(RunRefused::Quota(q)) => {
+            Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms())))
+        }
         Err(RunRefused::TooManyActive { active, limit }) => Err(Error::TooManyRuns { active, limit }),
     }
 }
@@ -131,11 +127,11 @@ pub async fn view(state: &AppState, r: &RunRow) -> Run {
         Some(k) => Some(state.file_url(k).await),
         None => None,
     };
-    view_with(r, video)
+    view_with(r, video, state.clock.now_ms())
 }
 
 /// The run with its video URL already made.
-pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
+pub fn view_with(r: &RunRow, video_url: Option<String>, now_ms: i64) -> Run {
     let device: DeviceSpec = serde_json::from_str(&r.device).unwrap_or(DeviceSpec {
         preset: None,
         width: 0,
@@ -148,7 +144,7 @@ pub fn view_with(r: &RunRow, video_url: Option<String>) -> Run {
     let steps: Vec<Step> = serde_json::from_str(&r.steps).unwrap_or_default();
     let step_results: Vec<StepResult> = serde_json::from_str(&r.step_results).unwrap_or_default();
     let list = |s: &str| serde_json::from_str::<Vec<Value>>(s).unwrap_or_default();
-    let duration_ms = r.started_at.map(|s| r.ended_at.unwrap_or_else(now_ms) - s);
+    let duration_ms = r.started_at.map(|s| r.ended_at.unwrap_or(now_ms) - s);
     Run {
         id: RunId::from_stored(r.id.clone()),
         status: r.status.as_str().to_string(),
@@ -239,7 +235,7 @@ pub fn ended(
     error: Option<String>,
     finalization_error: Option<String>,
 ) -> RunEnd {
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let charged = row.started_at.map_or(0, |s| actions_for(row.lease_until.unwrap_or(now).min(now) - s));
     let mut end = RunEnd {
         id: row.id.clone(),

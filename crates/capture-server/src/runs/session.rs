@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use capture_browser::session::{Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea};
 use capture_browser::{BrowserPool, ImageFormat};
-use capture_core::time::now_ms;
 use capture_core::{EndReason, RunStatus};
 use capture_media::{RecorderOptions, ScreencastRecorder};
 use capture_store::{RunEnd, RunRow};
@@ -89,7 +88,7 @@ impl Hold {
                     _ = done.cancelled() => return,
                     _ = tokio::time::sleep(every) => {}
                 }
-                match st.store.heartbeat_run(&id, &w, now_ms() + lease).await {
+                match st.store.heartbeat_run(&id, &w, st.clock.now_ms() + lease).await {
                     Ok(Some(true)) => stop.cancel(),
                     Ok(Some(false)) => {}
                     Ok(None) => {
@@ -259,7 +258,7 @@ pub async fn finalize(
     task: Option<(String, String)>,
 ) {
     let end_ts = epoch_secs();
-    let ended_ms = now_ms();
+    let ended_ms = state.clock.now_ms();
     let ran_ms = started.elapsed().as_millis() as i64;
     let mut fin_err = outcome.finalization_error;
     let (page_title, final_url) = match session.title_url(Duration::from_secs(5)).await {

@@ -4,7 +4,7 @@
 
 use capture_core::credentials::CredentialsSet;
 use capture_core::options::CaptureOptions;
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
 use capture_store::{
     BatchRefused, IdemClaim, IdemResponse, NewScreenshot, QueueLimits, Refused, ScreenshotDone, ScreenshotRow,
@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::types::{BatchCreated, Job, JobList, ShareLink};
 use crate::auth::Account;
-use crate::error::{Error, QuotaExceeded, Result};
+use crate::error::{Error, Result};
 use crate::paging::{ListQuery, Window};
 use crate::state::AppState;
 
@@ -58,7 +58,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         return Err(Error::EmailUnverified(account.user.email.clone()));
     }
     let id = ScreenshotId::new();
-    let now = now_ms();
+    let now = state.clock.now_ms();
     // What the job is made of beyond its options: the sealed credentials, the cache entry it
     // makes (`cacheTtl`), or the done job whose file answers it (a cache hit, free).
     // A capture request is answered 202 (also when a cache hit makes it done at once); a
@@ -120,13 +120,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
             Ok(Created { job: view(state, &row).await, used })
         }
         Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(QuotaExceeded {
-            used: q.used,
-            limit: account.plan_limit,
-            plan: account.user.plan.clone(),
-            reset_ms: account.window.reset_ms,
-            fits: None,
-        })),
+        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms()))),
         Err(Refused::QueueFull(q)) => {
             state.metrics.queue_refused(q.scope);
             Err(Error::QueueFull(q))
@@ -254,7 +248,7 @@ pub async fn create_batch(
         return Err(Error::EmailUnverified(account.user.email.clone()));
     }
     let batch_id = format!("bat_{}", ids::random_string(24));
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let mut jobs = Vec::with_capacity(all.len());
     for (i, opts) in all.iter().enumerate() {
         let id = ScreenshotId::new();
@@ -293,13 +287,9 @@ pub async fn create_batch(
             Ok(CreatedBatch { batch_id: batch_id.clone(), jobs: view_all(&rows), used })
         }
         Err(BatchRefused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(BatchRefused::Quota { used, fits }) => Err(Error::QuotaExceeded(QuotaExceeded {
-            used,
-            limit: account.plan_limit,
-            plan: account.user.plan.clone(),
-            reset_ms: account.window.reset_ms,
-            fits: Some(fits),
-        })),
+        Err(BatchRefused::Quota { used, fits }) => {
+            Err(Error::QuotaExceeded(account.quota_refusal(used, Some(fits), state.clock.now_ms())))
+        }
         Err(BatchRefused::Queue(q)) => {
             state.metrics.queue_refused(q.scope);
             Err(Error::QueueFull(q))

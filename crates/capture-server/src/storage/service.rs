@@ -4,7 +4,7 @@
 //! reported on the job as `storageError`, the service's own copy kept).
 
 use capture_core::options::StorageTarget;
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{FieldError, StorageDestinationId};
 use capture_store::StorageDestination as Stored;
 
@@ -40,7 +40,7 @@ pub async fn create(state: &AppState, account: &Account, d: ValidDestination) ->
         message: format!("the destination failed its check: {}", f.message),
     })?;
     let id = StorageDestinationId::new();
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let row = Stored {
         id: id.to_string(),
         user_id: account.user.id.clone(),

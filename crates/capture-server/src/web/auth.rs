@@ -15,7 +15,6 @@ use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use capture_core::time::now_ms;
 
 use super::base::forms::{AnonForm, SignedForm, anon_csrf};
 use super::base::layout::{Chrome, WebError, WebResult, page, see_other, sentence};
@@ -169,7 +168,7 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
     }
     // Accounts one address may open in an hour (a sign-up is recorded as an attempt that
     // "failed", so it counts and nothing resets it).
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let signup_key = format!("signup:{}", f.client);
     let limit = state.cfg.signups_per_hour;
     if limit > 0 {
@@ -184,7 +183,8 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
     if state.store.user_by_email(&email).await?.is_some() {
         return fail("An account with this e-mail already exists. Sign in instead.");
     }
-    let user = match admin::create_user(&state.store, &email, "free", Some(password), false).await {
+    let user = match admin::create_user(&state.store, &email, "free", Some(password), false, state.clock.now_ms()).await
+    {
         Ok(u) => u,
         Err(admin::AdminError::Invalid(m)) => return fail(&sentence(&m)),
         Err(e) => return Err(e.into()),
@@ -204,7 +204,7 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
 pub async fn send_verification(state: &AppState, user: &capture_store::User) -> WebResult<()> {
     let Some(mailer) = &state.mailer else { return Ok(()) };
     let token = capture_core::ids::random_string(43);
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let hash = crate::crypto::sha256_hex(token.as_bytes());
     state.store.start_email_verification(&user.id, &hash, now, now + VERIFY_LINK_MS).await?;
     let link = format!("{}/verify-email?token={token}", state.base_url);
@@ -246,7 +246,7 @@ pub async fn verify_email(State(state): State<AppState>, RawQuery(q): RawQuery) 
         })
         .filter(|t| capture_core::ids::is_token(t, 20, 128));
     let verified = match token {
-        Some(t) => state.store.verify_email(&crate::crypto::sha256_hex(t.as_bytes()), now_ms()).await?,
+        Some(t) => state.store.verify_email(&crate::crypto::sha256_hex(t.as_bytes()), state.clock.now_ms()).await?,
         None => None,
     };
     match verified {
@@ -291,7 +291,7 @@ pub async fn login(State(state): State<AppState>, headers: HeaderMap, f: AnonFor
             Some("Enter your e-mail and password."),
         ));
     }
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let since = now - ATTEMPT_WINDOW_MS;
     let pair_key = format!("pair:{}|{email}", f.client);
     let addr_key = format!("ip:{}", f.client);

@@ -6,7 +6,7 @@ use askama::Template;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{JobStatus, OutputFormat, ids};
 use capture_store::{ApiKeyRow, ScreenshotRow};
 
@@ -244,7 +244,7 @@ pub async fn create_key(State(state): State<AppState>, f: SignedForm) -> WebResu
         let msg = format!("An account may hold at most {MAX_LIVE_KEYS} live keys. Revoke one first.");
         return render(&state, s, StatusCode::BAD_REQUEST, Some(&msg)).await;
     }
-    match admin::create_key(&state.store, &state.master, &s.user.id, f.form.text("name")).await {
+    match admin::create_key(&state.store, &state.master, &s.user.id, f.form.text("name"), state.clock.now_ms()).await {
         Ok((row, key)) => Ok(key_page(s, &row, &key, true)),
         Err(AdminError::Invalid(m)) => render(&state, s, StatusCode::BAD_REQUEST, Some(&sentence(&m))).await,
         Err(e) => Err(e.into()),
@@ -295,7 +295,7 @@ pub async fn reveal_key(State(state): State<AppState>, Path(id): Path<String>, f
 /// `POST /dashboard/keys/{id}/revoke`: the REST API rejects the key from the next call on.
 pub async fn revoke_key(State(state): State<AppState>, Path(id): Path<String>, f: SignedForm) -> WebResult<Response> {
     own_key(&state, &f.session, &id).await?;
-    state.store.revoke_key(&id, Some(&f.session.user.id), now_ms()).await?;
+    state.store.revoke_key(&id, Some(&f.session.user.id), state.clock.now_ms()).await?;
     Ok(see_other("/dashboard#keys", None))
 }
 

@@ -16,7 +16,6 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_browser::{BrowserPool, CaptureOptions, CaptureRequest, PageSource, WaitUntil};
-use capture_core::time::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use super::base::layout::{Chrome, minute};
@@ -57,7 +56,7 @@ pub async fn render_example(state: AppState, pool: Arc<BrowserPool>, stop: Cance
                     height: out.height.unwrap_or(800),
                     png: out.bytes,
                     url,
-                    captured_at: now_ms(),
+                    captured_at: state.clock.now_ms(),
                 };
                 tracing::info!(bytes = ex.png.len(), "front page: the example capture of the API reference is ready");
                 let _ = state.front_example.set(ex);

@@ -61,7 +61,7 @@ pub async fn sign_out_everywhere(
 ) -> WebResult<Response> {
     state.store.delete_web_sessions_of(&f.session.user.id).await?;
     // Signing out everywhere also ends the CLI's and MCP clients' OAuth grants.
-    state.store.revoke_user_oauth_tokens(&f.session.user.id, capture_core::time::now_ms()).await?;
+    state.store.revoke_user_oauth_tokens(&f.session.user.id, state.clock.now_ms()).await?;
     let cookie = session::end(&state, &headers).await?;
     Ok(see_other("/login", Some(cookie)))
 }

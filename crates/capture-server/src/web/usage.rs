@@ -55,7 +55,7 @@ pub async fn show(
         _ => return Err(WebError::invalid("Split usage by product or by key.")),
     };
     let acc = account(&state, &s).await?;
-    let now = capture_core::time::now_ms();
+    let now = state.clock.now_ms();
     let this = MonthWindow::containing(now);
     let previous = MonthWindow::containing(this.start_ms - 1);
     let keys: BTreeMap<String, String> =

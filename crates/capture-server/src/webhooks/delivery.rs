@@ -3,7 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use capture_core::time::now_ms;
 use capture_store::{AttemptOutcome, Delivery, MAX_ATTEMPTS, Task};
 
 use crate::state::AppState;
@@ -34,7 +33,7 @@ pub async fn deliver(state: &AppState, client: &reqwest::Client, worker: &str, t
         Ok(Some(j)) => j,
         Ok(None) => {
             tracing::warn!(delivery = %task.subject_id, "delivery vanished");
-            let _ = state.store.cancel_delivery(&task.id, worker, &task.subject_id, now_ms()).await;
+            let _ = state.store.cancel_delivery(&task.id, worker, &task.subject_id, state.clock.now_ms()).await;
             return;
         }
         Err(e) => {
@@ -43,7 +42,7 @@ pub async fn deliver(state: &AppState, client: &reqwest::Client, worker: &str, t
         }
     };
     if job.endpoint_deleted || job.delivery.status != "pending" {
-        let _ = state.store.cancel_delivery(&task.id, worker, &job.delivery.id, now_ms()).await;
+        let _ = state.store.cancel_delivery(&task.id, worker, &job.delivery.id, state.clock.now_ms()).await;
         return;
     }
     let Some(secret) = state.master.decrypt(&job.secret_enc) else {
@@ -52,7 +51,7 @@ pub async fn deliver(state: &AppState, client: &reqwest::Client, worker: &str, t
     };
     let outcome = send_once(state, client, &job.url, &job.delivery, &job.payload, &secret).await;
     let attempts_after = job.delivery.attempts + 1;
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let retry_at = (!outcome.succeeded && attempts_after < MAX_ATTEMPTS).then(|| {
         let delays = &state.cfg.webhook_retry_delays;
         let wait = delays[((attempts_after - 1) as usize).min(delays.len() - 1)];
@@ -87,7 +86,7 @@ pub async fn send_once(
             succeeded: false,
         };
     }
-    let ts = now_ms() / 1000;
+    let ts = capture_core::time::now_ms() / 1000;
     let res = client
         .post(url)
         .header("content-type", "application/json")

@@ -2,7 +2,7 @@
 //! shown once), list, rotate the secret, queue a test, list deliveries, delete.
 
 use capture_core::events::{WEBHOOK_EVENTS, is_subscribable};
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{DeliveryId, DeliveryStatus, EndpointId, FieldError, ids};
 use serde_json::{Map, Value};
 
@@ -130,7 +130,7 @@ pub async fn create_endpoint(state: &AppState, account: &Account, input: Endpoin
         events: input.events,
         description: input.description,
         secret_enc: state.master.encrypt(&secret),
-        created_at: now_ms(),
+        created_at: state.clock.now_ms(),
     };
     state.store.create_endpoint(&ep).await?;
     Ok(EndpointWithSecret { endpoint: endpoint(&ep), secret })
@@ -166,7 +166,7 @@ pub async fn send_test(state: &AppState, account: &Account, id: &EndpointId) -> 
     own_endpoint(state, account, id).await?;
     let delivery = state
         .store
-        .send_test_ping(&account.user.id, id.as_str(), now_ms())
+        .send_test_ping(&account.user.id, id.as_str(), state.clock.now_ms())
         .await?
         .ok_or_else(|| Error::not_found(EndpointId::NOUN))?;
     state.webhook_work.notify_one();
@@ -187,7 +187,7 @@ pub async fn list_deliveries(state: &AppState, account: &Account, id: &EndpointI
 /// Delete an endpoint; nothing more is delivered to it.
 pub async fn delete_endpoint(state: &AppState, account: &Account, id: &EndpointId) -> Result<()> {
     own_endpoint(state, account, id).await?;
-    if !state.store.delete_endpoint(&account.user.id, id.as_str(), now_ms()).await? {
+    if !state.store.delete_endpoint(&account.user.id, id.as_str(), state.clock.now_ms()).await? {
         return Err(Error::not_found(EndpointId::NOUN));
     }
     Ok(())

@@ -107,7 +107,9 @@ impl TestApp {
     /// `capture admin user create --email E --plan P [--password W] [--legacy-free]`.
     pub async fn create_user(&self, email: &str, plan: &str, password: Option<&str>, legacy_free: bool) {
         let store = self.admin_store().await;
-        admin::create_user(&store, email, plan, password, legacy_free).await.expect("admin user create");
+        admin::create_user(&store, email, plan, password, legacy_free, capture_core::time::now_ms())
+            .await
+            .expect("admin user create");
         store.close().await;
     }
 
@@ -131,7 +133,9 @@ impl TestApp {
         let store = self.admin_store().await;
         let master = MasterKey::load_or_create(self.state.cfg.master_key.as_deref(), &self.data_dir).unwrap();
         let u = admin::user(&store, email).await.expect("admin user");
-        let (_, key) = admin::create_key(&store, &master, &u.id, "test").await.expect("admin key create");
+        let (_, key) = admin::create_key(&store, &master, &u.id, "test", capture_core::time::now_ms())
+            .await
+            .expect("admin key create");
         store.close().await;
         key
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use capture_browser::WaitUntil;
 use capture_browser::session::{ColorScheme, Device, DialogPolicy, Geolocation, NetworkConditions, Session};
 use capture_core::ErrorCode;
-use capture_core::time::{iso, now_ms};
+use capture_core::time::iso;
 use capture_core::{EndReason, RunId, RunKind, RunStatus};
 use rmcp::model::CallToolResult;
 use schemars::JsonSchema;
@@ -412,11 +412,11 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         .map(str::to_string)
         .ok_or_else(|| Error::internal("a live run was created without its connect token"))?;
     let hash = crate::crypto::sha256_hex(token.as_bytes());
-    let lease_until = now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
     let id = created.run.id.to_string();
     let row = state
         .store
-        .claim_live_run(&id, &hash, node_id(), lease_until, now_ms())
+        .claim_live_run(&id, &hash, node_id(), lease_until, state.clock.now_ms())
         .await
         .map_err(Error::from)?
         .ok_or_else(|| Error::internal("a fresh live run could not be claimed"))?;
@@ -447,7 +447,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         Ok(_) => session.consent(Duration::from_secs(5)).await.ok().flatten(),
         Err(_) => None,
     };
-    let started_at = row.started_at.unwrap_or_else(now_ms);
+    let started_at = row.started_at.unwrap_or_else(|| state.clock.now_ms());
     let live = Arc::new(Live {
         id: row.id.clone(),
         user_id: row.user_id.clone(),

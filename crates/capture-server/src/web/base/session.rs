@@ -4,7 +4,6 @@
 
 use axum::http::{HeaderMap, header};
 use capture_core::ids;
-use capture_core::time::now_ms;
 use capture_store::User;
 
 use crate::crypto::{ct_eq, sha256_hex};
@@ -48,7 +47,7 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 pub async fn current(state: &AppState, headers: &HeaderMap) -> Result<Option<WebSession>, ApiError> {
     let Some(raw) = cookie(headers, COOKIE).filter(|v| ids::is_token(v, 20, 128)) else { return Ok(None) };
     let id_hash = sha256_hex(raw.as_bytes());
-    Ok(state.store.web_session(&id_hash, now_ms()).await?.map(|r| WebSession {
+    Ok(state.store.web_session(&id_hash, state.clock.now_ms()).await?.map(|r| WebSession {
         user: r.user,
         csrf: r.csrf_token,
         id_hash,
@@ -63,7 +62,7 @@ fn secure(state: &AppState) -> &'static str {
 pub async fn start(state: &AppState, user_id: &str) -> Result<String, ApiError> {
     let raw = ids::random_string(43);
     let csrf = ids::random_string(32);
-    let now = now_ms();
+    let now = state.clock.now_ms();
     state.store.create_web_session(&sha256_hex(raw.as_bytes()), user_id, &csrf, now, now + LIFETIME_MS).await?;
     Ok(format!("{COOKIE}={raw}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}", LIFETIME_MS / 1000, secure(state)))
 }

@@ -438,3 +438,53 @@ async fn campaign_completed_reaches_its_subscribers_once_with_the_counts() {
     )
     .await;
 }
+
+/// One clock (`CAPTURE_CLOCK_OFFSET`): a campaign launched on a service whose clock is three
+/// days ahead completes and its `campaign.completed` is delivered at once — queued, claimed and
+/// sent on the same shifted clock — while the endpoint's `createdAt` and the event's own time
+/// read that clock too. The signature's timestamp stays on the system clock: the receiver checks
+/// it against its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn under_a_shifted_clock_a_campaigns_webhook_is_delivered_at_once() {
+    use capture_testkit::webhooks::{Receiver, create_endpoint, verify};
+    const AHEAD_MS: i64 = 3 * 24 * 3600 * 1000;
+    let sink = Sink::start(TARGET_TMPDIR, &[]);
+    let site = FixtureSite::start().await.unwrap();
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_SMTP_URL", &sink.url())
+            .env("CAPTURE_WEBHOOK_ALLOW_HTTP", "true")
+            .env("CAPTURE_CLOCK_OFFSET", "+3d"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("pro").await;
+    let want = Receiver::start(vec![(200, Duration::ZERO)]).await;
+    let ep = create_endpoint(&app, &key, json!({"url": want.url, "events": ["campaign.completed"]})).await;
+    let shifted = |field: &Value| {
+        let at = chrono::DateTime::parse_from_rfc3339(field.as_str().expect("a time")).unwrap().timestamp_millis();
+        let ahead = at - capture_core::time::now_ms();
+        assert!(
+            (AHEAD_MS - 120_000..=AHEAD_MS + 1_000).contains(&ahead),
+            "{field} is {ahead} ms from the system clock"
+        );
+    };
+    shifted(&ep["createdAt"]);
+    let body = new_campaign(
+        "shifted",
+        "UTC",
+        "anytime",
+        "2020-01-01T00:00:00Z",
+        json!([{"websiteUrl": site.url(CLEAN_PAGE), "recipientEmail": "yes@site.test"}]),
+    );
+    let id = create_and_launch(&app, &key, &body).await;
+    let c = wait_for(&app, &key, &id, Duration::from_secs(150), |c| c["status"] == "completed").await;
+    shifted(&c["completedAt"]);
+    // Delivered within seconds, not three days later.
+    let got = want.wait_for(1, Duration::from_secs(30)).await;
+    let event = verify(ep["secret"].as_str().unwrap(), &got[0]).expect("signed, its timestamp on the system clock");
+    assert_eq!(
+        (event["type"].as_str(), event["data"]["campaignId"].as_str()),
+        (Some("campaign.completed"), Some(id.as_str()))
+    );
+    shifted(&event["createdAt"]);
+}
