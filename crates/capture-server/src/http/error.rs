@@ -164,7 +164,7 @@ pub fn status(code: u16) -> StatusCode {
 }
 
 /// The error body of every /v1 error.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     pub error: String,

@@ -45,7 +45,8 @@ tool_group! {
 
 async fn login_tool(cx: &Cx<'_>, a: &JsonObject) -> Result<CallToolResult> {
     let input = valid::<LoginIn>(a)?;
-    let out = login::login(cx.state, cx.account, input).await?;
+    // Here or on a node with a browser, as the API's sign-in.
+    let out = login::anywhere(cx.state, cx.account, input).await?.into_result()?;
     let text = format!(
         "Signed in to {} as {} and saved profile '{}' ({}): {} cookies for {}. Pass profile: \"{}\" to start signed in. Steps: {}.",
         out.final_url,

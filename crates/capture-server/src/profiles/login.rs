@@ -92,19 +92,63 @@ struct Forwarded {
     login: ValidLogin,
 }
 
-/// On a node without a browser: the sign-in runs on a node with one (its answer passed on
-/// whole); 503 when none is up.
-pub async fn on_browser_node(state: &AppState, account: &Account, v: ValidLogin) -> Result<Response> {
+/// Where a sign-in ran and what it answered.
+pub enum Answer {
+    /// On this node.
+    Here(LoginOut),
+    /// On a node with a browser (this one has none): its status and JSON body, whole.
+    Forwarded(StatusCode, Bytes),
+}
+
+/// Sign in on this node when it runs a browser, else on a node that does (503 when none is
+/// up): the one place that decides, for the API and the MCP tool alike.
+pub async fn anywhere(state: &AppState, account: &Account, v: ValidLogin) -> Result<Answer> {
+    if state.browser.is_some() {
+        return Ok(Answer::Here(login(state, account, v).await?));
+    }
     let body =
         serde_json::to_vec(&Forwarded { user_id: account.user.id.clone(), login: v }).map_err(Error::internal)?;
     let unavailable = |why: String| Error::Refused(capture_core::ErrorCode::ServiceUnavailable, why);
     match crate::cluster::to_browser_node(state, INTERNAL_PATH, &body).await {
         Ok(Some((status, bytes))) => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-            Ok((status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+            Ok(Answer::Forwarded(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY), bytes.into()))
         }
         Ok(None) => Err(unavailable("no node with a browser is up (the worker role); retry shortly".into())),
         Err(e) => Err(unavailable(e.0)),
+    }
+}
+
+impl Answer {
+    /// The HTTP answer: the forwarded one passed on whole.
+    pub fn into_response(self) -> Response {
+        match self {
+            Answer::Here(out) => axum::Json(out).into_response(),
+            Answer::Forwarded(status, bytes) => {
+                (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+            }
+        }
+    }
+
+    /// The sign-in's outcome as this node's own: a forwarded refusal becomes the error it was
+    /// (its code, message and, for `LOGIN_FAILED`, its steps and final URL).
+    pub fn into_result(self) -> Result<LoginOut> {
+        let (status, bytes) = match self {
+            Answer::Here(out) => return Ok(out),
+            Answer::Forwarded(status, bytes) => (status, bytes),
+        };
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(Error::internal);
+        }
+        let body: crate::http::error::ErrorBody = serde_json::from_slice(&bytes).map_err(Error::internal)?;
+        let details = body.details.unwrap_or_default();
+        Err(match body.code {
+            capture_core::ErrorCode::LoginFailed => Error::LoginFailed {
+                message: body.error,
+                steps: serde_json::from_value(details["steps"].clone()).unwrap_or_default(),
+                final_url: details["finalUrl"].as_str().unwrap_or_default().to_owned(),
+            },
+            code => Error::Refused(code, body.error),
+        })
     }
 }
 

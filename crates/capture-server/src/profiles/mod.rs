@@ -9,7 +9,7 @@ pub mod types;
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use capture_core::profile::BrowserState;
@@ -133,10 +133,7 @@ async fn login_handler(
     ValidatedJson { valid, .. }: ValidatedJson<LoginIn>,
 ) -> ApiResult<Response> {
     // A node without a browser hands the sign-in to one that has it, answering as it did.
-    if state.browser.is_none() {
-        return Ok(login::on_browser_node(&state, &account, valid).await?);
-    }
-    Ok(Json(login::login(&state, &account, valid).await?).into_response())
+    Ok(login::anywhere(&state, &account, valid).await?.into_response())
 }
 
 /// The internal route a node without a browser forwards a sign-in to (signed, no API key).

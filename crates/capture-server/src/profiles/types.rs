@@ -92,7 +92,7 @@ impl Checked for ProfilePatch {
 }
 
 /// A profile as shown: what its state holds, never a cookie's or an item's value.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Profile {
     /// `prf_…`: what `profile` names on a capture, an audit, a run or a session (the name works too).
@@ -198,7 +198,7 @@ impl Checked for LoginIn {
 }
 
 /// What `login` did, step by step, and the profile it saved.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LoginOut {
     pub profile: Profile,

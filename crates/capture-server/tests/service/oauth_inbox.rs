@@ -338,3 +338,59 @@ async fn mcp_profile_tools_sign_in_once_and_sessions_save_their_state() {
     let r = call("profile_list", json!({})).await;
     assert_eq!(r["structuredContent"]["data"].as_array().unwrap().len(), 1, "{r}");
 }
+
+/// `profile_login` over MCP on a node that runs no browser: the sign-in runs on the node that
+/// has one, as the API's does (one decision, `profiles::login::anywhere`), and its refusal
+/// comes back as the tool's error with the same code. Before, the tool called the sign-in
+/// here and answered "no browser on this node".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mcp_profile_login_on_a_node_without_a_browser_runs_on_one_with_it() {
+    let master = "43".repeat(32);
+    let worker = TestApp::spawn(
+        Opts::api(Db::Postgres)
+            .roles("api,worker,scheduler,inbound")
+            .env("CAPTURE_MASTER_KEY", &master)
+            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
+    )
+    .await;
+    let app = App::spawn_with(
+        Opts::api(Db::Postgres)
+            .roles("api")
+            .env("CAPTURE_MASTER_KEY", &master)
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test")
+            .env("CAPTURE_DATABASE_URL", &worker.database_url()),
+    )
+    .await;
+    assert!(app.app.state.browser.is_none(), "the MCP node runs no browser");
+    // The worker's internal address, advertised under a name of its own (both nodes share
+    // this process's node id).
+    let now = capture_core::time::now_ms();
+    app.app.state.store.advertise_node("node-worker-of-the-mcp-test", &worker.base, true, now).await.unwrap();
+    let mcp = app.url("/mcp");
+    let (_email, _c, m) = app.tokens(Some(&mcp)).await;
+    let token = m["access_token"].as_str().unwrap().to_string();
+    let call = |name: &'static str, args: Value| tool_at(&app.http, &mcp, &token, name, args);
+
+    let r = call("inbox_messages", json!({"limit": 1})).await;
+    let inbox = &r["structuredContent"]["inbox"];
+    let site = capture_testkit::members_site::MembersSite::start().await;
+    site.set_smtp(worker.state.inbound_addr.expect("the worker's inbound SMTP server"));
+    site.add_account(inbox["address"].as_str().unwrap(), inbox["password"].as_str().unwrap());
+
+    let r = call("profile_login", json!({"url": site.url("/login"), "profile": "club"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    let out = &r["structuredContent"];
+    assert_eq!(
+        (out["profile"]["name"].as_str(), out["profile"]["status"].as_str(), out["finalUrl"].as_str()),
+        (Some("club"), Some("ready"), Some(site.url("/members").as_str())),
+        "{r}"
+    );
+    let r = call("profile_list", json!({})).await;
+    assert_eq!(r["structuredContent"]["data"][0]["savedFrom"], "login", "{r}");
+    // The browser node's LOGIN_FAILED, as the tool's error.
+    let r =
+        call("profile_login", json!({"url": site.url("/login"), "profile": "x", "password": "wrong-password"})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["code"], "LOGIN_FAILED", "{r}");
+}
