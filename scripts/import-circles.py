@@ -4,7 +4,9 @@
 A file depends on another when it names a module path that resolves to it (`use crate::a::b`,
 `crate::a::b::f(…)` in code, `super::x`, `self::x`). What a module declares (`mod x;`) and
 re-exports of its own children (`pub use x::…`) are its structure, not dependencies. Comments
-and doc lines are skipped. Run: `python3 scripts/import-circles.py` (from anywhere).
+and doc lines are skipped; grouped imports (`use crate::{a, b::{c, d}}`) count once per path, and
+`use child::x` (a child module named without `self::`) counts too.
+Run: `python3 scripts/import-circles.py` (from anywhere).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PATH_RE = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+PATH_RE = re.compile(r"\b(crate|super|self)((?:::(?:[A-Za-z_][A-Za-z0-9_]*|\*))+)")
 
 
 def modules(src: Path) -> dict[tuple[str, ...], Path]:
@@ -39,6 +41,39 @@ def code_lines(text: str):
         yield line.split("//")[0] if "//" in line and '"' not in line else line
 
 
+def expand(tree: str) -> list[str]:
+    """The paths a `use` tree names: `crate::{a, b::{c, d}}` → `crate::a`, `crate::b::c`, `crate::b::d`."""
+    tree = re.sub(r"\s+as\s+\w+", "", tree)
+    tree = re.sub(r"\s+", "", tree)
+    brace = tree.find("{")
+    if brace < 0:
+        return [tree]
+    prefix, inner = tree[:brace], tree[brace + 1 : tree.rfind("}")]
+    items, depth, start = [], 0, 0
+    for i, c in enumerate(inner):
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            items.append(inner[start:i])
+            start = i + 1
+    items.append(inner[start:])
+    out = []
+    for item in filter(None, items):
+        for sub in expand(item):
+            out.append(prefix.rstrip(":") if sub == "self" else prefix + sub)
+    return out
+
+
+USE_RE = re.compile(r"^(\s*)((?:pub(?:\([a-z]+\))?\s+)?)use\s+([^;]+);", re.M | re.S)
+
+
+def expand_uses(text: str) -> str:
+    """Each `use` with groups, one line per path it names (so grouped imports count)."""
+    return USE_RE.sub(lambda m: "\n".join(f"{m.group(1)}{m.group(2)}use {p};" for p in expand(m.group(3))), text)
+
+
 def edges(src: Path) -> dict[Path, set[Path]]:
     mods = modules(src)
     by_file = {f: m for m, f in mods.items()}
@@ -47,12 +82,18 @@ def edges(src: Path) -> dict[Path, set[Path]]:
         text = f.read_text(encoding="utf-8", errors="replace")
         if "#[cfg(test)]" in text:
             text = text.split("#[cfg(test)]")[0]
+        text = expand_uses("\n".join(code_lines(text)))
         for line in code_lines(text):
             stripped = line.strip()
             if re.match(r"(pub(\([a-z]+\))?\s+)?mod\s+\w+\s*;", stripped):
                 continue
-            for base, rest in PATH_RE.findall(line):
-                parts = rest.split("::")[1:]
+            found = PATH_RE.findall(line)
+            # `use child::x` names a child module of this one without a prefix.
+            bare = re.match(r"(?:pub(?:\([a-z]+\))?\s+)?use\s+([A-Za-z_][A-Za-z0-9_]*)((?:::[A-Za-z_*][A-Za-z0-9_]*)*)", stripped)
+            if bare and bare.group(1) not in ("crate", "super", "self") and me + (bare.group(1),) in mods:
+                found.append(("self", "::" + bare.group(1) + bare.group(2)))
+            for base, rest in found:
+                parts = [p for p in rest.split("::")[1:] if p != "*"]
                 if base == "crate":
                     start: tuple[str, ...] = ()
                 elif base == "self":

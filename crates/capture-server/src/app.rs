@@ -220,8 +220,9 @@ impl Application {
             egress.deny_listener(a);
         }
         let clock = capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms);
+        let inbox_arrived = Arc::new(tokio::sync::Notify::new());
         let inbound = if cfg.roles.inbound {
-            crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox, clock).await?
+            crate::inbox::inbound::bind(&store, &blobs, &cfg.inbox, clock, inbox_arrived.clone()).await?
         } else {
             None
         };
@@ -290,6 +291,7 @@ impl Application {
             front_example: std::sync::OnceLock::new(),
             internal_url: std::sync::OnceLock::new(),
             features,
+            cluster: crate::cluster::Cluster::new(inbox_arrived),
         }));
         // Where the other nodes reach this one: the setting, else the bound address when it
         // names one interface (not 0.0.0.0 or ::).
@@ -406,8 +408,8 @@ impl Application {
         }
         timer.abort();
         // Live sessions ended with the shutdown signal: let them finalise first.
-        crate::runs::live::drain(Duration::from_secs(20)).await;
-        crate::automation::drain(Duration::from_secs(20)).await;
+        crate::runs::live::drain(&state, Duration::from_secs(20)).await;
+        crate::automation::drain(&state, Duration::from_secs(20)).await;
         if let Some(pool) = &state.browser {
             pool.shutdown().await;
         }

@@ -70,6 +70,8 @@ pub struct Inner {
     /// What this install can do: the axe-core audits inject, and each feature's status for
     /// `/readyz` and the dashboard.
     pub features: Features,
+    /// This app's node of the cluster: its id, the internal channel, the sessions it holds.
+    pub cluster: crate::cluster::node::Cluster,
 }
 
 impl std::ops::Deref for AppState {

@@ -2,8 +2,25 @@
 
 use crate::caption::{FontMetrics, Layout, filter_value};
 use crate::color::CaptionColors;
+use serde::{Deserialize, Serialize};
 
-use super::Motion;
+/// How the camera moves over a scene's image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Motion {
+    /// Slowly closer.
+    ZoomIn,
+    /// Slowly back.
+    ZoomOut,
+    /// Down a tall (full-page) screenshot, from its top.
+    PanDown,
+    /// Up a tall screenshot, ending at its top.
+    PanUp,
+    /// Across a wide screenshot, towards its left.
+    PanLeft,
+    /// Across a wide screenshot, towards its right.
+    PanRight,
+}
 
 /// Frames per second of every ad.
 pub const FPS: u32 = 30;

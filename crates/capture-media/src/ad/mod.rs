@@ -22,6 +22,7 @@ use crate::probe::{self, MediaInfo};
 use crate::process::{Stdout, move_file, run_in};
 use crate::{music, voice};
 
+pub use graph::Motion;
 use graph::{FPS, Frame, SceneGraph, plan_frames, video_graph};
 
 /// Shortest ad, in seconds.
@@ -46,24 +47,6 @@ pub const MAX_IMAGE_PIXELS: u64 = 40_000_000;
 const MIN_SCENE_FRAMES: u32 = 45;
 /// How much faster than usual a script may be spoken to fit 30 s.
 const MAX_SPEEDUP: f64 = 1.3;
-
-/// How the camera moves over a scene's image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Motion {
-    /// Slowly closer.
-    ZoomIn,
-    /// Slowly back.
-    ZoomOut,
-    /// Down a tall (full-page) screenshot, from its top.
-    PanDown,
-    /// Up a tall screenshot, ending at its top.
-    PanUp,
-    /// Across a wide screenshot, towards its left.
-    PanLeft,
-    /// Across a wide screenshot, towards its right.
-    PanRight,
-}
 
 /// Output frame size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -350,7 +350,7 @@ pub async fn call(state: &AppState, account: &Account, name: &str, args: &JsonOb
         return None;
     }
     if let Some(sid) = args.get("sessionId").and_then(Value::as_str)
-        && !sessions::held_here(sid.trim())
+        && !sessions::held_here(state, sid.trim())
         && let Some(out) = forward(state, account, sid.trim(), name, args).await
     {
         return Some(out);
@@ -374,7 +374,7 @@ async fn forward(
     let id = capture_core::RunId::parse(sid)?;
     let row = state.store.run_of(&account.user.id, id.as_str()).await.ok()??;
     let worker = row.worker.as_deref()?;
-    let here = crate::runs::session::node_id();
+    let here = state.cluster.node_id();
     if row.kind != capture_core::RunKind::Live || row.status != capture_core::RunStatus::Running || worker == here {
         return None;
     }

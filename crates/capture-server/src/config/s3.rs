@@ -1,7 +1,7 @@
 //! S3 storage settings: the bucket URL, the endpoint, the region and the keys (from
 //! `CAPTURE_S3_*`, or the AWS variables as a fallback).
 
-use super::*;
+use super::parse::{ConfigError, err};
 
 /// How an S3 bucket is reached: `CAPTURE_STORAGE_URL=s3://bucket/prefix` and `CAPTURE_S3_*`
 /// (credentials fall back to `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY`/`AWS_SESSION_TOKEN`).

@@ -17,7 +17,7 @@ use capture_store::{InboxMessageRow, Store};
 use futures_util::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::service::{ARRIVED, MESSAGE_ID, attachment_blob_name, delete_attachment_blobs};
+use super::service::{MESSAGE_ID, attachment_blob_name, delete_attachment_blobs};
 use crate::blob::BlobStore;
 use crate::config::InboxSettings;
 
@@ -27,6 +27,8 @@ pub struct StoreSink {
     blobs: Arc<dyn BlobStore>,
     settings: InboxSettings,
     clock: capture_core::clock::Clock,
+    /// The app's inbox waits (its cluster's `inbox_arrived`).
+    arrived: Arc<tokio::sync::Notify>,
 }
 
 impl StoreSink {
@@ -133,7 +135,7 @@ impl InboundSink for StoreSink {
                 }
                 tracing::info!(message = %row.id, peer = %envelope.peer, bytes = size, "inbound: message stored");
             }
-            ARRIVED.notify_waiters();
+            self.arrived.notify_waiters();
             Ok(())
         })
     }
@@ -146,6 +148,7 @@ pub async fn bind(
     blobs: &Arc<dyn BlobStore>,
     settings: &InboxSettings,
     clock: capture_core::clock::Clock,
+    arrived: Arc<tokio::sync::Notify>,
 ) -> Result<Option<InboundServer>, crate::start_error::StartError> {
     let config = InboundConfig {
         hostname: settings.domain.clone(),
@@ -153,7 +156,8 @@ pub async fn bind(
         per_ip_rate: settings.rate_per_minute,
         ..InboundConfig::default()
     };
-    let sink = Arc::new(StoreSink { store: store.clone(), blobs: blobs.clone(), settings: settings.clone(), clock });
+    let sink =
+        Arc::new(StoreSink { store: store.clone(), blobs: blobs.clone(), settings: settings.clone(), clock, arrived });
     match InboundServer::bind(settings.listen, config, sink).await {
         Ok(server) => Ok(Some(server)),
         Err(e) if !settings.listen_explicit => {

@@ -10,7 +10,6 @@ use capture_core::ids::{looks_like, random_string};
 use capture_core::time::{iso, parse_iso};
 use capture_store::{InboxMessageRow, InboxRow, MessageFilter};
 use serde::Deserialize;
-use tokio::sync::Notify;
 
 use super::types::{
     Deleted, Inbox, InboxCounts, MailAddress, MailAttachment, MailCode, MailHeader, MailLink, Message, MessageList,
@@ -33,7 +32,6 @@ pub const TOOL_MAX_WAIT_MS: u64 = 60_000;
 pub const TOOL_DEFAULT_WAIT_MS: u64 = 25_000;
 
 /// Wakes long-polls on this node when a message is stored here (others poll the database).
-pub(crate) static ARRIVED: Notify = Notify::const_new();
 
 /// A new inbox address at `domain`: `t` and 15 lower-case letters and digits.
 pub fn new_address(domain: &str) -> String {
@@ -345,7 +343,7 @@ pub async fn wait(
     let deadline = started + Duration::from_millis(timeout_ms);
     let _waiting = state.metrics.inbox_waiting();
     loop {
-        let arrived = ARRIVED.notified();
+        let arrived = state.cluster.inbox_arrived.notified();
         tokio::pin!(arrived);
         arrived.as_mut().enable();
         if let Some(row) = state.store.next_inbox_message(&account.user.id, &filter).await? {

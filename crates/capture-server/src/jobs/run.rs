@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::claim_loop;
 use crate::blob;
 use crate::runs::service::ended;
-use crate::runs::session::{self, Hold, Opened, Outcome, budget, finalize, node_id, session_options};
+use crate::runs::session::{self, Hold, Opened, Outcome, budget, finalize, session_options};
 use crate::runs::types::{Step, StepResult};
 use crate::state::AppState;
 
@@ -41,7 +41,7 @@ pub async fn run(
     let mut handles = Vec::new();
     for i in 0..n.max(1) {
         let (st, p, s, hs) = (state.clone(), pool.clone(), stop.clone(), hard_stop.clone());
-        let worker = format!("{}-run{i}", node_id());
+        let worker = format!("{}-run{i}", state.cluster.node_id());
         handles.push(tokio::spawn(async move {
             let lease_ms = st.cfg.queue_lease.as_millis() as i64;
             let share = st.cfg.fair_share();

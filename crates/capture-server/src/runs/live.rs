@@ -34,21 +34,19 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::error::Error;
 use crate::http::ApiError;
-use crate::runs::session::{self, Hold, Opened, Outcome, budget, finalize, node_id, session_options};
+use crate::runs::session::{self, Hold, Opened, Outcome, budget, finalize, session_options};
 use crate::state::AppState;
 
 /// How long the start page of a live session may take to load before the client gets it anyway.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The live sessions this process drives, so shutdown can let them finalise.
-static SESSIONS: std::sync::LazyLock<tokio_util::task::TaskTracker> =
-    std::sync::LazyLock::new(tokio_util::task::TaskTracker::new);
-
 /// On shutdown (after `AppState::shutdown` ended every live session): wait up to `limit`
-/// for them to be finalised (video, event) before the browser pool stops.
-pub async fn drain(limit: Duration) {
-    SESSIONS.close();
-    if tokio::time::timeout(limit, SESSIONS.wait()).await.is_err() {
+/// for the ones this node drives (its cluster's `live_runs`) to be finalised (video, event)
+/// before the browser pool stops.
+pub async fn drain(state: &AppState, limit: Duration) {
+    let runs = &state.cluster.live_runs;
+    runs.close();
+    if tokio::time::timeout(limit, runs.wait()).await.is_err() {
         tracing::warn!("live sessions still finalising at shutdown; the sweep of another node ends them");
     }
 }
@@ -97,7 +95,11 @@ pub async fn devtools(
     };
     let hash = crate::crypto::sha256_hex(token.as_bytes());
     let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
-    let row = match state.store.claim_live_run(id.as_str(), &hash, node_id(), lease_until, state.clock.now_ms()).await {
+    let row = match state
+        .store
+        .claim_live_run(id.as_str(), &hash, state.cluster.node_id(), lease_until, state.clock.now_ms())
+        .await
+    {
         Ok(Some(r)) => r,
         Ok(None) => {
             return refuse(ErrorCode::Unauthorized, "this connect token is wrong, already used, or expired");
@@ -105,7 +107,8 @@ pub async fn devtools(
         Err(e) => return ApiError::from(e).into_response(),
     };
     state.job_changed(&row.id);
-    SESSIONS.spawn(serve(state, pool, row, on_upgrade));
+    let runs = state.cluster.live_runs.clone();
+    runs.spawn(serve(state, pool, row, on_upgrade));
     switching_protocols(key.as_bytes())
 }
 
@@ -150,7 +153,7 @@ async fn pass_on(
         }
         Err(_) => return none(),
     };
-    SESSIONS.spawn(async move {
+    state.cluster.live_runs.spawn(async move {
         let Ok(upgraded) = on_upgrade.await else { return };
         let client = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
         let (mut client_tx, mut client_rx) = client.split();
@@ -201,7 +204,7 @@ fn switching_protocols(key: &[u8]) -> Response {
 /// relay the client until it leaves (or stop, or the timeout), finalise.
 async fn serve(state: AppState, pool: std::sync::Arc<BrowserPool>, row: RunRow, on_upgrade: hyper::upgrade::OnUpgrade) {
     let (budget, cut_by_actions) = budget(&row);
-    let hold = Hold::start(&state, &row.id, node_id());
+    let hold = Hold::start(&state, &row.id, state.cluster.node_id());
     let Ok(Opened { session, started, video, video_err }) =
         session::open(&state, &pool, &row, session_options(&row, budget), budget, None).await
     else {

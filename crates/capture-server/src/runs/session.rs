@@ -2,7 +2,6 @@
 //! `jobs::run`, the live relay, the MCP automation sessions): the session's options and time
 //! budget, the node's hold on the run, the video, and the end of the run.
 
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use capture_browser::session::{Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea};
@@ -22,12 +21,6 @@ use crate::state::AppState;
 const MAX_LISTED: usize = 200;
 /// Beyond the run's own time, how long its browser session may live (to finalise).
 const SESSION_MARGIN: Duration = Duration::from_secs(60);
-
-/// This process's name as the holder of runs.
-pub fn node_id() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| format!("node-{}", capture_core::ids::random_string(10)))
-}
 
 /// The session options of a run: its device, and a deadline past its own time so that it
 /// can be finalised.

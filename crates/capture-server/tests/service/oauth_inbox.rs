@@ -363,8 +363,8 @@ async fn mcp_profile_login_on_a_node_without_a_browser_runs_on_one_with_it() {
     )
     .await;
     assert!(app.app.state.browser.is_none(), "the MCP node runs no browser");
-    // The worker's internal address, advertised under a name of its own (both nodes share
-    // this process's node id).
+    // The worker's internal address, as it advertises it (written here at once rather than
+    // waiting for the worker's own first refresh).
     let now = capture_core::time::now_ms();
     app.app.state.store.advertise_node("node-worker-of-the-mcp-test", &worker.base, true, now).await.unwrap();
     let mcp = app.url("/mcp");

@@ -603,7 +603,7 @@ pub async fn get_device(cx: Cx, a: GetDeviceIn) -> AutoResult<Reply> {
             t,
         )
         .await?;
-    let mut data = l.view();
+    let mut data = crate::automation::sessions::view(&l);
     data["page"] = page;
     Ok(Reply::data(data))
 }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capture_browser::WaitUntil;
@@ -25,13 +25,16 @@ use crate::auth::Account;
 use crate::error::Error;
 use crate::http::validated::Checked;
 use crate::runs::service as runs;
-use crate::runs::session::{self, Hold, Opened, Outcome, Video, budget, finalize, node_id, session_options};
+use crate::runs::session::{self, Hold, Opened, Outcome, Video, budget, finalize, session_options};
 use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, RunSpec, bounds, device_spec};
 use crate::state::AppState;
 
 mod devices;
+pub mod registry;
 
 pub use devices::*;
+use registry::Starting;
+pub use registry::{Live, Registry};
 
 /// How long the first page may take to load before the session is handed over anyway.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -40,59 +43,19 @@ const DEFAULT_SESSION_MS: u64 = 300_000;
 /// Shortest idle timeout a session may ask for.
 const MIN_IDLE_MS: u64 = 1_000;
 
-/// A session this node holds.
-pub struct Live {
-    pub id: String,
-    pub user_id: String,
-    /// The OAuth client that started it (None: not started over OAuth).
-    pub client_id: Option<String>,
-    /// Open to the account's other clients too.
-    pub shared: bool,
-    pub session: Session,
-    pub device: Mutex<Device>,
-    pub preset: Mutex<Option<String>>,
-    pub started_at: i64,
-    pub expires_at: i64,
-    pub idle: Duration,
-    pub record_video: bool,
-    /// Permissions granted so far (DevTools replaces the whole set on each grant).
-    pub granted: Mutex<std::collections::BTreeSet<String>>,
-    /// The last snapshot taken of each part of the page (`""` for the whole page, the ref or
-    /// selector of a part), for `snapshot` with `mode: diff`.
-    pub snapshots: Mutex<HashMap<String, Vec<crate::automation::snapshot::Entry>>>,
-    last_used: Mutex<Instant>,
-    /// Tool calls using it now (a long wait_for is not idleness).
-    busy: AtomicUsize,
-    /// Cancelled by `session_end`.
-    end: CancellationToken,
-    /// Cancelled once the run is finalised.
-    finished: CancellationToken,
-}
-
-impl Live {
-    fn touch(&self) {
-        *self.last_used.lock().unwrap() = Instant::now();
-    }
-
-    /// Idle: no tool is using it and none used it for its idle timeout.
-    fn idle(&self) -> bool {
-        self.busy.load(Ordering::SeqCst) == 0 && self.last_used.lock().unwrap().elapsed() >= self.idle
-    }
-
-    /// The session as listed.
-    pub fn view(&self) -> Value {
-        let d = self.device.lock().unwrap().clone();
-        json!({
-            "sessionId": self.id,
-            "device": device_json(&d, self.preset.lock().unwrap().as_deref()),
-            "startedAt": iso(self.started_at),
-            "expiresAt": iso(self.expires_at),
-            "idleTimeoutMs": self.idle.as_millis() as u64,
-            "idleForMs": self.last_used.lock().unwrap().elapsed().as_millis() as u64,
-            "recordVideo": self.record_video,
-            "shared": self.shared,
-        })
-    }
+/// A session as listed.
+pub fn view(l: &Live) -> Value {
+    let d = l.device.lock().unwrap().clone();
+    json!({
+        "sessionId": l.id,
+        "device": device_json(&d, l.preset.lock().unwrap().as_deref()),
+        "startedAt": iso(l.started_at),
+        "expiresAt": iso(l.expires_at),
+        "idleTimeoutMs": l.idle.as_millis() as u64,
+        "idleForMs": l.last_used.lock().unwrap().elapsed().as_millis() as u64,
+        "recordVideo": l.record_video,
+        "shared": l.shared,
+    })
 }
 
 /// Whether a session started by OAuth client `client` (`shared` or not) is the caller's to
@@ -102,41 +65,12 @@ pub(crate) fn visible(shared: bool, client: &Option<String>, account: &Account) 
     shared || client.is_none() || account.client_id.is_none() || *client == account.client_id
 }
 
-/// The sessions of this process, by run id.
-static LIVE: LazyLock<Mutex<HashMap<String, Arc<Live>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-/// Sessions being started, by account.
-static STARTING: LazyLock<Mutex<HashMap<String, usize>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-
-/// One session start of an account, counted while it lasts.
-struct Starting(String);
-
-impl Starting {
-    fn new(user: &str) -> Starting {
-        *STARTING.lock().unwrap().entry(user.to_string()).or_insert(0) += 1;
-        Starting(user.to_string())
-    }
-}
-
-impl Drop for Starting {
-    fn drop(&mut self) {
-        let mut m = STARTING.lock().unwrap();
-        if let Some(n) = m.get_mut(&self.0) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(&self.0);
-            }
-        }
-    }
-}
-
-/// Their supervisors, so shutdown can let them finalise.
-static TASKS: LazyLock<tokio_util::task::TaskTracker> = LazyLock::new(tokio_util::task::TaskTracker::new);
-
 /// On shutdown (the shutdown token already ended every session): wait up to `limit` for
 /// them to be finalised (video, event).
-pub async fn drain(limit: Duration) {
-    TASKS.close();
-    if tokio::time::timeout(limit, TASKS.wait()).await.is_err() {
+pub async fn drain(state: &AppState, limit: Duration) {
+    let tasks = &state.cluster.sessions.tasks;
+    tasks.close();
+    if tokio::time::timeout(limit, tasks.wait()).await.is_err() {
         tracing::warn!("automation sessions still finalising at shutdown; the sweep of another node ends them");
     }
 }
@@ -162,7 +96,7 @@ impl Drop for Held {
 /// `SESSION_EXPIRED` for one that ended, `NOT_FOUND` for none of the caller's.
 pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     let id = id.trim();
-    let found = LIVE.lock().unwrap().get(id).cloned();
+    let found = cx.state.cluster.sessions.live.lock().unwrap().get(id).cloned();
     if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account)) {
         if l.session.is_closed() {
             return Err(AutoError::new(
@@ -191,7 +125,9 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
                 row.end_reason.map_or("ended", EndReason::as_str)
             ),
         )),
-        Some(row) if row.kind == RunKind::Live && row.worker.as_deref().is_some_and(|w| w != node_id()) => {
+        Some(row)
+            if row.kind == RunKind::Live && row.worker.as_deref().is_some_and(|w| w != cx.state.cluster.node_id()) =>
+        {
             Err(AutoError::new(
                 "SESSION_ELSEWHERE",
                 format!("session {id} is held by another node of the service; send its tool calls to that node"),
@@ -364,15 +300,19 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         return Err(AutoError::invalid("timeoutMs", format!("must be from 60000 to {}", bounds::TIMEOUT.1)));
     }
     // Counted with the sessions being started, so two starts at once cannot both pass.
-    let starting = Starting::new(&cx.account.user.id);
+    let starting = Starting::new(&state.cluster.sessions, &cx.account.user.id);
     if let Some(max) = state.cfg.automation_max_sessions {
         // The account's live sessions on the other nodes count too (read before this node's).
-        let elsewhere =
-            state.store.live_runs_elsewhere(&cx.account.user.id, node_id()).await.map_err(Error::from)?.len();
+        let elsewhere = state
+            .store
+            .live_runs_elsewhere(&cx.account.user.id, state.cluster.node_id())
+            .await
+            .map_err(Error::from)?
+            .len();
         let open = {
-            let live = LIVE.lock().unwrap();
+            let live = state.cluster.sessions.live.lock().unwrap();
             live.values().filter(|l| l.user_id == cx.account.user.id && !l.session.is_closed()).count()
-                + STARTING.lock().unwrap().get(&cx.account.user.id).copied().unwrap_or(1)
+                + state.cluster.sessions.starting.lock().unwrap().get(&cx.account.user.id).copied().unwrap_or(1)
                 - 1
                 + elsewhere
         } as i64;
@@ -416,13 +356,13 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     let id = created.run.id.to_string();
     let row = state
         .store
-        .claim_live_run(&id, &hash, node_id(), lease_until, state.clock.now_ms())
+        .claim_live_run(&id, &hash, state.cluster.node_id(), lease_until, state.clock.now_ms())
         .await
         .map_err(Error::from)?
         .ok_or_else(|| Error::internal("a fresh live run could not be claimed"))?;
     state.job_changed(&row.id);
     let (budget, cut_by_actions) = budget(&row);
-    let hold = Hold::start(state, &row.id, node_id());
+    let hold = Hold::start(state, &row.id, state.cluster.node_id());
     let mut opts = session_options(&row, budget);
     let device = device_of(&spec.device, a.orientation);
     opts.device = device.clone();
@@ -467,10 +407,20 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         end: CancellationToken::new(),
         finished: CancellationToken::new(),
     });
-    LIVE.lock().unwrap().insert(row.id.clone(), live.clone());
+    state.cluster.sessions.live.lock().unwrap().insert(row.id.clone(), live.clone());
     drop(starting);
-    TASKS.spawn(supervise(state.clone(), live.clone(), row, hold, started, video, video_err, budget, cut_by_actions));
-    let mut data = live.view();
+    state.cluster.sessions.tasks.spawn(supervise(
+        state.clone(),
+        live.clone(),
+        row,
+        hold,
+        started,
+        video,
+        video_err,
+        budget,
+        cut_by_actions,
+    ));
+    let mut data = view(&live);
     let text;
     match nav {
         Ok(n) => {
@@ -540,7 +490,7 @@ async fn supervise(
             )),
         },
         _ = hold.lost.cancelled() => {
-            LIVE.lock().unwrap().remove(&live.id);
+            state.cluster.sessions.live.lock().unwrap().remove(&live.id);
             live.session.close().await;
             live.finished.cancel();
             return;
@@ -553,7 +503,7 @@ async fn supervise(
         },
     };
     // No more tool calls from here on: they learn the session expired.
-    LIVE.lock().unwrap().remove(&live.id);
+    state.cluster.sessions.live.lock().unwrap().remove(&live.id);
     // A dialog left open would keep the final page from being read.
     if let Ok(Some(_)) = live.session.open_dialog().await {
         let _ = live.session.handle_dialog(false, None, Duration::from_secs(5)).await;
@@ -570,8 +520,8 @@ async fn supervise(
 pub struct SessionListIn {}
 
 /// Whether this node holds session `id` (ended or not).
-pub fn held_here(id: &str) -> bool {
-    LIVE.lock().unwrap().contains_key(id)
+pub fn held_here(state: &AppState, id: &str) -> bool {
+    state.cluster.sessions.live.lock().unwrap().contains_key(id)
 }
 
 /// `session_list`'s answer from this node, with the account's sessions held by the other
@@ -581,7 +531,7 @@ pub async fn with_other_nodes(state: &AppState, account: &Account, mut out: Call
     if out.is_error == Some(true) {
         return out;
     }
-    let here = node_id();
+    let here = state.cluster.node_id();
     let Ok(rows) = state.store.live_runs_elsewhere(&account.user.id, here).await else { return out };
     let mut workers: Vec<String> = rows.into_iter().filter_map(|r| r.worker).collect();
     workers.sort();
@@ -613,7 +563,11 @@ pub async fn with_other_nodes(state: &AppState, account: &Account, mut out: Call
 }
 
 pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
-    let mut mine: Vec<Arc<Live>> = LIVE
+    let mut mine: Vec<Arc<Live>> = cx
+        .state
+        .cluster
+        .sessions
+        .live
         .lock()
         .unwrap()
         .values()
@@ -621,7 +575,7 @@ pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
         .cloned()
         .collect();
     mine.sort_by_key(|l| l.started_at);
-    let data: Vec<Value> = mine.iter().map(|l| l.view()).collect();
+    let data: Vec<Value> = mine.iter().map(|l| view(l)).collect();
     let text = format!("{} open session(s)", data.len());
     Ok(Reply::data(json!({"sessions": data})).with_text(text))
 }

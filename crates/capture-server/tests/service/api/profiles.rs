@@ -441,8 +441,8 @@ async fn a_node_without_a_browser_hands_the_sign_in_to_one_with_it() {
     let site = MembersSite::start().await;
     site.set_smtp(format!("{}:{}", inbox["smtp"]["host"].as_str().unwrap(), inbox["smtp"]["port"]).parse().unwrap());
     site.add_account(inbox["address"].as_str().unwrap(), inbox["password"].as_str().unwrap());
-    // The worker node's internal address, as it advertises it (both nodes of this test share
-    // one process, hence one node id: the row is written here under a name of its own).
+    // The worker node's internal address, as it advertises it (written here at once rather
+    // than waiting for the worker's own first refresh).
     let now = capture_core::time::now_ms();
     api.state.store.advertise_node("node-worker-of-this-test", &worker.base, true, now).await.unwrap();
     let (status, out) = call(

@@ -27,14 +27,15 @@ use serde::{Deserialize, Serialize};
 use crate::crypto::{ct_eq, hmac_sha256_hex};
 use crate::state::AppState;
 
+pub mod node;
+
+pub use node::Cluster;
+use node::SKEW;
+
 /// How often a node refreshes its row in `cluster_nodes`.
 pub const REFRESH: Duration = Duration::from_secs(10);
-/// How far a signed request's time may be from ours.
-const SKEW: i64 = 60;
 /// The header that carries the signature.
 const HEADER: &str = "x-capture-cluster";
-/// Longest a forwarded tool call may take (tools that wait are bounded below this).
-const CALL_TIMEOUT: Duration = Duration::from_secs(150);
 
 /// The cluster key: `CAPTURE_CLUSTER_SECRET`, else derived from the master key.
 fn key(state: &AppState) -> Vec<u8> {
@@ -43,10 +44,6 @@ fn key(state: &AppState) -> Vec<u8> {
         None => state.master.keyed_hash(b"capture cluster channel v1").into_bytes(),
     }
 }
-
-/// Nonces a node remembers at most; past that it refuses internal calls until old ones expire
-/// (far above any real rate: each is one forwarded tool call within two minutes).
-const MAX_NONCES: usize = 200_000;
 
 /// The signature header for `body` at `t` (unix seconds) with `nonce`.
 fn signature(key: &[u8], t: i64, nonce: &str, body: &[u8]) -> String {
@@ -81,33 +78,6 @@ fn verify<'h>(key: &[u8], header: &'h str, body: &[u8], now: i64) -> Option<(i64
     ct_eq(want.as_bytes(), s.to_ascii_lowercase().as_bytes()).then_some((t, n))
 }
 
-/// The nonces of the internal calls this node accepted, with their times.
-#[derive(Default)]
-pub struct Nonces(std::sync::Mutex<std::collections::HashMap<String, i64>>);
-
-impl Nonces {
-    /// Record `nonce` of a call signed at `t`; false when it was seen already (a replay) or
-    /// the node remembers too many to take another.
-    fn first_use(&self, nonce: &str, t: i64, now: i64) -> bool {
-        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.len() >= MAX_NONCES / 2 {
-            // A nonce older than the skew on both sides can no longer pass the time check.
-            seen.retain(|_, at| (now - *at).abs() <= SKEW);
-        }
-        if seen.len() >= MAX_NONCES || seen.contains_key(nonce) {
-            return false;
-        }
-        seen.insert(nonce.to_string(), t);
-        true
-    }
-}
-
-/// This process's accepted nonces (one process is one node).
-fn nonces() -> &'static Nonces {
-    static NONCES: std::sync::OnceLock<Nonces> = std::sync::OnceLock::new();
-    NONCES.get_or_init(Nonces::default)
-}
-
 /// This node's internal address (`CAPTURE_INTERNAL_URL`, or its concrete bound address).
 pub fn internal_url(state: &AppState) -> Option<String> {
     state.internal_url.get().cloned()
@@ -115,7 +85,7 @@ pub fn internal_url(state: &AppState) -> Option<String> {
 
 /// Keep this node's row in `cluster_nodes` fresh until `stop`.
 pub async fn advertise(state: AppState, url: String, stop: tokio_util::sync::CancellationToken) {
-    let node = crate::runs::session::node_id();
+    let node = state.cluster.node_id();
     loop {
         if let Err(e) = state.store.advertise_node(node, &url, state.browser.is_some(), state.clock.now_ms()).await {
             tracing::warn!(error = %e, "recording this node's internal address failed");
@@ -163,7 +133,7 @@ pub async fn forward(
     };
     let body = serde_json::to_vec(&call).map_err(|e| Unreachable(e.to_string()))?;
     let sig = sign(&key(state), capture_core::time::now_ms() / 1000, &body);
-    let client = internal_client();
+    let client = &state.cluster.client;
     let r = client
         .post(format!("{}/internal/v1/automation/call", url.trim_end_matches('/')))
         .header(HEADER, sig)
@@ -188,7 +158,9 @@ pub async fn to_browser_node(state: &AppState, path: &str, body: &[u8]) -> Resul
         return Ok(None);
     };
     let sig = sign(&key(state), capture_core::time::now_ms() / 1000, body);
-    let r = internal_client()
+    let r = state
+        .cluster
+        .client
         .post(format!("{}{path}", url.trim_end_matches('/')))
         .header(HEADER, sig)
         .header("content-type", "application/json")
@@ -201,27 +173,12 @@ pub async fn to_browser_node(state: &AppState, path: &str, body: &[u8]) -> Resul
     Ok(Some((status, bytes.to_vec())))
 }
 
-/// One client for the internal channel: no proxies, no redirects, bounded.
-fn internal_client() -> &'static reqwest::Client {
-    static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(Duration::from_secs(5))
-            .timeout(CALL_TIMEOUT)
-            .user_agent("Capture-Cluster/1")
-            .build()
-            .expect("the internal HTTP client builds")
-    })
-}
-
 /// Whether a request to an internal route carries a valid signature of `body`, not seen
 /// before (see the module's notes).
 pub fn verified(state: &AppState, headers: &HeaderMap, body: &[u8]) -> bool {
     let signed = headers.get(HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
     let now = capture_core::time::now_ms() / 1000;
-    verify(&key(state), signed, body, now).is_some_and(|(t, nonce)| nonces().first_use(nonce, t, now))
+    verify(&key(state), signed, body, now).is_some_and(|(t, nonce)| state.cluster.nonces.first_use(nonce, t, now))
 }
 
 /// An internal call this node accepts: its body (`T`), signed by this deployment and not seen
