@@ -73,3 +73,26 @@ impl Cluster {
         &self.node_id
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signed_call_is_accepted_once() {
+        let seen = Nonces::default();
+        assert!(seen.first_use("n1", 1000, 1000));
+        assert!(!seen.first_use("n1", 1000, 1030), "replayed within the window");
+        assert!(seen.first_use("n2", 1000, 1030));
+    }
+
+    #[test]
+    fn two_apps_are_two_nodes() {
+        let (a, b) = (Cluster::new(Default::default()), Cluster::new(Default::default()));
+        assert_ne!(a.node_id(), b.node_id());
+        assert!(a.node_id().starts_with("node-") && a.node_id().len() == 15, "{}", a.node_id());
+        // A nonce one node accepted is still new to the other.
+        assert!(a.nonces.first_use("n1", 1000, 1000));
+        assert!(b.nonces.first_use("n1", 1000, 1000));
+    }
+}
