@@ -182,3 +182,60 @@ fn automation_session_settings() {
         assert_eq!(cfg(&[(k, v)]).unwrap_err().var, k);
     }
 }
+
+/// Settings the parser refuses, naming what replaced them.
+const RETIRED: &[&str] = &["CAPTURE_ALLOW_PRIVATE_NETWORKS"];
+
+/// Every `CAPTURE_*` name in `text` (a string literal or a table cell).
+fn setting_names(text: &str) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("CAPTURE_") {
+        let name: String =
+            rest[i..].chars().take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_').collect();
+        rest = &rest[i + name.len()..];
+        // `CAPTURE_INBOX_*` and the like name a family, not a setting.
+        if !name.ends_with('_') {
+            out.insert(name);
+        }
+    }
+    out
+}
+
+/// The parser, `KEYS`, `config.default.toml` and the README's settings table cannot drift: every
+/// name the parser's sources read is a key (or a retired one it refuses), and every key has its
+/// commented default and its row in the README's table.
+#[test]
+fn every_setting_the_parser_reads_is_a_key_with_a_default_and_a_readme_row() {
+    let code = |src: &str| src.split("#[cfg(test)]").next().unwrap_or_default().to_owned();
+    let parser = [
+        code(include_str!("mod.rs")),
+        code(include_str!("inbox.rs")),
+        code(include_str!("s3.rs")),
+        code(include_str!("parse.rs")),
+    ]
+    .concat();
+    let keys: std::collections::BTreeSet<String> = KEYS.iter().map(|k| k.to_string()).collect();
+    let read: Vec<String> =
+        setting_names(&parser).into_iter().filter(|n| !keys.contains(n) && !RETIRED.contains(&n.as_str())).collect();
+    assert_eq!(read, Vec::<String>::new(), "read by the parser but not in KEYS");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../");
+    let defaults = std::fs::read_to_string(format!("{root}config.default.toml")).unwrap();
+    let defaulted: std::collections::BTreeSet<String> = defaults
+        .lines()
+        // A setting without a default is there commented out (`# CAPTURE_BASE_URL = ...`).
+        .filter_map(|l| l.trim_start_matches('#').split_once('=').map(|(k, _)| k.trim().to_owned()))
+        .filter(|k| k.starts_with("CAPTURE_"))
+        .collect();
+    let readme = std::fs::read_to_string(format!("{root}README.md")).unwrap();
+    let rows: std::collections::BTreeSet<String> = readme
+        .lines()
+        .filter(|l| l.starts_with("| `CAPTURE_"))
+        .flat_map(|l| setting_names(l.split('|').nth(1).unwrap_or_default()))
+        .collect();
+    let without = |set: &std::collections::BTreeSet<String>| -> Vec<&String> {
+        keys.iter().filter(|k| !set.contains(*k) && k.as_str() != "CAPTURE_LOG").collect()
+    };
+    assert_eq!(without(&defaulted), Vec::<&String>::new(), "keys without a line in config.default.toml");
+    assert_eq!(without(&rows), Vec::<&String>::new(), "keys without a row in the README's settings table");
+}
