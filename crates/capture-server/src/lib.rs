@@ -40,6 +40,7 @@ pub mod nodes;
 pub mod oauth;
 pub mod paging;
 pub mod profiles;
+pub mod queues;
 pub mod render;
 pub mod runs;
 pub mod scheduler;

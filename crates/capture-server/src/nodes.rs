@@ -18,26 +18,16 @@ pub async fn listen(state: AppState, mut listener: Listener, stop: CancellationT
             _ = stop.cancelled() => return,
         };
         match wakeup {
-            Wakeup::Work(kind) => match kind.as_str() {
-                "screenshot" => state.work.notify_one(),
-                "webhook" => state.webhook_work.notify_one(),
-                "audit" => state.audit_work.notify_one(),
-                "run" => state.run_work.notify_one(),
-                "ad_draft" | "ad_render" => state.ad_work.notify_waiters(),
-                crate::jobs::storage_copy::KIND => state.copy_work.notify_one(),
-                other => tracing::debug!(kind = other, "work of a kind this version does not run"),
+            Wakeup::Work(kind) => match crate::queues::Queue::of_task_kind(&kind) {
+                Some(queue) => state.wake.queued(queue),
+                None => tracing::debug!(kind = %kind, "work of a kind this version does not run"),
             },
             Wakeup::Job(id) => {
                 let _ = state.job_events.send(id);
             }
             Wakeup::Resync => {
                 // Notifications may have been missed while disconnected: everyone looks.
-                state.work.notify_waiters();
-                state.webhook_work.notify_waiters();
-                state.audit_work.notify_waiters();
-                state.run_work.notify_waiters();
-                state.ad_work.notify_waiters();
-                state.copy_work.notify_waiters();
+                state.wake.everyone();
                 // The empty id: any job may have changed.
                 let _ = state.job_events.send(String::new());
             }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use capture_browser::BrowserPool;
 use capture_store::Store;
-use tokio::sync::{Notify, broadcast};
+use tokio::sync::broadcast;
 
 use crate::blob::BlobStore;
 use crate::config::Config;
@@ -26,18 +26,9 @@ pub struct Inner {
     /// Job ids whose state changed, on this node or (through PostgreSQL notifications) on
     /// another; an empty id means "any job may have changed". Feeds event streams here.
     pub job_events: broadcast::Sender<String>,
-    /// Wakes idle workers when a job is queued (here, or on another node through PostgreSQL).
-    pub work: Notify,
-    /// Wakes idle webhook senders when a delivery is queued (here, or on another node).
-    pub webhook_work: Notify,
-    /// Wakes idle audit workers when an audit is queued (here, or on another node).
-    pub audit_work: Notify,
-    /// Wakes idle run workers when a scripted run is queued (here, or on another node).
-    pub run_work: Notify,
-    /// Wakes idle ad draft and render workers when one is queued.
-    pub ad_work: Notify,
-    /// Wakes idle copy workers when a copy to a customer's bucket is queued.
-    pub copy_work: Notify,
+    /// Wakes the idle workers of each kind of queued work when some is queued (here, or on
+    /// another node through PostgreSQL), the campaign loops when a campaign starts.
+    pub wake: crate::queues::Wakeups,
     /// The memory video encodes of this node may hold at once, in MiB permits
     /// (`CAPTURE_VIDEO_MEMORY`): an encode takes what it may use before it starts.
     pub video_memory: tokio::sync::Semaphore,
@@ -58,8 +49,6 @@ pub struct Inner {
     /// The service's clock (`CAPTURE_CLOCK_OFFSET`): campaigns, their sending, audits and the
     /// usage month read "now" here.
     pub clock: capture_core::clock::Clock,
-    /// Wakes idle campaign loops (a campaign launched or resumed, targets added).
-    pub campaign_work: Notify,
     /// The address this app's inbound SMTP server is bound to (inbound role), for the inbox
     /// view. Kept per app, not per process, so several apps in one process stay apart.
     pub inbound_addr: Option<std::net::SocketAddr>,
@@ -99,7 +88,7 @@ impl AppState {
     pub fn job_changed(&self, id: &str) {
         let _ = self.job_events.send(id.to_string());
         // A state change may have queued webhook deliveries.
-        self.webhook_work.notify_one();
+        self.wake.queued(crate::queues::Queue::Webhook);
     }
 
     /// Wait for the next sign that job `id` may have changed: its own (or an "any job")

@@ -210,7 +210,7 @@ async fn create(
     let idem = idem.map(|claim| IdemResponse { claim, render: &render });
     match state.store.create_adshot_with(&n, idem).await? {
         Ok((row, used)) => {
-            state.ad_work.notify_waiters();
+            state.wake.queued(crate::queues::Queue::Ad);
             state.job_changed(&row.id);
             Ok(Created { ad: view_with(&row, None, None, None), used })
         }

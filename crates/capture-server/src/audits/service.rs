@@ -73,7 +73,7 @@ pub async fn create(
     let idem = idem.map(|claim| IdemResponse { claim, render: &render });
     match state.store.create_audit_with(&n, idem).await? {
         Ok((row, used)) => {
-            state.audit_work.notify_one();
+            state.wake.queued(crate::queues::Queue::Audit);
             state.job_changed(&row.id);
             Ok(Created { audit: view(state, &row, false), used })
         }

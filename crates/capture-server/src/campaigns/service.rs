@@ -217,7 +217,7 @@ pub async fn add_targets(
     let now = state.clock.now_ms();
     match state.store.add_campaign_targets(&account.user.id, id.as_str(), &rows, MAX_ROWS_PER_CAMPAIGN, now).await? {
         Ok(added) => {
-            state.campaign_work.notify_waiters();
+            state.wake.queued(crate::queues::Queue::Campaign);
             let c = find(state, account, id).await?;
             Ok(TargetsAdded { added, duplicates: rows.len() as i64 - added, campaign: view(state, &c, true).await? })
         }
@@ -276,7 +276,7 @@ pub async fn transition(state: &AppState, account: &Account, id: &CampaignId, t:
         return Err(FieldError::new("status", format!("a {} campaign cannot be {}", c.status, t.verb())).into());
     }
     if changed {
-        state.campaign_work.notify_waiters();
+        state.wake.queued(crate::queues::Queue::Campaign);
     }
     view(state, &c, true).await
 }
@@ -334,7 +334,7 @@ pub async fn set_sender_limits(
     let now = state.clock.now();
     let (cap, warmup_day) = sender_cap(&l, now);
     let sent = state.store.send_count("sender", &opts.sender, &day_label(now)).await?;
-    state.campaign_work.notify_waiters();
+    state.wake.queued(crate::queues::Queue::Campaign);
     Ok(SenderCapacity {
         sender: l.sender.clone(),
         cap_today: cap,

@@ -56,9 +56,16 @@ pub async fn run(state: AppState, pool: Arc<BrowserPool>, stop: CancellationToke
         tokio::spawn(async move {
             let lease_ms = state.cfg.queue_lease.as_millis() as i64;
             let share = state.cfg.fair_share();
-            claim_loop(&state, "ad_draft", &id, lease_ms, Some(&share), &state.ad_work, &stop, |task| {
-                draft(&state, &pool, &id, task)
-            })
+            claim_loop(
+                &state,
+                "ad_draft",
+                &id,
+                lease_ms,
+                Some(&share),
+                state.wake.of(crate::queues::Queue::Ad),
+                &stop,
+                |task| draft(&state, &pool, &id, task),
+            )
             .await
         })
     };
@@ -67,9 +74,16 @@ pub async fn run(state: AppState, pool: Arc<BrowserPool>, stop: CancellationToke
         tokio::spawn(async move {
             let lease_ms = state.cfg.queue_lease.as_millis() as i64;
             let share = state.cfg.fair_share();
-            claim_loop(&state, "ad_render", &id, lease_ms, Some(&share), &state.ad_work, &stop, |task| {
-                render(&state, &id, task, &hard_stop)
-            })
+            claim_loop(
+                &state,
+                "ad_render",
+                &id,
+                lease_ms,
+                Some(&share),
+                state.wake.of(crate::queues::Queue::Ad),
+                &stop,
+                |task| render(&state, &id, task, &hard_stop),
+            )
             .await
         })
     };

@@ -75,9 +75,16 @@ pub async fn run(
         handles.push(tokio::spawn(async move {
             let lease_ms = state.cfg.queue_lease.as_millis() as i64;
             let share = state.cfg.fair_share();
-            claim_loop(&state, "audit", &worker, lease_ms, Some(&share), &state.audit_work, &stop, |task| {
-                process(&state, &pool, &worker, task, &hard_stop)
-            })
+            claim_loop(
+                &state,
+                "audit",
+                &worker,
+                lease_ms,
+                Some(&share),
+                state.wake.of(crate::queues::Queue::Audit),
+                &stop,
+                |task| process(&state, &pool, &worker, task, &hard_stop),
+            )
             .await
         }));
     }

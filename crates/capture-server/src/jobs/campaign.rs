@@ -81,7 +81,7 @@ async fn run_loop(state: &AppState, worker: &str, index: usize, stop: &Cancellat
         }
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = state.campaign_work.notified() => {}
+            _ = state.wake.of(crate::queues::Queue::Campaign).notified() => {}
             _ = tokio::time::sleep(state.cfg.campaign_poll) => {}
         }
     }
@@ -92,7 +92,7 @@ async fn tick(state: &AppState, worker: &str, index: usize) -> Result<usize, Err
     let now = state.clock.now_ms();
     if state.store.advance_campaigns(now).await? > 0 {
         // A completed campaign queued `campaign.completed` for the webhook senders.
-        state.webhook_work.notify_one();
+        state.wake.queued(crate::queues::Queue::Webhook);
     }
     if index == 0 {
         let n = state.store.sweep_interrupted_sends(now - SEND_ABANDONED.as_millis() as i64, now).await?;

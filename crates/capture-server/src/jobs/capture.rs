@@ -80,11 +80,20 @@ async fn worker_loop(
 ) {
     let lease_ms = state.cfg.queue_lease.as_millis() as i64;
     let share = state.cfg.fair_share();
-    claim_loop(&state, "screenshot", &id, lease_ms, Some(&share), &state.work, &stop, |task| {
-        let seat = board.take(&task);
-        let (state, pool, id, hard_stop) = (&state, &pool, &id, &hard_stop);
-        async move { process(state, pool, id, task, hard_stop, &seat).await }
-    })
+    claim_loop(
+        &state,
+        "screenshot",
+        &id,
+        lease_ms,
+        Some(&share),
+        state.wake.of(crate::queues::Queue::Screenshot),
+        &stop,
+        |task| {
+            let seat = board.take(&task);
+            let (state, pool, id, hard_stop) = (&state, &pool, &id, &hard_stop);
+            async move { process(state, pool, id, task, hard_stop, &seat).await }
+        },
+    )
     .await
 }
 
@@ -560,7 +569,7 @@ impl Finish {
             Ok(true) => {
                 state.job_changed(job_id);
                 if copy.is_some() {
-                    state.copy_work.notify_one();
+                    state.wake.queued(crate::queues::Queue::StorageCopy);
                 }
                 tracing::debug!(target: "capture_server::timing", job = %job_id, prelude = ?(started - t0), ?captured, ?stored,
                     completed = ?t0.elapsed(), "job phases");

@@ -45,7 +45,7 @@ pub async fn run(
         handles.push(tokio::spawn(async move {
             let lease_ms = st.cfg.queue_lease.as_millis() as i64;
             let share = st.cfg.fair_share();
-            claim_loop(&st, "run", &worker, lease_ms, Some(&share), &st.run_work, &s, |task| {
+            claim_loop(&st, "run", &worker, lease_ms, Some(&share), st.wake.of(crate::queues::Queue::Run), &s, |task| {
                 process(&st, &p, &worker, task, &hs)
             })
             .await

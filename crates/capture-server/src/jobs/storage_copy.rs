@@ -48,8 +48,17 @@ pub async fn run(state: AppState, n: usize, stop: CancellationToken) {
         let (state, stop) = (state.clone(), stop.clone());
         let worker = format!("copy-{node}-{i}");
         handles.push(tokio::spawn(async move {
-            claim_loop(&state, KIND, &worker, lease, None, &state.copy_work, &stop, |task| copy(&state, &worker, task))
-                .await
+            claim_loop(
+                &state,
+                KIND,
+                &worker,
+                lease,
+                None,
+                state.wake.of(crate::queues::Queue::StorageCopy),
+                &stop,
+                |task| copy(&state, &worker, task),
+            )
+            .await
         }));
     }
     for h in handles {

@@ -20,13 +20,22 @@ pub async fn run(state: AppState, n: usize, stop: CancellationToken) {
         let worker = format!("wh-{node}-{i}");
         handles.push(tokio::spawn(async move {
             let lease = (state.cfg.webhook_timeout + Duration::from_secs(30)).as_millis() as i64;
-            claim_loop(&state, "webhook", &worker, lease, None, &state.webhook_work, &stop, |task| {
-                // One change can queue several deliveries under a single wake-up (PostgreSQL
-                // folds identical notifications of a transaction): pass it on so an idle
-                // sibling looks for the next one meanwhile.
-                state.webhook_work.notify_one();
-                deliver(&state, &client, &worker, task)
-            })
+            claim_loop(
+                &state,
+                "webhook",
+                &worker,
+                lease,
+                None,
+                state.wake.of(crate::queues::Queue::Webhook),
+                &stop,
+                |task| {
+                    // One change can queue several deliveries under a single wake-up (PostgreSQL
+                    // folds identical notifications of a transaction): pass it on so an idle
+                    // sibling looks for the next one meanwhile.
+                    state.wake.queued(crate::queues::Queue::Webhook);
+                    deliver(&state, &client, &worker, task)
+                },
+            )
             .await
         }));
     }

@@ -106,7 +106,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
     match state.store.create_run(&n, idem).await? {
         Ok((row, used)) => {
             if !spec.live {
-                state.run_work.notify_one();
+                state.wake.queued(crate::queues::Queue::Run);
             }
             state.job_changed(&row.id);
             let mut run = view(state, &row).await;

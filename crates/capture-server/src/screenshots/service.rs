@@ -114,7 +114,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
     match state.store.create_screenshot_with(&n, idem).await? {
         Ok((row, used)) => {
             if queued {
-                state.work.notify_one();
+                state.wake.queued(crate::queues::Queue::Screenshot);
             }
             state.job_changed(&row.id);
             Ok(Created { job: view(state, &row).await, used })
@@ -280,7 +280,7 @@ pub async fn create_batch(
     let idem = idem.map(|claim| IdemResponse { claim, render: &render });
     match state.store.create_screenshot_batch(&batch_id, &jobs, idem).await? {
         Ok((rows, used)) => {
-            state.work.notify_one();
+            state.wake.queued(crate::queues::Queue::Screenshot);
             for r in &rows {
                 state.job_changed(&r.id);
             }

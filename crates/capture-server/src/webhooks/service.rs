@@ -169,7 +169,7 @@ pub async fn send_test(state: &AppState, account: &Account, id: &EndpointId) -> 
         .send_test_ping(&account.user.id, id.as_str(), state.clock.now_ms())
         .await?
         .ok_or_else(|| Error::not_found(EndpointId::NOUN))?;
-    state.webhook_work.notify_one();
+    state.wake.queued(crate::queues::Queue::Webhook);
     Ok(TestPing {
         delivery_id: DeliveryId::from_stored(delivery),
         event_type: "test.ping",
