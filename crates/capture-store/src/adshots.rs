@@ -10,7 +10,9 @@ use sqlx::any::AnyRow;
 
 use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store, StoreError};
-use crate::jobs::{Refused, append_event, reserve};
+use crate::events::append_event;
+use crate::jobs::Refused;
+use crate::ledger::reserve;
 use crate::shape::IdemResponse;
 use crate::shape::{Table, created};
 
@@ -77,7 +79,7 @@ pub struct NewAdshot {
     pub max_active: Option<i64>,
 }
 
-crate::jobs::charged_by!(NewAdshot, actions);
+crate::ledger::charged_by!(NewAdshot, actions);
 
 /// What a finished ad job leaves.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -328,7 +330,8 @@ impl Store {
         .await?;
         if let Some((user_id, key_id, actions, month)) = &row {
             if refund_actions {
-                crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, *actions, month, now).await?;
+                crate::ledger::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, *actions, month, now)
+                    .await?;
             }
             let data = serde_json::json!({"status": "failed", "error": error});
             append_event(&mut tx, user_id, id, "adshot.status", &data, now).await?;

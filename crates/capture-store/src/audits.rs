@@ -10,7 +10,9 @@ use sqlx::{Any, Row, Transaction};
 
 use crate::admission::{self, QueueFull, QueueLimits, QueueScope};
 use crate::db::{Result, Store, StoreError};
-use crate::jobs::{Refused, append_event, reserve};
+use crate::events::append_event;
+use crate::jobs::Refused;
+use crate::ledger::reserve;
 use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
 
@@ -73,7 +75,7 @@ pub struct NewAudit {
     pub queue_limits: QueueLimits,
 }
 
-crate::jobs::charged_by!(NewAudit, actions);
+crate::ledger::charged_by!(NewAudit, actions);
 
 /// What a finished audit records.
 #[derive(Debug, Clone, PartialEq)]
@@ -329,7 +331,7 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
-            crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, reserved - charged, month, now)
+            crate::ledger::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, reserved - charged, month, now)
                 .await?;
             append_event(&mut tx, user_id, id, AUDIT_EVENT, &serde_json::json!({"status": "done"}), now).await?;
             crate::webhooks::emit(&mut tx, user_id, "audit.completed", completed_event, now, None).await?;
@@ -365,7 +367,7 @@ impl Store {
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((user_id, key_id, reserved, month)) = &row {
-            crate::jobs::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, *reserved, month, now).await?;
+            crate::ledger::give_back(&mut tx, user_id, key_id.as_deref(), "refund", id, *reserved, month, now).await?;
             append_event(
                 &mut tx,
                 user_id,

@@ -21,10 +21,12 @@ mod audits;
 mod authver;
 mod campaigns;
 mod db;
+mod events;
 mod gate;
 mod idempotency;
 mod inbox;
 mod jobs;
+mod ledger;
 mod migrations;
 mod notify;
 mod oauth;
@@ -51,7 +53,8 @@ pub use campaigns::{
 pub use db::{Backend, MAX_GATE_SLOTS, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
-pub use jobs::{BatchRefused, NewScreenshot, QuotaExceeded, Refused, ScreenshotDone, ScreenshotRow};
+pub use jobs::{BatchRefused, NewScreenshot, Refused, ScreenshotDone, ScreenshotRow};
+pub use ledger::QuotaExceeded;
 pub use notify::{AUTH_CHANNEL, JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,

@@ -12,7 +12,8 @@ use sqlx::{Any, Row, Transaction};
 use capture_core::{EndReason, RunKind, RunStatus};
 
 use crate::db::{Result, Store, StoreError};
-use crate::jobs::{Charge, QuotaExceeded, append_event};
+use crate::events::append_event;
+use crate::ledger::{Charge, QuotaExceeded};
 use crate::shape::IdemResponse;
 use crate::shape::{Before, Table, created};
 
@@ -117,7 +118,7 @@ pub struct NewRun {
     pub cookie_consent: String,
 }
 
-crate::jobs::charged_by!(NewRun, actions_wanted);
+crate::ledger::charged_by!(NewRun, actions_wanted);
 
 /// Why a run was not created: nothing was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,7 +260,7 @@ impl Store {
         let actions = match n.limit {
             None => wanted,
             Some(limit) => {
-                let used = crate::jobs::month_used(&mut tx, &n.user_id, &n.month).await?;
+                let used = crate::ledger::month_used(&mut tx, &n.user_id, &n.month).await?;
                 let left = limit - used;
                 if left < 1 {
                     tx.rollback().await?;
@@ -269,7 +270,7 @@ impl Store {
             }
         };
         let charge = Charge { actions, ..n.charge("run") };
-        let used = match crate::jobs::reserve(&mut tx, &charge).await? {
+        let used = match crate::ledger::reserve(&mut tx, &charge).await? {
             Ok(used) => used,
             Err(q) => {
                 tx.rollback().await?;
@@ -477,7 +478,7 @@ impl Store {
             tx.commit().await?;
             return Ok(false);
         };
-        crate::jobs::give_back(
+        crate::ledger::give_back(
             &mut tx,
             &row.user_id,
             row.key_id.as_deref(),

@@ -140,7 +140,7 @@ impl Store {
         .await?;
         if let Some((user_id,)) = &row {
             // Streams and other nodes' caches re-read the job.
-            crate::jobs::append_event(&mut tx, user_id, job_id, "screenshot.stored", event, now).await?;
+            crate::events::append_event(&mut tx, user_id, job_id, "screenshot.stored", event, now).await?;
             crate::webhooks::emit(&mut tx, user_id, "screenshot.stored", event, now, None).await?;
         }
         tx.commit().await?;
