@@ -483,10 +483,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// Now on the service's clock (`CAPTURE_CLOCK_OFFSET`), as the service itself reads it.
+fn now_ms(cfg: &Config) -> i64 {
+    capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms).now_ms()
+}
+
 async fn admin_cmd(cfg: &Config, store: &capture_store::Store, cmd: AdminCmd) -> anyhow::Result<()> {
     match cmd {
         AdminCmd::User { cmd: UserCmd::Create { email, plan, password, legacy_free } } => {
-            let u = admin::create_user(store, &email, &plan, password.as_deref(), legacy_free).await?;
+            let u = admin::create_user(store, &email, &plan, password.as_deref(), legacy_free, now_ms(cfg)).await?;
             let admin_note = if cfg.is_admin(&u.email) { " (admin: unlimited)" } else { "" };
             println!("created account {} <{}> on plan {}{admin_note}", u.id, u.email, u.plan);
         }
@@ -497,7 +502,7 @@ async fn admin_cmd(cfg: &Config, store: &capture_store::Store, cmd: AdminCmd) ->
         AdminCmd::Key { cmd: KeyCmd::Create { email, name } } => {
             let master = capture_server::crypto::MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
             let u = admin::user(store, &email).await?;
-            let (row, key) = admin::create_key(store, &master, &u.id, &name).await?;
+            let (row, key) = admin::create_key(store, &master, &u.id, &name, now_ms(cfg)).await?;
             println!("created key {} ({}) for {}; it is shown once:", row.id, row.name, u.email);
             println!("{key}");
         }

@@ -31,8 +31,6 @@ pub const REST_MAX_WAIT_MS: u64 = 8_000;
 pub const TOOL_MAX_WAIT_MS: u64 = 60_000;
 pub const TOOL_DEFAULT_WAIT_MS: u64 = 25_000;
 
-/// Wakes long-polls on this node when a message is stored here (others poll the database).
-
 /// A new inbox address at `domain`: `t` and 15 lower-case letters and digits.
 pub fn new_address(domain: &str) -> String {
     format!("t{}@{domain}", random_string(15).to_ascii_lowercase())
