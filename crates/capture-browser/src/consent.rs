@@ -152,8 +152,8 @@ const GLUE: &str = r#"(() => {
   // the engine last started looking: an engine that looked after the last change and found
   // nothing has seen everything there is to find.
   let changedAt = performance.now(), lookedAt = -1;
-  // The engine of this document (handed over by the one line added to its source, see
-  // `ENGINE_HOOK`): the top frame asks its rules itself whether the page as it now is holds a
+  // The engine of this document (handed over by a line added to its source, see
+  // `ENGINE_HOOKS`): the top frame asks its rules itself whether the page as it now is holds a
   // platform, instead of waiting for the engine's next look (500 ms apart).
   let engine = null;
   const hideFallback = () => __HIDE_FALLBACK__;
@@ -398,7 +398,6 @@ pub(crate) fn decide(mode: CookieConsent, s: &Summary, elapsed: std::time::Durat
     // looks like a pop-up — at once on a page without a platform's script, after
     // [`QUIET_PLATFORM`] on one with (its SDK injects the pop-up after the page loaded; the
     // change makes the next summary look again).
-    // A platform's script with nothing shown yet gets the time a recognised one gets.
     if s.settled && !s.open && (!s.platform || elapsed >= QUIET_PLATFORM) {
         report(None, ConsentAction::NoneFound)
     } else {

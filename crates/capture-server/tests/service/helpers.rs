@@ -167,6 +167,36 @@ impl TestApp {
     pub fn database_url(&self) -> String {
         self.state.cfg.database_url.clone()
     }
+
+    /// The browser node of a two-node deployment on PostgreSQL: every role, the test inboxes'
+    /// SMTP server on a free port at `inbox.test`, `master` as the deployment's master key.
+    pub async fn browser_node(master: &str) -> TestApp {
+        TestApp::spawn(
+            Opts::api(Db::Postgres)
+                .roles("api,worker,scheduler,inbound")
+                .env("CAPTURE_MASTER_KEY", master)
+                .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
+                .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
+        )
+        .await
+    }
+
+    /// The options of an API-only node (no browser) of this browser node's deployment: its
+    /// database, master key and inbox domain.
+    pub fn api_node_opts(&self, master: &str) -> Opts {
+        Opts::api(Db::Postgres)
+            .roles("api")
+            .env("CAPTURE_MASTER_KEY", master)
+            .env("CAPTURE_INBOX_DOMAIN", "inbox.test")
+            .env("CAPTURE_DATABASE_URL", &self.database_url())
+    }
+
+    /// Record this node's internal address in the shared database under `name` at once, rather
+    /// than waiting for its own first refresh.
+    pub async fn advertise_as(&self, name: &str) {
+        let now = capture_core::time::now_ms();
+        self.state.store.advertise_node(name, &self.base, true, now).await.unwrap();
+    }
 }
 
 impl Api for TestApp {

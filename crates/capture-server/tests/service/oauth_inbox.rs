@@ -346,27 +346,10 @@ async fn mcp_profile_tools_sign_in_once_and_sessions_save_their_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mcp_profile_login_on_a_node_without_a_browser_runs_on_one_with_it() {
     let master = "43".repeat(32);
-    let worker = TestApp::spawn(
-        Opts::api(Db::Postgres)
-            .roles("api,worker,scheduler,inbound")
-            .env("CAPTURE_MASTER_KEY", &master)
-            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
-            .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
-    )
-    .await;
-    let app = App::spawn_with(
-        Opts::api(Db::Postgres)
-            .roles("api")
-            .env("CAPTURE_MASTER_KEY", &master)
-            .env("CAPTURE_INBOX_DOMAIN", "inbox.test")
-            .env("CAPTURE_DATABASE_URL", &worker.database_url()),
-    )
-    .await;
+    let worker = TestApp::browser_node(&master).await;
+    let app = App::spawn_with(worker.api_node_opts(&master)).await;
     assert!(app.app.state.browser.is_none(), "the MCP node runs no browser");
-    // The worker's internal address, as it advertises it (written here at once rather than
-    // waiting for the worker's own first refresh).
-    let now = capture_core::time::now_ms();
-    app.app.state.store.advertise_node("node-worker-of-the-mcp-test", &worker.base, true, now).await.unwrap();
+    worker.advertise_as("node-worker-of-the-mcp-test").await;
     let mcp = app.url("/mcp");
     let (_email, _c, m) = app.tokens(Some(&mcp)).await;
     let token = m["access_token"].as_str().unwrap().to_string();

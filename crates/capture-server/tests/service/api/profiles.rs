@@ -420,31 +420,15 @@ async fn the_helper_signs_up_through_the_verification_link() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_node_without_a_browser_hands_the_sign_in_to_one_with_it() {
     let master = "42".repeat(32);
-    let worker = TestApp::spawn(
-        Opts::api(Db::Postgres)
-            .roles("api,worker,scheduler,inbound")
-            .env("CAPTURE_MASTER_KEY", &master)
-            .env("CAPTURE_INBOUND_LISTEN", "127.0.0.1:0")
-            .env("CAPTURE_INBOX_DOMAIN", "inbox.test"),
-    )
-    .await;
-    let api = TestApp::spawn(
-        Opts::api(Db::Postgres)
-            .roles("api")
-            .env("CAPTURE_MASTER_KEY", &master)
-            .env("CAPTURE_DATABASE_URL", &worker.database_url()),
-    )
-    .await;
+    let worker = TestApp::browser_node(&master).await;
+    let api = TestApp::spawn(worker.api_node_opts(&master)).await;
     let (_, key) = api.user_with_key("pro").await;
     // The inbox's SMTP address is the worker's (its inbound role).
     let (_, inbox) = json_of(worker.get(&key, "/v1/inbox").await).await;
     let site = MembersSite::start().await;
     site.set_smtp(format!("{}:{}", inbox["smtp"]["host"].as_str().unwrap(), inbox["smtp"]["port"]).parse().unwrap());
     site.add_account(inbox["address"].as_str().unwrap(), inbox["password"].as_str().unwrap());
-    // The worker node's internal address, as it advertises it (written here at once rather
-    // than waiting for the worker's own first refresh).
-    let now = capture_core::time::now_ms();
-    api.state.store.advertise_node("node-worker-of-this-test", &worker.base, true, now).await.unwrap();
+    worker.advertise_as("node-worker-of-this-test").await;
     let (status, out) = call(
         &api,
         &key,
