@@ -99,7 +99,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
         }
         Err(_) => "timeout".into(),
     };
-    let browser = match &state.browser {
+    let browser = match &state.browser.pool {
         None => "not-running (no worker role)".to_string(),
         Some(pool) => match pool.check().await {
             Ok(()) => "ok".into(),
@@ -117,7 +117,7 @@ async fn readyz(State(state): State<AppState>) -> Response {
         }
         Err(_) => "timeout".into(),
     };
-    let ok = db == "ok" && storage == "ok" && (browser == "ok" || state.browser.is_none());
+    let ok = db == "ok" && storage == "ok" && (browser == "ok" || state.browser.pool.is_none());
     let status = if ok { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
     // Features are reported, not required: a node that cannot mail or make videos still
     // serves everything else, so it stays in the balancer; `unavailableFeatures` says what
@@ -143,7 +143,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
         tasks_by_status: &tasks,
         queue_depth: depth,
         queue_limits: state.cfg.queue_limits(),
-        browser: state.browser.as_ref().map(|b| b.stats()),
+        browser: state.browser.pool.as_ref().map(|b| b.stats()),
     });
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
 }
@@ -271,21 +271,24 @@ impl Application {
             master,
             base_url,
             job_events,
-            video_memory: tokio::sync::Semaphore::new(video_permits),
-            video_waiting: Arc::new(tokio::sync::Semaphore::new(video_waiting)),
             metrics: Default::default(),
             hot: Default::default(),
-            browser,
+            browser: Arc::new(crate::state::Browser {
+                pool: browser,
+                video_memory: tokio::sync::Semaphore::new(video_permits),
+                video_waiting: Arc::new(tokio::sync::Semaphore::new(video_waiting)),
+            }),
             egress: Arc::new(egress),
-            mailer,
+            mail: Arc::new(crate::state::Mail {
+                mailer,
+                inbound_addr: inbound.as_ref().map(crate::inbox::inbound::local_addr),
+            }),
             shutdown: CancellationToken::new(),
             clock,
             wake: Default::default(),
-            inbound_addr: inbound.as_ref().map(crate::inbox::inbound::local_addr),
             front_example: std::sync::OnceLock::new(),
-            internal_url: std::sync::OnceLock::new(),
             features,
-            cluster: crate::cluster::Cluster::new(inbox_arrived),
+            cluster: Arc::new(crate::cluster::Cluster::new(inbox_arrived)),
         }));
         // Where the other nodes reach this one: the setting, else the bound address when it
         // names one interface (not 0.0.0.0 or ::).
@@ -295,7 +298,7 @@ impl Application {
             .clone()
             .or_else(|| addr.filter(|a| !a.ip().is_unspecified()).map(|a| format!("http://{a}")));
         if let Some(u) = internal {
-            let _ = state.internal_url.set(u);
+            let _ = state.cluster.internal_url.set(u);
         }
         Ok(Application { state, listener, addr, notifications, inbound })
     }
@@ -344,46 +347,21 @@ impl Application {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { crate::nodes::listen(s, notifications, st).await });
         }
-        if let Some(pool) = state.browser.clone() {
-            let n = state.cfg.worker_concurrency;
-            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            let capture_pool = pool.clone();
-            tasks.spawn(async move { jobs::capture::run(s, capture_pool, n, st, hs).await });
-            // Runs hold their page for the session; they get the same number of slots.
-            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            let run_pool = pool.clone();
-            tasks.spawn(async move { jobs::run::run(s, run_pool, n, st, hs).await });
-            // Audits load their pages one after another; half the slots keep captures flowing.
-            let n = (state.cfg.worker_concurrency / 2).max(1);
-            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            tasks.spawn(async move { jobs::audit::run(s, pool, n, st, hs).await });
-        }
-        if state.cfg.roles.scheduler || state.cfg.roles.worker {
-            let (s, st) = (state.clone(), stop.clone());
-            tasks.spawn(async move { jobs::run::sweep(s, st).await });
-        }
-        if let Some(pool) = state.browser.clone() {
-            let (s, st, hs) = (state.clone(), stop.clone(), hard_stop.clone());
-            tasks.spawn(async move { jobs::ads::run(s, pool, st, hs).await });
-        }
-        if state.cfg.roles.scheduler || state.cfg.roles.worker {
-            let (s, st) = (state.clone(), stop.clone());
-            tasks.spawn(async move { jobs::webhook::run(s, 4, st).await });
-            let (s, st, n) = (state.clone(), stop.clone(), state.cfg.storage_copy_workers);
-            tasks.spawn(async move { jobs::storage_copy::run(s, n, st).await });
-        }
+        let start = jobs::Start {
+            state: state.clone(),
+            pool: state.browser.pool.clone(),
+            stop: stop.clone(),
+            hard_stop: hard_stop.clone(),
+        };
+        jobs::spawn_all(&mut tasks, &start);
         if state.cfg.roles.scheduler {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { crate::scheduler::run(s, st).await });
         }
         // The front page's live example: this node captures its own API reference.
-        if let Some(pool) = state.browser.clone().filter(|_| state.cfg.roles.api) {
+        if let Some(pool) = state.browser.pool.clone().filter(|_| state.cfg.roles.api) {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { crate::web::front::render_example(s, pool, st).await });
-        }
-        if (state.cfg.roles.scheduler || state.cfg.roles.worker) && state.cfg.campaign_senders > 0 {
-            let (s, st) = (state.clone(), stop.clone());
-            tasks.spawn(async move { jobs::campaign::run(s, st).await });
         }
 
         shutdown.await;
@@ -404,7 +382,7 @@ impl Application {
         // Live sessions ended with the shutdown signal: let them finalise first.
         crate::runs::live::drain(&state, Duration::from_secs(20)).await;
         crate::automation::drain(&state, Duration::from_secs(20)).await;
-        if let Some(pool) = &state.browser {
+        if let Some(pool) = &state.browser.pool {
             pool.shutdown().await;
         }
         state.store.close().await;

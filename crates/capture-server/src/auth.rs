@@ -36,16 +36,28 @@ impl Account {
         (!self.is_admin).then_some(self.plan_limit)
     }
 
-    /// The refusal of a paid create that would pass the cap: `used` as the store counted it,
-    /// `fits` for a bulk request, `now_ms` on the service's clock (the month's reset is on it).
-    pub fn quota_refusal(&self, used: i64, fits: Option<i64>, now_ms: i64) -> crate::error::QuotaExceeded {
-        crate::error::QuotaExceeded {
-            used,
-            limit: self.plan_limit,
-            plan: self.user.plan.clone(),
-            reset_ms: self.window.reset_ms,
-            retry_after_s: (self.window.reset_ms - now_ms).max(0) / 1000 + 1,
-            fits,
+    /// Why a paid create of this account was refused, as the service's error — the one
+    /// mapping for screenshots, bulk, audits, ads and runs. A quota refusal carries `used` as
+    /// the store counted it, `fits` for a bulk request and when the month resets (on the
+    /// service's clock); a full queue is counted in the metrics.
+    pub fn refused(&self, state: &AppState, refused: capture_store::Refused, fits: Option<i64>) -> crate::error::Error {
+        use crate::error::Error;
+        use capture_store::Refused;
+        match refused {
+            Refused::Quota(q) => Error::QuotaExceeded(crate::error::QuotaExceeded {
+                used: q.used,
+                limit: self.plan_limit,
+                plan: self.user.plan.clone(),
+                reset_ms: self.window.reset_ms,
+                retry_after_s: (self.window.reset_ms - state.clock.now_ms()).max(0) / 1000 + 1,
+                fits,
+            }),
+            Refused::QueueFull(q) => {
+                state.metrics.queue_refused(q.scope);
+                Error::QueueFull(q)
+            }
+            Refused::TooManyActive { active, limit } => Error::TooManyRuns { active, limit },
+            Refused::IdempotencyTakenOver => Error::IdempotencyInFlight,
         }
     }
 }

@@ -59,9 +59,9 @@ pub struct FeatureStatus {
 /// The status of every feature on this node, in a fixed order; `mail` is the result of
 /// [`crate::campaigns::service::mail_check`] (live for `/readyz`, [`recent_mail_check`] for pages).
 pub fn report(state: &AppState, mail: &str) -> Vec<FeatureStatus> {
-    let worker = state.browser.is_some();
+    let worker = state.browser.pool.is_some();
     vec![
-        mail_status(state.mailer.is_some(), mail),
+        mail_status(state.mail.mailer.is_some(), mail),
         accessibility(state.features.axe()),
         tools(
             "runVideos",

@@ -29,38 +29,27 @@ pub struct Inner {
     /// Wakes the idle workers of each kind of queued work when some is queued (here, or on
     /// another node through PostgreSQL), the campaign loops when a campaign starts.
     pub wake: crate::queues::Wakeups,
-    /// The memory video encodes of this node may hold at once, in MiB permits
-    /// (`CAPTURE_VIDEO_MEMORY`): an encode takes what it may use before it starts.
-    pub video_memory: tokio::sync::Semaphore,
-    /// Videos captured on this node whose encode has not ended, at most one per capture slot
-    /// (a capture worker waits for a place before it hands its frames over).
-    pub video_waiting: Arc<tokio::sync::Semaphore>,
     pub metrics: Metrics,
+    /// The browser side of this node: its pool and its video encodes' budget.
+    pub browser: Arc<Browser>,
+    /// The mail side: outgoing mail and the inbound SMTP server's address.
+    pub mail: Arc<Mail>,
     /// Key lookups, usage and finished jobs for the hot read path.
     pub hot: crate::hotcache::HotCache,
-    /// The browser pool (worker role only).
-    pub browser: Option<Arc<BrowserPool>>,
     /// What the service's own outbound requests may reach (see `egress`).
     pub egress: Arc<capture_core::egress::EgressPolicy>,
-    /// Outgoing mail (`CAPTURE_SMTP_URL`); None when no SMTP server is configured.
-    pub mailer: Option<Arc<dyn capture_mail::Mailer>>,
     /// Cancelled when the process starts shutting down (ends event streams, stops claims).
     pub shutdown: tokio_util::sync::CancellationToken,
     /// The service's clock (`CAPTURE_CLOCK_OFFSET`): campaigns, their sending, audits and the
     /// usage month read "now" here.
     pub clock: capture_core::clock::Clock,
-    /// The address this app's inbound SMTP server is bound to (inbound role), for the inbox
-    /// view. Kept per app, not per process, so several apps in one process stay apart.
-    pub inbound_addr: Option<std::net::SocketAddr>,
     /// The front page's example capture, once this app has made it (api + worker roles).
     pub front_example: std::sync::OnceLock<Example>,
-    /// Where the other nodes reach this one (see `cluster`); unset when unknown.
-    pub internal_url: std::sync::OnceLock<String>,
     /// What this install can do: the axe-core audits inject, and each feature's status for
     /// `/readyz` and the dashboard.
     pub features: Features,
     /// This app's node of the cluster: its id, the internal channel, the sessions it holds.
-    pub cluster: crate::cluster::node::Cluster,
+    pub cluster: Arc<crate::cluster::node::Cluster>,
 }
 
 impl std::ops::Deref for AppState {
@@ -120,6 +109,47 @@ impl AppState {
             }
         }
     }
+}
+
+/// The browser side of a node (a sub-state handlers can extract on their own).
+pub struct Browser {
+    /// The browser pool (worker role only).
+    pub pool: Option<Arc<BrowserPool>>,
+    /// The memory video encodes of this node may hold at once, in MiB permits
+    /// (`CAPTURE_VIDEO_MEMORY`): an encode takes what it may use before it starts.
+    pub video_memory: tokio::sync::Semaphore,
+    /// Videos captured on this node whose encode has not ended, at most one per capture slot
+    /// (a capture worker waits for a place before it hands its frames over).
+    pub video_waiting: Arc<tokio::sync::Semaphore>,
+}
+
+/// The mail side of an app (a sub-state handlers can extract on their own).
+pub struct Mail {
+    /// Outgoing mail (`CAPTURE_SMTP_URL`); None when no SMTP server is configured.
+    pub mailer: Option<Arc<dyn capture_mail::Mailer>>,
+    /// The address this app's inbound SMTP server is bound to (inbound role), for the inbox
+    /// view. Kept per app, not per process, so several apps in one process stay apart.
+    pub inbound_addr: Option<std::net::SocketAddr>,
+}
+
+/// The sub-states a handler may take instead of the whole state (axum's `State<T>`), so it
+/// says which side of the service it needs.
+macro_rules! sub_state {
+    ($($ty:ty => |$s:ident| $get:expr),* $(,)?) => {
+        $(impl axum::extract::FromRef<AppState> for $ty {
+            fn from_ref($s: &AppState) -> $ty {
+                $get
+            }
+        })*
+    };
+}
+
+sub_state! {
+    Store => |s| s.store.clone(),
+    capture_core::clock::Clock => |s| s.clock,
+    Arc<Browser> => |s| s.browser.clone(),
+    Arc<Mail> => |s| s.mail.clone(),
+    Arc<crate::cluster::node::Cluster> => |s| s.cluster.clone(),
 }
 
 /// The front page's example capture, once made (by `web::front::render_example`).

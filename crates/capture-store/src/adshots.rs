@@ -11,10 +11,9 @@ use sqlx::any::AnyRow;
 use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store, StoreError};
 use crate::events::append_event;
-use crate::jobs::Refused;
 use crate::ledger::reserve;
-use crate::shape::IdemResponse;
-use crate::shape::{Table, created};
+use crate::paid::{Made, Refused, Step, finish, settle};
+use crate::shape::{IdemResponse, Table};
 
 /// Kind of a draft row (and its queue kind is `ad_draft`).
 pub const KIND_DRAFT: &str = "draft";
@@ -146,55 +145,49 @@ impl Store {
         n: &NewAdshot,
         idem: Option<IdemResponse<'_, AdshotRow>>,
     ) -> Result<std::result::Result<(AdshotRow, i64), Refused>> {
-        let mut tx = self.begin_write().await?;
         let op = queue_kind(&n.kind);
-        crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
-        let used = match reserve(&mut tx, &n.charge(op)).await? {
-            Ok(used) => used,
-            Err(q) => {
-                tx.rollback().await?;
-                return Ok(Err(q.into()));
+        let made = Made { table: &TABLE, id: &n.id, key_id: n.key_id.as_deref(), now: n.now, from_row: row_from, idem };
+        let mut tx = self.begin_write().await?;
+        let steps: Step<i64> = async {
+            let tx = &mut tx;
+            crate::admission::lock_account(tx, self.backend, &n.user_id).await?;
+            let used = reserve(tx, &n.charge(op)).await??;
+            // The quota comes first: a client out of actions learns that, not "retry later".
+            if let Some(limit) = n.max_active {
+                let (pending,): (i64,) = sqlx::query_as(
+                    "SELECT COUNT(*) FROM adshots WHERE user_id = $1 AND kind = $2 \
+                     AND status IN ('pending', 'processing')",
+                )
+                .bind(&n.user_id)
+                .bind(&n.kind)
+                .fetch_one(&mut **tx)
+                .await?;
+                if pending >= limit {
+                    return Err(QueueFull { scope: QueueScope::Account, pending, limit }.into());
+                }
             }
-        };
-        // The quota comes first: a client out of actions learns that, not "retry later".
-        if let Some(limit) = n.max_active {
-            let (pending,): (i64,) = sqlx::query_as(
-                "SELECT COUNT(*) FROM adshots WHERE user_id = $1 AND kind = $2 AND status IN ('pending', 'processing')",
+            sqlx::query(
+                "INSERT INTO adshots (id, user_id, key_id, kind, draft_id, status, progress, input, actions, \
+                 usage_month, created_at) VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $7, $8, $9)",
             )
+            .bind(&n.id)
             .bind(&n.user_id)
+            .bind(n.key_id.clone())
             .bind(&n.kind)
-            .fetch_one(&mut *tx)
+            .bind(n.draft_id.clone())
+            .bind(&n.input)
+            .bind(n.actions)
+            .bind(&n.month)
+            .bind(n.now)
+            .execute(&mut **tx)
             .await?;
-            if pending >= limit {
-                tx.rollback().await?;
-                return Ok(Err(QueueFull { scope: QueueScope::Account, pending, limit }.into()));
-            }
+            crate::queue::enqueue(tx, op, &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
+            append_event(tx, &n.user_id, &n.id, "adshot.status", &serde_json::json!({ "status": "pending" }), n.now)
+                .await?;
+            Ok(used)
         }
-        sqlx::query(
-            "INSERT INTO adshots (id, user_id, key_id, kind, draft_id, status, progress, input, actions, \
-             usage_month, created_at) VALUES ($1, $2, $3, $4, $5, 'pending', 0, $6, $7, $8, $9)",
-        )
-        .bind(&n.id)
-        .bind(&n.user_id)
-        .bind(n.key_id.clone())
-        .bind(&n.kind)
-        .bind(n.draft_id.clone())
-        .bind(&n.input)
-        .bind(n.actions)
-        .bind(&n.month)
-        .bind(n.now)
-        .execute(&mut *tx)
-        .await?;
-        crate::queue::enqueue(&mut tx, op, &n.id, Some(&n.user_id), &n.task_payload, n.now).await?;
-        append_event(&mut tx, &n.user_id, &n.id, "adshot.status", &serde_json::json!({ "status": "pending" }), n.now)
-            .await?;
-        let key = n.key_id.as_deref().map(|k| (k, n.now));
-        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
-            tx.rollback().await?;
-            return Ok(Err(Refused::IdempotencyTakenOver));
-        };
-        tx.commit().await?;
-        Ok(Ok((row, used)))
+        .await;
+        settle(finish(tx, made, steps).await)
     }
 
     /// A draft or render by id, whoever owns it (workers).

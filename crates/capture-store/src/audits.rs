@@ -11,10 +11,9 @@ use sqlx::{Any, Row, Transaction};
 use crate::admission::{self, QueueFull, QueueLimits, QueueScope};
 use crate::db::{Result, Store, StoreError};
 use crate::events::append_event;
-use crate::jobs::Refused;
 use crate::ledger::reserve;
-use crate::shape::IdemResponse;
-use crate::shape::{Before, Table, created};
+use crate::paid::{Made, Refused, Step, finish, settle};
+use crate::shape::{Before, IdemResponse, Table};
 
 /// An audit row.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,46 +168,37 @@ impl Store {
         n: &NewAudit,
         idem: Option<IdemResponse<'_, AuditRow>>,
     ) -> Result<std::result::Result<(AuditRow, i64), Refused>> {
+        let made = Made { table: &TABLE, id: &n.id, key_id: n.key_id.as_deref(), now: n.now, from_row: row_from, idem };
         let mut tx = self.begin_write().await?;
-        admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
-        let used = match reserve(&mut tx, &n.charge("audit")).await? {
-            Ok(used) => used,
-            Err(q) => {
-                tx.rollback().await?;
-                return Ok(Err(q.into()));
-            }
-        };
-        // The quota comes first: a client out of actions learns that, not "retry later".
-        if let Err(full) = check_queue(&mut tx, &n.user_id, n.queue_limits).await? {
-            tx.rollback().await?;
-            return Ok(Err(full.into()));
+        let steps: Step<i64> = async {
+            let tx = &mut tx;
+            admission::lock_account(tx, self.backend, &n.user_id).await?;
+            let used = reserve(tx, &n.charge("audit")).await??;
+            // The quota comes first: a client out of actions learns that, not "retry later".
+            check_queue(tx, &n.user_id, n.queue_limits).await??;
+            sqlx::query(
+                "INSERT INTO audits (id, user_id, key_id, status, url, report_type, max_pages, share_token, \
+                 actions_reserved, usage_month, created_at) \
+                 VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(&n.id)
+            .bind(&n.user_id)
+            .bind(n.key_id.clone())
+            .bind(&n.url)
+            .bind(&n.report_type)
+            .bind(n.max_pages)
+            .bind(&n.share_token)
+            .bind(n.actions)
+            .bind(&n.month)
+            .bind(n.now)
+            .execute(&mut **tx)
+            .await?;
+            crate::queue::enqueue(tx, "audit", &n.id, Some(&n.user_id), &n.task_payload, n.task_run_at).await?;
+            append_event(tx, &n.user_id, &n.id, AUDIT_EVENT, &serde_json::json!({"status": "pending"}), n.now).await?;
+            Ok(used)
         }
-        sqlx::query(
-            "INSERT INTO audits (id, user_id, key_id, status, url, report_type, max_pages, share_token, \
-             actions_reserved, usage_month, created_at) \
-             VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&n.id)
-        .bind(&n.user_id)
-        .bind(n.key_id.clone())
-        .bind(&n.url)
-        .bind(&n.report_type)
-        .bind(n.max_pages)
-        .bind(&n.share_token)
-        .bind(n.actions)
-        .bind(&n.month)
-        .bind(n.now)
-        .execute(&mut *tx)
-        .await?;
-        crate::queue::enqueue(&mut tx, "audit", &n.id, Some(&n.user_id), &n.task_payload, n.task_run_at).await?;
-        append_event(&mut tx, &n.user_id, &n.id, AUDIT_EVENT, &serde_json::json!({"status": "pending"}), n.now).await?;
-        let key = n.key_id.as_deref().map(|k| (k, n.now));
-        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
-            tx.rollback().await?;
-            return Ok(Err(Refused::IdempotencyTakenOver));
-        };
-        tx.commit().await?;
-        Ok(Ok((row, used)))
+        .await;
+        settle(finish(tx, made, steps).await)
     }
 
     /// An audit by id, whoever owns it (workers, streams after an ownership check).

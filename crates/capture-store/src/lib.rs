@@ -25,15 +25,16 @@ mod events;
 mod gate;
 mod idempotency;
 mod inbox;
-mod jobs;
 mod ledger;
 mod migrations;
 mod notify;
 mod oauth;
+mod paid;
 mod profiles;
 mod queue;
 mod render_keys;
 mod runs;
+mod screenshots;
 mod sessions;
 mod shape;
 mod storage_destinations;
@@ -53,16 +54,17 @@ pub use campaigns::{
 pub use db::{Backend, MAX_GATE_SLOTS, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
-pub use jobs::{BatchRefused, NewScreenshot, Refused, ScreenshotDone, ScreenshotRow};
 pub use ledger::QuotaExceeded;
 pub use notify::{AUTH_CHANNEL, JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,
 };
+pub use paid::Refused;
 pub use profiles::ProfileRow;
 pub use queue::{FairShare, Task};
 pub use render_keys::RenderKey;
-pub use runs::{NewRun, RunEnd, RunRefused, RunRow};
+pub use runs::{NewRun, RunEnd, RunRow};
+pub use screenshots::{BatchRefused, NewScreenshot, ScreenshotDone, ScreenshotRow};
 pub use sessions::WebSessionRow;
 pub use shape::IdemResponse;
 pub use storage_destinations::StorageDestination;

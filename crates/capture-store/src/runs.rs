@@ -14,8 +14,8 @@ use capture_core::{EndReason, RunKind, RunStatus};
 use crate::db::{Result, Store, StoreError};
 use crate::events::append_event;
 use crate::ledger::{Charge, QuotaExceeded};
-use crate::shape::IdemResponse;
-use crate::shape::{Before, Table, created};
+use crate::paid::{Made, Refused, Step, finish, settle};
+use crate::shape::{Before, IdemResponse, Table};
 
 /// A run as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,17 +119,6 @@ pub struct NewRun {
 }
 
 crate::ledger::charged_by!(NewRun, actions_wanted);
-
-/// Why a run was not created: nothing was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunRefused {
-    /// Not one action is left this month.
-    Quota(QuotaExceeded),
-    /// The account has `limit` runs pending or running already.
-    TooManyActive { active: i64, limit: i64 },
-    /// The Idempotency-Key was taken over by a later request.
-    IdempotencyTakenOver,
-}
 
 /// How a run ends: everything the final update writes.
 #[derive(Debug, Clone, Default)]
@@ -241,43 +230,38 @@ impl Store {
         &self,
         n: &NewRun,
         idem: Option<IdemResponse<'_, RunRow>>,
-    ) -> Result<std::result::Result<(RunRow, i64), RunRefused>> {
+    ) -> Result<std::result::Result<(RunRow, i64), Refused>> {
+        let made = Made { table: &TABLE, id: &n.id, key_id: n.key_id.as_deref(), now: n.now, from_row: row_from, idem };
         let mut tx = self.begin_write().await?;
-        crate::admission::lock_account(&mut tx, self.backend, &n.user_id).await?;
-        if let Some(limit) = n.max_active {
-            let (active,): (i64,) = sqlx::query_as(sqlf!("SELECT COUNT(*) FROM runs WHERE user_id = $1 AND {ACTIVE}"))
-                .bind(&n.user_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            if active >= limit {
-                tx.rollback().await?;
-                return Ok(Err(RunRefused::TooManyActive { active, limit }));
-            }
-        }
-        // As many actions as the month has left, up to the wanted ones: the account row lock
-        // (PostgreSQL) or the single writer (SQLite) keeps this read and the reservation together.
-        let wanted = n.actions_wanted.max(1);
-        let actions = match n.limit {
-            None => wanted,
-            Some(limit) => {
-                let used = crate::ledger::month_used(&mut tx, &n.user_id, &n.month).await?;
-                let left = limit - used;
-                if left < 1 {
-                    tx.rollback().await?;
-                    return Ok(Err(RunRefused::Quota(QuotaExceeded { used })));
+        let steps: Step<i64> = async {
+            let tx = &mut tx;
+            crate::admission::lock_account(tx, self.backend, &n.user_id).await?;
+            if let Some(limit) = n.max_active {
+                let (active,): (i64,) =
+                    sqlx::query_as(sqlf!("SELECT COUNT(*) FROM runs WHERE user_id = $1 AND {ACTIVE}"))
+                        .bind(&n.user_id)
+                        .fetch_one(&mut **tx)
+                        .await?;
+                if active >= limit {
+                    return Err(Refused::TooManyActive { active, limit }.into());
                 }
-                wanted.min(left)
             }
-        };
-        let charge = Charge { actions, ..n.charge("run") };
-        let used = match crate::ledger::reserve(&mut tx, &charge).await? {
-            Ok(used) => used,
-            Err(q) => {
-                tx.rollback().await?;
-                return Ok(Err(RunRefused::Quota(q)));
-            }
-        };
-        sqlx::query(
+            // As many actions as the month has left, up to the wanted ones: the account row
+            // lock (PostgreSQL) or the single writer (SQLite) keeps this read and the
+            // reservation together.
+            let wanted = n.actions_wanted.max(1);
+            let actions = match n.limit {
+                None => wanted,
+                Some(limit) => {
+                    let used = crate::ledger::month_used(tx, &n.user_id, &n.month).await?;
+                    if limit - used < 1 {
+                        return Err(QuotaExceeded { used }.into());
+                    }
+                    wanted.min(limit - used)
+                }
+            };
+            let used = crate::ledger::reserve(tx, &Charge { actions, ..n.charge("run") }).await??;
+            sqlx::query(
             "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
              connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at, client_id, shared, \
              profile_id, save_profile, cookie_consent) \
@@ -302,19 +286,16 @@ impl Store {
         .bind(n.profile_id.clone())
         .bind(n.save_profile.clone())
         .bind(&n.cookie_consent)
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
-        if let Some(payload) = &n.task_payload {
-            crate::queue::enqueue(&mut tx, "run", &n.id, Some(&n.user_id), payload, n.now).await?;
+            if let Some(payload) = &n.task_payload {
+                crate::queue::enqueue(tx, "run", &n.id, Some(&n.user_id), payload, n.now).await?;
+            }
+            status_event(tx, &n.user_id, &n.id, &serde_json::json!({"status": "pending"}), n.now).await?;
+            Ok(used)
         }
-        status_event(&mut tx, &n.user_id, &n.id, &serde_json::json!({"status": "pending"}), n.now).await?;
-        let key = n.key_id.as_deref().map(|k| (k, n.now));
-        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
-            tx.rollback().await?;
-            return Ok(Err(RunRefused::IdempotencyTakenOver));
-        };
-        tx.commit().await?;
-        Ok(Ok((row, used)))
+        .await;
+        settle(finish(tx, made, steps).await)
     }
 
     /// A run by id, whoever owns it (workers, the relay endpoint after its token check).

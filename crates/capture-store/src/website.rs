@@ -5,7 +5,7 @@
 use sqlx::Row;
 
 use crate::db::{Result, Store};
-use crate::jobs::{COLS, ScreenshotRow, row_from};
+use crate::screenshots::{COLS, ScreenshotRow, row_from};
 use crate::webhooks::{DELIVERY_COLS, Delivery, delivery_from};
 
 /// A day in milliseconds.

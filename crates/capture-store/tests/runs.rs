@@ -7,9 +7,7 @@ mod common;
 
 use capture_core::ids::{USER, new_id, random_string};
 use capture_core::{EndReason, RunStatus};
-use capture_store::{
-    Endpoint, IdemBegin, IdemResponse, NewRun, QuotaExceeded, RunEnd, RunRefused, RunRow, Store, User,
-};
+use capture_store::{Endpoint, IdemBegin, IdemResponse, NewRun, QuotaExceeded, Refused, RunEnd, RunRow, Store, User};
 
 const T0: i64 = 1_750_000_000_000;
 const MONTH: &str = "2025-06";
@@ -136,7 +134,7 @@ async fn runs_reserve_what_the_month_has_left_and_bound_active_runs(store: Store
     assert_eq!(c.actions_reserved, 2);
     // None left: refused, nothing written.
     let refused = store.create_run(&new_run(&user, T0 + 3, 1, Some(10)), None).await.unwrap();
-    assert_eq!(refused.unwrap_err(), RunRefused::Quota(QuotaExceeded { used: 10 }));
+    assert_eq!(refused.unwrap_err(), Refused::Quota(QuotaExceeded { used: 10 }));
     // Ending a run gives back what it did not use: `a` ran one minute.
     assert!(store.finish_run(&end(&a.id, "completed", 1, T0 + 60_000)).await.unwrap());
     let a = store.run(&a.id).await.unwrap().unwrap();
@@ -157,7 +155,7 @@ async fn runs_reserve_what_the_month_has_left_and_bound_active_runs(store: Store
     for h in handles {
         match h.await.unwrap() {
             Ok(_) => ok += 1,
-            Err(RunRefused::TooManyActive { active, limit }) => assert_eq!((active, limit), (2, 2)),
+            Err(Refused::TooManyActive { active, limit }) => assert_eq!((active, limit), (2, 2)),
             Err(e) => panic!("unexpected refusal {e:?}"),
         }
     }

@@ -2,13 +2,19 @@
 //! runs it on the page with its own timeout (bounded by the session's deadline).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::*;
+use super::{
+    AxNode, CaptureError, ConsoleEntry, Cookie, Device, Dialog, FileUpload, Geolocation, Image, LogCounts, Navigation,
+    NetworkConditions, Op, PdfSpec, RequestRecord, Screencast, ScreencastOptions, ScreenshotSpec, Session, SessionPage,
+    Target, WaitFor, WaitUntil, closed_err, ops,
+};
 
 impl Session {
     /// Run `f` on the session's page as operation `name`, bounded by `timeout` and the

@@ -72,7 +72,11 @@ mod ops;
 mod types;
 
 pub use log::{ConsoleEntry, Dialog, RequestRecord};
-pub use types::*;
+pub use types::{
+    AxNode, ColorScheme, Device, DialogPolicy, FileUpload, Frame, Geolocation, Image, LogCounts, MAX_PAGES,
+    MAX_UPLOAD_BYTES, Navigation, NavigationTiming, NetworkConditions, PdfSpec, Redirect, SCREENCAST_BUFFER,
+    Screencast, ScreencastOptions, ScreenshotSpec, SessionOptions, ShotArea, Target, WaitFor,
+};
 
 /// What a session's page does besides a capture's: record logs, handle dialogs, pass
 /// screencast frames on.

@@ -6,7 +6,7 @@
 use capture_core::time::iso;
 use capture_core::{FieldError, JobStatus, ids};
 use capture_media::Rgb;
-use capture_store::{AdshotRow, IdemClaim, IdemResponse, KIND_DRAFT, KIND_RENDER, NewAdshot, Refused};
+use capture_store::{AdshotRow, IdemClaim, IdemResponse, KIND_DRAFT, KIND_RENDER, NewAdshot};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -214,12 +214,7 @@ async fn create(
             state.job_changed(&row.id);
             Ok(Created { ad: view_with(&row, None, None, None), used })
         }
-        Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms()))),
-        Err(Refused::QueueFull(q)) => {
-            state.metrics.queue_refused(q.scope);
-            Err(Error::QueueFull(q))
-        }
+        Err(refused) => Err(account.refused(state, refused, None)),
     }
 }
 

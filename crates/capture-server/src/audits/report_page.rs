@@ -101,7 +101,7 @@ async fn pdf_of(state: &AppState, row: &AuditRow, report: &Report) -> Result<Vec
     {
         return Ok(bytes);
     }
-    let Some(pool) = state.browser.clone() else {
+    let Some(pool) = state.browser.pool.clone() else {
         return Err(Error::not_found("PDF (it is being made; retry in a moment)"));
     };
     let bytes = render_pdf(state, &pool, report).await?;

@@ -5,7 +5,7 @@
 
 use capture_core::time::iso;
 use capture_core::{AuditId, JobStatus, ids};
-use capture_store::{AuditRow, IdemClaim, IdemResponse, NewAudit, Refused};
+use capture_store::{AuditRow, IdemClaim, IdemResponse, NewAudit};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -77,12 +77,7 @@ pub async fn create(
             state.job_changed(&row.id);
             Ok(Created { audit: view(state, &row, false), used })
         }
-        Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms()))),
-        Err(Refused::QueueFull(q)) => {
-            state.metrics.queue_refused(q.scope);
-            Err(Error::QueueFull(q))
-        }
+        Err(refused) => Err(account.refused(state, refused, None)),
     }
 }
 

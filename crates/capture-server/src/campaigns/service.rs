@@ -57,7 +57,7 @@ pub fn day_label(now: chrono::DateTime<chrono::Utc>) -> String {
 
 /// `/readyz`'s mail check: `not-configured`, `ok` or `unavailable`.
 pub async fn mail_check(state: &AppState) -> String {
-    match &state.mailer {
+    match &state.mail.mailer {
         None => "not-configured (campaign rows wait: smtp_not_configured)".into(),
         Some(m) => match tokio::time::timeout(std::time::Duration::from_secs(3), m.check()).await {
             Ok(Ok(())) => "ok".into(),

@@ -80,14 +80,15 @@ fn verify<'h>(key: &[u8], header: &'h str, body: &[u8], now: i64) -> Option<(i64
 
 /// This node's internal address (`CAPTURE_INTERNAL_URL`, or its concrete bound address).
 pub fn internal_url(state: &AppState) -> Option<String> {
-    state.internal_url.get().cloned()
+    state.cluster.internal_url.get().cloned()
 }
 
 /// Keep this node's row in `cluster_nodes` fresh until `stop`.
 pub async fn advertise(state: AppState, url: String, stop: tokio_util::sync::CancellationToken) {
     let node = state.cluster.node_id();
     loop {
-        if let Err(e) = state.store.advertise_node(node, &url, state.browser.is_some(), state.clock.now_ms()).await {
+        if let Err(e) = state.store.advertise_node(node, &url, state.browser.pool.is_some(), state.clock.now_ms()).await
+        {
             tracing::warn!(error = %e, "recording this node's internal address failed");
         }
         tokio::select! {

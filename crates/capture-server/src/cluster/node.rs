@@ -46,6 +46,8 @@ pub struct Cluster {
     pub live_runs: tokio_util::task::TaskTracker,
     /// Wakes the inbox's waits when a message arrived on this node.
     pub inbox_arrived: std::sync::Arc<tokio::sync::Notify>,
+    /// Where the other nodes reach this one (see `cluster`); unset when unknown.
+    pub internal_url: std::sync::OnceLock<String>,
 }
 
 impl Cluster {
@@ -65,6 +67,7 @@ impl Cluster {
             sessions: Default::default(),
             live_runs: tokio_util::task::TaskTracker::new(),
             inbox_arrived,
+            internal_url: std::sync::OnceLock::new(),
         }
     }
 

@@ -337,7 +337,7 @@ const PROBE_JS: &str = r#"(() => {
 
 /// Load the page in a fresh browser session and gather its facts.
 async fn probe(state: &AppState, url: &str) -> std::result::Result<PageFacts, String> {
-    let pool = state.browser.clone().ok_or_else(|| "no browser on this node (no worker role)".to_string())?;
+    let pool = state.browser.pool.clone().ok_or_else(|| "no browser on this node (no worker role)".to_string())?;
     let session = pool
         .open_session(SessionOptions {
             device: Device::desktop(1280, 800),

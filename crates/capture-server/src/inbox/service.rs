@@ -73,6 +73,7 @@ pub async fn get(state: &AppState, account: &Account) -> Result<Inbox> {
 async fn view(state: &AppState, row: &InboxRow) -> Result<Inbox> {
     let (total, unseen, newest) = state.store.inbox_counts(&row.user_id).await?;
     let smtp = state
+        .mail
         .inbound_addr
         .or_else(|| (state.cfg.inbox.listen.port() != 0).then_some(state.cfg.inbox.listen))
         .map(|a| SmtpEndpoint { host: a.ip().to_string(), port: a.port() });

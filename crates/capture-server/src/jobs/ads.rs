@@ -45,6 +45,12 @@ const MAX_SECTIONS: u32 = 2;
 const DEFAULT_BRAND: Rgb = Rgb::new(0x25, 0x63, 0xEB);
 /// A render's whole time limit (each engine step has its own, shorter one).
 const RENDER_LIMIT: Duration = Duration::from_secs(900);
+/// Ad drafts and renders: one worker of each on a browser node.
+pub const WORKERS: super::Kind = super::Kind {
+    name: "ad",
+    runs_on: super::RunsOn::Browser,
+    start: |s| Box::pin(async move { run(s.state.clone(), s.pool(), s.stop, s.hard_stop).await }),
+};
 
 /// Run the draft and render workers until `stop`; a render under way at `hard_stop` is
 /// dropped (its subprocesses killed, its files removed) and retried from the queue.

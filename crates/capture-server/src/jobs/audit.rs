@@ -57,6 +57,17 @@ const MOBILE_UA: &str = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/53
 pub fn audit_budget(max_pages: u32) -> Duration {
     Duration::from_secs(30 + 40 * u64::from(max_pages)).min(Duration::from_secs(20 * 60))
 }
+/// Audits: they load their pages one after another; half the capture slots keep captures flowing.
+pub const WORKERS: super::Kind = super::Kind {
+    name: "audit",
+    runs_on: super::RunsOn::Browser,
+    start: |s| {
+        Box::pin(async move {
+            let n = (s.state.cfg.worker_concurrency / 2).max(1);
+            run(s.state.clone(), s.pool(), n, s.stop, s.hard_stop).await
+        })
+    },
+};
 
 /// Run `n` audit loops until `stop` is cancelled; running audits go on until `hard_stop`,
 /// then they are handed back to the queue (and start over).

@@ -48,6 +48,18 @@ const SEND_ABANDONED: Duration = Duration::from_secs(900);
 const BATCH: i64 = 25;
 /// Most findings a mail lists.
 const TOP_FINDINGS: usize = 5;
+/// Campaign loops: `CAPTURE_CAMPAIGN_SENDERS` of them on scheduler and worker nodes (none at 0).
+pub const WORKERS: super::Kind = super::Kind {
+    name: "campaign",
+    runs_on: super::RunsOn::Background,
+    start: |s| {
+        Box::pin(async move {
+            if s.state.cfg.campaign_senders > 0 {
+                run(s.state, s.stop).await
+            }
+        })
+    },
+};
 
 /// Run the campaign loops until `stop`.
 pub async fn run(state: AppState, stop: CancellationToken) {
@@ -301,7 +313,7 @@ async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: Report
                 .await?;
         }
         Decision::Send => {
-            let Some(mailer) = state.mailer.clone() else {
+            let Some(mailer) = state.mail.mailer.clone() else {
                 let next = now_ms + ms(MAX_CAP_WAIT);
                 state.store.target_wait(&t.id, TargetState::Ready, Some("smtp_not_configured"), next, now_ms).await?;
                 return Ok(());

@@ -30,6 +30,17 @@ const FAIRNESS_TICK: Duration = Duration::from_millis(250);
 const FAIRNESS_WAIT_MS: i64 = 250;
 /// A capture handed back this many times keeps its slot from then on.
 pub(crate) const MAX_HAND_BACKS: i64 = 2;
+/// Captures: `CAPTURE_WORKER_CONCURRENCY` workers on a browser node.
+pub const WORKERS: super::Kind = super::Kind {
+    name: "screenshot",
+    runs_on: super::RunsOn::Browser,
+    start: |s| {
+        Box::pin(async move {
+            let n = s.state.cfg.worker_concurrency;
+            run(s.state.clone(), s.pool(), n, s.stop, s.hard_stop).await
+        })
+    },
+};
 
 /// Run `n` worker loops until `stop` is cancelled; in-flight captures go on until
 /// `hard_stop`, then they are handed back to the queue.
@@ -375,7 +386,7 @@ async fn process(
         // video memory and runs. At most as many encodes wait as the node has slots; past
         // that the worker waits here, holding its slot, so frames never pile up on disk.
         Ok(out) if out.video.is_some() => {
-            let Ok(waiting) = state.video_waiting.clone().acquire_owned().await else { return };
+            let Ok(waiting) = state.browser.video_waiting.clone().acquire_owned().await else { return };
             let hard_stop = hard_stop.clone();
             tokio::spawn(async move {
                 let _waiting = waiting;
@@ -426,7 +437,9 @@ impl Finish {
             let need = capture_media::encode_memory_mib(video_kind(&self.opts), w, h);
             let permits = need.min(self.state.cfg.video_memory >> 20).max(1) as u32;
             let budget =
-                match tokio::time::timeout(VIDEO_QUEUE_LIMIT, self.state.video_memory.acquire_many(permits)).await {
+                match tokio::time::timeout(VIDEO_QUEUE_LIMIT, self.state.browser.video_memory.acquire_many(permits))
+                    .await
+                {
                     Ok(Ok(p)) => p,
                     Ok(Err(_)) => return Err(CaptureError::Unavailable("the service is shutting down".into())),
                     Err(_) => {

@@ -3,7 +3,9 @@
 //! its outcome fenced on that lease), and when the queue is empty wait for a wake-up (this
 //! node's, or another node's through PostgreSQL) or the poll.
 //!
-//! A new kind of work is a new file here with its handler and its `run`, started by the app.
+//! A kind of work is one file here: its handler, its workers and its [`Kind`] row, listed in
+//! [`KINDS`]; the app starts every row on the nodes it runs on ([`spawn_all`]). Its wake-up is a
+//! row of `queues`.
 
 pub mod ads;
 pub mod audit;
@@ -14,13 +16,80 @@ pub mod storage_copy;
 pub mod webhook;
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
+use capture_browser::BrowserPool;
 use capture_store::{FairShare, Task};
+use futures_util::future::BoxFuture;
 use tokio::sync::Notify;
+use tokio::task::JoinSet;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::state::AppState;
+
+/// The nodes a kind of work runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunsOn {
+    /// Nodes with a browser (the worker role, its pool started).
+    Browser,
+    /// Scheduler and worker nodes.
+    Background,
+}
+
+/// What a kind's workers start with.
+#[derive(Clone)]
+pub struct Start {
+    pub state: AppState,
+    /// The node's browser pool: always there for [`RunsOn::Browser`] kinds.
+    pub pool: Option<Arc<BrowserPool>>,
+    /// Stop claiming (shutdown began).
+    pub stop: CancellationToken,
+    /// Stop what is in flight (the shutdown grace ran out).
+    pub hard_stop: CancellationToken,
+}
+
+impl Start {
+    /// The browser pool of a [`RunsOn::Browser`] kind.
+    fn pool(&self) -> Arc<BrowserPool> {
+        self.pool.clone().expect("browser kinds start only on nodes with a browser")
+    }
+}
+
+/// A kind of background work: its name (for logs), the nodes it runs on, and how its workers
+/// start (the future ends when they have all stopped).
+pub struct Kind {
+    pub name: &'static str,
+    pub runs_on: RunsOn,
+    pub start: fn(Start) -> BoxFuture<'static, ()>,
+}
+
+/// Every kind of background work this version runs.
+pub const KINDS: &[Kind] = &[
+    capture::WORKERS,
+    run::WORKERS,
+    run::SWEEP,
+    audit::WORKERS,
+    ads::WORKERS,
+    webhook::WORKERS,
+    storage_copy::WORKERS,
+    campaign::WORKERS,
+];
+
+/// Start the workers of every kind that runs on this node, into `tasks`.
+pub fn spawn_all(tasks: &mut JoinSet<()>, start: &Start) {
+    let roles = &start.state.cfg.roles;
+    for kind in KINDS {
+        let here = match kind.runs_on {
+            RunsOn::Browser => start.pool.is_some(),
+            RunsOn::Background => roles.scheduler || roles.worker,
+        };
+        if here {
+            tracing::debug!(kind = kind.name, "starting workers");
+            tasks.spawn((kind.start)(start.clone()));
+        }
+    }
+}
 
 /// Claim tasks of `kind` as `worker` with a lease of `lease_ms` until `stop`, running
 /// `handle` on each; between claims on an empty queue, wait for `wake` or the poll. With a

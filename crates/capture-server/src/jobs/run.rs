@@ -28,6 +28,21 @@ use crate::state::AppState;
 
 /// How long a run's start page may take to load.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Runs: they hold their page for the session, with as many slots as captures.
+pub const WORKERS: super::Kind = super::Kind {
+    name: "run",
+    runs_on: super::RunsOn::Browser,
+    start: |s| {
+        Box::pin(async move {
+            let n = s.state.cfg.worker_concurrency;
+            run(s.state.clone(), s.pool(), n, s.stop, s.hard_stop).await
+        })
+    },
+};
+
+/// The sweep that ends runs whose node stopped holding them.
+pub const SWEEP: super::Kind =
+    super::Kind { name: "run-sweep", runs_on: super::RunsOn::Background, start: |s| Box::pin(sweep(s.state, s.stop)) };
 
 /// Run `n` worker loops until `stop`; in-flight runs go on until `hard_stop`, then they are
 /// ended (failed, "the service shut down").

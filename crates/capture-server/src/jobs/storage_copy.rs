@@ -37,6 +37,17 @@ pub struct CopyPayload {
     /// When the capture finished (its `{date}`).
     pub finished_ms: i64,
 }
+/// Copies to customers' buckets: `CAPTURE_STORAGE_COPY_WORKERS` workers on scheduler and worker nodes.
+pub const WORKERS: super::Kind = super::Kind {
+    name: "storage_copy",
+    runs_on: super::RunsOn::Background,
+    start: |s| {
+        Box::pin(async move {
+            let n = s.state.cfg.storage_copy_workers;
+            run(s.state, n, s.stop).await
+        })
+    },
+};
 
 /// Run `n` copy loops until `stop`.
 pub async fn run(state: AppState, n: usize, stop: CancellationToken) {

@@ -9,6 +9,9 @@ use tokio_util::sync::CancellationToken;
 use super::claim_loop;
 use crate::state::AppState;
 use crate::webhooks::delivery::deliver;
+/// Webhook deliveries: four workers on scheduler and worker nodes.
+pub const WORKERS: super::Kind =
+    super::Kind { name: "webhook", runs_on: super::RunsOn::Background, start: |s| Box::pin(run(s.state, 4, s.stop)) };
 
 /// Run `n` delivery loops until `stop`.
 pub async fn run(state: AppState, n: usize, stop: CancellationToken) {

@@ -103,7 +103,7 @@ pub enum Answer {
 /// Sign in on this node when it runs a browser, else on a node that does (503 when none is
 /// up): the one place that decides, for the API and the MCP tool alike.
 pub async fn anywhere(state: &AppState, account: &Account, v: ValidLogin) -> Result<Answer> {
-    if state.browser.is_some() {
+    if state.browser.pool.is_some() {
         return Ok(Answer::Here(login(state, account, v).await?));
     }
     let body =
@@ -167,7 +167,7 @@ pub async fn internal_handler(State(state): State<AppState>, headers: HeaderMap,
 
 /// Sign in with the account's inbox and save the result as a profile.
 pub async fn login(state: &AppState, account: &Account, v: ValidLogin) -> Result<LoginOut> {
-    let Some(pool) = state.browser.clone() else {
+    let Some(pool) = state.browser.pool.clone() else {
         return Err(Error::Refused(
             capture_core::ErrorCode::ServiceUnavailable,
             "no browser on this node (no worker role)".into(),

@@ -89,7 +89,7 @@ pub async fn devtools(
     let Some(on_upgrade) = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(ErrorCode::ValidationError, "this connection cannot be upgraded to a WebSocket");
     };
-    let Some(pool) = state.browser.clone() else {
+    let Some(pool) = state.browser.pool.clone() else {
         // No browser here: pass the connection on to a node that has one.
         return pass_on(&state, &id, token, key.as_bytes(), on_upgrade).await;
     };

@@ -5,7 +5,7 @@
 
 use capture_core::time::iso;
 use capture_core::{EndReason, RunId, RunKind, RunStatus, ids};
-use capture_store::{IdemClaim, IdemResponse, NewRun, RunEnd, RunRefused, RunRow};
+use capture_store::{IdemClaim, IdemResponse, NewRun, RunEnd, RunRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -113,11 +113,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
             run.connect_url = connect;
             Ok(Created { run, used })
         }
-        Err(RunRefused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(RunRefused::Quota(q)) => {
-            Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms())))
-        }
-        Err(RunRefused::TooManyActive { active, limit }) => Err(Error::TooManyRuns { active, limit }),
+        Err(refused) => Err(account.refused(state, refused, None)),
     }
 }
 

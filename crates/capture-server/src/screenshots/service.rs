@@ -7,7 +7,8 @@ use capture_core::options::CaptureOptions;
 use capture_core::time::iso;
 use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
 use capture_store::{
-    BatchRefused, IdemClaim, IdemResponse, NewScreenshot, QueueLimits, Refused, ScreenshotDone, ScreenshotRow,
+    BatchRefused, IdemClaim, IdemResponse, NewScreenshot, QueueLimits, QuotaExceeded, Refused, ScreenshotDone,
+    ScreenshotRow,
 };
 use serde::{Deserialize, Serialize};
 
@@ -119,12 +120,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
             state.job_changed(&row.id);
             Ok(Created { job: view(state, &row).await, used })
         }
-        Err(Refused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
-        Err(Refused::Quota(q)) => Err(Error::QuotaExceeded(account.quota_refusal(q.used, None, state.clock.now_ms()))),
-        Err(Refused::QueueFull(q)) => {
-            state.metrics.queue_refused(q.scope);
-            Err(Error::QueueFull(q))
-        }
+        Err(refused) => Err(account.refused(state, refused, None)),
     }
 }
 
@@ -286,14 +282,11 @@ pub async fn create_batch(
             }
             Ok(CreatedBatch { batch_id: batch_id.clone(), jobs: view_all(&rows), used })
         }
-        Err(BatchRefused::IdempotencyTakenOver) => Err(Error::IdempotencyInFlight),
+        Err(BatchRefused::IdempotencyTakenOver) => Err(account.refused(state, Refused::IdempotencyTakenOver, None)),
         Err(BatchRefused::Quota { used, fits }) => {
-            Err(Error::QuotaExceeded(account.quota_refusal(used, Some(fits), state.clock.now_ms())))
+            Err(account.refused(state, Refused::Quota(QuotaExceeded { used }), Some(fits)))
         }
-        Err(BatchRefused::Queue(q)) => {
-            state.metrics.queue_refused(q.scope);
-            Err(Error::QueueFull(q))
-        }
+        Err(BatchRefused::Queue(q)) => Err(account.refused(state, Refused::QueueFull(q), None)),
     }
 }
 

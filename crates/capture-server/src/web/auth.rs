@@ -192,7 +192,7 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
     state.store.record_login_attempt(&signup_key, false, now).await?;
     tracing::info!(client = %f.client, user = %user.id, "account created on the website");
     // With outgoing mail, the address is verified before the account gets any quota.
-    if state.mailer.is_some() {
+    if state.mail.mailer.is_some() {
         send_verification(&state, &user).await?;
     }
     let cookie = session::start(&state, &user.id).await?;
@@ -202,7 +202,7 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
 /// Mail `user` a link that verifies the address (a new link replaces the last). A mail that
 /// cannot be sent is logged; the dashboard offers to send it again.
 pub async fn send_verification(state: &AppState, user: &capture_store::User) -> WebResult<()> {
-    let Some(mailer) = &state.mailer else { return Ok(()) };
+    let Some(mailer) = &state.mail.mailer else { return Ok(()) };
     let token = capture_core::ids::random_string(43);
     let now = state.clock.now_ms();
     let hash = crate::crypto::sha256_hex(token.as_bytes());

@@ -348,7 +348,7 @@ async fn mcp_profile_login_on_a_node_without_a_browser_runs_on_one_with_it() {
     let master = "43".repeat(32);
     let worker = TestApp::browser_node(&master).await;
     let app = App::spawn_with(worker.api_node_opts(&master)).await;
-    assert!(app.app.state.browser.is_none(), "the MCP node runs no browser");
+    assert!(app.app.state.browser.pool.is_none(), "the MCP node runs no browser");
     worker.advertise_as("node-worker-of-the-mcp-test").await;
     let mcp = app.url("/mcp");
     let (_email, _c, m) = app.tokens(Some(&mcp)).await;
@@ -358,7 +358,7 @@ async fn mcp_profile_login_on_a_node_without_a_browser_runs_on_one_with_it() {
     let r = call("inbox_messages", json!({"limit": 1})).await;
     let inbox = &r["structuredContent"]["inbox"];
     let site = capture_testkit::members_site::MembersSite::start().await;
-    site.set_smtp(worker.state.inbound_addr.expect("the worker's inbound SMTP server"));
+    site.set_smtp(worker.state.mail.inbound_addr.expect("the worker's inbound SMTP server"));
     site.add_account(inbox["address"].as_str().unwrap(), inbox["password"].as_str().unwrap());
 
     let r = call("profile_login", json!({"url": site.url("/login"), "profile": "club"})).await;

@@ -1,6 +1,11 @@
 //! What a session captures: screenshots, PDFs and the screencast.
 
-use super::*;
+use serde_json::Value;
+
+use super::{
+    CaptureError, Image, ImageFormat, PdfSpec, RECT, Screencast, ScreencastOptions, ScreenshotSpec, SessionPage,
+    ShotArea, format_name, p, s,
+};
 
 impl SessionPage {
     // ---- Output ------------------------------------------------------------------------

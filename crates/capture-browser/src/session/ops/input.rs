@@ -1,7 +1,17 @@
 //! Inputs: the mouse, touch and keys, aimed inside the visual viewport at the element a
 //! pointer there hits; form controls, files and dialogs, each checking its effect.
 
-use super::*;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::Value;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{
+    AIM, CHECKED, CaptureError, FIELD_VALUE, FILES, FOCUS_SELECT, FileUpload, HAS_FOCUS, HITS, MAX_UPLOAD_BYTES,
+    SELECT, SETTLE, SessionPage, Stop, Target, keys, ms, p, s,
+};
 
 impl SessionPage {
     /// Where to touch or click a target: its centre, scrolled into view.

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use base64::Engine as _;
 use capture_core::profile::{BrowserState, OriginState};
 use serde_json::{Value, json};
 use tokio::time::Instant;

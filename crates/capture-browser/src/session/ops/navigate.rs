@@ -1,7 +1,16 @@
 //! Going places and finding things: navigation and history, scripts, element lookups
 //! (selectors, refs, points), waits, the accessibility tree.
 
-use super::*;
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::json;
+use tokio::time::Instant;
+
+use super::{
+    AxNode, CaptureError, GROUP, LC_LOAD, Navigation, NavigationTiming, PageSource, Redirect, SETTLE, SessionPage,
+    Stop, Target, WaitFor, WaitUntil, lost, ms, p, s, scripts,
+};
 
 impl SessionPage {
     pub(crate) async fn goto(&mut self, url: &str, wait: WaitUntil) -> Result<Navigation, CaptureError> {

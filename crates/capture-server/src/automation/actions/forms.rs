@@ -2,7 +2,17 @@
 //! files, focus and blur. Keys go through `Input.dispatchKeyEvent`; each tool checks the
 //! effect it promises.
 
-use super::*;
+use base64::Engine as _;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{after, show, touch_device};
+use crate::automation::sessions::live;
+use crate::automation::{AutoError, AutoResult, Cx, Reply, required_element, timeout};
+use crate::error::Error;
+use capture_browser::session::{FileUpload, MAX_UPLOAD_BYTES};
+use capture_core::ScreenshotId;
 
 /// Type text key by key (real keyDown/char/keyUp events, so input handlers and autocompletes react) into the focused field, or first tap (click on desktop) the element given by ref or selector to focus it. Appends to what the field holds; use fill to replace. submit: press Enter afterwards.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -5,25 +5,28 @@
 
 use std::time::Duration;
 
-use base64::Engine;
 use capture_browser::WaitUntil;
-use capture_browser::session::{FileUpload, MAX_UPLOAD_BYTES, Navigation, Session, Target, WaitFor, filter};
-use capture_core::ScreenshotId;
+use capture_browser::session::{Navigation, Session, Target, filter};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::sessions::{Live, live};
-use super::{AutoError, AutoResult, Cx, Reply, point_target, required_element, timeout};
-use crate::error::Error;
+use super::{AutoError, AutoResult, Cx, Reply, timeout};
 
 mod forms;
 mod page;
 mod pointer;
 
-pub use forms::*;
-pub use page::*;
-pub use pointer::*;
+pub use forms::{
+    BlurIn, CheckIn, ClearIn, FillIn, FocusIn, KeyIn, SelectIn, TypeIn, UploadIn, blur, check, clear, fill, focus,
+    press_key, select_option, type_text, upload_file,
+};
+pub use page::{DialogIn, EvaluateIn, WaitForIn, WaitIn, evaluate, handle_dialog, wait, wait_for};
+pub use pointer::{
+    ClickIn, DoubleTapIn, DragIn, HoverIn, LongPressIn, PinchIn, ScrollIn, SwipeIn, TapIn, click, double_tap, drag,
+    hover, long_press, pinch, scroll, swipe, tap,
+};
 
 /// Default time of a navigation.
 const NAV_TIMEOUT_MS: u64 = 30_000;

@@ -1,6 +1,14 @@
 //! Dialogs, waits and scripts on a session's page.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{after, eval};
+use crate::automation::sessions::live;
+use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use capture_browser::session::WaitFor;
+use std::time::Duration;
 
 /// Accept or dismiss the JavaScript dialog (alert, confirm, prompt, beforeunload) the page opened; promptText answers a prompt. While a dialog is open other tools fail with DIALOG_OPEN. Returns the dialog's kind and message.
 #[derive(Debug, Deserialize, JsonSchema)]

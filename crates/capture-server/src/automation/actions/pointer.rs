@@ -2,7 +2,16 @@
 //! drag. Touch goes through `Input.dispatchTouchEvent`, the mouse through
 //! `Input.dispatchMouseEvent`; element targets are aimed inside the visual viewport.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{after, show, touch_device};
+use crate::automation::sessions::live;
+use crate::automation::{AutoError, AutoResult, Cx, Reply, point_target, timeout};
+use capture_browser::session::{Session, Target};
+use serde_json::Value;
+use std::time::Duration;
 
 point_input! {
     /// Tap an element (by ref from snapshot/find, or selector) or a point with one finger: real touchstart/touchend events (Input.dispatchTouchEvent), then the click the browser derives from them. Scrolls the element into view first; waits for a navigation the tap starts. On a device without touch it clicks instead.

@@ -1,7 +1,15 @@
 //! What the page did: its console and network logs, dialogs, performance figures, and
 //! waiting for a request.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::automation::sessions::live;
+use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use serde::Serialize;
+use serde_json::Value;
+use std::time::Duration;
 
 /// The session's console messages and uncaught exceptions (level, text, url, line), oldest first: the last ones (limit, default 100) that fit in maxChars (default 8000, at most 20000), or from an entry on (from, a previous answer's nextFrom or earlierFrom) to read the rest. The counts of console errors cover the whole session.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -17,7 +17,10 @@ use crate::error::Error;
 
 mod logs;
 
-pub use logs::*;
+pub use logs::{
+    ConsoleLogsIn, GetDialogsIn, NetworkLogsIn, PerformanceIn, WaitForRequestIn, console_logs, get_dialogs,
+    get_performance, network_logs, wait_for_request,
+};
 
 /// Largest image returned inline (MCP clients refuse much larger ones); bigger ones are
 /// only linked.

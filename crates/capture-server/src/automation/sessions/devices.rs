@@ -1,7 +1,16 @@
 //! The devices of a session: the presets, the device a session emulates and how it is
 //! shown, changing it and rotating it.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::live;
+use crate::automation::{AutoResult, Cx, Reply, timeout};
+use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, device_spec};
+use capture_browser::session::{Device, Session};
+use serde_json::Value;
+use std::time::Duration;
 
 /// `portrait` or `landscape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

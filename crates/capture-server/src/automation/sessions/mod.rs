@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capture_browser::WaitUntil;
-use capture_browser::session::{ColorScheme, Device, DialogPolicy, Geolocation, NetworkConditions, Session};
+use capture_browser::session::{ColorScheme, DialogPolicy, Geolocation, NetworkConditions};
 use capture_core::ErrorCode;
 use capture_core::time::iso;
 use capture_core::{EndReason, RunId, RunKind, RunStatus};
@@ -20,19 +20,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{AutoError, AutoResult, Cx, Reply, timeout};
+use super::{AutoError, AutoResult, Cx, Reply};
 use crate::auth::Account;
 use crate::error::Error;
 use crate::http::validated::Checked;
 use crate::runs::service as runs;
 use crate::runs::session::{self, Hold, Opened, Outcome, Video, budget, finalize, session_options};
-use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, RunIn, RunSpec, bounds, device_spec};
+use crate::runs::types::{DeviceIn, RunIn, RunSpec, bounds};
 use crate::state::AppState;
 
 mod devices;
 pub mod registry;
 
-pub use devices::*;
+pub use devices::{
+    DeviceKind, ListDevicesIn, Orientation, RotateIn, SetDeviceIn, device_json, device_of, list_devices, presets,
+    session_rotate, session_set_device,
+};
 use registry::Starting;
 pub use registry::{Live, Registry};
 
@@ -280,7 +283,7 @@ fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
 
 pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     let state = &cx.state;
-    let Some(pool) = state.browser.clone() else {
+    let Some(pool) = state.browser.pool.clone() else {
         return Err(Error::Refused(
             ErrorCode::ServiceUnavailable,
             "this node runs no browser: automation sessions are served by nodes with the worker role".into(),
@@ -633,6 +636,7 @@ pub async fn session_end(cx: Cx, a: SessionEndIn) -> AutoResult<Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::types::device_spec;
 
     #[test]
     fn at_least_twenty_phones_and_tablets_with_real_metrics() {

@@ -2,7 +2,16 @@
 //! motion and media type (one emulated-media state per session), time zone, locale,
 //! JavaScript on or off, vision deficiencies, device orientation.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::grant;
+use crate::automation::sessions::{Scheme, device_json, live};
+use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use capture_browser::session::{Device, Session};
+use serde_json::Value;
+use std::time::Duration;
 
 /// Resize the viewport to width×height CSS pixels, keeping the rest of the device (scale, touch, user agent); orientation follows the shape.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -4,19 +4,27 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use capture_browser::session::{Cookie, Device, NetworkConditions, Session};
+use capture_browser::session::NetworkConditions;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::sessions::{GeoIn, Live, NetworkProfile, Scheme, device_json, live};
+use super::sessions::{GeoIn, Live, NetworkProfile, live};
 use super::{AutoError, AutoResult, Cx, Reply, timeout};
 
 mod emulation;
 mod storage;
 
-pub use emulation::*;
-pub use storage::*;
+pub use emulation::{
+    ColorSchemeIn, DeviceOrientationIn, JavascriptIn, LocaleIn, MediaTypeIn, ReducedMotionIn, TimezoneIn, UserAgentIn,
+    ViewportIn, VisionIn, set_color_scheme, set_device_orientation, set_javascript, set_locale, set_media_type,
+    set_reduced_motion, set_timezone, set_user_agent, set_viewport, set_vision_deficiency,
+};
+pub use storage::{
+    ClearCookiesIn, ClearStorageIn, ClipboardIn, ClipboardReadIn, CookiesIn, DeleteCookieIn, GetCookiesIn,
+    GetStorageIn, SessionStorageIn, StorageIn, clear_cookies, clear_local_storage, clipboard_read, clipboard_write,
+    delete_cookie, get_cookies, get_local_storage, set_cookies, set_local_storage, set_session_storage,
+};
 
 /// Permissions `grant_permissions` takes (DevTools' names).
 pub const PERMISSIONS: &[&str] = &[

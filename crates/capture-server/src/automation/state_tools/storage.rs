@@ -1,6 +1,12 @@
 //! What the session keeps: cookies, local and session storage, its own clipboard.
 
-use super::*;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::automation::sessions::live;
+use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use capture_browser::session::Cookie;
 
 page_input! {
     /// Every cookie of the session (all sites): name, value, domain, path, expires, httpOnly, secure, sameSite.

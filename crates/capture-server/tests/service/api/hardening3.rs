@@ -96,8 +96,8 @@ async fn the_services_own_listeners_are_refused_by_name_and_by_the_proxys_addres
     let (_, key) = app.user_with_key("pro").await;
     let host = loopback_name().await;
     let api = app.base.rsplit(':').next().unwrap().parse::<u16>().unwrap();
-    let smtp = app.state.inbound_addr.unwrap().port();
-    let proxy = app.state.browser.as_ref().unwrap().egress_addr().port();
+    let smtp = app.state.mail.inbound_addr.unwrap().port();
+    let proxy = app.state.browser.pool.as_ref().unwrap().egress_addr().port();
 
     // A storage destination's probe to each listener by name: refused at connect, naming it.
     for port in [api, smtp, proxy] {

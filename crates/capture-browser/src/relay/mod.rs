@@ -38,9 +38,12 @@
 //! a reason, and everything queued for it is freed. One message larger than the bound
 //! (a big screenshot) still goes through when nothing else waits.
 
+mod browser;
+mod queue;
+mod socket;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -49,12 +52,8 @@ use tokio::sync::mpsc;
 use crate::cdp::{CdpError, Conn, Event};
 use crate::session::{Session, clipboard, filter};
 
-/// Bytes of messages that may wait for one client before it counts as fallen behind and is
-/// closed (the default of [`RelayOptions::max_queued_bytes`]).
-pub const MAX_QUEUED_BYTES: usize = 16 << 20;
-
-/// The WebSocket close code a client that fell behind gets (1008, policy violation).
-pub const CLOSE_TOO_SLOW: u16 = 1008;
+pub use queue::{CLOSE_TOO_SLOW, ClientRx, ClientTx, MAX_QUEUED_BYTES, client_queue};
+pub use socket::{serve_socket, serve_websocket};
 
 /// How long closing a client's socket may take (its close frame waits behind what the
 /// client has not read) before the connection is dropped.
@@ -102,75 +101,6 @@ impl RelayEnd {
             _ => None,
         }
     }
-}
-
-/// The counters a client's queue shares between the relay and the socket's writer.
-#[derive(Debug, Default)]
-struct QueueState {
-    /// Bytes queued or being written.
-    queued: AtomicUsize,
-    /// Set (to the bytes queued) when a message did not fit.
-    overflowed: AtomicUsize,
-}
-
-/// The relay's end of a client's outgoing queue, bounded in bytes: see [`client_queue`].
-#[derive(Debug)]
-pub struct ClientTx {
-    tx: mpsc::UnboundedSender<String>,
-    state: Arc<QueueState>,
-    max: usize,
-}
-
-impl ClientTx {
-    /// Queue a message; false if the client is gone or has fallen behind (the queue is
-    /// then left alone: the relay ends).
-    fn push(&self, msg: String) -> bool {
-        let len = msg.len();
-        let before = self.state.queued.fetch_add(len, Ordering::AcqRel);
-        if before > 0 && before + len > self.max {
-            self.state.queued.fetch_sub(len, Ordering::AcqRel);
-            self.state.overflowed.store(before.max(1), Ordering::Release);
-            return false;
-        }
-        self.tx.send(msg).is_ok()
-    }
-
-    /// Bytes waiting when the queue overflowed.
-    fn overflowed(&self) -> Option<usize> {
-        Some(self.state.overflowed.load(Ordering::Acquire)).filter(|q| *q > 0)
-    }
-}
-
-/// The writer's end of a client's outgoing queue.
-#[derive(Debug)]
-pub struct ClientRx {
-    rx: mpsc::UnboundedReceiver<String>,
-    state: Arc<QueueState>,
-}
-
-impl ClientRx {
-    /// The next message for the client (None: the relay ended). Call [`written`](Self::written)
-    /// once it is on the socket.
-    pub async fn recv(&mut self) -> Option<String> {
-        self.rx.recv().await
-    }
-
-    /// A message of `len` bytes has been written: it no longer counts against the bound.
-    pub fn written(&self, len: usize) {
-        self.state.queued.fetch_sub(len, Ordering::AcqRel);
-    }
-
-    /// Bytes queued or being written.
-    pub fn queued(&self) -> usize {
-        self.state.queued.load(Ordering::Acquire)
-    }
-}
-
-/// A client's outgoing queue holding at most `max_bytes` (beyond one message in flight).
-pub fn client_queue(max_bytes: usize) -> (ClientTx, ClientRx) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let state = Arc::new(QueueState::default());
-    (ClientTx { tx, state: state.clone(), max: max_bytes.max(1) }, ClientRx { rx, state })
 }
 
 /// What a forwarded command's reply needs before it goes back to the client.
@@ -233,6 +163,13 @@ fn error(id: &Value, sid: Option<&str>, code: i64, message: &str) -> String {
     m.to_string()
 }
 
+/// Does a `Browser.grantPermissions` or `setPermission` ask for a clipboard permission?
+fn asks_clipboard(params: &Value) -> bool {
+    let granted = params.get("permissions").and_then(Value::as_array).into_iter().flatten();
+    let set = params.pointer("/permission/name");
+    granted.chain(set).filter_map(Value::as_str).any(clipboard::is_clipboard_permission)
+}
+
 /// Does a `Target.TargetFilter` include a target of `kind`? (The first entry whose
 /// `type` matches decides; no filter: everything but `browser` and `tab`.)
 fn filter_includes(filter: Option<&Value>, kind: &str) -> bool {
@@ -245,13 +182,6 @@ fn filter_includes(filter: Option<&Value>, kind: &str) -> bool {
         }
     }
     false
-}
-
-/// Does a `Browser.grantPermissions` or `setPermission` ask for a clipboard permission?
-fn asks_clipboard(params: &Value) -> bool {
-    let granted = params.get("permissions").and_then(Value::as_array).into_iter().flatten();
-    let set = params.pointer("/permission/name");
-    granted.chain(set).filter_map(Value::as_str).any(clipboard::is_clipboard_permission)
 }
 
 fn random_session_id() -> String {
@@ -335,25 +265,6 @@ impl Relay {
         self.forward("Target.attachToTarget", &json!({ "targetId": id, "flatten": true }), None, pending);
     }
 
-    /// Targets the emulated auto-attach takes now: tabs and pages the filter includes.
-    fn auto_attach_candidates(&self) -> Vec<Value> {
-        let Some(auto) = &self.auto else { return Vec::new() };
-        let mut v: Vec<Value> = self
-            .targets
-            .values()
-            .filter(|t| {
-                let kind = t["type"].as_str().unwrap_or("");
-                matches!(kind, "tab" | "page")
-                    && filter_includes(auto.filter.as_ref(), kind)
-                    && !self.auto_attached.contains(t["targetId"].as_str().unwrap_or(""))
-            })
-            .cloned()
-            .collect();
-        // Tabs before pages, like Chromium.
-        v.sort_by_key(|t| t["type"] != "tab");
-        v
-    }
-
     async fn on_client(&mut self, text: &str) -> bool {
         let Ok(msg) = serde_json::from_str::<Value>(text) else {
             return self.send(error(&Value::Null, None, -32700, "Message must be a valid JSON")).await;
@@ -424,166 +335,6 @@ impl Relay {
                     self.conn.send_forget("Runtime.evaluate", &json!({ "expression": expression }), Some(&real));
                 }
             }
-        }
-        true
-    }
-
-    async fn browser_command(&mut self, id: Value, method: &str, mut params: Value) -> bool {
-        let plain = |id: Value| Pending { client_id: id, client_sid: None, kind: Kind::Plain };
-        let target_id = params.get("targetId").and_then(Value::as_str).map(str::to_owned);
-        match method {
-            "Browser.getVersion" => self.forward(method, &params, None, plain(id)),
-            "Browser.close" | "Browser.crash" | "Browser.crashGpuProcess" => {
-                let why = format!("{method} is not allowed: this browser is shared; disconnect to end the session");
-                return self.refuse(&id, None, &why).await;
-            }
-            // Answered, never applied: downloads stay denied in a session.
-            "Browser.setDownloadBehavior" => return self.reply(&id, None, Ok(json!({}))).await,
-            "Browser.grantPermissions" | "Browser.setPermission" if asks_clipboard(&params) => {
-                let why = format!(
-                    "{method}: clipboard permissions are not granted in a session (the browser's clipboard is shared; navigator.clipboard uses the session's own clipboard, which needs none)"
-                );
-                return self.refuse(&id, None, &why).await;
-            }
-            "Browser.resetPermissions" => {
-                params["browserContextId"] = json!(self.ctx);
-                self.forward(method, &params, None, plain(id));
-                // Chromium's defaults allow writing its clipboard: denied again, in order.
-                for permission in clipboard::denied_permissions() {
-                    let p = json!({ "permission": permission, "setting": "denied", "browserContextId": self.ctx });
-                    self.conn.send_forget("Browser.setPermission", &p, None);
-                }
-            }
-            "Browser.grantPermissions"
-            | "Browser.setPermission"
-            | "Storage.getCookies"
-            | "Storage.setCookies"
-            | "Storage.clearCookies" => {
-                params["browserContextId"] = json!(self.ctx);
-                self.forward(method, &params, None, plain(id));
-            }
-            "Browser.getWindowForTarget" => {
-                if !self.ours(target_id.as_deref()) {
-                    return self.refuse(&id, None, "Browser.getWindowForTarget: no such target in this session").await;
-                }
-                self.forward(
-                    method,
-                    &params,
-                    None,
-                    Pending { client_id: id, client_sid: None, kind: Kind::WindowForTarget },
-                );
-            }
-            "Browser.getWindowBounds" | "Browser.setWindowBounds" => {
-                let window = params.get("windowId").and_then(Value::as_i64);
-                if !window.is_some_and(|w| self.windows.contains(&w)) {
-                    return self.refuse(&id, None, &format!("{method}: not a window of this session")).await;
-                }
-                self.forward(method, &params, None, plain(id));
-            }
-            "Target.getBrowserContexts" => {
-                return self.reply(&id, None, Ok(json!({ "browserContextIds": [] }))).await;
-            }
-            "Target.setDiscoverTargets" => {
-                let discover = params.get("discover").and_then(Value::as_bool).unwrap_or(false);
-                let announce = discover && !self.discover;
-                self.discover = discover;
-                if announce {
-                    let mut infos: Vec<Value> = self.targets.values().cloned().collect();
-                    infos.sort_by_key(|t| t["type"] != "tab");
-                    for info in infos {
-                        if !self.event("Target.targetCreated", json!({ "targetInfo": info }), None).await {
-                            return false;
-                        }
-                    }
-                }
-                return self.reply(&id, None, Ok(json!({}))).await;
-            }
-            "Target.setAutoAttach" => {
-                if params.get("flatten").and_then(Value::as_bool) != Some(true) {
-                    return self.refuse(&id, None, "Target.setAutoAttach: only flat mode is supported").await;
-                }
-                let on = params.get("autoAttach").and_then(Value::as_bool).unwrap_or(false);
-                self.auto = on.then(|| AutoAttach { filter: params.get("filter").cloned() });
-                let now = self.auto_attach_candidates();
-                if now.is_empty() {
-                    return self.reply(&id, None, Ok(json!({}))).await;
-                }
-                // Chromium reports the attachments before it answers: so do we.
-                self.deferred = Some((id, now.len()));
-                for info in now {
-                    self.auto_attach(&info);
-                }
-            }
-            "Target.getTargets" => {
-                self.forward(method, &params, None, Pending { client_id: id, client_sid: None, kind: Kind::GetTargets })
-            }
-            "Target.getTargetInfo" => {
-                if target_id.is_some() && !self.ours(target_id.as_deref()) {
-                    return self.refuse(&id, None, "No target with given id found").await;
-                }
-                self.forward(method, &params, None, plain(id));
-            }
-            "Target.attachToTarget" => {
-                let Some(t) = target_id.filter(|t| self.targets.contains_key(t)) else {
-                    return self.refuse(&id, None, "No target with given id found").await;
-                };
-                if params.get("flatten").and_then(Value::as_bool) != Some(true) {
-                    return self.refuse(&id, None, "Target.attachToTarget: only flat mode is supported").await;
-                }
-                self.forward(
-                    method,
-                    &params,
-                    None,
-                    Pending { client_id: id, client_sid: None, kind: Kind::AttachToTarget(t) },
-                );
-            }
-            "Target.detachFromTarget" => {
-                let real =
-                    params.get("sessionId").and_then(Value::as_str).and_then(|c| self.client_to_real.get(c)).cloned();
-                let Some(real) = real else {
-                    return self.refuse(&id, None, "No session with given id").await;
-                };
-                self.forward(
-                    method,
-                    &json!({ "sessionId": real }),
-                    None,
-                    Pending { client_id: id, client_sid: None, kind: Kind::Detach(real.clone()) },
-                );
-            }
-            "Target.activateTarget" | "Target.closeTarget" => {
-                if !self.ours(target_id.as_deref()) {
-                    return self.refuse(&id, None, "No target with given id found").await;
-                }
-                self.forward(method, &params, None, plain(id));
-            }
-            "Target.createTarget" => {
-                let url = params.get("url").and_then(Value::as_str).unwrap_or("about:blank").to_owned();
-                let url = if url.is_empty() { "about:blank".to_owned() } else { url };
-                if let Err(why) = filter::check_url(&url) {
-                    return self.refuse(&id, None, &format!("Target.createTarget: {why}")).await;
-                }
-                let ctx = params.get("browserContextId").and_then(Value::as_str);
-                if ctx.is_some_and(|c| c != self.ctx) {
-                    return self.refuse(&id, None, "Target.createTarget: this session has one browser context").await;
-                }
-                if self.pages() >= self.opts.max_pages {
-                    let why = format!("Target.createTarget: a session may have {} pages open", self.opts.max_pages);
-                    return self.refuse(&id, None, &why).await;
-                }
-                params["browserContextId"] = json!(self.ctx);
-                params["url"] = json!(url);
-                self.forward(
-                    method,
-                    &params,
-                    None,
-                    Pending { client_id: id, client_sid: None, kind: Kind::CreateTarget },
-                );
-            }
-            "Target.createBrowserContext" | "Target.disposeBrowserContext" => {
-                let why = format!("{method} is not allowed: a live session has exactly one browser context");
-                return self.refuse(&id, None, &why).await;
-            }
-            m => return self.refuse(&id, None, &format!("{m} is not available through the live-session relay")).await,
         }
         true
     }
@@ -703,48 +454,6 @@ impl Relay {
         self.event(method, params, Some(&csid)).await
     }
 
-    /// A browser-level event: the context's targets coming and going; our sessions ending.
-    async fn on_browser_event(&mut self, method: &str, mut params: Value) -> bool {
-        match method {
-            "Target.targetCreated" | "Target.targetInfoChanged" => {
-                let info = params["targetInfo"].clone();
-                if info["browserContextId"] != self.ctx.as_str() {
-                    return true;
-                }
-                let Some(id) = info["targetId"].as_str().map(str::to_owned) else { return true };
-                let created = !self.targets.contains_key(&id);
-                self.targets.insert(id, info.clone());
-                if self.discover && !self.event(method, params, None).await {
-                    return false;
-                }
-                if created && self.auto.is_some() {
-                    let kind = info["type"].as_str().unwrap_or("");
-                    let wanted = self.auto.as_ref().is_some_and(|a| filter_includes(a.filter.as_ref(), kind));
-                    if matches!(kind, "tab" | "page") && wanted {
-                        self.auto_attach(&info);
-                    }
-                }
-                true
-            }
-            "Target.targetDestroyed" | "Target.targetCrashed" => {
-                let Some(id) = params["targetId"].as_str().map(str::to_owned) else { return true };
-                if self.targets.remove(&id).is_none() {
-                    return true;
-                }
-                self.auto_attached.remove(&id);
-                self.attach_reported.remove(&id);
-                !self.discover || self.event(method, params, None).await
-            }
-            "Target.detachedFromTarget" => {
-                let Some(real) = params["sessionId"].as_str().map(str::to_owned) else { return true };
-                let Some(c) = self.unmap_session(&real) else { return true };
-                params["sessionId"] = json!(c);
-                self.event(method, params, None).await
-            }
-            _ => true,
-        }
-    }
-
     async fn on_event(&mut self, ev: Event) -> bool {
         if let Some((tag, r)) = ev.reply {
             return self.on_reply(tag, r).await;
@@ -842,122 +551,4 @@ pub async fn run(
     }
     tracing::debug!(target: "capture_browser::relay", ?end, "relay ended");
     end
-}
-
-/// The relay over a plain WebSocket on `stream` (the test hook, and what a server without
-/// its own WebSocket stack can use): accept the handshake, then [`serve_socket`].
-pub async fn serve_websocket(
-    session: &Session,
-    stream: tokio::net::TcpStream,
-    opts: RelayOptions,
-) -> Result<RelayEnd, String> {
-    let ws = tokio_tungstenite::accept_async(stream).await.map_err(|e| format!("WebSocket handshake failed: {e}"))?;
-    Ok(serve_socket(session, ws, opts).await)
-}
-
-/// Aborts a task when dropped (the socket's reader, when the relay's future is dropped).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// Relay a client's WebSocket (after its handshake) until either side ends, then close it:
-/// a normal close, or [`CLOSE_TOO_SLOW`] with its reason for a client that fell behind
-/// (what was queued for it is dropped first). Dropping this future (the run's timeout,
-/// a stop) closes the socket normally too.
-pub async fn serve_socket<S>(
-    session: &Session,
-    ws: tokio_tungstenite::WebSocketStream<S>,
-    opts: RelayOptions,
-) -> RelayEnd
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    use futures_util::StreamExt;
-    use tokio_tungstenite::tungstenite::Message;
-
-    let (sink, mut source) = ws.split();
-    let (in_tx, in_rx) = mpsc::channel::<String>(256);
-    let _reader = AbortOnDrop(tokio::spawn(async move {
-        while let Some(msg) = source.next().await {
-            let text = match msg {
-                Ok(Message::Text(t)) => t.to_string(),
-                Ok(Message::Binary(b)) => String::from_utf8_lossy(&b).into_owned(),
-                Ok(Message::Close(_)) | Err(_) => break,
-                Ok(_) => continue,
-            };
-            if in_tx.send(text).await.is_err() {
-                break;
-            }
-        }
-    }));
-    let (to_client, out) = client_queue(opts.max_queued_bytes);
-    let (close_tx, close_rx) = tokio::sync::oneshot::channel();
-    // Not awaited: a client that fell behind may take up to CLOSE_GRACE to see its close.
-    tokio::spawn(write_loop(sink, out, close_rx));
-    let end = run(session, in_rx, to_client, opts).await;
-    if let Some(reason) = end.close_reason() {
-        tracing::info!(target: "capture_browser::relay", ?end, "closing a client that fell behind");
-        let _ = close_tx.send(Some((CLOSE_TOO_SLOW, reason)));
-    } else {
-        let _ = close_tx.send(None);
-    }
-    end
-}
-
-/// Write the relay's messages to the client's socket; then close it with `close`'s frame
-/// (a normal close when its sender is dropped or sends None). A close that arrives while
-/// the client is not reading drops what is still queued at once.
-async fn write_loop<S>(mut sink: S, mut out: ClientRx, close: tokio::sync::oneshot::Receiver<Option<(u16, String)>>)
-where
-    S: futures_util::Sink<tokio_tungstenite::tungstenite::Message> + Unpin,
-{
-    use futures_util::SinkExt;
-    use tokio_tungstenite::tungstenite::Message;
-    use tokio_tungstenite::tungstenite::protocol::CloseFrame;
-
-    tokio::pin!(close);
-    let frame = loop {
-        let msg = tokio::select! {
-            biased;
-            c = &mut close => break c.ok().flatten(),
-            m = out.recv() => m,
-        };
-        let Some(text) = msg else { break (&mut close).await.ok().flatten() };
-        let len = text.len();
-        tokio::select! {
-            biased;
-            c = &mut close => break c.ok().flatten(),
-            r = sink.send(Message::Text(text.into())) => if r.is_err() { return },
-        }
-        out.written(len);
-    };
-    // What the client did not read is freed now, not when its socket finally closes.
-    drop(out);
-    let frame = frame.map(|(code, reason)| CloseFrame { code: code.into(), reason: reason.into() });
-    let _ = tokio::time::timeout(CLOSE_GRACE, async {
-        let _ = sink.send(Message::Close(frame)).await;
-        let _ = sink.close().await;
-    })
-    .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn target_filters_follow_chromium() {
-        assert!(filter_includes(None, "page"));
-        assert!(!filter_includes(None, "tab"));
-        assert!(!filter_includes(None, "browser"));
-        let puppeteer = json!([{ "type": "page", "exclude": true }, {}]);
-        assert!(filter_includes(Some(&puppeteer), "tab"));
-        assert!(!filter_includes(Some(&puppeteer), "page"));
-        assert!(!filter_includes(Some(&json!([])), "page"));
-        assert!(filter_includes(Some(&json!([{ "type": "page" }])), "page"));
-    }
 }

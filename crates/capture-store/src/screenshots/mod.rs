@@ -1,17 +1,23 @@
-//! Screenshot jobs: creation (charged through the usage ledger, `ledger`), state changes with
-//! their events (`events`), refunds, listing with a stable cursor, sharing.
+//! Screenshot jobs: creation (the paid create of `paid`, charged through the usage ledger,
+//! `ledger`), reads, the cache's and render links' lookups, listing with a stable cursor and
+//! sharing. Bulk requests are in [`batch`]; a job's way through the queue in [`lifecycle`].
+
+mod batch;
+mod lifecycle;
 
 use capture_core::JobStatus;
 use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
-use crate::admission::{self, QueueFull, QueueLimits};
+use crate::admission::{self, QueueLimits};
 use crate::db::{Result, Store, StoreError};
 use crate::events::append_event;
-use crate::gate::{Gate, NeedExact};
-use crate::ledger::{QuotaExceeded, reserve, reserve_in};
-use crate::notify::{WORK_CHANNEL, notify};
-use crate::shape::{Before, IdemResponse, Table, created};
+use crate::gate::Gate;
+use crate::ledger::reserve_in;
+use crate::paid::{Made, Refused, Step, Stop, finish, settle};
+use crate::shape::{Before, IdemResponse, Table};
+
+pub use batch::BatchRefused;
 
 /// A screenshot job row.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,41 +117,6 @@ pub struct ScreenshotDone {
     pub storage_error: Option<String>,
 }
 
-/// Why a batch was refused: nothing was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchRefused {
-    /// The monthly cap: the usage before the batch, and how many of its jobs would fit.
-    Quota { used: i64, fits: i64 },
-    /// The queue bounds, for all its waiting jobs together.
-    Queue(QueueFull),
-    /// The Idempotency-Key was taken over while this request ran.
-    IdempotencyTakenOver,
-}
-
-/// Why a job was not created: nothing was written (no action used, no task queued).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
-    /// The monthly action cap would be passed.
-    Quota(QuotaExceeded),
-    /// Too many jobs are waiting for or in capture (the account's or everyone's).
-    QueueFull(QueueFull),
-    /// The request's Idempotency-Key was taken over by a later request (this one outlived
-    /// its lease): that request answers for the key.
-    IdempotencyTakenOver,
-}
-
-impl From<QuotaExceeded> for Refused {
-    fn from(q: QuotaExceeded) -> Self {
-        Refused::Quota(q)
-    }
-}
-
-impl From<QueueFull> for Refused {
-    fn from(q: QueueFull) -> Self {
-        Refused::QueueFull(q)
-    }
-}
-
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
     created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, \
@@ -240,44 +211,6 @@ async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot
     Ok(())
 }
 
-/// One job of a batch ended (done or failed): count it down, and when it was the last,
-/// emit `batch.completed` with how many were done and how many failed. The batch row's
-/// lock orders two last jobs ending at once, so the event is emitted once.
-async fn batch_job_ended(tx: &mut Transaction<'static, Any>, batch_id: &str, now: i64) -> Result<()> {
-    let left: Option<(i64, String, i64)> = sqlx::query_as(
-        "UPDATE screenshot_batches SET remaining = remaining - 1, \
-         completed_at = CASE WHEN remaining = 1 THEN $2 ELSE completed_at END \
-         WHERE id = $1 AND remaining > 0 RETURNING remaining, user_id, total",
-    )
-    .bind(batch_id)
-    .bind(now)
-    .fetch_optional(&mut **tx)
-    .await?;
-    if let Some((0, user_id, total)) = left {
-        emit_batch_completed(tx, batch_id, &user_id, total, now).await?;
-    }
-    Ok(())
-}
-
-async fn emit_batch_completed(
-    tx: &mut Transaction<'static, Any>,
-    batch_id: &str,
-    user_id: &str,
-    total: i64,
-    now: i64,
-) -> Result<()> {
-    let counts: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, COUNT(*) FROM screenshots WHERE batch_id = $1 GROUP BY status")
-            .bind(batch_id)
-            .fetch_all(&mut **tx)
-            .await?;
-    let count = |s: &str| counts.iter().find(|(k, _)| k == s).map_or(0, |c| c.1);
-    let data =
-        serde_json::json!({"batchId": batch_id, "total": total, "done": count("done"), "failed": count("failed")});
-    crate::webhooks::emit(tx, user_id, "batch.completed", &data, now, None).await?;
-    Ok(())
-}
-
 impl Store {
     /// Create a job: reserve its actions against the cap, check the queue bounds (queued
     /// jobs), insert the job, queue its task (or record it done for uploads) and its first
@@ -317,12 +250,9 @@ impl Store {
         idem: Option<IdemResponse<'_, ScreenshotRow>>,
     ) -> Result<std::result::Result<(ScreenshotRow, i64), Refused>> {
         // The fast way first (one slot of each gate, PostgreSQL); the exact way when it cannot tell.
-        match self.try_create_screenshot(n, idem, false).await? {
-            Ok(done) => Ok(done),
-            Err(NeedExact) => match self.try_create_screenshot(n, idem, true).await? {
-                Ok(done) => Ok(done),
-                Err(NeedExact) => Err(StoreError::Conflict("a create holding every slot was still undecided".into())),
-            },
+        match self.try_create_screenshot(n, idem, false).await {
+            Err(Stop::NeedExact) => settle(self.try_create_screenshot(n, idem, true).await),
+            other => settle(other),
         }
     }
 
@@ -331,121 +261,23 @@ impl Store {
         n: &NewScreenshot,
         idem: Option<IdemResponse<'_, ScreenshotRow>>,
         exact: bool,
-    ) -> Result<std::result::Result<std::result::Result<(ScreenshotRow, i64), Refused>, NeedExact>> {
+    ) -> Step<(ScreenshotRow, i64)> {
+        let made = Made { table: &TABLE, id: &n.id, key_id: n.key_id.as_deref(), now: n.now, from_row: row_from, idem };
         let mut tx = self.begin_write().await?;
-        let queued = n.done.is_none();
-        let limits = if queued { n.queue_limits } else { QueueLimits::default() };
-        let hold = Gate::Account(&n.user_id).enter(&mut tx, self.backend, self.slots, exact).await?;
-        let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
-        let used = match reserve_in(&mut tx, &n.charge(op), hold).await? {
-            Ok(Ok(used)) => used,
-            Ok(Err(q)) => {
-                tx.rollback().await?;
-                return Ok(Ok(Err(q.into())));
-            }
-            Err(NeedExact) => {
-                tx.rollback().await?;
-                return Ok(Err(NeedExact));
-            }
-        };
-        // The quota comes first: a client out of actions learns that, not "retry later".
-        let admitted = match admission::check_account_in(&mut tx, &n.user_id, limits.per_account, 1, hold).await? {
-            Ok(Ok(())) => admission::check_global(&mut tx, self.backend, self.slots, limits.global, 1, exact).await?,
-            other => other,
-        };
-        match admitted {
-            Ok(Ok(())) => {}
-            Ok(Err(full)) => {
-                tx.rollback().await?;
-                return Ok(Ok(Err(full.into())));
-            }
-            Err(NeedExact) => {
-                tx.rollback().await?;
-                return Ok(Err(NeedExact));
-            }
-        }
-        insert_screenshot(&mut tx, n).await?;
-        let key = n.key_id.as_deref().map(|k| (k, n.now));
-        let Some(row) = created(&mut tx, &TABLE, &n.id, key, row_from, idem).await? else {
-            tx.rollback().await?;
-            return Ok(Ok(Err(Refused::IdempotencyTakenOver)));
-        };
-        tx.commit().await?;
-        Ok(Ok(Ok((row, used))))
-    }
-
-    /// Create a batch of jobs (a bulk request) all or nothing: every job's actions are
-    /// reserved, the queue bounds checked for all of them, each job inserted with its place,
-    /// and the idempotent response stored, in one transaction. `jobs` is not empty and its
-    /// jobs share the owner, month and queue limits.
-    pub async fn create_screenshot_batch(
-        &self,
-        batch_id: &str,
-        jobs: &[NewScreenshot],
-        idem: Option<IdemResponse<'_, Vec<ScreenshotRow>>>,
-    ) -> Result<std::result::Result<(Vec<ScreenshotRow>, i64), BatchRefused>> {
-        let Some(first) = jobs.first() else { return Ok(Ok((Vec::new(), 0))) };
-        let (user_id, now, limits) = (&first.user_id, first.now, first.queue_limits);
-        let queued = jobs.iter().filter(|j| j.done.is_none()).count() as i64;
-        let mut tx = self.begin_write().await?;
-        admission::lock_account(&mut tx, self.backend, user_id).await?;
-        let mut used = 0;
-        for (i, n) in jobs.iter().enumerate() {
+        let steps: Step<i64> = async {
+            let tx = &mut tx;
+            let limits = if n.done.is_none() { n.queue_limits } else { QueueLimits::default() };
+            let hold = Gate::Account(&n.user_id).enter(tx, self.backend, self.slots, exact).await?;
             let op = if n.format == "pdf" { "pdf" } else { "screenshot" };
-            match reserve(&mut tx, &n.charge(op)).await? {
-                Ok(u) => used = u,
-                Err(q) => {
-                    tx.rollback().await?;
-                    let before: i64 = jobs[..i].iter().map(|j| j.actions).sum();
-                    return Ok(Err(BatchRefused::Quota { used: q.used - before, fits: i as i64 }));
-                }
-            }
+            let used = reserve_in(tx, &n.charge(op), hold).await???;
+            // The quota comes first: a client out of actions learns that, not "retry later".
+            admission::check_account_in(tx, &n.user_id, limits.per_account, 1, hold).await???;
+            admission::check_global(tx, self.backend, self.slots, limits.global, 1, exact).await???;
+            insert_screenshot(tx, n).await?;
+            Ok(used)
         }
-        let admitted = match admission::check_account(&mut tx, user_id, limits.per_account, queued).await? {
-            Ok(()) => admission::check_global(&mut tx, self.backend, self.slots, limits.global, queued, true)
-                .await?
-                .unwrap_or(Ok(())),
-            full => full,
-        };
-        if let Err(full) = admitted {
-            tx.rollback().await?;
-            return Ok(Err(BatchRefused::Queue(full)));
-        }
-        sqlx::query(
-            "INSERT INTO screenshot_batches (id, user_id, total, remaining, created_at, completed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(batch_id)
-        .bind(user_id)
-        .bind(jobs.len() as i64)
-        .bind(queued)
-        .bind(now)
-        .bind((queued == 0).then_some(now))
-        .execute(&mut *tx)
-        .await?;
-        for n in jobs {
-            insert_screenshot(&mut tx, n).await?;
-        }
-        if queued == 0 {
-            emit_batch_completed(&mut tx, batch_id, user_id, jobs.len() as i64, now).await?;
-        }
-        if let Some(key_id) = first.key_id.as_deref() {
-            crate::shape::key_used(&mut tx, key_id, now).await?;
-        }
-        let rows = sqlx::query(sqlf!("SELECT {COLS} FROM screenshots WHERE batch_id = $1 ORDER BY batch_index"))
-            .bind(batch_id)
-            .fetch_all(&mut *tx)
-            .await?;
-        let rows = rows.iter().map(row_from).collect::<Result<Vec<_>>>()?;
-        if let Some(idem) = idem {
-            let (status, body) = (idem.render)(&rows);
-            if !Store::idem_complete_tx(&mut tx, idem.claim, status, &body).await? {
-                tx.rollback().await?;
-                return Ok(Err(BatchRefused::IdempotencyTakenOver));
-            }
-        }
-        tx.commit().await?;
-        Ok(Ok((rows, used)))
+        .await;
+        finish(tx, made, steps).await
     }
 
     /// The jobs of a batch of `user_id`, in the order the request gave them (none for
@@ -574,189 +406,6 @@ impl Store {
         let rows: Vec<(String, i64)> =
             sqlx::query_as("SELECT status, COUNT(*) FROM screenshots GROUP BY status").fetch_all(&self.pool).await?;
         Ok(rows)
-    }
-}
-
-/// A screenshot job's way through the queue: processing when claimed, then done, failed or
-/// handed back — each fenced on the task's lease (`finish_task`).
-impl Store {
-    /// Move a job to `processing` (with its event) when its task is claimed.
-    pub async fn mark_processing(&self, job_id: &str, now: i64) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
-        let row: Option<(String,)> = sqlx::query_as(
-            "UPDATE screenshots SET status = 'processing', started_at = $1 WHERE id = $2 \
-             AND status = 'pending' RETURNING user_id",
-        )
-        .bind(now)
-        .bind(job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((user_id,)) = &row {
-            append_event(
-                &mut tx,
-                user_id,
-                job_id,
-                "screenshot.status",
-                &serde_json::json!({"status": "processing"}),
-                now,
-            )
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(row.is_some())
-    }
-
-    /// Record a finished capture, fenced on the lease. False when the lease was lost.
-    pub async fn complete_screenshot(
-        &self,
-        task_id: &str,
-        worker: &str,
-        job_id: &str,
-        done: &ScreenshotDone,
-        completed_event: &serde_json::Value,
-        copy: Option<&str>,
-        now: i64,
-    ) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
-        if !Self::finish_task(&mut tx, task_id, worker, "done", None, now).await? {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        let row: Option<(String, Option<String>)> = sqlx::query_as(
-            "UPDATE screenshots SET status = 'done', result_key = $1, thumb_key = $2, page_title = $3, \
-             tags = $4, width = $5, height = $6, error = NULL, completed_at = $7, metadata = $9, credentials = NULL, \
-             storage_url = $10, storage_error = $11, storage_status = $12 \
-             WHERE id = $8 AND status IN ('pending', 'processing') RETURNING user_id, batch_id",
-        )
-        .bind(&done.result_key)
-        .bind(done.thumb_key.clone())
-        .bind(done.page_title.clone())
-        .bind(serde_json::to_string(&done.tags).unwrap_or_else(|_| "[]".into()))
-        .bind(done.width)
-        .bind(done.height)
-        .bind(now)
-        .bind(job_id)
-        .bind(done.metadata.clone())
-        .bind(done.storage_url.clone())
-        .bind(done.storage_error.clone())
-        .bind(copy.map(|_| "pending"))
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let (Some((user_id, _)), Some(payload)) = (&row, copy) {
-            crate::queue::enqueue(&mut tx, "storage_copy", job_id, Some(user_id), payload, now).await?;
-        }
-        if let Some((user_id, batch)) = &row {
-            append_event(&mut tx, user_id, job_id, "screenshot.status", &serde_json::json!({"status": "done"}), now)
-                .await?;
-            crate::webhooks::emit(&mut tx, user_id, "screenshot.completed", completed_event, now, None).await?;
-            if let Some(b) = batch {
-                batch_job_ended(&mut tx, b, now).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    /// Record a permanent failure, fenced on the lease. `refund` gives the job's actions
-    /// back (failures the service caused); a job that ran into its own deadline or failed
-    /// on the tenant's page keeps its charge.
-    pub async fn fail_screenshot(
-        &self,
-        task_id: &str,
-        worker: &str,
-        job_id: &str,
-        error: &str,
-        refund: bool,
-        now: i64,
-    ) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
-        if !Self::finish_task(&mut tx, task_id, worker, "failed", Some(error), now).await? {
-            tx.rollback().await?;
-            return Ok(false);
-        }
-        // user, key, actions, month, url, batch
-        type Failed = (String, Option<String>, i64, String, String, Option<String>);
-        let row: Option<Failed> = sqlx::query_as(
-            "UPDATE screenshots SET status = 'failed', error = $1, completed_at = $2, credentials = NULL \
-             WHERE id = $3 AND status IN ('pending', 'processing') \
-             RETURNING user_id, key_id, actions, usage_month, url, batch_id",
-        )
-        .bind(error)
-        .bind(now)
-        .bind(job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((user_id, key_id, actions, month, _, _)) = &row
-            && refund
-        {
-            crate::ledger::give_back(&mut tx, user_id, key_id.as_deref(), "refund", job_id, *actions, month, now)
-                .await?;
-        }
-        if let Some((user_id, _, _, _, url, batch)) = &row {
-            append_event(
-                &mut tx,
-                user_id,
-                job_id,
-                "screenshot.status",
-                &serde_json::json!({"status": "failed", "error": error}),
-                now,
-            )
-            .await?;
-            let data = serde_json::json!({"screenshotId": job_id, "url": url, "error": error});
-            crate::webhooks::emit(&mut tx, user_id, "screenshot.failed", &data, now, None).await?;
-            if let Some(b) = batch {
-                batch_job_ended(&mut tx, b, now).await?;
-            }
-        }
-        tx.commit().await?;
-        Ok(true)
-    }
-
-    /// Hand a task back to the queue (graceful shutdown): the job returns to `pending`
-    /// and the claim does not count as an attempt.
-    pub async fn release(&self, task_id: &str, worker: &str, job_id: &str, now: i64) -> Result<bool> {
-        self.put_back(task_id, worker, job_id, now, false).await
-    }
-
-    /// [`release`](Self::release) so another account can have the slot: the task counts one
-    /// more hand-back ([`Task::handed_back`](crate::Task::handed_back)).
-    pub async fn hand_back(&self, task_id: &str, worker: &str, job_id: &str, now: i64) -> Result<bool> {
-        self.put_back(task_id, worker, job_id, now, true).await
-    }
-
-    async fn put_back(&self, task_id: &str, worker: &str, job_id: &str, now: i64, handed_back: bool) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
-        let kind: Option<(String,)> = sqlx::query_as(
-            "UPDATE tasks SET status = 'queued', locked_by = NULL, locked_until = NULL, \
-             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, run_at = $1, \
-             handed_back = handed_back + $4 \
-             WHERE id = $2 AND locked_by = $3 AND status = 'running' RETURNING kind",
-        )
-        .bind(now)
-        .bind(task_id)
-        .bind(worker)
-        .bind(i64::from(handed_back))
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((kind,)) = kind else {
-            tx.rollback().await?;
-            return Ok(false);
-        };
-        // Another node may pick it up at once (this one is shutting down).
-        notify(&mut tx, WORK_CHANNEL, &kind).await?;
-        let row: Option<(String,)> = sqlx::query_as(
-            "UPDATE screenshots SET status = 'pending', started_at = NULL WHERE id = $1 \
-             AND status = 'processing' RETURNING user_id",
-        )
-        .bind(job_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((user_id,)) = &row {
-            append_event(&mut tx, user_id, job_id, "screenshot.status", &serde_json::json!({"status": "pending"}), now)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(true)
     }
 }
 
