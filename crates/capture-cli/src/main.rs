@@ -464,14 +464,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Cmd::Migrate => {
             std::fs::create_dir_all(&cfg.data_dir).ok();
-            let store = capture_store::Store::connect(&cfg.database_url, 2).await.context("CAPTURE_DATABASE_URL")?;
+            let store = capture_store::Store::connect(&cfg.database.url, 2).await.context("CAPTURE_DATABASE_URL")?;
             store.close().await;
             println!("migrations applied");
             Ok(())
         }
         Cmd::Admin { cmd } => {
             std::fs::create_dir_all(&cfg.data_dir).ok();
-            let store = capture_store::Store::connect(&cfg.database_url, 2).await.context("CAPTURE_DATABASE_URL")?;
+            let store = capture_store::Store::connect(&cfg.database.url, 2).await.context("CAPTURE_DATABASE_URL")?;
             let r = admin_cmd(&cfg, &store, cmd).await;
             store.close().await;
             r
@@ -492,7 +492,7 @@ async fn admin_cmd(cfg: &Config, store: &capture_store::Store, cmd: AdminCmd) ->
     match cmd {
         AdminCmd::User { cmd: UserCmd::Create { email, plan, password, legacy_free } } => {
             let u = admin::create_user(store, &email, &plan, password.as_deref(), legacy_free, now_ms(cfg)).await?;
-            let admin_note = if cfg.is_admin(&u.email) { " (admin: unlimited)" } else { "" };
+            let admin_note = if cfg.accounts.is_admin(&u.email) { " (admin: unlimited)" } else { "" };
             println!("created account {} <{}> on plan {}{admin_note}", u.id, u.email, u.plan);
         }
         AdminCmd::User { cmd: UserCmd::SetPlan { email, plan } } => {

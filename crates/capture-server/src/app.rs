@@ -55,7 +55,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         state.clone(),
         crate::web::base::session::require_api_key_or_session,
     ));
-    let upload_limit = state.cfg.max_upload_bytes + 64 * 1024;
+    let upload_limit = state.cfg.http.max_upload_bytes + 64 * 1024;
     Router::new()
         .merge(authed)
         .merge(account)
@@ -142,7 +142,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
         jobs_by_status: &by_status,
         tasks_by_status: &tasks,
         queue_depth: depth,
-        queue_limits: state.cfg.queue_limits(),
+        queue_limits: state.cfg.queue.limits(),
         browser: state.browser.pool.as_ref().map(|b| b.stats()),
     });
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
@@ -164,10 +164,10 @@ impl Application {
     pub async fn build(cfg: Config) -> Result<Application, StartError> {
         std::fs::create_dir_all(&cfg.data_dir)
             .map_err(|e| StartError::setting(format!("CAPTURE_DATA_DIR {}", cfg.data_dir.display()), e))?;
-        let store = Store::connect(&cfg.database_url, cfg.database_pool)
+        let store = Store::connect(&cfg.database.url, cfg.database.pool)
             .await
             .map_err(|e| StartError::setting("CAPTURE_DATABASE_URL", e))?
-            .with_gate_slots(cfg.create_slots);
+            .with_gate_slots(cfg.database.create_slots);
         // Listen before serving or claiming, so nothing committed after start-up is missed.
         // Not fatal: without notifications (e.g. behind a transaction-mode pooler) nodes poll.
         let notifications = match store.listener() {
@@ -181,26 +181,27 @@ impl Application {
         };
         let master = MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
         let (listener, addr) = if cfg.roles.api {
-            let l = TcpListener::bind(&cfg.listen)
+            let l = TcpListener::bind(&cfg.http.listen)
                 .await
-                .map_err(|e| StartError::setting(format!("CAPTURE_LISTEN {}", cfg.listen), e))?;
+                .map_err(|e| StartError::setting(format!("CAPTURE_LISTEN {}", cfg.http.listen), e))?;
             let a = l.local_addr()?;
             (Some(l), Some(a))
         } else {
             (None, None)
         };
         let base_url = cfg
+            .http
             .base_url
             .clone()
             .or_else(|| addr.map(|a| format!("http://{a}")))
-            .unwrap_or_else(|| format!("http://{}", cfg.listen));
-        let blobs: Arc<dyn BlobStore> = match &cfg.storage {
+            .unwrap_or_else(|| format!("http://{}", cfg.http.listen));
+        let blobs: Arc<dyn BlobStore> = match &cfg.storage.location {
             Storage::Local(dir) => Arc::new(
                 LocalBlobStore::new(dir.clone(), &base_url)
                     .map_err(|e| StartError::setting(format!("CAPTURE_STORAGE_URL {}", dir.display()), e))?,
             ),
             Storage::S3(s3) => {
-                let store = S3BlobStore::new(s3, cfg.public_urls, cfg.presign_ttl, &base_url)
+                let store = S3BlobStore::new(s3, cfg.storage.public_urls, cfg.storage.presign_ttl, &base_url)
                     .map_err(|e| StartError::setting(format!("CAPTURE_STORAGE_URL s3://{}", s3.bucket), e))?;
                 // Not fatal: the bucket may come up after us; readiness reports it meanwhile.
                 match tokio::time::timeout(Duration::from_secs(10), store.check()).await {
@@ -216,7 +217,7 @@ impl Application {
         // the browser pool adds its egress proxy, the inbound mail server its port).
         let mut egress = EgressPolicy::new(cfg.egress_allow.clone(), Vec::new())
             .with_local_addrs(capture_browser::egress::local_addresses());
-        if let Some(a) = addr.or_else(|| cfg.listen.parse().ok()) {
+        if let Some(a) = addr.or_else(|| cfg.http.listen.parse().ok()) {
             egress.deny_listener(a);
         }
         let clock = capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms);
@@ -232,18 +233,18 @@ impl Application {
             None => {}
         }
         let browser = if cfg.roles.worker {
-            let browsers = cfg.browsers.max(1);
+            let browsers = cfg.browser.browsers.max(1);
             let pool = BrowserPool::start(BrowserConfig {
-                chromium_path: cfg.chromium_path.clone(),
+                chromium_path: cfg.browser.chromium_path.clone(),
                 browsers,
-                pages_per_browser: cfg.worker_concurrency.div_ceil(browsers).max(1),
-                recycle_after: cfg.browser_recycle_after,
-                memory_limit: cfg.browser_max_memory.map(MemoryLimit::new),
+                pages_per_browser: cfg.browser.worker_concurrency.div_ceil(browsers).max(1),
+                recycle_after: cfg.browser.recycle_after,
+                memory_limit: cfg.browser.max_memory.map(MemoryLimit::new),
                 egress: egress.clone(),
                 work_dir: cfg.data_dir.join("browser"),
             })
             .await
-            .map_err(|e| StartError::Chromium { path: cfg.chromium_path.clone(), cause: e.into() })?;
+            .map_err(|e| StartError::Chromium { path: cfg.browser.chromium_path.clone(), cause: e.into() })?;
             // The browsers' egress proxy is one of our listeners too: webhooks, buckets and
             // fetches never reach it, even with its literal address allowed.
             egress.deny_listener(pool.egress_addr());
@@ -251,7 +252,7 @@ impl Application {
         } else {
             None
         };
-        let mailer: Option<Arc<dyn capture_mail::Mailer>> = match &cfg.smtp_url {
+        let mailer: Option<Arc<dyn capture_mail::Mailer>> = match &cfg.mail.smtp_url {
             Some(u) => Some(Arc::new(
                 capture_mail::SmtpMailer::from_url(u).map_err(|e| StartError::setting("CAPTURE_SMTP_URL", e.0))?,
             )),
@@ -262,8 +263,8 @@ impl Application {
             tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
         }
         let features = crate::state::Features::new(&cfg);
-        let video_permits = (cfg.video_memory >> 20) as usize;
-        let video_waiting = cfg.worker_concurrency.max(1);
+        let video_permits = (cfg.browser.video_memory >> 20) as usize;
+        let video_waiting = cfg.browser.worker_concurrency.max(1);
         let state = AppState(Arc::new(Inner {
             cfg,
             store,
@@ -294,6 +295,7 @@ impl Application {
         // names one interface (not 0.0.0.0 or ::).
         let internal = state
             .cfg
+            .cluster
             .internal_url
             .clone()
             .or_else(|| addr.filter(|a| !a.ip().is_unspecified()).map(|a| format!("http://{a}")));
@@ -368,7 +370,7 @@ impl Application {
         tracing::info!("shutting down: draining in-flight work");
         stop.cancel();
         // Wake streams so they end; they watch the broadcast channel.
-        let grace = state.cfg.shutdown_grace;
+        let grace = state.cfg.queue.shutdown_grace;
         let hs = hard_stop.clone();
         let timer = tokio::spawn(async move {
             tokio::time::sleep(grace).await;

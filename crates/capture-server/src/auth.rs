@@ -71,8 +71,8 @@ pub struct UsageAfter(pub i64);
 pub fn account_for(state: &AppState, user: User, key_id: Option<String>, used: i64, window: MonthWindow) -> Account {
     let plan = Plan::parse(&user.plan).unwrap_or(Plan::Free);
     Account {
-        is_admin: state.cfg.is_admin(&user.email),
-        plan_limit: state.cfg.plan_limits.limit(plan),
+        is_admin: state.cfg.accounts.is_admin(&user.email),
+        plan_limit: state.cfg.accounts.plan_limits.limit(plan),
         user,
         key_id,
         used,

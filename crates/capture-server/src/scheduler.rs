@@ -21,7 +21,7 @@ const MAX_LEADER_CHECK: Duration = Duration::from_secs(1);
 /// Campaign for leadership and run the scheduler's duties while leading, until `stop`.
 pub async fn run(state: AppState, stop: CancellationToken) {
     let mut lock = state.store.leader_lock(SCHEDULER_LOCK);
-    let retry = state.cfg.leader_retry;
+    let retry = state.cfg.queue.leader_retry;
     let check = retry.min(MAX_LEADER_CHECK);
     let mut standing_by = false;
     loop {

@@ -171,7 +171,7 @@ pub struct Features {
 impl Features {
     /// Load axe-core (the bundled copy, or `CAPTURE_AXE_PATH`) and say which one runs.
     pub fn new(cfg: &crate::config::Config) -> Features {
-        let axe = capture_audit::axe::AxeSource::load(cfg.axe_path.as_deref());
+        let axe = capture_audit::axe::AxeSource::load(cfg.browser.axe_path.as_deref());
         match &axe {
             capture_audit::axe::AxeSource::Unavailable { reason } => {
                 tracing::warn!(reason = %reason, "audits will not score accessibility (campaign rows will be skipped: report_has_scores)")

@@ -64,7 +64,7 @@ pub async fn create(
         // The queue runs on the system clock (leases, claims), whatever the service's clock says.
         task_run_at: state.clock.now_ms(),
         task_payload: serde_json::to_string(&payload).map_err(Error::internal)?,
-        queue_limits: state.cfg.queue_limits(),
+        queue_limits: state.cfg.queue.limits(),
     };
     let render = |r: &AuditRow| {
         let audit = view(state, r, false);

@@ -21,9 +21,9 @@ use crate::state::AppState;
 
 /// The sender of campaign mail: the configured From's address, lower-cased.
 pub fn sender_address(state: &AppState) -> String {
-    capture_mail::outbound::Sender::parse(&state.cfg.mail_from)
+    capture_mail::outbound::Sender::parse(&state.cfg.mail.from)
         .map(|s| s.address().to_ascii_lowercase())
-        .unwrap_or_else(|_| state.cfg.mail_from.to_ascii_lowercase())
+        .unwrap_or_else(|_| state.cfg.mail.from.to_ascii_lowercase())
 }
 
 /// The default warmup as the store keeps it.
@@ -300,7 +300,7 @@ pub async fn capacity(state: &AppState, account: &Account) -> Result<Capacity> {
         resets_at: iso(sending::resets_at(now).timestamp_millis()),
     }];
     let day_start = sending::day_bounds(now).0.timestamp_millis();
-    let dcap = state.cfg.campaign_domain_daily_cap;
+    let dcap = state.cfg.mail.campaign_domain_daily_cap;
     let mut domains = Vec::new();
     for d in state.store.campaign_domains(&account.user.id, day_start).await? {
         let sent = state.store.send_count("domain", &d, &day).await?;

@@ -39,7 +39,7 @@ const HEADER: &str = "x-capture-cluster";
 
 /// The cluster key: `CAPTURE_CLUSTER_SECRET`, else derived from the master key.
 fn key(state: &AppState) -> Vec<u8> {
-    match &state.cfg.cluster_secret {
+    match &state.cfg.cluster.secret {
         Some(s) => s.as_bytes().to_vec(),
         None => state.master.keyed_hash(b"capture cluster channel v1").into_bytes(),
     }

@@ -58,3 +58,58 @@ pub fn parse_size(s: &str) -> Result<Option<u64>, String> {
     }
     Ok(if bytes == 0.0 { None } else { Some(bytes as u64) })
 }
+
+/// The settings as one section reads them: environment over the TOML file, trimmed, an empty
+/// value the same as an unset one; and the readers of the value shapes sections share.
+pub(super) struct Reader<'a>(pub &'a std::collections::BTreeMap<String, String>);
+
+impl Reader<'_> {
+    /// The value of `k` (None: unset or empty).
+    pub fn get(&self, k: &str) -> Option<String> {
+        self.0.get(k).map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
+    }
+
+    /// A duration (`def` when unset).
+    pub fn dur(&self, k: &str, def: &str) -> Result<Duration, ConfigError> {
+        parse_duration(&self.get(k).unwrap_or_else(|| def.to_string())).map_err(|e| err(k, e))
+    }
+
+    /// A duration that must lie in `min..=max`; `rule` says so when it does not.
+    pub fn dur_in(
+        &self,
+        k: &str,
+        def: &str,
+        min: Duration,
+        max: Duration,
+        rule: &str,
+    ) -> Result<Duration, ConfigError> {
+        let d = self.dur(k, def)?;
+        if d < min || d > max {
+            return Err(err(k, rule));
+        }
+        Ok(d)
+    }
+
+    /// A whole number in `min..=max` (`def` when unset).
+    pub fn num(&self, k: &str, def: u64, min: u64, max: u64) -> Result<u64, ConfigError> {
+        match self.get(k) {
+            None => Ok(def),
+            Some(v) => {
+                let n: u64 = v.parse().map_err(|_| err(k, format!("'{v}' is not a whole number")))?;
+                if n < min || n > max {
+                    return Err(err(k, format!("{n} is outside {min}..={max}")));
+                }
+                Ok(n)
+            }
+        }
+    }
+
+    /// A bound that may be off: `0` or `off` is None (unbounded).
+    pub fn bound(&self, k: &str, def: u64) -> Result<Option<i64>, ConfigError> {
+        let n = match self.get(k) {
+            Some(v) if v.eq_ignore_ascii_case("off") => 0,
+            _ => self.num(k, def, 0, 100_000_000)?,
+        };
+        Ok((n > 0).then_some(n as i64))
+    }
+}

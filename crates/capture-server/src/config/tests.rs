@@ -1,6 +1,10 @@
 //! The settings read from the environment and the TOML file: defaults, errors that name
 //! the variable, storage, back-pressure, sizes and durations.
 
+use std::time::Duration;
+
+use capture_core::PlanLimits;
+
 use super::*;
 
 fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -10,16 +14,16 @@ fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
 #[test]
 fn defaults_are_the_embedded_setup() {
     let c = cfg(&[]).unwrap();
-    assert_eq!(c.listen, "127.0.0.1:8080");
-    assert!(c.database_url.starts_with("sqlite://./data"));
-    assert_eq!(c.plan_limits, PlanLimits::default());
-    assert_eq!(c.sse_heartbeat, Duration::from_secs(15));
-    assert_eq!(c.sse_max_duration, Duration::from_secs(300));
-    assert_eq!(c.webhook_retry_delays[4], Duration::from_secs(12 * 3600));
+    assert_eq!(c.http.listen, "127.0.0.1:8080");
+    assert!(c.database.url.starts_with("sqlite://./data"));
+    assert_eq!(c.accounts.plan_limits, PlanLimits::default());
+    assert_eq!(c.http.sse_heartbeat, Duration::from_secs(15));
+    assert_eq!(c.http.sse_max_duration, Duration::from_secs(300));
+    assert_eq!(c.webhooks.retry_delays[4], Duration::from_secs(12 * 3600));
     assert!(c.egress_allow.is_empty());
-    assert!(c.trusted_proxies.is_empty(), "no forwarding header is believed by default");
-    assert_eq!(c.queue_poll, Duration::from_secs(1));
-    assert_eq!(c.leader_retry, Duration::from_secs(5));
+    assert!(c.http.trusted_proxies.is_empty(), "no forwarding header is believed by default");
+    assert_eq!(c.queue.poll, Duration::from_secs(1));
+    assert_eq!(c.queue.leader_retry, Duration::from_secs(5));
 }
 
 #[test]
@@ -72,16 +76,16 @@ fn the_commented_defaults_file_is_valid_and_complete() {
         assert!(text.contains(k), "{k} is not documented in config.default.toml");
     }
     let c = Config::load(Some(std::path::Path::new(path))).unwrap();
-    assert_eq!(c.listen, "127.0.0.1:8080");
-    assert_eq!(c.browser_recycle_after, 500);
+    assert_eq!(c.http.listen, "127.0.0.1:8080");
+    assert_eq!(c.browser.recycle_after, 500);
 }
 
 #[test]
 fn s3_storage_settings() {
     let c = cfg(&[]).unwrap();
-    assert_eq!(c.storage, Storage::Local(PathBuf::from("./data/files")));
-    assert_eq!(c.public_urls, PublicUrls::Proxy);
-    assert_eq!(c.presign_ttl, Duration::from_secs(3600));
+    assert_eq!(c.storage.location, Storage::Local(PathBuf::from("./data/files")));
+    assert_eq!(c.storage.public_urls, PublicUrls::Proxy);
+    assert_eq!(c.storage.presign_ttl, Duration::from_secs(3600));
 
     let c = cfg(&[
         ("CAPTURE_STORAGE_URL", "s3://my-bucket/captures/prod/"),
@@ -93,15 +97,15 @@ fn s3_storage_settings() {
         ("CAPTURE_STORAGE_PRESIGN_TTL", "15m"),
     ])
     .unwrap();
-    let Storage::S3(s3) = &c.storage else { panic!("{:?}", c.storage) };
+    let Storage::S3(s3) = &c.storage.location else { panic!("{:?}", c.storage.location) };
     assert_eq!((s3.bucket.as_str(), s3.prefix.as_str()), ("my-bucket", "captures/prod"));
     assert_eq!(s3.endpoint.as_deref(), Some("http://127.0.0.1:5000"));
     assert_eq!(s3.region, "us-east-1");
     assert_eq!(s3.access_key_id.as_deref(), Some("AKID"));
     assert_eq!(s3.session_token, None);
     assert!(!format!("{c:?}").contains("wJalrXUtnFEMI"), "the secret key is never printed");
-    assert_eq!(c.public_urls, PublicUrls::Presigned);
-    assert_eq!(c.presign_ttl, Duration::from_secs(900));
+    assert_eq!(c.storage.public_urls, PublicUrls::Presigned);
+    assert_eq!(c.storage.presign_ttl, Duration::from_secs(900));
 
     // The standard AWS variables are the fallback.
     let c = cfg(&[
@@ -112,7 +116,7 @@ fn s3_storage_settings() {
         ("AWS_REGION", "eu-west-3"),
     ])
     .unwrap();
-    let Storage::S3(s3) = &c.storage else { panic!() };
+    let Storage::S3(s3) = &c.storage.location else { panic!() };
     assert_eq!(s3.prefix, "");
     assert_eq!(s3.region, "eu-west-3");
     assert_eq!((s3.access_key_id.as_deref(), s3.session_token.as_deref()), (Some("A"), Some("T")));
@@ -132,19 +136,19 @@ fn s3_storage_settings() {
 #[test]
 fn back_pressure_settings() {
     let c = cfg(&[]).unwrap();
-    assert_eq!(c.queue_max_pending, Some(10_000));
-    assert_eq!(c.queue_max_pending_per_account, Some(500));
-    assert_eq!(c.browser_max_memory, Some(2 << 30));
+    assert_eq!(c.queue.max_pending, Some(10_000));
+    assert_eq!(c.queue.max_pending_per_account, Some(500));
+    assert_eq!(c.browser.max_memory, Some(2 << 30));
     let c = cfg(&[
         ("CAPTURE_QUEUE_MAX_PENDING", "0"),
         ("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "25"),
         ("CAPTURE_BROWSER_MAX_MEMORY", "off"),
     ])
     .unwrap();
-    assert_eq!((c.queue_max_pending, c.queue_max_pending_per_account), (None, Some(25)));
-    assert_eq!(c.browser_max_memory, None);
+    assert_eq!((c.queue.max_pending, c.queue.max_pending_per_account), (None, Some(25)));
+    assert_eq!(c.browser.max_memory, None);
     let c = cfg(&[("CAPTURE_QUEUE_MAX_PENDING_PER_ACCOUNT", "off"), ("CAPTURE_BROWSER_MAX_MEMORY", "0")]).unwrap();
-    assert_eq!((c.queue_max_pending_per_account, c.browser_max_memory), (None, None));
+    assert_eq!((c.queue.max_pending_per_account, c.browser.max_memory), (None, None));
 }
 
 #[test]
@@ -175,9 +179,9 @@ fn durations() {
 #[test]
 fn automation_session_settings() {
     let c = cfg(&[]).unwrap();
-    assert_eq!((c.automation_max_sessions, c.automation_idle_timeout), (Some(2), Duration::from_secs(120)));
+    assert_eq!((c.runs.automation_max_sessions, c.runs.automation_idle_timeout), (Some(2), Duration::from_secs(120)));
     let c = cfg(&[("CAPTURE_AUTOMATION_MAX_SESSIONS", "off"), ("CAPTURE_AUTOMATION_IDLE_TIMEOUT", "5s")]).unwrap();
-    assert_eq!((c.automation_max_sessions, c.automation_idle_timeout), (None, Duration::from_secs(5)));
+    assert_eq!((c.runs.automation_max_sessions, c.runs.automation_idle_timeout), (None, Duration::from_secs(5)));
     for (k, v) in [("CAPTURE_AUTOMATION_IDLE_TIMEOUT", "2h"), ("CAPTURE_AUTOMATION_MAX_SESSIONS", "lots")] {
         assert_eq!(cfg(&[(k, v)]).unwrap_err().var, k);
     }
@@ -210,9 +214,19 @@ fn every_setting_the_parser_reads_is_a_key_with_a_default_and_a_readme_row() {
     let code = |src: &str| src.split("#[cfg(test)]").next().unwrap_or_default().to_owned();
     let parser = [
         code(include_str!("mod.rs")),
+        code(include_str!("accounts.rs")),
+        code(include_str!("browser.rs")),
+        code(include_str!("cluster.rs")),
+        code(include_str!("database.rs")),
+        code(include_str!("http.rs")),
         code(include_str!("inbox.rs")),
-        code(include_str!("s3.rs")),
+        code(include_str!("mail.rs")),
         code(include_str!("parse.rs")),
+        code(include_str!("queue.rs")),
+        code(include_str!("runs.rs")),
+        code(include_str!("s3.rs")),
+        code(include_str!("storage.rs")),
+        code(include_str!("webhooks.rs")),
     ]
     .concat();
     let keys: std::collections::BTreeSet<String> = KEYS.iter().map(|k| k.to_string()).collect();

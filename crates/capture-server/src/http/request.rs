@@ -42,7 +42,7 @@ fn client_addr(state: &AppState, req: &Request) -> ClientAddr {
     let Some(peer) = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip()) else {
         return ClientAddr(None);
     };
-    let proxies = &state.cfg.trusted_proxies;
+    let proxies = &state.cfg.http.trusted_proxies;
     if proxies.is_empty() {
         return ClientAddr(Some(peer));
     }

@@ -43,11 +43,13 @@ pub fn follow(state: &AppState, subject: String, mut f: impl Follow) -> Response
     let mut changes = state.job_events.subscribe();
     let st = state.clone();
     tokio::spawn(async move {
-        let deadline = tokio::time::Instant::now() + st.cfg.sse_max_duration;
+        let deadline = tokio::time::Instant::now() + st.cfg.http.sse_max_duration;
         let mut last_event = 0i64;
-        let mut poll = tokio::time::interval(st.cfg.queue_poll);
-        let mut ping =
-            tokio::time::interval_at(tokio::time::Instant::now() + st.cfg.sse_heartbeat, st.cfg.sse_heartbeat);
+        let mut poll = tokio::time::interval(st.cfg.queue.poll);
+        let mut ping = tokio::time::interval_at(
+            tokio::time::Instant::now() + st.cfg.http.sse_heartbeat,
+            st.cfg.http.sse_heartbeat,
+        );
         loop {
             match st.store.events_after(&subject, last_event).await {
                 Ok(events) => {

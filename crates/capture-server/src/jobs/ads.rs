@@ -60,8 +60,8 @@ pub async fn run(state: AppState, pool: Arc<BrowserPool>, stop: CancellationToke
     let drafts = {
         let (state, stop, id) = (state.clone(), stop.clone(), format!("{node}-ad-draft"));
         tokio::spawn(async move {
-            let lease_ms = state.cfg.queue_lease.as_millis() as i64;
-            let share = state.cfg.fair_share();
+            let lease_ms = state.cfg.queue.lease.as_millis() as i64;
+            let share = state.cfg.queue.fair_share();
             claim_loop(
                 &state,
                 "ad_draft",
@@ -78,8 +78,8 @@ pub async fn run(state: AppState, pool: Arc<BrowserPool>, stop: CancellationToke
     let renders = {
         let (state, id) = (state.clone(), format!("{node}-ad-render"));
         tokio::spawn(async move {
-            let lease_ms = state.cfg.queue_lease.as_millis() as i64;
-            let share = state.cfg.fair_share();
+            let lease_ms = state.cfg.queue.lease.as_millis() as i64;
+            let share = state.cfg.queue.fair_share();
             claim_loop(
                 &state,
                 "ad_render",

@@ -63,7 +63,7 @@ pub const WORKERS: super::Kind = super::Kind {
     runs_on: super::RunsOn::Browser,
     start: |s| {
         Box::pin(async move {
-            let n = (s.state.cfg.worker_concurrency / 2).max(1);
+            let n = (s.state.cfg.browser.worker_concurrency / 2).max(1);
             run(s.state.clone(), s.pool(), n, s.stop, s.hard_stop).await
         })
     },
@@ -84,8 +84,8 @@ pub async fn run(
         let worker = format!("aud-{node}-{i}");
         let (state, pool, stop, hard_stop) = (state.clone(), pool.clone(), stop.clone(), hard_stop.clone());
         handles.push(tokio::spawn(async move {
-            let lease_ms = state.cfg.queue_lease.as_millis() as i64;
-            let share = state.cfg.fair_share();
+            let lease_ms = state.cfg.queue.lease.as_millis() as i64;
+            let share = state.cfg.queue.fair_share();
             claim_loop(
                 &state,
                 "audit",

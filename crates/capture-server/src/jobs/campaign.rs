@@ -54,7 +54,7 @@ pub const WORKERS: super::Kind = super::Kind {
     runs_on: super::RunsOn::Background,
     start: |s| {
         Box::pin(async move {
-            if s.state.cfg.campaign_senders > 0 {
+            if s.state.cfg.mail.campaign_senders > 0 {
                 run(s.state, s.stop).await
             }
         })
@@ -64,7 +64,7 @@ pub const WORKERS: super::Kind = super::Kind {
 /// Run the campaign loops until `stop`.
 pub async fn run(state: AppState, stop: CancellationToken) {
     let node = ids::random_string(8);
-    let n = state.cfg.campaign_senders.max(1);
+    let n = state.cfg.mail.campaign_senders.max(1);
     let mut handles = Vec::new();
     for i in 0..n {
         let (state, stop) = (state.clone(), stop.clone());
@@ -94,7 +94,7 @@ async fn run_loop(state: &AppState, worker: &str, index: usize, stop: &Cancellat
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = state.wake.of(crate::queues::Queue::Campaign).notified() => {}
-            _ = tokio::time::sleep(state.cfg.campaign_poll) => {}
+            _ = tokio::time::sleep(state.cfg.mail.campaign_poll) => {}
         }
     }
 }
@@ -280,7 +280,7 @@ async fn send_with(state: &AppState, worker: &str, d: &DueTarget, report: Report
     let limits = state.store.sender_limits(&sender, default_warmup(), now_ms).await?;
     let (cap, _) = sender_cap(&limits, now);
     let sent = state.store.send_count("sender", &sender, &day).await?;
-    let dcap = state.cfg.campaign_domain_daily_cap;
+    let dcap = state.cfg.mail.campaign_domain_daily_cap;
     let dsent = state.store.send_count("domain", &t.recipient_domain, &day).await?;
     let suppressed = state.store.suppression(&t.user_id, &t.email_key).await?.is_some();
     let inputs = SendInputs {
@@ -401,7 +401,7 @@ async fn deliver(state: &AppState, mailer: &dyn capture_mail::Mailer, d: &DueTar
 /// the top findings, the report link and the unsubscribe links.
 async fn compose(state: &AppState, d: &DueTarget) -> Result<CampaignMail, String> {
     let t = &d.target;
-    let from = Sender::parse(&state.cfg.mail_from).map_err(|e| e.to_string())?;
+    let from = Sender::parse(&state.cfg.mail.from).map_err(|e| e.to_string())?;
     let audit_id = t.audit_id.as_deref().ok_or("the row has no audit")?;
     let audit = state.store.audit(audit_id).await.map_err(|e| e.to_string())?.ok_or("the audit is gone")?;
     let report: Report =

@@ -36,7 +36,7 @@ pub const WORKERS: super::Kind = super::Kind {
     runs_on: super::RunsOn::Browser,
     start: |s| {
         Box::pin(async move {
-            let n = s.state.cfg.worker_concurrency;
+            let n = s.state.cfg.browser.worker_concurrency;
             run(s.state.clone(), s.pool(), n, s.stop, s.hard_stop).await
         })
     },
@@ -89,8 +89,8 @@ async fn worker_loop(
     stop: CancellationToken,
     hard_stop: CancellationToken,
 ) {
-    let lease_ms = state.cfg.queue_lease.as_millis() as i64;
-    let share = state.cfg.fair_share();
+    let lease_ms = state.cfg.queue.lease.as_millis() as i64;
+    let share = state.cfg.queue.fair_share();
     claim_loop(
         &state,
         "screenshot",
@@ -435,7 +435,7 @@ impl Finish {
             let w = out.width.unwrap_or((f64::from(self.opts.width) * scale) as u32);
             let h = out.height.unwrap_or((f64::from(self.opts.height) * scale) as u32);
             let need = capture_media::encode_memory_mib(video_kind(&self.opts), w, h);
-            let permits = need.min(self.state.cfg.video_memory >> 20).max(1) as u32;
+            let permits = need.min(self.state.cfg.browser.video_memory >> 20).max(1) as u32;
             let budget =
                 match tokio::time::timeout(VIDEO_QUEUE_LIMIT, self.state.browser.video_memory.acquire_many(permits))
                     .await

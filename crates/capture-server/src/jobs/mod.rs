@@ -118,7 +118,7 @@ pub async fn claim_loop<F, Fut>(
             Ok(None) => {
                 tokio::select! {
                     _ = wake.notified() => {}
-                    _ = tokio::time::sleep(state.cfg.queue_poll) => {}
+                    _ = tokio::time::sleep(state.cfg.queue.poll) => {}
                     _ = stop.cancelled() => {}
                 }
             }
@@ -140,7 +140,7 @@ pub(crate) fn keep_lease(state: &AppState, task_id: &str, worker: &str) -> DropG
     let stop = CancellationToken::new();
     let (st, tid, w, s) = (state.clone(), task_id.to_string(), worker.to_string(), stop.clone());
     tokio::spawn(async move {
-        let lease = st.cfg.queue_lease;
+        let lease = st.cfg.queue.lease;
         loop {
             tokio::select! {
                 _ = s.cancelled() => return,

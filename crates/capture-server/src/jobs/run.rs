@@ -34,7 +34,7 @@ pub const WORKERS: super::Kind = super::Kind {
     runs_on: super::RunsOn::Browser,
     start: |s| {
         Box::pin(async move {
-            let n = s.state.cfg.worker_concurrency;
+            let n = s.state.cfg.browser.worker_concurrency;
             run(s.state.clone(), s.pool(), n, s.stop, s.hard_stop).await
         })
     },
@@ -58,8 +58,8 @@ pub async fn run(
         let (st, p, s, hs) = (state.clone(), pool.clone(), stop.clone(), hard_stop.clone());
         let worker = format!("{}-run{i}", state.cluster.node_id());
         handles.push(tokio::spawn(async move {
-            let lease_ms = st.cfg.queue_lease.as_millis() as i64;
-            let share = st.cfg.fair_share();
+            let lease_ms = st.cfg.queue.lease.as_millis() as i64;
+            let share = st.cfg.queue.fair_share();
             claim_loop(&st, "run", &worker, lease_ms, Some(&share), st.wake.of(crate::queues::Queue::Run), &s, |task| {
                 process(&st, &p, &worker, task, &hs)
             })
@@ -74,7 +74,7 @@ pub async fn run(
 /// End the runs nobody will end, until `stop`: runs whose node's hold expired (it died),
 /// live runs whose client never came, pending runs stopped before a worker took them.
 pub async fn sweep(state: AppState, stop: CancellationToken) {
-    let every = (state.cfg.run_lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
+    let every = (state.cfg.runs.lease / 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
     loop {
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
@@ -137,7 +137,7 @@ async fn process(state: &AppState, pool: &BrowserPool, worker: &str, task: Task,
             return;
         }
     };
-    let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let lease_until = state.clock.now_ms() + state.cfg.runs.lease.as_millis() as i64;
     let started = match state.store.start_run(&run_id, worker, lease_until, state.clock.now_ms()).await {
         Ok(s) => s,
         Err(e) => {

@@ -43,7 +43,7 @@ pub const WORKERS: super::Kind = super::Kind {
     runs_on: super::RunsOn::Background,
     start: |s| {
         Box::pin(async move {
-            let n = s.state.cfg.storage_copy_workers;
+            let n = s.state.cfg.storage.copy_workers;
             run(s.state, n, s.stop).await
         })
     },
@@ -53,7 +53,7 @@ pub const WORKERS: super::Kind = super::Kind {
 pub async fn run(state: AppState, n: usize, stop: CancellationToken) {
     let node = capture_core::ids::random_string(8);
     // An attempt is bounded by the bucket client's timeout (30 s) and its own retries.
-    let lease = Duration::from_secs(120).max(state.cfg.queue_lease).as_millis() as i64;
+    let lease = Duration::from_secs(120).max(state.cfg.queue.lease).as_millis() as i64;
     let mut handles = Vec::new();
     for i in 0..n.max(1) {
         let (state, stop) = (state.clone(), stop.clone());

@@ -15,14 +15,14 @@ pub const WORKERS: super::Kind =
 
 /// Run `n` delivery loops until `stop`.
 pub async fn run(state: AppState, n: usize, stop: CancellationToken) {
-    let client = crate::egress::client(state.egress.clone(), state.cfg.webhook_timeout);
+    let client = crate::egress::client(state.egress.clone(), state.cfg.webhooks.timeout);
     let node = ids::random_string(8);
     let mut handles = Vec::new();
     for i in 0..n {
         let (state, client, stop) = (state.clone(), client.clone(), stop.clone());
         let worker = format!("wh-{node}-{i}");
         handles.push(tokio::spawn(async move {
-            let lease = (state.cfg.webhook_timeout + Duration::from_secs(30)).as_millis() as i64;
+            let lease = (state.cfg.webhooks.timeout + Duration::from_secs(30)).as_millis() as i64;
             claim_loop(
                 &state,
                 "webhook",

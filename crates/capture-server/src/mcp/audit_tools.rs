@@ -54,7 +54,7 @@ async fn run_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
     let wait = if opts.max_pages > 1 { WAIT_SITE } else { WAIT_SINGLE };
     let deadline = tokio::time::Instant::now() + wait;
     let progress = ctx.meta.get_progress_token();
-    let mut poll = tokio::time::interval(state.cfg.queue_poll.max(Duration::from_millis(200)));
+    let mut poll = tokio::time::interval(state.cfg.queue.poll.max(Duration::from_millis(200)));
     let mut last: Option<(JobStatus, i64)> = None;
     loop {
         let row = audits::find(state, account, &id).await?;

@@ -140,7 +140,7 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
     let wait = WAIT_MARGIN + Duration::from_millis(opts.timeout_ms + opts.delay);
     let deadline = tokio::time::Instant::now() + wait;
     let progress = ctx.meta.get_progress_token();
-    let mut poll = tokio::time::interval(state.cfg.queue_poll);
+    let mut poll = tokio::time::interval(state.cfg.queue.poll);
     let mut last_status = None;
     let mut step = 0.0;
     loop {

@@ -243,7 +243,7 @@ async fn wait(
     id: &str,
 ) -> Result<ScreenshotRow> {
     let until = tokio::time::Instant::now() + WAIT;
-    let mut poll = tokio::time::interval(state.cfg.queue_poll.max(Duration::from_millis(200)));
+    let mut poll = tokio::time::interval(state.cfg.queue.poll.max(Duration::from_millis(200)));
     loop {
         let row = state.store.screenshot_of(user, id).await?.ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
         if row.status.is_final() || !state.next_change(changes, id, &mut poll, until).await {

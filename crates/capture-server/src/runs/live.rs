@@ -94,7 +94,7 @@ pub async fn devtools(
         return pass_on(&state, &id, token, key.as_bytes(), on_upgrade).await;
     };
     let hash = crate::crypto::sha256_hex(token.as_bytes());
-    let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let lease_until = state.clock.now_ms() + state.cfg.runs.lease.as_millis() as i64;
     let row = match state
         .store
         .claim_live_run(id.as_str(), &hash, state.cluster.node_id(), lease_until, state.clock.now_ms())

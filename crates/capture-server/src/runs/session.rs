@@ -74,8 +74,8 @@ impl Hold {
         let (st, id, w) = (state.clone(), run_id.to_string(), worker.to_string());
         let (stop, lost, done) = (hold.stop.clone(), hold.lost.clone(), hold.done.clone());
         tokio::spawn(async move {
-            let lease = st.cfg.run_lease.as_millis() as i64;
-            let every = (st.cfg.run_lease / 3).min(Duration::from_secs(1));
+            let lease = st.cfg.runs.lease.as_millis() as i64;
+            let every = (st.cfg.runs.lease / 3).min(Duration::from_secs(1));
             loop {
                 tokio::select! {
                     _ = done.cancelled() => return,

@@ -193,7 +193,7 @@ async fn capture_job(
     }
     // A batch's bounds are checked for all its waiting jobs at once.
     let queue_limits =
-        if done.is_some() && batch.is_none() { QueueLimits::default() } else { state.cfg.queue_limits() };
+        if done.is_some() && batch.is_none() { QueueLimits::default() } else { state.cfg.queue.limits() };
     let task_payload = match done {
         Some(_) => String::new(),
         None => {

@@ -116,7 +116,7 @@ pub async fn upload(
         )
         .into_response();
     }
-    let limit = state.cfg.max_upload_bytes;
+    let limit = state.cfg.http.max_upload_bytes;
     // Read the body ourselves: past the limit keep draining (bounded) so the client gets
     // a clean 413 instead of a connection reset in the middle of its upload.
     let (parts, body) = req.into_parts();

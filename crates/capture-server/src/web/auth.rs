@@ -170,7 +170,7 @@ pub async fn signup(State(state): State<AppState>, headers: HeaderMap, f: AnonFo
     // "failed", so it counts and nothing resets it).
     let now = state.clock.now_ms();
     let signup_key = format!("signup:{}", f.client);
-    let limit = state.cfg.signups_per_hour;
+    let limit = state.cfg.accounts.signups_per_hour;
     if limit > 0 {
         let (made, _) = state.store.login_failures(&signup_key, now - SIGNUP_WINDOW_MS).await?;
         if made >= limit {
@@ -208,7 +208,7 @@ pub async fn send_verification(state: &AppState, user: &capture_store::User) -> 
     let hash = crate::crypto::sha256_hex(token.as_bytes());
     state.store.start_email_verification(&user.id, &hash, now, now + VERIFY_LINK_MS).await?;
     let link = format!("{}/verify-email?token={token}", state.base_url);
-    let from = capture_mail::outbound::Sender::parse(&state.cfg.mail_from)
+    let from = capture_mail::outbound::Sender::parse(&state.cfg.mail.from)
         .map_err(|e| WebError::Page(StatusCode::INTERNAL_SERVER_ERROR, format!("CAPTURE_MAIL_FROM: {e}")))?;
     let mail = capture_mail::outbound::NoticeMail {
         from,

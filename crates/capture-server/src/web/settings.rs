@@ -15,9 +15,9 @@ use capture_store::User;
 /// `GET /settings`
 pub async fn show(State(state): State<AppState>, Signed(s): Signed) -> WebResult<Response> {
     let u = &s.user;
-    let plan_note = match (state.cfg.is_admin(&u.email), capture_core::Plan::parse(&u.plan)) {
+    let plan_note = match (state.cfg.accounts.is_admin(&u.email), capture_core::Plan::parse(&u.plan)) {
         (true, _) => PlanNote::Admin,
-        (false, Some(p)) => PlanNote::Monthly(state.cfg.plan_limits.limit(p)),
+        (false, Some(p)) => PlanNote::Monthly(state.cfg.accounts.plan_limits.limit(p)),
         (false, None) => PlanNote::Unknown,
     };
     let settings = SettingsPage {

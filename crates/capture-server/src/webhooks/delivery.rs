@@ -53,7 +53,7 @@ pub async fn deliver(state: &AppState, client: &reqwest::Client, worker: &str, t
     let attempts_after = job.delivery.attempts + 1;
     let now = state.clock.now_ms();
     let retry_at = (!outcome.succeeded && attempts_after < MAX_ATTEMPTS).then(|| {
-        let delays = &state.cfg.webhook_retry_delays;
+        let delays = &state.cfg.webhooks.retry_delays;
         let wait = delays[((attempts_after - 1) as usize).min(delays.len() - 1)];
         now + wait.as_millis() as i64
     });
@@ -74,7 +74,7 @@ pub async fn send_once(
     secret: &str,
 ) -> AttemptOutcome {
     let started = Instant::now();
-    let timeout = state.cfg.webhook_timeout;
+    let timeout = state.cfg.webhooks.timeout;
     // A literal address never reaches the resolver: check it here.
     if let Ok(u) = url::Url::parse(url)
         && let Err(refusal) = crate::egress::check_url(&u, &state.egress)

@@ -56,7 +56,7 @@ pub fn validate_url(state: &AppState, raw: &str) -> std::result::Result<String, 
     let u = url::Url::parse(raw.trim()).map_err(|e| FieldError::new("url", format!("is not a valid URL ({e})")))?;
     match u.scheme() {
         "https" => {}
-        "http" if state.cfg.webhook_allow_http => {}
+        "http" if state.cfg.webhooks.allow_http => {}
         "http" => {
             return Err(FieldError::new("url", "must use https (this server does not allow plain http endpoints)"));
         }

@@ -165,7 +165,7 @@ impl TestApp {
 
     /// The database of this deployment.
     pub fn database_url(&self) -> String {
-        self.state.cfg.database_url.clone()
+        self.state.cfg.database.url.clone()
     }
 
     /// The browser node of a two-node deployment on PostgreSQL: every role, the test inboxes'

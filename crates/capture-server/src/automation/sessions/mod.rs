@@ -293,7 +293,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     short_text("locale", &a.locale, 35)?;
     short_text("timezone", &a.timezone, 64)?;
     let geolocation = a.geolocation.map(GeoIn::check).transpose()?;
-    let max_idle = state.cfg.automation_idle_timeout.as_millis() as u64;
+    let max_idle = state.cfg.runs.automation_idle_timeout.as_millis() as u64;
     let idle_ms = a.idle_timeout_ms.unwrap_or(max_idle);
     if !(MIN_IDLE_MS..=max_idle.max(MIN_IDLE_MS)).contains(&idle_ms) {
         return Err(AutoError::invalid("idleTimeoutMs", format!("must be from {MIN_IDLE_MS} to {max_idle}")));
@@ -304,7 +304,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     }
     // Counted with the sessions being started, so two starts at once cannot both pass.
     let starting = Starting::new(&state.cluster.sessions, &cx.account.user.id);
-    if let Some(max) = state.cfg.automation_max_sessions {
+    if let Some(max) = state.cfg.runs.automation_max_sessions {
         // The account's live sessions on the other nodes count too (read before this node's).
         let elsewhere = state
             .store
@@ -355,7 +355,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         .map(str::to_string)
         .ok_or_else(|| Error::internal("a live run was created without its connect token"))?;
     let hash = crate::crypto::sha256_hex(token.as_bytes());
-    let lease_until = state.clock.now_ms() + state.cfg.run_lease.as_millis() as i64;
+    let lease_until = state.clock.now_ms() + state.cfg.runs.lease.as_millis() as i64;
     let id = created.run.id.to_string();
     let row = state
         .store

@@ -307,7 +307,7 @@ async fn a_default_install_scores_all_four_categories_and_mails_a_campaign() {
     // environment carries one: this is the install `scripts/run.sh` makes.
     let app =
         TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_AXE_PATH", "").env("CAPTURE_SMTP_URL", &sink.url())).await;
-    assert_eq!(app.state.cfg.axe_path, None);
+    assert_eq!(app.state.cfg.browser.axe_path, None);
     let ready: Value = app.client.get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
     assert_eq!(ready["features"]["auditAccessibility"], json!({"status": "ok", "detail": "axe-core 4.14.1, bundled"}));
     assert_eq!(ready["features"]["mail"]["status"], "ok", "{ready}");
