@@ -230,6 +230,27 @@ pub enum CaptureError {
     /// is not charged.
     #[error("{0}")]
     Blocked(String),
+    /// An element a session's operation names is missing or out of reach (what is wrong is
+    /// the [`ElementFault`]; the message says which element).
+    #[error("{1}")]
+    Element(ElementFault, String),
+    /// A JavaScript dialog is open (a session with the manual dialog policy): only reading
+    /// and handling it work until it is accepted or dismissed.
+    #[error("{0}")]
+    DialogOpen(String),
+}
+
+/// What is wrong with an element a session's operation names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ElementFault {
+    /// No element matches the selector (waited for until the operation's timeout).
+    NotFound,
+    /// The selector is not valid CSS.
+    BadSelector,
+    /// A ref from an earlier snapshot no longer names an element (the page changed).
+    NoSuchRef,
+    /// Another element covers it: an input there would not reach it.
+    Covered,
 }
 
 impl CaptureError {

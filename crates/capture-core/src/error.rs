@@ -25,8 +25,11 @@ pub enum ErrorCode {
     /// Too many of the account's runs are active at once.
     ConcurrencyLimit,
     InternalError,
-    /// A render link's capture failed (the page could not be captured).
+    /// A render link's capture failed (the page could not be captured); also the MCP
+    /// `take_screenshot` tool's failed job.
     CaptureFailed,
+    /// The MCP `audit_website` tool's audit failed (its actions were given back).
+    AuditFailed,
     /// A storage destination failed its check (probe object written and deleted).
     StorageCheckFailed,
     /// The sign-in helper did not end signed in (`POST /v1/profiles/login`).
@@ -34,6 +37,39 @@ pub enum ErrorCode {
     ServiceUnavailable,
     /// A rate its owner set was reached (a render link's captures per hour); `Retry-After`.
     RateLimited,
+    // The codes of MCP automation tools' errors (a tool result, never an HTTP answer).
+    /// The session ended (its timeout, idle, `session_end`, a crash).
+    SessionExpired,
+    /// No element matches the selector (or the selector is not valid CSS).
+    ElementNotFound,
+    /// An element ref from an earlier snapshot no longer names an element.
+    NoSuchElementRef,
+    /// A JavaScript dialog is open: only reading and handling it work.
+    DialogOpen,
+    /// `handle_dialog` with no dialog open.
+    NoDialog,
+    /// Another element covers the target: an input there would not reach it.
+    ElementCovered,
+    /// The action could not be done on the page (a script threw, a field refused the input).
+    ActionFailed,
+    /// The page could not be loaded.
+    NavigationFailed,
+    /// The browser or the tab failed.
+    BrowserFailed,
+    /// The session's policy refuses the command or URL.
+    Refused,
+    /// Something the tool needs is not installed here.
+    Unavailable,
+    /// The profile's signed-in session expired (the page went to a sign-in form).
+    ProfileExpired,
+    /// The site answered with a bot wall.
+    Blocked,
+    /// The tool's time ran out.
+    Timeout,
+    /// The node holding the session could not be reached.
+    SessionUnreachable,
+    /// Another node of the service holds the session: its tool calls go there.
+    SessionElsewhere,
 }
 
 impl ErrorCode {
@@ -52,8 +88,13 @@ impl ErrorCode {
             IdempotencyKeyReused | StorageCheckFailed | LoginFailed => 422,
             PlanQuotaExceeded | QueueFull | ConcurrencyLimit | RateLimited => 429,
             InternalError => 500,
-            CaptureFailed => 502,
+            CaptureFailed | AuditFailed => 502,
             ServiceUnavailable => 503,
+            // Tool results carry these; were one ever an HTTP answer, it would be the
+            // request's failure as the page made it.
+            SessionExpired | ElementNotFound | NoSuchElementRef | DialogOpen | NoDialog | ElementCovered
+            | ActionFailed | NavigationFailed | BrowserFailed | Refused | Unavailable | ProfileExpired | Blocked
+            | Timeout | SessionUnreachable | SessionElsewhere => 422,
         }
     }
 
@@ -79,10 +120,27 @@ impl ErrorCode {
             ConcurrencyLimit => "CONCURRENCY_LIMIT",
             InternalError => "INTERNAL_ERROR",
             CaptureFailed => "CAPTURE_FAILED",
+            AuditFailed => "AUDIT_FAILED",
             StorageCheckFailed => "STORAGE_CHECK_FAILED",
             LoginFailed => "LOGIN_FAILED",
             ServiceUnavailable => "SERVICE_UNAVAILABLE",
             RateLimited => "RATE_LIMITED",
+            SessionExpired => "SESSION_EXPIRED",
+            ElementNotFound => "ELEMENT_NOT_FOUND",
+            NoSuchElementRef => "NO_SUCH_ELEMENT_REF",
+            DialogOpen => "DIALOG_OPEN",
+            NoDialog => "NO_DIALOG",
+            ElementCovered => "ELEMENT_COVERED",
+            ActionFailed => "ACTION_FAILED",
+            NavigationFailed => "NAVIGATION_FAILED",
+            BrowserFailed => "BROWSER_FAILED",
+            Refused => "REFUSED",
+            Unavailable => "UNAVAILABLE",
+            ProfileExpired => "PROFILE_EXPIRED",
+            Blocked => "BLOCKED",
+            Timeout => "TIMEOUT",
+            SessionUnreachable => "SESSION_UNREACHABLE",
+            SessionElsewhere => "SESSION_ELSEWHERE",
         }
     }
 }
@@ -99,5 +157,41 @@ impl FieldError {
     /// A failure of `field` for `reason`.
     pub fn new(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self { field: field.into(), reason: reason.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_code_is_written_as_its_wire_name() {
+        use ErrorCode::*;
+        let codes = [
+            ValidationError,
+            PlanQuotaExceeded,
+            RateLimited,
+            AuditFailed,
+            SessionExpired,
+            ElementNotFound,
+            NoSuchElementRef,
+            DialogOpen,
+            NoDialog,
+            ElementCovered,
+            ActionFailed,
+            NavigationFailed,
+            BrowserFailed,
+            Refused,
+            Unavailable,
+            ProfileExpired,
+            Blocked,
+            Timeout,
+            SessionUnreachable,
+            SessionElsewhere,
+        ];
+        for code in codes {
+            assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));
+            assert_eq!(serde_json::from_value::<ErrorCode>(serde_json::json!(code.as_str())).unwrap(), code);
+        }
     }
 }

@@ -114,7 +114,7 @@ use std::time::Duration;
 use base64::Engine;
 use capture_browser::CaptureError;
 use capture_browser::session::Target;
-use capture_core::FieldError;
+use capture_core::{ErrorCode, FieldError};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -142,14 +142,14 @@ pub struct Cx {
 /// A tool's failure: a stable code, a message an agent can act on, details.
 #[derive(Debug, Clone)]
 pub struct AutoError {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
     pub details: Option<Value>,
 }
 
 impl AutoError {
-    pub fn new(code: &str, message: impl Into<String>) -> AutoError {
-        AutoError { code: code.into(), message: message.into(), details: None }
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> AutoError {
+        AutoError { code, message: message.into(), details: None }
     }
 
     pub fn invalid(field: &str, reason: impl Into<String>) -> AutoError {
@@ -159,7 +159,7 @@ impl AutoError {
 
 impl From<Error> for AutoError {
     fn from(e: Error) -> AutoError {
-        AutoError { code: e.code().as_str().into(), message: e.to_string(), details: e.details() }
+        AutoError { code: e.code(), message: e.to_string(), details: e.details() }
     }
 }
 
@@ -186,25 +186,24 @@ fn agent_refs(m: &str) -> String {
 
 impl From<CaptureError> for AutoError {
     fn from(e: CaptureError) -> AutoError {
+        use capture_browser::ElementFault;
         let (code, m) = match e {
-            CaptureError::Closed(m) => ("SESSION_EXPIRED", format!("session expired: {m}")),
-            CaptureError::Timeout(m) if m.contains("no element matches") => ("ELEMENT_NOT_FOUND", m),
-            CaptureError::Timeout(m) => ("TIMEOUT", m),
-            CaptureError::Script(m) if m.contains("no such element ref") => ("NO_SUCH_ELEMENT_REF", m),
-            CaptureError::Script(m) if m.contains("no element matches") || m.contains("not a valid CSS selector") => {
-                ("ELEMENT_NOT_FOUND", m)
+            CaptureError::Closed(m) => (ErrorCode::SessionExpired, format!("session expired: {m}")),
+            CaptureError::Element(ElementFault::NotFound | ElementFault::BadSelector, m) => {
+                (ErrorCode::ElementNotFound, m)
             }
-            CaptureError::Script(m) if m.contains("dialog is open") => ("DIALOG_OPEN", m),
-            CaptureError::Script(m) if m.contains(" is covered by ") => ("ELEMENT_COVERED", m),
-            CaptureError::Script(m) => ("ACTION_FAILED", m),
-            CaptureError::NotFound(m) => ("ELEMENT_NOT_FOUND", m),
-            CaptureError::Rejected(m) => ("ACTION_FAILED", m),
-            CaptureError::Navigation(m) => ("NAVIGATION_FAILED", m),
-            CaptureError::Browser(m) => ("BROWSER_FAILED", m),
-            CaptureError::Refused(m) => ("REFUSED", m),
-            CaptureError::Unavailable(m) => ("UNAVAILABLE", m),
-            CaptureError::SignedOut(m) => ("PROFILE_EXPIRED", m),
-            CaptureError::Blocked(m) => ("BLOCKED", m),
+            CaptureError::Element(ElementFault::NoSuchRef, m) => (ErrorCode::NoSuchElementRef, m),
+            CaptureError::Element(ElementFault::Covered, m) => (ErrorCode::ElementCovered, m),
+            CaptureError::DialogOpen(m) => (ErrorCode::DialogOpen, m),
+            CaptureError::Timeout(m) => (ErrorCode::Timeout, m),
+            CaptureError::Script(m) | CaptureError::Rejected(m) => (ErrorCode::ActionFailed, m),
+            CaptureError::NotFound(m) => (ErrorCode::ElementNotFound, m),
+            CaptureError::Navigation(m) => (ErrorCode::NavigationFailed, m),
+            CaptureError::Browser(m) => (ErrorCode::BrowserFailed, m),
+            CaptureError::Refused(m) => (ErrorCode::Refused, m),
+            CaptureError::Unavailable(m) => (ErrorCode::Unavailable, m),
+            CaptureError::SignedOut(m) => (ErrorCode::ProfileExpired, m),
+            CaptureError::Blocked(m) => (ErrorCode::Blocked, m),
         };
         AutoError::new(code, agent_refs(&m))
     }
@@ -243,11 +242,11 @@ impl Reply {
 }
 
 fn error_result(e: AutoError) -> CallToolResult {
-    let mut body = json!({"code": e.code, "error": e.message});
+    let mut body = json!({"code": e.code.as_str(), "error": e.message});
     if let Some(d) = e.details {
         body["details"] = d;
     }
-    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("{}: {}", e.code, e.message))]);
+    let mut r = CallToolResult::error(vec![ContentBlock::text(format!("{}: {}", e.code.as_str(), e.message))]);
     r.structured_content = Some(body);
     r
 }
@@ -387,7 +386,7 @@ async fn forward(
         // The owner never said where it is (an older node, or no internal address).
         Ok(None) => None,
         Err(crate::cluster::Unreachable(why)) => Some(error_result(AutoError::new(
-            "SESSION_UNREACHABLE",
+            ErrorCode::SessionUnreachable,
             format!(
                 "session {sid} is held by another node, which cannot be reached now ({why}); if that node \
                  stopped, the session ends as failed within its lease"
@@ -587,16 +586,27 @@ mod tests {
 
     #[test]
     fn browser_errors_get_stable_codes_and_agent_refs() {
-        let e = AutoError::from(CaptureError::Script("tap ref 42: no such element ref 42".into()));
+        use capture_browser::ElementFault;
+        let e = AutoError::from(CaptureError::Element(
+            ElementFault::NoSuchRef,
+            "tap ref 42: no such element ref 42".into(),
+        ));
         assert_eq!(
             (e.code.as_str(), e.message.as_str()),
             ("NO_SUCH_ELEMENT_REF", "tap ref e42: no such element ref e42")
         );
         let e = AutoError::from(CaptureError::Closed("the session's 300 s deadline passed".into()));
-        assert_eq!(e.code, "SESSION_EXPIRED");
+        assert_eq!(e.code, ErrorCode::SessionExpired);
         assert!(e.message.starts_with("session expired"));
-        let e = AutoError::from(CaptureError::Timeout("tap '#x': no element matches '#x' (…)".into()));
-        assert_eq!(e.code, "ELEMENT_NOT_FOUND");
+        let e = AutoError::from(CaptureError::Element(
+            ElementFault::NotFound,
+            "tap '#x': no element matches '#x' (…)".into(),
+        ));
+        assert_eq!(e.code, ErrorCode::ElementNotFound);
+        let e = AutoError::from(CaptureError::DialogOpen("a JavaScript alert dialog is open".into()));
+        assert_eq!(e.code, ErrorCode::DialogOpen);
+        let e = AutoError::from(CaptureError::Script("fill '#name': '#name' is not a text field".into()));
+        assert_eq!(e.code, ErrorCode::ActionFailed);
         assert_eq!(agent_refs("refs: ref x, ref 7."), "refs: ref x, ref e7.");
     }
 
@@ -605,8 +615,8 @@ mod tests {
         assert_eq!(element(Some("e5"), None).unwrap(), Some(Target::Ref(5)));
         assert_eq!(element(None, Some("#go")).unwrap(), Some(Target::Selector("#go".into())));
         assert_eq!(element(None, None).unwrap(), None);
-        assert_eq!(element(Some("e5"), Some("#go")).unwrap_err().code, "VALIDATION_ERROR");
-        assert_eq!(element(Some("#go"), None).unwrap_err().code, "VALIDATION_ERROR");
+        assert_eq!(element(Some("e5"), Some("#go")).unwrap_err().code, ErrorCode::ValidationError);
+        assert_eq!(element(Some("#go"), None).unwrap_err().code, ErrorCode::ValidationError);
         assert!(required_element(None, None).is_err());
         assert_eq!(timeout(None).unwrap(), Duration::from_secs(10));
         assert!(timeout(Some(99)).is_err() && timeout(Some(60_001)).is_err());

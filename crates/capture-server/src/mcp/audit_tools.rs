@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use capture_core::{AuditId, JobStatus};
+use capture_core::{AuditId, ErrorCode, JobStatus};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use serde_json::{Value, json};
 
@@ -17,7 +17,6 @@ const WAIT_SINGLE: Duration = Duration::from_secs(120);
 /// How long `run_audit` waits for a full-site audit before handing back its id.
 const WAIT_SITE: Duration = Duration::from_secs(240);
 /// The code of a tool error for an audit that failed (its `error` says why).
-const AUDIT_FAILED: &str = "AUDIT_FAILED";
 /// Issues listed in a tool's text summary.
 const TOP_ISSUES: usize = 8;
 
@@ -97,10 +96,11 @@ fn result(mut audit: Audit, include_report: bool) -> CallToolResult {
     if audit.status == JobStatus::Failed {
         let error = audit.error.clone().unwrap_or_else(|| "unknown error".into());
         let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
-            "{AUDIT_FAILED}: the audit of {} failed: {error} (its actions were given back)",
+            "{}: the audit of {} failed: {error} (its actions were given back)",
+            ErrorCode::AuditFailed.as_str(),
             audit.url
         ))]);
-        r.structured_content = Some(json!({"code": AUDIT_FAILED, "error": error, "audit": audit}));
+        r.structured_content = Some(json!({"code": ErrorCode::AuditFailed.as_str(), "error": error, "audit": audit}));
         return r;
     }
     let report = audit.report.take();

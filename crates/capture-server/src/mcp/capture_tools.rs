@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use capture_core::options::ScreenshotIn;
-use capture_core::{JobStatus, ScreenshotId};
+use capture_core::{ErrorCode, JobStatus, ScreenshotId};
 use capture_store::ScreenshotRow;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use serde_json::{Value, json};
@@ -27,7 +27,6 @@ use crate::webhooks::types::{EndpointArgs, EndpointIn};
 /// file stays at `publicUrl`). MCP clients refuse or truncate much larger images.
 const MAX_INLINE_IMAGE: usize = 3 * 1024 * 1024 + 512 * 1024;
 /// The code of a tool error for a job that failed (its `error` says why).
-const CAPTURE_FAILED: &str = "CAPTURE_FAILED";
 /// How long `take_screenshot` waits beyond the job's own timeout and delay.
 const WAIT_MARGIN: Duration = Duration::from_secs(90);
 
@@ -189,10 +188,11 @@ async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> 
         // Not an HTTP error: the job exists and failed (its action was given back).
         let error = row.error.as_deref().unwrap_or("unknown error");
         let mut r = CallToolResult::error(vec![ContentBlock::text(format!(
-            "{CAPTURE_FAILED}: the capture of {} failed: {error}",
+            "{}: the capture of {} failed: {error}",
+            ErrorCode::CaptureFailed.as_str(),
             row.url
         ))]);
-        r.structured_content = Some(json!({"code": CAPTURE_FAILED, "error": error, "job": job}));
+        r.structured_content = Some(json!({"code": ErrorCode::CaptureFailed.as_str(), "error": error, "job": job}));
         return Ok(r);
     }
     let summary = match (row.status, row.format.as_str()) {

@@ -12,6 +12,7 @@ use super::{
     AIM, CHECKED, CaptureError, FIELD_VALUE, FILES, FOCUS_SELECT, FileUpload, HAS_FOCUS, HITS, MAX_UPLOAD_BYTES,
     SELECT, SETTLE, SessionPage, Stop, Target, keys, ms, p, s,
 };
+use crate::ElementFault;
 
 impl SessionPage {
     /// Where to touch or click a target: its centre, scrolled into view.
@@ -53,7 +54,10 @@ impl SessionPage {
         let hit = self.call_on(&obj, HITS, vec![json!(x), json!(y)]).await?;
         if hit.get("ok") == Some(&Value::Bool(false)) {
             let by = hit.get("by").and_then(Value::as_str).unwrap_or("another element");
-            return Err(CaptureError::Script(format!("{t} is covered by {by}: an input there would not reach it")));
+            return Err(CaptureError::Element(
+                ElementFault::Covered,
+                format!("{t} is covered by {by}: an input there would not reach it"),
+            ));
         }
         Ok((x, y))
     }

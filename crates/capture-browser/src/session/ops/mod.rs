@@ -73,6 +73,8 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
         CaptureError::NotFound(m) => CaptureError::NotFound(prefix(m)),
         CaptureError::Unavailable(m) => CaptureError::Unavailable(prefix(m)),
         CaptureError::SignedOut(m) => CaptureError::SignedOut(prefix(m)),
+        CaptureError::Element(fault, m) => CaptureError::Element(fault, prefix(m)),
+        CaptureError::DialogOpen(m) => CaptureError::DialogOpen(prefix(m)),
         // `blocked: <vendor>` stays first.
         blocked @ CaptureError::Blocked(_) => blocked,
         closed @ CaptureError::Closed(_) => closed,
@@ -134,7 +136,7 @@ impl SessionPage {
         if free.contains(&name) {
             return Ok(());
         }
-        Err(CaptureError::Script(format!(
+        Err(CaptureError::DialogOpen(format!(
             "a JavaScript {} dialog is open ({:?}): accept or dismiss it first",
             d.kind, d.message
         )))

@@ -11,6 +11,7 @@ use super::{
     AxNode, CaptureError, GROUP, LC_LOAD, Navigation, NavigationTiming, PageSource, Redirect, SETTLE, SessionPage,
     Stop, Target, WaitFor, WaitUntil, lost, ms, p, s, scripts,
 };
+use crate::ElementFault::{BadSelector, NoSuchRef, NotFound};
 
 impl SessionPage {
     pub(crate) async fn goto(&mut self, url: &str, wait: WaitUntil) -> Result<Navigation, CaptureError> {
@@ -135,11 +136,12 @@ impl SessionPage {
             Target::Ref(id) => {
                 let reply = self.page.send(&s::ResolveNode { backend_node_id: *id, object_group: GROUP });
                 match self.page.reply_until(reply, self.page.deadline).await {
-                    Ok(Ok(n)) => {
-                        n.object.object_id.ok_or_else(|| CaptureError::Script(format!("no such element ref {id}")))
-                    }
+                    Ok(Ok(n)) => n
+                        .object
+                        .object_id
+                        .ok_or_else(|| CaptureError::Element(NoSuchRef, format!("no such element ref {id}"))),
                     Ok(Err(crate::cdp::CdpError::Protocol(_))) => {
-                        Err(CaptureError::Script(format!("no such element ref {id}")))
+                        Err(CaptureError::Element(NoSuchRef, format!("no such element ref {id}")))
                     }
                     Ok(Err(e)) => Err(lost(&e, "DOM.resolveNode")),
                     Err(Stop::Elapsed) => Err(self.page.deadline_err()),
@@ -149,7 +151,9 @@ impl SessionPage {
             Target::Selector(sel) => {
                 self.wait_selector(sel).await?;
                 let expr = format!("document.querySelector({})", json!(sel));
-                self.object_of(&expr).await?.ok_or_else(|| CaptureError::Script(format!("no element matches '{sel}'")))
+                self.object_of(&expr)
+                    .await?
+                    .ok_or_else(|| CaptureError::Element(NotFound, format!("no element matches '{sel}'")))
             }
             Target::Point { x, y } => {
                 let expr = format!("document.elementFromPoint({x}, {y})");
@@ -209,13 +213,13 @@ impl SessionPage {
             match self.page.eval(&script, self.page.deadline, false).await {
                 Ok(Ok(Value::Bool(true))) => return Ok(()),
                 Ok(Ok(Value::String(s))) if s == "invalid" => {
-                    return Err(CaptureError::Script(format!("'{sel}' is not a valid CSS selector")));
+                    return Err(CaptureError::Element(BadSelector, format!("'{sel}' is not a valid CSS selector")));
                 }
                 Ok(Ok(_)) => {
-                    return Err(CaptureError::Timeout(format!(
-                        "no element matches '{sel}' ({})",
-                        self.page.deadline_err()
-                    )));
+                    return Err(CaptureError::Element(
+                        NotFound,
+                        format!("no element matches '{sel}' ({})", self.page.deadline_err()),
+                    ));
                 }
                 // The document was replaced while waiting: look again in the new one.
                 Ok(Err(_)) if left > 0 => self.page.pump_for((Instant::now() + SETTLE).min(self.page.deadline)).await?,

@@ -12,7 +12,7 @@ use crate::automation::sessions::live;
 use crate::automation::{AutoError, AutoResult, Cx, Reply, required_element, timeout};
 use crate::error::Error;
 use capture_browser::session::{FileUpload, MAX_UPLOAD_BYTES};
-use capture_core::ScreenshotId;
+use capture_core::{ErrorCode, ScreenshotId};
 
 /// Type text key by key (real keyDown/char/keyUp events, so input handlers and autocompletes react) into the focused field, or first tap (click on desktop) the element given by ref or selector to focus it. Appends to what the field holds; use fill to replace. submit: press Enter afterwards.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -163,7 +163,10 @@ pub async fn select_option(cx: Cx, a: SelectIn) -> AutoResult<Reply> {
     let l = live(&cx, &a.session_id).await?;
     let chosen = l.session.select_option(target, a.values.clone(), t).await?;
     if chosen.is_empty() {
-        return Err(AutoError::new("ACTION_FAILED", format!("no option has the value or label {:?}", a.values)));
+        return Err(AutoError::new(
+            ErrorCode::ActionFailed,
+            format!("no option has the value or label {:?}", a.values),
+        ));
     }
     let text = format!("selected {}", chosen.join(", "));
     Ok(Reply::data(json!({"selected": chosen})).with_text(text))
@@ -197,7 +200,7 @@ pub async fn check(cx: Cx, a: CheckIn) -> AutoResult<Reply> {
             .await?;
     if now != json!(want) {
         return Err(AutoError::new(
-            "ACTION_FAILED",
+            ErrorCode::ActionFailed,
             format!("{} is still {}", show(&target), if want { "unchecked" } else { "checked" }),
         ));
     }
@@ -334,7 +337,7 @@ pub async fn focus(cx: Cx, a: FocusIn) -> AutoResult<Reply> {
     )
     .await?;
     if ok != json!(true) {
-        return Err(AutoError::new("ACTION_FAILED", format!("{} cannot take the focus", show(&target))));
+        return Err(AutoError::new(ErrorCode::ActionFailed, format!("{} cannot take the focus", show(&target))));
     }
     after(&l, format!("focused {}", show(&target))).await
 }

@@ -1,5 +1,6 @@
 //! Dialogs, waits and scripts on a session's page.
 
+use capture_core::ErrorCode;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -29,7 +30,7 @@ pub async fn handle_dialog(cx: Cx, a: DialogIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let l = live(&cx, &a.session_id).await?;
     if l.session.open_dialog().await?.is_none() {
-        return Err(AutoError::new("NO_DIALOG", "no dialog is open"));
+        return Err(AutoError::new(ErrorCode::NoDialog, "no dialog is open"));
     }
     let accept = a.accept.unwrap_or(true);
     let d = l.session.handle_dialog(accept, a.prompt_text.clone(), t).await?;

@@ -2,6 +2,7 @@
 //! drag. Touch goes through `Input.dispatchTouchEvent`, the mouse through
 //! `Input.dispatchMouseEvent`; element targets are aimed inside the visual viewport.
 
+use capture_core::ErrorCode;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -283,7 +284,7 @@ async fn centre(s: &Session, target: &Target, t: Duration) -> AutoResult<(f64, f
     let v = crate::automation::look::on_element(s, target, f, vec![], t).await?;
     match (v["x"].as_f64(), v["y"].as_f64(), v["w"].as_f64()) {
         (Some(x), Some(y), Some(w)) if w > 0.0 => Ok((x, y)),
-        _ => Err(AutoError::new("ACTION_FAILED", format!("{} is not visible (it has no box)", show(target)))),
+        _ => Err(AutoError::new(ErrorCode::ActionFailed, format!("{} is not visible (it has no box)", show(target)))),
     }
 }
 

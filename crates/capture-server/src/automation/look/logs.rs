@@ -1,15 +1,17 @@
 //! What the page did: its console and network logs, dialogs, performance figures, and
 //! waiting for a request.
 
+use std::time::Duration;
+
+use capture_core::ErrorCode;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::Serialize;
+use serde_json::Value;
 use serde_json::json;
 
 use crate::automation::sessions::live;
 use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
-use serde::Serialize;
-use serde_json::Value;
-use std::time::Duration;
 
 /// The session's console messages and uncaught exceptions (level, text, url, line), oldest first: the last ones (limit, default 100) that fit in maxChars (default 8000, at most 20000), or from an entry on (from, a previous answer's nextFrom or earlierFrom) to read the rest. The counts of console errors cover the whole session.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -243,7 +245,7 @@ pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> 
         }
         if tokio::time::Instant::now() >= until {
             return Err(AutoError::new(
-                "TIMEOUT",
+                ErrorCode::Timeout,
                 format!("no request to a URL containing '{}' within {} ms", a.url, t.as_millis()),
             ));
         }

@@ -1,6 +1,7 @@
 //! Looking at a session's page: screenshots, the accessibility snapshot with refs, finding
 //! elements, text, HTML, attributes, URL and title, the console and network logs, a PDF.
 
+use capture_core::ErrorCode;
 use std::time::Duration;
 
 use capture_browser::session::{PdfSpec, ScreenshotSpec, Session, ShotArea, Target, WaitFor};
@@ -143,18 +144,18 @@ async fn backend_of(s: &Session, sel: &str, t: Duration) -> AutoResult<i64> {
     let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
     let found = s.cdp("DOM.querySelector", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| match e {
         CaptureError::Script(m) => {
-            AutoError::new("ELEMENT_NOT_FOUND", format!("'{sel}' is not a valid CSS selector ({m})"))
+            AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
         }
         other => other.into(),
     })?;
     let node = found.get("nodeId").and_then(Value::as_i64).unwrap_or(0);
     if node == 0 {
-        return Err(AutoError::new("ELEMENT_NOT_FOUND", format!("no element matches '{sel}'")));
+        return Err(AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")));
     }
     let d = s.cdp("DOM.describeNode", json!({"nodeId": node}), t).await?;
     d.pointer("/node/backendNodeId")
         .and_then(Value::as_i64)
-        .ok_or_else(|| AutoError::new("ELEMENT_NOT_FOUND", format!("no element matches '{sel}'")))
+        .ok_or_else(|| AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")))
 }
 
 /// A size bound of a tool's answer: `max` given (from 200 to `most`) or `default`.
@@ -181,9 +182,9 @@ pub async fn snapshot(cx: Cx, a: SnapshotIn) -> AutoResult<Reply> {
     let nodes = raw.get("nodes").and_then(Value::as_array).cloned().unwrap_or_default();
     let snap = snapshot::build_from(&nodes, root).ok_or_else(|| match root {
         Some(id) if a.element_ref.is_some() => {
-            AutoError::new("NO_SUCH_ELEMENT_REF", format!("no such element ref e{id}"))
+            AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
         }
-        _ => AutoError::new("ELEMENT_NOT_FOUND", format!("'{part}' has no accessibility node (not rendered?)")),
+        _ => AutoError::new(ErrorCode::ElementNotFound, format!("'{part}' has no accessibility node (not rendered?)")),
     })?;
     let (title, url) = l.session.title_url(t).await?;
     let before = {
@@ -282,7 +283,7 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
             l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| {
                 match e {
                     CaptureError::Script(m) => {
-                        AutoError::new("ELEMENT_NOT_FOUND", format!("'{sel}' is not a valid CSS selector ({m})"))
+                        AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
                     }
                     other => other.into(),
                 }
@@ -412,7 +413,7 @@ pub async fn on_element(
                 s.cdp("DOM.resolveNode", json!({"backendNodeId": id, "objectGroup": GROUP}), t).await.map_err(|e| {
                     match e {
                         CaptureError::Script(_) => {
-                            AutoError::new("NO_SUCH_ELEMENT_REF", format!("no such element ref e{id}"))
+                            AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
                         }
                         other => other.into(),
                     }
@@ -432,7 +433,7 @@ pub async fn on_element(
         }
     };
     let Some(object) = object else {
-        return Err(AutoError::new("ELEMENT_NOT_FOUND", format!("no element for {target}")));
+        return Err(AutoError::new(ErrorCode::ElementNotFound, format!("no element for {target}")));
     };
     let args: Vec<Value> = args.into_iter().map(|v| json!({"value": v})).collect();
     let r = s
@@ -450,7 +451,7 @@ pub async fn on_element(
             .and_then(Value::as_str)
             .or_else(|| ex.get("text").and_then(Value::as_str));
         return Err(AutoError::new(
-            "ACTION_FAILED",
+            ErrorCode::ActionFailed,
             format!("the element's script threw: {}", m.unwrap_or("an exception")),
         ));
     }

@@ -103,7 +103,7 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account)) {
         if l.session.is_closed() {
             return Err(AutoError::new(
-                "SESSION_EXPIRED",
+                ErrorCode::SessionExpired,
                 format!("session expired: {} ({})", id, l.session.end_reason().unwrap_or_else(|| "it ended".into())),
             ));
         }
@@ -113,15 +113,15 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
     }
     let Some(rid) = RunId::parse(id) else {
         return Err(AutoError::new(
-            "NOT_FOUND",
+            ErrorCode::NotFound,
             format!("no session {id}: session ids look like run_… (session_start returns one)"),
         ));
     };
     let row = cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)?;
     match row.filter(|r| visible(r.shared, &r.client_id, &cx.account)) {
-        None => Err(AutoError::new("NOT_FOUND", format!("no session {id}"))),
+        None => Err(AutoError::new(ErrorCode::NotFound, format!("no session {id}"))),
         Some(row) if row.status.is_final() => Err(AutoError::new(
-            "SESSION_EXPIRED",
+            ErrorCode::SessionExpired,
             format!(
                 "session expired: {id} ended ({}, {}); start a new one with session_start",
                 row.status,
@@ -132,12 +132,12 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
             if row.kind == RunKind::Live && row.worker.as_deref().is_some_and(|w| w != cx.state.cluster.node_id()) =>
         {
             Err(AutoError::new(
-                "SESSION_ELSEWHERE",
+                ErrorCode::SessionElsewhere,
                 format!("session {id} is held by another node of the service; send its tool calls to that node"),
             ))
         }
         Some(_) => Err(AutoError::new(
-            "NOT_FOUND",
+            ErrorCode::NotFound,
             format!("{id} is not an automation session (a run driven by a script or a DevTools client)"),
         )),
     }
@@ -321,7 +321,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         } as i64;
         if open >= max {
             let mut e = AutoError::new(
-                ErrorCode::ConcurrencyLimit.as_str(),
+                ErrorCode::ConcurrencyLimit,
                 format!("{open} automation sessions are open, the most allowed at once: end one with session_end"),
             );
             e.details = Some(json!({"active": open, "limit": max, "scope": "automation_sessions"}));
@@ -378,8 +378,9 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         Dialogs::Accept => DialogPolicy::Accept,
         Dialogs::Dismiss => DialogPolicy::Dismiss,
     };
-    let Opened { session, started, video, video_err } =
-        session::open(state, &pool, &row, opts, budget, None).await.map_err(|e| AutoError::new("BROWSER_FAILED", e))?;
+    let Opened { session, started, video, video_err } = session::open(state, &pool, &row, opts, budget, None)
+        .await
+        .map_err(|e| AutoError::new(ErrorCode::BrowserFailed, e))?;
     // A phone's foreground tab has focus: the clipboard and focus handlers work as there.
     let _ = session.cdp("Emulation.setFocusEmulationEnabled", json!({"enabled": true}), Duration::from_secs(5)).await;
     if let Some(n) = a.network {
@@ -448,7 +449,9 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
             let e = AutoError::from(e);
             text = format!(
                 "Session {} started, but its first page did not load ({}: {}); navigate elsewhere or end it.",
-                live.id, e.code, e.message
+                live.id,
+                e.code.as_str(),
+                e.message
             );
             data["loadError"] = json!({"code": e.code, "error": e.message});
         }
