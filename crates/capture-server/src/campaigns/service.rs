@@ -135,7 +135,7 @@ pub async fn view(state: &AppState, c: &CampaignRecord, with_rows: bool) -> Resu
     Ok(Campaign {
         id: CampaignId::from_stored(c.id.clone()),
         name: c.name.clone(),
-        status: c.status.to_string(),
+        status: c.status,
         send_at: iso(c.send_at),
         timezone: c.timezone.clone(),
         report_type: AuditReportType::parse(&c.report_type).unwrap_or(AuditReportType::SinglePage),
@@ -169,7 +169,7 @@ fn row_view(state: &AppState, t: &TargetRecord, token: Option<&str>, held: Optio
         website_url: t.website_url.clone(),
         recipient_email: t.recipient_email.clone(),
         report_type: AuditReportType::parse(&t.report_type).unwrap_or(AuditReportType::SinglePage),
-        state: t.state.to_string(),
+        state: t.state,
         waiting,
         reason: if is_final { t.reason.clone() } else { None },
         next_check_at: (!is_final && t.next_check_at > 0).then(|| iso(t.next_check_at)),

@@ -5,7 +5,7 @@
 use capture_core::options::validate_url;
 use capture_core::sending::{EmailAddress, SendHours, WarmupSchedule, parse_zone, validate_email};
 use capture_core::time::parse_iso;
-use capture_core::{CampaignId, FieldError};
+use capture_core::{CampaignId, CampaignStatus, FieldError, TargetState};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -175,7 +175,9 @@ pub struct CampaignRow {
     pub recipient_email: String,
     pub report_type: AuditReportType,
     /// pending → auditing → ready → sent | skipped | failed.
-    pub state: String,
+    #[schema(value_type = String)]
+    #[schemars(with = "String")]
+    pub state: TargetState,
     /// Why an open row waits: `audit`, `send_at`, `sending_hours`, `sender_cap`,
     /// `domain_cap`, `smtp_not_configured`, `smtp_transient`, `quota`, `paused`, …
     pub waiting: Option<String>,
@@ -199,7 +201,9 @@ pub struct Campaign {
     pub id: CampaignId,
     pub name: String,
     /// draft → scheduled → running → completed, plus paused and cancelled.
-    pub status: String,
+    #[schema(value_type = String)]
+    #[schemars(with = "String")]
+    pub status: CampaignStatus,
     pub send_at: String,
     pub timezone: String,
     pub report_type: AuditReportType,

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use capture_core::RunStatus;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 
 use super::common::{Cx, annotations, id_arg, tool_group, valid};
@@ -52,7 +51,7 @@ async fn start_run(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
     let deadline = tokio::time::Instant::now() + Duration::from_millis(spec.timeout_ms) + WAIT_MARGIN;
     loop {
         let run = service::get(state, account, &created.run.id).await?;
-        if RunStatus::parse(&run.status).is_none_or(RunStatus::is_final) || tokio::time::Instant::now() > deadline {
+        if run.status.is_final() || tokio::time::Instant::now() > deadline {
             return run_result(&run);
         }
         tokio::select! {

@@ -143,8 +143,8 @@ pub fn view_with(r: &RunRow, video_url: Option<String>, now_ms: i64) -> Run {
     let duration_ms = r.started_at.map(|s| r.ended_at.unwrap_or(now_ms) - s);
     Run {
         id: RunId::from_stored(r.id.clone()),
-        status: r.status.as_str().to_string(),
-        kind: r.kind.as_str().to_string(),
+        status: r.status,
+        kind: r.kind,
         start_url: r.start_url.clone(),
         device,
         record_video: r.record_video,
@@ -260,7 +260,7 @@ pub fn set_event(
     let failed = end.status == RunStatus::Failed;
     let data = RunEnded {
         run_id: RunId::from_stored(end.id.clone()),
-        status: end.status.as_str().to_string(),
+        status: end.status,
         final_url,
         page_title,
         // Stored and possibly retried for hours: never a presigned URL.

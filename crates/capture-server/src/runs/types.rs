@@ -3,7 +3,7 @@
 //! events and the `run.completed`/`run.failed` event data. One definition behind the
 //! handlers, the OpenAPI document and the MCP tool schemas.
 
-use capture_core::{FieldError, RunId};
+use capture_core::{FieldError, RunId, RunKind, RunStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -365,9 +365,11 @@ pub struct StepResult {
 pub struct Run {
     pub id: RunId,
     /// `pending`, `running`, `completed`, `failed` or `stopped`.
-    pub status: String,
+    #[schemars(with = "String")]
+    pub status: RunStatus,
     /// `scripted` or `live`.
-    pub kind: String,
+    #[schemars(with = "String")]
+    pub kind: RunKind,
     pub start_url: String,
     pub device: DeviceSpec,
     pub record_video: bool,
@@ -461,7 +463,7 @@ pub struct RunArgs {
 #[serde(rename_all = "camelCase")]
 pub struct RunEnded {
     pub run_id: RunId,
-    pub status: String,
+    pub status: RunStatus,
     pub final_url: Option<String>,
     pub page_title: Option<String>,
     /// The service's lasting `/files` URL of the MP4 (null without a video).

@@ -86,7 +86,7 @@ impl CampaignView {
         CampaignView {
             id: c.id.to_string(),
             name: c.name.clone(),
-            status: c.status.clone(),
+            status: c.status.to_string(),
             send_hours: c.send_hours.clone(),
             timezone: c.timezone.clone(),
             send_at: c.send_at.clone(),
@@ -101,7 +101,7 @@ impl CampaignView {
                 .map(|r| RowView {
                     website: r.website_url.clone(),
                     email: r.recipient_email.clone(),
-                    state: r.state.clone(),
+                    state: r.state.to_string(),
                     why: r
                         .waiting
                         .as_ref()

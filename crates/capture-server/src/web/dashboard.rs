@@ -107,8 +107,8 @@ impl RunLine {
         let run = crate::runs::service::view(state, r).await;
         RunLine {
             id: r.id.clone(),
-            kind: run.kind.clone(),
-            status: run.status.clone(),
+            kind: run.kind.to_string(),
+            status: run.status.to_string(),
             page: run
                 .page_title
                 .clone()
