@@ -16,7 +16,7 @@ use capture_browser::session::{
     ColorScheme, Cookie, Device, DialogPolicy, FileUpload, Geolocation, NetworkConditions, PdfSpec, ScreencastOptions,
     ScreenshotSpec, Session, SessionOptions, ShotArea, Target, WaitFor,
 };
-use capture_browser::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
+use capture_browser::{BrowserPool, CaptureError, ElementFault, ImageFormat, WaitUntil};
 use serde_json::{Value, json};
 use support::*;
 
@@ -314,7 +314,7 @@ async fn acting_on_an_element_checks_it_was_reached_after_a_rotation_and_below_t
 
     // A field under a veil: nothing is typed and the tool says why.
     match s.type_into(sel("#covered"), "x", true, T).await {
-        Err(CaptureError::Script(m)) => {
+        Err(CaptureError::Element(ElementFault::Covered, m)) => {
             assert_eq!(
                 m,
                 "type into '#covered': '#covered' is covered by <div#veil>: an input there would not reach it"
@@ -323,7 +323,7 @@ async fn acting_on_an_element_checks_it_was_reached_after_a_rotation_and_below_t
         other => panic!("expected the veil to be named, got {other:?}"),
     }
     match s.click(sel("#covered"), T).await {
-        Err(CaptureError::Script(m)) => {
+        Err(CaptureError::Element(ElementFault::Covered, m)) => {
             assert_eq!(m, "click '#covered': '#covered' is covered by <div#veil>: an input there would not reach it")
         }
         other => panic!("expected the veil to be named, got {other:?}"),
@@ -422,7 +422,7 @@ async fn forms_keys_selects_files_dialogs_and_history() {
     let open = s.open_dialog().await.unwrap().expect("an open dialog");
     assert_eq!((open.kind.as_str(), open.message.as_str()), ("alert", "hello there"));
     match s.evaluate("1 + 1", true, T).await {
-        Err(CaptureError::Script(m)) => assert!(m.contains("dialog is open"), "{m}"),
+        Err(CaptureError::DialogOpen(m)) => assert!(m.contains("dialog is open"), "{m}"),
         other => panic!("{other:?}"),
     }
     s.handle_dialog(true, None, T).await.unwrap();
@@ -448,17 +448,21 @@ async fn forms_keys_selects_files_dialogs_and_history() {
     s.wait_for(WaitFor::Text("confirm:true".into()), T).await.unwrap();
     // Waits that time out say what they waited for.
     match s.wait_for(WaitFor::Selector("#never".into()), Duration::from_millis(500)).await {
-        Err(CaptureError::Timeout(m)) => {
+        Err(CaptureError::Element(ElementFault::NotFound, m)) => {
             assert!(m.starts_with("wait_for selector '#never': no element matches"), "{m}")
         }
         other => panic!("{other:?}"),
     }
     match s.click(sel("#never"), Duration::from_millis(400)).await {
-        Err(CaptureError::Timeout(m)) => assert!(m.starts_with("click '#never': no element matches '#never'"), "{m}"),
+        Err(CaptureError::Element(ElementFault::NotFound, m)) => {
+            assert!(m.starts_with("click '#never': no element matches '#never'"), "{m}")
+        }
         other => panic!("{other:?}"),
     }
     match s.click(sel("#never["), T).await {
-        Err(CaptureError::Script(m)) => assert!(m.contains("not a valid CSS selector"), "{m}"),
+        Err(CaptureError::Element(ElementFault::BadSelector, m)) => {
+            assert!(m.contains("not a valid CSS selector"), "{m}")
+        }
         other => panic!("{other:?}"),
     }
     s.close().await;
@@ -550,7 +554,7 @@ async fn navigation_logs_counts_and_the_accessibility_tree() {
     assert_eq!(eval(&s, "document.getElementById('q').value").await, json!("shoes"));
     s.goto(&f.url("/form"), WaitUntil::Load, T).await.unwrap();
     match s.click(Target::Ref(buy.backend_node_id.unwrap()), T).await {
-        Err(CaptureError::Script(m)) => assert!(m.contains("no such element ref"), "{m}"),
+        Err(CaptureError::Element(ElementFault::NoSuchRef, m)) => assert!(m.contains("no such element ref"), "{m}"),
         other => panic!("a ref of the previous page: {other:?}"),
     }
     s.close().await;
@@ -688,7 +692,9 @@ async fn sessions_keep_to_their_context_their_slot_and_their_deadline() {
     s.goto(&f.url("/shots"), WaitUntil::Load, T).await.unwrap();
     let t = std::time::Instant::now();
     match s.wait_for(WaitFor::Selector("#never".into()), Duration::from_secs(20)).await {
-        Err(CaptureError::Timeout(m)) => assert!(m.contains("the session's 2 s deadline passed"), "{m}"),
+        Err(CaptureError::Element(ElementFault::NotFound, m)) => {
+            assert!(m.contains("the session's 2 s deadline passed"), "{m}")
+        }
         other => panic!("{other:?}"),
     }
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());

@@ -1,5 +1,5 @@
 //! The states things move through, as enums: a screenshot job, a webhook delivery, a run (its
-//! status, kind and end), a campaign and its rows, and the format of a job's result. Stored as their names.
+//! status, kind and end), a profile, a campaign and its rows, and the format of a job's result. Stored as their names.
 
 use serde::{Deserialize, Serialize};
 
@@ -80,6 +80,19 @@ state_enum!(
         Pending = "pending",
         Succeeded = "succeeded",
         Exhausted = "exhausted",
+    }
+);
+
+state_enum!(
+    /// Where a profile's signed-in state is: empty until saved, ready, or expired once a job
+    /// found its session signed out (sign in again).
+    ProfileStatus {
+        /// Nothing saved yet.
+        Empty = "empty",
+        /// A saved state, not known to be signed out.
+        Ready = "ready",
+        /// A job found the session signed out.
+        Expired = "expired",
     }
 );
 

@@ -4,7 +4,7 @@
 
 use capture_core::profile::{BrowserState, StateSummary};
 use capture_core::time::iso;
-use capture_core::{FieldError, ProfileId};
+use capture_core::{FieldError, ProfileId, ProfileStatus};
 use capture_store::{ProfileRow, StoreError};
 
 use super::types::{Profile, ProfileList, ValidProfile};
@@ -27,14 +27,14 @@ fn taken(e: StoreError, field: &str) -> Error {
 /// A profile as shown.
 pub fn view(r: &ProfileRow) -> Profile {
     let status = match (&r.state_enc, r.expired_at) {
-        (None, _) => "empty",
-        (Some(_), Some(_)) => "expired",
-        (Some(_), None) => "ready",
+        (None, _) => ProfileStatus::Empty,
+        (Some(_), Some(_)) => ProfileStatus::Expired,
+        (Some(_), None) => ProfileStatus::Ready,
     };
     Profile {
         id: ProfileId::from_stored(r.id.clone()),
         name: r.name.clone(),
-        status: status.into(),
+        status,
         summary: serde_json::from_str(&r.summary).unwrap_or_default(),
         saved_from: r.saved_from.clone(),
         saved_at: r.saved_at.map(iso),

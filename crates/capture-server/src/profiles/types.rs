@@ -1,7 +1,7 @@
 //! The wire types of browser profiles (`/v1/profiles`).
 
 use capture_core::profile::{BrowserState, NAME_MAX, StateSummary};
-use capture_core::{FieldError, ProfileId};
+use capture_core::{FieldError, ProfileId, ProfileStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -100,7 +100,9 @@ pub struct Profile {
     pub name: String,
     /// `empty` (nothing saved yet), `ready`, or `expired` (a job found its session signed
     /// out: sign in again).
-    pub status: String,
+    #[schema(value_type = String)]
+    #[schemars(with = "String")]
+    pub status: ProfileStatus,
     /// Counts, cookie domains and origins of the saved state.
     #[schema(value_type = Object)]
     #[schemars(with = "Value")]
