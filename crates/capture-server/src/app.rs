@@ -349,12 +349,7 @@ impl Application {
             let (s, st) = (state.clone(), stop.clone());
             tasks.spawn(async move { crate::nodes::listen(s, notifications, st).await });
         }
-        let start = jobs::Start {
-            state: state.clone(),
-            pool: state.browser.pool.clone(),
-            stop: stop.clone(),
-            hard_stop: hard_stop.clone(),
-        };
+        let start = jobs::Start { state: state.clone(), stop: stop.clone(), hard_stop: hard_stop.clone() };
         jobs::spawn_all(&mut tasks, &start);
         if state.cfg.roles.scheduler {
             let (s, st) = (state.clone(), stop.clone());

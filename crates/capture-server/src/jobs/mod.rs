@@ -41,8 +41,6 @@ pub enum RunsOn {
 #[derive(Clone)]
 pub struct Start {
     pub state: AppState,
-    /// The node's browser pool: always there for [`RunsOn::Browser`] kinds.
-    pub pool: Option<Arc<BrowserPool>>,
     /// Stop claiming (shutdown began).
     pub stop: CancellationToken,
     /// Stop what is in flight (the shutdown grace ran out).
@@ -50,9 +48,9 @@ pub struct Start {
 }
 
 impl Start {
-    /// The browser pool of a [`RunsOn::Browser`] kind.
+    /// The node's browser pool, for a [`RunsOn::Browser`] kind (started only where there is one).
     fn pool(&self) -> Arc<BrowserPool> {
-        self.pool.clone().expect("browser kinds start only on nodes with a browser")
+        self.state.browser.pool.clone().expect("browser kinds start only on nodes with a browser")
     }
 }
 
@@ -81,7 +79,7 @@ pub fn spawn_all(tasks: &mut JoinSet<()>, start: &Start) {
     let roles = &start.state.cfg.roles;
     for kind in KINDS {
         let here = match kind.runs_on {
-            RunsOn::Browser => start.pool.is_some(),
+            RunsOn::Browser => start.state.browser.pool.is_some(),
             RunsOn::Background => roles.scheduler || roles.worker,
         };
         if here {

@@ -1,6 +1,6 @@
-//! A screenshot job's way through the queue: processing when claimed, then done (with its
-//! refund of a cache hit's charge where due), failed (refunded when the service was at fault)
-//! or handed back, each fenced on the task's lease.
+//! A screenshot job's way through the queue: processing when claimed, then done, failed (its
+//! actions given back when the caller says so) or handed back — each fenced on the task's
+//! lease (`finish_task`).
 
 use super::ScreenshotDone;
 use super::batch::batch_job_ended;
@@ -8,8 +8,6 @@ use crate::db::{Result, Store};
 use crate::events::append_event;
 use crate::notify::{WORK_CHANNEL, notify};
 
-/// A screenshot job's way through the queue: processing when claimed, then done, failed or
-/// handed back — each fenced on the task's lease (`finish_task`).
 impl Store {
     /// Move a job to `processing` (with its event) when its task is claimed.
     pub async fn mark_processing(&self, job_id: &str, now: i64) -> Result<bool> {
