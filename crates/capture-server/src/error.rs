@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 pub const QUEUE_FULL_RETRY_ACCOUNT: u64 = 5;
 /// `Retry-After` (seconds) of a refusal because the whole queue is full.
 pub const QUEUE_FULL_RETRY_GLOBAL: u64 = 10;
+/// `Retry-After` (seconds) when the database gave no connection in time.
+pub const DATABASE_BUSY_RETRY: u64 = 5;
 
 /// Why an operation did not happen.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -59,6 +61,11 @@ pub enum Error {
     /// `details: {limit, per, retryAfter}`).
     #[error("{message}")]
     RateLimited { message: String, limit: u32, per: &'static str, retry_after: i64 },
+    /// The database gave no connection in time (all busy, or it refuses more): nothing was
+    /// done; retry (`SERVICE_UNAVAILABLE`, 503, `Retry-After`, `details: {reason:
+    /// "database_busy"}`). Logged where it is made.
+    #[error("the service's database is busy; nothing was done; retry in {DATABASE_BUSY_RETRY} seconds")]
+    DatabaseBusy,
     /// An unexpected failure, already logged; the client sees an opaque `INTERNAL_ERROR`.
     #[error("internal error")]
     Internal,
@@ -140,6 +147,7 @@ impl Error {
             Error::StorageCheck { .. } => ErrorCode::StorageCheckFailed,
             Error::LoginFailed { .. } => ErrorCode::LoginFailed,
             Error::RateLimited { .. } => ErrorCode::RateLimited,
+            Error::DatabaseBusy => ErrorCode::ServiceUnavailable,
             Error::Internal => ErrorCode::InternalError,
         }
     }
@@ -162,6 +170,7 @@ impl Error {
             }),
             Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
             Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
+            Error::DatabaseBusy => Some(json!({"reason": "database_busy"})),
             Error::StorageCheck { reason, s3_code, .. } => Some(json!({"reason": reason, "s3Code": s3_code})),
             Error::LoginFailed { steps, final_url, .. } => Some(json!({"steps": steps, "finalUrl": final_url})),
             Error::RateLimited { limit, per, retry_after, .. } => {
@@ -183,6 +192,10 @@ impl From<FieldError> for Error {
 
 impl From<StoreError> for Error {
     fn from(e: StoreError) -> Self {
+        if e.is_unavailable() {
+            tracing::warn!(error = %e, "database busy: answered 503");
+            return Error::DatabaseBusy;
+        }
         Error::internal(e)
     }
 }

@@ -28,6 +28,15 @@ pub enum StoreError {
     NotFound,
 }
 
+impl StoreError {
+    /// The database could not be reached or gave no connection in time (every connection
+    /// busy, the server refusing more, the pool closing at shutdown): a transient condition
+    /// the caller may retry, not a fault in the request or the data.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, StoreError::Db(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)))
+    }
+}
+
 /// Result alias for store calls.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 

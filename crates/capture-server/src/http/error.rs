@@ -81,7 +81,7 @@ impl ApiError {
 /// the rate-limit headers.
 impl From<crate::error::Error> for ApiError {
     fn from(e: crate::error::Error) -> Self {
-        use crate::error::{Error, QUEUE_FULL_RETRY_ACCOUNT, QUEUE_FULL_RETRY_GLOBAL};
+        use crate::error::{DATABASE_BUSY_RETRY, Error, QUEUE_FULL_RETRY_ACCOUNT, QUEUE_FULL_RETRY_GLOBAL};
         let mut a = ApiError::new(e.code(), e.to_string());
         a.details = e.details();
         match &e {
@@ -97,6 +97,7 @@ impl From<crate::error::Error> for ApiError {
             }
             Error::IdempotencyInFlight => a.header(header::RETRY_AFTER, "1"),
             Error::TooManyRuns { .. } => a.header(header::RETRY_AFTER, "5"),
+            Error::DatabaseBusy => a.header(header::RETRY_AFTER, DATABASE_BUSY_RETRY.to_string()),
             Error::RateLimited { retry_after, .. } => a.header(header::RETRY_AFTER, retry_after.max(&1).to_string()),
             _ => a,
         }
@@ -105,7 +106,7 @@ impl From<crate::error::Error> for ApiError {
 
 impl From<capture_store::StoreError> for ApiError {
     fn from(e: capture_store::StoreError) -> Self {
-        ApiError::internal(e)
+        crate::error::Error::from(e).into()
     }
 }
 
