@@ -34,6 +34,7 @@ pub mod http;
 pub mod idempotency;
 pub mod inbox;
 pub mod jobs;
+pub mod lists;
 pub mod mcp;
 pub mod metrics;
 pub mod nodes;

@@ -250,7 +250,7 @@ impl Session {
     pub async fn set_user_agent(&self, user_agent: Option<String>, timeout: Duration) -> Result<(), CaptureError> {
         self.run("set_user_agent".into(), timeout, move |sp| {
             Box::pin(async move {
-                sp.user_agent = user_agent.or_else(|| sp.device.user_agent.clone());
+                sp.user_agent = user_agent.or_else(|| sp.device.user_agent.as_deref().map(str::to_string));
                 sp.apply_user_agent().await
             })
         })

@@ -270,7 +270,7 @@ impl BrowserPool {
             device: opts.device.clone(),
             locale: opts.locale.clone(),
             default_ua: String::new(),
-            user_agent: opts.device.user_agent.clone(),
+            user_agent: opts.device.user_agent.as_deref().map(str::to_string),
             session_deadline: deadline,
             session_deadline_msg,
             screencasting: false,

@@ -15,61 +15,8 @@ use crate::ImageFormat;
 /// closed as soon as they open (popups) or refused (a relayed `Target.createTarget`).
 pub const MAX_PAGES: usize = 5;
 
-/// The emulated device.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Device {
-    /// Viewport in CSS pixels (as held: a phone held in landscape has the larger width).
-    pub width: u32,
-    pub height: u32,
-    pub device_scale_factor: f64,
-    /// Mobile viewport semantics (meta viewport, overlay scrollbars, text autosizing).
-    pub mobile: bool,
-    /// Touch events and `navigator.maxTouchPoints`.
-    pub touch: bool,
-    /// Held in landscape (`screen.orientation`).
-    pub landscape: bool,
-    /// User agent (None: the browser's own).
-    pub user_agent: Option<String>,
-}
-
-impl Device {
-    /// A desktop browser window of `width`×`height`.
-    pub fn desktop(width: u32, height: u32) -> Device {
-        Device {
-            width,
-            height,
-            device_scale_factor: 1.0,
-            mobile: false,
-            touch: false,
-            landscape: width > height,
-            user_agent: None,
-        }
-    }
-
-    /// A touch phone of `width`×`height` CSS pixels held upright, at `dsf`.
-    pub fn phone(width: u32, height: u32, dsf: f64) -> Device {
-        Device {
-            width,
-            height,
-            device_scale_factor: dsf,
-            mobile: true,
-            touch: true,
-            landscape: false,
-            user_agent: None,
-        }
-    }
-
-    /// The same device turned by 90°.
-    pub fn rotated(&self) -> Device {
-        Device { width: self.height, height: self.width, landscape: !self.landscape, ..self.clone() }
-    }
-}
-
-impl Default for Device {
-    fn default() -> Device {
-        Device::desktop(1280, 800)
-    }
-}
+/// The emulated device (the one device type of the service).
+pub use capture_core::devices::Device;
 
 /// `prefers-color-scheme`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,8 @@ impl ScreenshotIn {
                 })?,
             )),
         };
-        let (dev_w, dev_h) = device.as_ref().map_or((defaults::WIDTH, defaults::HEIGHT), |(_, p)| (p.0, p.1));
+        let (dev_w, dev_h) =
+            device.as_ref().map_or((defaults::WIDTH, defaults::HEIGHT), |(_, p)| (p.device.width, p.device.height));
         let width = within("width", self.width.unwrap_or(dev_w), bounds::WIDTH)?;
         let height = within("height", self.height.unwrap_or(dev_h), bounds::HEIGHT)?;
         let delay = within("delay", self.delay.unwrap_or(defaults::DELAY), (0, bounds::DELAY_MAX))?;
@@ -48,7 +49,7 @@ impl ScreenshotIn {
                 return Err(FieldError::new("deviceScaleFactor", "must be between 0.5 and 3"));
             }
             (Some(d), _) => d,
-            (None, Some((_, p))) => p.2,
+            (None, Some((_, p))) => p.device.device_scale_factor,
             (None, None) => defaults::DEVICE_SCALE_FACTOR,
         };
         let user_agent = match self.user_agent {
@@ -59,9 +60,9 @@ impl ScreenshotIn {
                 return Err(FieldError::new("userAgent", "must not contain control characters"));
             }
             Some(ua) if !ua.trim().is_empty() => Some(ua.trim().to_string()),
-            _ => device.as_ref().map(|(_, p)| p.4).filter(|ua| !ua.is_empty()).map(str::to_owned),
+            _ => device.as_ref().and_then(|(_, p)| p.device.user_agent.as_deref()).map(str::to_owned),
         };
-        let mobile = device.as_ref().is_some_and(|(_, p)| p.3);
+        let mobile = device.as_ref().is_some_and(|(_, p)| p.device.mobile);
         let pdf = self.pdf.unwrap_or(false);
         let format = self.format.unwrap_or(defaults::FORMAT);
         let full_page = self.full_page.unwrap_or(false);

@@ -3,27 +3,24 @@
 pub mod service;
 pub mod types;
 
+use axum::Extension;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Extension, Router};
 
 use self::types::{Balance, BalanceUsage, BalanceWindow, UsagePolicy};
 use crate::auth::{Account, UsageAfter};
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Json};
 use crate::state::AppState;
 
 /// The account paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(balance_handler, usage_handler),
-    components(schemas(Balance, BalanceWindow, BalanceUsage, UsagePolicy))
-)]
+#[openapi(components(schemas(Balance, BalanceWindow, BalanceUsage, UsagePolicy)))]
 pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/account/balance", get(balance_handler)).route("/v1/account/usage", get(usage_handler))
+pub fn router() -> Api {
+    Api::new().op::<__path_balance_handler, _, _>(balance_handler).op::<__path_usage_handler, _, _>(usage_handler)
 }
 
 #[utoipa::path(get, path = "/v1/account/balance", tag = "account", description = "Alias: GET /v1/account/usage", responses((status = 200, body = Balance), (status = 401, body = ErrorBody)), security(("api_key" = [])))]

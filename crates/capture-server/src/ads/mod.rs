@@ -11,27 +11,24 @@ pub mod types;
 
 use crate::http::Path;
 use crate::http::Query;
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::{Extension, Router};
 use serde::Deserialize;
 
 pub use stream::stream;
 
 use self::types::{Adshot, AdshotList, DraftIn, MusicList, Orientation, RenderIn, VoiceList};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiError, ApiResult, IdemCreate, Json};
 use crate::state::AppState;
 
 /// The ad paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(create_draft, create_render, voices, music, get_one, list, stream::stream),
-    components(schemas(DraftIn, RenderIn, Orientation, Adshot, AdshotList, VoiceList, MusicList))
-)]
+#[openapi(components(schemas(DraftIn, RenderIn, Orientation, Adshot, AdshotList, VoiceList, MusicList)))]
 pub struct ApiDoc;
 
 // The OpenAPI schemas of the request bodies are their JSON Schemas.
@@ -60,15 +57,15 @@ impl utoipa::ToSchema for RenderIn {
 }
 
 /// Routes under `/v1` (authenticated by the caller's router).
-pub fn v1_router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/adshot/draft", post(create_draft))
-        .route("/v1/adshot/render", post(create_render))
-        .route("/v1/adshot/voices", get(voices))
-        .route("/v1/adshot/music", get(music))
-        .route("/v1/adshot/{id}", get(get_one))
-        .route("/v1/adshot/{id}/stream", get(stream))
-        .route("/v1/adshots", get(list))
+pub fn v1_router() -> Api {
+    Api::new()
+        .op::<__path_create_draft, _, _>(create_draft)
+        .op::<__path_create_render, _, _>(create_render)
+        .op::<__path_voices, _, _>(voices)
+        .op::<__path_music, _, _>(music)
+        .op::<__path_get_one, _, _>(get_one)
+        .op::<stream::__path_stream, _, _>(stream)
+        .op::<__path_list, _, _>(list)
 }
 
 #[utoipa::path(post, path = "/v1/adshot/draft", tag = "ads", request_body = DraftIn,

@@ -9,6 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::lists::list_type;
+
 /// Prefix of ad draft ids.
 pub const DRAFT_PREFIX: &str = "drf";
 /// Prefix of ad render ids.
@@ -158,10 +160,10 @@ pub struct Adshot {
     pub completed_at: Option<String>,
 }
 
-/// The caller's drafts and renders, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct AdshotList {
-    pub data: Vec<Adshot>,
+list_type! {
+    /// The caller's drafts and renders, newest first.
+    pub type AdshotList = Collection<Adshot>;
+    schemas: both;
 }
 
 /// A voice a render may be spoken in.
@@ -175,10 +177,10 @@ pub struct VoiceOut {
     pub gender: Option<String>,
 }
 
-/// The allowed voices.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct VoiceList {
-    pub data: Vec<VoiceOut>,
+list_type! {
+    /// The allowed voices.
+    pub type VoiceList = Collection<VoiceOut>;
+    schemas: both;
 }
 
 /// A music track (synthesised by the service).
@@ -191,10 +193,10 @@ pub struct TrackOut {
     pub bpm: u32,
 }
 
-/// The allowed music tracks.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct MusicList {
-    pub data: Vec<TrackOut>,
+list_type! {
+    /// The allowed music tracks.
+    pub type MusicList = Collection<TrackOut>;
+    schemas: both;
 }
 
 /// The input of the `get_ad` tool.

@@ -12,7 +12,7 @@ use crate::http::Query;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Extension, Router};
 use capture_core::AuditId;
 
@@ -21,6 +21,7 @@ pub use stream::stream;
 
 use self::types::{Audit, AuditIn, AuditList, AuditReportType, AuditScores};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, IdemCreate, Json};
 use crate::paging::ListQuery;
@@ -28,18 +29,16 @@ use crate::state::AppState;
 
 /// The audit paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(create, get_one, list, stream::stream),
-    components(schemas(AuditIn, Audit, AuditList, AuditScores, AuditReportType))
-)]
+#[openapi(components(schemas(AuditIn, Audit, AuditList, AuditScores, AuditReportType)))]
 pub struct ApiDoc;
 
 /// Routes under `/v1` (authenticated by the caller's router).
-pub fn v1_router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/audits", post(create).get(list))
-        .route("/v1/audits/{id}", get(get_one))
-        .route("/v1/audits/{id}/stream", get(stream))
+pub fn v1_router() -> Api {
+    Api::new()
+        .op::<__path_create, _, _>(create)
+        .op::<__path_list, _, _>(list)
+        .op::<__path_get_one, _, _>(get_one)
+        .op::<stream::__path_stream, _, _>(stream)
 }
 
 /// Public routes: the report page and its PDF.

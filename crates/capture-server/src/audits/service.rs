@@ -139,7 +139,7 @@ pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<
     let w = Window::of(q, |id| ids::looks_like(ids::AUDIT, id))?;
     let rows = state.store.list_audits(&account.user.id, w.before.clone(), w.fetch()).await?;
     let page = w.page(rows, |r| (r.created_at, r.id.as_str()));
-    Ok(AuditList { data: page.rows.iter().map(|r| view(state, r, false)).collect(), next_cursor: page.next_cursor })
+    Ok(AuditList::of(page, |r| view(state, &r, false)))
 }
 
 /// The audit a public report token names (None for a malformed or unknown token).

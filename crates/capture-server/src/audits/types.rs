@@ -13,6 +13,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 /// `single_page` audits the URL alone; `full_site` crawls its site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
@@ -159,13 +160,13 @@ pub struct Audit {
     pub report: Option<Value>,
 }
 
-/// A page of audits, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct AuditList {
-    pub data: Vec<Audit>,
+list_type! {
+    /// A page of audits, newest first.
+    pub type AuditList = ListResponse<Audit>;
+    cursor
     /// Pass as `before` for the next page; null on the last page.
-    pub next_cursor: Option<String>,
+    ;
+    schemas: both;
 }
 
 /// The input of the `get_audit` tool.

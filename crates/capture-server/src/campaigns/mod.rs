@@ -11,7 +11,7 @@ use crate::http::Path;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Extension, Router};
 use capture_core::CampaignId;
 use serde_json::Value;
@@ -19,6 +19,7 @@ use serde_json::Value;
 use self::service::Transition;
 use self::types::*;
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiError, ApiResult, Id, IdemCreate, Json, JsonObject, Query, ValidatedJson};
 use crate::paging::ListQuery;
@@ -26,56 +27,42 @@ use crate::state::AppState;
 
 /// The campaign and suppression paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(
-        create,
-        list,
-        get_one,
-        add_targets,
-        launch,
-        pause,
-        resume,
-        cancel,
-        sender_capacity,
-        sender_limits,
-        list_suppressions,
-        add_suppression,
-        delete_suppression
-    ),
-    components(schemas(
-        CampaignIn,
-        RecipientIn,
-        TargetsIn,
-        Campaign,
-        CampaignRow,
-        RowCounts,
-        CampaignList,
-        TargetsAdded,
-        Capacity,
-        SenderCapacity,
-        DomainCapacity,
-        SenderLimitsIn,
-        WarmupIn,
-        SuppressionIn,
-        SuppressionOut,
-        SuppressionList
-    ))
-)]
+#[openapi(components(schemas(
+    CampaignIn,
+    RecipientIn,
+    TargetsIn,
+    Campaign,
+    CampaignRow,
+    RowCounts,
+    CampaignList,
+    TargetsAdded,
+    Capacity,
+    SenderCapacity,
+    DomainCapacity,
+    SenderLimitsIn,
+    WarmupIn,
+    SuppressionIn,
+    SuppressionOut,
+    SuppressionList
+)))]
 pub struct ApiDoc;
 
 /// Routes under `/v1` (authenticated by the caller's router).
-pub fn v1_router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/campaigns", post(create).get(list))
-        .route("/v1/campaigns/sender-capacity", get(sender_capacity))
-        .route("/v1/campaigns/sender-limits", post(sender_limits))
-        .route("/v1/campaigns/{id}", get(get_one))
-        .route("/v1/campaigns/{id}/targets", post(add_targets))
-        .route("/v1/campaigns/{id}/launch", post(launch))
-        .route("/v1/campaigns/{id}/pause", post(pause))
-        .route("/v1/campaigns/{id}/resume", post(resume))
-        .route("/v1/campaigns/{id}/cancel", post(cancel))
-        .route("/v1/suppressions", get(list_suppressions).post(add_suppression).delete(delete_suppression))
+pub fn v1_router() -> Api {
+    Api::new()
+        .op::<__path_create, _, _>(create)
+        .op::<__path_list, _, _>(list)
+        .op::<__path_sender_capacity, _, _>(sender_capacity)
+        .op::<__path_sender_limits, _, _>(sender_limits)
+        .op::<__path_get_one, _, _>(get_one)
+        .op::<__path_add_targets, _, _>(add_targets)
+        .op::<__path_launch, _, _>(launch)
+        .op::<__path_pause, _, _>(pause)
+        .op::<__path_resume, _, _>(resume)
+        .op::<__path_cancel, _, _>(cancel)
+        .op::<__path_list_suppressions, _, _>(list_suppressions)
+        .op::<__path_add_suppression, _, _>(add_suppression)
+        .op::<__path_delete_suppression, _, _>(delete_suppression)
 }
 
 /// Public routes: the one-click unsubscribe.

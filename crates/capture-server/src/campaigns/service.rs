@@ -362,7 +362,7 @@ pub async fn suppressions(state: &AppState, account: &Account, q: &ListQuery) ->
     let w = Window::of(q, |k| validate_email(k).is_ok())?;
     let rows = state.store.list_suppressions(&account.user.id, w.before.clone(), w.fetch()).await?;
     let page = w.page(rows, |r| (r.created_at, r.email_key.as_str()));
-    Ok(SuppressionList { data: page.rows.iter().map(suppression_view).collect(), next_cursor: page.next_cursor })
+    Ok(SuppressionList::of(page, |r| suppression_view(&r)))
 }
 
 fn parse_email(raw: &str, field: &str) -> Result<capture_core::sending::EmailAddress> {

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 
 use crate::audits::types::AuditReportType;
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 /// Most recipients one request may carry (create or add targets).
 pub const MAX_RECIPIENTS_PER_REQUEST: usize = 500;
@@ -218,12 +219,12 @@ pub struct Campaign {
     pub rows: Option<Vec<CampaignRow>>,
 }
 
-/// A page of campaigns, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CampaignList {
-    pub data: Vec<Campaign>,
-    pub next_cursor: Option<String>,
+list_type! {
+    /// A page of campaigns, newest first.
+    pub type CampaignList = ListResponse<Campaign>;
+    cursor
+    ;
+    schemas: both;
 }
 
 /// What `POST /v1/campaigns/{id}/targets` did.
@@ -369,12 +370,12 @@ pub struct SuppressionOut {
     pub created_at: String,
 }
 
-/// A page of suppressions, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SuppressionList {
-    pub data: Vec<SuppressionOut>,
-    pub next_cursor: Option<String>,
+list_type! {
+    /// A page of suppressions, newest first.
+    pub type SuppressionList = ListResponse<SuppressionOut>;
+    cursor
+    ;
+    schemas: both;
 }
 
 /// The input of the `get_campaign` tool (and the id of the other campaign tools).

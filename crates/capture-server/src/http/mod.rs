@@ -2,6 +2,7 @@
 //! authentication with the rate-limit headers, the one error type and its rendering, and
 //! JSON in and out. Resources build on this; nothing here knows a resource.
 
+pub mod api;
 pub mod authenticate;
 pub mod error;
 pub mod json;

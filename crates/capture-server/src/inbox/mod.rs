@@ -10,11 +10,10 @@ pub mod service;
 pub mod types;
 
 use crate::http::Path;
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Extension, Router};
 use capture_core::FieldError;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -25,37 +24,35 @@ use self::types::{
     SmtpEndpoint, WaitQuery, WaitResult,
 };
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiError, ApiResult, Json, JsonObject, Query};
 use crate::state::AppState;
 
 /// The inbox and auth-test paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(inbox, rotate, messages, delete_messages, wait, message, delete_message, check, record, attachment),
-    components(schemas(
-        Inbox,
-        InboxCounts,
-        SmtpEndpoint,
-        RotateIn,
-        MailAddress,
-        MailLink,
-        MailCode,
-        MailHeader,
-        MailAttachment,
-        MessageSummary,
-        Message,
-        MessageList,
-        WaitResult,
-        Deleted,
-        CheckIn,
-        RecordIn,
-        AuthAttempt,
-        Evidence,
-        CheckInbox,
-        Check
-    ))
-)]
+#[openapi(components(schemas(
+    Inbox,
+    InboxCounts,
+    SmtpEndpoint,
+    RotateIn,
+    MailAddress,
+    MailLink,
+    MailCode,
+    MailHeader,
+    MailAttachment,
+    MessageSummary,
+    Message,
+    MessageList,
+    WaitResult,
+    Deleted,
+    CheckIn,
+    RecordIn,
+    AuthAttempt,
+    Evidence,
+    CheckInbox,
+    Check
+)))]
 pub struct ApiDoc;
 
 /// A JSON object as `T`, refusing fields it does not have (by name).
@@ -228,14 +225,16 @@ pub async fn attachment(
 
 // Last in the file: the docs' route walk reads everything after a `.route(` as its handlers.
 /// Routes (authenticated by the caller's router: an API key or an OAuth session).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/inbox", get(inbox))
-        .route("/v1/inbox/rotate", post(rotate))
-        .route("/v1/inbox/messages", get(messages).delete(delete_messages))
-        .route("/v1/inbox/messages/wait", get(wait))
-        .route("/v1/inbox/messages/{id}", get(message).delete(delete_message))
-        .route("/v1/inbox/messages/{id}/attachments/{index}", get(attachment))
-        .route("/v1/auth-test/check", post(check))
-        .route("/v1/auth-test/record", post(record))
+pub fn router() -> Api {
+    Api::new()
+        .op::<__path_inbox, _, _>(inbox)
+        .op::<__path_rotate, _, _>(rotate)
+        .op::<__path_messages, _, _>(messages)
+        .op::<__path_delete_messages, _, _>(delete_messages)
+        .op::<__path_wait, _, _>(wait)
+        .op::<__path_message, _, _>(message)
+        .op::<__path_delete_message, _, _>(delete_message)
+        .op::<__path_attachment, _, _>(attachment)
+        .op::<__path_check, _, _>(check)
+        .op::<__path_record, _, _>(record)
 }

@@ -256,7 +256,7 @@ pub async fn list(state: &AppState, account: &Account, q: &MessagesQuery) -> Res
         MessageFilter { since: parse_time("since", q.since.as_deref())?, from: parse_from(q.from.as_deref())? };
     let rows = state.store.list_inbox_messages(&account.user.id, w.before.clone(), &filter, w.fetch()).await?;
     let page = w.page(rows, |r| (r.received_at, r.id.as_str()));
-    Ok(MessageList { data: page.rows.iter().map(summary).collect(), next_cursor: page.next_cursor })
+    Ok(MessageList::of(page, |r| summary(&r)))
 }
 
 /// One message of the caller (marked seen), or `NotFound`.

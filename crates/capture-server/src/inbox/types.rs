@@ -7,6 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::lists::list_type;
+
 /// The account's saved test inbox: the address and password to use on sites under test.
 #[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -149,13 +151,13 @@ pub struct Message {
     pub problems: Vec<String>,
 }
 
-/// A page of messages, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageList {
-    pub data: Vec<MessageSummary>,
+list_type! {
+    /// A page of messages, newest first.
+    pub type MessageList = ListResponse<MessageSummary>;
+    cursor
     /// Pass as `before` for the next page; null on the last.
-    pub next_cursor: Option<String>,
+    ;
+    schemas: both;
 }
 
 /// The answer of a long-poll.

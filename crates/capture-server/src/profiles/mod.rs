@@ -10,12 +10,13 @@ pub mod types;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::post;
 use axum::{Extension, Router};
 use capture_core::profile::BrowserState;
 
 use self::types::{LoginIn, LoginOut, Profile, ProfileIn, ProfileList, ProfilePatch};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::json::JsonLimit;
 use crate::http::{ApiResult, Json, Path, ValidatedJson};
@@ -23,21 +24,21 @@ use crate::state::AppState;
 
 /// The profile paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(create_handler, list_handler, get_handler, update_handler, delete_handler, state_handler, login_handler),
-    components(schemas(ProfileIn, ProfilePatch, Profile, ProfileList, LoginIn, LoginOut))
-)]
+#[openapi(components(schemas(ProfileIn, ProfilePatch, Profile, ProfileList, LoginIn, LoginOut)))]
 pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
-pub fn router() -> Router<AppState> {
+pub fn router() -> Api {
     // A state may be 4 MB serialized (`MAX_STATE_BYTES`); its body may be laid out with more.
     let state_body = || Extension(JsonLimit(STATE_BODY_LIMIT));
-    Router::new()
-        .route("/v1/profiles", post(create_handler).layer(state_body()).get(list_handler))
-        .route("/v1/profiles/login", post(login_handler))
-        .route("/v1/profiles/{id}/state", get(state_handler))
-        .route("/v1/profiles/{id}", get(get_handler).patch(update_handler).layer(state_body()).delete(delete_handler))
+    Api::new()
+        .op_with::<__path_create_handler, _, _>(create_handler, |m| m.layer(state_body()))
+        .op::<__path_list_handler, _, _>(list_handler)
+        .op::<__path_login_handler, _, _>(login_handler)
+        .op::<__path_state_handler, _, _>(state_handler)
+        .op::<__path_get_handler, _, _>(get_handler)
+        .op_with::<__path_update_handler, _, _>(update_handler, |m| m.layer(state_body()))
+        .op::<__path_delete_handler, _, _>(delete_handler)
 }
 
 /// The largest body of a create or update that carries a state: the state's own bound

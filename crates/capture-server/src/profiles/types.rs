@@ -8,6 +8,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 /// `POST /v1/profiles`: a named profile, empty until a session, a run or `login` saves a
 /// state in it, or with a state imported in Playwright's storage-state format.
@@ -118,10 +119,10 @@ pub struct Profile {
     pub updated_at: String,
 }
 
-/// The caller's profiles, oldest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct ProfileList {
-    pub data: Vec<Profile>,
+list_type! {
+    /// The caller's profiles, oldest first.
+    pub type ProfileList = Collection<Profile>;
+    schemas: both;
 }
 
 /// `POST /v1/profiles/login`: sign in (or up) to a site in a fresh browser with a test

@@ -4,38 +4,36 @@
 pub mod service;
 pub mod types;
 
+use axum::Extension;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
-use axum::{Extension, Router};
 use capture_core::RenderKeyId;
 
 use self::service::Answer;
 use self::types::{RenderKey, RenderKeyCreated, RenderKeyIn, RenderKeyList, RenderPending};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, Json, ValidatedJson};
 use crate::state::AppState;
 
 /// The render paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(create_key_handler, list_keys_handler, delete_key_handler, render_handler),
-    components(schemas(RenderKeyIn, RenderKey, RenderKeyCreated, RenderKeyList, RenderPending))
-)]
+#[openapi(components(schemas(RenderKeyIn, RenderKey, RenderKeyCreated, RenderKeyList, RenderPending)))]
 pub struct ApiDoc;
 
 /// The key routes (authenticated by the caller's router).
-pub fn keys_router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/render-keys", post(create_key_handler).get(list_keys_handler))
-        .route("/v1/render-keys/{id}", delete(delete_key_handler))
+pub fn keys_router() -> Api {
+    Api::new()
+        .op::<__path_create_key_handler, _, _>(create_key_handler)
+        .op::<__path_list_keys_handler, _, _>(list_keys_handler)
+        .op::<__path_delete_key_handler, _, _>(delete_key_handler)
 }
 
 /// The link itself: its signature is its credential.
-pub fn public_router() -> Router<AppState> {
-    Router::new().route("/v1/render", get(render_handler))
+pub fn public_router() -> Api {
+    Api::new().op::<__path_render_handler, _, _>(render_handler)
 }
 
 #[utoipa::path(post, path = "/v1/render-keys", tag = "render links", request_body = RenderKeyIn,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 /// `POST /v1/render-keys`.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
@@ -48,10 +49,10 @@ pub struct RenderKeyCreated {
     pub created_at: String,
 }
 
-/// The caller's keys in force.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct RenderKeyList {
-    pub data: Vec<RenderKey>,
+list_type! {
+    /// The caller's keys in force.
+    pub type RenderKeyList = Collection<RenderKey>;
+    schemas: both;
 }
 
 /// A render link's capture that did not finish within the link's wait: follow the job.

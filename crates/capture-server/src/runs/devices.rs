@@ -2,12 +2,11 @@
 //! and the device as stored and shown.
 
 use capture_core::FieldError;
+use capture_core::devices::Device;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::bounds::{self, text};
-
-pub use capture_core::devices::DEVICE_PRESETS;
 
 /// A device: a preset's name or an explicit one.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -60,7 +59,7 @@ pub fn device_spec(d: Option<&DeviceIn>) -> Result<DeviceSpec, FieldError> {
     match d {
         None => Ok(preset("desktop-1280").expect("the default preset exists")),
         Some(DeviceIn::Preset(name)) => preset(name).ok_or_else(|| {
-            let names: Vec<&str> = DEVICE_PRESETS.iter().map(|p| p.0).collect();
+            let names = capture_core::devices::names();
             FieldError::new("device", format!("unknown device '{name}' (known: {})", names.join(", ")))
         }),
         Some(DeviceIn::Custom(c)) => {
@@ -105,13 +104,34 @@ pub fn device_spec(d: Option<&DeviceIn>) -> Result<DeviceSpec, FieldError> {
 }
 
 fn preset(name: &str) -> Option<DeviceSpec> {
-    DEVICE_PRESETS.iter().find(|p| p.0 == name).map(|&(n, w, h, dsf, mobile, ua)| DeviceSpec {
-        preset: Some(n.to_string()),
-        width: w,
-        height: h,
-        device_scale_factor: dsf,
-        mobile,
-        touch: mobile,
-        user_agent: (!ua.is_empty()).then(|| ua.to_string()),
-    })
+    let p = capture_core::devices::preset(name)?;
+    Some(DeviceSpec { preset: Some(p.name.to_string()), ..DeviceSpec::of(&p.device) })
+}
+
+impl DeviceSpec {
+    /// `d` as stored and shown (no preset).
+    pub fn of(d: &Device) -> DeviceSpec {
+        DeviceSpec {
+            preset: None,
+            width: d.width,
+            height: d.height,
+            device_scale_factor: d.device_scale_factor,
+            mobile: d.mobile,
+            touch: d.touch,
+            user_agent: d.user_agent.as_deref().map(str::to_string),
+        }
+    }
+
+    /// The device the browser emulates, as stored (held as its size says).
+    pub fn device(&self) -> Device {
+        Device {
+            width: self.width,
+            height: self.height,
+            device_scale_factor: self.device_scale_factor,
+            mobile: self.mobile,
+            touch: self.touch,
+            landscape: self.width > self.height,
+            user_agent: self.user_agent.clone().map(Into::into),
+        }
+    }
 }

@@ -12,17 +12,17 @@ mod stream;
 pub mod types;
 
 use crate::http::Query;
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::{Extension, Router};
 use capture_core::RunId;
 
 pub use stream::stream;
 
 use self::types::{Run, RunIn, RunList};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, IdemCreate, Json};
 use crate::paging::ListQuery;
@@ -31,25 +31,25 @@ use crate::state::AppState;
 /// The run paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(create, get_one, list, stream::stream, stop, live::devtools),
     components(schemas(RunIn, Run, RunList)),
     tags((name = "runs", description = "Browser session runs: scripted steps or a live DevTools session, recorded"))
 )]
 pub struct ApiDoc;
 
 /// Routes under `/v1` (authenticated by the caller's router).
-pub fn v1_router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/runs", post(create).get(list))
-        .route("/v1/runs/{id}", get(get_one))
-        .route("/v1/runs/{id}/stream", get(stream))
-        .route("/v1/runs/{id}/stop", post(stop))
+pub fn v1_router() -> Api {
+    Api::new()
+        .op::<__path_create, _, _>(create)
+        .op::<__path_list, _, _>(list)
+        .op::<__path_get_one, _, _>(get_one)
+        .op::<stream::__path_stream, _, _>(stream)
+        .op::<__path_stop, _, _>(stop)
 }
 
 /// The live session's endpoint: authenticated by its single-use token, not an API key
 /// (DevTools clients connect with a bare URL).
-pub fn devtools_router() -> Router<AppState> {
-    Router::new().route("/v1/runs/{id}/devtools", get(live::devtools))
+pub fn devtools_router() -> Api {
+    Api::new().op::<live::__path_devtools, _, _>(live::devtools)
 }
 
 #[utoipa::path(post, path = "/v1/runs", tag = "runs", request_body = RunIn,

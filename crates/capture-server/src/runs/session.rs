@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use capture_browser::session::{Device, ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea};
+use capture_browser::session::{ScreencastOptions, ScreenshotSpec, Session, SessionOptions, ShotArea};
 use capture_browser::{BrowserPool, ImageFormat};
 use capture_core::{EndReason, RunStatus};
 use capture_media::{RecorderOptions, ScreencastRecorder};
@@ -25,25 +25,9 @@ const SESSION_MARGIN: Duration = Duration::from_secs(60);
 /// The session options of a run: its device, and a deadline past its own time so that it
 /// can be finalised.
 pub fn session_options(row: &RunRow, budget: Duration) -> SessionOptions {
-    let d: DeviceSpec = serde_json::from_str(&row.device).unwrap_or(DeviceSpec {
-        preset: None,
-        width: 1280,
-        height: 800,
-        device_scale_factor: 1.0,
-        mobile: false,
-        touch: false,
-        user_agent: None,
-    });
+    let device = serde_json::from_str::<DeviceSpec>(&row.device).map(|d| d.device()).unwrap_or_default();
     SessionOptions {
-        device: Device {
-            width: d.width,
-            height: d.height,
-            device_scale_factor: d.device_scale_factor,
-            mobile: d.mobile,
-            touch: d.touch,
-            landscape: d.width > d.height,
-            user_agent: d.user_agent,
-        },
+        device,
         deadline: budget + SESSION_MARGIN,
         slot_timeout: Duration::from_secs(30),
         cookie_consent: capture_core::options::CookieConsent::parse(&row.cookie_consent).unwrap_or_default(),

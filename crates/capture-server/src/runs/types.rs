@@ -10,8 +10,9 @@ use serde_json::Value;
 
 pub use super::bounds;
 use super::bounds::{http_url, text, within};
-pub use super::devices::{CustomDevice, DEVICE_PRESETS, DeviceIn, DeviceSpec, Viewport, device_spec};
+pub use super::devices::{CustomDevice, DeviceIn, DeviceSpec, Viewport, device_spec};
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 /// A run: `startUrl`, a device, `recordVideo`, `timeoutMs`, and either `steps` (a
 /// scripted run) or `live: true` (a session a DevTools client connects to).
@@ -429,25 +430,13 @@ impl utoipa::ToSchema for Run {
     }
 }
 
-/// A page of runs, newest first.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct RunList {
-    pub data: Vec<Run>,
+list_type! {
+    /// A page of runs, newest first.
+    pub type RunList = ListResponse<Run>;
+    cursor
     /// Pass as `before` for the next page; null on the last page.
-    pub next_cursor: Option<String>,
-}
-
-impl utoipa::PartialSchema for RunList {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        crate::schema::openapi::<RunList>()
-    }
-}
-
-impl utoipa::ToSchema for RunList {
-    fn name() -> std::borrow::Cow<'static, str> {
-        "RunList".into()
-    }
+    ;
+    schemas: json;
 }
 
 /// The input of the `get_run` and `stop_run` tools.

@@ -10,11 +10,10 @@ pub mod types;
 mod upload;
 
 use crate::http::Query;
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::{Extension, Router};
 use capture_core::ScreenshotId;
 
 pub use files::{pdf_download, pdf_response, serve_file};
@@ -25,6 +24,7 @@ pub use upload::upload;
 use self::service::NewJob;
 use self::types::{BatchCreated, BulkIn, DeviceList, Job, JobList, ScreenshotQuery, ShareLink};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, IdemCreate, Json};
 use crate::paging::ListQuery;
@@ -33,44 +33,30 @@ use capture_core::options::ScreenshotIn;
 
 /// The screenshot paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(
-        create,
-        create_bulk,
-        upload::upload,
-        get_one,
-        list,
-        devices,
-        stream::stream,
-        share,
-        unshare,
-        files::pdf_download
-    ),
-    components(schemas(ScreenshotIn, Job, JobList, ShareLink, DeviceList, BulkIn, BatchCreated))
-)]
+#[openapi(components(schemas(ScreenshotIn, Job, JobList, ShareLink, DeviceList, BulkIn, BatchCreated)))]
 pub struct ApiDoc;
 
 /// Routes under `/v1` (authenticated by the caller's router).
-pub fn v1_router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/screenshot", post(create))
-        .route("/v1/screenshot/upload", post(upload))
-        .route("/v1/screenshot/{id}", get(get_one))
-        .route("/v1/screenshot/{id}/stream", get(stream))
-        .route("/v1/screenshots", get(list))
-        .route("/v1/screenshots/bulk", post(create_bulk))
-        .route("/v1/devices", get(devices))
+pub fn v1_router() -> Api {
+    Api::new()
+        .op::<__path_create, _, _>(create)
+        .op::<upload::__path_upload, _, _>(upload)
+        .op::<__path_get_one, _, _>(get_one)
+        .op::<stream::__path_stream, _, _>(stream)
+        .op::<__path_list, _, _>(list)
+        .op::<__path_create_bulk, _, _>(create_bulk)
+        .op::<__path_devices, _, _>(devices)
 }
 
 /// Routes under `/api` (authenticated by the caller's router).
-pub fn api_router() -> Router<AppState> {
-    Router::new().route("/api/screenshots/{id}/share", post(share).delete(unshare))
+pub fn api_router() -> Api {
+    Api::new().op::<__path_share, _, _>(share).op::<__path_unshare, _, _>(unshare)
 }
 
 /// Routes "served by the web application": a Bearer key or the website's session
 /// (authenticated by the caller's router).
-pub fn web_app_router() -> Router<AppState> {
-    Router::new().route("/api/pdf/download/{id}", get(pdf_download))
+pub fn web_app_router() -> Api {
+    Api::new().op::<files::__path_pdf_download, _, _>(pdf_download)
 }
 
 #[utoipa::path(post, path = "/v1/screenshot", tag = "screenshots", request_body = ScreenshotIn,

@@ -4,6 +4,7 @@
 //! definition behind the handlers, the OpenAPI document and the MCP tool schemas.
 
 use capture_core::credentials::CredentialsSet;
+use capture_core::devices::Preset;
 use capture_core::metadata::PageMetadata;
 use capture_core::options::{CaptureOptions, ScreenshotIn};
 use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId};
@@ -13,6 +14,7 @@ use serde_json::{Map, Value};
 use utoipa::ToSchema;
 
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 // The capture request is capture-core's `ScreenshotIn` (one type for the server, the OpenAPI
 // document, the MCP tool and the CLI); every channel checks it through `validate`, so a bad
@@ -121,39 +123,42 @@ pub struct DevicePreset {
     pub user_agent: Option<&'static str>,
 }
 
-/// Every device preset.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct DeviceList {
-    pub data: Vec<DevicePreset>,
+list_type! {
+    /// Every device preset.
+    pub type DeviceList = Collection<DevicePreset>;
+    schemas: both;
 }
 
 impl DeviceList {
     /// The catalogue of `capture_core::devices`.
     pub fn all() -> DeviceList {
-        let data = capture_core::devices::DEVICE_PRESETS
-            .iter()
-            .map(|&(name, width, height, device_scale_factor, mobile, ua)| DevicePreset {
-                name,
-                kind: capture_core::devices::kind(width, height, mobile),
-                width,
-                height,
-                device_scale_factor,
-                mobile,
-                touch: mobile,
-                user_agent: (!ua.is_empty()).then_some(ua),
-            })
-            .collect();
-        DeviceList { data }
+        DeviceList { data: capture_core::devices::DEVICE_PRESETS.iter().map(DevicePreset::from).collect() }
     }
 }
 
-/// A page of jobs, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct JobList {
-    pub data: Vec<Job>,
+impl From<&'static Preset> for DevicePreset {
+    fn from(p: &'static Preset) -> DevicePreset {
+        let d = &p.device;
+        DevicePreset {
+            name: p.name,
+            kind: d.kind(),
+            width: d.width,
+            height: d.height,
+            device_scale_factor: d.device_scale_factor,
+            mobile: d.mobile,
+            touch: d.touch,
+            user_agent: d.user_agent.as_deref(),
+        }
+    }
+}
+
+list_type! {
+    /// A page of jobs, newest first.
+    pub type JobList = ListResponse<Job>;
+    cursor
     /// Pass as `before` for the next page; null on the last page.
-    pub next_cursor: Option<String>,
+    ;
+    schemas: both;
 }
 
 /// Most requests in one bulk request.

@@ -6,31 +6,30 @@ pub mod bucket;
 pub mod service;
 pub mod types;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Extension, Router};
 use capture_core::StorageDestinationId;
 
 use self::types::{StorageDestination, StorageDestinationIn, StorageDestinationList};
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiResult, Id, Json, ValidatedJson};
 use crate::state::AppState;
 
 /// The storage paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(create_handler, list_handler, get_handler, delete_handler),
-    components(schemas(StorageDestinationIn, StorageDestination, StorageDestinationList))
-)]
+#[openapi(components(schemas(StorageDestinationIn, StorageDestination, StorageDestinationList)))]
 pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/storage-destinations", post(create_handler).get(list_handler))
-        .route("/v1/storage-destinations/{id}", get(get_handler).delete(delete_handler))
+pub fn router() -> Api {
+    Api::new()
+        .op::<__path_create_handler, _, _>(create_handler)
+        .op::<__path_list_handler, _, _>(list_handler)
+        .op::<__path_get_handler, _, _>(get_handler)
+        .op::<__path_delete_handler, _, _>(delete_handler)
 }
 
 #[utoipa::path(post, path = "/v1/storage-destinations", tag = "storage", request_body = StorageDestinationIn,

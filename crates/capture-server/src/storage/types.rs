@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::http::validated::Checked;
+use crate::lists::list_type;
 
 /// `POST /v1/storage-destinations`: an S3-compatible bucket captures can also be written to.
 #[derive(Debug, Clone, Deserialize, ToSchema, JsonSchema)]
@@ -143,10 +144,10 @@ pub struct StorageDestination {
     pub created_at: String,
 }
 
-/// The caller's destinations, oldest first.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct StorageDestinationList {
-    pub data: Vec<StorageDestination>,
+list_type! {
+    /// The caller's destinations, oldest first.
+    pub type StorageDestinationList = Collection<StorageDestination>;
+    schemas: both;
 }
 
 #[cfg(test)]

@@ -6,10 +6,9 @@ pub mod delivery;
 pub mod service;
 pub mod types;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Extension, Router};
 use capture_core::EndpointId;
 
 use self::types::{
@@ -17,36 +16,35 @@ use self::types::{
     TestPing,
 };
 use crate::auth::Account;
+use crate::http::api::Api;
 use crate::http::error::ErrorBody;
 use crate::http::{ApiError, ApiResult, Id, Json, JsonObject};
 use crate::state::AppState;
 
 /// The webhook paths and schemas of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(create_handler, list_handler, delete_handler, rotate_handler, test_handler, deliveries_handler),
-    components(schemas(
-        EndpointIn,
-        Endpoint,
-        EndpointWithSecret,
-        CreatedEndpoint,
-        EndpointList,
-        RotatedSecret,
-        TestPing,
-        Delivery,
-        DeliveryList
-    ))
-)]
+#[openapi(components(schemas(
+    EndpointIn,
+    Endpoint,
+    EndpointWithSecret,
+    CreatedEndpoint,
+    EndpointList,
+    RotatedSecret,
+    TestPing,
+    Delivery,
+    DeliveryList
+)))]
 pub struct ApiDoc;
 
 /// Routes (authenticated by the caller's router).
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/v1/webhooks", post(create_handler).get(list_handler))
-        .route("/v1/webhooks/{id}", axum::routing::delete(delete_handler))
-        .route("/v1/webhooks/{id}/rotate", post(rotate_handler))
-        .route("/v1/webhooks/{id}/test", post(test_handler))
-        .route("/v1/webhooks/{id}/deliveries", get(deliveries_handler))
+pub fn router() -> Api {
+    Api::new()
+        .op::<__path_create_handler, _, _>(create_handler)
+        .op::<__path_list_handler, _, _>(list_handler)
+        .op::<__path_delete_handler, _, _>(delete_handler)
+        .op::<__path_rotate_handler, _, _>(rotate_handler)
+        .op::<__path_test_handler, _, _>(test_handler)
+        .op::<__path_deliveries_handler, _, _>(deliveries_handler)
 }
 
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = EndpointIn,

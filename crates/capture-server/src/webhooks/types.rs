@@ -7,6 +7,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::lists::list_type;
+
 /// Most characters of an endpoint's description.
 pub const DESCRIPTION_MAX: usize = 500;
 /// Most characters of an endpoint URL.
@@ -79,10 +81,10 @@ pub struct CreatedEndpoint {
     pub endpoint: EndpointWithSecret,
 }
 
-/// The caller's endpoints.
-#[derive(Debug, Clone, Serialize, ToSchema, JsonSchema)]
-pub struct EndpointList {
-    pub data: Vec<Endpoint>,
+list_type! {
+    /// The caller's endpoints.
+    pub type EndpointList = Collection<Endpoint>;
+    schemas: both;
 }
 
 /// A new signing secret (shown this once); the old one no longer signs.
@@ -118,10 +120,10 @@ pub struct Delivery {
     pub next_attempt_at: Option<String>,
 }
 
-/// An endpoint's last deliveries, newest first.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct DeliveryList {
-    pub data: Vec<Delivery>,
+list_type! {
+    /// An endpoint's last deliveries, newest first.
+    pub type DeliveryList = Collection<Delivery>;
+    schemas: openapi;
 }
 
 /// The input of the tools that name one endpoint.

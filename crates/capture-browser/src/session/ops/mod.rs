@@ -227,7 +227,7 @@ impl SessionPage {
         self.apply_device(&d).await?;
         let ua_changed = d.user_agent != self.device.user_agent;
         if ua_changed {
-            self.user_agent = d.user_agent.clone();
+            self.user_agent = d.user_agent.as_deref().map(str::to_string);
         }
         self.device = d;
         if ua_changed {

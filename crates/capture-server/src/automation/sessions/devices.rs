@@ -7,8 +7,10 @@ use serde_json::json;
 
 use super::live;
 use crate::automation::{AutoResult, Cx, Reply, timeout};
-use crate::runs::types::{DEVICE_PRESETS, DeviceIn, DeviceSpec, device_spec};
+use crate::runs::types::{DeviceIn, DeviceSpec, device_spec};
+use crate::screenshots::types::DevicePreset;
 use capture_browser::session::{Device, Session};
+use capture_core::devices::DEVICE_PRESETS;
 use serde_json::Value;
 use std::time::Duration;
 
@@ -36,26 +38,9 @@ pub enum DeviceKind {
     Desktop,
 }
 
-pub(crate) fn kind_of(w: u32, h: u32, mobile: bool) -> DeviceKind {
-    match capture_core::devices::kind(w, h, mobile) {
-        "desktop" => DeviceKind::Desktop,
-        "tablet" => DeviceKind::Tablet,
-        _ => DeviceKind::Phone,
-    }
-}
-
 /// Every preset, as listed.
 pub fn presets() -> Vec<Value> {
-    DEVICE_PRESETS
-        .iter()
-        .map(|&(name, w, h, dsf, mobile, ua)| {
-            json!({
-                "name": name, "kind": kind_of(w, h, mobile), "width": w, "height": h,
-                "deviceScaleFactor": dsf, "mobile": mobile, "touch": mobile,
-                "userAgent": (!ua.is_empty()).then_some(ua),
-            })
-        })
-        .collect()
+    DEVICE_PRESETS.iter().map(|p| json!(DevicePreset::from(p))).collect()
 }
 
 pub async fn list_devices(_cx: Cx, a: ListDevicesIn) -> AutoResult<Reply> {
@@ -67,15 +52,7 @@ pub async fn list_devices(_cx: Cx, a: ListDevicesIn) -> AutoResult<Reply> {
 
 /// A device spec as the browser emulates it, held per `orientation`.
 pub fn device_of(spec: &DeviceSpec, orientation: Option<Orientation>) -> Device {
-    let d = Device {
-        width: spec.width,
-        height: spec.height,
-        device_scale_factor: spec.device_scale_factor,
-        mobile: spec.mobile,
-        touch: spec.touch,
-        landscape: spec.width > spec.height,
-        user_agent: spec.user_agent.clone(),
-    };
+    let d = spec.device();
     match orientation {
         Some(Orientation::Landscape) if !d.landscape => d.rotated(),
         Some(Orientation::Portrait) if d.landscape => d.rotated(),
