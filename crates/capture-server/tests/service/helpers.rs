@@ -75,6 +75,10 @@ impl TestApp {
             ("CAPTURE_EGRESS_ALLOW".into(), "127.0.0.1,::1".into()),
             ("CAPTURE_BROWSERS".into(), "1".into()),
             ("CAPTURE_WORKER_CONCURRENCY".into(), "2".into()),
+            // PostgreSQL's 100 connections are shared by every test running at once (four at a
+            // time, a cluster test with four nodes): a node's own default (its capture slots
+            // plus 16) let them reach 92 here and run out on CI.
+            ("CAPTURE_DATABASE_POOL".into(), "6".into()),
             ("CAPTURE_ROLES".into(), roles),
         ]);
         env.extend(opts.env.iter().cloned());
