@@ -11,6 +11,7 @@ use sqlx::any::AnyRow;
 use crate::admission::{QueueFull, QueueScope};
 use crate::db::{Result, Store, StoreError};
 use crate::events::append_event;
+use crate::json::Json;
 use crate::ledger::reserve;
 use crate::paid::{Made, Refused, Step, finish, settle};
 use crate::shape::{IdemResponse, Table};
@@ -105,7 +106,6 @@ pub fn queue_kind(kind: &str) -> &'static str {
 }
 
 fn row_from(r: &AnyRow) -> Result<AdshotRow> {
-    let files: String = r.try_get("files")?;
     Ok(AdshotRow {
         id: r.try_get("id")?,
         user_id: r.try_get("user_id")?,
@@ -120,7 +120,7 @@ fn row_from(r: &AnyRow) -> Result<AdshotRow> {
         progress: r.try_get("progress")?,
         input: r.try_get("input")?,
         draft: r.try_get("draft")?,
-        files: serde_json::from_str(&files).unwrap_or_default(),
+        files: r.try_get::<Json<Vec<String>>, _>("files")?.0,
         video_key: r.try_get("video_key")?,
         thumb_key: r.try_get("thumb_key")?,
         duration_ms: r.try_get("duration_ms")?,
@@ -274,7 +274,7 @@ impl Store {
              WHERE id = $10 AND status IN ('pending', 'processing') RETURNING user_id",
         )
         .bind(done.draft.clone())
-        .bind(serde_json::to_string(&done.files).unwrap_or_else(|_| "[]".into()))
+        .bind(Json(&done.files))
         .bind(done.video_key.clone())
         .bind(done.thumb_key.clone())
         .bind(done.duration_ms)

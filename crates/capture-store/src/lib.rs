@@ -25,6 +25,7 @@ mod events;
 mod gate;
 mod idempotency;
 mod inbox;
+mod json;
 mod ledger;
 mod migrations;
 mod notify;
@@ -47,6 +48,7 @@ pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
 pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudit};
 pub use authver::AuthVersion;
+pub use json::Json;
 pub use campaigns::{
     AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
     SuppressionReason, SuppressionSource, TargetRecord, Unsuppressed,

@@ -7,6 +7,7 @@ use sqlx::Row;
 use sqlx::any::AnyRow;
 
 use crate::db::{Result, Store};
+use crate::json::Json;
 use crate::users::User;
 
 /// A registered OAuth client.
@@ -111,12 +112,10 @@ pub struct AccessRecord {
 }
 
 fn client_from(r: &AnyRow) -> Result<OAuthClient> {
-    let uris: String = r.try_get("redirect_uris")?;
     Ok(OAuthClient {
         client_id: r.try_get("client_id")?,
         client_name: r.try_get("client_name")?,
-        redirect_uris: serde_json::from_str(&uris)
-            .map_err(|e| crate::StoreError::Corrupt(format!("oauth_clients.redirect_uris: {e}")))?,
+        redirect_uris: r.try_get::<Json<Vec<String>>, _>("redirect_uris")?.0,
         token_endpoint_auth_method: r.try_get("token_endpoint_auth_method")?,
         metadata_url: r.try_get("metadata_url")?,
         metadata: r.try_get("metadata")?,
@@ -179,7 +178,7 @@ impl Store {
         )
         .bind(&c.client_id)
         .bind(c.client_name.clone())
-        .bind(serde_json::to_string(&c.redirect_uris).unwrap_or_else(|_| "[]".into()))
+        .bind(Json(&c.redirect_uris))
         .bind(&c.token_endpoint_auth_method)
         .bind(c.metadata_url.clone())
         .bind(c.metadata.clone())

@@ -8,6 +8,7 @@ use sqlx::any::AnyRow;
 use sqlx::{Any, Row, Transaction};
 
 use crate::db::{Result, Store};
+use crate::json::Json;
 
 /// Attempts per delivery (1 + 5 retries).
 pub const MAX_ATTEMPTS: i64 = 6;
@@ -62,12 +63,11 @@ pub struct AttemptOutcome {
 }
 
 fn endpoint_from(r: &AnyRow) -> Result<Endpoint> {
-    let events: String = r.try_get("events")?;
     Ok(Endpoint {
         id: r.try_get("id")?,
         user_id: r.try_get("user_id")?,
         url: r.try_get("url")?,
-        events: serde_json::from_str(&events).unwrap_or_default(),
+        events: r.try_get::<Json<Vec<String>>, _>("events")?.0,
         description: r.try_get("description")?,
         secret_enc: r.try_get("secret_enc")?,
         created_at: r.try_get("created_at")?,
@@ -221,7 +221,7 @@ impl Store {
         .bind(&ep.id)
         .bind(&ep.user_id)
         .bind(&ep.url)
-        .bind(serde_json::to_string(&ep.events).unwrap_or_else(|_| "[\"*\"]".into()))
+        .bind(Json(&ep.events))
         .bind(ep.description.clone())
         .bind(&ep.secret_enc)
         .bind(ep.created_at)

@@ -13,6 +13,7 @@ use crate::admission::{self, QueueLimits};
 use crate::db::{Result, Store, StoreError};
 use crate::events::append_event;
 use crate::gate::Gate;
+use crate::json::Json;
 use crate::ledger::reserve_in;
 use crate::paid::{Made, Refused, Step, Stop, finish, settle};
 use crate::shape::{Before, IdemResponse, Table};
@@ -125,7 +126,6 @@ pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format
 const TABLE: Table = Table::new("screenshots", COLS);
 
 pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
-    let tags: String = r.try_get("tags")?;
     Ok(ScreenshotRow {
         id: r.try_get("id")?,
         user_id: r.try_get("user_id")?,
@@ -140,7 +140,7 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         result_key: r.try_get("result_key")?,
         thumb_key: r.try_get("thumb_key")?,
         page_title: r.try_get("page_title")?,
-        tags: serde_json::from_str(&tags).unwrap_or_default(),
+        tags: r.try_get::<Json<Vec<String>>, _>("tags")?.0,
         width: r.try_get("width")?,
         height: r.try_get("height")?,
         error: r.try_get("error")?,
@@ -187,7 +187,7 @@ async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot
     .bind(d.map(|d| d.result_key.clone()))
     .bind(d.and_then(|d| d.thumb_key.clone()))
     .bind(d.and_then(|d| d.page_title.clone()))
-    .bind(serde_json::to_string(&d.map(|d| d.tags.clone()).unwrap_or_default()).unwrap_or_default())
+    .bind(Json(d.map_or(&[][..], |d| &d.tags[..])))
     .bind(d.and_then(|d| d.width))
     .bind(d.and_then(|d| d.height))
     .bind(n.actions)
