@@ -20,12 +20,11 @@ use tokio_util::sync::CancellationToken;
 use crate::blob::{BlobStore, LocalBlobStore, S3BlobStore};
 use crate::config::{Config, Storage};
 use crate::crypto::MasterKey;
-use crate::http::api::Api;
 use crate::http::error::{method_not_allowed, unknown_route};
 use crate::http::{authenticate, request};
 pub use crate::start_error::StartError;
 use crate::state::{AppState, Inner};
-use crate::{account, docs, jobs, screenshots};
+use crate::{docs, jobs, screenshots};
 
 /// The full HTTP router for `state`.
 pub fn router(state: AppState) -> Router {
@@ -35,14 +34,14 @@ pub fn router(state: AppState) -> Router {
 /// The full HTTP router with `extra` routes inside the same layers (request id, error bodies,
 /// the catch-panic guard): tests mount a route that panics to see what a client gets.
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
-    let apis = apis();
-    let authed =
-        merged(apis.api_key).route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
+    let apis = crate::routes::apis();
+    let authed = crate::routes::merged(apis.api_key)
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key));
     // The balance and the inbox also accept the OAuth session of the CLI and MCP clients.
-    let account = merged(apis.api_key_or_oauth)
+    let account = crate::routes::merged(apis.api_key_or_oauth)
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate::require_api_key_or_oauth));
     // The PDF download is the website's too: a Bearer key or the session cookie.
-    let web_app = merged(apis.api_key_or_session).route_layer(middleware::from_fn_with_state(
+    let web_app = crate::routes::merged(apis.api_key_or_session).route_layer(middleware::from_fn_with_state(
         state.clone(),
         crate::web::base::session::require_api_key_or_session,
     ));
@@ -56,7 +55,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
-        .merge(merged(apis.own_auth))
+        .merge(crate::routes::merged(apis.own_auth))
         .merge(crate::audits::public_router())
         .merge(crate::campaigns::public_router())
         .merge(docs::router())
@@ -74,52 +73,6 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .layer(middleware::from_fn(request::catch_panic))
         .layer(middleware::from_fn_with_state(state.clone(), request::request_id))
         .with_state(state)
-}
-
-/// The routers of the JSON API (each route registered with its OpenAPI operation), by how a
-/// request authenticates. The OpenAPI document is made from these same routers
-/// ([`docs::openapi`]): what is served is what is documented.
-pub struct Apis {
-    /// An API key (`Authorization: Bearer`).
-    pub api_key: Vec<Api>,
-    /// An API key or the OAuth session of the CLI and MCP clients.
-    pub api_key_or_oauth: Vec<Api>,
-    /// An API key or the website's session cookie.
-    pub api_key_or_session: Vec<Api>,
-    /// Their own credential: a render link's signature, a live run's DevTools token.
-    pub own_auth: Vec<Api>,
-}
-
-impl Apis {
-    /// Every router, whatever its authentication.
-    pub fn all(self) -> impl Iterator<Item = Api> {
-        [self.api_key, self.api_key_or_oauth, self.api_key_or_session, self.own_auth].into_iter().flatten()
-    }
-}
-
-/// The JSON API's routers.
-pub fn apis() -> Apis {
-    Apis {
-        api_key: vec![
-            screenshots::v1_router(),
-            crate::audits::v1_router(),
-            crate::ads::v1_router(),
-            crate::webhooks::router(),
-            crate::render::keys_router(),
-            crate::storage::router(),
-            crate::profiles::router(),
-            screenshots::api_router(),
-            crate::runs::v1_router(),
-            crate::campaigns::v1_router(),
-        ],
-        api_key_or_oauth: vec![account::router(), crate::inbox::router()],
-        api_key_or_session: vec![screenshots::web_app_router()],
-        own_auth: vec![crate::render::public_router(), crate::runs::devtools_router()],
-    }
-}
-
-fn merged(apis: Vec<Api>) -> Router<AppState> {
-    apis.into_iter().fold(Router::new(), Router::merge)
 }
 
 async fn healthz() -> Json<serde_json::Value> {

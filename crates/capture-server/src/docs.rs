@@ -49,7 +49,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::inbox::ApiDoc::openapi());
     doc.merge(crate::campaigns::ApiDoc::openapi());
     // The operations, from the routers the app serves.
-    for api in crate::app::apis().all() {
+    for api in crate::routes::apis().all() {
         doc.merge(api.openapi());
     }
     error_responses(&mut doc);
@@ -166,7 +166,7 @@ mod tests {
         let doc = serde_json::to_value(openapi()).unwrap();
         // Each router's routes, as registered with their operations (a route's path and methods
         // are its documentation's).
-        let routes: Vec<(String, String)> = crate::app::apis().all().flat_map(|api| api.routes()).collect();
+        let routes: Vec<(String, String)> = crate::routes::apis().all().flat_map(|api| api.routes()).collect();
         assert!(routes.len() >= 70, "every router was walked: {routes:?}");
         for (method, path) in &routes {
             let op = &doc["paths"][path][method];

@@ -43,6 +43,7 @@ pub mod paging;
 pub mod profiles;
 pub mod queues;
 pub mod render;
+pub mod routes;
 pub mod runs;
 pub mod scheduler;
 pub mod schema;

@@ -146,6 +146,7 @@ macro_rules! sub_state {
 
 sub_state! {
     Store => |s| s.store.clone(),
+    Arc<dyn BlobStore> => |s| s.blobs.clone(),
     capture_core::clock::Clock => |s| s.clock,
     Arc<Browser> => |s| s.browser.clone(),
     Arc<Mail> => |s| s.mail.clone(),

@@ -3,7 +3,7 @@
 //! `#[utoipa::path]` makes): the route's path and methods are the ones documented, and the
 //! operation (with its tags and the schemas it refers to) goes into the document. A route of
 //! the JSON API cannot be served undocumented, nor documented at another path than it is
-//! served; the document is made from the same routers the app serves ([`crate::app::apis`]).
+//! served; the document is made from the same routers the app serves ([`crate::routes::apis`]).
 
 use axum::Router;
 use axum::handler::Handler;

@@ -8,7 +8,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
-use capture_store::{CodeRedemption, NewToken, RefreshOutcome, TokenKind};
+use capture_core::clock::Clock;
+use capture_store::{CodeRedemption, NewToken, RefreshOutcome, Store, TokenKind};
 
 use super::clients::{self, ClientError};
 use super::{
@@ -208,7 +209,12 @@ async fn token_inner(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Resu
 /// `POST /oauth/revoke` (RFC 7009): revoke an access or refresh token. The answer is 200
 /// whether or not the token was live, so it reveals nothing; revoking a refresh token ends
 /// the whole grant.
-pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+pub async fn revoke(
+    State(store): State<Store>,
+    State(clock): State<Clock>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let (p, client_id) = match read_form(&headers, &body) {
         Ok(x) => x,
         Err(e) => return e.into_response(),
@@ -216,9 +222,7 @@ pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: axu
     let Some(token) = p.get("token").filter(|t| !t.is_empty()) else {
         return OAuthError::bad("invalid_request", "token is required").into_response();
     };
-    if let Err(e) =
-        state.store.revoke_oauth_token(&hash_secret(token), client_id.as_deref(), state.clock.now_ms()).await
-    {
+    if let Err(e) = store.revoke_oauth_token(&hash_secret(token), client_id.as_deref(), clock.now_ms()).await {
         return OAuthError::from(e).into_response();
     }
     ok_json(serde_json::json!({}))

@@ -7,10 +7,11 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use capture_core::ScreenshotId;
+use std::sync::Arc;
 
 use super::service::{self, PdfFile};
 use crate::auth::Account;
-use crate::blob;
+use crate::blob::{self, BlobStore};
 use crate::http::{ApiError, ApiResult, Id};
 use crate::state::AppState;
 
@@ -38,14 +39,14 @@ pub fn pdf_response(file: PdfFile) -> Response {
 
 /// `GET /files/{name}`: a stored file, by its unguessable name, streamed from the blob store
 /// (local folder or S3; in presigned mode too, so older links keep working).
-pub async fn serve_file(State(state): State<AppState>, Path(name): Path<String>) -> Response {
+pub async fn serve_file(State(blobs): State<Arc<dyn BlobStore>>, Path(name): Path<String>) -> Response {
     if name.ends_with(".html") || name.starts_with("inbox-") {
         // Uploaded documents are inputs, never served (they would run on our origin); inbox
         // attachments are private mail, served only to their owner by
         // `/v1/inbox/messages/{id}/attachments/{index}`.
         return ApiError::not_found("file").into_response();
     }
-    match state.blobs.open(&name).await {
+    match blobs.open(&name).await {
         Ok(Some(file)) => {
             let mut r = (StatusCode::OK, axum::body::Body::from_stream(file.body)).into_response();
             let h = r.headers_mut();

@@ -15,6 +15,8 @@ use askama::Template;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
+use capture_core::clock::Clock;
+use capture_store::Store;
 
 use super::base::forms::{AnonForm, SignedForm, anon_csrf};
 use super::base::layout::{Chrome, WebError, WebResult, page, see_other, sentence};
@@ -238,7 +240,11 @@ pub async fn send_verification(state: &AppState, user: &capture_store::User) -> 
 
 /// `GET /verify-email?token=…`: the link of the verification mail. Verifies the address
 /// (once) and goes to the dashboard, which says so.
-pub async fn verify_email(State(state): State<AppState>, RawQuery(q): RawQuery) -> WebResult<Response> {
+pub async fn verify_email(
+    State(store): State<Store>,
+    State(clock): State<Clock>,
+    RawQuery(q): RawQuery,
+) -> WebResult<Response> {
     let token = q
         .as_deref()
         .and_then(|q| {
@@ -246,7 +252,7 @@ pub async fn verify_email(State(state): State<AppState>, RawQuery(q): RawQuery) 
         })
         .filter(|t| capture_core::ids::is_token(t, 20, 128));
     let verified = match token {
-        Some(t) => state.store.verify_email(&crate::crypto::sha256_hex(t.as_bytes()), state.clock.now_ms()).await?,
+        Some(t) => store.verify_email(&crate::crypto::sha256_hex(t.as_bytes()), clock.now_ms()).await?,
         None => None,
     };
     match verified {
