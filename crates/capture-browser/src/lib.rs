@@ -194,9 +194,13 @@ pub enum CaptureError {
     /// The page could not be loaded (unreachable, DNS failure, refused, blocked by the egress guard).
     #[error("{0}")]
     Navigation(String),
-    /// Navigation, clickBefore or the job deadline ran out.
+    /// One of the request's own timeouts ran out (`timeoutMs` for navigation, clickBefore,
+    /// waitFor, the script), or a step's.
     #[error("{0}")]
     Timeout(String),
+    /// The job's whole deadline ran out ([`deadline_message`]).
+    #[error("{0}")]
+    Deadline(String),
     /// A user script or selector failed (preScreenshotJs threw, clickBefore not found).
     #[error("{0}")]
     Script(String),
@@ -259,10 +263,14 @@ impl CaptureError {
         matches!(self, CaptureError::Browser(_))
     }
 
-    /// The job's whole deadline ran out ([`deadline_message`]), not one of the request's own
-    /// timeouts (`timeoutMs` for navigation, clickBefore, waitFor, the script).
+    /// The job's whole deadline ran out, not one of the request's own timeouts.
     pub fn is_deadline(&self) -> bool {
-        matches!(self, CaptureError::Timeout(m) if m.starts_with("capture exceeded the ") && m.ends_with(" ms deadline"))
+        matches!(self, CaptureError::Deadline(_))
+    }
+
+    /// A timeout of either kind: the request's own or the whole deadline.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, CaptureError::Timeout(_) | CaptureError::Deadline(_))
     }
 }
 

@@ -564,7 +564,7 @@ impl BrowserPool {
                 if let Some(e) = self.launch_error() {
                     return Err(CaptureError::Browser(format!("no browser available: {e}")));
                 }
-                return Err(CaptureError::Timeout(what.to_owned()));
+                return Err(CaptureError::Deadline(what.to_owned()));
             }
         };
         *self.last_view.lock().unwrap() = view;
@@ -579,7 +579,7 @@ impl BrowserPool {
             None => {
                 let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
                 prepare::prepare(lease.conn(), until, view).await.map_err(|e| match e {
-                    CaptureError::Timeout(_) if until == deadline => CaptureError::Timeout(what.to_owned()),
+                    CaptureError::Timeout(_) if until == deadline => CaptureError::Deadline(what.to_owned()),
                     // A page that cannot be set up within PREPARE_TIMEOUT fails this
                     // attempt only (transient: the job is retried), not the whole job.
                     CaptureError::Timeout(m) => CaptureError::Browser(format!("setting up a page timed out: {m}")),

@@ -386,7 +386,7 @@ async fn navigation_errors_and_timeouts() {
     r.deadline = Duration::from_millis(2000);
     let t = Instant::now();
     match f.pool.capture(r).await {
-        Err(CaptureError::Timeout(m)) => assert_eq!(m, "capture exceeded the 2000 ms deadline"),
+        Err(CaptureError::Deadline(m)) => assert_eq!(m, "capture exceeded the 2000 ms deadline"),
         other => panic!("expected a timeout, got {:?}", other.map(|o| o.tags)),
     }
     assert!(t.elapsed() < Duration::from_millis(3000), "{:?}", t.elapsed());

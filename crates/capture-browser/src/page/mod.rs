@@ -127,7 +127,7 @@ impl Page {
     }
 
     pub(crate) fn deadline_err(&self) -> CaptureError {
-        CaptureError::Timeout(self.deadline_msg.clone())
+        CaptureError::Deadline(self.deadline_msg.clone())
     }
 
     /// `what` if `until` came before the deadline, else the deadline's own error.

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 
 pub(crate) mod session;
+pub(crate) mod tools;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -253,10 +253,10 @@ command!(GetContentQuads, "DOM.getContentQuads", ContentQuads);
 
 // ---- Input -----------------------------------------------------------------------------
 
-/// One finger of a touch event.
-#[derive(Debug, Clone, Serialize)]
+/// One finger of a touch event, relative to the visual viewport in CSS pixels.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) struct TouchPoint {
+pub struct TouchPoint {
     pub x: f64,
     pub y: f64,
     pub id: u32,

@@ -19,7 +19,7 @@ use super::{
 impl Session {
     /// Run `f` on the session's page as operation `name`, bounded by `timeout` and the
     /// session's deadline.
-    async fn run<T, F>(&self, name: String, timeout: Duration, f: F) -> Result<T, CaptureError>
+    pub(super) async fn run<T, F>(&self, name: String, timeout: Duration, f: F) -> Result<T, CaptureError>
     where
         T: Send + 'static,
         F: for<'a> FnOnce(&'a mut SessionPage) -> BoxFuture<'a, Result<T, CaptureError>> + Send + 'static,

@@ -33,7 +33,9 @@
 //!   [`CaptureError::Closed`] and the context is disposed.
 //! - Everything the page loads goes through the pool's egress guard; only `http(s)` URLs
 //!   are navigated to. Downloads are denied. [`Session::cdp`] passes raw page commands
-//!   through [`filter`], which refuses those that would reach past the session's context.
+//!   through [`filter`], which refuses those that would reach past the session's context;
+//!   the typed single commands (`dispatch_mouse`, `query_selector`, `set_timezone`…) take
+//!   the same path.
 //! - Logs: every request with its transfer size and outcome ([`RequestRecord`]), console
 //!   messages and uncaught exceptions ([`ConsoleEntry`]), dialogs; bounded
 //!   ([`log::MAX_REQUESTS`], [`log::MAX_CONSOLE`]). A *failed request* is a network
@@ -64,6 +66,7 @@ use crate::{BrowserPool, CaptureError, WaitUntil};
 
 mod calls;
 pub mod clipboard;
+mod devtools;
 pub mod filter;
 mod guard;
 mod keys;
@@ -71,6 +74,11 @@ pub mod log;
 mod ops;
 mod types;
 
+pub use crate::protocol::session::TouchPoint;
+pub use crate::protocol::tools::{
+    CallOutcome, DeleteCookies, DeviceOrientation, DomNode, FrameInfo, FrameTree, MouseButton, MouseEvent,
+    MouseEventKind, PerformanceMetric, ThrownException, TouchEvent, TouchEventKind, VisionDeficiency,
+};
 pub use log::{ConsoleEntry, Dialog, RequestRecord};
 pub use types::{
     AxNode, ColorScheme, Device, DialogPolicy, FileUpload, Frame, Geolocation, Image, LogCounts, MAX_PAGES,

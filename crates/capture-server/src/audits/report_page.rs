@@ -132,11 +132,8 @@ pub(crate) async fn render_pdf(state: &AppState, pool: &BrowserPool, report: &Re
         .await
         .map_err(Error::internal)?;
     let rendered = async {
-        let tree = session.cdp("Page.getFrameTree", serde_json::json!({}), PDF_TIMEOUT).await?;
-        let frame = tree["frameTree"]["frame"]["id"].as_str().unwrap_or_default().to_string();
-        session
-            .cdp("Page.setDocumentContent", serde_json::json!({"frameId": frame, "html": html}), PDF_TIMEOUT)
-            .await?;
+        let frame = session.frame_tree(PDF_TIMEOUT).await?.frame.id;
+        session.set_document_content(&frame, &html, PDF_TIMEOUT).await?;
         session
             .evaluate(
                 "Promise.all(Array.from(document.images).map((i) => i.decode().catch(() => null))).then(() => true)",

@@ -195,7 +195,7 @@ impl From<CaptureError> for AutoError {
             CaptureError::Element(ElementFault::NoSuchRef, m) => (ErrorCode::NoSuchElementRef, m),
             CaptureError::Element(ElementFault::Covered, m) => (ErrorCode::ElementCovered, m),
             CaptureError::DialogOpen(m) => (ErrorCode::DialogOpen, m),
-            CaptureError::Timeout(m) => (ErrorCode::Timeout, m),
+            CaptureError::Timeout(m) | CaptureError::Deadline(m) => (ErrorCode::Timeout, m),
             CaptureError::Script(m) | CaptureError::Rejected(m) => (ErrorCode::ActionFailed, m),
             CaptureError::NotFound(m) => (ErrorCode::ElementNotFound, m),
             CaptureError::Navigation(m) => (ErrorCode::NavigationFailed, m),

@@ -44,11 +44,8 @@ impl Api {
     ) -> Api {
         let path = D::path();
         let methods = D::methods();
-        let filter = methods
-            .iter()
-            .map(|m| method_filter(m))
-            .reduce(MethodFilter::or)
-            .expect("a documented operation has a method");
+        let filter =
+            methods.iter().map(method_filter).reduce(MethodFilter::or).expect("a documented operation has a method");
         self.router = self.router.route(&path, wrap(on(filter, handler)));
 
         // The operation as `#[derive(OpenApi)]`'s `paths(…)` would add it: its tags, and the

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
+use capture_browser::WaitUntil;
 use capture_browser::session::{Device, SessionOptions};
-use capture_browser::{CaptureError, WaitUntil};
 use capture_core::FieldError;
 use capture_core::ids::new_id;
 use capture_core::time::iso;
@@ -349,7 +349,7 @@ async fn probe(state: &AppState, url: &str) -> std::result::Result<PageFacts, St
         .map_err(|e| e.to_string())?;
     let r = async {
         let nav = session.goto(url, WaitUntil::Load, Duration::from_secs(20)).await.map_err(|e| match e {
-            CaptureError::Timeout(_) => "the page did not load within 20 s".to_string(),
+            e if e.is_timeout() => "the page did not load within 20 s".to_string(),
             e => e.to_string(),
         })?;
         if let Some(status) = nav.status.filter(|s| *s >= 400) {

@@ -389,7 +389,7 @@ async fn gather(state: &AppState, s: &Session, url: &str, signed_in: bool) -> Re
     let mut facts = PageFacts { url: url.to_owned(), final_url: url.to_owned(), ..PageFacts::default() };
     let nav = match s.goto(url, WaitUntil::Load, PAGE_LOAD_TIMEOUT).await {
         Ok(n) => n,
-        Err(CaptureError::Timeout(_)) => {
+        Err(e) if e.is_timeout() => {
             facts.error = Some(format!("the page did not finish loading within {} s", PAGE_LOAD_TIMEOUT.as_secs()));
             return Ok(PageInput { facts, screenshots: Screenshots::default() });
         }

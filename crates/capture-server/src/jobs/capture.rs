@@ -254,7 +254,8 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
 /// service's doing — so it is given back. Its own `timeoutMs` running out is still its own.
 pub fn charged(e: &CaptureError, video: bool) -> bool {
     match e {
-        CaptureError::Timeout(_) => !(video && e.is_deadline()),
+        CaptureError::Timeout(_) => true,
+        CaptureError::Deadline(_) => !video,
         CaptureError::Script(_) | CaptureError::Rejected(_) => true,
         _ => false,
     }
@@ -668,7 +669,7 @@ mod tests {
 
     #[test]
     fn a_video_past_its_deadline_is_given_back_and_its_own_timeouts_are_not() {
-        let deadline = CaptureError::Timeout(capture_browser::deadline_message(Duration::from_millis(43_000)));
+        let deadline = CaptureError::Deadline(capture_browser::deadline_message(Duration::from_millis(43_000)));
         assert!(deadline.is_deadline());
         assert!(!charged(&deadline, true), "a video that ran out of time produced nothing");
         assert!(charged(&deadline, false), "a screenshot's page took the time");

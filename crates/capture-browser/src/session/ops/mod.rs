@@ -66,6 +66,7 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
     match e {
         CaptureError::Navigation(m) => CaptureError::Navigation(prefix(m)),
         CaptureError::Timeout(m) => CaptureError::Timeout(prefix(m)),
+        CaptureError::Deadline(m) => CaptureError::Deadline(prefix(m)),
         CaptureError::Script(m) => CaptureError::Script(prefix(m)),
         CaptureError::Browser(m) => CaptureError::Browser(prefix(m)),
         CaptureError::Refused(m) => CaptureError::Refused(prefix(m)),

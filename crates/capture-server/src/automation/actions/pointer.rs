@@ -10,8 +10,9 @@ use serde_json::json;
 use super::{after, show, touch_device};
 use crate::automation::sessions::live;
 use crate::automation::{AutoError, AutoResult, Cx, Reply, point_target, timeout};
-use capture_browser::session::{Session, Target};
-use serde_json::Value;
+use capture_browser::session::{
+    MouseButton, MouseEvent, MouseEventKind, Session, Target, TouchEvent, TouchEventKind, TouchPoint,
+};
 use std::time::Duration;
 
 point_input! {
@@ -347,44 +348,43 @@ pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
             // Not `swipe`: a drag holds still at its end before the finger lifts, so the
             // release starts no fling (which would swallow the next tap, as on a phone).
             let s = &l.session;
-            let finger = |x: f64, y: f64| json!([{"x": x, "y": y, "id": 0, "radiusX": 1, "radiusY": 1, "force": 1}]);
-            let touch = |kind: &str, points: Value| json!({"type": kind, "touchPoints": points});
-            s.cdp("Input.dispatchTouchEvent", touch("touchStart", finger(x0, y0)), t).await?;
+            let finger = |x: f64, y: f64| vec![TouchPoint { x, y, id: 0, radius_x: 1.0, radius_y: 1.0, force: 1.0 }];
+            let touch = |kind: TouchEventKind, touch_points: Vec<TouchPoint>| TouchEvent { kind, touch_points };
+            s.dispatch_touch(touch(TouchEventKind::Start, finger(x0, y0)), t).await?;
             let steps: u32 = 12;
             for i in 1..=steps {
                 let f = f64::from(i) / f64::from(steps);
                 tokio::time::sleep(Duration::from_millis(duration / u64::from(steps))).await;
-                s.cdp(
-                    "Input.dispatchTouchEvent",
-                    touch("touchMove", finger(x0 + (x1 - x0) * f, y0 + (y1 - y0) * f)),
-                    t,
-                )
-                .await?;
+                s.dispatch_touch(touch(TouchEventKind::Move, finger(x0 + (x1 - x0) * f, y0 + (y1 - y0) * f)), t)
+                    .await?;
             }
             for _ in 0..3 {
                 tokio::time::sleep(Duration::from_millis(60)).await;
-                s.cdp("Input.dispatchTouchEvent", touch("touchMove", finger(x1, y1)), t).await?;
+                s.dispatch_touch(touch(TouchEventKind::Move, finger(x1, y1)), t).await?;
             }
-            s.cdp("Input.dispatchTouchEvent", touch("touchEnd", json!([])), t).await?;
+            s.dispatch_touch(touch(TouchEventKind::End, Vec::new()), t).await?;
             l.session.wait(Duration::from_millis(100)).await?;
         }
         Pointer::Mouse => {
-            let ev = |kind: &str, x: f64, y: f64, button: &str, buttons: u32| json!({"type": kind, "x": x, "y": y, "button": button, "buttons": buttons, "clickCount": 1});
+            let ev = |kind: MouseEventKind, x: f64, y: f64, button: MouseButton, buttons: u32| MouseEvent {
+                kind,
+                x,
+                y,
+                button,
+                buttons,
+                click_count: 1,
+            };
             let s = &l.session;
-            s.cdp("Input.dispatchMouseEvent", ev("mouseMoved", x0, y0, "none", 0), t).await?;
-            s.cdp("Input.dispatchMouseEvent", ev("mousePressed", x0, y0, "left", 1), t).await?;
+            s.dispatch_mouse(ev(MouseEventKind::Moved, x0, y0, MouseButton::None, 0), t).await?;
+            s.dispatch_mouse(ev(MouseEventKind::Pressed, x0, y0, MouseButton::Left, 1), t).await?;
             let steps: u32 = 10;
             for i in 1..=steps {
                 let f = f64::from(i) / f64::from(steps);
                 tokio::time::sleep(Duration::from_millis(duration / u64::from(steps))).await;
-                s.cdp(
-                    "Input.dispatchMouseEvent",
-                    ev("mouseMoved", x0 + (x1 - x0) * f, y0 + (y1 - y0) * f, "left", 1),
-                    t,
-                )
-                .await?;
+                let (x, y) = (x0 + (x1 - x0) * f, y0 + (y1 - y0) * f);
+                s.dispatch_mouse(ev(MouseEventKind::Moved, x, y, MouseButton::Left, 1), t).await?;
             }
-            s.cdp("Input.dispatchMouseEvent", ev("mouseReleased", x1, y1, "left", 0), t).await?;
+            s.dispatch_mouse(ev(MouseEventKind::Released, x1, y1, MouseButton::Left, 0), t).await?;
         }
     }
     after(&l, format!("dragged from ({x0:.0}, {y0:.0}) to ({x1:.0}, {y1:.0}) with {pointer:?}").to_lowercase()).await

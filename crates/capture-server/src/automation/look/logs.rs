@@ -180,15 +180,8 @@ page_input! {
 pub async fn get_performance(cx: Cx, a: PerformanceIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let l = live(&cx, &a.session_id).await?;
-    let _ = l.session.cdp("Performance.enable", json!({}), t).await?;
-    let m = l.session.cdp("Performance.getMetrics", json!({}), t).await?;
-    let metrics: serde_json::Map<String, Value> = m
-        .get("metrics")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|x| Some((x.get("name")?.as_str()?.to_string(), x.get("value")?.clone())))
-        .collect();
+    let metrics: serde_json::Map<String, Value> =
+        l.session.performance_metrics(t).await?.into_iter().map(|m| (m.name, Value::Number(m.value))).collect();
     let timing = l
         .session
         .evaluate(

@@ -4,7 +4,7 @@
 use capture_core::ErrorCode;
 use std::time::Duration;
 
-use capture_browser::session::{PdfSpec, ScreenshotSpec, Session, ShotArea, Target, WaitFor};
+use capture_browser::session::{CallOutcome, PdfSpec, ScreenshotSpec, Session, ShotArea, Target, WaitFor};
 use capture_browser::{CaptureError, ImageFormat};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -133,29 +133,24 @@ pub struct SnapshotIn {
 
 /// The page's accessibility snapshot.
 pub async fn take_snapshot(s: &Session, t: Duration) -> AutoResult<Snapshot> {
-    let raw = s.cdp("Accessibility.getFullAXTree", json!({}), t).await?;
-    let nodes = raw.get("nodes").and_then(Value::as_array).cloned().unwrap_or_default();
+    let nodes = s.accessibility_tree(t).await?;
     Ok(snapshot::build(&nodes))
 }
 
 /// The backend node id of the first element matching `sel` (not waited for).
 async fn backend_of(s: &Session, sel: &str, t: Duration) -> AutoResult<i64> {
-    let doc = s.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
-    let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
-    let found = s.cdp("DOM.querySelector", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| match e {
+    let root = s.dom_document(t).await?.node_id.unwrap_or(1);
+    let found = s.query_selector(root, sel, t).await.map_err(|e| match e {
         CaptureError::Script(m) => {
             AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
         }
         other => other.into(),
     })?;
-    let node = found.get("nodeId").and_then(Value::as_i64).unwrap_or(0);
-    if node == 0 {
+    let Some(node) = found else {
         return Err(AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")));
-    }
-    let d = s.cdp("DOM.describeNode", json!({"nodeId": node}), t).await?;
-    d.pointer("/node/backendNodeId")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")))
+    };
+    let d = s.describe_node(node, t).await?;
+    d.backend_node_id.ok_or_else(|| AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")))
 }
 
 /// A size bound of a tool's answer: `max` given (from 200 to `most`) or `default`.
@@ -178,8 +173,7 @@ pub async fn snapshot(cx: Cx, a: SnapshotIn) -> AutoResult<Reply> {
         Some(Target::Selector(sel)) => (Some(backend_of(&l.session, sel, t).await?), sel.clone()),
         _ => (None, String::new()),
     };
-    let raw = l.session.cdp("Accessibility.getFullAXTree", json!({}), t).await?;
-    let nodes = raw.get("nodes").and_then(Value::as_array).cloned().unwrap_or_default();
+    let nodes = l.session.accessibility_tree(t).await?;
     let snap = snapshot::build_from(&nodes, root).ok_or_else(|| match root {
         Some(id) if a.element_ref.is_some() => {
             AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
@@ -277,21 +271,16 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
         if sel.trim().is_empty() || sel.len() > 1024 {
             return Err(AutoError::invalid("selector", "must be a CSS selector of 1 to 1024 characters"));
         }
-        let doc = l.session.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
-        let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
-        let nodes =
-            l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": sel}), t).await.map_err(|e| {
-                match e {
-                    CaptureError::Script(m) => {
-                        AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
-                    }
-                    other => other.into(),
-                }
-            })?;
-        let ids: Vec<Value> = nodes.get("nodeIds").and_then(Value::as_array).cloned().unwrap_or_default();
+        let root = l.session.dom_document(t).await?.node_id.unwrap_or(1);
+        let ids = l.session.query_selector_all(root, sel, t).await.map_err(|e| match e {
+            CaptureError::Script(m) => {
+                AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
+            }
+            other => other.into(),
+        })?;
         for id in ids {
-            let d = l.session.cdp("DOM.describeNode", json!({"nodeId": id}), t).await?;
-            let Some(backend) = d.pointer("/node/backendNodeId").and_then(Value::as_i64) else { continue };
+            let d = l.session.describe_node(id, t).await?;
+            let Some(backend) = d.backend_node_id else { continue };
             let r = snapshot::ref_of(backend);
             let entry = snap.entries.iter().find(|e| e.reference.as_deref() == Some(r.as_str()));
             // The other filters narrow a selector's matches.
@@ -305,7 +294,7 @@ pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
                 }
                 found.push(json!({"ref": r, "role": e.role, "name": e.name, "value": e.value, "states": e.states}));
             } else if a.role.is_none() && a.name.is_none() && a.text.is_none() {
-                let tag = d.pointer("/node/localName").and_then(Value::as_str).unwrap_or("").to_string();
+                let tag = d.local_name;
                 found.push(json!({"ref": r, "role": null, "name": "", "tag": tag}));
             }
             if found.len() >= limit {
@@ -408,54 +397,34 @@ pub async fn on_element(
     t: Duration,
 ) -> AutoResult<Value> {
     let object = match target {
-        Target::Ref(id) => {
-            let r =
-                s.cdp("DOM.resolveNode", json!({"backendNodeId": id, "objectGroup": GROUP}), t).await.map_err(|e| {
-                    match e {
-                        CaptureError::Script(_) => {
-                            AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
-                        }
-                        other => other.into(),
-                    }
-                })?;
-            r.pointer("/object/objectId").and_then(Value::as_str).map(str::to_string)
-        }
+        Target::Ref(id) => s.resolve_node(*id, GROUP, t).await.map_err(|e| match e {
+            CaptureError::Script(_) => {
+                AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
+            }
+            other => other.into(),
+        })?,
         Target::Selector(sel) => {
             s.wait_for(WaitFor::Selector(sel.clone()), t).await?;
             let expr = format!("document.querySelector({})", json!(sel));
-            let r = s.cdp("Runtime.evaluate", json!({"expression": expr, "objectGroup": GROUP}), t).await?;
-            r.pointer("/result/objectId").and_then(Value::as_str).map(str::to_string)
+            s.evaluate_to_object(&expr, GROUP, t).await?
         }
         Target::Point { x, y } => {
             let expr = format!("document.elementFromPoint({x}, {y})");
-            let r = s.cdp("Runtime.evaluate", json!({"expression": expr, "objectGroup": GROUP}), t).await?;
-            r.pointer("/result/objectId").and_then(Value::as_str).map(str::to_string)
+            s.evaluate_to_object(&expr, GROUP, t).await?
         }
     };
     let Some(object) = object else {
         return Err(AutoError::new(ErrorCode::ElementNotFound, format!("no element for {target}")));
     };
-    let args: Vec<Value> = args.into_iter().map(|v| json!({"value": v})).collect();
-    let r = s
-        .cdp(
-            "Runtime.callFunctionOn",
-            json!({"objectId": object, "functionDeclaration": function, "arguments": args, "returnByValue": true, "awaitPromise": true}),
-            t,
-        )
-        .await;
-    let _ = s.cdp("Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_secs(2)).await;
-    let r = r?;
-    if let Some(ex) = r.get("exceptionDetails") {
-        let m = ex
-            .pointer("/exception/description")
-            .and_then(Value::as_str)
-            .or_else(|| ex.get("text").and_then(Value::as_str));
-        return Err(AutoError::new(
+    let r = s.call_function_on(&object, function, args, t).await;
+    let _ = s.release_object_group(GROUP, Duration::from_secs(2)).await;
+    match r? {
+        CallOutcome::Threw(ex) => Err(AutoError::new(
             ErrorCode::ActionFailed,
-            format!("the element's script threw: {}", m.unwrap_or("an exception")),
-        ));
+            format!("the element's script threw: {}", ex.message().unwrap_or("an exception")),
+        )),
+        CallOutcome::Returned(value) => Ok(value),
     }
-    Ok(r.pointer("/result/value").cloned().unwrap_or(Value::Null))
 }
 
 /// One attribute of an element (ref or selector), e.g. href, aria-expanded, value, placeholder; null when it has none. Also returns whether the element is visible and its box in CSS pixels.
@@ -691,13 +660,11 @@ pub async fn get_form_fields(cx: Cx, a: GetFormFieldsIn) -> AutoResult<Reply> {
         )
         .await?;
     let mut fields = info.as_array().cloned().unwrap_or_default();
-    let doc = l.session.cdp("DOM.getDocument", json!({"depth": 0}), t).await?;
-    let root = doc.pointer("/root/nodeId").cloned().unwrap_or(json!(1));
-    let ids = l.session.cdp("DOM.querySelectorAll", json!({"nodeId": root, "selector": QUERY}), t).await?;
-    let ids: Vec<Value> = ids.get("nodeIds").and_then(Value::as_array).cloned().unwrap_or_default();
+    let root = l.session.dom_document(t).await?.node_id.unwrap_or(1);
+    let ids = l.session.query_selector_all(root, QUERY, t).await?;
     for (field, id) in fields.iter_mut().zip(ids) {
-        let d = l.session.cdp("DOM.describeNode", json!({"nodeId": id}), t).await?;
-        if let Some(b) = d.pointer("/node/backendNodeId").and_then(Value::as_i64) {
+        let d = l.session.describe_node(id, t).await?;
+        if let Some(b) = d.backend_node_id {
             field["ref"] = json!(snapshot::ref_of(b));
         }
     }

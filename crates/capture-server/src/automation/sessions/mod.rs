@@ -382,7 +382,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
         .await
         .map_err(|e| AutoError::new(ErrorCode::BrowserFailed, e))?;
     // A phone's foreground tab has focus: the clipboard and focus handlers work as there.
-    let _ = session.cdp("Emulation.setFocusEmulationEnabled", json!({"enabled": true}), Duration::from_secs(5)).await;
+    let _ = session.set_focus_emulation(true, Duration::from_secs(5)).await;
     if let Some(n) = a.network {
         let _ = session.set_network(n.conditions(), Duration::from_secs(5)).await;
     }

@@ -9,9 +9,8 @@ use serde_json::json;
 use super::grant;
 use crate::automation::sessions::{Scheme, device_json, live};
 use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
-use capture_browser::session::{Device, Session};
+use capture_browser::session::{Device, DeviceOrientation, VisionDeficiency as Vision};
 use serde_json::Value;
-use std::time::Duration;
 
 /// Resize the viewport to width×height CSS pixels, keeping the rest of the device (scale, touch, user agent); orientation follows the shape.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -104,27 +103,16 @@ pub struct TimezoneIn {
     pub timeout_ms: Option<u64>,
 }
 
-async fn override_again(s: &Session, method: &str, key: &str, value: &str, t: Duration) -> AutoResult<()> {
-    // DevTools refuses a second override while one is in effect: clear it first.
-    let _ = s.cdp(method, json!({}), t).await;
-    let mut params = serde_json::Map::new();
-    params.insert(key.to_string(), json!(value));
-    s.cdp(method, Value::Object(params), t)
-        .await
-        .map_err(|e| AutoError::invalid(key, format!("'{value}' was refused: {e}")))?;
-    Ok(())
-}
-
 pub async fn set_timezone(cx: Cx, a: TimezoneIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.timezone.is_empty() || a.timezone.len() > 64 || a.timezone.contains(char::is_whitespace) {
         return Err(AutoError::invalid("timezone", "must be an IANA time zone name such as Europe/Berlin"));
     }
     let l = live(&cx, &a.session_id).await?;
-    // Clearing takes an empty id.
-    let _ = l.session.cdp("Emulation.setTimezoneOverride", json!({"timezoneId": ""}), t).await;
+    // Clear the override in effect first.
+    let _ = l.session.set_timezone(None, t).await;
     l.session
-        .cdp("Emulation.setTimezoneOverride", json!({"timezoneId": a.timezone}), t)
+        .set_timezone(Some(&a.timezone), t)
         .await
         .map_err(|e| AutoError::invalid("timezone", format!("'{}' was refused: {e}", a.timezone)))?;
     let now = l.session.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone", false, t).await?;
@@ -152,12 +140,15 @@ pub async fn set_locale(cx: Cx, a: LocaleIn) -> AutoResult<Reply> {
         return Err(AutoError::invalid("locale", "must be a BCP 47 tag such as de-DE"));
     }
     let l = live(&cx, &a.session_id).await?;
-    override_again(&l.session, "Emulation.setLocaleOverride", "locale", &a.locale, t).await?;
+    // DevTools refuses a second override while one is in effect: clear it first.
+    let _ = l.session.set_locale(None, t).await;
+    l.session
+        .set_locale(Some(&a.locale), t)
+        .await
+        .map_err(|e| AutoError::invalid("locale", format!("'{}' was refused: {e}", a.locale)))?;
     let ua = l.session.evaluate("navigator.userAgent", false, t).await?;
     if let Value::String(ua) = ua {
-        l.session
-            .cdp("Emulation.setUserAgentOverride", json!({"userAgent": ua, "acceptLanguage": a.locale}), t)
-            .await?;
+        l.session.set_user_agent_override(&ua, Some(&a.locale), t).await?;
     }
     let now =
         l.session.evaluate("[navigator.language, Intl.NumberFormat().resolvedOptions().locale]", false, t).await?;
@@ -229,7 +220,7 @@ pub struct JavascriptIn {
 pub async fn set_javascript(cx: Cx, a: JavascriptIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let l = live(&cx, &a.session_id).await?;
-    l.session.cdp("Emulation.setScriptExecutionDisabled", json!({"value": !a.enabled}), t).await?;
+    l.session.set_script_execution_disabled(!a.enabled, t).await?;
     Ok(Reply::data(json!({"javascript": a.enabled})))
 }
 
@@ -260,8 +251,17 @@ pub enum VisionDeficiency {
 pub async fn set_vision_deficiency(cx: Cx, a: VisionIn) -> AutoResult<Reply> {
     let t = timeout(a.timeout_ms)?;
     let kind = serde_json::to_value(a.deficiency).unwrap_or(json!("none"));
+    let deficiency = match a.deficiency {
+        VisionDeficiency::None => None,
+        VisionDeficiency::BlurredVision => Some(Vision::BlurredVision),
+        VisionDeficiency::ReducedContrast => Some(Vision::ReducedContrast),
+        VisionDeficiency::Achromatopsia => Some(Vision::Achromatopsia),
+        VisionDeficiency::Deuteranopia => Some(Vision::Deuteranopia),
+        VisionDeficiency::Protanopia => Some(Vision::Protanopia),
+        VisionDeficiency::Tritanopia => Some(Vision::Tritanopia),
+    };
     let l = live(&cx, &a.session_id).await?;
-    l.session.cdp("Emulation.setEmulatedVisionDeficiency", json!({"type": kind}), t).await?;
+    l.session.set_vision_deficiency(deficiency, t).await?;
     Ok(Reply::data(json!({"deficiency": kind})))
 }
 
@@ -287,7 +287,7 @@ pub async fn set_device_orientation(cx: Cx, a: DeviceOrientationIn) -> AutoResul
     let t = timeout(a.timeout_ms)?;
     if a.clear == Some(true) {
         let l = live(&cx, &a.session_id).await?;
-        l.session.cdp("DeviceOrientation.clearDeviceOrientationOverride", json!({}), t).await?;
+        l.session.set_device_orientation(None, t).await?;
         return Ok(Reply::data(json!({"cleared": true})));
     }
     let (al, be, ga) = (a.alpha.unwrap_or(0.0), a.beta.unwrap_or(0.0), a.gamma.unwrap_or(0.0));
@@ -303,8 +303,6 @@ pub async fn set_device_orientation(cx: Cx, a: DeviceOrientationIn) -> AutoResul
     let l = live(&cx, &a.session_id).await?;
     // Pages read the orientation through the motion sensors.
     grant(&l, &["sensors"], t).await?;
-    l.session
-        .cdp("DeviceOrientation.setDeviceOrientationOverride", json!({"alpha": al, "beta": be, "gamma": ga}), t)
-        .await?;
+    l.session.set_device_orientation(Some(DeviceOrientation { alpha: al, beta: be, gamma: ga }), t).await?;
     Ok(Reply::data(json!({"alpha": al, "beta": be, "gamma": ga})))
 }

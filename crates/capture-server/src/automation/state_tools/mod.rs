@@ -266,6 +266,6 @@ pub async fn block_urls(cx: Cx, a: BlockUrlsIn) -> AutoResult<Reply> {
         return Err(AutoError::invalid("patterns", "at most 100 patterns of 1 to 1024 characters"));
     }
     let l = live(&cx, &a.session_id).await?;
-    l.session.cdp("Network.setBlockedURLs", json!({"urls": a.patterns}), t).await?;
+    l.session.set_blocked_urls(a.patterns.clone(), t).await?;
     Ok(Reply::data(json!({"blocked": a.patterns})))
 }

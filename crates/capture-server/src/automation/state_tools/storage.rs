@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::automation::sessions::live;
 use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
-use capture_browser::session::Cookie;
+use capture_browser::session::{Cookie, DeleteCookies};
 
 page_input! {
     /// Every cookie of the session (all sites): name, value, domain, path, expires, httpOnly, secure, sameSite.
@@ -244,20 +244,18 @@ pub async fn delete_cookie(cx: Cx, a: DeleteCookieIn) -> AutoResult<Reply> {
         return Err(AutoError::invalid("name", "must be 1 to 4096 characters"));
     }
     let l = live(&cx, &a.session_id).await?;
-    let mut params = json!({"name": a.name});
+    let mut which = DeleteCookies { name: a.name.clone(), ..DeleteCookies::default() };
     match &a.domain {
         Some(d) => {
-            params["domain"] = json!(d);
-            if let Some(p) = &a.path {
-                params["path"] = json!(p);
-            }
+            which.domain = Some(d.clone());
+            which.path = a.path.clone();
         }
         None => {
             let (_, url) = l.session.title_url(t).await?;
-            params["url"] = json!(url);
+            which.url = Some(url);
         }
     }
-    l.session.cdp("Network.deleteCookies", params, t).await?;
+    l.session.delete_cookies(which, t).await?;
     let left = l.session.cookies(t).await?.iter().filter(|c| c.name == a.name).count();
     Ok(Reply::data(json!({"deleted": a.name, "remainingWithThatName": left})))
 }
