@@ -37,6 +37,10 @@ pub enum Error {
     /// The account has as many runs active as it may (`CONCURRENCY_LIMIT`, 429).
     #[error("{active} of your runs are active, the most allowed at once; retry when one ends")]
     TooManyRuns { active: i64, limit: i64 },
+    /// The account has as many automation sessions open as it may (`CONCURRENCY_LIMIT`, a
+    /// tool's failure).
+    #[error("{active} automation sessions are open, the most allowed at once: end one with session_end")]
+    TooManySessions { active: i64, limit: i64 },
     /// Refused with this code and message (no details).
     #[error("{1}")]
     Refused(ErrorCode, String),
@@ -141,7 +145,7 @@ impl Error {
                 QueueScope::Global => ErrorCode::ServiceUnavailable,
             },
             Error::IdempotencyInFlight => ErrorCode::IdempotencyInFlight,
-            Error::TooManyRuns { .. } => ErrorCode::ConcurrencyLimit,
+            Error::TooManyRuns { .. } | Error::TooManySessions { .. } => ErrorCode::ConcurrencyLimit,
             Error::Refused(code, _) => *code,
             Error::EmailUnverified(_) | Error::PermanentSuppression { .. } => ErrorCode::Forbidden,
             Error::StorageCheck { .. } => ErrorCode::StorageCheckFailed,
@@ -169,6 +173,9 @@ impl Error {
                 QueueScope::Global => json!({"reason": "queue_full", "scope": "global"}),
             }),
             Error::TooManyRuns { active, limit } => Some(json!({"active": active, "limit": limit, "scope": "runs"})),
+            Error::TooManySessions { active, limit } => {
+                Some(json!({"active": active, "limit": limit, "scope": "automation_sessions"}))
+            }
             Error::EmailUnverified(_) => Some(json!({"reason": "email_unverified"})),
             Error::DatabaseBusy => Some(json!({"reason": "database_busy"})),
             Error::StorageCheck { reason, s3_code, .. } => Some(json!({"reason": reason, "s3Code": s3_code})),

@@ -51,6 +51,7 @@ pub mod screenshots;
 pub mod start_error;
 pub mod state;
 pub mod storage;
+pub mod tool;
 pub mod web;
 pub mod webhooks;
 

@@ -48,7 +48,6 @@ pub use admission::{QueueFull, QueueLimits, QueueScope};
 pub use adshots::{AdshotDone, AdshotRow, KIND_DRAFT, KIND_RENDER, NewAdshot, queue_kind};
 pub use audits::{AUDIT_EVENT, AUDIT_PROGRESS_EVENT, AuditDone, AuditRow, NewAudit};
 pub use authver::AuthVersion;
-pub use json::Json;
 pub use campaigns::{
     AddRefused, CampaignRecord, DueTarget, NewCampaign, NewTarget, Reservation, Reserved, SenderLimits, Suppression,
     SuppressionReason, SuppressionSource, TargetRecord, Unsuppressed,
@@ -56,6 +55,7 @@ pub use campaigns::{
 pub use db::{Backend, MAX_GATE_SLOTS, Store, StoreError, redact as redact_url};
 pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
+pub use json::Json;
 pub use ledger::QuotaExceeded;
 pub use notify::{AUTH_CHANNEL, JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{

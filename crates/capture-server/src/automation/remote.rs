@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::{ForwardedCall, accept};
 use crate::state::AppState;
+use crate::tool::{Cx, tool_error};
 
 /// The internal routes (signed; no API key).
 pub fn router() -> Router<AppState> {
@@ -23,8 +24,9 @@ async fn call_handler(State(state): State<AppState>, headers: HeaderMap, body: B
             Ok(accepted) => accepted,
             Err(refused) => return refused,
         };
-    match super::call_here(&state, &account, &call.tool, &call.args).await {
-        Some(out) => Json(serde_json::to_value(out).unwrap_or(Value::Null)).into_response(),
+    let cx = Cx { state: &state, account: &account, request: None };
+    match super::call_here(&cx, &call.tool, &call.args).await {
+        Some(out) => Json(serde_json::to_value(out.unwrap_or_else(tool_error)).unwrap_or(Value::Null)).into_response(),
         None => (StatusCode::NOT_FOUND, Json(json!({"error": "no such tool", "code": "NOT_FOUND"}))).into_response(),
     }
 }

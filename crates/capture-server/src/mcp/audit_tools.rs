@@ -7,10 +7,10 @@ use capture_core::{AuditId, ErrorCode, JobStatus};
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use serde_json::{Value, json};
 
-use super::common::{Cx, annotations, id_arg, structured, tool_group, valid};
 use crate::audits::service as audits;
 use crate::audits::types::{Audit, AuditIn, GetAuditArgs};
 use crate::error::Result;
+use crate::tool::{Cx, annotations, id_arg, structured, tool_group, valid};
 
 /// How long `run_audit` waits for a single-page audit before handing back its id.
 const WAIT_SINGLE: Duration = Duration::from_secs(120);
@@ -45,14 +45,14 @@ async fn get_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
 }
 
 async fn run_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
-    let (state, account, ctx) = (cx.state, cx.account, cx.request);
+    let (state, account) = (cx.state, cx.account);
     let opts = valid::<AuditIn>(args)?;
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
     let id = audits::create(state, account, &opts, None).await?.audit.id;
     let wait = if opts.max_pages > 1 { WAIT_SITE } else { WAIT_SINGLE };
     let deadline = tokio::time::Instant::now() + wait;
-    let progress = ctx.meta.get_progress_token();
+    let progress = cx.progress_token();
     let mut poll = tokio::time::interval(state.cfg.queue.poll.max(Duration::from_millis(200)));
     let mut last: Option<(JobStatus, i64)> = None;
     loop {
@@ -64,15 +64,15 @@ async fn run_audit(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
                 let note = ProgressNotificationParam::new(token.clone(), row.pages_audited as f64)
                     .with_total(total as f64)
                     .with_message(format!("audit {} is {}: {} pages audited", row.id, row.status, row.pages_audited));
-                let _ = ctx.peer.notify_progress(note).await;
+                cx.notify_progress(note).await;
             }
         }
         if row.status.is_final() {
             return Ok(result(audits::view(state, &row, true), false));
         }
-        // The caller stopping (ctx.ct) ends the wait too.
+        // The caller stopping ends the wait too.
         let woke = tokio::select! {
-            _ = ctx.ct.cancelled() => false,
+            _ = cx.cancelled() => false,
             w = state.next_change(&mut changes, id.as_str(), &mut poll, deadline) => w,
         };
         if !woke {

@@ -5,12 +5,12 @@
 use capture_core::FieldError;
 use rmcp::model::{CallToolResult, JsonObject};
 
-use super::common::{Cx, annotations, id_arg, query, reply, string_arg, structured, tool_group, valid};
 use crate::account::types::NoArgs;
 use crate::campaigns::service::{self as campaigns, Transition};
 use crate::campaigns::types::{AddTargetsArgs, CampaignIdArgs, CampaignIn, SuppressionIn, TargetsIn};
 use crate::error::Result;
 use crate::paging::ListQuery;
+use crate::tool::{Cx, annotations, id_arg, query, reply, string_arg, structured, tool_group, valid};
 
 tool_group! {
     "list_campaigns": ListQuery, annotations("List campaigns", true, true, false),

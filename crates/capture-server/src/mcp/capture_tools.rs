@@ -11,7 +11,6 @@ use capture_store::ScreenshotRow;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
 use serde_json::{Value, json};
 
-use super::common::{Cx, annotations, id_arg, query, reply, string_arg, structured, tool_group, valid};
 use crate::account::types::NoArgs;
 use crate::ads::service as ads;
 use crate::ads::types::{DraftIn, GetAdArgs, RenderIn};
@@ -20,6 +19,7 @@ use crate::paging::ListQuery;
 use crate::screenshots::service::{self as screenshots, NewJob};
 use crate::screenshots::types::{GetScreenshotArgs, ShareScreenshotArgs};
 use crate::state::AppState;
+use crate::tool::{Cx, annotations, id_arg, query, reply, string_arg, structured, tool_group, valid};
 use crate::webhooks::service as webhooks;
 use crate::webhooks::types::{EndpointArgs, EndpointIn};
 
@@ -130,7 +130,7 @@ async fn get_ad(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
 }
 
 async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
-    let (state, account, ctx) = (cx.state, cx.account, cx.request);
+    let (state, account) = (cx.state, cx.account);
     let opts = valid::<ScreenshotIn>(args)?;
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
@@ -138,7 +138,7 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
     let id = screenshots::create(state, account, new, None).await?.job.id;
     let wait = WAIT_MARGIN + Duration::from_millis(opts.timeout_ms + opts.delay);
     let deadline = tokio::time::Instant::now() + wait;
-    let progress = ctx.meta.get_progress_token();
+    let progress = cx.progress_token();
     let mut poll = tokio::time::interval(state.cfg.queue.poll);
     let mut last_status = None;
     let mut step = 0.0;
@@ -152,16 +152,16 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
                     .with_total(3.0)
                     .with_message(format!("screenshot {} is {}", current.id, current.status));
                 // A client that stopped listening for progress still gets the result.
-                let _ = ctx.peer.notify_progress(note).await;
+                cx.notify_progress(note).await;
             }
         }
         if current.status.is_final() {
             return job_result(state, &current, true).await;
         }
         // Wake on this node's change notices, or poll (a worker on another node finished it).
-        // The caller stopping (ctx.ct) ends the wait too.
+        // The caller stopping ends the wait too.
         let woke = tokio::select! {
-            _ = ctx.ct.cancelled() => false,
+            _ = cx.cancelled() => false,
             w = state.next_change(&mut changes, id.as_str(), &mut poll, deadline) => w,
         };
         if !woke {

@@ -5,10 +5,10 @@
 use rmcp::model::{CallToolResult, JsonObject};
 use serde_json::Value;
 
-use super::common::{Cx, annotations, args, query, tool_group, with_text};
 use crate::error::{Error, Result};
 use crate::inbox::types::{CheckIn, MessagesQuery, RecordIn, WaitArgs, WaitQuery};
 use crate::inbox::{auth_test, service};
+use crate::tool::{Cx, annotations, args, query, tool_group, with_text};
 
 tool_group! {
     "auth_test_check": CheckIn, annotations("Check a site's sign-in or sign-up", true, false, true),

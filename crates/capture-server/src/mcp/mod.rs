@@ -12,7 +12,6 @@
 mod audit_tools;
 mod campaign_tools;
 mod capture_tools;
-mod common;
 mod inbox_tools;
 mod profile_tools;
 mod run_tools;

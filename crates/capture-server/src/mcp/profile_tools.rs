@@ -6,10 +6,10 @@ use rmcp::model::{CallToolResult, JsonObject};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::common::{Cx, annotations, args, tool_group, valid, with_text};
 use crate::error::Result;
 use crate::profiles::types::LoginIn;
 use crate::profiles::{login, service};
+use crate::tool::{Cx, annotations, args, tool_group, valid, with_text};
 
 /// No arguments.
 #[derive(Debug, Deserialize, JsonSchema)]

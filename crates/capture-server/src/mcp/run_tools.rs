@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject};
 
-use super::common::{Cx, annotations, id_arg, tool_group, valid};
 use crate::error::{Error, Result};
 use crate::runs::service;
 use crate::runs::types::{Run, RunArgs, RunIn};
+use crate::tool::{Cx, annotations, id_arg, tool_group, valid};
 
 /// How long `start_run` waits for a scripted run beyond its own timeout.
 const WAIT_MARGIN: Duration = Duration::from_secs(60);

@@ -7,10 +7,10 @@
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 
-use super::common::{Cx, tool_error};
 use super::{audit_tools, campaign_tools, capture_tools, inbox_tools, profile_tools, run_tools};
 use crate::auth::Account;
 use crate::state::AppState;
+use crate::tool::{Cx, tool_error};
 
 /// Every tool, with its schema and description.
 pub fn catalogue() -> Vec<Tool> {
@@ -32,7 +32,7 @@ pub async fn call(
     args: JsonObject,
     request: &RequestContext<RoleServer>,
 ) -> std::result::Result<CallToolResult, rmcp::ErrorData> {
-    let cx = Cx { state, account, request };
+    let cx = Cx { state, account, request: Some(request) };
     let out = if let Some(out) = capture_tools::call(&cx, name, &args).await {
         out
     } else if let Some(out) = audit_tools::call(&cx, name, &args).await {
@@ -45,8 +45,8 @@ pub async fn call(
         out
     } else if let Some(out) = campaign_tools::call(&cx, name, &args).await {
         out
-    } else if let Some(out) = crate::automation::call(state, account, name, &args).await {
-        return Ok(out);
+    } else if let Some(out) = crate::automation::call(&cx, name, &args).await {
+        out
     } else {
         return Err(rmcp::ErrorData::invalid_params(format!("unknown tool '{name}'"), None));
     };

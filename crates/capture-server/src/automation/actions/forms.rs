@@ -9,8 +9,9 @@ use serde_json::json;
 
 use super::{after, show, touch_device};
 use crate::automation::sessions::live;
-use crate::automation::{AutoError, AutoResult, Cx, Reply, required_element, timeout};
-use crate::error::Error;
+use crate::automation::{required_element, timeout};
+use crate::error::{Error, Result};
+use crate::tool::{Cx, Reply, invalid, refused};
 use capture_browser::session::{FileUpload, MAX_UPLOAD_BYTES};
 use capture_core::{ErrorCode, ScreenshotId};
 
@@ -34,13 +35,13 @@ pub struct TypeIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn type_text(cx: Cx, a: TypeIn) -> AutoResult<Reply> {
+pub async fn type_text(cx: &Cx<'_>, a: TypeIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.text.len() > 10_000 {
-        return Err(AutoError::invalid("text", "must be at most 10000 characters"));
+        return Err(invalid("text", "must be at most 10000 characters"));
     }
     let target = crate::automation::element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let n = a.text.chars().count();
     let done = match target {
         // The tap or click must land on the field and the field must take the text: each
@@ -80,13 +81,13 @@ pub struct FillIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn fill(cx: Cx, a: FillIn) -> AutoResult<Reply> {
+pub async fn fill(cx: &Cx<'_>, a: FillIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.value.len() > 10_000 {
-        return Err(AutoError::invalid("value", "must be at most 10000 characters"));
+        return Err(invalid("value", "must be at most 10000 characters"));
     }
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let now = l.session.fill(target.clone(), &a.value, t).await?;
     if a.submit.unwrap_or(false) {
         l.session.press("Enter", t).await?;
@@ -105,10 +106,10 @@ element_input! {
     ClearIn
 }
 
-pub async fn clear(cx: Cx, a: ClearIn) -> AutoResult<Reply> {
+pub async fn clear(cx: &Cx<'_>, a: ClearIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.fill(target.clone(), "", t).await?;
     after(&l, format!("cleared {}", show(&target))).await
 }
@@ -126,12 +127,12 @@ pub struct KeyIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn press_key(cx: Cx, a: KeyIn) -> AutoResult<Reply> {
+pub async fn press_key(cx: &Cx<'_>, a: KeyIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.key.is_empty() || a.key.len() > 64 {
-        return Err(AutoError::invalid("key", "must be a key name of 1 to 64 characters"));
+        return Err(invalid("key", "must be a key name of 1 to 64 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.press(&a.key, t).await?;
     after(&l, format!("pressed {}", a.key)).await
 }
@@ -154,19 +155,16 @@ pub struct SelectIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn select_option(cx: Cx, a: SelectIn) -> AutoResult<Reply> {
+pub async fn select_option(cx: &Cx<'_>, a: SelectIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.values.is_empty() || a.values.len() > 100 {
-        return Err(AutoError::invalid("values", "give 1 to 100 values"));
+        return Err(invalid("values", "give 1 to 100 values"));
     }
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let chosen = l.session.select_option(target, a.values.clone(), t).await?;
     if chosen.is_empty() {
-        return Err(AutoError::new(
-            ErrorCode::ActionFailed,
-            format!("no option has the value or label {:?}", a.values),
-        ));
+        return Err(refused(ErrorCode::ActionFailed, format!("no option has the value or label {:?}", a.values)));
     }
     let text = format!("selected {}", chosen.join(", "));
     Ok(Reply::data(json!({"selected": chosen})).with_text(text))
@@ -189,17 +187,17 @@ pub struct CheckIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn check(cx: Cx, a: CheckIn) -> AutoResult<Reply> {
+pub async fn check(cx: &Cx<'_>, a: CheckIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let want = a.checked.unwrap_or(true);
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_checked(target.clone(), want, t).await?;
     let now =
         crate::automation::look::on_element(&l.session, &target, "function() { return !!this.checked; }", vec![], t)
             .await?;
     if now != json!(want) {
-        return Err(AutoError::new(
+        return Err(refused(
             ErrorCode::ActionFailed,
             format!("{} is still {}", show(&target), if want { "unchecked" } else { "checked" }),
         ));
@@ -256,7 +254,7 @@ pub struct UploadIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
+pub async fn upload_file(cx: &Cx<'_>, a: UploadIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let mut files = Vec::new();
@@ -264,14 +262,15 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
         let sid = ScreenshotId::parse(id.trim()).ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
         let row = crate::screenshots::service::find(&cx.state, &cx.account, &sid).await?;
         let key = row.result_key.clone().filter(|_| row.status == capture_core::JobStatus::Done).ok_or_else(|| {
-            AutoError::invalid(
-                "screenshotId",
-                format!("screenshot {id} is {}, not done: it has no image yet", row.status),
-            )
+            invalid("screenshotId", format!("screenshot {id} is {}, not done: it has no image yet", row.status))
         })?;
-        let bytes = cx.state.blobs.get(&key).await.map_err(Error::internal)?.ok_or_else(|| {
-            AutoError::invalid("screenshotId", format!("the image of screenshot {id} is no longer stored"))
-        })?;
+        let bytes = cx
+            .state
+            .blobs
+            .get(&key)
+            .await
+            .map_err(Error::internal)?
+            .ok_or_else(|| invalid("screenshotId", format!("the image of screenshot {id} is no longer stored")))?;
         let ext = key.rsplit('.').next().unwrap_or("png").to_string();
         files.push(FileUpload {
             name: format!("{}.{ext}", row.id),
@@ -295,25 +294,25 @@ pub async fn upload_file(cx: Cx, a: UploadIn) -> AutoResult<Reply> {
     for (i, f) in a.files.iter().flatten().enumerate() {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(f.content_base64.trim())
-            .map_err(|_| AutoError::invalid(&format!("files[{i}].contentBase64"), "is not valid base64"))?;
+            .map_err(|_| invalid(&format!("files[{i}].contentBase64"), "is not valid base64"))?;
         if f.name.is_empty() || f.name.len() > 255 || f.name.contains(['/', '\\']) {
-            return Err(AutoError::invalid(&format!("files[{i}].name"), "must be a file name of 1 to 255 characters"));
+            return Err(invalid(&format!("files[{i}].name"), "must be a file name of 1 to 255 characters"));
         }
         let mime = f.mime_type.clone().unwrap_or_else(|| "application/octet-stream".into());
         files.push(FileUpload { name: f.name.clone(), mime_type: mime, bytes });
     }
     if files.is_empty() {
-        return Err(AutoError::invalid("files", "give screenshotId, inboxAttachment or files"));
+        return Err(invalid("files", "give screenshotId, inboxAttachment or files"));
     }
     if files.len() > 10 {
-        return Err(AutoError::invalid("files", "at most 10 files"));
+        return Err(invalid("files", "at most 10 files"));
     }
     let total: usize = files.iter().map(|f| f.bytes.len()).sum();
     if total > MAX_UPLOAD_BYTES {
-        return Err(AutoError::invalid("files", format!("{total} bytes together; at most {MAX_UPLOAD_BYTES}")));
+        return Err(invalid("files", format!("{total} bytes together; at most {MAX_UPLOAD_BYTES}")));
     }
     let names: Vec<String> = files.iter().map(|f| f.name.clone()).collect();
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_input_files(target.clone(), files, t).await?;
     let text = format!("gave {} to {}", names.join(", "), show(&target));
     Ok(Reply::data(json!({"files": names, "bytes": total})).with_text(text))
@@ -324,10 +323,10 @@ element_input! {
     FocusIn
 }
 
-pub async fn focus(cx: Cx, a: FocusIn) -> AutoResult<Reply> {
+pub async fn focus(cx: &Cx<'_>, a: FocusIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let ok = crate::automation::look::on_element(
         &l.session,
         &target,
@@ -337,7 +336,7 @@ pub async fn focus(cx: Cx, a: FocusIn) -> AutoResult<Reply> {
     )
     .await?;
     if ok != json!(true) {
-        return Err(AutoError::new(ErrorCode::ActionFailed, format!("{} cannot take the focus", show(&target))));
+        return Err(refused(ErrorCode::ActionFailed, format!("{} cannot take the focus", show(&target))));
     }
     after(&l, format!("focused {}", show(&target))).await
 }
@@ -347,9 +346,9 @@ page_input! {
     BlurIn
 }
 
-pub async fn blur(cx: Cx, a: BlurIn) -> AutoResult<Reply> {
+pub async fn blur(cx: &Cx<'_>, a: BlurIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let was = l
         .session
         .evaluate(

@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::sessions::{Live, live};
-use super::{AutoError, AutoResult, Cx, Reply, timeout};
+use super::timeout;
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid};
 
 mod forms;
 mod page;
@@ -50,7 +52,7 @@ fn nav_reply(n: Navigation) -> Reply {
     .with_text(text)
 }
 
-fn nav_timeout(ms: Option<u64>) -> AutoResult<Duration> {
+fn nav_timeout(ms: Option<u64>) -> Result<Duration> {
     timeout(Some(ms.unwrap_or(NAV_TIMEOUT_MS)))
 }
 
@@ -69,20 +71,20 @@ pub struct NavigateIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn navigate(cx: Cx, a: NavigateIn) -> AutoResult<Reply> {
+pub async fn navigate(cx: &Cx<'_>, a: NavigateIn) -> Result<Reply> {
     let t = nav_timeout(a.timeout_ms)?;
     let url = a.url.trim();
     if url.len() > 4096 {
-        return Err(AutoError::invalid("url", "must be at most 4096 characters"));
+        return Err(invalid("url", "must be at most 4096 characters"));
     }
     match url::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => {}
         _ => {
             let why = filter::check_url(url).err().unwrap_or_else(|| "an absolute http(s) URL is needed".into());
-            return Err(AutoError::invalid("url", why));
+            return Err(invalid("url", why));
         }
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let wait = match a.wait_until.unwrap_or(WaitUntilIn::Load) {
         WaitUntilIn::Load => WaitUntil::Load,
         WaitUntilIn::Domcontentloaded => WaitUntil::Domcontentloaded,
@@ -103,9 +105,9 @@ page_input! {
     BackIn
 }
 
-pub async fn back(cx: Cx, a: BackIn) -> AutoResult<Reply> {
+pub async fn back(cx: &Cx<'_>, a: BackIn) -> Result<Reply> {
     let t = nav_timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     Ok(nav_reply(l.session.back(t).await?))
 }
 
@@ -114,9 +116,9 @@ page_input! {
     ForwardIn
 }
 
-pub async fn forward(cx: Cx, a: ForwardIn) -> AutoResult<Reply> {
+pub async fn forward(cx: &Cx<'_>, a: ForwardIn) -> Result<Reply> {
     let t = nav_timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     Ok(nav_reply(l.session.forward(t).await?))
 }
 
@@ -125,14 +127,14 @@ page_input! {
     ReloadIn
 }
 
-pub async fn reload(cx: Cx, a: ReloadIn) -> AutoResult<Reply> {
+pub async fn reload(cx: &Cx<'_>, a: ReloadIn) -> Result<Reply> {
     let t = nav_timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     Ok(nav_reply(l.session.reload(t).await?))
 }
 
 /// After an input: where the page is now (an input may have navigated).
-async fn after(l: &Live, what: String) -> AutoResult<Reply> {
+async fn after(l: &Live, what: String) -> Result<Reply> {
     if let Some(d) = l.session.open_dialog().await? {
         let text =
             format!("{what}; the page opened a {} dialog ({:?}): answer it with handle_dialog", d.kind, d.message);
@@ -154,6 +156,6 @@ fn show(t: &Target) -> String {
 }
 
 /// Evaluate, awaiting a promise.
-pub async fn eval(s: &Session, expression: &str, t: Duration) -> AutoResult<Value> {
+pub async fn eval(s: &Session, expression: &str, t: Duration) -> Result<Value> {
     Ok(s.evaluate(expression, true, t).await?)
 }

@@ -7,7 +7,9 @@ use serde_json::json;
 
 use super::{after, eval};
 use crate::automation::sessions::live;
-use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use crate::automation::timeout;
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid, refused};
 use capture_browser::session::WaitFor;
 use std::time::Duration;
 
@@ -26,11 +28,11 @@ pub struct DialogIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn handle_dialog(cx: Cx, a: DialogIn) -> AutoResult<Reply> {
+pub async fn handle_dialog(cx: &Cx<'_>, a: DialogIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     if l.session.open_dialog().await?.is_none() {
-        return Err(AutoError::new(ErrorCode::NoDialog, "no dialog is open"));
+        return Err(refused(ErrorCode::NoDialog, "no dialog is open"));
     }
     let accept = a.accept.unwrap_or(true);
     let d = l.session.handle_dialog(accept, a.prompt_text.clone(), t).await?;
@@ -58,7 +60,7 @@ pub struct WaitForIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn wait_for(cx: Cx, a: WaitForIn) -> AutoResult<Reply> {
+pub async fn wait_for(cx: &Cx<'_>, a: WaitForIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let mut what = Vec::new();
     if let Some(s) = &a.selector {
@@ -74,15 +76,15 @@ pub async fn wait_for(cx: Cx, a: WaitForIn) -> AutoResult<Reply> {
         what.push(WaitFor::NetworkIdle);
     }
     if what.len() != 1 {
-        return Err(AutoError::invalid("selector", "give exactly one of selector, text, url or networkIdle: true"));
+        return Err(invalid("selector", "give exactly one of selector, text, url or networkIdle: true"));
     }
     let w = what.remove(0);
     if let WaitFor::Selector(s) | WaitFor::Text(s) | WaitFor::Url(s) = &w
         && (s.is_empty() || s.len() > 10_000)
     {
-        return Err(AutoError::invalid("selector", "must be 1 to 10000 characters"));
+        return Err(invalid("selector", "must be 1 to 10000 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let started = std::time::Instant::now();
     l.session.wait_for(w.clone(), t).await?;
     let waited = started.elapsed().as_millis() as u64;
@@ -104,12 +106,12 @@ pub struct EvaluateIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn evaluate(cx: Cx, a: EvaluateIn) -> AutoResult<Reply> {
+pub async fn evaluate(cx: &Cx<'_>, a: EvaluateIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.expression.trim().is_empty() || a.expression.len() > 16 * 1024 {
-        return Err(AutoError::invalid("expression", "must be 1 to 16384 characters"));
+        return Err(invalid("expression", "must be 1 to 16384 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let v = eval(&l.session, &a.expression, t).await?;
     Ok(Reply::data(json!({"value": v})))
 }
@@ -125,11 +127,11 @@ pub struct WaitIn {
     pub ms: u64,
 }
 
-pub async fn wait(cx: Cx, a: WaitIn) -> AutoResult<Reply> {
+pub async fn wait(cx: &Cx<'_>, a: WaitIn) -> Result<Reply> {
     if !(1..=60_000).contains(&a.ms) {
-        return Err(AutoError::invalid("ms", "must be from 1 to 60000"));
+        return Err(invalid("ms", "must be from 1 to 60000"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.wait(Duration::from_millis(a.ms)).await?;
     after(&l, format!("waited {} ms", a.ms)).await
 }

@@ -9,7 +9,9 @@ use serde_json::json;
 
 use super::{after, show, touch_device};
 use crate::automation::sessions::live;
-use crate::automation::{AutoError, AutoResult, Cx, Reply, point_target, timeout};
+use crate::automation::{point_target, timeout};
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid, refused};
 use capture_browser::session::{
     MouseButton, MouseEvent, MouseEventKind, Session, Target, TouchEvent, TouchEventKind, TouchPoint,
 };
@@ -20,9 +22,9 @@ point_input! {
     TapIn
 }
 
-pub async fn tap(cx: Cx, a: TapIn) -> AutoResult<Reply> {
+pub async fn tap(cx: &Cx<'_>, a: TapIn) -> Result<Reply> {
     let (t, target) = (timeout(a.timeout_ms)?, a.target()?);
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     if touch_device(&l) {
         l.session.tap(target.clone(), t).await?;
         after(&l, format!("tapped {}", show(&target))).await
@@ -37,9 +39,9 @@ point_input! {
     DoubleTapIn
 }
 
-pub async fn double_tap(cx: Cx, a: DoubleTapIn) -> AutoResult<Reply> {
+pub async fn double_tap(cx: &Cx<'_>, a: DoubleTapIn) -> Result<Reply> {
     let (t, target) = (timeout(a.timeout_ms)?, a.target()?);
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     if touch_device(&l) {
         l.session.double_tap(target.clone(), t).await?;
     } else {
@@ -70,14 +72,14 @@ pub struct LongPressIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn long_press(cx: Cx, a: LongPressIn) -> AutoResult<Reply> {
+pub async fn long_press(cx: &Cx<'_>, a: LongPressIn) -> Result<Reply> {
     let target = point_target(a.element_ref.as_deref(), a.selector.as_deref(), a.x, a.y)?;
     let hold = a.duration_ms.unwrap_or(800);
     if !(100..=10_000).contains(&hold) {
-        return Err(AutoError::invalid("durationMs", "must be from 100 to 10000"));
+        return Err(invalid("durationMs", "must be from 100 to 10000"));
     }
     let t = timeout(a.timeout_ms)?.max(Duration::from_millis(hold + 2_000));
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.long_press(target.clone(), Duration::from_millis(hold), t).await?;
     after(&l, format!("long-pressed {} for {hold} ms", show(&target))).await
 }
@@ -119,13 +121,13 @@ pub struct SwipeIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn swipe(cx: Cx, a: SwipeIn) -> AutoResult<Reply> {
+pub async fn swipe(cx: &Cx<'_>, a: SwipeIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let duration = a.duration_ms.unwrap_or(300);
     if !(50..=5_000).contains(&duration) {
-        return Err(AutoError::invalid("durationMs", "must be from 50 to 5000"));
+        return Err(invalid("durationMs", "must be from 50 to 5000"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (w, h) = {
         let d = l.device.lock().unwrap();
         (f64::from(d.width), f64::from(d.height))
@@ -138,7 +140,7 @@ pub async fn swipe(cx: Cx, a: SwipeIn) -> AutoResult<Reply> {
     let along = if matches!(a.direction, Direction::Left | Direction::Right) { w } else { h };
     let distance = a.distance.unwrap_or(along * 0.6);
     if !distance.is_finite() || !(1.0..=10_000.0).contains(&distance) {
-        return Err(AutoError::invalid("distance", "must be from 1 to 10000 CSS pixels"));
+        return Err(invalid("distance", "must be from 1 to 10000 CSS pixels"));
     }
     let (dx, dy) = match a.direction {
         Direction::Left => (-distance, 0.0),
@@ -174,17 +176,17 @@ pub struct ScrollIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn scroll(cx: Cx, a: ScrollIn) -> AutoResult<Reply> {
+pub async fn scroll(cx: &Cx<'_>, a: ScrollIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let at = crate::automation::element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (w, h) = {
         let d = l.device.lock().unwrap();
         (f64::from(d.width), f64::from(d.height))
     };
     let (dx, dy) = match (a.direction, a.dx, a.dy) {
         (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-            return Err(AutoError::invalid("direction", "give direction (and amount) or dx/dy, not both"));
+            return Err(invalid("direction", "give direction (and amount) or dx/dy, not both"));
         }
         (Some(d), None, None) => {
             let along = if matches!(d, Direction::Left | Direction::Right) { w } else { h };
@@ -199,10 +201,10 @@ pub async fn scroll(cx: Cx, a: ScrollIn) -> AutoResult<Reply> {
         (None, dx, dy) => (dx.unwrap_or(0.0), dy.unwrap_or(0.0)),
     };
     if !dx.is_finite() || !dy.is_finite() || dx.abs() > 1e6 || dy.abs() > 1e6 {
-        return Err(AutoError::invalid("dy", "must be within ±1000000 pixels"));
+        return Err(invalid("dy", "must be within ±1000000 pixels"));
     }
     if dx == 0.0 && dy == 0.0 && at.is_none() {
-        return Err(AutoError::invalid("direction", "give direction, dx/dy, or the element to bring into view"));
+        return Err(invalid("direction", "give direction, dx/dy, or the element to bring into view"));
     }
     l.session.scroll(at, dx, dy, t).await?;
     let pos = l.session.evaluate("({scrollX, scrollY})", false, t).await?;
@@ -232,12 +234,12 @@ pub struct PinchIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn pinch(cx: Cx, a: PinchIn) -> AutoResult<Reply> {
+pub async fn pinch(cx: &Cx<'_>, a: PinchIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if !a.scale.is_finite() || !(0.1..=10.0).contains(&a.scale) {
-        return Err(AutoError::invalid("scale", "must be from 0.1 to 10"));
+        return Err(invalid("scale", "must be from 0.1 to 10"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let centre = if a.element_ref.is_none() && a.selector.is_none() && a.x.is_none() && a.y.is_none() {
         let d = l.device.lock().unwrap().clone();
         Target::Point { x: f64::from(d.width) / 2.0, y: f64::from(d.height) / 2.0 }
@@ -253,9 +255,9 @@ point_input! {
     ClickIn
 }
 
-pub async fn click(cx: Cx, a: ClickIn) -> AutoResult<Reply> {
+pub async fn click(cx: &Cx<'_>, a: ClickIn) -> Result<Reply> {
     let (t, target) = (timeout(a.timeout_ms)?, a.target()?);
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.click(target.clone(), t).await?;
     after(&l, format!("clicked {}", show(&target))).await
 }
@@ -265,9 +267,9 @@ point_input! {
     HoverIn
 }
 
-pub async fn hover(cx: Cx, a: HoverIn) -> AutoResult<Reply> {
+pub async fn hover(cx: &Cx<'_>, a: HoverIn) -> Result<Reply> {
     let (t, target) = (timeout(a.timeout_ms)?, a.target()?);
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.hover(target.clone(), t).await?;
     after(&l, format!("hovering {}", show(&target))).await
 }
@@ -275,7 +277,7 @@ pub async fn hover(cx: Cx, a: HoverIn) -> AutoResult<Reply> {
 /// The centre of a target where inputs aim: relative to the visual viewport (after a zoom or
 /// a rotation it is not the layout viewport `getBoundingClientRect` measures), scrolled into
 /// view when an element.
-async fn centre(s: &Session, target: &Target, t: Duration) -> AutoResult<(f64, f64)> {
+async fn centre(s: &Session, target: &Target, t: Duration) -> Result<(f64, f64)> {
     if let Target::Point { x, y } = target {
         return Ok((*x, *y));
     }
@@ -285,7 +287,7 @@ async fn centre(s: &Session, target: &Target, t: Duration) -> AutoResult<(f64, f
     let v = crate::automation::look::on_element(s, target, f, vec![], t).await?;
     match (v["x"].as_f64(), v["y"].as_f64(), v["w"].as_f64()) {
         (Some(x), Some(y), Some(w)) if w > 0.0 => Ok((x, y)),
-        _ => Err(AutoError::new(ErrorCode::ActionFailed, format!("{} is not visible (it has no box)", show(target)))),
+        _ => Err(refused(ErrorCode::ActionFailed, format!("{} is not visible (it has no box)", show(target)))),
     }
 }
 
@@ -328,17 +330,17 @@ pub enum Pointer {
     Mouse,
 }
 
-pub async fn drag(cx: Cx, a: DragIn) -> AutoResult<Reply> {
+pub async fn drag(cx: &Cx<'_>, a: DragIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let from = point_target(a.from_ref.as_deref(), a.from_selector.as_deref(), a.from_x, a.from_y)
-        .map_err(|e| AutoError::invalid("fromRef", e.message))?;
+        .map_err(|e| invalid("fromRef", e.to_string()))?;
     let to = point_target(a.to_ref.as_deref(), a.to_selector.as_deref(), a.to_x, a.to_y)
-        .map_err(|e| AutoError::invalid("toRef", e.message))?;
+        .map_err(|e| invalid("toRef", e.to_string()))?;
     let duration = a.duration_ms.unwrap_or(500);
     if !(50..=5_000).contains(&duration) {
-        return Err(AutoError::invalid("durationMs", "must be from 50 to 5000"));
+        return Err(invalid("durationMs", "must be from 50 to 5000"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (x0, y0) = centre(&l.session, &from, t).await?;
     let (x1, y1) = centre(&l.session, &to, t).await?;
     let pointer = a.pointer.unwrap_or(if touch_device(&l) { Pointer::Touch } else { Pointer::Mouse });

@@ -11,7 +11,9 @@ use serde_json::Value;
 use serde_json::json;
 
 use crate::automation::sessions::live;
-use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use crate::automation::timeout;
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid, refused};
 
 /// The session's console messages and uncaught exceptions (level, text, url, line), oldest first: the last ones (limit, default 100) that fit in maxChars (default 8000, at most 20000), or from an entry on (from, a previous answer's nextFrom or earlierFrom) to read the rest. The counts of console errors cover the whole session.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -91,18 +93,18 @@ fn window_note(first: usize, end: usize, total: usize) -> String {
     note
 }
 
-pub(crate) fn limit_of(l: Option<usize>) -> AutoResult<usize> {
+pub(crate) fn limit_of(l: Option<usize>) -> Result<usize> {
     let l = l.unwrap_or(100);
     if !(1..=2000).contains(&l) {
-        return Err(AutoError::invalid("limit", "must be from 1 to 2000"));
+        return Err(invalid("limit", "must be from 1 to 2000"));
     }
     Ok(l)
 }
 
-pub async fn console_logs(cx: Cx, a: ConsoleLogsIn) -> AutoResult<Reply> {
+pub async fn console_logs(cx: &Cx<'_>, a: ConsoleLogsIn) -> Result<Reply> {
     let n = limit_of(a.limit)?;
     let max = super::max_chars(a.max_chars, LOG_DEFAULT, LOG_CHARS)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let all = l.session.console().await?;
     let counts = l.session.counts().await?;
     let picked: Vec<_> = all.into_iter().filter(|c| !a.errors_only.unwrap_or(false) || c.is_error()).collect();
@@ -133,10 +135,10 @@ pub struct NetworkLogsIn {
     pub max_chars: Option<usize>,
 }
 
-pub async fn network_logs(cx: Cx, a: NetworkLogsIn) -> AutoResult<Reply> {
+pub async fn network_logs(cx: &Cx<'_>, a: NetworkLogsIn) -> Result<Reply> {
     let n = limit_of(a.limit)?;
     let max = super::max_chars(a.max_chars, LOG_DEFAULT, LOG_CHARS)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let all = l.session.network().await?;
     let counts = l.session.counts().await?;
     let picked: Vec<_> = all.into_iter().filter(|r| !a.failed_only.unwrap_or(false) || r.failed()).collect();
@@ -165,8 +167,8 @@ pub struct GetDialogsIn {
     pub session_id: String,
 }
 
-pub async fn get_dialogs(cx: Cx, a: GetDialogsIn) -> AutoResult<Reply> {
-    let l = live(&cx, &a.session_id).await?;
+pub async fn get_dialogs(cx: &Cx<'_>, a: GetDialogsIn) -> Result<Reply> {
+    let l = live(cx, &a.session_id).await?;
     let all = l.session.dialogs().await?;
     let open = l.session.open_dialog().await?;
     Ok(Reply::data(json!({"dialogs": all, "open": open})))
@@ -177,9 +179,9 @@ page_input! {
     PerformanceIn
 }
 
-pub async fn get_performance(cx: Cx, a: PerformanceIn) -> AutoResult<Reply> {
+pub async fn get_performance(cx: &Cx<'_>, a: PerformanceIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let metrics: serde_json::Map<String, Value> =
         l.session.performance_metrics(t).await?.into_iter().map(|m| (m.name, Value::Number(m.value))).collect();
     let timing = l
@@ -212,12 +214,12 @@ pub struct WaitForRequestIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> {
+pub async fn wait_for_request(cx: &Cx<'_>, a: WaitForRequestIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.url.is_empty() || a.url.len() > 4096 {
-        return Err(AutoError::invalid("url", "must be 1 to 4096 characters"));
+        return Err(invalid("url", "must be 1 to 4096 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let skip = if a.new_only.unwrap_or(true) { l.session.network().await?.len() } else { 0 };
     let want_done = a.done.unwrap_or(true);
     let until = tokio::time::Instant::now() + t;
@@ -237,7 +239,7 @@ pub async fn wait_for_request(cx: Cx, a: WaitForRequestIn) -> AutoResult<Reply> 
             return Ok(Reply::data(json!({"request": r})).with_text(text));
         }
         if tokio::time::Instant::now() >= until {
-            return Err(AutoError::new(
+            return Err(refused(
                 ErrorCode::Timeout,
                 format!("no request to a URL containing '{}' within {} ms", a.url, t.as_millis()),
             ));

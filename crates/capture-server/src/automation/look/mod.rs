@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 
 use super::sessions::live;
 use super::snapshot::{self, Snapshot};
-use super::{AutoError, AutoResult, Cx, Reply, element, required_element, timeout};
+use super::{element, required_element, timeout};
 use crate::blob;
-use crate::error::Error;
+use crate::error::{Error, Result};
+use crate::tool::{Cx, Reply, invalid, refused};
 
 mod logs;
 
@@ -71,18 +72,18 @@ fn truncate(mut s: String, max: usize) -> (String, bool) {
     (s, true)
 }
 
-pub async fn screenshot(cx: Cx, a: ScreenshotIn) -> AutoResult<Reply> {
+pub async fn screenshot(cx: &Cx<'_>, a: ScreenshotIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let el = element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let area = match (el, a.full_page.unwrap_or(false)) {
-        (Some(_), true) => return Err(AutoError::invalid("fullPage", "an element screenshot cannot be full page")),
+        (Some(_), true) => return Err(invalid("fullPage", "an element screenshot cannot be full page")),
         (Some(t), false) => ShotArea::Element(t),
         (None, true) => ShotArea::FullPage,
         (None, false) => ShotArea::Viewport,
     };
     if a.quality.is_some_and(|q| !(1..=100).contains(&q)) {
-        return Err(AutoError::invalid("quality", "must be from 1 to 100"));
+        return Err(invalid("quality", "must be from 1 to 100"));
     }
     let format = match a.format.unwrap_or(ShotFormat::Png) {
         ShotFormat::Png => ImageFormat::Png,
@@ -132,42 +133,42 @@ pub struct SnapshotIn {
 }
 
 /// The page's accessibility snapshot.
-pub async fn take_snapshot(s: &Session, t: Duration) -> AutoResult<Snapshot> {
+pub async fn take_snapshot(s: &Session, t: Duration) -> Result<Snapshot> {
     let nodes = s.accessibility_tree(t).await?;
     Ok(snapshot::build(&nodes))
 }
 
 /// The backend node id of the first element matching `sel` (not waited for).
-async fn backend_of(s: &Session, sel: &str, t: Duration) -> AutoResult<i64> {
+async fn backend_of(s: &Session, sel: &str, t: Duration) -> Result<i64> {
     let root = s.dom_document(t).await?.node_id.unwrap_or(1);
     let found = s.query_selector(root, sel, t).await.map_err(|e| match e {
         CaptureError::Script(m) => {
-            AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
+            refused(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
         }
         other => other.into(),
     })?;
     let Some(node) = found else {
-        return Err(AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")));
+        return Err(refused(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")));
     };
     let d = s.describe_node(node, t).await?;
-    d.backend_node_id.ok_or_else(|| AutoError::new(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")))
+    d.backend_node_id.ok_or_else(|| refused(ErrorCode::ElementNotFound, format!("no element matches '{sel}'")))
 }
 
 /// A size bound of a tool's answer: `max` given (from 200 to `most`) or `default`.
-pub(crate) fn max_chars(max: Option<usize>, default: usize, most: usize) -> AutoResult<usize> {
+pub(crate) fn max_chars(max: Option<usize>, default: usize, most: usize) -> Result<usize> {
     let m = max.unwrap_or(default);
     if !(200..=most).contains(&m) {
-        return Err(AutoError::invalid("maxChars", format!("must be from 200 to {most}")));
+        return Err(invalid("maxChars", format!("must be from 200 to {most}")));
     }
     Ok(m)
 }
 
-pub async fn snapshot(cx: Cx, a: SnapshotIn) -> AutoResult<Reply> {
+pub async fn snapshot(cx: &Cx<'_>, a: SnapshotIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let max = max_chars(a.max_chars, snapshot::DEFAULT_CHARS, snapshot::MAX_CHARS)?;
     let mode = a.mode.unwrap_or(SnapshotMode::Full);
     let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (root, part) = match &target {
         Some(Target::Ref(id)) => (Some(*id), snapshot::ref_of(*id)),
         Some(Target::Selector(sel)) => (Some(backend_of(&l.session, sel, t).await?), sel.clone()),
@@ -176,9 +177,9 @@ pub async fn snapshot(cx: Cx, a: SnapshotIn) -> AutoResult<Reply> {
     let nodes = l.session.accessibility_tree(t).await?;
     let snap = snapshot::build_from(&nodes, root).ok_or_else(|| match root {
         Some(id) if a.element_ref.is_some() => {
-            AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
+            refused(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
         }
-        _ => AutoError::new(ErrorCode::ElementNotFound, format!("'{part}' has no accessibility node (not rendered?)")),
+        _ => refused(ErrorCode::ElementNotFound, format!("'{part}' has no accessibility node (not rendered?)")),
     })?;
     let (title, url) = l.session.title_url(t).await?;
     let before = {
@@ -254,27 +255,27 @@ pub struct FindIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn find(cx: Cx, a: FindIn) -> AutoResult<Reply> {
+pub async fn find(cx: &Cx<'_>, a: FindIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let limit = a.limit.unwrap_or(20);
     if !(1..=100).contains(&limit) {
-        return Err(AutoError::invalid("limit", "must be from 1 to 100"));
+        return Err(invalid("limit", "must be from 1 to 100"));
     }
     if a.role.is_none() && a.name.is_none() && a.text.is_none() && a.selector.is_none() {
-        return Err(AutoError::invalid("role", "give at least one of role, name, text or selector"));
+        return Err(invalid("role", "give at least one of role, name, text or selector"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let snap = take_snapshot(&l.session, t).await?;
     let exact = a.exact.unwrap_or(false);
     let mut found: Vec<Value> = Vec::new();
     if let Some(sel) = &a.selector {
         if sel.trim().is_empty() || sel.len() > 1024 {
-            return Err(AutoError::invalid("selector", "must be a CSS selector of 1 to 1024 characters"));
+            return Err(invalid("selector", "must be a CSS selector of 1 to 1024 characters"));
         }
         let root = l.session.dom_document(t).await?.node_id.unwrap_or(1);
         let ids = l.session.query_selector_all(root, sel, t).await.map_err(|e| match e {
             CaptureError::Script(m) => {
-                AutoError::new(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
+                refused(ErrorCode::ElementNotFound, format!("'{sel}' is not a valid CSS selector ({m})"))
             }
             other => other.into(),
         })?;
@@ -327,13 +328,13 @@ paged_element_input! {
 const TEXT_CHARS: usize = 20_000;
 const TEXT_DEFAULT: usize = 8_000;
 
-pub async fn get_text(cx: Cx, a: GetTextIn) -> AutoResult<Reply> {
+pub async fn get_text(cx: &Cx<'_>, a: GetTextIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let max = max_chars(a.max_chars, TEXT_DEFAULT, TEXT_CHARS)?;
     let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let whole = l.session.text(target, t).await?;
-    paged(&cx, "text", whole, a.from.unwrap_or(0), max).await
+    paged(cx, "text", whole, a.from.unwrap_or(0), max).await
 }
 
 paged_element_input! {
@@ -341,19 +342,19 @@ paged_element_input! {
     GetHtmlIn
 }
 
-pub async fn get_html(cx: Cx, a: GetHtmlIn) -> AutoResult<Reply> {
+pub async fn get_html(cx: &Cx<'_>, a: GetHtmlIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let max = max_chars(a.max_chars, TEXT_DEFAULT, TEXT_CHARS)?;
     let target = element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let whole = l.session.html(target, t).await?;
-    paged(&cx, "html", whole, a.from.unwrap_or(0), max).await
+    paged(cx, "html", whole, a.from.unwrap_or(0), max).await
 }
 
 /// A page of `whole` (characters `from`.. within `max`) as the answer's `field`: with
 /// `from`, `nextFrom`, `totalChars`, `truncated`, and — when it does not fit — a link to
 /// the whole of it, stored as a text file (never served as HTML).
-async fn paged(cx: &Cx, field: &str, whole: String, from: usize, max: usize) -> AutoResult<Reply> {
+async fn paged(cx: &Cx<'_>, field: &str, whole: String, from: usize, max: usize) -> Result<Reply> {
     let total = whole.chars().count();
     let from = from.min(total);
     let start = whole.char_indices().nth(from).map_or(whole.len(), |(i, _)| i);
@@ -389,18 +390,10 @@ async fn paged(cx: &Cx, field: &str, whole: String, from: usize, max: usize) -> 
 }
 
 /// Call `function` (a JavaScript function declaration) with `this` = the target element.
-pub async fn on_element(
-    s: &Session,
-    target: &Target,
-    function: &str,
-    args: Vec<Value>,
-    t: Duration,
-) -> AutoResult<Value> {
+pub async fn on_element(s: &Session, target: &Target, function: &str, args: Vec<Value>, t: Duration) -> Result<Value> {
     let object = match target {
         Target::Ref(id) => s.resolve_node(*id, GROUP, t).await.map_err(|e| match e {
-            CaptureError::Script(_) => {
-                AutoError::new(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}"))
-            }
+            CaptureError::Script(_) => refused(ErrorCode::NoSuchElementRef, format!("no such element ref e{id}")),
             other => other.into(),
         })?,
         Target::Selector(sel) => {
@@ -414,12 +407,12 @@ pub async fn on_element(
         }
     };
     let Some(object) = object else {
-        return Err(AutoError::new(ErrorCode::ElementNotFound, format!("no element for {target}")));
+        return Err(refused(ErrorCode::ElementNotFound, format!("no element for {target}")));
     };
     let r = s.call_function_on(&object, function, args, t).await;
     let _ = s.release_object_group(GROUP, Duration::from_secs(2)).await;
     match r? {
-        CallOutcome::Threw(ex) => Err(AutoError::new(
+        CallOutcome::Threw(ex) => Err(refused(
             ErrorCode::ActionFailed,
             format!("the element's script threw: {}", ex.message().unwrap_or("an exception")),
         )),
@@ -445,13 +438,13 @@ pub struct AttributeIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn get_attribute(cx: Cx, a: AttributeIn) -> AutoResult<Reply> {
+pub async fn get_attribute(cx: &Cx<'_>, a: AttributeIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
     if a.name.is_empty() || a.name.len() > 256 {
-        return Err(AutoError::invalid("name", "must be an attribute name of 1 to 256 characters"));
+        return Err(invalid("name", "must be an attribute name of 1 to 256 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let f = "function(n) { const r = this.getBoundingClientRect(); const s = getComputedStyle(this); \
              const v = n === 'value' && 'value' in this ? String(this.value) : this.getAttribute(n); \
              return {value: v, visible: r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none', \
@@ -469,9 +462,9 @@ page_input! {
     GetUrlIn
 }
 
-pub async fn get_url(cx: Cx, a: GetUrlIn) -> AutoResult<Reply> {
+pub async fn get_url(cx: &Cx<'_>, a: GetUrlIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (_, url) = l.session.title_url(t).await?;
     Ok(Reply::data(json!({"url": url})).with_text(url))
 }
@@ -481,9 +474,9 @@ page_input! {
     GetTitleIn
 }
 
-pub async fn get_title(cx: Cx, a: GetTitleIn) -> AutoResult<Reply> {
+pub async fn get_title(cx: &Cx<'_>, a: GetTitleIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (title, _) = l.session.title_url(t).await?;
     Ok(Reply::data(json!({"title": title})).with_text(title))
 }
@@ -500,9 +493,9 @@ pub struct PdfIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn pdf(cx: Cx, a: PdfIn) -> AutoResult<Reply> {
+pub async fn pdf(cx: &Cx<'_>, a: PdfIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let bytes = l.session.pdf(PdfSpec { landscape: a.landscape.unwrap_or(false), ..Default::default() }, t).await?;
     let name = blob::new_name("pdf");
     let size = bytes.len();
@@ -517,10 +510,10 @@ element_input! {
     ElementStateIn
 }
 
-pub async fn get_element_state(cx: Cx, a: ElementStateIn) -> AutoResult<Reply> {
+pub async fn get_element_state(cx: &Cx<'_>, a: ElementStateIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let f = "function() { const r = this.getBoundingClientRect(); const s = getComputedStyle(this); \
              return {tag: this.localName, visible: r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none', \
              enabled: !this.disabled, checked: 'checked' in this ? !!this.checked : null, focused: document.activeElement === this, \
@@ -535,9 +528,9 @@ page_input! {
     GetLinksIn
 }
 
-pub async fn get_links(cx: Cx, a: GetLinksIn) -> AutoResult<Reply> {
+pub async fn get_links(cx: &Cx<'_>, a: GetLinksIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let v = l
         .session
         .evaluate(
@@ -564,9 +557,9 @@ page_input! {
     GetDeviceIn
 }
 
-pub async fn get_device(cx: Cx, a: GetDeviceIn) -> AutoResult<Reply> {
+pub async fn get_device(cx: &Cx<'_>, a: GetDeviceIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let page = l
         .session
         .evaluate(
@@ -586,9 +579,9 @@ page_input! {
     GetSessionStorageIn
 }
 
-pub async fn get_session_storage(cx: Cx, a: GetSessionStorageIn) -> AutoResult<Reply> {
+pub async fn get_session_storage(cx: &Cx<'_>, a: GetSessionStorageIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let v = l.session.evaluate("Object.fromEntries(Object.entries(sessionStorage))", false, t).await?;
     Ok(Reply::data(json!({"items": v})))
 }
@@ -623,14 +616,14 @@ const DEFAULT_STYLE: &[&str] = &[
     "flex-direction",
 ];
 
-pub async fn get_computed_style(cx: Cx, a: ComputedStyleIn) -> AutoResult<Reply> {
+pub async fn get_computed_style(cx: &Cx<'_>, a: ComputedStyleIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let target = required_element(a.element_ref.as_deref(), a.selector.as_deref())?;
     let props: Vec<String> = a.properties.unwrap_or_else(|| DEFAULT_STYLE.iter().map(|p| p.to_string()).collect());
     if props.is_empty() || props.len() > 50 || props.iter().any(|p| p.is_empty() || p.len() > 100) {
-        return Err(AutoError::invalid("properties", "give 1 to 50 CSS property names"));
+        return Err(invalid("properties", "give 1 to 50 CSS property names"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let f = "function(ps) { const s = getComputedStyle(this); const o = {}; for (const p of ps) o[p] = s.getPropertyValue(p); return o; }";
     let v = on_element(&l.session, &target, f, vec![json!(props)], t).await?;
     Ok(Reply::data(json!({"style": v})))
@@ -641,9 +634,9 @@ page_input! {
     GetFormFieldsIn
 }
 
-pub async fn get_form_fields(cx: Cx, a: GetFormFieldsIn) -> AutoResult<Reply> {
+pub async fn get_form_fields(cx: &Cx<'_>, a: GetFormFieldsIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     const QUERY: &str = "input:not([type=hidden]), select, textarea";
     let info = l
         .session

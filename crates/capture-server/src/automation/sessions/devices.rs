@@ -6,9 +6,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::live;
-use crate::automation::{AutoResult, Cx, Reply, timeout};
+use crate::automation::timeout;
+use crate::error::Result;
 use crate::runs::types::{DeviceIn, DeviceSpec, device_spec};
 use crate::screenshots::types::DevicePreset;
+use crate::tool::{Cx, Reply};
 use capture_browser::session::{Device, Session};
 use capture_core::devices::DEVICE_PRESETS;
 use serde_json::Value;
@@ -43,7 +45,7 @@ pub fn presets() -> Vec<Value> {
     DEVICE_PRESETS.iter().map(|p| json!(DevicePreset::from(p))).collect()
 }
 
-pub async fn list_devices(_cx: Cx, a: ListDevicesIn) -> AutoResult<Reply> {
+pub async fn list_devices(_cx: &Cx<'_>, a: ListDevicesIn) -> Result<Reply> {
     let all: Vec<Value> = presets().into_iter().filter(|d| a.kind.is_none_or(|k| d["kind"] == json!(k))).collect();
     let names: Vec<&str> = all.iter().filter_map(|d| d["name"].as_str()).collect();
     let text = format!("{} devices: {}", all.len(), names.join(", "));
@@ -94,9 +96,9 @@ pub(crate) async fn viewport_now(s: &Session) -> Value {
     .unwrap_or(Value::Null)
 }
 
-pub async fn session_set_device(cx: Cx, a: SetDeviceIn) -> AutoResult<Reply> {
+pub async fn session_set_device(cx: &Cx<'_>, a: SetDeviceIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let spec = device_spec(Some(&a.device))?;
     let device = device_of(&spec, a.orientation);
     l.session.set_device(device.clone(), t).await?;
@@ -118,9 +120,9 @@ pub struct RotateIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn session_rotate(cx: Cx, a: RotateIn) -> AutoResult<Reply> {
+pub async fn session_rotate(cx: &Cx<'_>, a: RotateIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let current = l.session.device().await?;
     let want_landscape = match a.orientation {
         Some(Orientation::Landscape) => true,

@@ -20,14 +20,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{AutoError, AutoResult, Cx, Reply};
 use crate::auth::Account;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::http::validated::Checked;
 use crate::runs::service as runs;
 use crate::runs::session::{self, Hold, Opened, Outcome, Video, budget, finalize, session_options};
 use crate::runs::types::{DeviceIn, RunIn, RunSpec, bounds};
 use crate::state::AppState;
+use crate::tool::{Cx, Reply, invalid, refused};
 
 mod devices;
 pub mod registry;
@@ -97,12 +97,12 @@ impl Drop for Held {
 
 /// The caller's session `id` held here, marked as used now. Errors an agent can act on:
 /// `SESSION_EXPIRED` for one that ended, `NOT_FOUND` for none of the caller's.
-pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
+pub async fn live(cx: &Cx<'_>, id: &str) -> Result<Held> {
     let id = id.trim();
     let found = cx.state.cluster.sessions.live.lock().unwrap().get(id).cloned();
     if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account)) {
         if l.session.is_closed() {
-            return Err(AutoError::new(
+            return Err(refused(
                 ErrorCode::SessionExpired,
                 format!("session expired: {} ({})", id, l.session.end_reason().unwrap_or_else(|| "it ended".into())),
             ));
@@ -112,15 +112,15 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
         return Ok(Held(l));
     }
     let Some(rid) = RunId::parse(id) else {
-        return Err(AutoError::new(
+        return Err(refused(
             ErrorCode::NotFound,
             format!("no session {id}: session ids look like run_… (session_start returns one)"),
         ));
     };
     let row = cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)?;
     match row.filter(|r| visible(r.shared, &r.client_id, &cx.account)) {
-        None => Err(AutoError::new(ErrorCode::NotFound, format!("no session {id}"))),
-        Some(row) if row.status.is_final() => Err(AutoError::new(
+        None => Err(refused(ErrorCode::NotFound, format!("no session {id}"))),
+        Some(row) if row.status.is_final() => Err(refused(
             ErrorCode::SessionExpired,
             format!(
                 "session expired: {id} ended ({}, {}); start a new one with session_start",
@@ -131,12 +131,12 @@ pub async fn live(cx: &Cx, id: &str) -> AutoResult<Held> {
         Some(row)
             if row.kind == RunKind::Live && row.worker.as_deref().is_some_and(|w| w != cx.state.cluster.node_id()) =>
         {
-            Err(AutoError::new(
+            Err(refused(
                 ErrorCode::SessionElsewhere,
                 format!("session {id} is held by another node of the service; send its tool calls to that node"),
             ))
         }
-        Some(_) => Err(AutoError::new(
+        Some(_) => Err(refused(
             ErrorCode::NotFound,
             format!("{id} is not an automation session (a run driven by a script or a DevTools client)"),
         )),
@@ -215,16 +215,16 @@ pub struct GeoIn {
 }
 
 impl GeoIn {
-    pub fn check(self) -> AutoResult<Geolocation> {
+    pub fn check(self) -> Result<Geolocation> {
         if !(-90.0..=90.0).contains(&self.latitude) {
-            return Err(AutoError::invalid("latitude", "must be from -90 to 90"));
+            return Err(invalid("latitude", "must be from -90 to 90"));
         }
         if !(-180.0..=180.0).contains(&self.longitude) {
-            return Err(AutoError::invalid("longitude", "must be from -180 to 180"));
+            return Err(invalid("longitude", "must be from -180 to 180"));
         }
         let accuracy = self.accuracy.unwrap_or(20.0);
         if !(0.0..=100_000.0).contains(&accuracy) {
-            return Err(AutoError::invalid("accuracy", "must be from 0 to 100000 metres"));
+            return Err(invalid("accuracy", "must be from 0 to 100000 metres"));
         }
         Ok(Geolocation { latitude: self.latitude, longitude: self.longitude, accuracy })
     }
@@ -272,17 +272,17 @@ pub struct SessionStartIn {
     pub cookie_consent: Option<capture_core::options::CookieConsent>,
 }
 
-fn short_text(field: &str, v: &Option<String>, max: usize) -> AutoResult<()> {
+fn short_text(field: &str, v: &Option<String>, max: usize) -> Result<()> {
     if let Some(s) = v
         && (s.trim().is_empty() || s.len() > max || s.chars().any(|c| c.is_control() || c == ' '))
     {
-        return Err(AutoError::invalid(field, format!("must be a non-empty name of at most {max} characters")));
+        return Err(invalid(field, format!("must be a non-empty name of at most {max} characters")));
     }
     Ok(())
 }
 
-pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
-    let state = &cx.state;
+pub async fn session_start(cx: &Cx<'_>, a: SessionStartIn) -> Result<Reply> {
+    let state = cx.state;
     let Some(pool) = state.browser.pool.clone() else {
         return Err(Error::Refused(
             ErrorCode::ServiceUnavailable,
@@ -296,11 +296,11 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     let max_idle = state.cfg.runs.automation_idle_timeout.as_millis() as u64;
     let idle_ms = a.idle_timeout_ms.unwrap_or(max_idle);
     if !(MIN_IDLE_MS..=max_idle.max(MIN_IDLE_MS)).contains(&idle_ms) {
-        return Err(AutoError::invalid("idleTimeoutMs", format!("must be from {MIN_IDLE_MS} to {max_idle}")));
+        return Err(invalid("idleTimeoutMs", format!("must be from {MIN_IDLE_MS} to {max_idle}")));
     }
     let timeout_ms = a.timeout_ms.unwrap_or(DEFAULT_SESSION_MS);
     if !(60_000..=bounds::TIMEOUT.1).contains(&timeout_ms) {
-        return Err(AutoError::invalid("timeoutMs", format!("must be from 60000 to {}", bounds::TIMEOUT.1)));
+        return Err(invalid("timeoutMs", format!("must be from 60000 to {}", bounds::TIMEOUT.1)));
     }
     // Counted with the sessions being started, so two starts at once cannot both pass.
     let starting = Starting::new(&state.cluster.sessions, &cx.account.user.id);
@@ -320,12 +320,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
                 + elsewhere
         } as i64;
         if open >= max {
-            let mut e = AutoError::new(
-                ErrorCode::ConcurrencyLimit,
-                format!("{open} automation sessions are open, the most allowed at once: end one with session_end"),
-            );
-            e.details = Some(json!({"active": open, "limit": max, "scope": "automation_sessions"}));
-            return Err(e);
+            return Err(Error::TooManySessions { active: open, limit: max });
         }
     }
     let spec = RunIn {
@@ -344,7 +339,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     .map_err(|e| {
         // The run's field names, as this tool calls them.
         let field = if e.field == "startUrl" { "url".to_string() } else { e.field.clone() };
-        AutoError::invalid(&field, e.reason)
+        invalid(&field, e.reason)
     })?;
     let created = runs::create(state, &cx.account, &spec, None).await?;
     let token = created
@@ -380,7 +375,7 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
     };
     let Opened { session, started, video, video_err } = session::open(state, &pool, &row, opts, budget, None)
         .await
-        .map_err(|e| AutoError::new(ErrorCode::BrowserFailed, e))?;
+        .map_err(|e| refused(ErrorCode::BrowserFailed, e))?;
     // A phone's foreground tab has focus: the clipboard and focus handlers work as there.
     let _ = session.set_focus_emulation(true, Duration::from_secs(5)).await;
     if let Some(n) = a.network {
@@ -446,14 +441,14 @@ pub async fn session_start(cx: Cx, a: SessionStartIn) -> AutoResult<Reply> {
             }
         }
         Err(e) => {
-            let e = AutoError::from(e);
+            let e = Error::from(e);
             text = format!(
                 "Session {} started, but its first page did not load ({}: {}); navigate elsewhere or end it.",
                 live.id,
-                e.code.as_str(),
-                e.message
+                e.code().as_str(),
+                e
             );
-            data["loadError"] = json!({"code": e.code, "error": e.message});
+            data["loadError"] = json!({"code": e.code(), "error": e.to_string()});
         }
     }
     Ok(Reply::data(data).with_text(text))
@@ -568,7 +563,7 @@ pub async fn with_other_nodes(state: &AppState, account: &Account, mut out: Call
     out
 }
 
-pub async fn session_list(cx: Cx, _a: SessionListIn) -> AutoResult<Reply> {
+pub async fn session_list(cx: &Cx<'_>, _a: SessionListIn) -> Result<Reply> {
     let mut mine: Vec<Arc<Live>> = cx
         .state
         .cluster
@@ -597,8 +592,8 @@ pub struct SessionEndIn {
     pub save_profile: Option<String>,
 }
 
-pub async fn session_end(cx: Cx, a: SessionEndIn) -> AutoResult<Reply> {
-    let l = live(&cx, &a.session_id).await?;
+pub async fn session_end(cx: &Cx<'_>, a: SessionEndIn) -> Result<Reply> {
+    let l = live(cx, &a.session_id).await?;
     let saved = match a.save_profile.as_deref().map(str::trim) {
         Some(target) => {
             let s = l.session.storage_state(Duration::from_secs(20)).await?;

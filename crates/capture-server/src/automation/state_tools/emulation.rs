@@ -8,7 +8,9 @@ use serde_json::json;
 
 use super::grant;
 use crate::automation::sessions::{Scheme, device_json, live};
-use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use crate::automation::timeout;
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid};
 use capture_browser::session::{Device, DeviceOrientation, VisionDeficiency as Vision};
 use serde_json::Value;
 
@@ -26,15 +28,15 @@ pub struct ViewportIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_viewport(cx: Cx, a: ViewportIn) -> AutoResult<Reply> {
+pub async fn set_viewport(cx: &Cx<'_>, a: ViewportIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if !(200..=3840).contains(&a.width) {
-        return Err(AutoError::invalid("width", "must be from 200 to 3840"));
+        return Err(invalid("width", "must be from 200 to 3840"));
     }
     if !(200..=4320).contains(&a.height) {
-        return Err(AutoError::invalid("height", "must be from 200 to 4320"));
+        return Err(invalid("height", "must be from 200 to 4320"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_viewport(a.width, a.height, t).await?;
     let d: Device = l.session.device().await?;
     *l.device.lock().unwrap() = d.clone();
@@ -53,14 +55,14 @@ pub struct UserAgentIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_user_agent(cx: Cx, a: UserAgentIn) -> AutoResult<Reply> {
+pub async fn set_user_agent(cx: &Cx<'_>, a: UserAgentIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if let Some(ua) = &a.user_agent
         && (ua.is_empty() || ua.len() > 512 || ua.chars().any(char::is_control))
     {
-        return Err(AutoError::invalid("userAgent", "must be 1 to 512 characters without control characters"));
+        return Err(invalid("userAgent", "must be 1 to 512 characters without control characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_user_agent(a.user_agent.clone(), t).await?;
     let now = l.session.evaluate("navigator.userAgent", false, t).await?;
     Ok(Reply::data(json!({"userAgent": now})))
@@ -77,14 +79,14 @@ pub struct ColorSchemeIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_color_scheme(cx: Cx, a: ColorSchemeIn) -> AutoResult<Reply> {
+pub async fn set_color_scheme(cx: &Cx<'_>, a: ColorSchemeIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let value = match a.color_scheme {
         Scheme::Light => "light",
         Scheme::Dark => "dark",
         Scheme::NoPreference => "no-preference",
     };
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     // One emulated-media state per session: the reduced motion or media type set earlier stays.
     l.session.set_media_feature("prefers-color-scheme", value, t).await?;
     let dark = l.session.evaluate("matchMedia('(prefers-color-scheme: dark)').matches", false, t).await?;
@@ -103,18 +105,18 @@ pub struct TimezoneIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_timezone(cx: Cx, a: TimezoneIn) -> AutoResult<Reply> {
+pub async fn set_timezone(cx: &Cx<'_>, a: TimezoneIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.timezone.is_empty() || a.timezone.len() > 64 || a.timezone.contains(char::is_whitespace) {
-        return Err(AutoError::invalid("timezone", "must be an IANA time zone name such as Europe/Berlin"));
+        return Err(invalid("timezone", "must be an IANA time zone name such as Europe/Berlin"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     // Clear the override in effect first.
     let _ = l.session.set_timezone(None, t).await;
     l.session
         .set_timezone(Some(&a.timezone), t)
         .await
-        .map_err(|e| AutoError::invalid("timezone", format!("'{}' was refused: {e}", a.timezone)))?;
+        .map_err(|e| invalid("timezone", format!("'{}' was refused: {e}", a.timezone)))?;
     let now = l.session.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone", false, t).await?;
     Ok(Reply::data(json!({"timezone": now})))
 }
@@ -131,21 +133,21 @@ pub struct LocaleIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_locale(cx: Cx, a: LocaleIn) -> AutoResult<Reply> {
+pub async fn set_locale(cx: &Cx<'_>, a: LocaleIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.locale.len() < 2
         || a.locale.len() > 35
         || !a.locale.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
     {
-        return Err(AutoError::invalid("locale", "must be a BCP 47 tag such as de-DE"));
+        return Err(invalid("locale", "must be a BCP 47 tag such as de-DE"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     // DevTools refuses a second override while one is in effect: clear it first.
     let _ = l.session.set_locale(None, t).await;
     l.session
         .set_locale(Some(&a.locale), t)
         .await
-        .map_err(|e| AutoError::invalid("locale", format!("'{}' was refused: {e}", a.locale)))?;
+        .map_err(|e| invalid("locale", format!("'{}' was refused: {e}", a.locale)))?;
     let ua = l.session.evaluate("navigator.userAgent", false, t).await?;
     if let Value::String(ua) = ua {
         l.session.set_user_agent_override(&ua, Some(&a.locale), t).await?;
@@ -166,10 +168,10 @@ pub struct ReducedMotionIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_reduced_motion(cx: Cx, a: ReducedMotionIn) -> AutoResult<Reply> {
+pub async fn set_reduced_motion(cx: &Cx<'_>, a: ReducedMotionIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let value = if a.reduce { "reduce" } else { "no-preference" };
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_media_feature("prefers-reduced-motion", value, t).await?;
     let now = l.session.evaluate("matchMedia('(prefers-reduced-motion: reduce)').matches", false, t).await?;
     Ok(Reply::data(json!({"prefersReducedMotion": now})))
@@ -194,13 +196,13 @@ pub enum MediaType {
     Print,
 }
 
-pub async fn set_media_type(cx: Cx, a: MediaTypeIn) -> AutoResult<Reply> {
+pub async fn set_media_type(cx: &Cx<'_>, a: MediaTypeIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let media = match a.media {
         MediaType::Screen => "screen",
         MediaType::Print => "print",
     };
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_media_type(media, t).await?;
     let print = l.session.evaluate("matchMedia('print').matches", false, t).await?;
     Ok(Reply::data(json!({"media": media, "printMatches": print})))
@@ -217,9 +219,9 @@ pub struct JavascriptIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_javascript(cx: Cx, a: JavascriptIn) -> AutoResult<Reply> {
+pub async fn set_javascript(cx: &Cx<'_>, a: JavascriptIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_script_execution_disabled(!a.enabled, t).await?;
     Ok(Reply::data(json!({"javascript": a.enabled})))
 }
@@ -248,7 +250,7 @@ pub enum VisionDeficiency {
     Tritanopia,
 }
 
-pub async fn set_vision_deficiency(cx: Cx, a: VisionIn) -> AutoResult<Reply> {
+pub async fn set_vision_deficiency(cx: &Cx<'_>, a: VisionIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let kind = serde_json::to_value(a.deficiency).unwrap_or(json!("none"));
     let deficiency = match a.deficiency {
@@ -260,7 +262,7 @@ pub async fn set_vision_deficiency(cx: Cx, a: VisionIn) -> AutoResult<Reply> {
         VisionDeficiency::Protanopia => Some(Vision::Protanopia),
         VisionDeficiency::Tritanopia => Some(Vision::Tritanopia),
     };
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_vision_deficiency(deficiency, t).await?;
     Ok(Reply::data(json!({"deficiency": kind})))
 }
@@ -283,24 +285,24 @@ pub struct DeviceOrientationIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_device_orientation(cx: Cx, a: DeviceOrientationIn) -> AutoResult<Reply> {
+pub async fn set_device_orientation(cx: &Cx<'_>, a: DeviceOrientationIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.clear == Some(true) {
-        let l = live(&cx, &a.session_id).await?;
+        let l = live(cx, &a.session_id).await?;
         l.session.set_device_orientation(None, t).await?;
         return Ok(Reply::data(json!({"cleared": true})));
     }
     let (al, be, ga) = (a.alpha.unwrap_or(0.0), a.beta.unwrap_or(0.0), a.gamma.unwrap_or(0.0));
     if !(0.0..=360.0).contains(&al) {
-        return Err(AutoError::invalid("alpha", "must be from 0 to 360"));
+        return Err(invalid("alpha", "must be from 0 to 360"));
     }
     if !(-180.0..=180.0).contains(&be) {
-        return Err(AutoError::invalid("beta", "must be from -180 to 180"));
+        return Err(invalid("beta", "must be from -180 to 180"));
     }
     if !(-90.0..=90.0).contains(&ga) {
-        return Err(AutoError::invalid("gamma", "must be from -90 to 90"));
+        return Err(invalid("gamma", "must be from -90 to 90"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     // Pages read the orientation through the motion sensors.
     grant(&l, &["sensors"], t).await?;
     l.session.set_device_orientation(Some(DeviceOrientation { alpha: al, beta: be, gamma: ga }), t).await?;

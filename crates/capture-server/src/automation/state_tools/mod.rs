@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::sessions::{GeoIn, Live, NetworkProfile, live};
-use super::{AutoError, AutoResult, Cx, Reply, timeout};
+use super::timeout;
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid};
 
 mod emulation;
 mod storage;
@@ -49,7 +51,7 @@ pub const PERMISSIONS: &[&str] = &[
 ];
 
 /// Grant the session's permissions again with `more` (DevTools replaces the set each time).
-async fn grant(l: &Live, more: &[&str], t: Duration) -> AutoResult<()> {
+async fn grant(l: &Live, more: &[&str], t: Duration) -> Result<()> {
     let all: Vec<String> = {
         let mut g = l.granted.lock().unwrap();
         for p in more {
@@ -81,14 +83,14 @@ pub struct GeolocationIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_geolocation(cx: Cx, a: GeolocationIn) -> AutoResult<Reply> {
+pub async fn set_geolocation(cx: &Cx<'_>, a: GeolocationIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let at = match (a.clear.unwrap_or(false), a.latitude, a.longitude) {
         (true, None, None) => None,
         (false, Some(latitude), Some(longitude)) => Some(GeoIn { latitude, longitude, accuracy: a.accuracy }.check()?),
-        _ => return Err(AutoError::invalid("latitude", "give latitude and longitude, or clear: true")),
+        _ => return Err(invalid("latitude", "give latitude and longitude, or clear: true")),
     };
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_geolocation(at, t).await?;
     if at.is_some() {
         grant(&l, &["geolocation"], t).await?;
@@ -121,21 +123,19 @@ pub struct NetworkIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_network(cx: Cx, a: NetworkIn) -> AutoResult<Reply> {
+pub async fn set_network(cx: &Cx<'_>, a: NetworkIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     let custom = a.latency_ms.is_some() || a.download_kbps.is_some() || a.upload_kbps.is_some();
     let c = match (a.profile, custom) {
-        (Some(_), true) => return Err(AutoError::invalid("profile", "give a profile or the numbers, not both")),
+        (Some(_), true) => return Err(invalid("profile", "give a profile or the numbers, not both")),
         (Some(p), false) => p.conditions(),
         (None, true) => {
             let lat = a.latency_ms.unwrap_or(0);
             if lat > 60_000 {
-                return Err(AutoError::invalid("latencyMs", "must be at most 60000"));
+                return Err(invalid("latencyMs", "must be at most 60000"));
             }
             let bps = |field: &str, k: Option<u64>| match k {
-                Some(k) if !(1..=10_000_000).contains(&k) => {
-                    Err(AutoError::invalid(field, "must be from 1 to 10000000"))
-                }
+                Some(k) if !(1..=10_000_000).contains(&k) => Err(invalid(field, "must be from 1 to 10000000")),
                 Some(k) => Ok(Some(k * 1000 / 8)),
                 None => Ok(None),
             };
@@ -147,10 +147,10 @@ pub async fn set_network(cx: Cx, a: NetworkIn) -> AutoResult<Reply> {
             }
         }
         (None, false) => {
-            return Err(AutoError::invalid("profile", "give a profile or latencyMs/downloadKbps/uploadKbps"));
+            return Err(invalid("profile", "give a profile or latencyMs/downloadKbps/uploadKbps"));
         }
     };
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_network(c, t).await?;
     Ok(Reply::data(json!({
         "offline": c.offline, "latencyMs": c.latency_ms, "downloadBytesPerSecond": c.download_bps,
@@ -171,22 +171,22 @@ pub struct PermissionsIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn grant_permissions(cx: Cx, a: PermissionsIn) -> AutoResult<Reply> {
+pub async fn grant_permissions(cx: &Cx<'_>, a: PermissionsIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.permissions.is_empty() {
-        return Err(AutoError::invalid("permissions", "give at least one"));
+        return Err(invalid("permissions", "give at least one"));
     }
     let mut names = Vec::new();
     for (i, p) in a.permissions.iter().enumerate() {
         let Some(known) = PERMISSIONS.iter().find(|k| **k == p.as_str()) else {
-            return Err(AutoError::invalid(
+            return Err(invalid(
                 &format!("permissions[{i}]"),
                 format!("unknown permission '{p}' (known: {})", PERMISSIONS.join(", ")),
             ));
         };
         names.push(*known);
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     grant(&l, &names, t).await?;
     let granted: Vec<String> = l.granted.lock().unwrap().iter().cloned().collect();
     Ok(Reply::data(json!({"granted": granted})))
@@ -197,9 +197,9 @@ page_input! {
     ResetPermissionsIn
 }
 
-pub async fn reset_permissions(cx: Cx, a: ResetPermissionsIn) -> AutoResult<Reply> {
+pub async fn reset_permissions(cx: &Cx<'_>, a: ResetPermissionsIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.reset_permissions(t).await?;
     l.granted.lock().unwrap().clear();
     Ok(Reply::data(json!({"granted": []})))
@@ -221,29 +221,29 @@ fn is_token(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
-pub async fn set_extra_headers(cx: Cx, a: HeadersIn) -> AutoResult<Reply> {
+pub async fn set_extra_headers(cx: &Cx<'_>, a: HeadersIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.headers.len() > 50 {
-        return Err(AutoError::invalid("headers", "at most 50 headers"));
+        return Err(invalid("headers", "at most 50 headers"));
     }
     for (k, v) in &a.headers {
         if !is_token(k) || k.len() > 256 {
-            return Err(AutoError::invalid("headers", format!("'{k}' is not a header name")));
+            return Err(invalid("headers", format!("'{k}' is not a header name")));
         }
         let lower = k.to_ascii_lowercase();
         if ["host", "content-length", "connection", "transfer-encoding", "cookie"].contains(&lower.as_str())
             || lower.starts_with("proxy-")
         {
-            return Err(AutoError::invalid("headers", format!("{k} is set by the browser (cookies: use set_cookies)")));
+            return Err(invalid("headers", format!("{k} is set by the browser (cookies: use set_cookies)")));
         }
         if v.len() > 8192 || v.chars().any(|c| c.is_control() && c != '\t') {
-            return Err(AutoError::invalid(
+            return Err(invalid(
                 "headers",
                 format!("the value of {k} must be up to 8192 characters without line breaks"),
             ));
         }
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_extra_headers(a.headers.clone(), t).await?;
     Ok(Reply::data(json!({"headers": a.headers})))
 }
@@ -260,12 +260,12 @@ pub struct BlockUrlsIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn block_urls(cx: Cx, a: BlockUrlsIn) -> AutoResult<Reply> {
+pub async fn block_urls(cx: &Cx<'_>, a: BlockUrlsIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.patterns.len() > 100 || a.patterns.iter().any(|p| p.is_empty() || p.len() > 1024) {
-        return Err(AutoError::invalid("patterns", "at most 100 patterns of 1 to 1024 characters"));
+        return Err(invalid("patterns", "at most 100 patterns of 1 to 1024 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_blocked_urls(a.patterns.clone(), t).await?;
     Ok(Reply::data(json!({"blocked": a.patterns})))
 }

@@ -5,7 +5,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::automation::sessions::live;
-use crate::automation::{AutoError, AutoResult, Cx, Reply, timeout};
+use crate::automation::timeout;
+use crate::error::Result;
+use crate::tool::{Cx, Reply, invalid};
 use capture_browser::session::{Cookie, DeleteCookies};
 
 page_input! {
@@ -13,9 +15,9 @@ page_input! {
     GetCookiesIn
 }
 
-pub async fn get_cookies(cx: Cx, a: GetCookiesIn) -> AutoResult<Reply> {
+pub async fn get_cookies(cx: &Cx<'_>, a: GetCookiesIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let cookies = l.session.cookies(t).await?;
     let text = cookies
         .iter()
@@ -57,35 +59,29 @@ pub struct CookiesIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_cookies(cx: Cx, a: CookiesIn) -> AutoResult<Reply> {
+pub async fn set_cookies(cx: &Cx<'_>, a: CookiesIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.cookies.is_empty() || a.cookies.len() > 50 {
-        return Err(AutoError::invalid("cookies", "give 1 to 50 cookies"));
+        return Err(invalid("cookies", "give 1 to 50 cookies"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let (_, page_url) = l.session.title_url(t).await?;
     let mut out = Vec::new();
     for (i, c) in a.cookies.into_iter().enumerate() {
         if c.name.is_empty() || c.name.len() > 4096 || c.value.len() > 4096 {
-            return Err(AutoError::invalid(
-                &format!("cookies[{i}].name"),
-                "name 1–4096 and value up to 4096 characters",
-            ));
+            return Err(invalid(&format!("cookies[{i}].name"), "name 1–4096 and value up to 4096 characters"));
         }
         if let Some(s) = &c.same_site
             && !matches!(s.as_str(), "Strict" | "Lax" | "None")
         {
-            return Err(AutoError::invalid(&format!("cookies[{i}].sameSite"), "must be Strict, Lax or None"));
+            return Err(invalid(&format!("cookies[{i}].sameSite"), "must be Strict, Lax or None"));
         }
         let url = match (&c.url, &c.domain) {
             (Some(u), _) => Some(u.clone()),
             (None, Some(_)) => None,
             (None, None) if page_url.starts_with("http") => Some(page_url.clone()),
             (None, None) => {
-                return Err(AutoError::invalid(
-                    &format!("cookies[{i}].url"),
-                    "the page has no http(s) URL: give url or domain",
-                ));
+                return Err(invalid(&format!("cookies[{i}].url"), "the page has no http(s) URL: give url or domain"));
             }
         };
         out.push(Cookie {
@@ -110,9 +106,9 @@ page_input! {
     ClearCookiesIn
 }
 
-pub async fn clear_cookies(cx: Cx, a: ClearCookiesIn) -> AutoResult<Reply> {
+pub async fn clear_cookies(cx: &Cx<'_>, a: ClearCookiesIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.clear_cookies(t).await?;
     Ok(Reply::data(json!({"cleared": true})))
 }
@@ -122,9 +118,9 @@ page_input! {
     GetStorageIn
 }
 
-pub async fn get_local_storage(cx: Cx, a: GetStorageIn) -> AutoResult<Reply> {
+pub async fn get_local_storage(cx: &Cx<'_>, a: GetStorageIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let items = l.session.local_storage(t).await?;
     Ok(Reply::data(json!({"items": items})))
 }
@@ -143,12 +139,12 @@ pub struct StorageIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_local_storage(cx: Cx, a: StorageIn) -> AutoResult<Reply> {
+pub async fn set_local_storage(cx: &Cx<'_>, a: StorageIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.key.is_empty() || a.key.len() > 1024 || a.value.len() > 100_000 {
-        return Err(AutoError::invalid("key", "key 1–1024 and value up to 100000 characters"));
+        return Err(invalid("key", "key 1–1024 and value up to 100000 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_local_storage(&a.key, &a.value, t).await?;
     Ok(Reply::data(json!({"key": a.key, "value": a.value})))
 }
@@ -158,9 +154,9 @@ page_input! {
     ClearStorageIn
 }
 
-pub async fn clear_local_storage(cx: Cx, a: ClearStorageIn) -> AutoResult<Reply> {
+pub async fn clear_local_storage(cx: &Cx<'_>, a: ClearStorageIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.clear_local_storage(t).await?;
     Ok(Reply::data(json!({"cleared": true})))
 }
@@ -177,12 +173,12 @@ pub struct ClipboardIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn clipboard_write(cx: Cx, a: ClipboardIn) -> AutoResult<Reply> {
+pub async fn clipboard_write(cx: &Cx<'_>, a: ClipboardIn) -> Result<Reply> {
     if a.text.len() > 100_000 {
-        return Err(AutoError::invalid("text", "must be at most 100000 characters"));
+        return Err(invalid("text", "must be at most 100000 characters"));
     }
     let _ = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     l.session.set_clipboard(&a.text)?;
     Ok(Reply::data(json!({"written": a.text.chars().count()})))
 }
@@ -192,9 +188,9 @@ page_input! {
     ClipboardReadIn
 }
 
-pub async fn clipboard_read(cx: Cx, a: ClipboardReadIn) -> AutoResult<Reply> {
+pub async fn clipboard_read(cx: &Cx<'_>, a: ClipboardReadIn) -> Result<Reply> {
     let _ = timeout(a.timeout_ms)?;
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let text = l.session.clipboard();
     Ok(Reply::data(json!({"text": text})).with_text(text))
 }
@@ -213,12 +209,12 @@ pub struct SessionStorageIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn set_session_storage(cx: Cx, a: SessionStorageIn) -> AutoResult<Reply> {
+pub async fn set_session_storage(cx: &Cx<'_>, a: SessionStorageIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.key.is_empty() || a.key.len() > 1024 || a.value.len() > 100_000 {
-        return Err(AutoError::invalid("key", "key 1–1024 and value up to 100000 characters"));
+        return Err(invalid("key", "key 1–1024 and value up to 100000 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let expr = format!("sessionStorage.setItem({}, {}), true", json!(a.key), json!(a.value));
     l.session.evaluate(&expr, false, t).await?;
     Ok(Reply::data(json!({"key": a.key, "value": a.value})))
@@ -238,12 +234,12 @@ pub struct DeleteCookieIn {
     pub timeout_ms: Option<u64>,
 }
 
-pub async fn delete_cookie(cx: Cx, a: DeleteCookieIn) -> AutoResult<Reply> {
+pub async fn delete_cookie(cx: &Cx<'_>, a: DeleteCookieIn) -> Result<Reply> {
     let t = timeout(a.timeout_ms)?;
     if a.name.is_empty() || a.name.len() > 4096 {
-        return Err(AutoError::invalid("name", "must be 1 to 4096 characters"));
+        return Err(invalid("name", "must be 1 to 4096 characters"));
     }
-    let l = live(&cx, &a.session_id).await?;
+    let l = live(cx, &a.session_id).await?;
     let mut which = DeleteCookies { name: a.name.clone(), ..DeleteCookies::default() };
     match &a.domain {
         Some(d) => {
