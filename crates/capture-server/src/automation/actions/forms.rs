@@ -260,7 +260,7 @@ pub async fn upload_file(cx: &Cx<'_>, a: UploadIn) -> Result<Reply> {
     let mut files = Vec::new();
     if let Some(id) = &a.screenshot_id {
         let sid = ScreenshotId::parse(id.trim()).ok_or_else(|| Error::not_found(ScreenshotId::NOUN))?;
-        let row = crate::screenshots::service::find(&cx.state, &cx.account, &sid).await?;
+        let row = crate::screenshots::service::find(cx.state, cx.account, &sid).await?;
         let key = row.result_key.clone().filter(|_| row.status == capture_core::JobStatus::Done).ok_or_else(|| {
             invalid("screenshotId", format!("screenshot {id} is {}, not done: it has no image yet", row.status))
         })?;
@@ -280,7 +280,7 @@ pub async fn upload_file(cx: &Cx<'_>, a: UploadIn) -> Result<Reply> {
     }
     if let Some(att) = &a.inbox_attachment {
         let (info, bytes) =
-            crate::inbox::service::attachment(&cx.state, &cx.account, att.message_id.trim(), &att.index.to_string())
+            crate::inbox::service::attachment(cx.state, cx.account, att.message_id.trim(), &att.index.to_string())
                 .await?;
         let name = info
             .name

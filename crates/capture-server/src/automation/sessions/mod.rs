@@ -100,7 +100,7 @@ impl Drop for Held {
 pub async fn live(cx: &Cx<'_>, id: &str) -> Result<Held> {
     let id = id.trim();
     let found = cx.state.cluster.sessions.live.lock().unwrap().get(id).cloned();
-    if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account)) {
+    if let Some(l) = found.filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, cx.account)) {
         if l.session.is_closed() {
             return Err(refused(
                 ErrorCode::SessionExpired,
@@ -118,7 +118,7 @@ pub async fn live(cx: &Cx<'_>, id: &str) -> Result<Held> {
         ));
     };
     let row = cx.state.store.run_of(&cx.account.user.id, rid.as_str()).await.map_err(Error::from)?;
-    match row.filter(|r| visible(r.shared, &r.client_id, &cx.account)) {
+    match row.filter(|r| visible(r.shared, &r.client_id, cx.account)) {
         None => Err(refused(ErrorCode::NotFound, format!("no session {id}"))),
         Some(row) if row.status.is_final() => Err(refused(
             ErrorCode::SessionExpired,
@@ -287,8 +287,7 @@ pub async fn session_start(cx: &Cx<'_>, a: SessionStartIn) -> Result<Reply> {
         return Err(Error::Refused(
             ErrorCode::ServiceUnavailable,
             "this node runs no browser: automation sessions are served by nodes with the worker role".into(),
-        )
-        .into());
+        ));
     };
     short_text("locale", &a.locale, 35)?;
     short_text("timezone", &a.timezone, 64)?;
@@ -341,7 +340,7 @@ pub async fn session_start(cx: &Cx<'_>, a: SessionStartIn) -> Result<Reply> {
         let field = if e.field == "startUrl" { "url".to_string() } else { e.field.clone() };
         invalid(&field, e.reason)
     })?;
-    let created = runs::create(state, &cx.account, &spec, None).await?;
+    let created = runs::create(state, cx.account, &spec, None).await?;
     let token = created
         .run
         .connect_url
@@ -572,7 +571,7 @@ pub async fn session_list(cx: &Cx<'_>, _a: SessionListIn) -> Result<Reply> {
         .lock()
         .unwrap()
         .values()
-        .filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, &cx.account))
+        .filter(|l| l.user_id == cx.account.user.id && visible(l.shared, &l.client_id, cx.account))
         .cloned()
         .collect();
     mine.sort_by_key(|l| l.started_at);
@@ -598,7 +597,7 @@ pub async fn session_end(cx: &Cx<'_>, a: SessionEndIn) -> Result<Reply> {
         Some(target) => {
             let s = l.session.storage_state(Duration::from_secs(20)).await?;
             Some(
-                crate::profiles::service::save(&cx.state, &cx.account.user.id, target, &s, &l.id, "saveProfile")
+                crate::profiles::service::save(cx.state, &cx.account.user.id, target, &s, &l.id, "saveProfile")
                     .await?,
             )
         }
@@ -608,7 +607,7 @@ pub async fn session_end(cx: &Cx<'_>, a: SessionEndIn) -> Result<Reply> {
     // Encoding the video takes a while on a busy machine; the run says how it ended.
     let _ = tokio::time::timeout(Duration::from_secs(90), l.finished.cancelled()).await;
     let id = RunId::parse(&l.id).ok_or_else(|| Error::not_found(RunId::NOUN))?;
-    let run = runs::get(&cx.state, &cx.account, &id).await?;
+    let run = runs::get(cx.state, cx.account, &id).await?;
     let mut text = format!(
         "Session {} ended ({}, {}); video: {}",
         run.id,
