@@ -596,10 +596,7 @@ pub async fn session_end(cx: &Cx<'_>, a: SessionEndIn) -> Result<Reply> {
     let saved = match a.save_profile.as_deref().map(str::trim) {
         Some(target) => {
             let s = l.session.storage_state(Duration::from_secs(20)).await?;
-            Some(
-                crate::profiles::service::save(cx.state, &cx.account.user.id, target, &s, &l.id, "saveProfile")
-                    .await?,
-            )
+            Some(crate::profiles::service::save(cx.state, &cx.account.user.id, target, &s, &l.id, "saveProfile").await?)
         }
         None => None,
     };
