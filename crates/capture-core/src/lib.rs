@@ -28,5 +28,6 @@ pub use ids::{
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};
 pub use states::{
-    CampaignStatus, DeliveryStatus, EndReason, JobStatus, OutputFormat, ProfileStatus, RunKind, RunStatus, TargetState,
+    CampaignStatus, DeliveryStatus, EndReason, JobStatus, OutputFormat, ProfileStatus, RunKind, RunStatus,
+    StorageStatus, TargetState,
 };

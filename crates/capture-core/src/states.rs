@@ -84,6 +84,16 @@ state_enum!(
 );
 
 state_enum!(
+    /// Where the copy of a job's file to the request's storage destination is: pending until
+    /// the copy ends, then stored or failed.
+    StorageStatus {
+        Pending = "pending",
+        Stored = "stored",
+        Failed = "failed",
+    }
+);
+
+state_enum!(
     /// Where a profile's signed-in state is: empty until saved, ready, or expired once a job
     /// found its session signed out (sign in again).
     ProfileStatus {

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
-use capture_core::ScreenshotId;
 use capture_core::limits::{self, truncate_chars};
 use capture_core::options::CaptureOptions;
+use capture_core::{ScreenshotId, StorageStatus};
 use capture_store::{ScreenshotDone, Task};
 use tokio_util::sync::CancellationToken;
 
@@ -560,7 +560,7 @@ impl Finish {
             metadata: Some(out.metadata),
             storage_url: None,
             storage_error: None,
-            storage_status: copy.as_ref().map(|_| "pending"),
+            storage_status: copy.as_ref().map(|_| StorageStatus::Pending),
         };
         let event = match serde_json::to_value(&completed) {
             Ok(v) => v,

@@ -5,7 +5,7 @@
 use capture_core::credentials::CredentialsSet;
 use capture_core::options::CaptureOptions;
 use capture_core::time::iso;
-use capture_core::{JobStatus, OutputFormat, ScreenshotId, ids};
+use capture_core::{JobStatus, OutputFormat, ScreenshotId, StorageStatus, ids};
 use capture_store::{
     BatchRefused, IdemClaim, IdemResponse, NewScreenshot, QueueLimits, QuotaExceeded, Refused, ScreenshotDone,
     ScreenshotRow,
@@ -341,7 +341,7 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         cached: r.cached_from.is_some(),
         storage_url: r.storage_url.clone(),
         storage_error: r.storage_error.clone(),
-        storage_status: r.storage_status.clone(),
+        storage_status: r.storage_status.as_deref().and_then(StorageStatus::parse),
     }
 }
 

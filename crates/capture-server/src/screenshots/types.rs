@@ -7,7 +7,7 @@ use capture_core::credentials::CredentialsSet;
 use capture_core::devices::Preset;
 use capture_core::metadata::PageMetadata;
 use capture_core::options::{CaptureOptions, ScreenshotIn};
-use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId};
+use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId, StorageStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -101,7 +101,8 @@ pub struct Job {
     /// `storage`.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, example = "stored")]
-    pub storage_status: Option<String>,
+    #[schemars(with = "Option<String>")]
+    pub storage_status: Option<StorageStatus>,
 }
 
 /// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an
@@ -328,7 +329,7 @@ pub struct ScreenshotCompleted {
     /// `pending` when the job has a copy to write to the customer's bucket: it is queued, and
     /// `screenshot.stored` follows when it ends.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_status: Option<&'static str>,
+    pub storage_status: Option<StorageStatus>,
 }
 
 /// The data of the `screenshot.stored` webhook event: a done job's copy to its `storage`
