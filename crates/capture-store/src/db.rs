@@ -19,7 +19,12 @@ pub enum Backend {
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database error: {0}")]
-    Db(#[from] sqlx::Error),
+    Db(sqlx::Error),
+    /// The database could not be reached or gave no connection in time (every connection
+    /// busy, the server refusing more, the pool closing at shutdown): a transient condition
+    /// the caller may retry, not a fault in the request or the data.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
     #[error("{0}")]
@@ -28,12 +33,21 @@ pub enum StoreError {
     NotFound,
 }
 
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> StoreError {
+        match e {
+            sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) => {
+                StoreError::Unavailable(e.to_string())
+            }
+            e => StoreError::Db(e),
+        }
+    }
+}
+
 impl StoreError {
-    /// The database could not be reached or gave no connection in time (every connection
-    /// busy, the server refusing more, the pool closing at shutdown): a transient condition
-    /// the caller may retry, not a fault in the request or the data.
+    /// See [`StoreError::Unavailable`].
     pub fn is_unavailable(&self) -> bool {
-        matches!(self, StoreError::Db(sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_)))
+        matches!(self, StoreError::Unavailable(_))
     }
 }
 
@@ -171,4 +185,22 @@ pub fn redact(url: &str) -> String {
 
 pub(crate) fn b(v: bool) -> i64 {
     i64::from(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+
+    #[test]
+    fn a_database_that_gives_no_connection_is_unavailable_and_other_failures_are_not() {
+        for e in [
+            sqlx::Error::PoolTimedOut,
+            sqlx::Error::PoolClosed,
+            sqlx::Error::Io(std::io::ErrorKind::ConnectionRefused.into()),
+        ] {
+            assert!(StoreError::from(e).is_unavailable());
+        }
+        assert!(!StoreError::from(sqlx::Error::RowNotFound).is_unavailable());
+        assert!(!StoreError::Corrupt("x".into()).is_unavailable());
+    }
 }

@@ -227,7 +227,7 @@ impl LeaderLock {
             tokio::time::sleep(every).await;
             match tokio::time::timeout(CHECK_TIMEOUT, conn.ping()).await {
                 Ok(Ok(())) => {}
-                Ok(Err(e)) => break StoreError::Db(e),
+                Ok(Err(e)) => break e.into(),
                 Err(_) => break StoreError::Conflict(format!("the database did not answer within {CHECK_TIMEOUT:?}")),
             }
         };

@@ -60,7 +60,7 @@ fn name_taken(e: sqlx::Error, name: &str) -> StoreError {
         sqlx::Error::Database(d) if d.is_unique_violation() => {
             StoreError::Conflict(format!("a profile named '{name}' exists already"))
         }
-        _ => StoreError::Db(e),
+        _ => e.into(),
     }
 }
 

@@ -178,3 +178,28 @@ pub struct ErrorBody {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::response::IntoResponse;
+
+    use super::*;
+
+    /// A database that gives no connection in time is a 503 the client may retry, not an
+    /// opaque 500; any other store failure stays internal.
+    #[test]
+    fn a_busy_database_is_a_503_with_retry_after() {
+        let busy = ApiError::from(capture_store::StoreError::Unavailable(
+            "pool timed out while waiting for an open connection".into(),
+        ));
+        assert_eq!(busy.code, ErrorCode::ServiceUnavailable);
+        assert_eq!(busy.details, Some(json!({"reason": "database_busy"})));
+        let r = busy.into_response();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "5");
+
+        let corrupt = ApiError::from(capture_store::StoreError::Corrupt("a row".into()));
+        assert_eq!(corrupt.code, ErrorCode::InternalError);
+        assert_eq!(corrupt.into_response().status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+}
