@@ -33,12 +33,6 @@ pub struct Collection<T> {
     pub data: Vec<T>,
 }
 
-impl<T> From<Vec<T>> for Collection<T> {
-    fn from(data: Vec<T>) -> Collection<T> {
-        Collection { data }
-    }
-}
-
 /// Name one list: `pub type JobList = ListResponse<Job>;` (or `Collection<Item>`) with the
 /// list's description (its doc comment) and, for a page, the description of its
 /// `nextCursor` (a doc comment after `cursor`). The schemas it gets are `both` (OpenAPI and
