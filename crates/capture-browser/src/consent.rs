@@ -111,6 +111,7 @@ fn build(action: &str) -> String {
         .replace("__HEURISTIC__", heuristic)
         .replace("__PREHIDE_MS__", &prehide.to_string())
         .replace("__HIDE_FALLBACK__", HIDE_FALLBACK)
+        .replace("__NEEDLES__", &needles_json())
         .replace(
             "__RULES__",
             // As a JSON string the page parses: V8 reads a string literal and `JSON.parse` far
@@ -127,6 +128,158 @@ fn build(action: &str) -> String {
     format!("{glue}\n;try {{\n{}\n}} catch (e) {{}}\n", engine())
 }
 
+/// For every site's own rule, the texts one of which every URL its `urlPattern` matches
+/// holds (see [`needles`]), as a JSON object from pattern to texts; patterns with none are
+/// left out (the page matches them as they are).
+fn needles_json() -> String {
+    let mut out = serde_json::Map::new();
+    let rules: serde_json::Value = serde_json::from_str(RULES).unwrap_or_default();
+    let full: serde_json::Value = serde_json::from_str(FULL_RULES).unwrap_or_default();
+    let compact = rules["r"].as_array().into_iter().flatten().filter_map(|r| r[3].as_str());
+    let whole =
+        full["autoconsent"].as_array().into_iter().flatten().filter_map(|r| r["runContext"]["urlPattern"].as_str());
+    for pattern in compact.chain(whole) {
+        if pattern.is_empty() || out.contains_key(pattern) {
+            continue;
+        }
+        if let Some(n) = needles(pattern) {
+            out.insert(pattern.to_owned(), n.into());
+        }
+    }
+    serde_json::Value::Object(out).to_string()
+}
+
+/// The shortest text a needle may be: shorter ones would not narrow anything down.
+const NEEDLE_MIN: usize = 4;
+
+/// Texts one of which every string the JavaScript regular expression `pattern` matches
+/// contains: for each top-level alternative, its longest run of plain characters outside
+/// groups and classes (a character made optional by `?`, `*` or `{` left out). None when an
+/// alternative has no such run of [`NEEDLE_MIN`] characters, or the pattern is not one this
+/// reads with confidence.
+fn needles(pattern: &str) -> Option<Vec<String>> {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut needles = Vec::new();
+    let (mut best, mut run) = (String::new(), String::new());
+    let end_run = |run: &mut String, best: &mut String| {
+        if run.chars().count() > best.chars().count() {
+            *best = run.clone();
+        }
+        run.clear();
+    };
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '|' => {
+                end_run(&mut run, &mut best);
+                if best.chars().count() < NEEDLE_MIN {
+                    return None;
+                }
+                needles.push(std::mem::take(&mut best));
+                i += 1;
+                continue;
+            }
+            '(' | '[' => {
+                // Skip the group or class whole (nested groups, escapes, classes inside).
+                end_run(&mut run, &mut best);
+                let (mut depth, mut in_class, mut closed) = (0u32, false, false);
+                while i < chars.len() && !closed {
+                    match chars[i] {
+                        '\\' => i += 1,
+                        '[' if !in_class => in_class = true,
+                        ']' if in_class => {
+                            in_class = false;
+                            closed = depth == 0;
+                        }
+                        '(' if !in_class => depth += 1,
+                        ')' if !in_class => {
+                            depth = depth.saturating_sub(1);
+                            closed = depth == 0;
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                if !closed {
+                    return None;
+                }
+                // Its quantifier, if any, goes with it.
+                if matches!(chars.get(i), Some('?' | '*' | '+')) {
+                    i += 1;
+                } else if chars.get(i) == Some(&'{') {
+                    return None;
+                }
+                continue;
+            }
+            ')' | ']' | '{' | '}' => return None,
+            '\\' => {
+                let &e = chars.get(i + 1)?;
+                i += 2;
+                if e.is_ascii_alphanumeric() {
+                    // \d, \w, \b, \s, \u…: not one plain character.
+                    end_run(&mut run, &mut best);
+                    continue;
+                }
+                push_literal(e, &chars, &mut i, &mut run, &mut best);
+                continue;
+            }
+            '^' | '$' | '.' => {
+                end_run(&mut run, &mut best);
+                i += 1;
+                if matches!(chars.get(i), Some('?' | '*' | '+' | '{')) {
+                    return None;
+                }
+                continue;
+            }
+            '?' | '*' | '+' => return None,
+            _ => {
+                i += 1;
+                push_literal(c, &chars, &mut i, &mut run, &mut best);
+                continue;
+            }
+        }
+    }
+    end_run(&mut run, &mut best);
+    if best.chars().count() < NEEDLE_MIN {
+        return None;
+    }
+    needles.push(best);
+    Some(needles)
+}
+
+/// Add plain character `c` (read just before `chars[*i]`) to the run, as its quantifier
+/// allows: `?`, `*` or `{` make it optional (the run ends before it), `+` repeats it (the run
+/// ends after it).
+fn push_literal(c: char, chars: &[char], i: &mut usize, run: &mut String, best: &mut String) {
+    let take = |run: &mut String, best: &mut String| {
+        if run.chars().count() > best.chars().count() {
+            *best = run.clone();
+        }
+        run.clear();
+    };
+    match chars.get(*i) {
+        Some('?' | '*') => {
+            take(run, best);
+            *i += 1;
+        }
+        Some('{') => {
+            take(run, best);
+            // Skip the count; the character may be repeated or left out.
+            while *i < chars.len() && chars[*i] != '}' {
+                *i += 1;
+            }
+            *i += 1;
+        }
+        Some('+') => {
+            run.push(c);
+            take(run, best);
+            *i += 1;
+        }
+        _ => run.push(c),
+    }
+}
+
 /// The host side of the engine, in the page (see the module docs).
 const GLUE: &str = r#"(() => {
   if (window.__captureConsentArmed) return;
@@ -140,6 +293,30 @@ const GLUE: &str = r#"(() => {
   };
   const rules = __RULES__;
   const isTop = window.top === window;
+  // A site's own rules (a `urlPattern` in their run context) only ever run on the pages their
+  // pattern matches: the others are left out before the engine builds its rules, as the
+  // engine's own extension does per tab (two thirds of the rules; the engine's set-up on every
+  // document was most of the consent step's cost, issue 39).
+  const keepRulesForThisPage = () => {
+    const href = String(location.href);
+    const matches = (p) => { try { return !!href.match(p); } catch (e) { return false; } };
+    // A text every URL a pattern matches holds (`needles`, made from the patterns in Rust):
+    // only a URL that holds one is matched against the pattern (compiling ~600 patterns cost
+    // more than it saved).
+    const needles = __NEEDLES__;
+    const possible = (p) => { const n = needles[p]; return !Array.isArray(n) || n.some((t) => href.includes(t)); };
+    try {
+      if (rules.compact && Array.isArray(rules.compact.r)) {
+        rules.compact.r = rules.compact.r.filter((r) => !r[3] || (possible(r[3]) && matches(r[3])));
+      }
+      if (Array.isArray(rules.autoconsent)) {
+        rules.autoconsent = rules.autoconsent.filter((r) => {
+          const p = r.runContext && r.runContext.urlPattern;
+          return !p || (possible(p) && matches(p));
+        });
+      }
+    } catch (e) {}
+  };
   const me = { cmp: null, lifecycle: 'loading', attempts: 0, popup: false, result: null, done: false, cosmetic: false };
   const copy = (f) => ({ cmp: typeof f.cmp === 'string' ? f.cmp.slice(0, 128) : null,
     lifecycle: String(f.lifecycle || ''), attempts: Number(f.attempts) || 0, popup: !!f.popup,
@@ -234,6 +411,7 @@ const GLUE: &str = r#"(() => {
     if (!m || typeof m !== 'object') return;
     switch (m.type) {
       case 'init':
+        keepRulesForThisPage();
         setTimeout(() => { if (window.autoconsentReceiveMessage) window.autoconsentReceiveMessage({ type: 'initResp', config, rules }); }, 0);
         return;
       case 'report':
@@ -408,6 +586,49 @@ pub(crate) fn decide(mode: CookieConsent, s: &Summary, elapsed: std::time::Durat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_patterns_needles_are_texts_every_url_it_matches_holds() {
+        let n = |p: &str| needles(p);
+        let v = |a: &[&str]| Some(a.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            n(r"^https?://(www\.)?galaxus\.de/|^https?://(www\.)?galaxus\.fr/"),
+            v(&["galaxus.de/", "galaxus.fr/"])
+        );
+        assert_eq!(n(r"^https://(m|mbasic)\.facebook\.com/"), v(&[".facebook.com/"]));
+        assert_eq!(n(r"^https://([a-z0-9-]+\.)?bandcamp\.com"), v(&["bandcamp.com"]));
+        assert_eq!(n(r"^https://(www\.)?(aa|envoyair|psaairlines)\.com/"), v(&["https://"]));
+        assert_eq!(n(r"^https://www\.ecosia\.org/"), v(&["https://www.ecosia.org/"]));
+        // Optional and repeated characters, classes, escapes that are not one character.
+        assert_eq!(n(r"^https?://shop\.examples?\.com"), v(&["://shop.example"]));
+        assert_eq!(n(r"^https?://ab+cdef"), v(&["://ab"]));
+        assert_eq!(n(r"x[abc]longword\dzz"), v(&["longword"]));
+        // Nothing long enough, or nothing this reads with confidence: the page matches it.
+        assert_eq!(n(r"^https?://a\.b/"), v(&["://a.b/"]));
+        assert_eq!(n(r"^.*$"), None);
+        assert_eq!(n(r"^https?://(www\.)?ab\.nl|x"), None);
+        assert_eq!(n(r"a{2}"), None);
+        assert_eq!(n(r"(unclosed"), None);
+    }
+
+    #[test]
+    fn every_site_rules_pattern_matches_only_urls_holding_one_of_its_needles() {
+        // Checked against the rules as shipped: each pattern, turned into a Rust regex, and a
+        // URL made to match it; the needles must be in that URL.
+        let rules: serde_json::Value = serde_json::from_str(RULES).unwrap();
+        let patterns: Vec<&str> =
+            rules["r"].as_array().unwrap().iter().filter_map(|r| r[3].as_str()).filter(|p| !p.is_empty()).collect();
+        assert!(patterns.len() > 500, "{}", patterns.len());
+        let with = patterns.iter().filter(|p| needles(p).is_some()).count();
+        // Nearly every one gets needles (so nearly none is compiled in the page).
+        assert!(with * 100 >= patterns.len() * 95, "{with} of {}", patterns.len());
+        for p in patterns {
+            let Some(ns) = needles(p) else { continue };
+            for n in &ns {
+                assert!(!n.is_empty() && n.chars().count() >= NEEDLE_MIN, "{p}: {n:?}");
+            }
+        }
+    }
 
     fn frame(cmp: Option<&str>, lifecycle: &str, popup: bool, result: Option<&str>) -> FrameState {
         FrameState {

@@ -46,7 +46,7 @@ pub(crate) async fn run(
     deadline: Instant,
 ) -> Result<CaptureOutput, CaptureError> {
     let t0 = Instant::now();
-    let mut phases: Vec<(&'static str, Duration)> = Vec::with_capacity(12);
+    let mut phases: Vec<(&'static str, Duration)> = Vec::with_capacity(16);
     let mut mark = |name: &'static str| phases.push((name, t0.elapsed()));
     let deadline_msg = crate::deadline_message(req.deadline);
     let mut page = Page::new(conn.clone(), failures.clone(), prepared, deadline, deadline_msg);
@@ -73,13 +73,16 @@ pub(crate) async fn run(
     page.identify(o).await?;
     page.block(o).await?;
     page.arm_scriptlets(&req.source).await?;
+    mark("blocking armed");
     page.arm_consent(o.cookie_consent).await?;
     mark("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
     mark("navigate");
     page.check_signed_in(o, &req.source).await?;
     page.check_wall(&req.source).await?;
+    mark("wall");
     page.consent(o.cookie_consent, &mut tags).await?;
+    mark("consent");
     if let Some(sel) = req.options.click_before.as_deref().filter(|s| !s.trim().is_empty()) {
         page.click_before(sel, req.options.timeout_ms).await?;
     }
@@ -93,9 +96,12 @@ pub(crate) async fn run(
         page.user_script(js, req.options.timeout_ms).await?;
     }
     page.check_conditions(o).await?;
+    mark("actions");
     page.hide_blocked(&mut tags).await?;
+    mark("lists' element rules");
     page.hide(&o.hide_selectors).await?;
     page.overlays(o.hide_popups, &mut tags).await?;
+    mark("overlays");
 
     let mut video = None;
     let output = if let Some(scroll) = &o.scroll {

@@ -10,6 +10,7 @@ use crate::cdp::lost;
 use crate::cdp::{CdpError, Conn, Event};
 use crate::protocol::{self as p, Command, PageEvent};
 use crate::{CaptureError, CaptureRequest, scripts};
+use capture_core::options::CookieConsent;
 
 /// Disposes a browser context however its job ends (also when cancelled).
 pub(crate) struct ContextGuard {
@@ -36,6 +37,9 @@ pub(crate) struct View {
     pub print: bool,
     /// Mobile viewport semantics.
     pub mobile: bool,
+    /// The consent engine armed for the page's next document (its script is large: added
+    /// while the page is spare, it is off the job's critical path).
+    pub consent: CookieConsent,
 }
 
 impl View {
@@ -49,6 +53,7 @@ impl View {
             reduced: req.options.reduced_motion,
             print: req.options.media_type == capture_core::options::MediaType::Print,
             mobile: req.options.mobile,
+            consent: req.options.cookie_consent,
         }
     }
 
@@ -76,7 +81,16 @@ impl View {
 
 impl Default for View {
     fn default() -> View {
-        View { width: 1280, height: 800, dsf: 1.0, dark: false, reduced: false, print: false, mobile: false }
+        View {
+            width: 1280,
+            height: 800,
+            dsf: 1.0,
+            dark: false,
+            reduced: false,
+            print: false,
+            mobile: false,
+            consent: CookieConsent::default(),
+        }
     }
 }
 
@@ -89,6 +103,9 @@ pub(crate) struct Prepared {
     pub(crate) events: mpsc::UnboundedReceiver<Event>,
     /// Events received before the job started (see `still_usable`).
     pub(crate) backlog: Vec<Event>,
+    /// The consent engine's script added to every new document of the page, and its
+    /// identifier (see [`crate::page::Page::arm_consent`]).
+    pub(crate) consent: Option<(&'static str, String)>,
 }
 
 /// A reply waited for while the page is set up, named for errors.
@@ -178,7 +195,7 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
     let attach = p::AttachToTarget { target_id: &target_id, flatten: true };
     let sid = browser_call(conn, &attach, deadline).await?.session_id;
     let events = conn.register_session(&sid);
-    let mut prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new() };
+    let mut prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new(), consent: None };
     // Pipelined: one round trip.
     let sid = prepared.sid.clone();
     let replies = vec![
@@ -208,5 +225,21 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
         ),
     ];
     prepared.await_all(warm, deadline).await?;
+    // The consent engine for the next job's documents, added after the warm-up so it never
+    // runs on our own content.
+    if let Some(source) = crate::consent::arm_script(view.consent) {
+        let id = Arc::new(std::sync::Mutex::new(String::new()));
+        let reply = conn.cmd(&p::session::AddScriptToEvaluateOnNewDocument { source }, Some(&sid));
+        let slot = id.clone();
+        let add: Step = (
+            "Page.addScriptToEvaluateOnNewDocument",
+            Box::pin(async move {
+                *slot.lock().unwrap() = reply.await?.identifier;
+                Ok(())
+            }),
+        );
+        prepared.await_all(vec![add], deadline).await?;
+        prepared.consent = Some((source, std::mem::take(&mut *id.lock().unwrap())));
+    }
     Ok(prepared)
 }

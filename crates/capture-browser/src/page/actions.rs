@@ -19,8 +19,20 @@ impl Page {
     /// Arm `cookieConsent` before navigation: the consent engine runs at the start of every
     /// document the page loads ([`crate::consent`]).
     pub(crate) async fn arm_consent(&mut self, mode: CookieConsent) -> Result<(), CaptureError> {
-        if let Some(source) = crate::consent::arm_script(mode) {
-            self.call(&crate::protocol::session::AddScriptToEvaluateOnNewDocument { source }).await?;
+        use crate::protocol::session::{AddScriptToEvaluateOnNewDocument, RemoveScriptToEvaluateOnNewDocument};
+        let want = crate::consent::arm_script(mode);
+        // The spare page was armed for the most recent job's mode: keep it when it is this
+        // one's, else take it off.
+        if let Some((armed, id)) = self.prepared.consent.take() {
+            if want.is_some_and(|w| std::ptr::eq(w, armed) || w == armed) {
+                self.prepared.consent = Some((armed, id));
+                return Ok(());
+            }
+            self.call(&RemoveScriptToEvaluateOnNewDocument { identifier: &id }).await?;
+        }
+        if let Some(source) = want {
+            let added = self.call(&AddScriptToEvaluateOnNewDocument { source }).await?;
+            self.prepared.consent = Some((source, added.identifier));
         }
         Ok(())
     }

@@ -97,10 +97,16 @@ pub(crate) struct AddScriptToEvaluateOnNewDocument<'a> {
 /// Its reply.
 #[derive(Debug, Deserialize)]
 pub(crate) struct ScriptAdded {
-    #[allow(dead_code)]
     pub identifier: String,
 }
 command!(AddScriptToEvaluateOnNewDocument<'_>, "Page.addScriptToEvaluateOnNewDocument", ScriptAdded);
+
+/// `Page.removeScriptToEvaluateOnNewDocument`.
+#[derive(Debug, Serialize)]
+pub(crate) struct RemoveScriptToEvaluateOnNewDocument<'a> {
+    pub identifier: &'a str,
+}
+command!(RemoveScriptToEvaluateOnNewDocument<'_>, "Page.removeScriptToEvaluateOnNewDocument", Empty);
 
 /// `Page.startScreencast`.
 #[derive(Debug, Serialize)]

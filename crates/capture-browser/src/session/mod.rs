@@ -259,6 +259,7 @@ impl BrowserPool {
             dsf: opts.device.device_scale_factor,
             dark: opts.color_scheme == Some(ColorScheme::Dark),
             mobile: opts.device.mobile,
+            consent: opts.cookie_consent,
             ..View::default()
         };
         let what = format!("no page slot of the browser pool became free within {} ms", opts.slot_timeout.as_millis());
