@@ -186,6 +186,7 @@ impl FloorBrowser {
                 repl_mode: false,
                 silent: false,
                 object_group: None,
+                context_id: None,
             };
             let r = self.conn.cmd(&eval, Some(&self.sid)).await.map_err(cdp_err)?;
             out.push(t0.elapsed());

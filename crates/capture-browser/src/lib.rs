@@ -53,6 +53,7 @@ use std::time::Duration;
 pub mod blocklists;
 mod cdp;
 pub mod consent;
+pub mod content;
 pub mod egress;
 pub mod encode;
 #[cfg(feature = "bench")]
@@ -177,6 +178,8 @@ pub struct CaptureOutput {
     pub metadata: capture_core::metadata::PageMetadata,
     /// A scrolling video's frames, to be encoded (then `bytes` is empty).
     pub video: Option<VideoFrames>,
+    /// The page as text, when the options ask for it (`content`).
+    pub content: Option<content::PageContent>,
 }
 
 /// A scrolling video's frames: JPEG files `f00000.jpg`, … in a spool directory removed
@@ -211,7 +214,8 @@ pub enum CaptureError {
     /// `failIfContentContains`, `failIfContentMissing`): the page's fault, so charged.
     #[error("{0}")]
     Rejected(String),
-    /// An element the request names (`selector`) is not on the page: the job fails and,
+    /// An element the request names (`selector`) is not on the page, or the page has no
+    /// text to read (it is not HTML) when the request asks for its text: the job fails and,
     /// as it captured nothing, is not charged.
     #[error("{0}")]
     NotFound(String),

@@ -40,6 +40,9 @@ pub(crate) struct View {
     /// The consent engine armed for the page's next document (its script is large: added
     /// while the page is spare, it is off the job's critical path).
     pub consent: CookieConsent,
+    /// Every request paused for the filter lists (`blockAds` and the like), set up while the
+    /// page is spare.
+    pub intercept: bool,
 }
 
 impl View {
@@ -54,6 +57,7 @@ impl View {
             print: req.options.media_type == capture_core::options::MediaType::Print,
             mobile: req.options.mobile,
             consent: req.options.cookie_consent,
+            intercept: crate::blocklists::Which::of(&req.options).any(),
         }
     }
 
@@ -90,6 +94,7 @@ impl Default for View {
             print: false,
             mobile: false,
             consent: CookieConsent::default(),
+            intercept: false,
         }
     }
 }
@@ -106,6 +111,8 @@ pub(crate) struct Prepared {
     /// The consent engine's script added to every new document of the page, and its
     /// identifier (see [`crate::page::Page::arm_consent`]).
     pub(crate) consent: Option<(&'static str, String)>,
+    /// Every request pauses ([`p::FetchEnable::every_request`]); the job keeps or changes it.
+    pub(crate) intercepting: bool,
 }
 
 /// A reply waited for while the page is set up, named for errors.
@@ -195,7 +202,8 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
     let attach = p::AttachToTarget { target_id: &target_id, flatten: true };
     let sid = browser_call(conn, &attach, deadline).await?.session_id;
     let events = conn.register_session(&sid);
-    let mut prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new(), consent: None };
+    let mut prepared =
+        Prepared { view, guard, target_id, sid, events, backlog: Vec::new(), consent: None, intercepting: false };
     // Pipelined: one round trip.
     let sid = prepared.sid.clone();
     let replies = vec![
@@ -240,6 +248,10 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
         );
         prepared.await_all(vec![add], deadline).await?;
         prepared.consent = Some((source, std::mem::take(&mut *id.lock().unwrap())));
+    }
+    if view.intercept {
+        prepared.await_all(vec![step(conn, &p::FetchEnable::every_request(), &sid)], deadline).await?;
+        prepared.intercepting = true;
     }
     Ok(prepared)
 }

@@ -288,3 +288,43 @@ async fn consent_handling_is_bounded_on_a_page_that_keeps_the_browser_busy() {
     assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
     pool.shutdown().await;
 }
+
+/// A spare page is set up for the most recent job: with the lists, every request of its next
+/// page pauses, and with `auto` the consent engine is armed. The job after that asks for
+/// neither (a plain capture), then a session: each gets a page that loads everything and runs
+/// no consent engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_set_up_for_the_lists_serves_a_plain_capture_and_a_session_after_it() {
+    let srv = cluttered_site().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path().to_path_buf(), true);
+    cfg.browsers = 1;
+    cfg.pages_per_browser = 1;
+    let pool = BrowserPool::start(cfg).await.expect("pool starts");
+    for _ in 0..2 {
+        let mut r = url_req(srv.url("/shop"));
+        (r.options.block_ads, r.options.block_trackers) = (true, true);
+        r.options.cookie_consent = capture_core::options::CookieConsent::Auto;
+        let out = ok(pool.capture(r).await);
+        assert!(out.tags.iter().any(|t| t == "ads-blocked"), "{:?}", out.tags);
+    }
+    let before = srv.hits("/img/banner-ad.png");
+    // The plain capture: the ad image loads and shows, nothing is refused.
+    let out = ok(pool.capture(url_req(srv.url("/shop"))).await);
+    assert_eq!(srv.hits("/img/banner-ad.png"), before + 1);
+    assert!(!out.tags.iter().any(|t| t.ends_with("-blocked")), "{:?}", out.tags);
+    assert_px(&decode(&out.bytes), 50, 50, [255, 0, 0], 2);
+    // Then the lists again (the spare is set up for them), then a session.
+    let mut r = url_req(srv.url("/shop"));
+    r.options.block_ads = true;
+    ok(pool.capture(r).await);
+    let s = pool.open_session(capture_browser::session::SessionOptions::default()).await.expect("session");
+    let t = Duration::from_secs(10);
+    s.goto(&srv.url("/shop"), capture_core::WaitUntil::Load, t).await.expect("goto");
+    let loaded =
+        s.evaluate("document.images[0].complete && document.images[0].naturalWidth", true, t).await.expect("evaluate");
+    assert_eq!(loaded, serde_json::json!(100));
+    assert_eq!(s.evaluate("typeof window.__captureConsent", true, t).await.unwrap(), serde_json::json!("undefined"));
+    s.close().await;
+    pool.shutdown().await;
+}

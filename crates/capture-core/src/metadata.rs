@@ -46,6 +46,34 @@ pub struct PageMetadata {
     /// capture looks covered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlay: Option<OverlayReport>,
+    /// The page as text, when the job asked for it (`format` markdown, text or html, or
+    /// `content`): how long it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<ContentReport>,
+}
+
+/// How long the page's text is, and what it kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct ContentReport {
+    /// Characters (Unicode scalar values) of the job's text: the Markdown (front matter
+    /// included) for `markdown`, else the text, else the HTML.
+    pub chars: u64,
+    /// An estimate of the tokens a language model reads for it: one per four characters,
+    /// rounded up (the rule of thumb for English with OpenAI's and Llama's tokenizers; other
+    /// languages and code take more).
+    pub tokens: u64,
+    /// `mainContent` found an article (false: it kept the whole page).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub article: bool,
+}
+
+impl ContentReport {
+    /// The report for a text of `chars` characters.
+    pub fn of(chars: u64, article: bool) -> ContentReport {
+        ContentReport { chars, tokens: chars.div_ceil(4), article }
+    }
 }
 
 /// An element left covering the page.

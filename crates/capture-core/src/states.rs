@@ -70,6 +70,9 @@ state_enum!(
         Mp4 = "mp4",
         Webm = "webm",
         Gif = "gif",
+        Markdown = "markdown",
+        Text = "text",
+        Html = "html",
     }
 );
 

@@ -295,6 +295,10 @@ impl BlobStore for S3BlobStore {
 }
 
 /// A new unguessable file name with the given extension.
+/// The extension of a captured page's HTML (`format: html`): the only `.html` files served,
+/// and only as downloads in plain text (uploaded documents are `.html` too, never served).
+pub const PAGE_HTML_EXT: &str = "page.html";
+
 pub fn new_name(ext: &str) -> String {
     format!("{}.{ext}", capture_core::ids::random_string(32))
 }
@@ -311,6 +315,7 @@ pub fn content_type(name: &str) -> &'static str {
         Some("gif") => "image/gif",
         Some("html") => "text/html; charset=utf-8",
         Some("txt") => "text/plain; charset=utf-8",
+        Some("md") => "text/markdown; charset=utf-8",
         Some("json") => "application/json",
         _ => "application/octet-stream",
     }

@@ -28,6 +28,7 @@ pub(crate) mod hooks;
 pub(crate) mod navigate;
 pub(crate) mod scroll;
 pub(crate) mod shaping;
+pub(crate) mod text;
 pub(crate) mod tiles;
 
 /// Why a bounded wait stopped early.
@@ -369,6 +370,7 @@ impl Page {
             repl_mode: user,
             silent: false,
             object_group: None,
+            context_id: None,
         };
         let reply = self.send(&cmd);
         match self.reply_until(reply, until).await? {

@@ -214,10 +214,18 @@ impl Page {
                 .chain(auth.as_ref().map(|(origin, _)| request(Some(format!("{origin}/*")), None)))
                 .collect(),
         };
+        // A spare page set up for the lists already pauses every request: kept when that is
+        // what this job needs, changed or stopped when not.
+        let every = lists.is_some() && auth.is_none();
+        let armed = std::mem::take(&mut self.prepared.intercepting);
         if !patterns.is_empty() {
             let handle_auth_requests = auth.is_some();
             self.filter = Some(RequestFilter::new(kinds, lists, auth));
-            self.call(&p::FetchEnable { patterns, handle_auth_requests }).await?;
+            if !(armed && every) {
+                self.call(&p::FetchEnable { patterns, handle_auth_requests }).await?;
+            }
+        } else if armed {
+            self.call(&p::FetchDisable {}).await?;
         }
         if o.block_resources.contains(&ResourceKind::Websocket) {
             self.call(&s::AddScriptToEvaluateOnNewDocument { source: scripts::NO_WEBSOCKETS }).await?;
@@ -410,6 +418,7 @@ impl Page {
             },
             consent: self.consent_report.clone(),
             overlay: self.overlay_report.clone(),
+            content: None,
         }
         .capped();
         Ok((title, metadata))

@@ -235,6 +235,26 @@ pub(crate) struct FetchEnable {
 }
 command!(FetchEnable, "Fetch.enable", Empty);
 
+impl FetchEnable {
+    /// Every request paused at its start, no authentication challenge: what the filter lists
+    /// need (a spare page is set up with it when the most recent job used them).
+    pub(crate) fn every_request() -> FetchEnable {
+        FetchEnable {
+            patterns: vec![RequestPattern {
+                url_pattern: Some("*".into()),
+                resource_type: None,
+                request_stage: "Request",
+            }],
+            handle_auth_requests: false,
+        }
+    }
+}
+
+/// `Fetch.disable`.
+#[derive(Debug, Serialize)]
+pub(crate) struct FetchDisable {}
+command!(FetchDisable, "Fetch.disable", Empty);
+
 /// `Fetch.failRequest`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -459,6 +479,9 @@ pub(crate) struct Evaluate<'a> {
     /// Objects kept for later calls (`returnByValue: false`) belong to this group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object_group: Option<&'a str>,
+    /// Run in this context (an isolated world's) instead of the page's main world.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<i64>,
 }
 /// A JavaScript value as DevTools describes it (`returnByValue` fills `value`).
 #[derive(Debug, Default, Deserialize)]
@@ -498,6 +521,23 @@ pub(crate) struct Evaluated {
     pub exception_details: Option<ExceptionDetails>,
 }
 command!(Evaluate<'_>, "Runtime.evaluate", Evaluated);
+
+/// `Page.createIsolatedWorld`: a JavaScript world of our own over the frame's DOM.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CreateIsolatedWorld<'a> {
+    pub frame_id: &'a str,
+    pub world_name: &'a str,
+    /// (sic: the protocol's spelling)
+    pub grant_univeral_access: bool,
+}
+/// Its reply.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct IsolatedWorld {
+    pub execution_context_id: i64,
+}
+command!(CreateIsolatedWorld<'_>, "Page.createIsolatedWorld", IsolatedWorld);
 
 impl ExceptionDetails {
     /// A one-line message: the exception's first line, its value, or the text.

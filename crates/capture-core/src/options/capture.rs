@@ -133,6 +133,9 @@ pub struct CaptureOptions {
     /// Also write the file to the account's own bucket (`storage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage: Option<StorageTarget>,
+    /// The page as text, read from the same load after the capture (issue 41).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<super::ContentSettings>,
     /// How a video scrolls (set exactly when `format` is a video).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scroll: Option<ScrollSettings>,
@@ -199,6 +202,7 @@ impl Default for CaptureOptions {
             cache_ttl: None,
             cache_key: None,
             storage: None,
+            content: None,
             scroll: None,
             profile: None,
             state: None,
@@ -217,6 +221,9 @@ impl CaptureOptions {
             (false, ImageFormat::Mp4) => OutputFormat::Mp4,
             (false, ImageFormat::Webm) => OutputFormat::Webm,
             (false, ImageFormat::Gif) => OutputFormat::Gif,
+            (false, ImageFormat::Markdown) => OutputFormat::Markdown,
+            (false, ImageFormat::Text) => OutputFormat::Text,
+            (false, ImageFormat::Html) => OutputFormat::Html,
         }
     }
 

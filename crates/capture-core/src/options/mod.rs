@@ -5,6 +5,7 @@ pub mod defaults;
 
 mod blocking;
 mod capture;
+mod content;
 mod output;
 mod page;
 mod pdf;
@@ -14,6 +15,7 @@ mod validate;
 
 pub use blocking::{CookieConsent, ResourceKind};
 pub use capture::CaptureOptions;
+pub use content::{ContentFormat, ContentSettings};
 pub use output::{Easing, ImageFormat, ScrollIn, ScrollSettings};
 pub use page::{Clip, Geolocation, MediaType, WaitUntil};
 pub use pdf::{Length, PaperFormat, PdfMargin, PdfOptionsIn, PdfSettings};

@@ -20,6 +20,11 @@ pub enum ImageFormat {
     Mp4,
     Webm,
     Gif,
+    // The page as text (issue 41): GitHub-flavoured Markdown, the visible text, the rendered
+    // DOM.
+    Markdown,
+    Text,
+    Html,
 }
 
 impl ImageFormat {
@@ -32,6 +37,19 @@ impl ImageFormat {
             ImageFormat::Mp4 => "mp4",
             ImageFormat::Webm => "webm",
             ImageFormat::Gif => "gif",
+            ImageFormat::Markdown => "markdown",
+            ImageFormat::Text => "text",
+            ImageFormat::Html => "html",
+        }
+    }
+
+    /// The page as text rather than pixels, and in which form.
+    pub fn content(self) -> Option<super::ContentFormat> {
+        match self {
+            ImageFormat::Markdown => Some(super::ContentFormat::Markdown),
+            ImageFormat::Text => Some(super::ContentFormat::Text),
+            ImageFormat::Html => Some(super::ContentFormat::Html),
+            _ => None,
         }
     }
 
@@ -49,6 +67,9 @@ impl ImageFormat {
             ImageFormat::Mp4 => "video/mp4",
             ImageFormat::Webm => "video/webm",
             ImageFormat::Gif => "image/gif",
+            ImageFormat::Markdown => "text/markdown; charset=utf-8",
+            ImageFormat::Text => "text/plain; charset=utf-8",
+            ImageFormat::Html => "text/html; charset=utf-8",
         }
     }
 }

@@ -40,11 +40,23 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
     pub full_page: Option<bool>,
-    /// Image format (png, jpeg, webp), or a video of the page scrolling (mp4, webm, gif;
-    /// see scroll).
+    /// Image format (png, jpeg, webp), a video of the page scrolling (mp4, webm, gif; see
+    /// scroll), or the page as text: markdown (GFM with YAML front matter), text or html (the
+    /// rendered DOM, scripts removed, URLs absolute).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = defaults::FORMAT)))]
     pub format: Option<ImageFormat>,
+    /// The page as text (`format` markdown, text or html): keep the article only (Mozilla's Readability), without navigation, footers,
+    /// sidebars and comments; the front matter's title is the article's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]
+    pub main_content: Option<bool>,
+    /// The page as text: keep only the elements these CSS selectors match (at most 50).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include_selectors: Option<Vec<String>>,
+    /// The page as text: leave out the elements these CSS selectors match (at most 50).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude_selectors: Option<Vec<String>>,
     /// Produce a PDF instead of an image (the result is a link).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]

@@ -2,6 +2,7 @@
 //! rules between options, with the field checks they use.
 
 use super::capture::CaptureOptions;
+use super::content::{ContentFormat, ContentSettings};
 use super::output::{ImageFormat, ScrollIn, ScrollSettings};
 use super::page::{Clip, Geolocation};
 use super::request::ScreenshotIn;
@@ -146,6 +147,29 @@ impl ScreenshotIn {
             (false, None) => None,
             (true, s) => Some(check_scroll(s.unwrap_or_default())?),
         };
+        // The text beside an image (`content: [...]`, `contentUrls`) is for a later release:
+        // the browser reads it, the job has nowhere to keep it yet.
+        let content = check_content(
+            format,
+            pdf,
+            None,
+            self.main_content.unwrap_or(false),
+            self.include_selectors,
+            self.exclude_selectors,
+        )?;
+        if format.content().is_some() {
+            for (set, field) in [
+                (selector_opt.is_some(), "selector"),
+                (self.clip.is_some(), "clip"),
+                (self.image_width.is_some(), "imageWidth"),
+                (self.quality.is_some(), "quality"),
+                (omit_background, "omitBackground"),
+            ] {
+                if set {
+                    return Err(FieldError::new(field, "applies to images, not to the page as text"));
+                }
+            }
+        }
         if format.is_video() {
             for (set, field) in [
                 (pdf, "pdf"),
@@ -219,6 +243,7 @@ impl ScreenshotIn {
             cache_ttl,
             cache_key,
             storage: self.storage.map(StorageTarget::check).transpose()?,
+            content,
             scroll,
             profile,
             state: None,
@@ -306,6 +331,67 @@ fn hide_selectors(list: Option<Vec<String>>) -> Result<Vec<String>, FieldError> 
         }
     }
     Ok(out)
+}
+
+/// The page as text: the forms asked for (`format`'s and `content`'s, each once) and what
+/// they keep; None when no text is asked for (then the content options are refused).
+fn check_content(
+    format: ImageFormat,
+    pdf: bool,
+    extra: Option<Vec<ContentFormat>>,
+    main_content: bool,
+    include: Option<Vec<String>>,
+    exclude: Option<Vec<String>>,
+) -> Result<Option<ContentSettings>, FieldError> {
+    let mut formats: Vec<ContentFormat> = format.content().into_iter().collect();
+    if let Some(extra) = extra {
+        if pdf {
+            return Err(FieldError::new("content", "applies to images and text, not to a PDF"));
+        }
+        if format.is_video() {
+            return Err(FieldError::new("content", "applies to images and text, not to a video"));
+        }
+        if extra.len() > 3 {
+            return Err(FieldError::new("content", "must list each of markdown, text and html at most once"));
+        }
+        for f in extra {
+            if !formats.contains(&f) {
+                formats.push(f);
+            }
+        }
+    }
+    if pdf && format.content().is_some() {
+        return Err(FieldError::new("pdf", format!("cannot be combined with format {}", format.as_str())));
+    }
+    let include = content_selectors("includeSelectors", include)?;
+    let exclude = content_selectors("excludeSelectors", exclude)?;
+    if formats.is_empty() {
+        for (set, field) in [
+            (main_content, "mainContent"),
+            (!include.is_empty(), "includeSelectors"),
+            (!exclude.is_empty(), "excludeSelectors"),
+        ] {
+            if set {
+                return Err(FieldError::new(field, "applies to the page as text (format markdown, text or html)"));
+            }
+        }
+        return Ok(None);
+    }
+    Ok(Some(ContentSettings { formats, main_content, include_selectors: include, exclude_selectors: exclude }))
+}
+
+/// `includeSelectors` / `excludeSelectors`: at most 50 selectors of 1 to 1024 bytes.
+fn content_selectors(field: &str, list: Option<Vec<String>>) -> Result<Vec<String>, FieldError> {
+    let list = list.unwrap_or_default();
+    if list.len() > bounds::HIDE_SELECTORS_MAX {
+        return Err(FieldError::new(field, "must list at most 50 selectors"));
+    }
+    for (i, s) in list.iter().enumerate() {
+        if s.trim().is_empty() || s.len() > bounds::SELECTOR_MAX {
+            return Err(FieldError::new(format!("{field}[{i}]"), "must be a CSS selector of 1 to 1024 bytes"));
+        }
+    }
+    Ok(list)
 }
 
 /// `failIfContent…`: at most 10 non-empty strings within their size.

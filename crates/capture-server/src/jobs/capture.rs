@@ -492,10 +492,15 @@ impl Finish {
             "video/mp4" => "mp4",
             "video/webm" => "webm",
             "image/gif" => "gif",
+            "text/markdown; charset=utf-8" => "md",
+            "text/plain; charset=utf-8" => "txt",
+            "text/html; charset=utf-8" => "html",
             _ => "png",
         };
         let captured = t0.elapsed();
-        let name = blob::new_name(ext);
+        // A captured page's HTML is kept as `….page.html`: served as a download, never as a
+        // page of our origin (see `screenshots::files::serve_file`).
+        let name = blob::new_name(if ext == "html" { blob::PAGE_HTML_EXT } else { ext });
         // The file and its thumbnail are written at once.
         let thumb = out.thumbnail.map(|t| (blob::new_name("png"), t));
         let put_thumb = async {

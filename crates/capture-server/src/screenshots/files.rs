@@ -40,7 +40,8 @@ pub fn pdf_response(file: PdfFile) -> Response {
 /// `GET /files/{name}`: a stored file, by its unguessable name, streamed from the blob store
 /// (local folder or S3; in presigned mode too, so older links keep working).
 pub async fn serve_file(State(blobs): State<Arc<dyn BlobStore>>, Path(name): Path<String>) -> Response {
-    if name.ends_with(".html") || name.starts_with("inbox-") {
+    let page_html = name.ends_with(&format!(".{}", blob::PAGE_HTML_EXT));
+    if (name.ends_with(".html") && !page_html) || name.starts_with("inbox-") {
         // Uploaded documents are inputs, never served (they would run on our origin); inbox
         // attachments are private mail, served only to their owner by
         // `/v1/inbox/messages/{id}/attachments/{index}`.
@@ -50,7 +51,17 @@ pub async fn serve_file(State(blobs): State<Arc<dyn BlobStore>>, Path(name): Pat
         Ok(Some(file)) => {
             let mut r = (StatusCode::OK, axum::body::Body::from_stream(file.body)).into_response();
             let h = r.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(blob::content_type(&name)));
+            // A captured page's HTML and text never run here: plain text (the HTML as a
+            // download), in a sandbox with nothing allowed.
+            let text = page_html || name.ends_with(".md") || name.ends_with(".txt");
+            let kind = if page_html { "text/plain; charset=utf-8" } else { blob::content_type(&name) };
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+            if page_html {
+                h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"page.html\""));
+            }
+            if text {
+                h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
+            }
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
             h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));

@@ -56,8 +56,11 @@ pub async fn share_page(State(state): State<AppState>, Path(token): Path<String>
             let thumb = job.thumbnail_url.clone().unwrap_or_default();
             SharePage {
                 title: row.page_title.clone().filter(|t| !t.is_empty()).unwrap_or_else(|| row.url.clone()),
-                // A PDF or a video shows its first page or its poster.
-                og_image: if matches!(job.format, OutputFormat::Pdf | OutputFormat::Mp4 | OutputFormat::Webm) {
+                // A PDF, a video or the page as text shows its first page, poster or preview.
+                og_image: if !matches!(
+                    job.format,
+                    OutputFormat::Png | OutputFormat::Jpeg | OutputFormat::Webp | OutputFormat::Gif
+                ) {
                     thumb
                 } else {
                     public_url.clone()

@@ -208,6 +208,8 @@ enum ShotFile {
     /// Downloaded through the website (the owner's session, no API key).
     Pdf(String),
     Image(String),
+    /// The page as text: its file and format.
+    Text(String, OutputFormat),
     None,
 }
 
@@ -216,6 +218,7 @@ impl ShotRow {
         let job = screenshots::view(state, r).await;
         let file = match (job.format, job.public_url.clone()) {
             (OutputFormat::Pdf, Some(_)) => ShotFile::Pdf(format!("/dashboard/screenshots/{}/pdf", job.id)),
+            (f @ (OutputFormat::Markdown | OutputFormat::Text | OutputFormat::Html), Some(p)) => ShotFile::Text(p, f),
             (_, Some(p)) => ShotFile::Image(p),
             _ => ShotFile::None,
         };

@@ -243,6 +243,7 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>, Signed(
         format: job.format,
         pdf: job.format == OutputFormat::Pdf,
         video: matches!(job.format, OutputFormat::Mp4 | OutputFormat::Webm),
+        text: matches!(job.format, OutputFormat::Markdown | OutputFormat::Text | OutputFormat::Html),
         storage_url: job.storage_url.clone(),
         storage_error: job.storage_error.clone(),
         running,
@@ -295,6 +296,8 @@ struct DetailPage<'a> {
     pdf: bool,
     /// An MP4 or WebM (played; a GIF shows as an image).
     video: bool,
+    /// The page as text (markdown, text, html): a preview and a link, not an image.
+    text: bool,
     /// Where the copy for the request's storage destination went, or why it did not.
     storage_url: Option<String>,
     storage_error: Option<String>,

@@ -117,6 +117,7 @@ impl SessionPage {
             repl_mode: false,
             silent: false,
             object_group: None,
+            context_id: None,
         };
         let r = self.page.call(&cmd).await?;
         if let Some(ex) = r.exception_details {
@@ -172,6 +173,7 @@ impl SessionPage {
             repl_mode: false,
             silent: true,
             object_group: Some(GROUP),
+            context_id: None,
         };
         let r = self.page.call(&cmd).await?;
         if let Some(ex) = r.exception_details {

@@ -1,0 +1,208 @@
+//! The page as text (issue 41), read from the same load as the capture: Markdown that keeps
+//! headings, lists, absolute links and images, GFM tables, code blocks with their language and
+//! block quotes, and leaves out what is hidden, scripts and styles; the main content
+//! (Readability) without navigation, sidebars and footers; selectors that narrow or prune; and
+//! a page whose own scripts break the built-ins cannot break the reading.
+
+mod support;
+
+use std::sync::Arc;
+
+use capture_browser::{BrowserPool, CaptureError, CaptureOutput};
+use capture_core::options::{ContentFormat, ContentSettings};
+use support::*;
+
+const ARTICLE: &str = r#"<!doctype html><html lang="en"><head><title>Roasting coffee at home, step by step | Bean Blog</title>
+<meta name="author" content="Ada Roast">
+<meta property="article:published_time" content="2026-11-30T08:00:00Z">
+<style>.promo { color: red }</style>
+<script>window.tracked = true; document.write('');</script></head>
+<body>
+<nav><a href="/">Home</a> <a href="/shop">Shop</a> <a href="/about">About us</a></nav>
+<aside class="sidebar"><h3>Popular posts</h3><ul><li><a href="/p/1">Grinders ranked</a></li><li><a href="/p/2">Cold brew</a></li></ul></aside>
+<main><article>
+<h1>Roasting coffee at home, step by step</h1>
+<p class="byline">By Ada Roast</p>
+<p>Roasting coffee at home takes a pan, a <a href="/guides/heat">steady heat</a> and about fifteen minutes. The beans pass through yellow, cinnamon and the first crack, and every stage changes what ends up in the cup. This guide walks through each one.</p>
+<p>Green beans keep for a year; roasted ones for a few weeks. Buy green, roast small batches, and let them rest a day before brewing so the gas can escape and the flavour can settle into what you want.</p>
+<h2>What you need</h2>
+<ul><li>Green beans</li><li>A heavy pan</li><li>A colander to cool them</li></ul>
+<ol><li>Heat the pan</li><li>Stir without stopping</li></ol>
+<img src="/img/cup.png" alt="A cup of coffee" width="40" height="40">
+<h2>Roast levels</h2>
+<table><tr><td>Light</td><td>first crack</td></tr><tr><td>Dark | oily</td><td>second crack</td></tr></table>
+<table><thead><tr><th>Origin</th><th>Roast</th></tr></thead><tbody><tr><td>Kenya</td><td>light</td></tr><tr><td>Sumatra</td><td>dark</td></tr></tbody></table>
+<pre><code class="language-rust">fn main() {
+    println!("crack");
+}</code></pre>
+<blockquote><p>Coffee is a language in itself.</p></blockquote>
+<p class="hidden-note" style="display:none">Secret coupon SAVE50</p>
+<div style="visibility:hidden">Invisible upsell</div>
+<noscript>Enable JavaScript</noscript>
+<p>Once the beans reach the colour you like, pour them into the colander and shake them until they are cool enough to hold, which stops the roast where you want it.</p>
+</article></main>
+<section class="comments"><h3>Comments</h3><p>First!</p></section>
+<footer><p>© 2026 Bean Blog · <a href="/privacy">Privacy</a></p></footer>
+<script>document.body.insertAdjacentHTML('beforeend', '<p id="late">Added by a script</p>');</script>
+</body></html>"#;
+
+/// A page that breaks the built-ins of its own world: the reading runs in another.
+const HOSTILE: &str = r#"<!doctype html><html><head><title>Hostile</title></head><body>
+<h1>Still readable</h1><p>Text that must come through.</p>
+<script>
+Array.prototype.map = function () { throw new Error('no map'); };
+Array.prototype.filter = function () { throw new Error('no filter'); };
+Node.prototype.cloneNode = function () { throw new Error('no clone'); };
+window.getComputedStyle = function () { throw new Error('no style'); };
+JSON.stringify = function () { return '"tampered"'; };
+</script></body></html>"#;
+
+async fn pool() -> (Arc<BrowserPool>, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path().to_path_buf(), true);
+    cfg.browsers = 1;
+    (BrowserPool::start(cfg).await.expect("pool starts"), dir)
+}
+
+async fn site() -> Server {
+    Server::start(Arc::new(|path: &str, _: &str| match path {
+        "/hostile" => html(HOSTILE),
+        "/img/cup.png" => Resp::Full(200, "image/png", solid_png(40, 40, [120, 60, 20]), 0),
+        _ => html(ARTICLE),
+    }))
+    .await
+}
+
+fn settings(main: bool, include: &[&str], exclude: &[&str]) -> ContentSettings {
+    ContentSettings {
+        formats: vec![ContentFormat::Markdown, ContentFormat::Text, ContentFormat::Html],
+        main_content: main,
+        include_selectors: include.iter().map(|s| s.to_string()).collect(),
+        exclude_selectors: exclude.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+async fn read(pool: &BrowserPool, url: String, s: ContentSettings) -> Result<CaptureOutput, CaptureError> {
+    let mut r = url_req(url);
+    r.options.content = Some(s);
+    pool.capture(r).await
+}
+
+fn lines(s: &str) -> Vec<&str> {
+    s.lines().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn markdown_keeps_structure_and_leaves_out_what_is_hidden() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let out = read(&pool, srv.url("/article"), settings(false, &[], &[])).await.expect("capture");
+    // The image is still there: the content comes beside it.
+    assert_eq!(out.content_type, "image/png");
+    let c = out.content.expect("content");
+    let md = lines(&c.markdown);
+    let base = srv.url("");
+    for want in [
+        "# Roasting coffee at home, step by step".to_string(),
+        "## What you need".to_string(),
+        "- Green beans".to_string(),
+        "1. Heat the pan".to_string(),
+        format!("![A cup of coffee]({base}/img/cup.png)"),
+        "| Origin | Roast |".to_string(),
+        "| --- | --- |".to_string(),
+        "| Kenya | light |".to_string(),
+        "| Sumatra | dark |".to_string(),
+        // A table without a header row keeps every row, with an empty header; a pipe in a
+        // cell is escaped.
+        "|  |  |".to_string(),
+        "| Light | first crack |".to_string(),
+        "| Dark \\| oily | second crack |".to_string(),
+        "```rust".to_string(),
+        "    println!(\"crack\");".to_string(),
+        "> Coffee is a language in itself.".to_string(),
+        "Added by a script".to_string(),
+    ] {
+        assert!(md.contains(&want.as_str()), "missing line {want:?} in:\n{}", c.markdown);
+    }
+    // Links are absolute.
+    assert!(
+        c.markdown.contains(&format!("[steady heat]({base}/guides/heat)")),
+        "relative link not made absolute:\n{}",
+        c.markdown
+    );
+    // Hidden, script, style and noscript content is not there.
+    for gone in ["SAVE50", "Invisible upsell", "window.tracked", "color: red", "Enable JavaScript"] {
+        assert!(!c.markdown.contains(gone), "{gone} in markdown:\n{}", c.markdown);
+        assert!(!c.text.contains(gone), "{gone} in text:\n{}", c.text);
+        assert!(!c.html.contains(gone), "{gone} in html");
+    }
+    // The whole page: the navigation and footer are kept without mainContent.
+    assert!(c.markdown.contains("About us"), "{}", c.markdown);
+    assert_eq!(c.title.as_deref(), Some("Roasting coffee at home, step by step | Bean Blog"));
+    assert!(!c.article);
+    // Text: a line per block, tabs between cells.
+    let text = lines(&c.text);
+    assert!(text.contains(&"Roasting coffee at home, step by step"), "{}", c.text);
+    assert!(text.contains(&"Kenya\tlight"), "{}", c.text);
+    assert!(text.contains(&"Green beans"), "{}", c.text);
+    // HTML: no scripts, absolute URLs, a document of its own.
+    assert!(
+        c.html.starts_with("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"),
+        "{}",
+        &c.html[..200]
+    );
+    assert!(!c.html.contains("<script"), "script kept");
+    assert!(c.html.contains(&format!("src=\"{base}/img/cup.png\"")), "image URL not absolute");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn main_content_keeps_the_article_and_its_own_title() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let c = read(&pool, srv.url("/article"), settings(true, &[], &[])).await.expect("capture").content.unwrap();
+    assert!(c.article, "Readability found no article:\n{}", c.markdown);
+    assert_eq!(c.title.as_deref(), Some("Roasting coffee at home, step by step"));
+    assert_eq!(c.published_time.as_deref(), Some("2026-11-30T08:00:00Z"));
+    for kept in ["Green beans", "| Kenya | light |", "fifteen minutes", "> Coffee is a language in itself."] {
+        assert!(c.markdown.contains(kept), "{kept} missing:\n{}", c.markdown);
+    }
+    for gone in ["About us", "Popular posts", "Grinders ranked", "Privacy", "First!"] {
+        assert!(!c.markdown.contains(gone), "{gone} kept:\n{}", c.markdown);
+        assert!(!c.text.contains(gone), "{gone} kept in text:\n{}", c.text);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn selectors_narrow_and_prune_and_a_bad_one_names_its_field() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let c =
+        read(&pool, srv.url("/article"), settings(false, &["table", "h2"], &["thead"])).await.unwrap().content.unwrap();
+    assert_eq!(
+        lines(&c.text),
+        vec![
+            "What you need",
+            "Roast levels",
+            "Light\tfirst crack",
+            "Dark | oily\tsecond crack",
+            "Kenya\tlight",
+            "Sumatra\tdark"
+        ],
+        "{}",
+        c.text
+    );
+    assert!(!c.markdown.contains("Origin"), "{}", c.markdown);
+    let err = read(&pool, srv.url("/article"), settings(false, &[], &["p", "[["])).await.unwrap_err();
+    assert_eq!(err.to_string(), "excludeSelectors[1]: '[[' is not a valid CSS selector");
+    let err = read(&pool, srv.url("/article"), settings(false, &["a:::b"], &[])).await.unwrap_err();
+    assert_eq!(err.to_string(), "includeSelectors[0]: 'a:::b' is not a valid CSS selector");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_page_that_breaks_its_own_built_ins_is_still_read() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let c = read(&pool, srv.url("/hostile"), settings(false, &[], &[])).await.expect("capture").content.unwrap();
+    assert_eq!(c.markdown, "# Still readable\n\nText that must come through.");
+    assert_eq!(c.text, "Still readable\nText that must come through.");
+}
