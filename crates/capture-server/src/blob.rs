@@ -299,6 +299,24 @@ impl BlobStore for S3BlobStore {
 /// and only as downloads in plain text (uploaded documents are `.html` too, never served).
 pub const PAGE_HTML_EXT: &str = "page.html";
 
+/// The headers a stored file is served with from our origin (`/files/…` and render links):
+/// its content type and `nosniff`; the page as text (`.md`, `.txt`, `.page.html`) in a sandbox
+/// that allows nothing, and a captured page's HTML as a plain-text download — never as a page
+/// of ours.
+pub fn serve_headers(name: &str, h: &mut axum::http::HeaderMap) {
+    use axum::http::{HeaderValue, header};
+    let page_html = name.ends_with(&format!(".{PAGE_HTML_EXT}"));
+    let kind = if page_html { "text/plain; charset=utf-8" } else { content_type(name) };
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    if page_html {
+        h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"page.html\""));
+    }
+    if page_html || name.ends_with(".md") || name.ends_with(".txt") {
+        h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
+    }
+}
+
 pub fn new_name(ext: &str) -> String {
     format!("{}.{ext}", capture_core::ids::random_string(32))
 }

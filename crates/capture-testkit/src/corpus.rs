@@ -108,6 +108,8 @@ pub fn pages() -> Vec<(&'static str, &'static str, String)> {
         ("/cf-block.html", html, include_str!("../corpus/cf-block.html").to_owned()),
         ("/datadome.html", html, include_str!("../corpus/datadome.html").to_owned()),
         ("/perimeterx.html", html, include_str!("../corpus/perimeterx.html").to_owned()),
+        // Not a page at all: data a browser shows as text (no text to read as a page).
+        ("/data.json", "application/json", "{\"prices\": [1, 2, 3]}".to_owned()),
     ]
 }
 

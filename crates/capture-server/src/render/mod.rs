@@ -95,7 +95,7 @@ async fn render_handler(
     let verified = service::verify(&state, q.as_deref().unwrap_or("")).await?;
     let answer = service::render(&state, verified).await?;
     Ok(match answer {
-        Answer::File { bytes, content_type, etag, max_age, hit } => {
+        Answer::File { bytes, name, etag, max_age, hit } => {
             let same = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str());
             let mut r = if same {
                 StatusCode::NOT_MODIFIED.into_response()
@@ -106,7 +106,7 @@ async fn render_handler(
                 r
             };
             let h = r.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+            crate::blob::serve_headers(&name, h);
             if let Ok(v) = HeaderValue::from_str(&etag) {
                 h.insert(header::ETAG, v);
             }

@@ -153,7 +153,8 @@ pub enum Answer {
     /// The capture's file.
     File {
         bytes: Vec<u8>,
-        content_type: &'static str,
+        /// The file's stored name (its headers follow from it: [`crate::blob::serve_headers`]).
+        name: String,
         /// The file's name, quoted: the same for every view served from one capture.
         etag: String,
         /// Seconds the answer may be reused (what is left of the capture's `cacheTtl`).
@@ -255,7 +256,6 @@ async fn wait(
 async fn file(state: &AppState, row: &ScreenshotRow, hit: Option<i64>) -> Result<Answer> {
     let key = row.result_key.as_deref().ok_or_else(|| Error::internal("done job without file"))?;
     let bytes = state.blobs.get(key).await.map_err(Error::internal)?.ok_or_else(|| Error::not_found("file"))?;
-    let content_type = crate::blob::content_type(key);
     let max_age = (row.cache_until.unwrap_or(0) - state.clock.now_ms()).max(0) / 1000;
-    Ok(Answer::File { bytes, content_type, etag: format!("\"{key}\""), max_age, hit })
+    Ok(Answer::File { bytes, name: key.to_owned(), etag: format!("\"{key}\""), max_age, hit })
 }

@@ -51,20 +51,9 @@ pub async fn serve_file(State(blobs): State<Arc<dyn BlobStore>>, Path(name): Pat
         Ok(Some(file)) => {
             let mut r = (StatusCode::OK, axum::body::Body::from_stream(file.body)).into_response();
             let h = r.headers_mut();
-            // A captured page's HTML and text never run here: plain text (the HTML as a
-            // download), in a sandbox with nothing allowed.
-            let text = page_html || name.ends_with(".md") || name.ends_with(".txt");
-            let kind = if page_html { "text/plain; charset=utf-8" } else { blob::content_type(&name) };
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
-            if page_html {
-                h.insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"page.html\""));
-            }
-            if text {
-                h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
-            }
+            blob::serve_headers(&name, h);
             h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.len));
             h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=31536000, immutable"));
-            h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
             r
         }
         Ok(None) => ApiError::not_found("file").into_response(),

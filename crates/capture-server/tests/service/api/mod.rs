@@ -14,6 +14,7 @@ mod hardening3;
 mod inbox;
 mod lists;
 mod nodes;
+mod page_text;
 mod profiles;
 mod quotas;
 mod real_web;
