@@ -97,10 +97,12 @@ pub(crate) async fn run(
     }
     page.check_conditions(o).await?;
     mark("actions");
-    page.hide_blocked(&mut tags).await?;
+    // `hidePopups`' hiding pass rides in the lists' call when nothing runs between them.
+    let popups = (o.hide_popups && o.hide_selectors.is_empty()).then(|| crate::overlays::script(true));
+    let hid = page.hide_blocked(&mut tags, popups.as_deref()).await?;
     mark("lists' element rules");
     page.hide(&o.hide_selectors).await?;
-    page.overlays(o.hide_popups, &mut tags).await?;
+    page.overlays(o.hide_popups, hid, &mut tags).await?;
     mark("overlays");
 
     let mut video = None;

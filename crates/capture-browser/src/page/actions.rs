@@ -40,10 +40,22 @@ impl Page {
     /// Once the page's own actions ran: hide what still covers it (`hidePopups`, tag
     /// `popups-hidden`), then look again and report anything left over a quarter of the
     /// viewport (tag `overlay-remaining`, `metadata.overlay`) — never silently.
-    pub(crate) async fn overlays(&mut self, hide: bool, tags: &mut Vec<String>) -> Result<(), CaptureError> {
+    ///
+    /// `hid`: the hiding pass's value when it already ran (in the lists' call).
+    pub(crate) async fn overlays(
+        &mut self,
+        hide: bool,
+        hid: Option<Value>,
+        tags: &mut Vec<String>,
+    ) -> Result<(), CaptureError> {
         use crate::overlays::{Overlays, script};
         let read = |v: Value| serde_json::from_value::<Overlays>(v).unwrap_or_default();
-        if hide && let Ok(v) = self.eval_job(&script(true)).await? {
+        let pass = match (hide, hid) {
+            (false, _) => None,
+            (true, Some(v)) => Some(Ok(v)),
+            (true, None) => Some(self.eval_job(&script(true)).await?),
+        };
+        if let Some(Ok(v)) = pass {
             let hid = read(v);
             // Nothing covered the page: nothing to look for again.
             if hid.found.is_empty() {

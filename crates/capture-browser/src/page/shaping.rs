@@ -249,13 +249,20 @@ impl Page {
     /// the generic ones for the classes and ids it has), and collapse the frames and images
     /// whose requests they refused; tags `ads-blocked`, `trackers-blocked`, `chats-blocked`
     /// for each list that refused something. Nothing without the lists.
-    pub(crate) async fn hide_blocked(&mut self, tags: &mut Vec<String>) -> Result<(), CaptureError> {
+    ///
+    /// `then`: a script of ours to run in the same call right after (the pop-up pass of
+    /// `hidePopups`): its value, None when it was not run.
+    pub(crate) async fn hide_blocked(
+        &mut self,
+        tags: &mut Vec<String>,
+        then: Option<&str>,
+    ) -> Result<Option<Value>, CaptureError> {
         let Some((lists, which, counts, urls)) = self
             .filter
             .as_ref()
             .and_then(|f| f.lists.as_ref().map(|(l, w)| (l.clone(), *w, f.counts, f.blocked_urls.clone())))
         else {
-            return Ok(());
+            return Ok(None);
         };
         let found = match self.eval_job(scripts::CLASSES_AND_IDS).await? {
             Ok(v) => v,
@@ -278,11 +285,12 @@ impl Page {
             true => "0".to_owned(),
             false => crate::procedural::script(&procedural),
         };
+        let then_js = then.unwrap_or("null");
         let js = format!(
-            "(() => {{ const hid = {hide}; let applied = 0; try {{ applied = {procedural}; }} catch (e) {{}} return [hid, applied]; }})()"
+            "(() => {{ const hid = {hide}; let applied = 0; try {{ applied = {procedural}; }} catch (e) {{}} let then = null; try {{ then = {then_js}; }} catch (e) {{}} return [hid, applied, then]; }})()"
         );
-        let applied = match self.eval_job(&js).await? {
-            Ok(v) => v[1].as_u64().unwrap_or(0),
+        let (applied, then_value) = match self.eval_job(&js).await? {
+            Ok(mut v) => (v[1].as_u64().unwrap_or(0), then.map(|_| v[2].take())),
             Err(m) => return Err(CaptureError::Script(format!("hiding blocked elements failed: {m}"))),
         };
         if applied > 0 && !tags.iter().any(|t| t == "procedural-applied") {
@@ -298,7 +306,7 @@ impl Page {
                 tags.push(tag.to_owned());
             }
         }
-        Ok(())
+        Ok(then_value)
     }
 
     /// Hide every element matching one of `selectors` (`visibility: hidden`, so the layout
