@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(shot["properties"]["width"]["maximum"], 3840, "{shot}");
         assert_eq!(
             shot["properties"]["format"]["enum"],
-            serde_json::json!(["png", "jpeg", "webp", "mp4", "webm", "gif", null]),
+            serde_json::json!(["png", "jpeg", "webp", "mp4", "webm", "gif", "markdown", "text", "html", null]),
             "{shot}"
         );
         assert_eq!(shot["required"], serde_json::json!(["url"]));

@@ -286,10 +286,20 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 47);
+        assert_eq!(names.len(), 50);
         assert_eq!(
-            (names[0], names[14], names[33], names[37], names[38], names[43], names[46]),
-            ("url", "clickBefore", "blockResources", "blockAnnoyances", "hidePopups", "cacheKey", "profile")
+            (names[0], names[5], names[7], names[17], names[36], names[40], names[41], names[46], names[49]),
+            (
+                "url",
+                "mainContent",
+                "excludeSelectors",
+                "clickBefore",
+                "blockResources",
+                "blockAnnoyances",
+                "hidePopups",
+                "cacheKey",
+                "profile"
+            )
         );
         assert!(names.contains(&"preScreenshotJs") && names.contains(&"deviceScaleFactor"));
     }

@@ -15,7 +15,7 @@ pub struct StorageTarget {
     pub destination: String,
     /// The object key under the destination's prefix, a template of `{id}` (the job's id),
     /// `{date}` (YYYY-MM-DD, UTC, when the capture finished), `{ext}` (png, jpeg, webp, pdf,
-    /// mp4, webm, gif) and `{host}` (the page's host name); default `{id}.{ext}`.
+    /// mp4, webm, gif, md, txt, html) and `{host}` (the page's host name); default `{id}.{ext}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = bounds::STORAGE_KEY_MAX), extend("examples" = ["captures/{date}/{host}-{id}.{ext}"])))]
     pub key: Option<String>,

@@ -31,6 +31,18 @@ pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
     if o.pdf {
         m.remove("format");
     }
+    // The page as text is stored as one setting; on the wire it is `format` and three options.
+    if let Some(c) = m.remove("content").and_then(|_| o.content.as_ref()) {
+        if c.main_content {
+            m.insert("mainContent".into(), json!(true));
+        }
+        if !c.include_selectors.is_empty() {
+            m.insert("includeSelectors".into(), json!(c.include_selectors));
+        }
+        if !c.exclude_selectors.is_empty() {
+            m.insert("excludeSelectors".into(), json!(c.exclude_selectors));
+        }
+    }
     // Credentials are kept only until the job runs and never shown: their names, with a
     // placeholder where each value goes.
     if let Some(set) = m.remove("credentialsSet").and_then(|v| serde_json::from_value::<CredentialsSet>(v).ok()) {
@@ -144,6 +156,10 @@ mod tests {
         assert_eq!(opts(Value::Object(request_body(&every))), every);
         let names = capture_core::options::ScreenshotIn::field_names();
         assert!(request_body(&every).keys().all(|k| names.contains(&k.as_str())));
+        // The page as text comes back as the request said it.
+        let text = json!({"url": "https://example.com/", "format": "markdown", "mainContent": true,
+            "excludeSelectors": ["nav"]});
+        assert_eq!(Value::Object(request_body(&opts(text.clone()))), text);
     }
 
     #[test]
