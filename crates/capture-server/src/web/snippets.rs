@@ -32,7 +32,7 @@ pub fn request_body(o: &CaptureOptions) -> Map<String, Value> {
         m.remove("format");
     }
     // The page as text is stored as one setting; on the wire it is `format` and three options.
-    if let Some(c) = m.remove("content").and_then(|_| o.content.as_ref()) {
+    if let Some(c) = m.remove("content").and(o.content.as_ref()) {
         if c.main_content {
             m.insert("mainContent".into(), json!(true));
         }
