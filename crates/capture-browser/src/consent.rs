@@ -161,12 +161,6 @@ fn needles(pattern: &str) -> Option<Vec<String>> {
     let chars: Vec<char> = pattern.chars().collect();
     let mut needles = Vec::new();
     let (mut best, mut run) = (String::new(), String::new());
-    let end_run = |run: &mut String, best: &mut String| {
-        if run.chars().count() > best.chars().count() {
-            *best = run.clone();
-        }
-        run.clear();
-    };
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
@@ -248,23 +242,25 @@ fn needles(pattern: &str) -> Option<Vec<String>> {
     Some(needles)
 }
 
+/// End the current run of plain characters, keeping it if it is the longest so far.
+fn end_run(run: &mut String, best: &mut String) {
+    if run.chars().count() > best.chars().count() {
+        *best = run.clone();
+    }
+    run.clear();
+}
+
 /// Add plain character `c` (read just before `chars[*i]`) to the run, as its quantifier
 /// allows: `?`, `*` or `{` make it optional (the run ends before it), `+` repeats it (the run
 /// ends after it).
 fn push_literal(c: char, chars: &[char], i: &mut usize, run: &mut String, best: &mut String) {
-    let take = |run: &mut String, best: &mut String| {
-        if run.chars().count() > best.chars().count() {
-            *best = run.clone();
-        }
-        run.clear();
-    };
     match chars.get(*i) {
         Some('?' | '*') => {
-            take(run, best);
+            end_run(run, best);
             *i += 1;
         }
         Some('{') => {
-            take(run, best);
+            end_run(run, best);
             // Skip the count; the character may be repeated or left out.
             while *i < chars.len() && chars[*i] != '}' {
                 *i += 1;
@@ -273,7 +269,7 @@ fn push_literal(c: char, chars: &[char], i: &mut usize, run: &mut String, best: 
         }
         Some('+') => {
             run.push(c);
-            take(run, best);
+            end_run(run, best);
             *i += 1;
         }
         _ => run.push(c),

@@ -2,7 +2,7 @@
 //! rules between options, with the field checks they use.
 
 use super::capture::CaptureOptions;
-use super::content::{ContentFormat, ContentSettings};
+use super::content::ContentSettings;
 use super::output::{ImageFormat, ScrollIn, ScrollSettings};
 use super::page::{Clip, Geolocation};
 use super::request::ScreenshotIn;
@@ -147,39 +147,30 @@ impl ScreenshotIn {
             (false, None) => None,
             (true, s) => Some(check_scroll(s.unwrap_or_default())?),
         };
-        // The text beside an image (`content: [...]`, `contentUrls`) is for a later release:
-        // the browser reads it, the job has nowhere to keep it yet.
+        // Only the page as text (`format`) for now: the text beside an image (`content: [...]`,
+        // `contentUrls`) needs a place on the job for its files.
         let content = check_content(
             format,
             pdf,
-            None,
             self.main_content.unwrap_or(false),
             self.include_selectors,
             self.exclude_selectors,
         )?;
-        if format.content().is_some() {
-            for (set, field) in [
-                (selector_opt.is_some(), "selector"),
-                (self.clip.is_some(), "clip"),
-                (self.image_width.is_some(), "imageWidth"),
-                (self.quality.is_some(), "quality"),
-                (omit_background, "omitBackground"),
-            ] {
-                if set {
-                    return Err(FieldError::new(field, "applies to images, not to the page as text"));
-                }
-            }
+        // What only an image has, refused on a video and on the page as text.
+        let image_only = [
+            (selector_opt.is_some(), "selector"),
+            (self.clip.is_some(), "clip"),
+            (self.image_width.is_some(), "imageWidth"),
+            (self.quality.is_some(), "quality"),
+            (omit_background, "omitBackground"),
+        ];
+        if format.content().is_some()
+            && let Some((_, field)) = image_only.iter().find(|(set, _)| *set)
+        {
+            return Err(FieldError::new(*field, "applies to images, not to the page as text"));
         }
         if format.is_video() {
-            for (set, field) in [
-                (pdf, "pdf"),
-                (full_page, "fullPage"),
-                (selector_opt.is_some(), "selector"),
-                (self.clip.is_some(), "clip"),
-                (self.image_width.is_some(), "imageWidth"),
-                (self.quality.is_some(), "quality"),
-                (omit_background, "omitBackground"),
-            ] {
+            for (set, field) in [(pdf, "pdf"), (full_page, "fullPage")].into_iter().chain(image_only) {
                 if set {
                     return Err(FieldError::new(field, "applies to images, not to a video"));
                 }
@@ -338,34 +329,16 @@ fn hide_selectors(list: Option<Vec<String>>) -> Result<Vec<String>, FieldError> 
 fn check_content(
     format: ImageFormat,
     pdf: bool,
-    extra: Option<Vec<ContentFormat>>,
     main_content: bool,
     include: Option<Vec<String>>,
     exclude: Option<Vec<String>>,
 ) -> Result<Option<ContentSettings>, FieldError> {
-    let mut formats: Vec<ContentFormat> = format.content().into_iter().collect();
-    if let Some(extra) = extra {
-        if pdf {
-            return Err(FieldError::new("content", "applies to images and text, not to a PDF"));
-        }
-        if format.is_video() {
-            return Err(FieldError::new("content", "applies to images and text, not to a video"));
-        }
-        if extra.len() > 3 {
-            return Err(FieldError::new("content", "must list each of markdown, text and html at most once"));
-        }
-        for f in extra {
-            if !formats.contains(&f) {
-                formats.push(f);
-            }
-        }
-    }
     if pdf && format.content().is_some() {
         return Err(FieldError::new("pdf", format!("cannot be combined with format {}", format.as_str())));
     }
     let include = content_selectors("includeSelectors", include)?;
     let exclude = content_selectors("excludeSelectors", exclude)?;
-    if formats.is_empty() {
+    let Some(form) = format.content() else {
         for (set, field) in [
             (main_content, "mainContent"),
             (!include.is_empty(), "includeSelectors"),
@@ -376,8 +349,13 @@ fn check_content(
             }
         }
         return Ok(None);
-    }
-    Ok(Some(ContentSettings { formats, main_content, include_selectors: include, exclude_selectors: exclude }))
+    };
+    Ok(Some(ContentSettings {
+        formats: vec![form],
+        main_content,
+        include_selectors: include,
+        exclude_selectors: exclude,
+    }))
 }
 
 /// `includeSelectors` / `excludeSelectors`: at most 50 selectors of 1 to 1024 bytes.
