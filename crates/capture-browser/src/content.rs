@@ -19,7 +19,8 @@
 
 use serde::Deserialize;
 
-use capture_core::options::{ContentFormat, ContentSettings};
+use capture_core::metadata::{ContentReport, Extracted};
+use capture_core::options::{ContentFormat, ContentSettings, ExtractRule, page_text};
 
 /// Turndown's browser build, unmodified from the npm package `turndown@7.2.5`.
 const TURNDOWN: &str = include_str!("../vendor/turndown/turndown.browser.umd.js");
@@ -73,29 +74,204 @@ pub enum ContentError {
     Failed(String),
 }
 
-/// The script that reads the page as `settings` asks, to evaluate in [`WORLD`].
-pub(crate) fn script(settings: &ContentSettings) -> String {
-    let opts = serde_json::json!({
-        "mainContent": settings.main_content,
-        "include": settings.include_selectors,
-        "exclude": settings.exclude_selectors,
+/// The script that reads the page as `settings` asks and the fields `rules` name, to
+/// evaluate in [`WORLD`]. Its answer is `{content, extract}` (each null when not asked for).
+pub(crate) fn script(
+    settings: Option<&ContentSettings>,
+    rules: Option<&std::collections::BTreeMap<String, ExtractRule>>,
+) -> String {
+    let opts = settings.map(|settings| {
+        serde_json::json!({
+            "mainContent": settings.main_content,
+            "include": settings.include_selectors,
+            "exclude": settings.exclude_selectors,
+        })
     });
+    let rules = rules.map(|r| serde_json::to_value(r).unwrap_or_default());
+    let args = serde_json::json!({ "content": opts, "rules": rules });
     format!(
-        "(() => {{\nconst lib = {{}};\n(function () {{ var module = {{ exports: {{}} }}; var exports = module.exports;\n{TURNDOWN}\n;lib.Turndown = module.exports; }}).call({{}});\n(function () {{\n{TURNDOWN_GFM}\n;lib.gfm = turndownPluginGfm.gfm; }}).call({{}});\n(function () {{ var module = {{ exports: {{}} }};\n{READABILITY}\n;lib.Readability = module.exports; }}).call({{}});\nreturn ({EXTRACT})(lib, {opts});\n}})()"
+        "(() => {{\nconst lib = {{}};\n(function () {{ var module = {{ exports: {{}} }}; var exports = module.exports;\n{TURNDOWN}\n;lib.Turndown = module.exports; }}).call({{}});\n(function () {{\n{TURNDOWN_GFM}\n;lib.gfm = turndownPluginGfm.gfm; }}).call({{}});\n(function () {{ var module = {{ exports: {{}} }};\n{READABILITY}\n;lib.Readability = module.exports; }}).call({{}});\nlib.turndown = ({TURNDOWN_SETUP})(lib);\nconst args = {args};\nreturn {{ content: args.content ? ({EXTRACT})(lib, args.content) : null, extract: args.rules ? ({RULES})(lib, args.rules) : null }};\n}})()"
     )
 }
 
-/// Read the script's answer.
-pub(crate) fn read(v: serde_json::Value) -> Result<PageContent, ContentError> {
-    if let Some(kind) = v.get("notHtml").and_then(|f| f.as_str()) {
-        return Err(ContentError::NotHtml(kind.to_owned()));
+/// Read the script's answer: the content (when asked for) and the extracted fields (when
+/// rules were given).
+pub(crate) fn read(v: serde_json::Value) -> Result<(Option<PageContent>, Option<Extracted>), ContentError> {
+    for part in ["content", "extract"] {
+        let p = &v[part];
+        if let Some(kind) = p.get("notHtml").and_then(|f| f.as_str()) {
+            return Err(ContentError::NotHtml(kind.to_owned()));
+        }
+        if let Some(field) = p.get("badSelector").and_then(|f| f.as_str()) {
+            let sel = p.get("selector").and_then(|s| s.as_str()).unwrap_or_default();
+            return Err(ContentError::Selector(field.to_owned(), sel.to_owned()));
+        }
     }
-    if let Some(field) = v.get("badSelector").and_then(|f| f.as_str()) {
-        let sel = v.get("selector").and_then(|s| s.as_str()).unwrap_or_default();
-        return Err(ContentError::Selector(field.to_owned(), sel.to_owned()));
-    }
-    serde_json::from_value(v).map_err(|e| ContentError::Failed(format!("reading the page's content: {e}")))
+    let content = match v.get("content").filter(|c| !c.is_null()) {
+        Some(c) => Some(
+            serde_json::from_value(c.clone())
+                .map_err(|e| ContentError::Failed(format!("reading the page's content: {e}")))?,
+        ),
+        None => None,
+    };
+    let extract = match v.get("extract").filter(|c| !c.is_null()) {
+        Some(x) => {
+            let x: Extracted = serde_json::from_value(x.clone())
+                .map_err(|e| ContentError::Failed(format!("reading the extracted fields: {e}")))?;
+            let size = serde_json::to_string(&x.data).map_or(0, |s| s.len());
+            if size > EXTRACT_DATA_MAX {
+                return Err(ContentError::Failed(format!(
+                    "extract: the data is {size} bytes of JSON, more than the 1000000 a job keeps; narrow the rules"
+                )));
+            }
+            Some(x)
+        }
+        None => None,
+    };
+    Ok((content, extract))
 }
+
+/// Most bytes of the extracted data, as JSON.
+pub const EXTRACT_DATA_MAX: usize = 1_000_000;
+
+/// Turndown, set up as every Markdown of ours is made: ATX headings, `-` bullets, fenced code
+/// with its language, GFM tables whose rows stay one line each, images only with a source.
+const TURNDOWN_SETUP: &str = r#"(lib) => {
+  const td = new lib.Turndown({ headingStyle: 'atx', hr: '---', bulletListMarker: '-', codeBlockStyle: 'fenced',
+    emDelimiter: '_', strongDelimiter: '**', linkStyle: 'inlined' });
+  td.use(lib.gfm);
+  td.addRule('tableCellOneLine', {
+    filter: ['th', 'td'],
+    replacement: (content, node) => {
+      const index = Array.prototype.indexOf.call(node.parentNode.childNodes, node);
+      const text = content.replace(/\s*\n+\s*/g, ' ').replace(/\|/g, '\\|').trim();
+      return (index === 0 ? '| ' : ' ') + text + ' |';
+    },
+  });
+  // A code block's language from its own class or its `pre`'s (`language-x`, `lang-x`).
+  td.addRule('fencedWithLanguage', {
+    filter: (node) => node.nodeName === 'PRE',
+    replacement: (content, node, options) => {
+      const code = node.querySelector('code') || node;
+      const cls = (code.getAttribute('class') || '') + ' ' + (node.getAttribute('class') || '');
+      const m = cls.match(/(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]+)/);
+      const text = code.textContent.replace(/\n$/, '');
+      const fence = text.includes('```') ? '~~~~' : '```';
+      return '\n\n' + fence + (m ? m[1] : '') + '\n' + text + '\n' + fence + '\n\n';
+    },
+  });
+  // List items with one space after the marker (Turndown's own rule puts three).
+  td.addRule('listItemOneSpace', {
+    filter: 'li',
+    replacement: (content, node, options) => {
+      let prefix = options.bulletListMarker + ' ';
+      const parent = node.parentNode;
+      if (parent && parent.nodeName === 'OL') {
+        const start = parent.getAttribute('start');
+        const index = Array.prototype.indexOf.call(parent.children, node);
+        prefix = (start ? Number(start) + index : index + 1) + '. ';
+      }
+      content = content.replace(/^\n+/, '').replace(/\n+$/, '\n').replace(/\n/gm, '\n' + ' '.repeat(prefix.length));
+      return prefix + content + (node.nextSibling && !/\n$/.test(content) ? '\n' : '');
+    },
+  });
+  td.addRule('imagesWithoutSource', { filter: (node) => node.nodeName === 'IMG' && !node.getAttribute('src'), replacement: () => '' });
+  return td;
+}"#;
+
+/// The fields of `extract.rules`, read from the live document: per field, the first element
+/// that gives a value (every one with `all`), else the fallbacks' in order; null (an empty
+/// list with `all`) when none does. A selector the browser cannot parse names its field.
+const RULES: &str = r#"(lib, rules) => {
+  if (!/html|xml/i.test(String(document.contentType || ''))) return { notHtml: String(document.contentType || '') };
+  const squash = (s) => String(s).replace(/\s+/g, ' ').trim();
+  const textOf = (el) => squash(typeof el.innerText === 'string' && el.isConnected ? el.innerText : el.textContent);
+  const clean = (el) => {
+    const c = el.cloneNode(true);
+    for (const x of Array.from(c.querySelectorAll('script, style, noscript, template'))) x.remove();
+    for (const x of [c, ...c.querySelectorAll('*')]) {
+      for (const a of Array.from(x.attributes || [])) if (/^on/i.test(a.name)) x.removeAttribute(a.name);
+    }
+    return c;
+  };
+  const number = (s) => {
+    const m = String(s).match(/-?\d[\d.,\s\u00a0\u202f']*/);
+    if (!m) return null;
+    let t = m[0].replace(/[\s\u00a0\u202f']/g, '').replace(/[.,]$/, '');
+    const lastDot = t.lastIndexOf('.'), lastComma = t.lastIndexOf(',');
+    if (lastDot >= 0 && lastComma >= 0) {
+      // The later mark is the decimal one.
+      t = lastDot > lastComma ? t.replace(/,/g, '') : t.replace(/\./g, '').replace(',', '.');
+    } else if (lastComma >= 0) {
+      // 1,299 is a thousand; 12,5 is a decimal.
+      const parts = t.split(',');
+      t = parts.length === 2 && parts[1].length !== 3 ? parts.join('.') : parts.join('');
+    } else if ((t.match(/\./g) || []).length > 1) {
+      t = t.replace(/\./g, '');
+    }
+    const n = Number(t);
+    return Number.isFinite(n) ? n : null;
+  };
+  const value = (el, rule) => {
+    const type = rule.type || 'string';
+    if (type === 'html') return clean(el).innerHTML.trim() || null;
+    if (type === 'markdown') return lib.turndown.turndown(clean(el)).replace(/\n{3,}/g, '\n\n').trim() || null;
+    let raw;
+    if (rule.attr) {
+      raw = el.getAttribute(rule.attr);
+      if (raw === null) return null;
+      if (type === 'boolean' && raw === '') return true;
+    } else if (type === 'url') {
+      raw = el.getAttribute('href') || el.getAttribute('src') || el.getAttribute('content') || textOf(el);
+    } else if (type === 'date') {
+      raw = el.getAttribute('datetime') || el.getAttribute('content') || textOf(el);
+    } else {
+      raw = el.localName === 'meta' ? el.getAttribute('content') || '' : textOf(el);
+    }
+    raw = squash(raw);
+    switch (type) {
+      case 'number': return number(raw);
+      case 'boolean': {
+        const t = raw.toLowerCase();
+        if (['true', 'yes', 'on', '1'].includes(t)) return true;
+        if (['false', 'no', 'off', '0'].includes(t)) return false;
+        return null;
+      }
+      case 'url': {
+        if (!raw) return null;
+        try { const u = new URL(raw, document.baseURI); return /^(https?|mailto|tel):$/.test(u.protocol) ? u.href : null; } catch (e) { return null; }
+      }
+      case 'date': {
+        if (!raw) return null;
+        const t = Date.parse(raw);
+        return Number.isNaN(t) ? null : new Date(t).toISOString();
+      }
+      default: return raw === '' ? null : raw;
+    }
+  };
+  const data = {}, sources = {};
+  for (const [name, rule] of Object.entries(rules)) {
+    const all = !!rule.all;
+    const tries = [[rule, `extract.rules.${name}.selector`]].concat(
+      (rule.fallback || []).map((f, i) => [f, `extract.rules.${name}.fallback[${i}].selector`]));
+    let got = all ? [] : null, from = null;
+    for (const [r, field] of tries) {
+      let els;
+      try { els = document.querySelectorAll(r.selector); } catch (e) { return { badSelector: field, selector: r.selector }; }
+      const vals = [];
+      for (const el of els) {
+        const v = value(el, r);
+        if (v === null) continue;
+        vals.push(v);
+        if (!all) break;
+      }
+      if (vals.length) { got = all ? vals : vals[0]; from = r.selector; break; }
+    }
+    data[name] = got;
+    sources[name] = from;
+  }
+  return { data, sources };
+}"#;
 
 /// The extraction, in the page: `lib` holds the libraries, `opts` the settings.
 const EXTRACT: &str = r#"(lib, opts) => {
@@ -204,45 +380,7 @@ const EXTRACT: &str = r#"(lib, opts) => {
       t.insertBefore(head, t.firstChild);
     }
   }
-  const td = new lib.Turndown({ headingStyle: 'atx', hr: '---', bulletListMarker: '-', codeBlockStyle: 'fenced',
-    emDelimiter: '_', strongDelimiter: '**', linkStyle: 'inlined' });
-  td.use(lib.gfm);
-  td.addRule('tableCellOneLine', {
-    filter: ['th', 'td'],
-    replacement: (content, node) => {
-      const index = Array.prototype.indexOf.call(node.parentNode.childNodes, node);
-      const text = content.replace(/\s*\n+\s*/g, ' ').replace(/\|/g, '\\|').trim();
-      return (index === 0 ? '| ' : ' ') + text + ' |';
-    },
-  });
-  // A code block's language from its own class or its `pre`'s (`language-x`, `lang-x`).
-  td.addRule('fencedWithLanguage', {
-    filter: (node) => node.nodeName === 'PRE',
-    replacement: (content, node, options) => {
-      const code = node.querySelector('code') || node;
-      const cls = (code.getAttribute('class') || '') + ' ' + (node.getAttribute('class') || '');
-      const m = cls.match(/(?:^|\s)(?:language|lang)-([A-Za-z0-9_+#.-]+)/);
-      const text = code.textContent.replace(/\n$/, '');
-      const fence = text.includes('```') ? '~~~~' : '```';
-      return '\n\n' + fence + (m ? m[1] : '') + '\n' + text + '\n' + fence + '\n\n';
-    },
-  });
-  // List items with one space after the marker (Turndown's own rule puts three).
-  td.addRule('listItemOneSpace', {
-    filter: 'li',
-    replacement: (content, node, options) => {
-      let prefix = options.bulletListMarker + ' ';
-      const parent = node.parentNode;
-      if (parent && parent.nodeName === 'OL') {
-        const start = parent.getAttribute('start');
-        const index = Array.prototype.indexOf.call(parent.children, node);
-        prefix = (start ? Number(start) + index : index + 1) + '. ';
-      }
-      content = content.replace(/^\n+/, '').replace(/\n+$/, '\n').replace(/\n/gm, '\n' + ' '.repeat(prefix.length));
-      return prefix + content + (node.nextSibling && !/\n$/.test(content) ? '\n' : '');
-    },
-  });
-  td.addRule('imagesWithoutSource', { filter: (node) => node.nodeName === 'IMG' && !node.getAttribute('src'), replacement: () => '' });
+  const td = lib.turndown;
   const markdown = td.turndown(root).replace(/\n{3,}/g, '\n\n').trim();
   // Text: a line per block, tabs between cells.
   const BLOCK = /^(ADDRESS|ARTICLE|ASIDE|BLOCKQUOTE|DD|DETAILS|DIV|DL|DT|FIELDSET|FIGCAPTION|FIGURE|FOOTER|FORM|H[1-6]|HEADER|HR|LI|MAIN|NAV|OL|P|PRE|SECTION|SUMMARY|TABLE|TBODY|THEAD|TFOOT|TR|UL|BODY)$/;
@@ -272,15 +410,32 @@ const EXTRACT: &str = r#"(lib, opts) => {
   return Object.assign({ markdown, text: out.join('\n'), html }, info);
 }"#;
 
-/// The job's file for `form`: Markdown with YAML front matter from the page's metadata (the
-/// article's own title, byline and published time with `mainContent`), the text, or the HTML.
+/// A form of the page as text, as it is stored, and how long it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub text: String,
+    pub report: ContentReport,
+}
+
+/// The file for `form`: Markdown with YAML front matter from the page's metadata (the
+/// article's own title, byline and published time with `mainContent`), the text, or the HTML;
+/// the part of it `settings.from` and `settings.max_chars` ask for (the front matter aside),
+/// cut after a whole line.
 pub fn render(
     form: ContentFormat,
     content: &PageContent,
     meta: &capture_core::metadata::PageMetadata,
     captured_at: &str,
-) -> String {
-    match form {
+    settings: &ContentSettings,
+) -> Rendered {
+    let body = match form {
+        ContentFormat::Markdown => &content.markdown,
+        ContentFormat::Text => &content.text,
+        ContentFormat::Html => &content.html,
+    };
+    let page = page_text(body, settings.from, settings.max_chars);
+    let part = page.text.strip_suffix('\n').unwrap_or(page.text);
+    let text = match form {
         ContentFormat::Markdown => {
             let title = content.title.as_deref().or(meta.title.as_deref());
             let fm = front_matter(&[
@@ -295,11 +450,13 @@ pub fn render(
                 ("source", Some(meta.final_url.as_str())),
                 ("captured_at", Some(captured_at)),
             ]);
-            format!("{fm}{}\n", content.markdown)
+            format!("{fm}{part}\n")
         }
-        ContentFormat::Text => format!("{}\n", content.text),
-        ContentFormat::Html => content.html.clone(),
-    }
+        ContentFormat::Text => format!("{part}\n"),
+        ContentFormat::Html => part.to_owned(),
+    };
+    let report = ContentReport::of(text.chars().count() as u64, content.article, &page);
+    Rendered { text, report }
 }
 
 /// YAML front matter of these fields, in this order; fields without a value are left out.
@@ -338,7 +495,13 @@ mod tests {
 
     #[test]
     fn a_bad_selector_names_its_field() {
-        let v = serde_json::json!({"badSelector": "excludeSelectors[1]", "selector": "[["});
+        let v =
+            serde_json::json!({"content": {"badSelector": "excludeSelectors[1]", "selector": "[["}, "extract": null});
         assert_eq!(read(v), Err(ContentError::Selector("excludeSelectors[1]".into(), "[[".into())));
+        let v = serde_json::json!({"content": null, "extract": {"badSelector": "extract.rules.price.fallback[0].selector", "selector": "a["}});
+        assert_eq!(
+            read(v),
+            Err(ContentError::Selector("extract.rules.price.fallback[0].selector".into(), "a[".into()))
+        );
     }
 }

@@ -178,8 +178,11 @@ pub struct CaptureOutput {
     pub metadata: capture_core::metadata::PageMetadata,
     /// A scrolling video's frames, to be encoded (then `bytes` is empty).
     pub video: Option<VideoFrames>,
-    /// The page as text, when the options ask for it (`content`).
+    /// The page as text, when the options ask for it (`content`, or `extract` with a prompt).
     pub content: Option<content::PageContent>,
+    /// The files of the text forms `content` asks for beside the job's own file, each
+    /// rendered (front matter, `maxChars`) as it is stored.
+    pub texts: Vec<(capture_core::options::ContentFormat, Vec<u8>)>,
 }
 
 /// A scrolling video's frames: JPEG files `f00000.jpg`, … in a spool directory removed

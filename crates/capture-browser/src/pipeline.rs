@@ -106,7 +106,6 @@ pub(crate) async fn run(
     mark("overlays");
 
     let mut video = None;
-    let mut content = None;
     let output = if let Some(scroll) = &o.scroll {
         // The poster is the top of the page, before it moves.
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
@@ -121,20 +120,12 @@ pub(crate) async fn run(
         let dsf = o.device_scale_factor.max(0.1);
         let size = Some(((f64::from(o.width) * dsf).round() as u32, (f64::from(o.height) * dsf).round() as u32));
         (Vec::new(), o.format.content_type(), size, thumb, meta)
-    } else if let Some(form) = o.format.content() {
-        // The page as text is the job's file; the thumbnail still shows the page.
+    } else if o.format.content().is_some() {
+        // The page as text is the job's file (read below, with any other form); the
+        // thumbnail still shows the page.
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
         let meta = page.metadata().await?;
-        let settings = o
-            .content
-            .clone()
-            .unwrap_or_else(|| capture_core::options::ContentSettings { formats: vec![form], ..Default::default() });
-        let read = page.content(&settings).await?;
-        mark("content");
-        let at = capture_core::time::iso(capture_core::time::now_ms());
-        let bytes = crate::content::render(form, &read, &meta.1, &at).into_bytes();
-        content = Some(read);
-        (bytes, o.format.content_type(), None, thumb, meta)
+        (Vec::new(), o.format.content_type(), None, thumb, meta)
     } else if req.options.pdf {
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
         let print = page.print_params(o).await?;
@@ -256,23 +247,43 @@ pub(crate) async fn run(
             (bytes, content_type, size, thumb, meta)
         }
     };
-    let (bytes, content_type, size, thumb, (page_title, mut metadata)) = output;
-    // The page as text, from the same load, after the capture (so reading it cannot change
-    // the pixels).
-    let content = match (&o.content, content) {
-        (_, Some(read)) => Some(read),
-        (Some(settings), None) => Some(page.content(settings).await?),
-        (None, None) => None,
+    let (mut bytes, content_type, size, thumb, (page_title, mut metadata)) = output;
+    // The page as text and the extracted fields, from the same load, after the capture (so
+    // reading them cannot change the pixels), in one call.
+    let rules = o.extract.as_ref().map(|e| &e.rules).filter(|r| !r.is_empty());
+    // A prompt reads the page's Markdown (the whole page unless the request narrows it).
+    let wants_text = o.content.is_some() || o.extract.as_ref().is_some_and(|e| e.prompt.is_some());
+    let mut texts = Vec::new();
+    let (content, extracted) = if wants_text || rules.is_some() {
+        let whole = capture_core::options::ContentSettings::default();
+        let settings = wants_text.then(|| o.content.as_ref().unwrap_or(&whole));
+        page.read_text(settings, rules).await?
+    } else {
+        (None, None)
     };
-    if let Some(c) = &content {
-        // How long the job's text is: its file's, or the first form `content` asks for.
-        let chars = match (o.format.content(), o.content.as_ref().and_then(|s| s.formats.first())) {
-            (Some(_), _) => String::from_utf8_lossy(&bytes).chars().count(),
-            (None, Some(capture_core::options::ContentFormat::Markdown)) => c.markdown.chars().count(),
-            (None, Some(capture_core::options::ContentFormat::Html)) => c.html.chars().count(),
-            (None, _) => c.text.chars().count(),
-        };
-        metadata.content = Some(capture_core::metadata::ContentReport::of(chars as u64, c.article));
+    mark("content");
+    if let (Some(c), Some(settings)) = (&content, &o.content) {
+        let at = capture_core::time::iso(capture_core::time::now_ms());
+        for (i, form) in settings.formats.iter().enumerate() {
+            let r = crate::content::render(*form, c, &metadata, &at, settings);
+            // The job's text is its file's, or the first form `content` asks for.
+            if i == 0 {
+                metadata.content = Some(r.report);
+            }
+            if Some(*form) == o.format.content() {
+                bytes = r.text.into_bytes();
+            } else {
+                texts.push((*form, r.text.into_bytes()));
+            }
+        }
+    }
+    if let Some(x) = extracted {
+        if let Some(settings) = &o.extract {
+            settings
+                .validate(&x.data)
+                .map_err(|e| CaptureError::Rejected(format!("extract: the data does not match the schema at {e}")))?;
+        }
+        metadata.extract = Some(x);
     }
     mark("done");
     tracing::debug!(target: "capture_browser::timing", ?phases, "capture phases");
@@ -288,5 +299,6 @@ pub(crate) async fn run(
         metadata,
         video,
         content,
+        texts,
     })
 }

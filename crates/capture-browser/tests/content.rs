@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 
 use capture_browser::{BrowserPool, CaptureError, CaptureOutput};
-use capture_core::options::{ContentFormat, ContentSettings};
+use capture_core::options::{ContentFormat, ContentSettings, ExtractIn, ImageFormat};
 use support::*;
 
 const ARTICLE: &str = r#"<!doctype html><html lang="en"><head><title>Roasting coffee at home, step by step | Bean Blog</title>
@@ -68,6 +68,8 @@ async fn site() -> Server {
     Server::start(Arc::new(|path: &str, _: &str| match path {
         "/hostile" => html(HOSTILE),
         "/img/cup.png" => Resp::Full(200, "image/png", solid_png(40, 40, [120, 60, 20]), 0),
+        "/table" => html(&big_table()),
+        "/product" => html(PRODUCT),
         _ => html(ARTICLE),
     }))
     .await
@@ -79,6 +81,7 @@ fn settings(main: bool, include: &[&str], exclude: &[&str]) -> ContentSettings {
         main_content: main,
         include_selectors: include.iter().map(|s| s.to_string()).collect(),
         exclude_selectors: exclude.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
     }
 }
 
@@ -205,4 +208,176 @@ async fn a_page_that_breaks_its_own_built_ins_is_still_read() {
     let c = read(&pool, srv.url("/hostile"), settings(false, &[], &[])).await.expect("capture").content.unwrap();
     assert_eq!(c.markdown, "# Still readable\n\nText that must come through.");
     assert_eq!(c.text, "Still readable\nText that must come through.");
+}
+
+/// A page of 5,000 elements: a table of 1,000 rows of four cells.
+fn big_table() -> String {
+    let mut h = String::from(
+        "<!doctype html><html><head><title>Stock</title></head><body><h1>Stock</h1><table><thead><tr><th>Row</th><th>Item</th><th>Count</th></tr></thead><tbody>",
+    );
+    for i in 0..1000 {
+        h.push_str(&format!("<tr><td>row {i}</td><td>item-{}</td><td>{}</td></tr>", "x".repeat(i % 13), i * 7));
+    }
+    h.push_str("</tbody></table></body></html>");
+    h
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_chars_pages_a_5000_element_page_and_keeps_every_row_whole() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let row = regex_lite_row();
+    let (mut from, mut rows, mut pages) = (Some(0u64), Vec::new(), 0);
+    let mut total = None;
+    while let Some(f) = from {
+        let mut r = url_req(srv.url("/table"));
+        r.options.format = ImageFormat::Markdown;
+        r.options.content = Some(ContentSettings {
+            formats: vec![ContentFormat::Markdown],
+            max_chars: Some(4000),
+            from: f,
+            ..Default::default()
+        });
+        let out = pool.capture(r).await.expect("capture");
+        let md = String::from_utf8(out.bytes).unwrap();
+        let report = out.metadata.content.clone().expect("report");
+        assert_eq!(report.from, f);
+        // The front matter, then the part: within maxChars, ending after a whole line.
+        let body = md.split_once("\n---\n\n").expect("front matter").1;
+        assert!(body.chars().count() <= 4001, "{} chars", body.chars().count());
+        assert_eq!(report.chars, md.chars().count() as u64);
+        assert!(*total.get_or_insert(report.total_chars) == report.total_chars);
+        for line in body.lines().filter(|l| l.starts_with('|')) {
+            if line.starts_with("| row ") {
+                assert!(row(line), "a row cut or broken: {line:?}");
+                rows.push(line.to_string());
+            }
+        }
+        pages += 1;
+        assert!(pages < 40, "paging does not end");
+        from = report.next_from;
+    }
+    // Every row, once, in order.
+    assert_eq!(rows.len(), 1000, "{pages} pages");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r, &format!("| row {i} | item-{} | {} |", "x".repeat(i % 13), i * 7));
+    }
+    assert!(pages >= 8, "{pages} pages for {total:?} characters");
+}
+
+/// A whole row of the stock table: `| row N | item x… | M |`.
+fn regex_lite_row() -> impl Fn(&str) -> bool {
+    |line: &str| {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        line.starts_with("| row ") && line.ends_with(" |") && cells.len() == 3
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn text_forms_beside_the_image_come_from_the_same_load() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let mut r = url_req(srv.url("/article"));
+    r.options.content = Some(ContentSettings {
+        formats: vec![ContentFormat::Markdown, ContentFormat::Text],
+        main_content: true,
+        ..Default::default()
+    });
+    let out = pool.capture(r).await.expect("capture");
+    assert_eq!(out.content_type, "image/png");
+    assert!(image::load_from_memory(&out.bytes).is_ok(), "the image is still the job's file");
+    let forms: Vec<ContentFormat> = out.texts.iter().map(|t| t.0).collect();
+    assert_eq!(forms, vec![ContentFormat::Markdown, ContentFormat::Text]);
+    let md = String::from_utf8(out.texts[0].1.clone()).unwrap();
+    let text = String::from_utf8(out.texts[1].1.clone()).unwrap();
+    assert!(md.starts_with("---\ntitle: \"Roasting coffee at home, step by step\"\n"), "{md}");
+    assert!(md.contains("\n| Kenya | light |\n"), "{md}");
+    assert!(text.contains("\nRoasting coffee at home takes a pan, a steady heat and about fifteen minutes."), "{text}");
+    assert!(!text.contains("About us"), "{text}");
+    // The report is the first form's (the Markdown file).
+    let report = out.metadata.content.expect("report");
+    assert_eq!(report.chars, md.chars().count() as u64);
+    assert_eq!(report.next_from, None);
+    assert!(report.article);
+}
+
+const PRODUCT: &str = r#"<!doctype html><html><head><title>Grinder</title>
+<meta property="product:price:amount" content="1299.00">
+<link rel="canonical" href="/p/grinder"></head><body>
+<h1 class="name">  Burr   grinder  </h1>
+<p class="price">Now only $1,299.50!</p>
+<p class="price-eu">1.299,50 €</p>
+<span class="stock" data-in-stock="">In stock</span>
+<time class="released" datetime="2026-03-01T10:00:00Z">March 1st</time>
+<ul class="tags"><li>steel</li><li>conical</li><li> </li><li>quiet</li></ul>
+<a class="manual" href="/docs/manual.pdf">Manual</a>
+<div class="desc"><p>A <b>quiet</b> grinder.</p><script>x()</script></div>
+<p class="rating" style="display:none">4.5</p>
+</body></html>"#;
+
+fn rules(v: serde_json::Value) -> capture_core::options::ExtractSettings {
+    serde_json::from_value::<ExtractIn>(v).unwrap().check().expect("valid extract")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn extract_reads_each_field_by_its_rule_and_says_where_from() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let mut r = url_req(srv.url("/product"));
+    r.options.extract = Some(rules(serde_json::json!({"rules": {
+        "name": {"selector": ".name"},
+        "price": {"selector": ".price", "type": "number"},
+        "priceEu": {"selector": ".price-eu", "type": "number"},
+        "metaPrice": {"selector": "meta[property='product:price:amount']", "attr": "content", "type": "number"},
+        "inStock": {"selector": ".stock", "attr": "data-in-stock", "type": "boolean"},
+        "released": {"selector": "time.released", "type": "date"},
+        "tags": {"selector": ".tags li", "all": true},
+        "manual": {"selector": "a.manual", "type": "url"},
+        "desc": {"selector": ".desc", "type": "markdown"},
+        "descHtml": {"selector": ".desc", "type": "html"},
+        "sku": {"selector": ".sku", "fallback": [{"selector": "[data-sku]", "attr": "data-sku"}]},
+        "title": {"selector": ".headline", "fallback": [{"selector": "h2"}, {"selector": "h1"}]},
+        "none": {"selector": ".nothing", "all": true}
+    }, "schema": {"type": "object", "properties": {"price": {"type": "number"}}}})));
+    let out = pool.capture(r).await.expect("capture");
+    let x = out.metadata.extract.expect("extracted");
+    let base = srv.url("");
+    assert_eq!(
+        x.data,
+        serde_json::json!({
+            "name": "Burr grinder",
+            "price": 1299.5,
+            "priceEu": 1299.5,
+            "metaPrice": 1299,
+            "inStock": true,
+            "released": "2026-03-01T10:00:00.000Z",
+            "tags": ["steel", "conical", "quiet"],
+            "manual": format!("{base}/docs/manual.pdf"),
+            "desc": "A **quiet** grinder.",
+            "descHtml": "<p>A <b>quiet</b> grinder.</p>",
+            "sku": null,
+            "title": "Burr grinder",
+            "none": []
+        })
+    );
+    assert_eq!(x.sources["title"].as_deref(), Some("h1"));
+    assert_eq!(x.sources["sku"], None);
+    assert_eq!(x.sources["price"].as_deref(), Some(".price"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn extract_fails_naming_a_bad_selector_or_the_schema_path() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let mut r = url_req(srv.url("/product"));
+    r.options.extract =
+        Some(rules(serde_json::json!({"rules": {"sku": {"selector": ".sku", "fallback": [{"selector": "a[[b"}]}}})));
+    let err = pool.capture(r).await.unwrap_err();
+    assert_eq!(err.to_string(), "extract.rules.sku.fallback[0].selector: 'a[[b' is not a valid CSS selector");
+    let mut r = url_req(srv.url("/product"));
+    r.options.extract = Some(rules(serde_json::json!({"rules": {"price": {"selector": ".price"}},
+        "schema": {"type": "object", "properties": {"price": {"type": "number"}}}})));
+    let err = pool.capture(r).await.unwrap_err();
+    assert!(matches!(err, CaptureError::Rejected(_)), "{err:?}");
+    assert!(err.to_string().starts_with("extract: the data does not match the schema at /price: "), "{err}");
 }

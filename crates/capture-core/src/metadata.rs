@@ -50,6 +50,22 @@ pub struct PageMetadata {
     /// `content`): how long it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<ContentReport>,
+    /// The fields `extract` read (the job shows them as `data` and `sources`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<Extracted>,
+}
+
+/// What `extract` read from the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub struct Extracted {
+    /// One value per field (null where nothing matched; a list with `all`).
+    #[cfg_attr(feature = "schema", schema(value_type = Object))]
+    pub data: serde_json::Value,
+    /// Where each field came from: the selector that matched (a fallback's when the rule's
+    /// own matched nothing), `model:<name>` for the language model's, null where nothing did.
+    pub sources: std::collections::BTreeMap<String, Option<String>>,
 }
 
 /// How long the page's text is, and what it kept.
@@ -67,12 +83,30 @@ pub struct ContentReport {
     /// `mainContent` found an article (false: it kept the whole page).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub article: bool,
+    /// Characters of the whole text (front matter aside), of which the job holds the part
+    /// from `from` (`maxChars`).
+    pub total_chars: u64,
+    /// Where the job's part of the text starts (0 unless the request gave `from`).
+    #[serde(default)]
+    pub from: u64,
+    /// Where the rest starts, when `maxChars` left some out: pass it as `from` to read on;
+    /// null when the job's part reaches the end.
+    #[serde(default)]
+    pub next_from: Option<u64>,
 }
 
 impl ContentReport {
-    /// The report for a text of `chars` characters.
-    pub fn of(chars: u64, article: bool) -> ContentReport {
-        ContentReport { chars, tokens: chars.div_ceil(4), article }
+    /// The report for a text of `chars` characters, the part of a whole text that `page`
+    /// describes.
+    pub fn of(chars: u64, article: bool, page: &crate::options::TextPage<'_>) -> ContentReport {
+        ContentReport {
+            chars,
+            tokens: chars.div_ceil(4),
+            article,
+            total_chars: page.total_chars,
+            from: page.from,
+            next_from: page.next_from,
+        }
     }
 }
 

@@ -294,7 +294,6 @@ impl BlobStore for S3BlobStore {
     }
 }
 
-/// A new unguessable file name with the given extension.
 /// The extension of a captured page's HTML (`format: html`): the only `.html` files served,
 /// and only as downloads in plain text (uploaded documents are `.html` too, never served).
 pub const PAGE_HTML_EXT: &str = "page.html";
@@ -317,8 +316,25 @@ pub fn serve_headers(name: &str, h: &mut axum::http::HeaderMap) {
     }
 }
 
+/// A new unguessable file name with the given extension.
 pub fn new_name(ext: &str) -> String {
     format!("{}.{ext}", capture_core::ids::random_string(32))
+}
+
+/// The file of a job's page as text beside its own file (`content`): the job's file name with
+/// `.content.md`, `.content.txt` or `.content.page.html` for its extension, so the job needs
+/// no column to find it (and a cached job, sharing its original's file, shares these too).
+pub fn content_name(result_key: &str, form: capture_core::options::ContentFormat) -> String {
+    let page_html = format!(".{PAGE_HTML_EXT}");
+    let stem = result_key
+        .strip_suffix(page_html.as_str())
+        .or_else(|| result_key.rsplit_once('.').map(|(s, _)| s))
+        .unwrap_or(result_key);
+    let ext = match form {
+        capture_core::options::ContentFormat::Html => PAGE_HTML_EXT,
+        other => other.extension(),
+    };
+    format!("{stem}.content.{ext}")
 }
 
 /// The content type of a stored file, from its extension.

@@ -427,6 +427,7 @@ impl Page {
             consent: self.consent_report.clone(),
             overlay: self.overlay_report.clone(),
             content: None,
+            extract: None,
         }
         .capped();
         Ok((title, metadata))

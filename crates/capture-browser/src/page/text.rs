@@ -1,6 +1,9 @@
 //! The page as text (see [`crate::content`]): read in an isolated world of our own.
 
-use capture_core::options::ContentSettings;
+use std::collections::BTreeMap;
+
+use capture_core::metadata::Extracted;
+use capture_core::options::{ContentSettings, ExtractRule};
 
 use super::{Page, Stop};
 use crate::CaptureError;
@@ -8,14 +11,19 @@ use crate::content::{self, ContentError, PageContent};
 use crate::protocol as p;
 
 impl Page {
-    /// The loaded page as Markdown, text and HTML, as `settings` narrow it. A selector the
-    /// browser cannot parse fails the job, naming its field.
-    pub(crate) async fn content(&mut self, settings: &ContentSettings) -> Result<PageContent, CaptureError> {
+    /// The loaded page as Markdown, text and HTML, as `settings` narrow it (when given), and
+    /// the fields `rules` name (when given), in one call. A selector the browser cannot parse
+    /// fails the job, naming its field.
+    pub(crate) async fn read_text(
+        &mut self,
+        settings: Option<&ContentSettings>,
+        rules: Option<&BTreeMap<String, ExtractRule>>,
+    ) -> Result<(Option<PageContent>, Option<Extracted>), CaptureError> {
         let frame = self.frame_id.clone();
         let world =
             p::CreateIsolatedWorld { frame_id: &frame, world_name: content::WORLD, grant_univeral_access: false };
         let context = self.call(&world).await?.execution_context_id;
-        let script = content::script(settings);
+        let script = content::script(settings, rules);
         let cmd = p::Evaluate {
             expression: &script,
             await_promise: false,

@@ -136,6 +136,9 @@ pub struct CaptureOptions {
     /// The page as text, read from the same load after the capture (issue 41).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<super::ContentSettings>,
+    /// Structured data read from the page (`extract`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extract: Option<super::ExtractSettings>,
     /// How a video scrolls (set exactly when `format` is a video).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scroll: Option<ScrollSettings>,
@@ -203,6 +206,7 @@ impl Default for CaptureOptions {
             cache_key: None,
             storage: None,
             content: None,
+            extract: None,
             scroll: None,
             profile: None,
             state: None,

@@ -15,7 +15,10 @@ mod validate;
 
 pub use blocking::{CookieConsent, ResourceKind};
 pub use capture::CaptureOptions;
-pub use content::{ContentFormat, ContentSettings};
+pub use content::{
+    ContentFormat, ContentSettings, EXTRACT_FIELDS_MAX, ExtractIn, ExtractRule, ExtractSettings, FieldType,
+    MAX_CHARS_MAX, TextPage, page_text,
+};
 pub use output::{Easing, ImageFormat, ScrollIn, ScrollSettings};
 pub use page::{Clip, Geolocation, MediaType, WaitUntil};
 pub use pdf::{Length, PaperFormat, PdfMargin, PdfOptionsIn, PdfSettings};

@@ -57,6 +57,25 @@ pub struct ScreenshotIn {
     /// The page as text: leave out the elements these CSS selectors match (at most 50).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exclude_selectors: Option<Vec<String>>,
+    /// The page as text beside the job's file, from the same page load (charged once): each
+    /// form's file is linked from the job's contentUrls (markdown, text, html).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<super::ContentFormat>>,
+    /// The page as text: at most this many characters of each form (the front matter aside),
+    /// cut after the last whole line that fits; metadata.content.nextFrom says where the rest
+    /// starts.
+    #[serde(default, deserialize_with = "whole", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 1, max = super::content::MAX_CHARS_MAX)))]
+    pub max_chars: Option<u64>,
+    /// The page as text: start at this character (a previous job's metadata.content.nextFrom).
+    #[serde(default, deserialize_with = "whole", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(max = super::content::MAX_CHARS_MAX)))]
+    pub from: Option<u64>,
+    /// Structured data read from the page into the job's data: rules by CSS selector
+    /// (`{"rules": {"price": {"selector": ".price", "type": "number"}}}`), or a prompt for the
+    /// operator's language model; schema (JSON Schema) validates the result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extract: Option<super::ExtractIn>,
     /// Produce a PDF instead of an image (the result is a link).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(extend("default" = false)))]

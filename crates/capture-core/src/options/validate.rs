@@ -2,7 +2,7 @@
 //! rules between options, with the field checks they use.
 
 use super::capture::CaptureOptions;
-use super::content::ContentSettings;
+use super::content::{ContentFormat, ContentSettings, MAX_CHARS_MAX};
 use super::output::{ImageFormat, ScrollIn, ScrollSettings};
 use super::page::{Clip, Geolocation};
 use super::request::ScreenshotIn;
@@ -147,15 +147,25 @@ impl ScreenshotIn {
             (false, None) => None,
             (true, s) => Some(check_scroll(s.unwrap_or_default())?),
         };
-        // Only the page as text (`format`) for now: the text beside an image (`content: [...]`,
-        // `contentUrls`) needs a place on the job for its files.
         let content = check_content(
             format,
             pdf,
-            self.main_content.unwrap_or(false),
-            self.include_selectors,
-            self.exclude_selectors,
+            ContentIn {
+                forms: self.content,
+                main_content: self.main_content.unwrap_or(false),
+                include: self.include_selectors,
+                exclude: self.exclude_selectors,
+                max_chars: self.max_chars,
+                from: self.from,
+            },
         )?;
+        let extract = match self.extract {
+            Some(_) if format.is_video() => {
+                return Err(FieldError::new("extract", "applies to a page, not to a video"));
+            }
+            Some(e) => Some(e.check()?),
+            None => None,
+        };
         // What only an image has, refused on a video and on the page as text.
         let image_only = [
             (selector_opt.is_some(), "selector"),
@@ -235,6 +245,7 @@ impl ScreenshotIn {
             cache_key,
             storage: self.storage.map(StorageTarget::check).transpose()?,
             content,
+            extract,
             scroll,
             profile,
             state: None,
@@ -324,37 +335,70 @@ fn hide_selectors(list: Option<Vec<String>>) -> Result<Vec<String>, FieldError> 
     Ok(out)
 }
 
-/// The page as text: the forms asked for (`format`'s and `content`'s, each once) and what
-/// they keep; None when no text is asked for (then the content options are refused).
-fn check_content(
-    format: ImageFormat,
-    pdf: bool,
+/// The request's fields about the page as text.
+struct ContentIn {
+    forms: Option<Vec<ContentFormat>>,
     main_content: bool,
     include: Option<Vec<String>>,
     exclude: Option<Vec<String>>,
-) -> Result<Option<ContentSettings>, FieldError> {
+    max_chars: Option<u64>,
+    from: Option<u64>,
+}
+
+/// The page as text: the forms asked for (`format`'s first, then `content`'s, each once) and
+/// what they keep; None when no text is asked for (then the content options are refused).
+fn check_content(format: ImageFormat, pdf: bool, c: ContentIn) -> Result<Option<ContentSettings>, FieldError> {
     if pdf && format.content().is_some() {
         return Err(FieldError::new("pdf", format!("cannot be combined with format {}", format.as_str())));
     }
-    let include = content_selectors("includeSelectors", include)?;
-    let exclude = content_selectors("excludeSelectors", exclude)?;
-    let Some(form) = format.content() else {
+    let include = content_selectors("includeSelectors", c.include)?;
+    let exclude = content_selectors("excludeSelectors", c.exclude)?;
+    let mut forms: Vec<ContentFormat> = format.content().into_iter().collect();
+    if let Some(list) = c.forms {
+        if format.is_video() {
+            return Err(FieldError::new("content", "applies to a page, not to a video"));
+        }
+        if list.is_empty() {
+            return Err(FieldError::new("content", "must list at least one of markdown, text, html"));
+        }
+        for f in list {
+            if !forms.contains(&f) {
+                forms.push(f);
+            }
+        }
+    }
+    if let Some(m) = c.max_chars
+        && !(1..=MAX_CHARS_MAX).contains(&m)
+    {
+        return Err(FieldError::new("maxChars", "must be between 1 and 10000000"));
+    }
+    if c.from.is_some_and(|f| f > MAX_CHARS_MAX) {
+        return Err(FieldError::new("from", "must be between 0 and 10000000"));
+    }
+    if forms.is_empty() {
         for (set, field) in [
-            (main_content, "mainContent"),
+            (c.main_content, "mainContent"),
             (!include.is_empty(), "includeSelectors"),
             (!exclude.is_empty(), "excludeSelectors"),
+            (c.max_chars.is_some(), "maxChars"),
+            (c.from.is_some(), "from"),
         ] {
             if set {
-                return Err(FieldError::new(field, "applies to the page as text (format markdown, text or html)"));
+                return Err(FieldError::new(
+                    field,
+                    "applies to the page as text (format markdown, text or html, or content)",
+                ));
             }
         }
         return Ok(None);
-    };
+    }
     Ok(Some(ContentSettings {
-        formats: vec![form],
-        main_content,
+        formats: forms,
+        main_content: c.main_content,
         include_selectors: include,
         exclude_selectors: exclude,
+        max_chars: c.max_chars,
+        from: c.from.unwrap_or(0),
     }))
 }
 

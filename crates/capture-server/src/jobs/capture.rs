@@ -515,8 +515,17 @@ impl Finish {
                 None => None,
             }
         };
-        let (stored_file, thumb_key) = tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb);
-        if let Err(e) = stored_file {
+        // The page's other text forms (`content`) beside it, named after it.
+        let put_texts = async {
+            for (form, bytes) in out.texts {
+                let key = blob::content_name(&name, form);
+                state.blobs.put(&key, bytes, blob::content_type(&key)).await?;
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        let (stored_file, thumb_key, stored_texts) =
+            tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb, put_texts);
+        if let Err(e) = stored_file.and(stored_texts) {
             tracing::error!(error = %e, "storing a capture failed; the job will be retried");
             if let Some(n) = &thumb_key {
                 let _ = state.blobs.delete(n).await;
@@ -554,6 +563,16 @@ impl Finish {
             storage_error: None,
         };
         state.metrics.capture(started.elapsed().as_secs_f64(), true);
+        let mut metadata = out.metadata;
+        let extracted = metadata.extract.take();
+        let texts = opts.content.as_ref().map(|c| {
+            let own = opts.format.content();
+            c.formats
+                .iter()
+                .filter(|f| Some(**f) != own)
+                .map(|f| (f.as_str().to_string(), state.lasting_file_url(&blob::content_name(&done.result_key, *f))))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        });
         let completed = ScreenshotCompleted {
             screenshot_id: ScreenshotId::from_stored(job_id.clone()),
             url: job.url.clone(),
@@ -562,7 +581,10 @@ impl Finish {
             format: opts.output_format(),
             width: done.width,
             height: done.height,
-            metadata: Some(out.metadata),
+            metadata: Some(metadata),
+            content_urls: texts.filter(|t| !t.is_empty()),
+            data: extracted.as_ref().map(|x| x.data.clone()),
+            sources: extracted.map(|x| x.sources),
             storage_url: None,
             storage_error: None,
             storage_status: copy.as_ref().map(|_| StorageStatus::Pending),

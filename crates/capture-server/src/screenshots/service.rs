@@ -3,7 +3,9 @@
 //! domain [`Error`], shared by the REST handlers, the MCP tools and the website.
 
 use capture_core::credentials::CredentialsSet;
-use capture_core::options::CaptureOptions;
+use std::collections::BTreeMap;
+
+use capture_core::options::{CaptureOptions, ContentFormat, ContentSettings, ImageFormat};
 use capture_core::time::iso;
 use capture_core::{JobStatus, OutputFormat, ScreenshotId, StorageStatus, ids};
 use capture_store::{
@@ -107,8 +109,12 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
         ),
         None => (None, None),
     };
+    let content_urls = match &n.done {
+        Some(d) => text_urls(state, &d.result_key, &n.options).await,
+        None => None,
+    };
     let render = |r: &ScreenshotRow| {
-        let job = view_with(r, public_url.clone(), thumbnail_url.clone());
+        let job = view_with(r, public_url.clone(), thumbnail_url.clone(), content_urls.clone());
         (status, serde_json::to_value(&job).map(|v| v.to_string()).unwrap_or_default())
     };
     let idem = idem.map(|claim| IdemResponse { claim, render: &render });
@@ -258,14 +264,15 @@ pub async fn create_batch(
                 Some(t) => Some(state.file_url(t).await),
                 None => None,
             };
-            urls.insert(n.id.clone(), (Some(state.file_url(&d.result_key).await), thumb));
+            let texts = text_urls(state, &d.result_key, &n.options).await;
+            urls.insert(n.id.clone(), (Some(state.file_url(&d.result_key).await), thumb, texts));
         }
     }
     let view_all = |rows: &Vec<ScreenshotRow>| -> Vec<Job> {
         rows.iter()
             .map(|r| {
-                let (p, t) = urls.get(&r.id).cloned().unwrap_or((None, None));
-                view_with(r, p, t)
+                let (p, t, c) = urls.get(&r.id).cloned().unwrap_or((None, None, None));
+                view_with(r, p, t, c)
             })
             .collect()
     };
@@ -312,14 +319,64 @@ pub async fn view(state: &AppState, r: &ScreenshotRow) -> Job {
         Some(k) => Some(state.file_url(k).await),
         None => None,
     };
-    view_with(r, public_url, thumbnail_url)
+    let content_urls = match r.result_key.as_ref().filter(|_| done) {
+        Some(k) => text_urls(state, k, &r.options).await,
+        None => None,
+    };
+    view_with(r, public_url, thumbnail_url, content_urls)
+}
+
+/// The forms of the page as text a job keeps beside its own file (`content`), read from its
+/// stored options.
+pub fn extra_text_forms(options: &str) -> Vec<ContentFormat> {
+    #[derive(Deserialize)]
+    struct Stored {
+        #[serde(default)]
+        format: Option<ImageFormat>,
+        #[serde(default)]
+        content: Option<ContentSettings>,
+    }
+    // Most jobs have none: no parse for them.
+    if !options.contains("\"content\"") {
+        return Vec::new();
+    }
+    let Ok(s) = serde_json::from_str::<Stored>(options) else { return Vec::new() };
+    let own = s.format.and_then(ImageFormat::content);
+    s.content.map(|c| c.formats.into_iter().filter(|f| Some(*f) != own).collect()).unwrap_or_default()
+}
+
+/// `contentUrls` of a done job whose file is `result_key`: each text form beside it, by name.
+pub async fn text_urls(state: &AppState, result_key: &str, options: &str) -> Option<BTreeMap<String, String>> {
+    let forms = extra_text_forms(options);
+    if forms.is_empty() {
+        return None;
+    }
+    let mut urls = BTreeMap::new();
+    for f in forms {
+        urls.insert(f.as_str().to_string(), state.file_url(&crate::blob::content_name(result_key, f)).await);
+    }
+    Some(urls)
 }
 
 /// The job with its file URLs already made (the create transaction renders the idempotent
 /// response with it, where nothing can be awaited).
-pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: Option<String>) -> Job {
+pub fn view_with(
+    r: &ScreenshotRow,
+    public_url: Option<String>,
+    thumbnail_url: Option<String>,
+    content_urls: Option<BTreeMap<String, String>>,
+) -> Job {
     let status = r.status;
     let id = ScreenshotId::from_stored(r.id.clone());
+    // Written by this service from a PageMetadata; unreadable JSON shows as none. What
+    // `extract` read is shown beside it, as the job's data.
+    let mut metadata: Option<capture_core::metadata::PageMetadata> =
+        r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok());
+    let extracted = metadata.as_mut().and_then(|m| m.extract.take());
+    let (data, sources) = match extracted {
+        Some(x) => (Some(x.data), Some(x.sources)),
+        None => (None, None),
+    };
     Job {
         id: id.clone(),
         screenshot_id: id,
@@ -335,8 +392,10 @@ pub fn view_with(r: &ScreenshotRow, public_url: Option<String>, thumbnail_url: O
         error: r.error.clone(),
         created_at: iso(r.created_at),
         completed_at: r.completed_at.map(iso),
-        // Written by this service from a PageMetadata; unreadable JSON shows as none.
-        metadata: r.metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
+        metadata,
+        content_urls,
+        data,
+        sources,
         credentials: credentials_set(&r.options),
         cached: r.cached_from.is_some(),
         storage_url: r.storage_url.clone(),

@@ -11,6 +11,7 @@ use capture_core::{FieldError, JobStatus, OutputFormat, ScreenshotId, StorageSta
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
 use crate::http::validated::Checked;
@@ -82,6 +83,18 @@ pub struct Job {
     pub completed_at: Option<String>,
     /// What the capture read from its page (null until it is done, and for uploads).
     pub metadata: Option<PageMetadata>,
+    /// The page as text beside the job's file (`content`), from the same load: a URL per
+    /// form (markdown, text, html) once the job is done.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_urls: Option<BTreeMap<String, String>>,
+    /// What `extract` read: a value per field (null where nothing matched).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub data: Option<Value>,
+    /// Where each field of data came from: the selector that matched, `model:<name>` for the
+    /// language model's, null where nothing did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources: Option<BTreeMap<String, Option<String>>>,
     /// Which credentials the request gave (header and cookie names, whether httpAuth was
     /// set), never their values; null when it gave none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -320,6 +333,14 @@ pub struct ScreenshotCompleted {
     pub height: Option<i64>,
     /// What the capture read from its page.
     pub metadata: Option<PageMetadata>,
+    /// The page as text beside the file (`content`), by form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_urls: Option<BTreeMap<String, String>>,
+    /// What `extract` read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources: Option<BTreeMap<String, Option<String>>>,
     /// The copy in the request's `storage` destination.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub storage_url: Option<String>,
@@ -386,6 +407,9 @@ mod tests {
                 // An option that applies to some formats only is checked with one of them.
                 if name == "quality" {
                     m.insert("format".into(), "jpeg".into());
+                }
+                if name == "maxChars" || name == "from" {
+                    m.insert("format".into(), "text".into());
                 }
                 m.insert(name.clone(), v.clone());
                 let r = crate::http::validated::validate::<ScreenshotIn>(&m);

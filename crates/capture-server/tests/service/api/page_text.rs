@@ -39,7 +39,13 @@ async fn a_page_as_markdown_text_and_html_from_one_job_each() {
     assert!(!md.contains("We and our partners use cookies"), "the banner was read:\n{md}");
     // How long it is: the file's characters, and a quarter of that in tokens, rounded up.
     let chars = md.chars().count() as u64;
-    assert_eq!(done["metadata"]["content"], json!({"chars": chars, "tokens": chars.div_ceil(4)}), "{done}");
+    let body = md.split_once("\n---\n\n").unwrap().1;
+    let total = body.chars().count() as u64 - 1;
+    assert_eq!(
+        done["metadata"]["content"],
+        json!({"chars": chars, "tokens": chars.div_ceil(4), "totalChars": total, "from": 0, "nextFrom": null}),
+        "{done}"
+    );
     assert!(done["thumbnailUrl"].is_string(), "{done}");
     assert_eq!(used(&app, &key).await, 1);
 
@@ -117,6 +123,22 @@ async fn the_main_content_and_bad_requests() {
         (json!({"url": data, "format": "text", "clip": {"x": 0, "y": 0, "width": 10, "height": 10}}), "clip"),
         (json!({"url": data, "format": "html", "includeSelectors": [""]}), "includeSelectors[0]"),
         (json!({"url": data, "format": "md"}), "format"),
+        (json!({"url": data, "content": []}), "content"),
+        (json!({"url": data, "content": ["pdf"]}), "content[0]"),
+        (json!({"url": data, "format": "mp4", "content": ["text"]}), "content"),
+        (json!({"url": data, "maxChars": 100}), "maxChars"),
+        (json!({"url": data, "format": "text", "maxChars": 0}), "maxChars"),
+        (json!({"url": data, "format": "text", "from": -1}), "from"),
+        (json!({"url": data, "extract": {}}), "extract"),
+        (json!({"url": data, "extract": {"rules": {"a": {"selector": ""}}}}), "extract.rules.a.selector"),
+        (
+            json!({"url": data, "extract": {"rules": {"a": {"selector": "h1"}}, "schema": {"type": 5}}}),
+            "extract.schema",
+        ),
+        (
+            json!({"url": data, "extract": {"rules": {"a": {"selector": "h1"}}, "schema": {"$ref": "file:///etc/passwd"}}}),
+            "extract.schema",
+        ),
     ] {
         let r = app.post_json(&key, "/v1/screenshot", &body).await;
         let status = r.status().as_u16();
@@ -126,5 +148,139 @@ async fn the_main_content_and_bad_requests() {
             (400, Some("VALIDATION_ERROR"), Some(field)),
             "{body}: {v}"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn text_and_fields_beside_an_image_from_one_load_charged_once() {
+    let site = corpus::serve().await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free").await;
+    let (_, other) = app.user_with_key("free").await;
+    let url = site.url("/plain.html");
+    let job = app
+        .create(
+            &key,
+            json!({"url": url, "waitUntil": "load", "content": ["markdown", "text", "html"],
+                "extract": {"rules": {"title": {"selector": "h1"}, "paragraphs": {"selector": "#content p", "all": true},
+                    "missing": {"selector": ".price", "type": "number"}},
+                    "schema": {"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}}}}),
+        )
+        .await;
+    let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!((done["status"].as_str(), done["format"].as_str()), (Some("done"), Some("png")), "{done}");
+    // The image is the job's file.
+    let (status, ct, png) = app.fetch(done["publicUrl"].as_str().unwrap()).await;
+    assert_eq!((status, ct.as_str()), (200, "image/png"));
+    let img = image::load_from_memory(&png).unwrap();
+    assert_eq!((img.width(), img.height()), (1280, 800));
+    // Each form beside it, with its own type, never as a page of ours.
+    let urls = done["contentUrls"].as_object().expect("contentUrls");
+    assert_eq!(urls.keys().collect::<Vec<_>>(), vec!["html", "markdown", "text"], "{done}");
+    let (status, ct, md) = app.fetch(urls["markdown"].as_str().unwrap()).await;
+    let md = String::from_utf8(md).unwrap();
+    assert_eq!((status, ct.as_str()), (200, "text/markdown; charset=utf-8"));
+    assert!(md.starts_with("---\ntitle: \"How cookies and CAPTCHAs work\"\n"), "{md}");
+    assert!(md.lines().any(|l| l == "# How cookies and CAPTCHAs work"), "{md}");
+    let (status, ct, text) = app.fetch(urls["text"].as_str().unwrap()).await;
+    assert_eq!((status, ct.as_str()), (200, "text/plain; charset=utf-8"));
+    assert_eq!(String::from_utf8(text).unwrap().lines().next(), Some("How cookies and CAPTCHAs work"));
+    let html = urls["html"].as_str().unwrap();
+    assert!(html.ends_with(".content.page.html"), "{html}");
+    let r = app.client().get(html).send().await.unwrap();
+    assert_eq!(r.headers()["content-type"], "text/plain; charset=utf-8");
+    assert_eq!(r.headers()["content-disposition"], "attachment; filename=\"page.html\"");
+    // The fields, where each came from, and null for what matched nothing.
+    assert_eq!(
+        done["data"],
+        json!({
+            "title": "How cookies and CAPTCHAs work",
+            "paragraphs": [
+                "An ordinary article about browser cookies, consent banners, bot protection and CAPTCHAs. It mentions \"verify you are human\", Cloudflare and reCAPTCHA in its text, and has no pop-up of any kind.",
+                "Cookie consent platforms such as OneTrust show a banner; a challenge page asks a visitor to wait a moment."
+            ],
+            "missing": null
+        }),
+        "{done}"
+    );
+    assert_eq!(done["sources"], json!({"title": "h1", "paragraphs": "#content p", "missing": null}));
+    assert!(done["metadata"].get("extract").is_none(), "{done}");
+    // The report is the first form's: the Markdown file.
+    assert_eq!(done["metadata"]["content"]["chars"], json!(md.chars().count()));
+    assert_eq!(used(&app, &key).await, 1);
+    // Another account sees nothing of it.
+    let r = app.get(&other, &format!("/v1/screenshot/{}", done["id"].as_str().unwrap())).await;
+    assert_eq!(r.status().as_u16(), 404);
+    assert_eq!(used(&app, &other).await, 0);
+
+    // Data that does not match the schema fails the job naming the JSON path.
+    let job = app
+        .create(
+            &key,
+            json!({"url": url, "waitUntil": "load", "format": "text",
+                "extract": {"rules": {"title": {"selector": "h1", "type": "number"}},
+                    "schema": {"type": "object", "properties": {"title": {"type": "string"}}}}}),
+        )
+        .await;
+    let failed = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(failed["status"].as_str(), Some("failed"));
+    let error = failed["error"].as_str().unwrap();
+    assert!(error.starts_with("extract: the data does not match the schema at /title: "), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_chars_pages_the_text_and_bulk_reads_many_pages() {
+    let site = corpus::serve().await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free").await;
+    let url = site.url("/plain.html");
+    // The whole text, then the same in pages of at most 60 characters, each ending after a
+    // whole line (or inside one longer than a page).
+    let whole_job = app.create(&key, json!({"url": url, "waitUntil": "load", "format": "text"})).await;
+    let whole = app.wait(&key, whole_job["id"].as_str().unwrap()).await;
+    let (_, _, body) = app.fetch(whole["publicUrl"].as_str().unwrap()).await;
+    let whole_text = String::from_utf8(body).unwrap();
+    let total = whole["metadata"]["content"]["totalChars"].as_u64().unwrap();
+    assert_eq!(total, whole_text.chars().count() as u64 - 1);
+    let (mut from, mut joined, mut pages) = (Some(0u64), String::new(), 0);
+    while let Some(f) = from {
+        let job = app
+            .create(&key, json!({"url": url, "waitUntil": "load", "format": "text", "maxChars": 60, "from": f}))
+            .await;
+        let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+        let c = &done["metadata"]["content"];
+        assert_eq!((c["from"].as_u64(), c["totalChars"].as_u64()), (Some(f), Some(total)), "{done}");
+        let (_, _, body) = app.fetch(done["publicUrl"].as_str().unwrap()).await;
+        let part = String::from_utf8(body).unwrap();
+        let part = part.strip_suffix('\n').unwrap();
+        assert!(part.chars().count() <= 60, "{part:?}");
+        joined.push_str(part);
+        from = c["nextFrom"].as_u64();
+        if from.is_some() {
+            joined.push('\n');
+        }
+        pages += 1;
+        assert!(pages < 20);
+    }
+    assert!(pages >= 3, "{pages}");
+    // Lines cut inside (longer than a page) come back whole once joined.
+    assert_eq!(joined.replace('\n', ""), whole_text.trim_end().replace('\n', ""));
+
+    // Bulk: Markdown of several pages in one request, each its own job.
+    let r = app
+        .post_json(
+            &key,
+            "/v1/screenshots/bulk",
+            &json!({"defaults": {"format": "markdown", "mainContent": true, "waitUntil": "load"},
+                "requests": [{"url": site.url("/plain.html")}, {"url": site.url("/onetrust.html")}]}),
+        )
+        .await;
+    assert_eq!(r.status().as_u16(), 202);
+    let batch: Value = r.json().await.unwrap();
+    for job in batch["data"].as_array().unwrap() {
+        let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+        assert_eq!((done["status"].as_str(), done["format"].as_str()), (Some("done"), Some("markdown")), "{done}");
+        let (_, ct, _) = app.fetch(done["publicUrl"].as_str().unwrap()).await;
+        assert_eq!(ct, "text/markdown; charset=utf-8");
     }
 }
