@@ -298,8 +298,11 @@ const EXTRACT: &str = r#"(lib, opts) => {
       const l = lc[i], d = dc[i];
       if (SKIP.has(l.localName) || hidden(l)) { drop.push(d); continue; }
       if (l.localName === 'a') {
-        const href = l.href;
-        if (href && /^(https?|mailto|tel):/i.test(href)) d.setAttribute('href', href); else d.removeAttribute('href');
+        const href = l.href, own = l.getAttribute('href') || '';
+        // A link within the page stays `#…` until Readability has weighed it (it counts
+        // in-page links as navigation less than others); it is made absolute after.
+        if (own.startsWith('#')) d.setAttribute('href', own);
+        else if (href && /^(https?|mailto|tel):/i.test(href)) d.setAttribute('href', href); else d.removeAttribute('href');
       } else if (l.localName === 'img') {
         const src = l.currentSrc || l.src;
         if (src && /^(https?|data):/i.test(src) && !/^data:/i.test(src)) d.setAttribute('src', src); else d.removeAttribute('src');
@@ -353,7 +356,7 @@ const EXTRACT: &str = r#"(lib, opts) => {
       inert.head.appendChild(inert.importNode(m, true));
     }
     try {
-      const parsed = new lib.Readability(inert.cloneNode(true), { keepClasses: true, charThreshold: 200 }).parse();
+      const parsed = new lib.Readability(inert.cloneNode(true), { keepClasses: true }).parse();
       if (parsed && parsed.content) {
         const box = inert.createElement('body');
         box.innerHTML = parsed.content;
@@ -364,6 +367,9 @@ const EXTRACT: &str = r#"(lib, opts) => {
       }
     } catch (e) {}
   }
+  // In-page links, absolute now.
+  const here = document.URL.replace(/#.*$/, '');
+  for (const a of Array.from(root.querySelectorAll("a[href^='#']"))) a.setAttribute('href', here + a.getAttribute('href'));
   // GFM tables need a header row: a table without one gets an empty one, so every row stays
   // a row of the table. A cell's line breaks and pipes would break its row.
   for (const t of Array.from(root.querySelectorAll('table'))) {
