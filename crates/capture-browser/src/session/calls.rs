@@ -526,6 +526,27 @@ impl Session {
         .await
     }
 
+    /// The page as Markdown and text (see [`crate::content`]): the whole page, or only its
+    /// main content (Readability).
+    pub async fn markdown(
+        &self,
+        main_content: bool,
+        timeout: Duration,
+    ) -> Result<crate::content::PageContent, CaptureError> {
+        self.run("markdown".into(), timeout, move |sp| {
+            Box::pin(async move {
+                let settings = capture_core::options::ContentSettings {
+                    formats: vec![capture_core::options::ContentFormat::Markdown],
+                    main_content,
+                    ..Default::default()
+                };
+                let (content, _) = sp.page.read_text(Some(&settings), None).await?;
+                content.ok_or_else(|| CaptureError::Script("the page gave no content".into()))
+            })
+        })
+        .await
+    }
+
     /// The HTML of the page or of one element.
     pub async fn html(&self, target: Option<Target>, timeout: Duration) -> Result<String, CaptureError> {
         self.run("html".into(), timeout, move |sp| {

@@ -237,6 +237,7 @@ tool_group! {
         "find", "Find elements", true, false, look::FindIn => look::find;
         "get_text", "Get visible text", true, false, look::GetTextIn => look::get_text;
         "get_html", "Get HTML", true, false, look::GetHtmlIn => look::get_html;
+        "get_markdown", "Get the page as Markdown", true, false, look::GetMarkdownIn => look::get_markdown;
         "get_attribute", "Get an element's attribute", true, false, look::AttributeIn => look::get_attribute;
         "get_url", "Get the URL", true, false, look::GetUrlIn => look::get_url;
         "get_title", "Get the title", true, false, look::GetTitleIn => look::get_title;

@@ -9,6 +9,8 @@ use capture_core::options::ScreenshotIn;
 use capture_core::{ErrorCode, JobStatus, ScreenshotId};
 use capture_store::ScreenshotRow;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ProgressNotificationParam};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::account::types::NoArgs;
@@ -40,6 +42,19 @@ tool_group! {
              returns the image itself plus its publicUrl (a PDF is returned as a link). Costs one monthly action; \
              a capture that fails gives it back. Accepts every option of POST /v1/screenshot."
         => take_screenshot;
+    "read_page": ReadPageIn, annotations("Read a page as Markdown", true, false, true),
+        "Read a web page as Markdown, rendered by a real browser after its scripts ran, with the cookie banner \
+             refused: by default only the article (as Firefox's Reader View finds it: navigation, sidebars, footers \
+             and comments left out), under YAML front matter (title, description, author, published time, source). \
+             Returns at most maxChars characters (default 8000, about 2000 tokens); when there is more, the answer \
+             says so and gives nextFrom: call again with from=nextFrom to read on. Costs one monthly action per call."
+        => read_page;
+    "extract": ExtractToolIn, annotations("Extract fields from a page", true, false, true),
+        "Read structured fields from a web page by CSS selector rules: {field: {selector, attr?, type?: string|number|\
+             boolean|url|date|html|markdown, all?, fallback?: [rules]}}, optionally validated by a JSON Schema (a \
+             failure names the JSON path). A field that matches nothing is null, never guessed. Returns data and \
+             sources (the selector each field came from). Costs one monthly action."
+        => extract;
     "get_screenshot": GetScreenshotArgs, annotations("Get a screenshot", true, true, false),
         "Get one screenshot job by id: status (pending, processing, done, failed), publicUrl, thumbnailUrl, \
              size, page title and error. Set includeImage to also receive a finished image."
@@ -129,12 +144,152 @@ async fn get_ad(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
     reply(ads::get(cx.state, cx.account, &string_arg(args, "id")?).await)
 }
 
+/// The input of `read_page`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReadPageIn {
+    /// The page to read (http or https).
+    pub url: String,
+    /// Keep only the article (default true); false reads the whole page.
+    pub main_content: Option<bool>,
+    /// Most characters of Markdown in the answer, front matter aside (default 8000, 200–100000).
+    #[schemars(range(min = 200, max = 100000))]
+    pub max_chars: Option<u64>,
+    /// Start at this character (a previous answer's nextFrom).
+    pub from: Option<u64>,
+    /// Any other capture option of POST /v1/screenshot (cookieConsent, blockAds, blockAnnoyances,
+    /// profile, device, waitFor, includeSelectors, excludeSelectors, timeoutMs…).
+    pub options: Option<JsonObject>,
+}
+
+/// The input of `extract`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExtractToolIn {
+    /// The page to read (http or https).
+    pub url: String,
+    /// The fields, each by a rule: {"price": {"selector": ".price", "type": "number"}}.
+    pub rules: Option<std::collections::BTreeMap<String, capture_core::options::ExtractRule>>,
+    /// JSON Schema the data must match.
+    pub schema: Option<JsonObject>,
+    /// Ask the operator's language model for the fields schema describes, following this
+    /// instruction (instead of rules; only where the operator configured a model).
+    pub prompt: Option<String>,
+    /// Any other capture option of POST /v1/screenshot (cookieConsent, profile, waitFor…).
+    pub options: Option<JsonObject>,
+}
+
+/// A capture request of `extra` capture options and these fields, checked like POST
+/// /v1/screenshot (a bad option is named as there).
+fn tool_capture(extra: Option<JsonObject>, fields: JsonObject) -> Result<capture_core::options::CaptureOptions> {
+    let mut m = extra.unwrap_or_default();
+    for k in fields.keys() {
+        if m.contains_key(k) {
+            return Err(crate::tool::invalid(&format!("options.{k}"), "is set by the tool's own argument"));
+        }
+    }
+    m.extend(fields);
+    Ok(crate::http::validated::validate::<ScreenshotIn>(&m)?)
+}
+
+async fn read_page(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let a = crate::tool::parse::<ReadPageIn>(args)?;
+    let mut fields = JsonObject::new();
+    fields.insert("url".into(), json!(a.url));
+    fields.insert("format".into(), json!("markdown"));
+    fields.insert("mainContent".into(), json!(a.main_content.unwrap_or(true)));
+    fields.insert("maxChars".into(), json!(a.max_chars.unwrap_or(8000).clamp(200, 100_000)));
+    if let Some(f) = a.from {
+        fields.insert("from".into(), json!(f));
+    }
+    let opts = tool_capture(a.options, fields)?;
+    let row = match run_job(cx, &opts).await? {
+        Ok(row) => row,
+        Err(pending) => return Ok(pending),
+    };
+    if row.status != JobStatus::Done {
+        return job_result(cx.state, &row, false).await;
+    }
+    let job = screenshots::view(cx.state, &row).await;
+    let key = row.result_key.as_deref().ok_or_else(|| Error::internal("done job without file"))?;
+    let bytes = cx.state.blobs.get(key).await.map_err(Error::internal)?.unwrap_or_default();
+    let markdown = String::from_utf8_lossy(&bytes).into_owned();
+    let report = job.metadata.as_ref().and_then(|m| m.content.clone());
+    let mut text = markdown.clone();
+    if let Some(r) = &report
+        && (r.from > 0 || r.next_from.is_some())
+    {
+        let to = r.next_from.unwrap_or(r.total_chars);
+        let mut note = format!("[characters {}–{to} of {}", r.from, r.total_chars);
+        if let Some(n) = r.next_from {
+            note.push_str(&format!("; read on with from={n}"));
+        }
+        note.push(']');
+        text.push_str(&note);
+    }
+    let data = json!({
+        "screenshotId": job.id, "url": row.url, "title": job.page_title, "markdown": markdown,
+        "from": report.as_ref().map(|r| r.from), "nextFrom": report.as_ref().and_then(|r| r.next_from),
+        "totalChars": report.as_ref().map(|r| r.total_chars), "tokens": report.as_ref().map(|r| r.tokens),
+        "publicUrl": job.public_url,
+    });
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(data);
+    Ok(r)
+}
+
+async fn extract(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
+    let a = crate::tool::parse::<ExtractToolIn>(args)?;
+    let mut spec = JsonObject::new();
+    if let Some(r) = a.rules {
+        spec.insert("rules".into(), serde_json::to_value(r).map_err(Error::internal)?);
+    }
+    if let Some(s) = a.schema {
+        spec.insert("schema".into(), Value::Object(s));
+    }
+    if let Some(p) = a.prompt {
+        spec.insert("prompt".into(), json!(p));
+    }
+    let mut fields = JsonObject::new();
+    fields.insert("url".into(), json!(a.url));
+    // The job's file is the page's text, the cheapest to keep.
+    fields.insert("format".into(), json!("text"));
+    fields.insert("extract".into(), Value::Object(spec));
+    let opts = tool_capture(a.options, fields)?;
+    let row = match run_job(cx, &opts).await? {
+        Ok(row) => row,
+        Err(pending) => return Ok(pending),
+    };
+    if row.status != JobStatus::Done {
+        return job_result(cx.state, &row, false).await;
+    }
+    let job = screenshots::view(cx.state, &row).await;
+    let data = json!({"screenshotId": job.id, "url": row.url, "data": job.data, "sources": job.sources});
+    let mut r = CallToolResult::success(vec![ContentBlock::text(
+        serde_json::to_string_pretty(&data["data"]).unwrap_or_default(),
+    )]);
+    r.structured_content = Some(data);
+    Ok(r)
+}
+
 async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
-    let (state, account) = (cx.state, cx.account);
     let opts = valid::<ScreenshotIn>(args)?;
+    match run_job(cx, &opts).await? {
+        Ok(row) => job_result(cx.state, &row, true).await,
+        Err(pending) => Ok(pending),
+    }
+}
+
+/// Create a capture job and wait for it to end: its row, or — when the wait runs out or the
+/// caller stops — the job as it stands, with how to fetch it later.
+async fn run_job(
+    cx: &Cx<'_>,
+    opts: &capture_core::options::CaptureOptions,
+) -> Result<std::result::Result<ScreenshotRow, CallToolResult>> {
+    let (state, account) = (cx.state, cx.account);
     // Subscribe before creating so no change is missed.
     let mut changes = state.job_events.subscribe();
-    let new = NewJob::Capture { opts: &opts, label: None, html_blob: None };
+    let new = NewJob::Capture { opts, label: None, html_blob: None };
     let id = screenshots::create(state, account, new, None).await?.job.id;
     let wait = WAIT_MARGIN + Duration::from_millis(opts.timeout_ms + opts.delay);
     let deadline = tokio::time::Instant::now() + wait;
@@ -156,7 +311,7 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
             }
         }
         if current.status.is_final() {
-            return job_result(state, &current, true).await;
+            return Ok(Ok(current));
         }
         // Wake on this node's change notices, or poll (a worker on another node finished it).
         // The caller stopping ends the wait too.
@@ -174,7 +329,7 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
                     current.id, current.status
                 )),
             );
-            return Ok(r);
+            return Ok(Err(r));
         }
     }
 }

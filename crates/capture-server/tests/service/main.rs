@@ -10,4 +10,5 @@ mod api;
 mod oauth;
 mod oauth_inbox;
 mod oauth_isolation;
+mod oauth_text;
 mod web;

@@ -351,6 +351,36 @@ pub async fn get_html(cx: &Cx<'_>, a: GetHtmlIn) -> Result<Reply> {
     paged(cx, "html", whole, a.from.unwrap_or(0), max).await
 }
 
+/// The page as Markdown (headings, lists, absolute links and images, tables as GFM, code blocks with their language), read in an isolated world after the page's own scripts: the whole page, or with mainContent only the article as Firefox's Reader View finds it (navigation, sidebars and footers left out). A page of maxChars characters at a time (default 8000, at most 20000, about a quarter as many tokens): when there is more, the answer says so, gives nextFrom to read on with, and a fileUrl of the whole Markdown.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetMarkdownIn {
+    /// The session (run_…) from session_start.
+    pub session_id: String,
+    /// Keep only the article (default false: the whole page).
+    pub main_content: Option<bool>,
+    /// Most characters in the answer (default 8000, 200–20000).
+    #[schemars(range(min = 200, max = 20000))]
+    pub max_chars: Option<usize>,
+    /// Start at this character (a previous answer's nextFrom).
+    pub from: Option<usize>,
+    /// Most time for this tool in ms (default 10000, 100–60000).
+    pub timeout_ms: Option<u64>,
+}
+
+pub async fn get_markdown(cx: &Cx<'_>, a: GetMarkdownIn) -> Result<Reply> {
+    let t = timeout(a.timeout_ms)?;
+    let max = max_chars(a.max_chars, TEXT_DEFAULT, TEXT_CHARS)?;
+    let l = live(cx, &a.session_id).await?;
+    let content = l.session.markdown(a.main_content.unwrap_or(false), t).await?;
+    // The article's own title heads its Markdown (Readability takes it out of the body).
+    let whole = match (&content.title, content.article) {
+        (Some(title), true) if !title.trim().is_empty() => format!("# {}\n\n{}", title.trim(), content.markdown),
+        _ => content.markdown,
+    };
+    paged(cx, "markdown", whole, a.from.unwrap_or(0), max).await
+}
+
 /// A page of `whole` (characters `from`.. within `max`) as the answer's `field`: with
 /// `from`, `nextFrom`, `totalChars`, `truncated`, and — when it does not fit — a link to
 /// the whole of it, stored as a text file (never served as HTML).
@@ -374,12 +404,8 @@ async fn paged(cx: &Cx<'_>, field: &str, whole: String, from: usize, max: usize)
         }
         // The first page of a long one links the whole of it too.
         if from == 0 {
-            let name = blob::new_name("txt");
-            cx.state
-                .blobs
-                .put(&name, whole.into_bytes(), "text/plain; charset=utf-8")
-                .await
-                .map_err(Error::internal)?;
+            let name = blob::new_name(if field == "markdown" { "md" } else { "txt" });
+            cx.state.blobs.put(&name, whole.into_bytes(), blob::content_type(&name)).await.map_err(Error::internal)?;
             let url = cx.state.file_url(&name).await;
             note.push_str(&format!("; the whole {field}: {url}"));
             data["fileUrl"] = json!(url);
