@@ -70,6 +70,9 @@ pub enum ErrorCode {
     SessionUnreachable,
     /// Another node of the service holds the session: its tool calls go there.
     SessionElsewhere,
+    /// The request needs something the operator has not set up here (`extract.prompt`
+    /// without a language model): `/readyz` says what.
+    FeatureUnavailable,
 }
 
 impl ErrorCode {
@@ -90,6 +93,7 @@ impl ErrorCode {
             InternalError => 500,
             CaptureFailed | AuditFailed => 502,
             ServiceUnavailable => 503,
+            FeatureUnavailable => 501,
             // Tool results carry these; were one ever an HTTP answer, it would be the
             // request's failure as the page made it.
             SessionExpired | ElementNotFound | NoSuchElementRef | DialogOpen | NoDialog | ElementCovered
@@ -141,6 +145,7 @@ impl ErrorCode {
             Timeout => "TIMEOUT",
             SessionUnreachable => "SESSION_UNREACHABLE",
             SessionElsewhere => "SESSION_ELSEWHERE",
+            FeatureUnavailable => "FEATURE_UNAVAILABLE",
         }
     }
 }
@@ -188,6 +193,7 @@ mod tests {
             Timeout,
             SessionUnreachable,
             SessionElsewhere,
+            FeatureUnavailable,
         ];
         for code in codes {
             assert_eq!(serde_json::to_value(code).unwrap(), serde_json::json!(code.as_str()));

@@ -41,7 +41,8 @@ pub enum Availability {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureStatus {
-    /// Stable key (`mail`, `auditAccessibility`, `runVideos`, `videoAds`, `blockLists`, `pdfThumbnails`).
+    /// Stable key (`mail`, `auditAccessibility`, `runVideos`, `videoAds`, `blockLists`, `pdfThumbnails`,
+    /// `llmExtraction`).
     #[serde(skip)]
     pub id: &'static str,
     /// For people.
@@ -84,6 +85,7 @@ pub fn report(state: &AppState, mail: &str) -> Vec<FeatureStatus> {
             *N.get_or_init(|| capture_browser::scriptlets::load(&capture_browser::scriptlets::resources_dir()).len())
         }),
         consent(worker),
+        llm(&state.cfg.llm),
         tools(
             "pdfThumbnails",
             "Thumbnails of uploaded PDFs",
@@ -188,6 +190,33 @@ fn scriptlets(here: bool, found: usize) -> FeatureStatus {
 
 /// `cookieConsent`: the engine and its rules are part of the binary, so nothing can be missing
 /// but a rule set that does not parse (a broken build), which is reported, never a crash.
+/// The language model of `extract.prompt` (`CAPTURE_LLM_*`): optional, off by default.
+fn llm(cfg: &crate::config::LlmSettings) -> FeatureStatus {
+    let (id, name) = ("llmExtraction", "Extraction by a language model (extract.prompt)");
+    match &cfg.url {
+        Some(url) => FeatureStatus {
+            id,
+            name,
+            status: Availability::Ok,
+            detail: format!("Model {} at {url}.", cfg.model),
+            fix: None,
+        },
+        None => FeatureStatus {
+            id,
+            name,
+            status: Availability::Unavailable,
+            detail: "No language model is configured: a capture with extract.prompt is refused with \
+                     FEATURE_UNAVAILABLE (extract.rules work)."
+                .into(),
+            fix: Some(
+                "Set CAPTURE_LLM_URL to an OpenAI-compatible API (e.g. http://127.0.0.1:11434/v1 for Ollama, or vLLM) \
+                 and CAPTURE_LLM_MODEL to its model; CAPTURE_LLM_API_KEY if it needs one."
+                    .into(),
+            ),
+        },
+    }
+}
+
 fn consent(here: bool) -> FeatureStatus {
     let (id, name) = ("cookieConsent", "Cookie-consent pop-ups (cookieConsent)");
     if !here {

@@ -232,8 +232,14 @@ impl CaptureOptions {
     }
 
     /// Actions a capture with these options is charged: one, or for a video one per
-    /// started 10 seconds.
+    /// started 10 seconds; one more for the language model's extraction (`extract.prompt`),
+    /// given back when its answer is not valid.
     pub fn actions(&self) -> i64 {
-        self.scroll.as_ref().map_or(1, ScrollSettings::actions)
+        self.scroll.as_ref().map_or(1, ScrollSettings::actions) + self.model_actions()
+    }
+
+    /// The actions of the language model's extraction (`extract.prompt`): 1, or 0 without one.
+    pub fn model_actions(&self) -> i64 {
+        i64::from(self.extract.as_ref().is_some_and(|e| e.prompt.is_some()))
     }
 }

@@ -17,6 +17,7 @@ mod cluster;
 mod database;
 mod http;
 mod inbox;
+mod llm;
 mod mail;
 mod parse;
 mod queue;
@@ -31,6 +32,7 @@ pub use cluster::{ClusterSettings, Roles};
 pub use database::DatabaseSettings;
 pub use http::HttpSettings;
 pub use inbox::InboxSettings;
+pub use llm::LlmSettings;
 pub use mail::MailSettings;
 pub use parse::{ConfigError, parse_duration, parse_size};
 pub use queue::QueueSettings;
@@ -76,6 +78,8 @@ pub struct Config {
     pub runs: RunSettings,
     pub webhooks: WebhookSettings,
     pub mail: MailSettings,
+    /// The language model of `extract: {prompt}` (none by default).
+    pub llm: LlmSettings,
     pub cluster: ClusterSettings,
     pub accounts: AccountSettings,
     /// The saved test inbox and its inbound SMTP server.
@@ -146,6 +150,11 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_CAMPAIGN_POLL",
     "CAPTURE_STORAGE_COPY_WORKERS",
     "CAPTURE_VIDEO_MEMORY",
+    "CAPTURE_LLM_URL",
+    "CAPTURE_LLM_MODEL",
+    "CAPTURE_LLM_API_KEY",
+    "CAPTURE_LLM_MAX_CHARS",
+    "CAPTURE_LLM_TIMEOUT",
 ];
 
 impl Config {
@@ -178,6 +187,7 @@ impl Config {
         }
         let cluster = ClusterSettings::read(&r)?;
         let mail = MailSettings::read(&r)?;
+        let llm = LlmSettings::read(&r)?;
         let queue = QueueSettings::read(&r)?;
         let runs = RunSettings::read(&r)?;
         let roles = match r.get("CAPTURE_ROLES") {
@@ -209,6 +219,7 @@ impl Config {
             runs,
             webhooks,
             mail,
+            llm,
             cluster,
             accounts,
             inbox,

@@ -416,11 +416,15 @@ const VIDEO_QUEUE_LIMIT: Duration = Duration::from_secs(600);
 
 impl Finish {
     /// Record a permanent failure; `refund` gives the job's actions back (see `charged`).
+    /// A charged failure keeps the capture's own actions: the language model's (which did not
+    /// answer, or not validly) is given back.
     async fn fail(&self, msg: String, refund: bool) {
         // A page's exception text is the page's to choose: kept to a documented length.
         let msg = truncate_chars(&msg, limits::ERROR_MAX);
         let (state, jid) = (&self.state, &self.job.id);
-        match state.store.fail_screenshot(&self.task.id, &self.worker, jid, &msg, refund, state.clock.now_ms()).await {
+        let kept = if refund { 0 } else { self.opts.actions() - self.opts.model_actions() };
+        let now = state.clock.now_ms();
+        match state.store.fail_screenshot_keeping(&self.task.id, &self.worker, jid, &msg, kept, now).await {
             Ok(true) => state.job_changed(jid),
             Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
             Err(e) => tracing::error!(job = %jid, error = %e, "recording a failure failed"),
@@ -485,6 +489,18 @@ impl Finish {
                 return self.fail(e.to_string(), refund).await;
             }
         };
+        // The language model's extraction (`extract.prompt`), from the page's Markdown.
+        let mut out = out;
+        if let Some(spec) = opts.extract.as_ref().filter(|e| e.prompt.is_some()) {
+            let markdown = super::model::markdown_of(&out).unwrap_or_default();
+            match super::model::extract(&state.cfg.llm, spec, &markdown).await {
+                Ok(x) => out.metadata.extract = Some(x),
+                Err(why) => {
+                    state.metrics.capture(started.elapsed().as_secs_f64(), false);
+                    return self.fail(why, false).await;
+                }
+            }
+        }
         let ext = match out.content_type {
             "application/pdf" => "pdf",
             "image/jpeg" => "jpeg",

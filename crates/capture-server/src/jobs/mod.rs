@@ -11,6 +11,7 @@ pub mod ads;
 pub mod audit;
 pub mod campaign;
 pub mod capture;
+pub mod model;
 pub mod run;
 pub mod storage_copy;
 pub mod webhook;

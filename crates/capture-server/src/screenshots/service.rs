@@ -145,6 +145,15 @@ async fn capture_job(
     batch: Option<(String, i64)>,
     now: i64,
 ) -> Result<NewScreenshot> {
+    // The language model's extraction needs a model: refused up front, never a failed job.
+    if opts.model_actions() > 0 && state.cfg.llm.url.is_none() {
+        return Err(Error::Refused(
+            capture_core::ErrorCode::FeatureUnavailable,
+            "extract.prompt needs a language model, and none is configured here (the operator sets CAPTURE_LLM_URL \
+             and CAPTURE_LLM_MODEL; /readyz lists it under unavailableFeatures); use extract.rules instead"
+                .into(),
+        ));
+    }
     let mut sealed = match &opts.credentials {
         Some(c) => Some(state.master.encrypt(&serde_json::to_string(c).map_err(Error::internal)?)),
         None => None,

@@ -98,6 +98,22 @@ impl Store {
         refund: bool,
         now: i64,
     ) -> Result<bool> {
+        let kept = if refund { 0 } else { i64::MAX };
+        self.fail_screenshot_keeping(task_id, worker, job_id, error, kept, now).await
+    }
+
+    /// [`Self::fail_screenshot`], keeping `kept` of the job's actions charged and giving the
+    /// rest back (a capture that was made, whose language-model extraction failed, keeps the
+    /// capture's own).
+    pub async fn fail_screenshot_keeping(
+        &self,
+        task_id: &str,
+        worker: &str,
+        job_id: &str,
+        error: &str,
+        kept: i64,
+        now: i64,
+    ) -> Result<bool> {
         let mut tx = self.begin_write().await?;
         if !Self::finish_task(&mut tx, task_id, worker, "failed", Some(error), now).await? {
             tx.rollback().await?;
@@ -115,11 +131,9 @@ impl Store {
         .bind(job_id)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some((user_id, key_id, actions, month, _, _)) = &row
-            && refund
-        {
-            crate::ledger::give_back(&mut tx, user_id, key_id.as_deref(), "refund", job_id, *actions, month, now)
-                .await?;
+        if let Some((user_id, key_id, actions, month, _, _)) = &row {
+            let back = (*actions - kept).max(0);
+            crate::ledger::give_back(&mut tx, user_id, key_id.as_deref(), "refund", job_id, back, month, now).await?;
         }
         if let Some((user_id, _, _, _, url, batch)) = &row {
             append_event(

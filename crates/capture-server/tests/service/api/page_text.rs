@@ -284,3 +284,104 @@ async fn max_chars_pages_the_text_and_bulk_reads_many_pages() {
         assert_eq!(ct, "text/markdown; charset=utf-8");
     }
 }
+
+/// A stand-in for an OpenAI-compatible model server (Ollama, vLLM) on 127.0.0.1: it reads the
+/// page's Markdown it is sent and answers from it — the heading as `title` — the first time
+/// with a number where the schema wants text (so the service must retry with the error), or
+/// always with prose (`/garbage`). Every request body is kept for the test to read.
+async fn model_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use axum::{Json, Router, extract::State, routing::post};
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<Value>>>;
+    async fn answer(State(seen): State<Seen>, uri: axum::http::Uri, Json(body): Json<Value>) -> Json<Value> {
+        let n = {
+            let mut s = seen.lock().unwrap();
+            s.push(body.clone());
+            s.len()
+        };
+        let page = body["messages"][1]["content"].as_str().unwrap_or_default().to_string();
+        let heading = page.lines().find_map(|l| l.strip_prefix("# ")).unwrap_or("none").to_string();
+        let content = if uri.path().starts_with("/garbage") {
+            "The title is probably something about cookies.".to_string()
+        } else if n == 1 {
+            json!({"title": 42}).to_string()
+        } else {
+            format!("```json\n{}\n```", json!({"title": heading, "price": null}))
+        };
+        Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}))
+    }
+    let seen: Seen = Default::default();
+    let app = Router::new()
+        .route("/v1/chat/completions", post(answer))
+        .route("/garbage/v1/chat/completions", post(answer))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn extraction_by_a_language_model_is_refused_without_one_and_validated_with_one() {
+    let site = corpus::serve().await;
+    let url = site.url("/plain.html");
+    let body = json!({"url": url, "waitUntil": "load", "format": "text", "extract": {
+        "prompt": "The page's title", "schema": {"type": "object", "required": ["title"],
+            "properties": {"title": {"type": "string"}, "price": {"type": ["number", "null"]}}}}});
+
+    // No model here: refused up front, not charged, and /readyz says why.
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("free").await;
+    let r = app.post_json(&key, "/v1/screenshot", &body).await;
+    assert_eq!(r.status().as_u16(), 501);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["code"], "FEATURE_UNAVAILABLE", "{v}");
+    assert!(v["error"].as_str().unwrap().contains("CAPTURE_LLM_URL"), "{v}");
+    assert_eq!(used(&app, &key).await, 0);
+    let ready: Value = app.client().get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["features"]["llmExtraction"]["status"], "unavailable", "{ready}");
+    assert!(ready["unavailableFeatures"].as_array().unwrap().contains(&json!("llmExtraction")));
+
+    // With a model: its first answer does not match the schema, so it is asked again with why;
+    // the second is the job's data. The capture and the extraction are charged: two actions.
+    let (model, seen) = model_server().await;
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite).env("CAPTURE_LLM_URL", &format!("{model}/v1")).env("CAPTURE_LLM_MODEL", "test-model"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("free").await;
+    let job = app.create(&key, body.clone()).await;
+    let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"].as_str(), Some("done"), "{done}");
+    assert_eq!(done["data"], json!({"title": "How cookies and CAPTCHAs work", "price": null}), "{done}");
+    assert_eq!(done["sources"], json!({"title": "model:test-model", "price": null}));
+    assert_eq!(used(&app, &key).await, 2);
+    let asked = seen.lock().unwrap().clone();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0]["model"], "test-model");
+    let page = asked[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(page.starts_with("Task: The page's title\n"), "{page}");
+    assert!(page.contains("\n# How cookies and CAPTCHAs work\n"), "{page}");
+    let retry = asked[1]["messages"][3]["content"].as_str().unwrap();
+    assert!(retry.starts_with("That answer is not valid: it does not match the schema at /title: "), "{retry}");
+    let ready: Value = app.client().get(app.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["features"]["llmExtraction"]["status"], "ok", "{ready}");
+
+    // A model that never answers in JSON: the job fails saying so; the capture stays charged,
+    // the extraction is given back.
+    let app = TestApp::spawn(
+        Opts::full(Db::Sqlite)
+            .env("CAPTURE_LLM_URL", &format!("{model}/garbage/v1"))
+            .env("CAPTURE_LLM_MODEL", "test-model"),
+    )
+    .await;
+    let (_, key) = app.user_with_key("free").await;
+    let job = app.create(&key, body).await;
+    let failed = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(failed["status"].as_str(), Some("failed"), "{failed}");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("extract: the language model's answer is not valid after a retry: the answer is not JSON"),
+        "{error}"
+    );
+    assert_eq!(used(&app, &key).await, 1);
+}
