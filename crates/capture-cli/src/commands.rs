@@ -1,4 +1,4 @@
-//! Client commands: `balance`, `shot`, `audit`, `webhooks …`.
+//! Client commands: `balance`, `shot` (and what `read` shares with it), `audit`, `webhooks …`.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -51,32 +51,12 @@ pub struct ShotArgs {
 /// `capture shot URL`: create the job (retried under one Idempotency-Key, so a lost answer
 /// never makes a second job), follow its event stream, save the file.
 pub async fn shot(c: &Client, a: ShotArgs) -> Result<()> {
-    let body = serde_json::to_value(&a.options).map_err(|e| ClientError::new(exit::FAILURE, e.to_string()))?;
-    let created = c.post_idempotent("/v1/screenshot", &body, &a.idempotency_key).await?;
-    let job = created.body;
-    let id =
-        job["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no job id"))?.to_string();
-    if !a.quiet {
-        if created.replayed {
-            eprintln!(
-                "job {id}: {} (replayed: Idempotency-Key {} was used before)",
-                job["status"].as_str().unwrap_or("pending"),
-                a.idempotency_key
-            );
-        } else {
-            eprintln!("job {id}: pending");
-        }
-    }
-    let finished = follow(c, &id, a.quiet).await?;
-    if finished["status"] != "done" {
-        let err = finished["error"].as_str().unwrap_or("unknown error");
-        return Err(ClientError::new(exit::CAPTURE_FAILED, format!("the capture failed: {err}")));
-    }
-    let public =
-        finished["publicUrl"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the job has no publicUrl"))?;
-    let ext = public.rsplit('.').next().filter(|e| e.len() <= 4).unwrap_or("png");
-    let out = a.output.unwrap_or_else(|| PathBuf::from(format!("{id}.{ext}")));
-    let bytes = c.get_bytes(public).await?;
+    let finished = capture(c, &a.options, &a.idempotency_key, a.quiet).await?;
+    let (public, bytes) = job_file(c, &finished).await?;
+    let out = a.output.unwrap_or_else(|| {
+        let id = finished["id"].as_str().unwrap_or("capture");
+        PathBuf::from(format!("{id}.{}", extension(&public)))
+    });
     std::fs::write(&out, &bytes)
         .map_err(|e| ClientError::new(exit::FAILURE, format!("writing {}: {e}", out.display())))?;
     println!("{}", out.display());
@@ -84,6 +64,52 @@ pub async fn shot(c: &Client, a: ShotArgs) -> Result<()> {
         eprintln!("saved {} ({} bytes) from {public}", out.display(), bytes.len());
     }
     Ok(())
+}
+
+/// Create a capture job (retried under one Idempotency-Key, so a lost answer never makes a
+/// second job) and follow it to its end, progress on stderr unless `quiet`: the done job, or
+/// the capture-failed error with the job's own.
+pub async fn capture(c: &Client, options: &ScreenshotIn, idempotency_key: &str, quiet: bool) -> Result<Value> {
+    let body = serde_json::to_value(options).map_err(|e| ClientError::new(exit::FAILURE, e.to_string()))?;
+    let created = c.post_idempotent("/v1/screenshot", &body, idempotency_key).await?;
+    let job = created.body;
+    let id =
+        job["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no job id"))?.to_string();
+    if !quiet {
+        if created.replayed {
+            eprintln!(
+                "job {id}: {} (replayed: Idempotency-Key {idempotency_key} was used before)",
+                job["status"].as_str().unwrap_or("pending"),
+            );
+        } else {
+            eprintln!("job {id}: pending");
+        }
+    }
+    let finished = follow(c, &id, quiet).await?;
+    if finished["status"] != "done" {
+        let err = finished["error"].as_str().unwrap_or("unknown error");
+        return Err(ClientError::new(exit::CAPTURE_FAILED, format!("the capture failed: {err}")));
+    }
+    Ok(finished)
+}
+
+/// A done job's file: its `publicUrl` and its bytes.
+pub async fn job_file(c: &Client, job: &Value) -> Result<(String, Vec<u8>)> {
+    let public =
+        job["publicUrl"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the job has no publicUrl"))?;
+    let bytes = c.get_bytes(public).await?;
+    Ok((public.to_string(), bytes))
+}
+
+/// The extension of a job's file, from its URL's path (`….md`, `….txt`, `….page.html` →
+/// `html`); `png` when it has none.
+fn extension(url: &str) -> &str {
+    let path = url.split(['?', '#']).next().unwrap_or_default();
+    let name = path.rsplit('/').next().unwrap_or_default();
+    match name.rsplit_once('.') {
+        Some((_, ext)) if !ext.is_empty() && ext.len() <= 4 && ext.chars().all(|c| c.is_ascii_alphanumeric()) => ext,
+        _ => "png",
+    }
 }
 
 /// Follow `/v1/screenshot/:id/stream` to the end; falls back to polling if the stream
@@ -305,4 +331,23 @@ pub async fn webhooks(c: &Client, cmd: WebhookCmd, as_json: bool) -> Result<()> 
     println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
     let _ = std::io::stdout().flush();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::extension;
+
+    #[test]
+    fn a_saved_file_is_named_by_the_extension_of_the_job_s_file() {
+        let base = "http://127.0.0.1:8080/files/acc/scr_1";
+        assert_eq!(extension(&format!("{base}.png")), "png");
+        assert_eq!(extension(&format!("{base}.jpeg")), "jpeg");
+        assert_eq!(extension(&format!("{base}.pdf")), "pdf");
+        assert_eq!(extension(&format!("{base}.webm")), "webm");
+        assert_eq!(extension(&format!("{base}.md")), "md");
+        assert_eq!(extension(&format!("{base}.txt")), "txt");
+        assert_eq!(extension(&format!("{base}.page.html")), "html");
+        assert_eq!(extension(&format!("{base}.md?sig=abc.def")), "md", "the query is not the name");
+        assert_eq!(extension("http://127.0.0.1:8080/files/v1.2/scr_1"), "png", "a dot in a folder is not one");
+    }
 }

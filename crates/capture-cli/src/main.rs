@@ -1,5 +1,5 @@
 //! The `capture` binary: the server (`serve`, `migrate`, `admin …`) and the client
-//! (`login`, `logout`, `balance`, `shot`, `webhooks …`).
+//! (`login`, `logout`, `balance`, `shot`, `read`, `webhooks …`).
 
 mod client;
 mod commands;
@@ -9,6 +9,7 @@ mod inbox_cmd;
 mod login;
 mod logs;
 mod profile_cmd;
+mod read;
 mod retry;
 mod session;
 mod shot;
@@ -68,8 +69,12 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Capture a page and save the file.
+    /// Capture a page and save the file (an image, a video, a PDF, or the page as Markdown,
+    /// text or HTML with --format).
     Shot(shot::ShotCmd),
+    /// Print a page as Markdown (its main content, under YAML front matter) or plain text to
+    /// stdout.
+    Read(read::ReadCmd),
     /// Audit a website (performance, SEO, accessibility, best practices) and print the scores,
     /// the issues to fix first and the report's links.
     Audit {
@@ -354,6 +359,7 @@ fn is_client(cmd: &Cmd) -> bool {
             | Cmd::Logout
             | Cmd::Balance { .. }
             | Cmd::Shot(_)
+            | Cmd::Read(_)
             | Cmd::Audit { .. }
             | Cmd::Webhooks { .. }
             | Cmd::AuthTest { .. }
@@ -373,6 +379,7 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
             commands::balance(&c, json).await
         }
         Cmd::Shot(a) => shot::run(a).await,
+        Cmd::Read(a) => read::run(a).await,
         Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet, profile } => {
             let c = conn.connect(quiet).await?;
             let args = commands::AuditArgs {

@@ -27,37 +27,57 @@ pub struct ShotCmd {
     conn: Conn,
     /// The page to capture (http or https).
     url: String,
-    /// Output file (default: <job id>.<format>).
+    /// Output file (default: <job id>.<extension>: png, jpeg, webp, pdf, mp4, webm, gif, md,
+    /// txt or html).
     #[arg(short, long)]
     output: Option<PathBuf>,
     #[arg(long)]
     full_page: bool,
     #[arg(long)]
     pdf: bool,
-    /// png, jpeg or webp.
+    /// png, jpeg or webp; mp4, webm or gif (with scroll); or the page as text: markdown, text
+    /// or html.
     #[arg(long, value_parser = wire::<ImageFormat>)]
     format: Option<ImageFormat>,
+    /// With --format markdown, text or html: keep the article only (Readability), without
+    /// navigation, footers, sidebars and comments.
+    #[arg(long)]
+    main_content: bool,
     #[arg(long)]
     width: Option<u32>,
     #[arg(long)]
     height: Option<u32>,
+    #[arg(long)]
+    dark_mode: bool,
+    #[arg(long)]
+    device_scale_factor: Option<f64>,
+    #[command(flatten)]
+    request: RequestArgs,
+    /// Print only the saved file's path (no progress, no retry notices).
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// What `shot` and `read` share: how the page is loaded and prepared, any option by its API
+/// name, and the Idempotency-Key.
+#[derive(clap::Args)]
+pub struct RequestArgs {
     /// Milliseconds to wait after load.
     #[arg(long)]
     delay: Option<u64>,
-    #[arg(long)]
-    dark_mode: bool,
     /// Leave cookie banners alone (default: dismiss them).
     #[arg(long)]
     no_cookie_consent: bool,
+    /// CSS selector to wait for before capturing (best effort).
     #[arg(long)]
     wait_for: Option<String>,
     /// networkidle, load, domcontentloaded or none.
     #[arg(long, value_parser = wire::<WaitUntil>)]
     wait_until: Option<WaitUntil>,
+    /// Timeout for navigation, --wait-for and --click-before, in milliseconds.
     #[arg(long)]
     timeout_ms: Option<u64>,
-    #[arg(long)]
-    device_scale_factor: Option<f64>,
+    /// CSS selector to click before waiting and capturing.
     #[arg(long)]
     click_before: Option<String>,
     /// Start signed in from one of your browser profiles (id or name: capture profile list).
@@ -72,14 +92,50 @@ pub struct ShotCmd {
     /// Any capture option by its API name, repeatable: --set waitFor='#main' --set timeoutMs=20000.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_set, long_help = set_help())]
     set: Vec<(String, Value)>,
-    /// Print only the saved file's path (no progress, no retry notices).
-    #[arg(short, long)]
-    quiet: bool,
     /// The Idempotency-Key sent with every attempt to create the job ([A-Za-z0-9_-]{8,128});
     /// default: a new random key for this run. Running again with the same key within 24 h
     /// returns the same job instead of a new one.
     #[arg(long, value_name = "KEY")]
     idempotency_key: Option<String>,
+}
+
+impl RequestArgs {
+    /// The Idempotency-Key (the one given, checked, or a new one) and the request: `defaults`,
+    /// then the options file, then `flags` with these shared flags, then the --set pairs. All
+    /// before connecting, so a refused option never reaches the server.
+    pub fn request(&self, defaults: &ScreenshotIn, flags: ScreenshotIn) -> Result<(ScreenshotIn, String)> {
+        let idempotency_key = match &self.idempotency_key {
+            Some(k) if retry::valid_idempotency_key(k) => k.clone(),
+            Some(k) => {
+                return Err(ClientError::new(
+                    exit::INVALID,
+                    format!("--idempotency-key '{k}' must be 8 to 128 of A-Z a-z 0-9 _ -"),
+                ));
+            }
+            None => retry::new_idempotency_key(),
+        };
+        let file = match &self.options {
+            Some(path) => Some((path.as_path(), read_options(path)?)),
+            None => None,
+        };
+        let options = merge(defaults, &self.flags(flags), file, &self.set)?;
+        Ok((options, idempotency_key))
+    }
+
+    /// `flags` with the shared flags' fields set: a flag is one field of the server's own type.
+    fn flags(&self, flags: ScreenshotIn) -> ScreenshotIn {
+        ScreenshotIn {
+            delay: self.delay,
+            cookie_consent: self.no_cookie_consent.then_some(CookieConsent::None),
+            wait_for: self.wait_for.clone(),
+            wait_until: self.wait_until,
+            timeout_ms: self.timeout_ms,
+            pre_screenshot_js: self.js.clone(),
+            click_before: self.click_before.clone(),
+            profile: self.profile.clone(),
+            ..flags
+        }
+    }
 }
 
 /// `--set`'s long help: the syntax, the precedence and the options' names as the request type
@@ -112,28 +168,14 @@ pub fn parse_set(s: &str) -> std::result::Result<(String, Value), String> {
 /// `capture shot`: check the Idempotency-Key and build the request before connecting (a
 /// refused option never reaches the server), then create the job, follow it and save the file.
 pub async fn run(a: ShotCmd) -> Result<()> {
-    let idempotency_key = match &a.idempotency_key {
-        Some(k) if retry::valid_idempotency_key(k) => k.clone(),
-        Some(k) => {
-            return Err(ClientError::new(
-                exit::INVALID,
-                format!("--idempotency-key '{k}' must be 8 to 128 of A-Z a-z 0-9 _ -"),
-            ));
-        }
-        None => retry::new_idempotency_key(),
-    };
-    let file = match &a.options {
-        Some(path) => Some((path.as_path(), read_options(path)?)),
-        None => None,
-    };
-    let options = merge(&a.flags(), file, &a.set)?;
+    let (options, idempotency_key) = a.request.request(&ScreenshotIn::default(), a.flags())?;
     let c = a.conn.connect(a.quiet).await?;
     let args = commands::ShotArgs { output: a.output, options, quiet: a.quiet, idempotency_key };
     commands::shot(&c, args).await
 }
 
 impl ShotCmd {
-    /// The request the flags alone make: a flag is one field of the server's own type.
+    /// The request `shot`'s own flags make: a flag is one field of the server's own type.
     fn flags(&self) -> ScreenshotIn {
         ScreenshotIn {
             url: Some(self.url.clone()),
@@ -141,17 +183,10 @@ impl ShotCmd {
             height: self.height,
             full_page: self.full_page.then_some(true),
             format: self.format,
+            main_content: self.main_content.then_some(true),
             pdf: self.pdf.then_some(true),
-            delay: self.delay,
             dark_mode: self.dark_mode.then_some(true),
-            cookie_consent: self.no_cookie_consent.then_some(CookieConsent::None),
-            wait_for: self.wait_for.clone(),
-            wait_until: self.wait_until,
-            timeout_ms: self.timeout_ms,
-            pre_screenshot_js: self.js.clone(),
             device_scale_factor: self.device_scale_factor,
-            click_before: self.click_before.clone(),
-            profile: self.profile.clone(),
             ..ScreenshotIn::default()
         }
     }
@@ -168,17 +203,23 @@ fn read_options(path: &Path) -> Result<Map<String, Value>> {
     }
 }
 
-/// The request from the options file, then the flags (only those given), then the --set
-/// pairs in order, each later one winning; read back into the type, an unknown name or a
-/// value of the wrong shape refused naming its key and where it came from.
+/// The request from the command's defaults, then the options file, then the flags (only
+/// those given), then the --set pairs in order, each later one winning; read back into the
+/// type, an unknown name or a value of the wrong shape refused naming its key and where it
+/// came from.
 fn merge(
+    defaults: &ScreenshotIn,
     flags: &ScreenshotIn,
     file: Option<(&Path, Map<String, Value>)>,
     sets: &[(String, Value)],
 ) -> Result<ScreenshotIn> {
     let mut body = Map::new();
-    // Where each key's value came from; the flags are typed, so they cannot be the culprit.
+    // Where each key's value came from; the defaults and the flags are typed, so they cannot
+    // be the culprit.
     let mut from: HashMap<String, String> = HashMap::new();
+    if let Ok(Value::Object(m)) = serde_json::to_value(defaults) {
+        body.extend(m);
+    }
     if let Some((path, m)) = file {
         for (k, v) in m {
             from.insert(k.clone(), format!("--options {}", path.display()));
@@ -261,10 +302,14 @@ mod tests {
     }
 
     #[test]
-    fn set_wins_over_the_flags_and_the_flags_over_the_file() {
-        let file = json!({"waitFor": "#file", "timeoutMs": 2000, "delay": 100, "width": 640});
+    fn set_wins_over_the_flags_the_flags_over_the_file_and_the_file_over_the_defaults() {
+        let file = json!({"waitFor": "#file", "timeoutMs": 2000, "delay": 100, "width": 640, "mainContent": false});
         let Value::Object(file) = file else { unreachable!() };
+        // A command's defaults (`read`'s mainContent and format) come first of all.
+        let defaults =
+            ScreenshotIn { main_content: Some(true), format: Some(ImageFormat::Markdown), ..Default::default() };
         let merged = merge(
+            &defaults,
             &flags(),
             Some((Path::new("o.json"), file)),
             &sets(&["waitFor=#main", "timeoutMs=5000", "clickBefore=.accept", "timeoutMs=6000"]),
@@ -275,35 +320,36 @@ mod tests {
             json!({
                 "url": "https://example.com/", "width": 800, "fullPage": true, "delay": 100,
                 "waitFor": "#main", "timeoutMs": 6000, "clickBefore": ".accept",
+                "mainContent": false, "format": "markdown",
             })
         );
         // null takes a flag's value away.
-        let merged = merge(&flags(), None, &sets(&["fullPage=null"])).unwrap();
+        let merged = merge(&ScreenshotIn::default(), &flags(), None, &sets(&["fullPage=null"])).unwrap();
         assert_eq!(merged.full_page, None);
     }
 
     #[test]
     fn unknown_names_and_wrong_shapes_are_refused_naming_the_key() {
-        let e = merge(&flags(), None, &sets(&["nosuchOption=1"])).unwrap_err();
+        let e = merge(&ScreenshotIn::default(), &flags(), None, &sets(&["nosuchOption=1"])).unwrap_err();
         assert_eq!(e.code, exit::INVALID);
         assert!(
             e.message.starts_with("unknown option 'nosuchOption' (from --set); the options are: url, width, "),
             "{}",
             e.message
         );
-        let e = merge(&flags(), None, &sets(&["timeoutMs=soon"])).unwrap_err();
+        let e = merge(&ScreenshotIn::default(), &flags(), None, &sets(&["timeoutMs=soon"])).unwrap_err();
         assert_eq!(e.code, exit::INVALID);
         assert_eq!(e.message, "option 'timeoutMs' (from --set): invalid type: string \"soon\", expected a JSON number");
-        let e = merge(&flags(), None, &sets(&["waitFor=404"])).unwrap_err();
+        let e = merge(&ScreenshotIn::default(), &flags(), None, &sets(&["waitFor=404"])).unwrap_err();
         assert_eq!(
             e.message,
             "option 'waitFor' (from --set): invalid type: integer `404`, expected a string \
              (to send it as text, quote it: --set waitFor='\"…\"')"
         );
-        let e = merge(&flags(), None, &sets(&["format=tiff"])).unwrap_err();
+        let e = merge(&ScreenshotIn::default(), &flags(), None, &sets(&["format=tiff"])).unwrap_err();
         assert!(e.message.starts_with("option 'format' (from --set): unknown variant `tiff`"), "{}", e.message);
         let Value::Object(file) = json!({"darkMode": "yes"}) else { unreachable!() };
-        let e = merge(&flags(), Some((Path::new("o.json"), file)), &[]).unwrap_err();
+        let e = merge(&ScreenshotIn::default(), &flags(), Some((Path::new("o.json"), file)), &[]).unwrap_err();
         assert_eq!(
             e.message,
             "option 'darkMode' (from --options o.json): invalid type: string \"yes\", expected a boolean"
