@@ -28,6 +28,8 @@ use crate::webhooks::types::{EndpointArgs, EndpointIn};
 /// Largest image returned inline; a bigger capture is returned as its thumbnail (the full
 /// file stays at `publicUrl`). MCP clients refuse or truncate much larger images.
 const MAX_INLINE_IMAGE: usize = 3 * 1024 * 1024 + 512 * 1024;
+/// Most characters of a text job's file returned inline (`markdown`, `text`).
+const MAX_INLINE_TEXT: usize = 20_000;
 /// The code of a tool error for a job that failed (its `error` says why).
 /// How long `take_screenshot` waits beyond the job's own timeout and delay.
 const WAIT_MARGIN: Duration = Duration::from_secs(90);
@@ -355,13 +357,31 @@ async fn job_result(state: &AppState, row: &ScreenshotRow, with_image: bool) -> 
         (JobStatus::Done, f @ ("mp4" | "webm" | "gif")) => {
             format!("Scrolling video of {} ({f}): {public_url}", row.url)
         }
+        (JobStatus::Done, f @ ("markdown" | "text" | "html")) => format!("The page {} as {f}: {public_url}", row.url),
         (JobStatus::Done, _) => format!("Screenshot of {} ({}): {public_url}", row.url, row.format),
         (s, _) => format!("Screenshot {} is {s}.", row.id),
     };
     let mut content = vec![ContentBlock::text(summary)];
-    if with_image
+    let text_job = matches!(row.format.as_str(), "markdown" | "text");
+    if with_image && row.status == JobStatus::Done && text_job {
+        // The page as text is given as text (its first characters; the whole is at publicUrl).
+        if let Some(key) = &row.result_key
+            && let Some(bytes) = state.blobs.get(key).await.map_err(Error::internal)?
+        {
+            let whole = String::from_utf8_lossy(&bytes);
+            let shown: String = whole.chars().take(MAX_INLINE_TEXT).collect();
+            let more = whole.chars().count() > MAX_INLINE_TEXT;
+            let note = if more {
+                format!("\n[the first {MAX_INLINE_TEXT} characters; all of it: {public_url}]")
+            } else {
+                String::new()
+            };
+            content.insert(0, ContentBlock::text(format!("{shown}{note}")));
+        }
+    } else if with_image
         && row.status == JobStatus::Done
         && row.format != "pdf"
+        && row.format != "html"
         && let Some(image) = inline_image(state, row).await?
     {
         content.insert(0, image);

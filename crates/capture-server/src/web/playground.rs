@@ -143,6 +143,9 @@ const FORMATS: &[(&str, &str)] = &[
     ("mp4", "MP4 scrolling video (5 s)"),
     ("webm", "WebM scrolling video (5 s)"),
     ("gif", "GIF scrolling video (5 s)"),
+    ("markdown", "Markdown (the page as text)"),
+    ("text", "Plain text"),
+    ("html", "Rendered HTML (a download)"),
 ];
 const WAITS: &[(&str, &str)] = &[
     ("networkidle", "The network is idle"),

@@ -55,6 +55,15 @@ async fn read_page_extract_and_get_markdown_as_an_agent_calls_them() {
     assert!(r["content"][0]["text"].as_str().unwrap().contains("cookieConsent"), "{r}");
     assert_eq!(used(&app.app, &key).await, 2);
 
+    // take_screenshot of a text format gives the text, not a picture of the page.
+    let r = call("take_screenshot", json!({"url": url, "format": "text", "waitUntil": "load"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(r["content"][0]["type"], "text", "{r}");
+    let first = r["content"][0]["text"].as_str().unwrap();
+    assert!(first.starts_with("How cookies and CAPTCHAs work\n"), "{first}");
+    assert!(r["content"][1]["text"].as_str().unwrap().starts_with("The page "), "{r}");
+    assert_eq!(used(&app.app, &key).await, 3);
+
     // extract: the fields by rule, and where each came from.
     let r = call(
         "extract",

@@ -72,5 +72,32 @@ async fn more_options_are_generated_sent_and_kept(db: Db) {
     assert!(job.body.contains("<dt><code>timeoutMs</code></dt><dd>5000</dd>"), "{}", job.body);
     assert!(!job.body.contains("<dt><code>clickBefore</code></dt>"), "an empty input sends nothing");
     assert!(job.body.contains("&quot;waitFor&quot;: &quot;body&quot;,"), "the job's code has it: {}", job.body);
+
+    // The page as text: a format of the main form; mainContent, content and extract in More
+    // options (a checkbox, JSON), sent as the API reads them.
+    assert!(form.body.contains("<option value=\"markdown\">Markdown (the page as text)</option>"), "{}", form.body);
+    let (more, _) = split_more(&form.body);
+    for option in ["mainContent", "content", "maxChars", "extract"] {
+        assert!(more.contains(&format!("name=\"{option}\"")), "{option} in More options: {more}");
+    }
+    let fields = [
+        ("url", "https://example.com/"),
+        ("format", "markdown"),
+        ("mainContent", "on"),
+        ("content", r#"["text"]"#),
+        ("extract", r#"{"rules": {"title": {"selector": "h1"}}}"#),
+    ];
+    let created = v.submit("/dashboard/playground", &csrf, &fields).await.expect(303);
+    let job = v.get(created.location()).await.expect(200);
+    assert!(job.body.contains("<dt><code>mainContent</code></dt><dd>true</dd>"), "{}", job.body);
+    assert!(job.body.contains("&quot;format&quot;: &quot;markdown&quot;,"), "{}", job.body);
+    // A bad rule is named, nothing created.
+    let fields = [("url", "https://example.com/"), ("extract", r#"{"rules": {"title": {"selector": ""}}}"#)];
+    let bad = v.submit("/dashboard/playground", &csrf, &fields).await.expect(400);
+    assert!(
+        bad.body.contains("Invalid extract.rules.title.selector: must be a CSS selector of 1 to 1024 bytes."),
+        "{}",
+        bad.body
+    );
 }
 both_dbs!(more_options_are_generated_sent_and_kept);
