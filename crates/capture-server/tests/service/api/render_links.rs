@@ -207,3 +207,28 @@ async fn cache_ttl_answers_an_identical_request_from_a_done_capture_for_free() {
         );
     }
 }
+
+/// A link can answer the page as text: Markdown with its own type, in the sandbox every text
+/// file of ours gets, captured once and then served from the cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_link_answers_the_page_as_markdown_and_caches_it() {
+    let site = capture_testkit::corpus::serve().await;
+    let app = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = app.user_with_key("pro").await;
+    let (id, secret) = new_key(&app, &key, "agents").await;
+    let query =
+        format!("url={}&format=markdown&mainContent=true&waitUntil=load&key={id}", enc(&site.url("/plain.html")));
+    let url = link(&app, &secret, &query);
+    let r = app.client.get(&url).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(
+        (header(&r, "content-type"), header(&r, "x-cache"), header(&r, "content-security-policy")),
+        ("text/markdown; charset=utf-8".into(), "MISS".into(), "sandbox; default-src 'none'".into())
+    );
+    let md = r.text().await.unwrap();
+    assert!(md.starts_with("---\ntitle: \"How cookies and CAPTCHAs work\"\n"), "{md}");
+    assert!(md.contains("a challenge page asks a visitor to wait a moment."), "{md}");
+    let r = app.client.get(&url).send().await.unwrap();
+    assert_eq!((header(&r, "x-cache"), r.text().await.unwrap()), ("HIT".into(), md));
+    assert_eq!(used(&app, &key).await, 1);
+}
