@@ -15,7 +15,9 @@
 //!
 //! What is left out: `script`, `style`, `noscript`, `template`, frames, embeds, canvases and
 //! SVG drawings, and every element not displayed (`display: none`, `visibility: hidden`) —
-//! which is where the consent engine and the lists put banners and ads.
+//! which is where the consent engine and the lists put banners and ads. What an open shadow
+//! root shows is read as the browser lays it out: its tree, with the light-DOM children its
+//! slots take.
 
 use serde::Deserialize;
 
@@ -291,29 +293,53 @@ const EXTRACT: &str = r#"(lib, opts) => {
   // kept, is dropped; links and images get the absolute URL the live element resolved.
   const copy = body.cloneNode(true);
   const drop = [];
+  // An element with an open shadow root shows its shadow tree, with the light-DOM children it
+  // slots in where its slots are (a slot with nothing assigned shows its own fallback).
+  const shown = (el) => {
+    // A shadow host shows its shadow tree; an element of a shadow tree with a slot among its
+    // children shows what the slot takes.
+    const root = el.shadowRoot || (Array.from(el.children).some((c) => c.localName === 'slot') ? el : null);
+    if (!root) return null;
+    const out = [];
+    const add = (n) => {
+      if (n.nodeType === 1 && n.localName === 'slot') {
+        const assigned = n.assignedNodes({ flatten: true });
+        for (const x of (assigned.length ? assigned : Array.from(n.childNodes))) add(x);
+      } else out.push(n);
+    };
+    for (const n of Array.from(root.childNodes)) add(n);
+    return out;
+  };
   const walk = (live, dead) => {
+    const flat = shown(live);
+    if (flat) {
+      const clones = flat.map((n) => n.cloneNode(true));
+      dead.replaceChildren(...clones);
+      for (let i = 0; i < flat.length; i++) if (flat[i].nodeType === 1) visit(flat[i], clones[i]);
+      return;
+    }
     const lc = live.children, dc = dead.children;
     const n = Math.min(lc.length, dc.length);
-    for (let i = 0; i < n; i++) {
-      const l = lc[i], d = dc[i];
-      if (SKIP.has(l.localName) || hidden(l)) { drop.push(d); continue; }
-      if (l.localName === 'a') {
-        const href = l.href, own = l.getAttribute('href') || '';
-        // A link within the page stays `#…` until Readability has weighed it (it counts
-        // in-page links as navigation less than others); it is made absolute after.
-        if (own.startsWith('#')) d.setAttribute('href', own);
-        else if (href && /^(https?|mailto|tel):/i.test(href)) d.setAttribute('href', href); else d.removeAttribute('href');
-      } else if (l.localName === 'img') {
-        const src = l.currentSrc || l.src;
-        if (src && /^(https?|data):/i.test(src) && !/^data:/i.test(src)) d.setAttribute('src', src); else d.removeAttribute('src');
-        d.removeAttribute('srcset');
-        d.removeAttribute('sizes');
-      }
-      for (const a of Array.from(d.attributes)) {
-        if (/^on/i.test(a.name)) d.removeAttribute(a.name);
-      }
-      walk(l, d);
+    for (let i = 0; i < n; i++) visit(lc[i], dc[i]);
+  };
+  const visit = (l, d) => {
+    if (SKIP.has(l.localName) || hidden(l)) { drop.push(d); return; }
+    if (l.localName === 'a') {
+      const href = l.href, own = l.getAttribute('href') || '';
+      // A link within the page stays `#…` until Readability has weighed it (it counts
+      // in-page links as navigation less than others); it is made absolute after.
+      if (own.startsWith('#')) d.setAttribute('href', own);
+      else if (href && /^(https?|mailto|tel):/i.test(href)) d.setAttribute('href', href); else d.removeAttribute('href');
+    } else if (l.localName === 'img') {
+      const src = l.currentSrc || l.src;
+      if (src && /^(https?|data):/i.test(src) && !/^data:/i.test(src)) d.setAttribute('src', src); else d.removeAttribute('src');
+      d.removeAttribute('srcset');
+      d.removeAttribute('sizes');
     }
+    for (const a of Array.from(d.attributes)) {
+      if (/^on/i.test(a.name)) d.removeAttribute(a.name);
+    }
+    walk(l, d);
   };
   walk(body, copy);
   for (const d of drop) d.remove();

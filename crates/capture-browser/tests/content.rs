@@ -70,6 +70,7 @@ async fn site() -> Server {
         "/img/cup.png" => Resp::Full(200, "image/png", solid_png(40, 40, [120, 60, 20]), 0),
         "/table" => html(&big_table()),
         "/product" => html(PRODUCT),
+        "/shadow" => html(SHADOW),
         _ => html(ARTICLE),
     }))
     .await
@@ -380,4 +381,40 @@ async fn extract_fails_naming_a_bad_selector_or_the_schema_path() {
     let err = pool.capture(r).await.unwrap_err();
     assert!(matches!(err, CaptureError::Rejected(_)), "{err:?}");
     assert!(err.to_string().starts_with("extract: the data does not match the schema at /price: "), "{err}");
+}
+
+/// A page built of web components: open shadow roots with slots, one nested in another, and
+/// hidden parts inside them.
+const SHADOW: &str = r#"<!doctype html><html><head><title>Components</title></head><body>
+<h1>Made of components</h1>
+<product-card><span slot="name">Burr grinder</span><p>Grinds evenly.</p></product-card>
+<script>
+customElements.define('price-tag', class extends HTMLElement {
+  constructor() { super(); this.attachShadow({ mode: 'open' }).innerHTML = '<strong>$129</strong><style>strong{color:red}</style>'; }
+});
+customElements.define('product-card', class extends HTMLElement {
+  constructor() {
+    super();
+    this.attachShadow({ mode: 'open' }).innerHTML =
+      '<h2><slot name="name">Unnamed</slot></h2><slot></slot><price-tag></price-tag>' +
+      '<p hidden>Internal note</p><ul><li>In stock</li><li><a href="/buy">Buy now</a></li></ul><slot name="extra">No extras</slot>';
+  }
+});
+</script></body></html>"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn what_open_shadow_roots_show_is_read_in_place() {
+    let srv = site().await;
+    let (pool, _dir) = pool().await;
+    let c = read(&pool, srv.url("/shadow"), settings(false, &[], &[])).await.expect("capture").content.unwrap();
+    let base = srv.url("");
+    assert_eq!(
+        c.markdown,
+        format!(
+            "# Made of components\n\n## Burr grinder\n\nGrinds evenly.\n\n**$129**\n\n- In stock\n- [Buy now]({base}/buy)\n\nNo extras"
+        ),
+        "{}",
+        c.markdown
+    );
+    assert!(!c.text.contains("Internal note") && !c.text.contains("Unnamed"), "{}", c.text);
 }

@@ -241,6 +241,11 @@ mod tests {
             "{shot}"
         );
         assert_eq!(shot["required"], serde_json::json!(["url"]));
+        // The page as text and extraction, from the same derive.
+        assert_eq!(shot["properties"]["maxChars"]["maximum"], 10_000_000, "{shot}");
+        assert!(shot["properties"]["content"]["type"].to_string().contains("array"), "{shot}");
+        let rule = &shot["properties"]["extract"]["properties"]["rules"]["additionalProperties"];
+        assert_eq!(rule["required"], serde_json::json!(["selector"]), "{shot}");
         let hook = &doc["components"]["schemas"]["WebhookEndpointRequest"];
         assert_eq!(hook["properties"]["description"]["maxLength"], 500, "{hook}");
         let run = &doc["components"]["schemas"]["RunRequest"];
@@ -250,5 +255,8 @@ mod tests {
         assert_eq!(render["required"], serde_json::json!(["draftId", "voiceId", "musicId"]), "{render}");
         let job = &doc["components"]["schemas"]["Job"];
         assert!(job["properties"]["status"].is_object(), "{job}");
+        for field in ["contentUrls", "data", "sources"] {
+            assert!(job["properties"][field].is_object(), "{field}: {job}");
+        }
     }
 }
