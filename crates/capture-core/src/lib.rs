@@ -10,6 +10,7 @@ pub mod events;
 pub mod ids;
 pub mod limits;
 pub mod metadata;
+pub mod monitor;
 pub mod options;
 pub mod plan;
 pub mod profile;

@@ -7,6 +7,7 @@
 pub mod ad;
 pub mod caption;
 pub mod color;
+pub mod compare;
 mod error;
 pub mod music;
 pub mod probe;
