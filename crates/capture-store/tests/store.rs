@@ -41,6 +41,7 @@ on_both_backends! {
     the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only => the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_sqlite, the_cache_answers_a_done_job_within_its_ttl_to_its_owner_only_postgres;
     render_keys_are_listed_found_and_revoked_by_their_owner => render_keys_are_listed_found_and_revoked_by_their_owner_sqlite, render_keys_are_listed_found_and_revoked_by_their_owner_postgres;
     storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went => storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_sqlite, storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_postgres;
+    monitors_are_owned_bounded_claimed_once_and_keep_their_baseline => monitors_are_owned_bounded_claimed_once_and_keep_their_baseline_sqlite, monitors_are_owned_bounded_claimed_once_and_keep_their_baseline_postgres;
     profiles_belong_to_their_owner_and_are_found_by_id_or_name => profiles_belong_to_their_owner_and_are_found_by_id_or_name_sqlite, profiles_belong_to_their_owner_and_are_found_by_id_or_name_postgres;
     a_batch_is_all_or_nothing_and_completes_once => a_batch_is_all_or_nothing_and_completes_once_sqlite, a_batch_is_all_or_nothing_and_completes_once_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
@@ -749,6 +750,153 @@ async fn render_keys_are_listed_found_and_revoked_by_their_owner(ctx: Ctx) {
     assert_eq!(ids(store.list_render_keys(&alice.id).await.unwrap()), ["rlk_b"]);
     assert_eq!(store.render_key("rlk_a").await.unwrap().unwrap().revoked_at, Some(T0 + 5));
     assert_eq!(store.render_key("rlk_zzz").await.unwrap(), None);
+}
+
+async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ctx) {
+    use capture_store::{CheckOutcome, MonitorCheckRow, MonitorRow};
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let monitor = |id: &str, user: &User, at: i64| MonitorRow {
+        id: id.into(),
+        user_id: user.id.clone(),
+        name: format!("pricing {id}"),
+        url: "https://example.com/pricing".into(),
+        schedule: r#"{"every":"15m"}"#.into(),
+        capture: r#"{"url":"https://example.com/pricing"}"#.into(),
+        compare: "both".into(),
+        threshold: 0.001,
+        ignore_selectors: r##"["#clock"]"##.into(),
+        notify: "{}".into(),
+        baseline_mode: "auto".into(),
+        status: "active".into(),
+        baseline_check_id: None,
+        next_run_at: Some(at + 900_000),
+        failures: 0,
+        created_at: at,
+        updated_at: at,
+    };
+    // The plan's bound: two each.
+    assert!(store.create_monitor(&monitor("mon_a1", &alice, T0), Some(2)).await.unwrap());
+    assert!(store.create_monitor(&monitor("mon_a2", &alice, T0 + 1), Some(2)).await.unwrap());
+    assert!(!store.create_monitor(&monitor("mon_a3", &alice, T0 + 2), Some(2)).await.unwrap());
+    assert!(store.create_monitor(&monitor("mon_b1", &bob, T0 + 3), Some(2)).await.unwrap());
+    // Concurrent creates of one account never pass the bound.
+    let tries: Vec<_> = (0..6)
+        .map(|i| {
+            let store = store.clone();
+            let m = monitor(&format!("mon_b{}", i + 2), &bob, T0 + 10 + i);
+            tokio::spawn(async move { store.create_monitor(&m, Some(3)).await.unwrap() })
+        })
+        .collect();
+    let mut made = Vec::new();
+    for t in tries {
+        made.push(t.await.unwrap());
+    }
+    assert_eq!(made.iter().filter(|m| **m).count(), 2, "{made:?}");
+    // Owned: another account sees nothing of it.
+    assert_eq!(store.monitor(&bob.id, "mon_a1").await.unwrap(), None);
+    assert_eq!(store.monitor(&alice.id, "mon_a1").await.unwrap(), Some(monitor("mon_a1", &alice, T0)));
+    let ids = |v: Vec<MonitorRow>| v.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    assert_eq!(ids(store.list_monitors(&alice.id, None, 10).await.unwrap()), vec!["mon_a2", "mon_a1"]);
+    assert_eq!(ids(store.list_monitors(&alice.id, Some((T0 + 1, "mon_a2")), 10).await.unwrap()), vec!["mon_a1"]);
+
+    // Due ones, the longest waiting first; one claim per due time, whoever asks.
+    let due = T0 + 900_000;
+    assert_eq!(ids(store.due_monitors(due, 10).await.unwrap()), vec!["mon_a1"]);
+    assert_eq!(ids(store.due_monitors(due + 1, 2).await.unwrap()), vec!["mon_a1", "mon_a2"]);
+    let claims: Vec<_> = (0..8)
+        .map(|_| {
+            let store = store.clone();
+            tokio::spawn(async move { store.claim_monitor_run("mon_a1", due, due + 900_000).await.unwrap() })
+        })
+        .collect();
+    let mut won = Vec::new();
+    for c in claims {
+        won.push(c.await.unwrap());
+    }
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+    assert!(!ids(store.due_monitors(due, 10).await.unwrap()).contains(&"mon_a1".to_string()));
+    // Paused: never due, never claimed.
+    let mut paused = store.monitor(&alice.id, "mon_a2").await.unwrap().unwrap();
+    (paused.status, paused.next_run_at) = ("paused".into(), None);
+    assert!(store.update_monitor(&paused).await.unwrap());
+    assert!(!store.claim_monitor_run("mon_a2", T0 + 1 + 900_000, due + 900_000).await.unwrap());
+    assert!(!ids(store.due_monitors(i64::MAX, 100).await.unwrap()).contains(&"mon_a2".to_string()));
+    // Another account cannot change it.
+    let mut stolen = paused.clone();
+    stolen.user_id = bob.id.clone();
+    assert!(!store.update_monitor(&stolen).await.unwrap());
+
+    // Checks: the first good one is the baseline; failures count in a row; a changed one
+    // becomes the baseline in auto mode, not in manual mode.
+    let check = |id: &str, at: i64| MonitorCheckRow {
+        id: id.into(),
+        monitor_id: "mon_a1".into(),
+        user_id: alice.id.clone(),
+        status: "pending".into(),
+        screenshot_id: Some(format!("scr_{id}")),
+        diff_ratio: None,
+        regions: None,
+        diff_key: None,
+        text_key: None,
+        text_diff: None,
+        error: None,
+        created_at: at,
+        completed_at: None,
+    };
+    let end = |status: &str| CheckOutcome { status: status.into(), ..Default::default() };
+    let baseline = |s: &Store| {
+        let s = s.clone();
+        let id = alice.id.clone();
+        async move { s.monitor(&id, "mon_a1").await.unwrap().unwrap().baseline_check_id }
+    };
+    for (i, c) in ["chk_1", "chk_2", "chk_3", "chk_4", "chk_5"].iter().enumerate() {
+        store.insert_monitor_check(&check(c, T0 + i as i64)).await.unwrap();
+    }
+    assert_eq!(store.complete_monitor_check("chk_1", &end("baseline"), T0 + 10).await.unwrap(), Some(0));
+    assert_eq!(baseline(store).await.as_deref(), Some("chk_1"));
+    let failed =
+        CheckOutcome { status: "failed".into(), error: Some("blocked: cloudflare".into()), ..Default::default() };
+    assert_eq!(store.complete_monitor_check("chk_2", &failed, T0 + 11).await.unwrap(), Some(1));
+    assert_eq!(store.complete_monitor_check("chk_3", &failed, T0 + 12).await.unwrap(), Some(2));
+    assert_eq!(store.complete_monitor_check("chk_3", &end("unchanged"), T0 + 13).await.unwrap(), None, "ended once");
+    assert_eq!(baseline(store).await.as_deref(), Some("chk_1"), "a failure is never the baseline");
+    let changed = CheckOutcome {
+        status: "changed".into(),
+        diff_ratio: Some(0.02),
+        regions: Some(r#"[{"x":0,"y":0,"w":16,"h":16}]"#.into()),
+        ..Default::default()
+    };
+    assert_eq!(store.complete_monitor_check("chk_4", &changed, T0 + 14).await.unwrap(), Some(0));
+    assert_eq!(baseline(store).await.as_deref(), Some("chk_4"));
+    let mut manual = store.monitor(&alice.id, "mon_a1").await.unwrap().unwrap();
+    manual.baseline_mode = "manual".into();
+    assert!(store.update_monitor(&manual).await.unwrap());
+    store.complete_monitor_check("chk_5", &changed, T0 + 15).await.unwrap();
+    assert_eq!(baseline(store).await.as_deref(), Some("chk_4"), "manual: kept");
+    let c4 = store.monitor_check(&alice.id, "chk_4").await.unwrap().unwrap();
+    assert_eq!((c4.status.as_str(), c4.diff_ratio, c4.completed_at), ("changed", Some(0.02), Some(T0 + 14)));
+    assert_eq!(store.monitor_check(&bob.id, "chk_4").await.unwrap(), None);
+    // Accepting a check: a good one of this monitor, by its owner only.
+    assert!(!store.set_monitor_baseline(&alice.id, "mon_a1", "chk_2", T0 + 20).await.unwrap(), "failed");
+    assert!(!store.set_monitor_baseline(&bob.id, "mon_a1", "chk_5", T0 + 20).await.unwrap(), "not bob's");
+    assert!(!store.set_monitor_baseline(&alice.id, "mon_a2", "chk_5", T0 + 20).await.unwrap(), "another monitor's");
+    assert!(store.set_monitor_baseline(&alice.id, "mon_a1", "chk_5", T0 + 20).await.unwrap());
+    assert_eq!(baseline(store).await.as_deref(), Some("chk_5"));
+    let history = store.monitor_checks(&alice.id, "mon_a1", None, 3).await.unwrap();
+    assert_eq!(history.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec!["chk_5", "chk_4", "chk_3"]);
+    let rest = store.monitor_checks(&alice.id, "mon_a1", Some((T0 + 2, "chk_3")), 3).await.unwrap();
+    assert_eq!(rest.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec!["chk_2", "chk_1"]);
+    assert!(store.monitor_checks(&bob.id, "mon_a1", None, 10).await.unwrap().is_empty());
+
+    // Deleted: by its owner only, with its checks; a late completion records nothing.
+    assert!(!store.delete_monitor(&bob.id, "mon_a1").await.unwrap());
+    store.insert_monitor_check(&check("chk_6", T0 + 30)).await.unwrap();
+    assert!(store.delete_monitor(&alice.id, "mon_a1").await.unwrap());
+    assert_eq!(store.monitor(&alice.id, "mon_a1").await.unwrap(), None);
+    assert_eq!(store.complete_monitor_check("chk_6", &end("unchanged"), T0 + 31).await.unwrap(), None);
+    assert!(store.monitor_checks(&alice.id, "mon_a1", None, 10).await.unwrap().is_empty());
 }
 
 async fn storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went(ctx: Ctx) {
