@@ -220,6 +220,7 @@ fn every_setting_the_parser_reads_is_a_key_with_a_default_and_a_readme_row() {
         code(include_str!("database.rs")),
         code(include_str!("http.rs")),
         code(include_str!("inbox.rs")),
+        code(include_str!("llm.rs")),
         code(include_str!("mail.rs")),
         code(include_str!("parse.rs")),
         code(include_str!("queue.rs")),
