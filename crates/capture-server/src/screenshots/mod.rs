@@ -64,6 +64,7 @@ pub fn web_app_router() -> Api {
     responses((status = 202, body = Job), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
     (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
     (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED, or QUEUE_FULL: too many of the account's jobs wait; Retry-After"),
+    (status = 501, body = ErrorBody, description = "FEATURE_UNAVAILABLE: extract.prompt, and no language model is configured (CAPTURE_LLM_URL)"),
     (status = 503, body = ErrorBody, description = "SERVICE_UNAVAILABLE: the whole queue is full; Retry-After")), security(("api_key" = [])))]
 /// Create a capture job.
 pub async fn create(create: IdemCreate<ScreenshotIn>) -> Response {
@@ -113,6 +114,7 @@ pub async fn list(
     responses((status = 202, body = BatchCreated), (status = 400, body = ErrorBody, description = "VALIDATION_ERROR naming the request: requests[3].width"),
     (status = 401, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody),
     (status = 429, body = ErrorBody, description = "PLAN_QUOTA_EXCEEDED (details.fits: how many of the jobs would fit; nothing is created), or QUEUE_FULL"),
+    (status = 501, body = ErrorBody, description = "FEATURE_UNAVAILABLE: a request's extract.prompt, and no language model is configured"),
     (status = 503, body = ErrorBody)), security(("api_key" = [])))]
 /// Create up to 500 capture jobs at once, all or none; the jobs in the request's order.
 pub async fn create_bulk(create: IdemCreate<BulkIn>) -> Response {

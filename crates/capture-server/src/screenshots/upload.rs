@@ -100,6 +100,7 @@ async fn pdf_thumbnail(pdf: &[u8]) -> Option<Vec<u8>> {
     responses((status = 201, description = "image or PDF stored as a done job", body = super::types::Job), (status = 202, description = "HTML queued for rendering", body = super::types::Job),
     (status = 400, body = crate::http::error::ErrorBody), (status = 409, body = crate::http::error::ErrorBody), (status = 413, body = crate::http::error::ErrorBody),
     (status = 422, body = crate::http::error::ErrorBody, description = "IDEMPOTENCY_KEY_REUSED"), (status = 429, body = crate::http::error::ErrorBody),
+    (status = 501, body = crate::http::error::ErrorBody, description = "FEATURE_UNAVAILABLE: HTML with extract.prompt, and no language model is configured"),
     (status = 503, body = crate::http::error::ErrorBody, description = "HTML only: the whole queue is full")), security(("api_key" = [])))]
 /// Upload a file as a job.
 pub async fn upload(
