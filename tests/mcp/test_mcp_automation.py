@@ -823,6 +823,13 @@ async def budgets_on(agent: Agent, sid: str) -> None:
     assert text["text"].startswith("Big page") and text["truncated"] and len(text["text"]) == 8000
     r = await ok("get_text", {"from": text["totalChars"] - 10})
     assert len(r.structured_content["text"]) == 10 and r.structured_content["nextFrom"] is None
+    # Markdown the same way: a page of 8000 characters, the whole as a .md file.
+    r = await ok("get_markdown", {})
+    md = r.structured_content
+    assert md["truncated"] and len(md["markdown"]) == 8000 and "Big page" in md["markdown"][:200], md["totalChars"]
+    whole = httpx.get(md["fileUrl"], timeout=30)
+    assert whole.status_code == 200 and whole.headers["content-type"].startswith("text/markdown")
+    assert len(whole.text) == md["totalChars"] and whole.text.startswith(md["markdown"])
 
     # Logs: the last ones that fit, and where the others are.
     r = await ok("get_console_logs", {"limit": 2000})
