@@ -175,7 +175,7 @@ describe('the website', () => {
 
 // The website as a place to work: the front page signed out (with the service's own live
 // capture), getting started, the playground with JavaScript on (the job's event stream)
-// and off (the page refreshes itself), usage over time, and the screenshots list.
+// and off (the page refreshes itself), usage over time, the screenshots list, and monitors.
 describe('the website as a place to work', () => {
   let service, browser, context, page, site;
   const email2 = `e2e-work-${Date.now()}-${process.pid}@example.com`;
@@ -368,5 +368,64 @@ describe('the website as a place to work', () => {
     await page.getByRole('heading', { level: 1, name: 'three.png' }).waitFor();
     await page.getByRole('heading', { level: 2, name: 'Timings' }).waitFor();
     await page.getByText('This file was uploaded; it has no capture options.').waitFor();
+  });
+
+  it('monitors a page: made with the form, checked now, its check shown before and after', async () => {
+    const ctx = await browser.newContext();
+    try {
+      const p = await ctx.newPage();
+      p.setDefaultTimeout(20_000);
+      await p.goto(url('/login'));
+      await p.getByLabel('Email').fill(email2);
+      await p.getByLabel('Password').fill(password);
+      await p.getByRole('button', { name: 'Sign in' }).click();
+      await p.waitForURL(url('/dashboard'));
+      await p.getByRole('link', { name: 'Monitors', exact: true }).click();
+      await p.getByRole('heading', { level: 1, name: 'Monitors' }).waitFor();
+      await p.getByText('No monitors yet.').waitFor();
+
+      await p.getByLabel('Page URL').fill(site.url);
+      await p.getByLabel('Name (optional)').fill('E2E watched page');
+      assert.equal(await p.getByLabel('Check every').inputValue(), '1h');
+      await p.getByLabel('Compare', { exact: true }).selectOption({ label: 'Pixels and text' });
+      assert.equal(await p.getByLabel('Threshold').inputValue(), '0.001');
+      await p.getByLabel('Ignore selectors (one per line)').fill('.clock');
+      assert.equal(await p.getByLabel('Notify e-mails (one per line)').inputValue(), '');
+      await p.getByRole('button', { name: 'Create monitor' }).click();
+      await p.waitForURL(/\/dashboard\/monitors\/mon_[A-Za-z0-9]+\?notice=created$/);
+      await p.getByRole('heading', { level: 1, name: 'E2E watched page' }).waitFor();
+      const monitorUrl = p.url().split('?')[0];
+
+      // Check now (the first check may still be running: the page then says so), then the
+      // page refreshes itself until the history shows the baseline.
+      await p.getByRole('button', { name: 'Check now' }).click();
+      await p.waitForURL(/\?notice=(started|busy)$/);
+      const history = p.getByRole('table', { name: /^Checks of this monitor/ });
+      const baseline = history.getByRole('link', { name: 'baseline', exact: true });
+      await baseline.first().waitFor({ timeout: 120_000 });
+      const href = await eventually(async () => {
+        try {
+          return await baseline.first().getAttribute('href', { timeout: 5_000 });
+        } catch {
+          return null; // the page was refreshing
+        }
+      }, 30_000, "the baseline check's link");
+      assert.ok(href.startsWith(`${new URL(monitorUrl).pathname}?check=chk_`), href);
+
+      // The check's view: the capture of the check, loaded.
+      await p.goto(url(href));
+      assert.match(await p.locator('#check-status').textContent(), /^Status: baseline/);
+      const after = p.getByRole('img', { name: 'After', exact: true });
+      await eventually(() => after.evaluate((img) => img.complete && img.naturalWidth > 0), 10_000, 'the After image');
+      assert.equal(await p.getByRole('button', { name: 'Accept as baseline' }).count(), 0, 'it is the baseline already');
+
+      // Listed by its name, with the last check's status.
+      await p.getByRole('link', { name: 'All monitors' }).click();
+      const row = p.getByRole('row').filter({ has: p.getByRole('rowheader', { name: 'E2E watched page', exact: true }) });
+      await row.waitFor();
+      assert.equal(await row.getByRole('cell', { name: 'active', exact: true }).count(), 1);
+    } finally {
+      await ctx.close();
+    }
   });
 });

@@ -166,9 +166,11 @@ pub(crate) async fn run(
                 ),
                 _ => (TiledFormat::Png { alpha: o.omit_background }, "image/png"),
             };
+            let masked = page.mask_boxes(&o.mask_selectors, false).await?;
             let (bytes, thumb) = page.capture_tiles(o.width, o.height, o.device_scale_factor, h, format).await?;
             mark("shot");
-            let meta = page.metadata().await?;
+            let mut meta = page.metadata().await?;
+            meta.1.masked = pixel_boxes(&masked, (0.0, 0.0), o.device_scale_factor.max(0.1));
             let size = image_size(&bytes);
             (bytes, content_type, size, thumb, meta)
         } else {
@@ -216,6 +218,14 @@ pub(crate) async fn run(
                 optimize_for_speed: png,
                 capture_beyond_viewport: region.is_some_and(|r| r.4),
             };
+            // A monitor's ignored elements, where they are in this image.
+            let beyond = region.map_or(full_height.is_some(), |r| r.4);
+            let masked = page.mask_boxes(&o.mask_selectors, !beyond).await?;
+            let masked = pixel_boxes(
+                &masked,
+                region.map_or((0.0, 0.0), |r| (r.0, r.1)),
+                dsf * params.clip.as_ref().map_or(1.0, |c| c.scale),
+            );
             let shot = page.screenshot(&params).await?;
             mark("shot");
             // The thumbnail shows the first screenful of the image.
@@ -230,7 +240,8 @@ pub(crate) async fn run(
                 tokio::task::spawn_blocking(move || finish_image(shot, png, top_px)).await
             });
             // Read what the page says of itself while the image is being encoded.
-            let meta = page.metadata().await?;
+            let mut meta = page.metadata().await?;
+            meta.1.masked = masked;
             mark("title");
             let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
                 Ok(Ok(Ok(r))) => r,
@@ -301,4 +312,23 @@ pub(crate) async fn run(
         content,
         texts,
     })
+}
+
+/// Boxes in CSS pixels (relative to the document or viewport) as boxes of the image whose top
+/// left is `origin` and whose pixels are `scale` CSS pixels each; those wholly outside dropped.
+fn pixel_boxes(boxes: &[[f64; 4]], origin: (f64, f64), scale: f64) -> Vec<capture_core::metadata::PixelBox> {
+    boxes
+        .iter()
+        .filter_map(|[x, y, w, h]| {
+            let (x0, y0) = ((x - origin.0) * scale, (y - origin.1) * scale);
+            let (x1, y1) = (x0 + w * scale, y0 + h * scale);
+            let (x0, y0) = (x0.max(0.0).floor(), y0.max(0.0).floor());
+            (x1 > x0 && y1 > y0).then(|| capture_core::metadata::PixelBox {
+                x: x0 as u32,
+                y: y0 as u32,
+                w: (x1.ceil() - x0) as u32,
+                h: (y1.ceil() - y0) as u32,
+            })
+        })
+        .collect()
 }

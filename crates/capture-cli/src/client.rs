@@ -271,6 +271,24 @@ impl Client {
         json_or_error(r).await
     }
 
+    /// POST JSON (or nothing), not retried: the JSON answer, or the API's error answer as it
+    /// came, for a caller that handles an error code itself.
+    pub async fn post_or_failure(
+        &self,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<std::result::Result<Value, ApiFailure>> {
+        let mut req = self.http.post(format!("{}{path}", self.server)).bearer_auth(self.bearer());
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let r = req.timeout(self.request_timeout).send().await?;
+        if r.status().is_success() {
+            return Ok(Ok(read_json(r).await?));
+        }
+        Ok(Err(ApiFailure::read(r).await?))
+    }
+
     /// POST JSON and read JSON, allowed `timeout` (a request the server takes long over);
     /// not retried.
     pub async fn post_with_timeout(&self, path: &str, body: &Value, timeout: Duration) -> Result<Value> {

@@ -1,5 +1,5 @@
 //! The `capture` binary: the server (`serve`, `migrate`, `admin …`) and the client
-//! (`login`, `logout`, `balance`, `shot`, `read`, `webhooks …`).
+//! (`login`, `logout`, `balance`, `shot`, `read`, `webhooks …`, `profile …`, `monitor …`).
 
 mod client;
 mod commands;
@@ -8,6 +8,7 @@ mod error;
 mod inbox_cmd;
 mod login;
 mod logs;
+mod monitor_cmd;
 mod profile_cmd;
 mod read;
 mod retry;
@@ -137,6 +138,17 @@ enum Cmd {
         json: bool,
         #[command(subcommand)]
         cmd: ProfileCmd,
+    },
+    /// Monitors: a page captured on a schedule and compared with its baseline (pixels, text or
+    /// both); `check ID --wait` runs a check now and prints what changed.
+    Monitor {
+        #[command(flatten)]
+        conn: Conn,
+        /// Print the API's JSON.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        cmd: monitor_cmd::MonitorCmd,
     },
     /// The saved test inbox: address, password and messages; --wait prints the verification
     /// link and code of the next mail.
@@ -365,6 +377,7 @@ fn is_client(cmd: &Cmd) -> bool {
             | Cmd::AuthTest { .. }
             | Cmd::Inbox { .. }
             | Cmd::Profile { .. }
+            | Cmd::Monitor { .. }
     )
 }
 
@@ -431,6 +444,10 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
                 ProfileCmd::List => profile_cmd::list(&c, json).await,
                 ProfileCmd::Delete { id } => profile_cmd::delete(&c, &id).await,
             }
+        }
+        Cmd::Monitor { conn, json, cmd } => {
+            let c = conn.connect(false).await?;
+            monitor_cmd::run(&c, cmd, json).await
         }
         Cmd::Inbox { conn, wait, json, from, since, limit, timeout } => {
             let c = conn.connect(false).await?;

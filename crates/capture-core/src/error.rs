@@ -73,6 +73,8 @@ pub enum ErrorCode {
     /// The request needs something the operator has not set up here (`extract.prompt`
     /// without a language model): `/readyz` says what.
     FeatureUnavailable,
+    /// The account's plan allows no more of a resource (monitors: `CAPTURE_PLAN_MONITORS`).
+    PlanLimitExceeded,
 }
 
 impl ErrorCode {
@@ -82,7 +84,7 @@ impl ErrorCode {
         match self {
             ValidationError | InvalidJson | InvalidIdempotencyKey | InvalidRequestId | InvalidOrganizationId => 400,
             Unauthorized => 401,
-            Forbidden => 403,
+            Forbidden | PlanLimitExceeded => 403,
             NotFound => 404,
             MethodNotAllowed => 405,
             IdempotencyInFlight => 409,
@@ -146,6 +148,7 @@ impl ErrorCode {
             SessionUnreachable => "SESSION_UNREACHABLE",
             SessionElsewhere => "SESSION_ELSEWHERE",
             FeatureUnavailable => "FEATURE_UNAVAILABLE",
+            PlanLimitExceeded => "PLAN_LIMIT_EXCEEDED",
         }
     }
 }

@@ -15,6 +15,8 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "campaign.completed",
     "batch.completed",
     "screenshot.stored",
+    "monitor.changed",
+    "monitor.failing",
 ];
 
 /// Is `name` a known event type or `*`?

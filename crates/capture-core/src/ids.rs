@@ -42,6 +42,10 @@ pub const RENDER_KEY: &str = "rlk";
 pub const STORAGE_DESTINATION: &str = "sd";
 /// Prefix of browser profiles (a signed-in browser state).
 pub const PROFILE: &str = "prf";
+/// Prefix of monitors (a page checked on a schedule).
+pub const MONITOR: &str = "mon";
+/// Prefix of a monitor's checks.
+pub const MONITOR_CHECK: &str = "chk";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -186,6 +190,18 @@ id_type!(
     StorageDestinationId,
     STORAGE_DESTINATION,
     "storage destination"
+);
+id_type!(
+    /// A monitor (`mon_…`): a page checked on a schedule.
+    MonitorId,
+    MONITOR,
+    "monitor"
+);
+id_type!(
+    /// A check of a monitor (`chk_…`).
+    MonitorCheckId,
+    MONITOR_CHECK,
+    "check"
 );
 id_type!(
     /// A browser profile (`prf_…`): cookies and site storage a page starts from.

@@ -53,6 +53,20 @@ pub struct PageMetadata {
     /// The fields `extract` read (the job shows them as `data` and `sources`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extract: Option<Extracted>,
+    /// The boxes of the elements a monitor leaves out of its comparison (`ignoreSelectors`),
+    /// in the image's pixels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub masked: Vec<PixelBox>,
+}
+
+/// A box in an image's pixels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema, schemars::JsonSchema))]
+pub struct PixelBox {
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
 }
 
 /// What `extract` read from the page.

@@ -56,6 +56,9 @@ impl PlanLimits {
         }
     }
 
+    /// Monitors one account may keep, by plan (`CAPTURE_PLAN_MONITORS`).
+    pub const MONITORS_DEFAULT: PlanLimits = PlanLimits { free: 3, starter: 20, pro: 200 };
+
     /// Tasks one account may have running at once, by plan (`CAPTURE_MAX_RUNNING_PER_ACCOUNT`):
     /// below the worker count, so one tenant's slow or hanging pages never hold every worker.
     pub const RUNNING_DEFAULT: PlanLimits = PlanLimits { free: 2, starter: 4, pro: 8 };

@@ -27,7 +27,8 @@ pub fn router() -> Router<AppState> {
         (name = "inbox", description = "The saved test inbox: address, password, received mail with its links and codes"),
         (name = "auth-test", description = "Sign-in or sign-up? Auth history per site and the recommendation"),
         (name = "campaigns", description = "Bulk audit campaigns mailed within sending hours, caps and suppressions"),
-        (name = "storage", description = "Your own S3-compatible buckets, written to by captures that name one in storage")
+        (name = "storage", description = "Your own S3-compatible buckets, written to by captures that name one in storage"),
+        (name = "monitors", description = "Pages captured on a schedule and compared with their baseline: changes and failures as events")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -43,6 +44,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::render::ApiDoc::openapi());
     doc.merge(crate::storage::ApiDoc::openapi());
     doc.merge(crate::profiles::ApiDoc::openapi());
+    doc.merge(crate::monitors::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());
@@ -111,6 +113,14 @@ fn webhook_events() -> utoipa::openapi::path::Paths {
         "campaign.completed" => {
             "campaignId, name, status (completed), counts {pending, auditing, ready (all 0), sent, skipped, failed, \
              total}, reasons {<why a row was skipped or failed>: rows}, sendAt, timezone, launchedAt, completedAt"
+        }
+        "monitor.changed" => {
+            "monitorId, name, url, checkId, screenshotId, diffRatio, changedRegions [{x, y, w, h}], diffUrl, imageUrl, \
+             baselineImageUrl, textDiff (a unified diff, cut at 20,000 characters)"
+        }
+        "monitor.failing" => {
+            "monitorId, name, url, checkId, error, failures (sent at the third failed check in a row, once until a \
+             check succeeds)"
         }
         _ => "the event's fields",
     };

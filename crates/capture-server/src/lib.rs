@@ -37,6 +37,7 @@ pub mod jobs;
 pub mod lists;
 pub mod mcp;
 pub mod metrics;
+pub mod monitors;
 pub mod nodes;
 pub mod oauth;
 pub mod paging;

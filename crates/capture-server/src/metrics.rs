@@ -15,6 +15,9 @@ use capture_store::{QueueLimits, QueueScope};
 /// Upper bounds (seconds) of the capture-time histogram.
 const BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
 
+/// Upper bounds (seconds) of the monitors' lag histogram (due time to check started).
+const LAG_BUCKETS: &[f64] = &[0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
+
 /// Process metrics.
 #[derive(Default)]
 pub struct Metrics {
@@ -32,6 +35,9 @@ pub struct Metrics {
     refused_account: AtomicU64,
     refused_global: AtomicU64,
     inbox_waiting: AtomicU64,
+    monitor_lag_buckets: [AtomicU64; 8],
+    monitor_runs: AtomicU64,
+    monitor_lag_sum_ms: AtomicU64,
 }
 
 /// One inbox long-poll counted in `capture_inbox_waiting` while it lives.
@@ -93,6 +99,18 @@ impl Metrics {
     pub fn forwarded_call(&self, seconds: f64) {
         self.forwarded_calls.fetch_add(1, Ordering::Relaxed);
         self.forwarded_micros.fetch_add((seconds * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    /// Record a monitor's run claimed `lag_ms` after it was due.
+    pub fn monitor_lag(&self, lag_ms: i64) {
+        let secs = lag_ms.max(0) as f64 / 1000.0;
+        for (i, b) in LAG_BUCKETS.iter().enumerate() {
+            if secs <= *b {
+                self.monitor_lag_buckets[i].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.monitor_runs.fetch_add(1, Ordering::Relaxed);
+        self.monitor_lag_sum_ms.fetch_add(lag_ms.max(0) as u64, Ordering::Relaxed);
     }
 
     /// Record whether this process is the scheduler leader.
@@ -194,6 +212,22 @@ impl Metrics {
         let _ =
             writeln!(s, "capture_capture_seconds_sum {}", self.capture_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0);
         let _ = writeln!(s, "capture_capture_seconds_count {count}");
+        s.push_str("# HELP capture_monitor_lag_seconds From a monitor's due time to its check's start (the scheduler leader's).\n# TYPE capture_monitor_lag_seconds histogram\n");
+        for (i, b) in LAG_BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "capture_monitor_lag_seconds_bucket{{le=\"{b}\"}} {}",
+                self.monitor_lag_buckets[i].load(Ordering::Relaxed)
+            );
+        }
+        let runs = self.monitor_runs.load(Ordering::Relaxed);
+        let _ = writeln!(s, "capture_monitor_lag_seconds_bucket{{le=\"+Inf\"}} {runs}");
+        let _ = writeln!(
+            s,
+            "capture_monitor_lag_seconds_sum {}",
+            self.monitor_lag_sum_ms.load(Ordering::Relaxed) as f64 / 1000.0
+        );
+        let _ = writeln!(s, "capture_monitor_lag_seconds_count {runs}");
         let _ = writeln!(
             s,
             "# HELP capture_captures_total Captures finished by this process.\n# TYPE capture_captures_total counter"

@@ -22,11 +22,13 @@ pub enum Queue {
     StorageCopy,
     /// Campaign loops (they read due rows, not queue tasks).
     Campaign,
+    /// The monitors' scheduler (it reads due monitors and ended checks, not queue tasks).
+    Monitor,
 }
 
 /// Each kind: the store's task kinds that are its work, and whether one queued task wakes every
 /// idle worker (kinds whose workers take different task kinds, or read rows) or just one.
-const TABLE: [(Queue, &[&str], bool); 7] = [
+const TABLE: [(Queue, &[&str], bool); 8] = [
     (Queue::Screenshot, &["screenshot"], false),
     (Queue::Webhook, &["webhook"], false),
     (Queue::Audit, &["audit"], false),
@@ -34,6 +36,7 @@ const TABLE: [(Queue, &[&str], bool); 7] = [
     (Queue::Ad, &["ad_draft", "ad_render"], true),
     (Queue::StorageCopy, &["storage_copy"], false),
     (Queue::Campaign, &[], true),
+    (Queue::Monitor, &[], true),
 ];
 
 impl Queue {

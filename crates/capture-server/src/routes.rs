@@ -39,6 +39,7 @@ pub fn apis() -> Apis {
             crate::render::keys_router(),
             crate::storage::router(),
             crate::profiles::router(),
+            crate::monitors::router(),
             screenshots::api_router(),
             crate::runs::v1_router(),
             crate::campaigns::v1_router(),

@@ -1,5 +1,6 @@
 //! The scheduler role: periodic housekeeping (expired idempotency records, OAuth codes and
-//! tokens, web sessions). Webhook retries need no scheduler: delivery loops claim them from
+//! tokens, web sessions) and monitors (due checks started, ended ones compared:
+//! [`crate::monitors::check`]). Webhook retries need no scheduler: delivery loops claim them from
 //! the queue when they come due.
 //!
 //! Exactly one node runs these duties at a time: on PostgreSQL the one holding the
@@ -33,6 +34,7 @@ pub async fn run(state: AppState, stop: CancellationToken) {
         tracing::info!(backend = ?state.store.backend(), "this node is now the scheduler leader");
         let lost = tokio::select! {
             _ = housekeeping(&state) => None,
+            _ = crate::monitors::check::run(&state) => None,
             e = lock.lost(check) => Some(e),
             _ = stop.cancelled() => None,
         };

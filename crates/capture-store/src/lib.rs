@@ -58,7 +58,7 @@ pub use idempotency::{IdemBegin, IdemClaim};
 pub use inbox::{AuthAttemptRow, InboxMessageRow, InboxRow, MessageFilter, RemovedMessages};
 pub use json::Json;
 pub use ledger::QuotaExceeded;
-pub use monitors::{CheckOutcome, MonitorCheckRow, MonitorRow};
+pub use monitors::{CheckEvents, CheckOutcome, MonitorCheckRow, MonitorRow};
 pub use notify::{AUTH_CHANNEL, JOB_CHANNEL, LeaderLock, Listener, SCHEDULER_LOCK, WORK_CHANNEL, Wakeup};
 pub use oauth::{
     AccessRecord, CodeRedemption, NewToken, OAuthClient, OAuthCode, RefreshOutcome, TokenGrant, TokenKind,

@@ -58,6 +58,9 @@ pub struct MonitorCheckRow {
     pub error: Option<String>,
     pub created_at: i64,
     pub completed_at: Option<i64>,
+    /// The file of the check's capture, and of the baseline's it was compared with.
+    pub image_key: Option<String>,
+    pub baseline_key: Option<String>,
 }
 
 /// How a check ended.
@@ -70,12 +73,25 @@ pub struct CheckOutcome {
     pub text_key: Option<String>,
     pub text_diff: Option<String>,
     pub error: Option<String>,
+    pub image_key: Option<String>,
+    pub baseline_key: Option<String>,
+}
+
+/// The webhook events a check's end emits in the same transaction: `monitor.changed` (when
+/// it changed), and `monitor.failing` when its failure makes `at` failures in a row (once
+/// per run of failures; `failures` is added to the data).
+#[derive(Debug, Clone, Default)]
+pub struct CheckEvents {
+    /// The account the events go to (None: none are emitted).
+    pub user_id: Option<String>,
+    pub changed: Option<serde_json::Value>,
+    pub failing: Option<(i64, serde_json::Value)>,
 }
 
 const COLS: &str = "id, user_id, name, url, schedule, capture, compare, threshold, ignore_selectors, notify, \
                     baseline_mode, status, baseline_check_id, next_run_at, failures, created_at, updated_at";
 const CHECK_COLS: &str = "id, monitor_id, user_id, status, screenshot_id, diff_ratio, regions, diff_key, text_key, \
-                          text_diff, error, created_at, completed_at";
+                          text_diff, error, created_at, completed_at, image_key, baseline_key";
 
 fn monitor_from(r: &AnyRow) -> Result<MonitorRow> {
     Ok(MonitorRow {
@@ -114,6 +130,8 @@ fn check_from(r: &AnyRow) -> Result<MonitorCheckRow> {
         error: r.try_get("error")?,
         created_at: r.try_get("created_at")?,
         completed_at: r.try_get("completed_at")?,
+        image_key: r.try_get("image_key")?,
+        baseline_key: r.try_get("baseline_key")?,
     })
 }
 
@@ -269,7 +287,7 @@ impl Store {
     pub async fn insert_monitor_check(&self, c: &MonitorCheckRow) -> Result<()> {
         sqlx::query(sqlf!(
             "INSERT INTO monitor_checks ({CHECK_COLS}) VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 < 0 THEN NULL ELSE $6 END, \
-             $7, $8, $9, $10, $11, $12, $13)"
+             $7, $8, $9, $10, $11, $12, $13, $14, $15)"
         ))
         .bind(&c.id)
         .bind(&c.monitor_id)
@@ -284,6 +302,8 @@ impl Store {
         .bind(c.error.clone())
         .bind(c.created_at)
         .bind(c.completed_at)
+        .bind(c.image_key.clone())
+        .bind(c.baseline_key.clone())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -299,11 +319,13 @@ impl Store {
         check_id: &str,
         outcome: &CheckOutcome,
         now: i64,
+        events: &CheckEvents,
     ) -> Result<Option<i64>> {
         let mut tx = self.begin_write().await?;
         let row: Option<(String,)> = sqlx::query_as(
             "UPDATE monitor_checks SET status = $1, diff_ratio = CASE WHEN $2 < 0 THEN NULL ELSE $2 END, regions = $3, diff_key = $4, text_key = $5, \
-             text_diff = $6, error = $7, completed_at = $8 WHERE id = $9 AND status = 'pending' RETURNING monitor_id",
+             text_diff = $6, error = $7, completed_at = $8, image_key = $10, baseline_key = $11 \
+             WHERE id = $9 AND status = 'pending' RETURNING monitor_id",
         )
         .bind(&outcome.status)
         // Always a number (a missing ratio is -1): PostgreSQL keeps a parameter's type per
@@ -316,6 +338,8 @@ impl Store {
         .bind(outcome.error.clone())
         .bind(now)
         .bind(check_id)
+        .bind(outcome.image_key.clone())
+        .bind(outcome.baseline_key.clone())
         .fetch_optional(&mut *tx)
         .await?;
         let Some((monitor_id,)) = row else {
@@ -336,8 +360,60 @@ impl Store {
         .bind(&monitor_id)
         .fetch_optional(&mut *tx)
         .await?;
+        if let (Some((failures,)), Some(user_id)) = (updated, &events.user_id) {
+            if let Some(changed) = &events.changed {
+                crate::webhooks::emit(&mut tx, user_id, "monitor.changed", changed, now, None).await?;
+            }
+            if let Some((at, failing)) = &events.failing
+                && failures == *at
+            {
+                let mut data = failing.clone();
+                data["failures"] = serde_json::Value::from(failures);
+                crate::webhooks::emit(&mut tx, user_id, "monitor.failing", &data, now, None).await?;
+            }
+        }
         tx.commit().await?;
         Ok(updated.map(|(n,)| n))
+    }
+
+    /// Pending checks whose capture has ended (done or failed) or is gone, oldest first: the
+    /// ones to compare now.
+    pub async fn monitor_checks_ready(&self, limit: i64) -> Result<Vec<MonitorCheckRow>> {
+        let cols = CHECK_COLS.split(", ").map(|c| format!("c.{c}")).collect::<Vec<_>>().join(", ");
+        let rows = sqlx::query(sqlf!(
+            "SELECT {cols} FROM monitor_checks c LEFT JOIN screenshots s ON s.id = c.screenshot_id \
+             WHERE c.status = 'pending' AND (s.id IS NULL OR s.status IN ('done', 'failed')) \
+             ORDER BY c.created_at, c.id LIMIT $1"
+        ))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(check_from).collect()
+    }
+
+    /// The check a screenshot was taken for, if any (of `user_id`'s).
+    pub async fn monitor_check_of_screenshot(
+        &self,
+        user_id: &str,
+        screenshot_id: &str,
+    ) -> Result<Option<MonitorCheckRow>> {
+        let row =
+            sqlx::query(sqlf!("SELECT {CHECK_COLS} FROM monitor_checks WHERE user_id = $1 AND screenshot_id = $2"))
+                .bind(user_id)
+                .bind(screenshot_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.as_ref().map(check_from).transpose()
+    }
+
+    /// Is a check of this monitor still waiting for its capture? (A due run is skipped while one is.)
+    pub async fn monitor_check_pending(&self, monitor_id: &str) -> Result<bool> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT id FROM monitor_checks WHERE monitor_id = $1 AND status = 'pending' LIMIT 1")
+                .bind(monitor_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.is_some())
     }
 
     /// A check of `user_id`'s by id.

@@ -753,7 +753,7 @@ async fn render_keys_are_listed_found_and_revoked_by_their_owner(ctx: Ctx) {
 }
 
 async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ctx) {
-    use capture_store::{CheckOutcome, MonitorCheckRow, MonitorRow};
+    use capture_store::{CheckEvents, CheckOutcome, MonitorCheckRow, MonitorRow};
     let store = &ctx.store;
     let alice = new_user(store, "alice@example.com").await;
     let bob = new_user(store, "bob@example.com").await;
@@ -844,6 +844,8 @@ async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ct
         error: None,
         created_at: at,
         completed_at: None,
+        image_key: None,
+        baseline_key: None,
     };
     let end = |status: &str| CheckOutcome { status: status.into(), ..Default::default() };
     let baseline = |s: &Store| {
@@ -854,13 +856,38 @@ async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ct
     for (i, c) in ["chk_1", "chk_2", "chk_3", "chk_4", "chk_5"].iter().enumerate() {
         store.insert_monitor_check(&check(c, T0 + i as i64)).await.unwrap();
     }
-    assert_eq!(store.complete_monitor_check("chk_1", &end("baseline"), T0 + 10).await.unwrap(), Some(0));
+    // Their captures are gone (never made here): all five are ready to end, oldest first.
+    let ready = store.monitor_checks_ready(10).await.unwrap();
+    assert_eq!(
+        ready.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        vec!["chk_1", "chk_2", "chk_3", "chk_4", "chk_5"]
+    );
+    assert!(store.monitor_check_pending("mon_a1").await.unwrap());
+    assert_eq!(
+        store.monitor_check_of_screenshot(&alice.id, "scr_chk_2").await.unwrap().map(|c| c.id),
+        Some("chk_2".into())
+    );
+    assert_eq!(store.monitor_check_of_screenshot(&bob.id, "scr_chk_2").await.unwrap(), None);
+    assert_eq!(
+        store.complete_monitor_check("chk_1", &end("baseline"), T0 + 10, &Default::default()).await.unwrap(),
+        Some(0)
+    );
     assert_eq!(baseline(store).await.as_deref(), Some("chk_1"));
     let failed =
         CheckOutcome { status: "failed".into(), error: Some("blocked: cloudflare".into()), ..Default::default() };
-    assert_eq!(store.complete_monitor_check("chk_2", &failed, T0 + 11).await.unwrap(), Some(1));
-    assert_eq!(store.complete_monitor_check("chk_3", &failed, T0 + 12).await.unwrap(), Some(2));
-    assert_eq!(store.complete_monitor_check("chk_3", &end("unchanged"), T0 + 13).await.unwrap(), None, "ended once");
+    assert_eq!(store.complete_monitor_check("chk_2", &failed, T0 + 11, &Default::default()).await.unwrap(), Some(1));
+    assert_eq!(store.complete_monitor_check("chk_3", &failed, T0 + 12, &Default::default()).await.unwrap(), Some(2));
+    // A check that ended already records and emits nothing, whatever it is told.
+    let events = CheckEvents {
+        user_id: Some(alice.id.clone()),
+        changed: None,
+        failing: Some((3, serde_json::json!({"monitorId": "mon_a1"}))),
+    };
+    assert_eq!(
+        store.complete_monitor_check("chk_3", &end("unchanged"), T0 + 13, &events).await.unwrap(),
+        None,
+        "ended once"
+    );
     assert_eq!(baseline(store).await.as_deref(), Some("chk_1"), "a failure is never the baseline");
     let changed = CheckOutcome {
         status: "changed".into(),
@@ -868,12 +895,12 @@ async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ct
         regions: Some(r#"[{"x":0,"y":0,"w":16,"h":16}]"#.into()),
         ..Default::default()
     };
-    assert_eq!(store.complete_monitor_check("chk_4", &changed, T0 + 14).await.unwrap(), Some(0));
+    assert_eq!(store.complete_monitor_check("chk_4", &changed, T0 + 14, &Default::default()).await.unwrap(), Some(0));
     assert_eq!(baseline(store).await.as_deref(), Some("chk_4"));
     let mut manual = store.monitor(&alice.id, "mon_a1").await.unwrap().unwrap();
     manual.baseline_mode = "manual".into();
     assert!(store.update_monitor(&manual).await.unwrap());
-    store.complete_monitor_check("chk_5", &changed, T0 + 15).await.unwrap();
+    store.complete_monitor_check("chk_5", &changed, T0 + 15, &Default::default()).await.unwrap();
     assert_eq!(baseline(store).await.as_deref(), Some("chk_4"), "manual: kept");
     let c4 = store.monitor_check(&alice.id, "chk_4").await.unwrap().unwrap();
     assert_eq!((c4.status.as_str(), c4.diff_ratio, c4.completed_at), ("changed", Some(0.02), Some(T0 + 14)));
@@ -895,7 +922,10 @@ async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ct
     store.insert_monitor_check(&check("chk_6", T0 + 30)).await.unwrap();
     assert!(store.delete_monitor(&alice.id, "mon_a1").await.unwrap());
     assert_eq!(store.monitor(&alice.id, "mon_a1").await.unwrap(), None);
-    assert_eq!(store.complete_monitor_check("chk_6", &end("unchanged"), T0 + 31).await.unwrap(), None);
+    assert_eq!(
+        store.complete_monitor_check("chk_6", &end("unchanged"), T0 + 31, &Default::default()).await.unwrap(),
+        None
+    );
     assert!(store.monitor_checks(&alice.id, "mon_a1", None, 10).await.unwrap().is_empty());
 }
 

@@ -67,6 +67,11 @@ impl Server {
     pub fn rss_mb(&self) -> f64 {
         rss_mb(self.node.child.id())
     }
+
+    /// The server's data folder (its SQLite database is `capture.db` there).
+    pub fn data_dir(&self) -> PathBuf {
+        self._dir.path().join("data")
+    }
 }
 
 /// Create the pro account `bench@example.com` in the configuration `envs` and return a new

@@ -329,6 +329,55 @@ impl Page {
         }
     }
 
+    /// The boxes of the elements `selectors` match, in the captured image's CSS pixels
+    /// relative to `origin` (the document's top left for a full page or a region, the
+    /// viewport's for a screenful): what a monitor leaves out of its comparison. A selector
+    /// the browser cannot parse fails the job, naming it.
+    pub(crate) async fn mask_boxes(
+        &mut self,
+        selectors: &[String],
+        viewport: bool,
+    ) -> Result<Vec<[f64; 4]>, CaptureError> {
+        if selectors.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = serde_json::to_string(selectors).unwrap_or_else(|_| "[]".into());
+        let js = format!(
+            r#"((list, viewport) => {{
+  const out = [];
+  for (let i = 0; i < list.length; i++) {{
+    let els;
+    try {{ els = document.querySelectorAll(list[i]); }} catch (e) {{ return i; }}
+    for (const el of els) {{
+      const r = el.getBoundingClientRect();
+      if (r.width <= 0 || r.height <= 0) continue;
+      const dx = viewport ? 0 : window.scrollX, dy = viewport ? 0 : window.scrollY;
+      out.push([r.left + dx, r.top + dy, r.width, r.height]);
+      if (out.length >= 500) return out;
+    }}
+  }}
+  return out;
+}})({list}, {viewport})"#
+        );
+        match self.eval_job(&js).await? {
+            Ok(Value::Array(items)) => Ok(items
+                .iter()
+                .filter_map(|b| {
+                    let a = b.as_array()?;
+                    let n = |i: usize| a.get(i).and_then(Value::as_f64);
+                    Some([n(0)?, n(1)?, n(2)?, n(3)?])
+                })
+                .collect()),
+            Ok(Value::Number(n)) => {
+                let i = n.as_u64().unwrap_or(0) as usize;
+                let sel = selectors.get(i).map_or("", String::as_str);
+                Err(CaptureError::Script(format!("ignoreSelectors[{i}]: '{sel}' is not a valid CSS selector")))
+            }
+            Ok(other) => Err(CaptureError::Script(format!("ignoreSelectors: unexpected answer {other}"))),
+            Err(m) => Err(CaptureError::Script(format!("ignoreSelectors failed: {m}"))),
+        }
+    }
+
     /// The box of the element `sel` names, waited for up to `timeout_ms` and scrolled into
     /// view. An element that never appears (or has no size) is [`CaptureError::NotFound`].
     pub(crate) async fn element_box(&mut self, sel: &str, timeout_ms: u64) -> Result<BoxCss, CaptureError> {
@@ -428,6 +477,7 @@ impl Page {
             overlay: self.overlay_report.clone(),
             content: None,
             extract: None,
+            masked: Vec::new(),
         }
         .capped();
         Ok((title, metadata))

@@ -111,6 +111,10 @@ pub struct CaptureOptions {
     /// video players, back-to-top buttons and chat launchers (Capture's annoyances list).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub block_annoyances: bool,
+    /// Elements whose boxes the capture reports (`metadata.masked`) for a monitor's
+    /// comparison to leave out; set by monitors (`ignoreSelectors`), not a request field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mask_selectors: Vec<String>,
     /// Hide what still covers the page once the rest ran: any fixed or sticky element over
     /// more than a quarter of the viewport (a newsletter modal, an app banner), and give the
     /// page back the scrolling it locked (tag `popups-hidden`).
@@ -177,6 +181,7 @@ impl Default for CaptureOptions {
             selector: None,
             clip: None,
             hide_selectors: Vec::new(),
+            mask_selectors: Vec::new(),
             omit_background: false,
             quality: None,
             image_width: None,

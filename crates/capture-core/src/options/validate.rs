@@ -216,6 +216,7 @@ impl ScreenshotIn {
             selector: selector_opt,
             clip: self.clip,
             hide_selectors,
+            mask_selectors: Vec::new(),
             omit_background,
             quality,
             image_width,

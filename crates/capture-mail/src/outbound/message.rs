@@ -284,6 +284,8 @@ pub struct NoticeMail {
     pub subject: String,
     pub text: String,
     pub html: String,
+    /// Pictures shown in the HTML by their `cid:` URLs (a monitor's before, after and diff).
+    pub images: Vec<InlineImage>,
 }
 
 impl NoticeMail {
@@ -303,13 +305,33 @@ impl NoticeMail {
             .subject(clean(&self.subject))
             .date(SystemTime::from(now))
             .message_id(Some(message_id.clone()))
-            .multipart(
-                MultiPart::alternative()
-                    .singlepart(SinglePart::plain(self.text.clone()))
-                    .singlepart(SinglePart::html(self.html.clone())),
-            )
+            .multipart(self.body()?)
             .map_err(|e| BuildError::Message(e.to_string()))?;
         Ok(OutgoingMail { message_id, from: from_addr, to: to_addr, raw: message.formatted() })
+    }
+
+    /// Text and HTML as alternatives; the HTML with its pictures as one related part.
+    fn body(&self) -> Result<MultiPart, BuildError> {
+        let text = SinglePart::plain(self.text.clone());
+        let html = SinglePart::html(self.html.clone());
+        if self.images.is_empty() {
+            return Ok(MultiPart::alternative().singlepart(text).singlepart(html));
+        }
+        let mut related = MultiPart::related().singlepart(html);
+        for img in &self.images {
+            if !is_token(&img.content_id, ".-_@") {
+                return Err(BuildError::ContentId(img.content_id.clone()));
+            }
+            if !self.html.contains(&img.url()) {
+                return Err(BuildError::UnreferencedImage(img.url()));
+            }
+            let ctype = ContentType::parse(&img.content_type)
+                .ok()
+                .filter(|_| img.content_type.starts_with("image/"))
+                .ok_or_else(|| BuildError::ImageType(img.content_type.clone()))?;
+            related = related.singlepart(Attachment::new_inline(img.content_id.clone()).body(img.bytes.clone(), ctype));
+        }
+        Ok(MultiPart::alternative().singlepart(text).multipart(related))
     }
 }
 
@@ -341,6 +363,28 @@ mod tests {
     }
 
     #[test]
+    fn a_notice_carries_its_pictures_inline_and_refuses_one_it_does_not_show() {
+        let mut n = NoticeMail {
+            from: Sender::parse("Capture <no-reply@capture.example>").unwrap(),
+            to: "me@site.example".into(),
+            subject: "Changed: pricing".into(),
+            text: "It changed".into(),
+            html: "<img src=\"cid:before.chk@capture.example\"><img src=\"cid:diff.chk@capture.example\">".into(),
+            images: vec![
+                InlineImage::png("before.chk@capture.example", vec![0x89, b'P', b'N', b'G', 1]),
+                InlineImage::png("diff.chk@capture.example", vec![0x89, b'P', b'N', b'G', 2]),
+            ],
+        };
+        let raw = String::from_utf8_lossy(n.clone().build(now()).unwrap().raw()).to_string();
+        assert!(raw.contains("multipart/related"), "{raw}");
+        for cid in ["<before.chk@capture.example>", "<diff.chk@capture.example>"] {
+            assert_eq!(raw.matches(&format!("Content-ID: {cid}")).count(), 1, "{raw}");
+        }
+        n.images.push(InlineImage::png("after.chk@capture.example", vec![1]));
+        assert!(matches!(n.build(now()), Err(BuildError::UnreferencedImage(_))));
+    }
+
+    #[test]
     fn notices_have_both_bodies_and_no_unsubscribe_headers() {
         let n = NoticeMail {
             from: Sender::parse("Capture <no-reply@capture.example>").unwrap(),
@@ -348,6 +392,7 @@ mod tests {
             subject: "Verify\r\nBcc: x@y.example".into(),
             text: "Open https://capture.example/verify-email?token=abc".into(),
             html: "<a href=\"https://capture.example/verify-email?token=abc\">Verify</a>".into(),
+            images: Vec::new(),
         };
         let m = n.build(now()).unwrap();
         assert_eq!(m.envelope_to().to_string(), "new@site.example");

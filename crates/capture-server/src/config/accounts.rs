@@ -14,6 +14,10 @@ pub struct AccountSettings {
     /// Most accounts one client address may create on the website in an hour
     /// (`CAPTURE_SIGNUPS_PER_HOUR`; 0 = no limit).
     pub signups_per_hour: i64,
+    /// `CAPTURE_PLAN_MONITORS`: how many monitors an account of each plan may keep.
+    pub plan_monitors: PlanLimits,
+    /// `CAPTURE_MONITOR_MIN_INTERVAL`: the shortest time between two checks of a monitor.
+    pub monitor_min_interval: std::time::Duration,
 }
 
 impl AccountSettings {
@@ -33,7 +37,20 @@ impl AccountSettings {
             Some(v) => PlanLimits::parse(&v).map_err(|e| err("CAPTURE_PLAN_LIMITS", e))?,
         };
         let signups_per_hour = r.num("CAPTURE_SIGNUPS_PER_HOUR", 5, 0, 1_000_000)? as i64;
-        Ok(AccountSettings { admin_emails, plan_limits, signups_per_hour })
+        let plan_monitors = match r.get("CAPTURE_PLAN_MONITORS") {
+            None => PlanLimits::MONITORS_DEFAULT,
+            Some(v) => {
+                PlanLimits::parse_over(&v, PlanLimits::MONITORS_DEFAULT).map_err(|e| err("CAPTURE_PLAN_MONITORS", e))?
+            }
+        };
+        let monitor_min_interval = r.dur_in(
+            "CAPTURE_MONITOR_MIN_INTERVAL",
+            "5m",
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(24 * 3600),
+            "must be from 1s to 24h",
+        )?;
+        Ok(AccountSettings { admin_emails, plan_limits, signups_per_hour, plan_monitors, monitor_min_interval })
     }
 
     /// Is this e-mail an administrator (unlimited)?

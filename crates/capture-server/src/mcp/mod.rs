@@ -13,6 +13,7 @@ mod audit_tools;
 mod campaign_tools;
 mod capture_tools;
 mod inbox_tools;
+mod monitor_tools;
 mod profile_tools;
 mod run_tools;
 mod tools;

@@ -7,7 +7,7 @@
 use rmcp::model::{CallToolResult, JsonObject, Tool};
 use rmcp::service::{RequestContext, RoleServer};
 
-use super::{audit_tools, campaign_tools, capture_tools, inbox_tools, profile_tools, run_tools};
+use super::{audit_tools, campaign_tools, capture_tools, inbox_tools, monitor_tools, profile_tools, run_tools};
 use crate::auth::Account;
 use crate::state::AppState;
 use crate::tool::{Cx, tool_error};
@@ -21,6 +21,7 @@ pub fn catalogue() -> Vec<Tool> {
     all.extend(profile_tools::catalogue());
     all.extend(crate::automation::catalogue());
     all.extend(campaign_tools::catalogue());
+    all.extend(monitor_tools::catalogue());
     all
 }
 
@@ -44,6 +45,8 @@ pub async fn call(
     } else if let Some(out) = profile_tools::call(&cx, name, &args).await {
         out
     } else if let Some(out) = campaign_tools::call(&cx, name, &args).await {
+        out
+    } else if let Some(out) = monitor_tools::call(&cx, name, &args).await {
         out
     } else if let Some(out) = crate::automation::call(&cx, name, &args).await {
         out

@@ -224,6 +224,7 @@ pub async fn send_verification(state: &AppState, user: &capture_store::User) -> 
             "<p>Welcome to Capture.</p><p><a href=\"{link}\">Verify your e-mail address</a> to start capturing.</p>\
              <p>The link works for 48 hours. If you did not sign up, ignore this mail.</p>"
         ),
+        images: Vec::new(),
     };
     let sent = match mail.build(chrono::Utc::now()) {
         Ok(m) => tokio::time::timeout(std::time::Duration::from_secs(30), mailer.send(&m))

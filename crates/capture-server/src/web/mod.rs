@@ -1,6 +1,6 @@
-//! The website: sign-up, sign-in, the dashboard (usage, API keys, screenshots, webhook
-//! endpoints) and settings. Server-rendered HTML with no framework and no external assets;
-//! every form works without JavaScript (one small script only adds "Copy" buttons).
+//! The website: sign-up, sign-in, the dashboard (usage, API keys, screenshots, monitors,
+//! webhook endpoints) and settings. Server-rendered HTML with no framework and no external
+//! assets; every form works without JavaScript (one small script only adds "Copy" buttons).
 //!
 //! Handlers are thin: they authenticate through the [`base::forms::Signed`] / [`base::forms::SignedForm`]
 //! extractors (session cookie, and the session's CSRF token on every POST) and call the same
@@ -15,6 +15,7 @@ mod dashboard;
 pub mod front;
 mod hooks;
 mod inbox;
+mod monitors;
 mod more_options;
 mod playground;
 mod render_links;
@@ -55,6 +56,13 @@ pub fn router() -> Router<AppState> {
         .route("/dashboard/render-links/{id}/revoke", post(render_links::revoke))
         .route("/dashboard/storage", get(storage::list).post(storage::create))
         .route("/dashboard/storage/{id}/delete", post(storage::delete))
+        .route("/dashboard/monitors", get(monitors::list).post(monitors::create))
+        .route("/dashboard/monitors/{id}", get(monitors::show))
+        .route("/dashboard/monitors/{id}/check", post(monitors::check_now))
+        .route("/dashboard/monitors/{id}/pause", post(monitors::pause))
+        .route("/dashboard/monitors/{id}/resume", post(monitors::resume))
+        .route("/dashboard/monitors/{id}/delete", post(monitors::delete))
+        .route("/dashboard/monitors/{id}/baseline", post(monitors::baseline))
         .route("/dashboard/webhooks", get(hooks::list).post(hooks::create))
         .route("/dashboard/webhooks/{id}", get(hooks::show))
         .route("/dashboard/webhooks/{id}/rotate", post(hooks::rotate))

@@ -10,5 +10,6 @@ mod api;
 mod oauth;
 mod oauth_inbox;
 mod oauth_isolation;
+mod oauth_monitors;
 mod oauth_text;
 mod web;

@@ -22,6 +22,7 @@ pub enum Nav {
     Settings,
     Playground,
     Screenshots,
+    Monitors,
     Usage,
     None,
 }
@@ -58,6 +59,7 @@ impl Nav {
             Nav::Settings => "settings",
             Nav::Playground => "playground",
             Nav::Screenshots => "screenshots",
+            Nav::Monitors => "monitors",
             Nav::Usage => "usage",
             Nav::None => "",
         }

@@ -13,6 +13,7 @@ mod hardening;
 mod hardening3;
 mod inbox;
 mod lists;
+mod monitors;
 mod nodes;
 mod page_text;
 mod profiles;

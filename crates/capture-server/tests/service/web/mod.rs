@@ -1,6 +1,6 @@
 //! The website end to end, over HTTP against the in-process application: sign-up and
 //! sign-in, CSRF, sign-in throttling, `next=` redirects, sign-out, API keys and their
-//! effect on the REST API, screenshots, webhooks, and account isolation.
+//! effect on the REST API, screenshots, webhooks, monitors, and account isolation.
 //! (The real-browser tests of the same pages live in `tests/e2e/` at the repository root.)
 
 mod audits;
@@ -9,6 +9,7 @@ mod campaigns;
 mod dashboard;
 mod front_page;
 mod inbox;
+mod monitors;
 mod playground_options;
 mod runs;
 mod workspace;
