@@ -166,6 +166,8 @@ pub struct Example {
 /// (what each feature's status is: `features.rs`).
 pub struct Features {
     axe: capture_audit::axe::AxeSource,
+    /// The language model's HTTP client (`CAPTURE_LLM_URL`), built once with its timeout.
+    llm: Option<reqwest::Client>,
     pub(crate) mail_checked: std::sync::Mutex<Option<(std::time::Instant, String)>>,
 }
 
@@ -179,7 +181,20 @@ impl Features {
             }
             other => tracing::info!(axe = %other.describe(), "accessibility checks of audits"),
         }
-        Features { axe, mail_checked: std::sync::Mutex::new(None) }
+        let llm = cfg.llm.url.as_ref().and_then(|_| {
+            reqwest::Client::builder()
+                .timeout(cfg.llm.timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| tracing::warn!(error = %e, "the language model's client could not be built"))
+                .ok()
+        });
+        Features { axe, llm, mail_checked: std::sync::Mutex::new(None) }
+    }
+
+    /// The language model's client, when one is configured.
+    pub fn llm(&self) -> Option<&reqwest::Client> {
+        self.llm.as_ref()
     }
 
     /// The axe-core audits inject.

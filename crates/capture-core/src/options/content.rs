@@ -60,6 +60,14 @@ pub struct ContentSettings {
     pub from: u64,
 }
 
+impl ContentSettings {
+    /// The forms kept beside a job's own file, whose format is `own` (a text form itself, or
+    /// None for an image): every form asked for but that one, in the request's order.
+    pub fn beside(&self, own: Option<ContentFormat>) -> Vec<ContentFormat> {
+        self.formats.iter().copied().filter(|f| Some(*f) != own).collect()
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }

@@ -493,7 +493,7 @@ impl Finish {
         let mut out = out;
         if let Some(spec) = opts.extract.as_ref().filter(|e| e.prompt.is_some()) {
             let markdown = super::model::markdown_of(&out).unwrap_or_default();
-            match super::model::extract(&state.cfg.llm, spec, &markdown).await {
+            match super::model::extract(&state.cfg.llm, state.features.llm(), spec, &markdown).await {
                 Ok(x) => out.metadata.extract = Some(x),
                 Err(why) => {
                     state.metrics.capture(started.elapsed().as_secs_f64(), false);
@@ -582,11 +582,9 @@ impl Finish {
         let mut metadata = out.metadata;
         let extracted = metadata.extract.take();
         let texts = opts.content.as_ref().map(|c| {
-            let own = opts.format.content();
-            c.formats
-                .iter()
-                .filter(|f| Some(**f) != own)
-                .map(|f| (f.as_str().to_string(), state.lasting_file_url(&blob::content_name(&done.result_key, *f))))
+            c.beside(opts.format.content())
+                .into_iter()
+                .map(|f| (f.as_str().to_string(), state.lasting_file_url(&blob::content_name(&done.result_key, f))))
                 .collect::<std::collections::BTreeMap<_, _>>()
         });
         let completed = ScreenshotCompleted {

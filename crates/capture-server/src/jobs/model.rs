@@ -19,8 +19,13 @@ Never invent values.";
 /// Ask the model for the data `spec.prompt` and `spec.schema` describe, from the page's
 /// Markdown (`markdown`, cut to `CAPTURE_LLM_MAX_CHARS`). The error says why, for the job's
 /// `error`.
-pub async fn extract(cfg: &LlmSettings, spec: &ExtractSettings, markdown: &str) -> Result<Extracted, String> {
-    let Some(base) = &cfg.url else {
+pub async fn extract(
+    cfg: &LlmSettings,
+    client: Option<&reqwest::Client>,
+    spec: &ExtractSettings,
+    markdown: &str,
+) -> Result<Extracted, String> {
+    let (Some(base), Some(client)) = (&cfg.url, client) else {
         return Err("extract: no language model is configured here (CAPTURE_LLM_URL)".into());
     };
     let page: String = markdown.chars().take(cfg.max_chars).collect();
@@ -31,16 +36,11 @@ pub async fn extract(cfg: &LlmSettings, spec: &ExtractSettings, markdown: &str) 
     instruction.push_str(&format!("\nThe page:\n\n{page}"));
     let mut messages =
         vec![json!({"role": "system", "content": SYSTEM}), json!({"role": "user", "content": instruction})];
-    let client = reqwest::Client::builder()
-        .timeout(cfg.timeout)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("extract: the language model's client: {e}"))?;
     let url = format!("{base}/chat/completions");
     let mut last = String::new();
     // The first answer, and one more with what was wrong with it.
     for attempt in 0..2 {
-        let answer = ask(&client, &url, cfg, &messages).await?;
+        let answer = ask(client, &url, cfg, &messages).await?;
         match read_answer(&answer).and_then(|data| check(spec, data)) {
             Ok(data) => {
                 let from = format!("model:{}", cfg.model);

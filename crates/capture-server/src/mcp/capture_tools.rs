@@ -205,13 +205,10 @@ async fn read_page(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
         fields.insert("from".into(), json!(f));
     }
     let opts = tool_capture(a.options, fields)?;
-    let row = match run_job(cx, &opts).await? {
+    let row = match run_to_done(cx, &opts).await? {
         Ok(row) => row,
-        Err(pending) => return Ok(pending),
+        Err(answer) => return Ok(answer),
     };
-    if row.status != JobStatus::Done {
-        return job_result(cx.state, &row, false).await;
-    }
     let job = screenshots::view(cx.state, &row).await;
     let key = row.result_key.as_deref().ok_or_else(|| Error::internal("done job without file"))?;
     let bytes = cx.state.blobs.get(key).await.map_err(Error::internal)?.unwrap_or_default();
@@ -258,13 +255,10 @@ async fn extract(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResult> {
     fields.insert("format".into(), json!("text"));
     fields.insert("extract".into(), Value::Object(spec));
     let opts = tool_capture(a.options, fields)?;
-    let row = match run_job(cx, &opts).await? {
+    let row = match run_to_done(cx, &opts).await? {
         Ok(row) => row,
-        Err(pending) => return Ok(pending),
+        Err(answer) => return Ok(answer),
     };
-    if row.status != JobStatus::Done {
-        return job_result(cx.state, &row, false).await;
-    }
     let job = screenshots::view(cx.state, &row).await;
     let data = json!({"screenshotId": job.id, "url": row.url, "data": job.data, "sources": job.sources});
     let mut r = CallToolResult::success(vec![ContentBlock::text(
@@ -279,6 +273,19 @@ async fn take_screenshot(cx: &Cx<'_>, args: &JsonObject) -> Result<CallToolResul
     match run_job(cx, &opts).await? {
         Ok(row) => job_result(cx.state, &row, true).await,
         Err(pending) => Ok(pending),
+    }
+}
+
+/// [`run_job`] for the tools that answer from a done job's file: its row when it is done, else
+/// the answer already (the job as it stands while pending, or its failure).
+async fn run_to_done(
+    cx: &Cx<'_>,
+    opts: &capture_core::options::CaptureOptions,
+) -> Result<std::result::Result<ScreenshotRow, CallToolResult>> {
+    match run_job(cx, opts).await? {
+        Ok(row) if row.status == JobStatus::Done => Ok(Ok(row)),
+        Ok(row) => Ok(Err(job_result(cx.state, &row, false).await?)),
+        Err(pending) => Ok(Err(pending)),
     }
 }
 

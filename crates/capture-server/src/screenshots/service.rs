@@ -351,7 +351,7 @@ pub fn extra_text_forms(options: &str) -> Vec<ContentFormat> {
     }
     let Ok(s) = serde_json::from_str::<Stored>(options) else { return Vec::new() };
     let own = s.format.and_then(ImageFormat::content);
-    s.content.map(|c| c.formats.into_iter().filter(|f| Some(*f) != own).collect()).unwrap_or_default()
+    s.content.map(|c| c.beside(own)).unwrap_or_default()
 }
 
 /// `contentUrls` of a done job whose file is `result_key`: each text form beside it, by name.
