@@ -212,12 +212,12 @@ impl Store {
         rows.iter().map(monitor_from).collect()
     }
 
-    /// Write a monitor's settings, status and next run (its owner's; false when not theirs).
+    /// Write a monitor's settings, status, next run and baseline (its owner's; false when not theirs).
     pub async fn update_monitor(&self, m: &MonitorRow) -> Result<bool> {
         let res = sqlx::query(
             "UPDATE monitors SET name = $1, url = $2, schedule = $3, capture = $4, compare = $5, threshold = $6, \
-             ignore_selectors = $7, notify = $8, baseline_mode = $9, status = $10, next_run_at = $11, updated_at = $12 \
-             WHERE user_id = $13 AND id = $14",
+             ignore_selectors = $7, notify = $8, baseline_mode = $9, status = $10, next_run_at = $11, updated_at = $12, \
+             baseline_check_id = $15 WHERE user_id = $13 AND id = $14",
         )
         .bind(&m.name)
         .bind(&m.url)
@@ -233,6 +233,7 @@ impl Store {
         .bind(m.updated_at)
         .bind(&m.user_id)
         .bind(&m.id)
+        .bind(m.baseline_check_id.clone())
         .execute(&self.pool)
         .await?;
         Ok(res.rows_affected() > 0)
@@ -404,6 +405,15 @@ impl Store {
                 .fetch_optional(&self.pool)
                 .await?;
         row.as_ref().map(check_from).transpose()
+    }
+
+    /// Is any check (of any monitor) waiting for its capture? (The scheduler listens for ended
+    /// jobs only while one is.)
+    pub async fn monitor_checks_waiting(&self) -> Result<bool> {
+        let row: Option<(String,)> = sqlx::query_as("SELECT id FROM monitor_checks WHERE status = 'pending' LIMIT 1")
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
     }
 
     /// Is a check of this monitor still waiting for its capture? (A due run is skipped while one is.)

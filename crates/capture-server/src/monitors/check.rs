@@ -46,21 +46,31 @@ pub struct Pass {
     pub compared: usize,
 }
 
-/// The scheduler's monitors loop: a pass now, then whenever a job ends or a monitor is made
-/// (this node), or every second. Never returns.
+/// The scheduler's monitors loop: a pass now, then every second, at once when a monitor is
+/// made or resumed (this node), and — while a check waits for its capture — when a job ends.
+/// Never returns.
 pub async fn run(state: &AppState) {
     let compares = Arc::new(Semaphore::new(2));
     let mut changes = state.job_events.subscribe();
     loop {
-        if let Err(e) = pass(state, &compares).await {
-            tracing::warn!(error = %e, "a monitors pass failed");
-        }
+        let waiting = match pass(state, &compares).await {
+            Ok(_) => state.store.monitor_checks_waiting().await.unwrap_or(true),
+            Err(e) => {
+                tracing::warn!(error = %e, "a monitors pass failed");
+                false
+            }
+        };
         // At most ten passes a second however many jobs end.
         tokio::time::sleep(Duration::from_millis(100)).await;
+        // Job changes that came while no check waited are not ours.
+        if !waiting {
+            use tokio::sync::broadcast::error::TryRecvError;
+            while matches!(changes.try_recv(), Ok(_) | Err(TryRecvError::Lagged(_))) {}
+        }
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(900)) => {}
             _ = state.wake.of(crate::queues::Queue::Monitor).notified() => {}
-            r = changes.recv() => {
+            r = changes.recv(), if waiting => {
                 if matches!(r, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
@@ -449,5 +459,58 @@ async fn end(state: &AppState, m: &MonitorRow, check: &MonitorCheckRow, outcome:
         }
         Ok(None) => {}
         Err(e) => tracing::error!(check = %check.id, error = %e, "recording a check failed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(tags: &[&str]) -> ScreenshotRow {
+        ScreenshotRow {
+            id: "scr_1".into(),
+            user_id: "u".into(),
+            key_id: None,
+            status: JobStatus::Done,
+            url: "https://x.example/".into(),
+            options: "{}".into(),
+            format: "png".into(),
+            result_key: Some("a.png".into()),
+            thumb_key: None,
+            page_title: None,
+            tags: tags.iter().map(|t| t.to_string()).collect(),
+            width: None,
+            height: None,
+            error: None,
+            actions: 1,
+            usage_month: "2026-12".into(),
+            share_token: None,
+            created_at: 0,
+            started_at: None,
+            completed_at: None,
+            metadata: None,
+            credentials: None,
+            cache_hash: None,
+            cache_until: None,
+            cached_from: None,
+            batch_id: None,
+            batch_index: None,
+            storage_url: None,
+            storage_error: None,
+            storage_status: None,
+        }
+    }
+
+    #[test]
+    fn a_cut_short_or_timed_out_capture_is_never_compared() {
+        assert!(unfit(&job(&["fullpage-truncated"])).unwrap().starts_with("truncated: "));
+        assert!(unfit(&job(&["ads-blocked", "wait-for-timeout"])).unwrap().starts_with("timed out: "));
+        assert_eq!(unfit(&job(&["ads-blocked", "consent-rejected"])), None);
+    }
+
+    #[test]
+    fn front_matter_is_left_out_of_the_text_compared() {
+        assert_eq!(body_text("---\ntitle: \"A\"\ncaptured: 2026-12-06T10:00:00Z\n---\n\n# A\nBody\n"), "\n# A\nBody\n");
+        assert_eq!(body_text("Plain text\n---\nmore"), "Plain text\n---\nmore");
     }
 }

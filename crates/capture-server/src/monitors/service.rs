@@ -238,11 +238,22 @@ pub async fn update(state: &AppState, account: &Account, id: &MonitorId, v: Vali
     if v.schedule.is_some() && m.status == "active" {
         m.next_run_at = s.next_after(now);
     }
+    let (capture_was, ignore_now) =
+        (open_capture(state, &m.capture).ok(), serde_json::to_string(&ignore).map_err(Error::internal)?);
+    // Another page, other capture options or another comparison: the old baseline no longer
+    // says what "unchanged" is, so the next good check is the new baseline.
+    let fresh = url != m.url
+        || capture_was.and_then(|c| serde_json::to_value(c).ok()) != serde_json::to_value(&capture).ok()
+        || compare.as_str() != m.compare
+        || ignore_now != m.ignore_selectors;
+    if fresh {
+        m.baseline_check_id = None;
+    }
     m.schedule = serde_json::to_string(&s.to_input()).map_err(Error::internal)?;
     m.url = url;
     m.capture = seal_capture(state, &capture)?;
     m.compare = compare.as_str().to_owned();
-    m.ignore_selectors = serde_json::to_string(&ignore).map_err(Error::internal)?;
+    m.ignore_selectors = ignore_now;
     if let Some(n) = v.name {
         m.name = n;
     }

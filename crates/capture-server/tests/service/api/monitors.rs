@@ -276,6 +276,28 @@ async fn a_monitor_notices_changes_and_never_takes_a_failure_for_unchanged(db: D
     assert_eq!(r.status(), 200);
     let m: Value = r.json().await.unwrap();
     assert_eq!(m["baselineCheckId"], first["id"]);
+    // A new threshold keeps the baseline; other things to compare start a new one.
+    let patch = |body: Value| {
+        let (app, key, id) = (&app, key.clone(), id.clone());
+        async move {
+            let r = app
+                .client
+                .patch(app.url(&format!("/v1/monitors/{id}")))
+                .bearer_auth(&key)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 200);
+            r.json::<Value>().await.unwrap()
+        }
+    };
+    let m = patch(json!({"threshold": 0.01})).await;
+    assert_eq!((&m["threshold"], &m["baselineCheckId"]), (&json!(0.01), &first["id"]));
+    let m = patch(json!({"ignoreSelectors": [".clock", ".banner"]})).await;
+    assert_eq!(m["baselineCheckId"], Value::Null, "{m}");
+    let r = app.post_json(&key, &format!("/v1/monitors/{id}/baseline"), &json!({"checkId": first["id"]})).await;
+    assert_eq!(r.status(), 200);
     let failed_id = app.get(&key, &format!("/v1/monitors/{id}/checks?limit=2")).await.json::<Value>().await.unwrap()["data"][1]["id"].clone();
     let r = app.post_json(&key, &format!("/v1/monitors/{id}/baseline"), &json!({"checkId": failed_id})).await;
     assert_eq!(r.status(), 400, "a failed check is never the baseline");
