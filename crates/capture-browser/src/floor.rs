@@ -128,8 +128,7 @@ impl FloorBrowser {
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
             let t0 = Instant::now();
-            let ctx =
-                self.conn.cmd(&p::CreateBrowserContext { dispose_on_detach: true }, None).await.map_err(cdp_err)?;
+            let ctx = self.conn.cmd(&p::CreateBrowserContext::plain(), None).await.map_err(cdp_err)?;
             let id = ctx.browser_context_id;
             let create = p::CreateTarget {
                 url: "about:blank",

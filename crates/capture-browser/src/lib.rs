@@ -156,6 +156,9 @@ pub struct CaptureRequest {
     pub options: CaptureOptions,
     /// Hard deadline for the whole job; every DevTools call is bounded by it.
     pub deadline: Duration,
+    /// The customer's proxy the page's connections leave through (after the egress guard's
+    /// checks); None: directly from this server.
+    pub proxy: Option<capture_core::egress::UpstreamProxy>,
 }
 
 /// The result of a capture.
@@ -241,6 +244,10 @@ pub enum CaptureError {
     /// is not charged.
     #[error("{0}")]
     Blocked(String),
+    /// The customer's proxy refused or failed the main document's connection:
+    /// `proxy_failed: <name>: <why>`. Nothing was captured, so it is not charged.
+    #[error("{0}")]
+    ProxyFailed(String),
     /// An element a session's operation names is missing or out of reach (what is wrong is
     /// the [`ElementFault`]; the message says which element).
     #[error("{1}")]
@@ -265,6 +272,16 @@ pub enum ElementFault {
 }
 
 impl CaptureError {
+    /// A navigation that failed for `reason` (the egress proxy's word for it): the
+    /// customer's proxy's failure when it says so.
+    pub(crate) fn navigation(reason: String) -> CaptureError {
+        if reason.starts_with(capture_core::egress::PROXY_FAILED) {
+            CaptureError::ProxyFailed(reason)
+        } else {
+            CaptureError::Navigation(reason)
+        }
+    }
+
     /// Transient failures are retried by the worker (twice) before the job fails.
     pub fn is_transient(&self) -> bool {
         matches!(self, CaptureError::Browser(_))

@@ -567,12 +567,18 @@ impl BrowserPool {
                 return Err(CaptureError::Deadline(what.to_owned()));
             }
         };
-        *self.last_view.lock().unwrap() = view;
-        let spare = lease.browser.take_spare();
+        // A page behind a customer's proxy is made for its job: spares go through the egress
+        // proxy itself.
+        let routed = view.proxy.is_some();
+        if !routed {
+            *self.last_view.lock().unwrap() = view;
+        }
+        let spare = if routed { None } else { lease.browser.take_spare() };
         let spare_missing = spare.is_none();
         if spare_missing && !lease.draining {
             // Nothing warm left: start warming now rather than after this job.
-            lease.browser.refill(self.spares_wanted(), view);
+            let next = if routed { *self.last_view.lock().unwrap() } else { view };
+            lease.browser.refill(self.spares_wanted(), next);
         }
         let prepared = match spare {
             Some(p) => p,
@@ -604,7 +610,13 @@ impl BrowserPool {
     pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
         let deadline = Instant::now() + req.deadline;
         let what = crate::deadline_message(req.deadline);
-        let view = View::of(&req);
+        let mut view = View::of(&req);
+        // The customer's proxy: a route of the egress proxy for this job alone, closed with it.
+        let route = match &req.proxy {
+            Some(up) => Some(self.route(up.clone()).await?),
+            None => None,
+        };
+        view.proxy = route.as_ref().map(crate::egress::EgressRoute::addr);
         let (lease, prepared, spare_missing) = self.lease_page(deadline, view, &what).await?;
         let conn = lease.conn().clone();
         let result = pipeline::run(&conn, prepared, lease.failures(), lease.decodes(), &req, deadline).await;
@@ -614,7 +626,25 @@ impl BrowserPool {
         };
         self.after_job(&lease, spare_missing);
         drop(lease);
+        drop(route);
         result
+    }
+
+    /// A route of the egress proxy through `upstream` for requests of the service's own that
+    /// must leave as the pages do (an audit's crawl): open while the route is held.
+    pub async fn egress_route(
+        &self,
+        upstream: capture_core::egress::UpstreamProxy,
+    ) -> Result<crate::egress::EgressRoute, CaptureError> {
+        self.route(upstream).await
+    }
+
+    /// A route of the egress proxy through `upstream` (see [`EgressProxy::route`]).
+    pub(crate) async fn route(
+        &self,
+        upstream: capture_core::egress::UpstreamProxy,
+    ) -> Result<crate::egress::EgressRoute, CaptureError> {
+        self.proxy.route(upstream).await.map_err(|e| CaptureError::Browser(format!("cannot open an egress route: {e}")))
     }
 
     /// Readiness: every browser answers Browser.getVersion within 2 s (restarting dead ones).

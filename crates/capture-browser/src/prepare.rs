@@ -43,6 +43,9 @@ pub(crate) struct View {
     /// Every request paused for the filter lists (`blockAds` and the like), set up while the
     /// page is spare.
     pub intercept: bool,
+    /// The egress route (a customer's proxy) the context's connections go to instead of the
+    /// egress proxy: such a page is made for its job, never a spare.
+    pub proxy: Option<std::net::SocketAddr>,
 }
 
 impl View {
@@ -58,6 +61,7 @@ impl View {
             mobile: req.options.mobile,
             consent: req.options.cookie_consent,
             intercept: crate::blocklists::Which::of(&req.options).any(),
+            proxy: None,
         }
     }
 
@@ -95,6 +99,7 @@ impl Default for View {
             mobile: false,
             consent: CookieConsent::default(),
             intercept: false,
+            proxy: None,
         }
     }
 }
@@ -187,7 +192,13 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
             Err(_) => Err(CaptureError::Timeout("preparing a browser context timed out".into())),
         }
     }
-    let ctx = browser_call(conn, &p::CreateBrowserContext { dispose_on_detach: true }, deadline).await?;
+    let create = p::CreateBrowserContext {
+        dispose_on_detach: true,
+        proxy_server: view.proxy.map(|a| format!("http://{a}")),
+        // Loopback too goes through the route (Chromium bypasses it by default).
+        proxy_bypass_list: view.proxy.map(|_| "<-loopback>"),
+    };
+    let ctx = browser_call(conn, &create, deadline).await?;
     let ctx_id = ctx.browser_context_id;
     let guard = ContextGuard { conn: conn.clone(), id: ctx_id.clone() };
     conn.cmd_forget(&p::SetDownloadBehavior { behavior: "deny", browser_context_id: &ctx_id }, None);

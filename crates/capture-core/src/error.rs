@@ -64,6 +64,8 @@ pub enum ErrorCode {
     ProfileExpired,
     /// The site answered with a bot wall.
     Blocked,
+    /// The customer's proxy refused or failed (`proxy_failed: <name>: <why>`).
+    ProxyFailed,
     /// The tool's time ran out.
     Timeout,
     /// The node holding the session could not be reached.
@@ -100,7 +102,7 @@ impl ErrorCode {
             // request's failure as the page made it.
             SessionExpired | ElementNotFound | NoSuchElementRef | DialogOpen | NoDialog | ElementCovered
             | ActionFailed | NavigationFailed | BrowserFailed | Refused | Unavailable | ProfileExpired | Blocked
-            | Timeout | SessionUnreachable | SessionElsewhere => 422,
+            | ProxyFailed | Timeout | SessionUnreachable | SessionElsewhere => 422,
         }
     }
 
@@ -144,6 +146,7 @@ impl ErrorCode {
             Unavailable => "UNAVAILABLE",
             ProfileExpired => "PROFILE_EXPIRED",
             Blocked => "BLOCKED",
+            ProxyFailed => "PROXY_FAILED",
             Timeout => "TIMEOUT",
             SessionUnreachable => "SESSION_UNREACHABLE",
             SessionElsewhere => "SESSION_ELSEWHERE",
@@ -193,6 +196,7 @@ mod tests {
             Unavailable,
             ProfileExpired,
             Blocked,
+            ProxyFailed,
             Timeout,
             SessionUnreachable,
             SessionElsewhere,

@@ -46,6 +46,8 @@ pub const PROFILE: &str = "prf";
 pub const MONITOR: &str = "mon";
 /// Prefix of a monitor's checks.
 pub const MONITOR_CHECK: &str = "chk";
+/// A customer's proxy (`prx_…`).
+pub const PROXY: &str = "prx";
 
 /// A new API key: `sk_live_` followed by 40 random characters.
 pub fn new_api_key() -> String {
@@ -202,6 +204,12 @@ id_type!(
     MonitorCheckId,
     MONITOR_CHECK,
     "check"
+);
+id_type!(
+    /// A customer's proxy or pool of proxies (`prx_…`) pages leave through.
+    ProxyId,
+    PROXY,
+    "proxy"
 );
 id_type!(
     /// A browser profile (`prf_…`): cookies and site storage a page starts from.

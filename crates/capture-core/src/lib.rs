@@ -23,8 +23,8 @@ pub mod time;
 
 pub use error::{ErrorCode, FieldError};
 pub use ids::{
-    AuditId, CampaignId, DeliveryId, EndpointId, KeyId, MonitorCheckId, MonitorId, ProfileId, RenderKeyId, RunId,
-    ScreenshotId, StorageDestinationId, TypedId, UserId,
+    AuditId, CampaignId, DeliveryId, EndpointId, KeyId, MonitorCheckId, MonitorId, ProfileId, ProxyId, RenderKeyId,
+    RunId, ScreenshotId, StorageDestinationId, TypedId, UserId,
 };
 pub use options::{CaptureOptions, CookieConsent, ImageFormat, WaitUntil};
 pub use plan::{Plan, PlanLimits};

@@ -28,7 +28,8 @@ pub fn router() -> Router<AppState> {
         (name = "auth-test", description = "Sign-in or sign-up? Auth history per site and the recommendation"),
         (name = "campaigns", description = "Bulk audit campaigns mailed within sending hours, caps and suppressions"),
         (name = "storage", description = "Your own S3-compatible buckets, written to by captures that name one in storage"),
-        (name = "monitors", description = "Pages captured on a schedule and compared with their baseline: changes and failures as events")
+        (name = "monitors", description = "Pages captured on a schedule and compared with their baseline: changes and failures as events"),
+        (name = "proxies", description = "Your own HTTP, HTTPS and SOCKS5 proxies (or pools of them) that captures, audits, runs and sessions leave through, behind the egress guard")
     )
 )]
 /// The OpenAPI document's frame: title, the shared error body, the security scheme.
@@ -45,6 +46,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::storage::ApiDoc::openapi());
     doc.merge(crate::profiles::ApiDoc::openapi());
     doc.merge(crate::monitors::ApiDoc::openapi());
+    doc.merge(crate::proxies::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());

@@ -42,6 +42,7 @@ pub mod nodes;
 pub mod oauth;
 pub mod paging;
 pub mod profiles;
+pub mod proxies;
 pub mod queues;
 pub mod render;
 pub mod routes;

@@ -40,6 +40,7 @@ pub fn apis() -> Apis {
             crate::storage::router(),
             crate::profiles::router(),
             crate::monitors::router(),
+            crate::proxies::router(),
             screenshots::api_router(),
             crate::runs::v1_router(),
             crate::campaigns::v1_router(),

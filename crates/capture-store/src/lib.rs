@@ -33,6 +33,7 @@ mod notify;
 mod oauth;
 mod paid;
 mod profiles;
+mod proxies;
 mod queue;
 mod render_keys;
 mod runs;
@@ -65,6 +66,7 @@ pub use oauth::{
 };
 pub use paid::Refused;
 pub use profiles::ProfileRow;
+pub use proxies::ProxyRow;
 pub use queue::{FairShare, Task};
 pub use render_keys::RenderKey;
 pub use runs::{NewRun, RunEnd, RunRow};

@@ -69,6 +69,9 @@ pub struct RunRow {
     pub save_profile: Option<String>,
     /// Its `cookieConsent` (the wire name: auto, reject, accept, hide, none).
     pub cookie_consent: String,
+    /// The customer's proxy it leaves through (its id), and the pool member chosen.
+    pub proxy_id: Option<String>,
+    pub proxy_member: Option<i64>,
 }
 
 impl RunRow {
@@ -116,6 +119,9 @@ pub struct NewRun {
     pub save_profile: Option<String>,
     /// Its `cookieConsent` (the wire name).
     pub cookie_consent: String,
+    /// The customer's proxy (its id) and the pool member chosen.
+    pub proxy_id: Option<String>,
+    pub proxy_member: Option<i64>,
 }
 
 crate::ledger::charged_by!(NewRun, actions_wanted);
@@ -154,7 +160,7 @@ const COLS: &str = "id, user_id, key_id, kind, status, start_url, device, record
     step_results, final_url, page_title, video_key, console_error_count, network_error_count, console_errors, \
     network_errors, error, finalization_error, end_reason, connect_token_hash, connect_expires_at, stop_requested, \
     actions_reserved, actions_charged, usage_month, worker, lease_until, created_at, started_at, ended_at, client_id, shared, \
-    profile_id, save_profile, cookie_consent";
+    profile_id, save_profile, cookie_consent, proxy_id, proxy_member";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("runs", COLS);
 
@@ -208,6 +214,8 @@ fn row_from(r: &AnyRow) -> Result<RunRow> {
         profile_id: r.try_get("profile_id")?,
         save_profile: r.try_get("save_profile")?,
         cookie_consent: r.try_get("cookie_consent")?,
+        proxy_id: r.try_get("proxy_id")?,
+        proxy_member: r.try_get("proxy_member")?,
     })
 }
 
@@ -264,8 +272,8 @@ impl Store {
             sqlx::query(
             "INSERT INTO runs (id, user_id, key_id, kind, status, start_url, device, record_video, timeout_ms, steps, \
              connect_token_hash, connect_expires_at, actions_reserved, usage_month, created_at, client_id, shared, \
-             profile_id, save_profile, cookie_consent) \
-             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+             profile_id, save_profile, cookie_consent, proxy_id, proxy_member) \
+             VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)",
         )
         .bind(&n.id)
         .bind(&n.user_id)
@@ -286,6 +294,8 @@ impl Store {
         .bind(n.profile_id.clone())
         .bind(n.save_profile.clone())
         .bind(&n.cookie_consent)
+        .bind(n.proxy_id.clone())
+        .bind(n.proxy_member)
         .execute(&mut **tx)
         .await?;
             if let Some(payload) = &n.task_payload {

@@ -61,6 +61,8 @@ fn new_run(user: &User, now: i64, wanted: i64, limit: Option<i64>) -> NewRun {
         profile_id: None,
         save_profile: None,
         cookie_consent: "auto".into(),
+        proxy_id: None,
+        proxy_member: None,
     }
 }
 

@@ -43,6 +43,7 @@ on_both_backends! {
     storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went => storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_sqlite, storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_copy_went_postgres;
     monitors_are_owned_bounded_claimed_once_and_keep_their_baseline => monitors_are_owned_bounded_claimed_once_and_keep_their_baseline_sqlite, monitors_are_owned_bounded_claimed_once_and_keep_their_baseline_postgres;
     profiles_belong_to_their_owner_and_are_found_by_id_or_name => profiles_belong_to_their_owner_and_are_found_by_id_or_name_sqlite, profiles_belong_to_their_owner_and_are_found_by_id_or_name_postgres;
+    proxies_belong_to_their_owner_and_are_found_by_id_or_name => proxies_belong_to_their_owner_and_are_found_by_id_or_name_sqlite, proxies_belong_to_their_owner_and_are_found_by_id_or_name_postgres;
     a_batch_is_all_or_nothing_and_completes_once => a_batch_is_all_or_nothing_and_completes_once_sqlite, a_batch_is_all_or_nothing_and_completes_once_postgres;
     uploads_are_created_done_without_a_task => uploads_are_created_done_without_a_task_sqlite, uploads_are_created_done_without_a_task_postgres;
     listing_walks_every_job_once_newest_first => listing_walks_every_job_once_newest_first_sqlite, listing_walks_every_job_once_newest_first_postgres;
@@ -1005,6 +1006,52 @@ async fn storage_destinations_belong_to_their_owner_and_jobs_keep_where_their_co
     assert_eq!((row.storage_status.as_deref(), row.storage_url.as_deref()), (Some("stored"), Some("s3://b/u.png")));
     assert!(!store.copy_ended(&copy.id, "c2", &c.id, None, Some("late"), &event, T0 + 2_200).await.unwrap());
     assert_eq!(job_row(store, &c.id).await.storage_error, None);
+}
+
+async fn proxies_belong_to_their_owner_and_are_found_by_id_or_name(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let bob = new_user(store, "bob@example.com").await;
+    let proxy = |id: &str, user: &User, name: &str, at: i64| capture_store::ProxyRow {
+        id: id.into(),
+        user_id: user.id.clone(),
+        name: name.into(),
+        members_enc: format!("sealed-{id}"),
+        members_shown: r#"[{"url":"http://p.example:3128","authenticated":true}]"#.into(),
+        rotation: "single".into(),
+        created_at: at,
+        updated_at: at,
+    };
+    store.create_proxy(&proxy("prx_a", &alice, "office", T0)).await.unwrap();
+    store.create_proxy(&proxy("prx_b", &alice, "eu", T0 + 1)).await.unwrap();
+    // Names are unique per account, not across accounts.
+    store.create_proxy(&proxy("prx_c", &bob, "office", T0)).await.unwrap();
+    match store.create_proxy(&proxy("prx_d", &alice, "office", T0 + 2)).await {
+        Err(StoreError::Conflict(m)) => assert_eq!(m, "a proxy named 'office' exists already"),
+        other => panic!("{other:?}"),
+    }
+    let names = |v: Vec<capture_store::ProxyRow>| v.into_iter().map(|p| p.name).collect::<Vec<_>>();
+    assert_eq!(names(store.list_proxies(&alice.id).await.unwrap()), ["office", "eu"]);
+    assert_eq!(store.find_proxy(&alice.id, "prx_a").await.unwrap().map(|p| p.name), Some("office".into()));
+    assert_eq!(store.find_proxy(&alice.id, "office").await.unwrap().map(|p| p.id), Some("prx_a".into()));
+    assert_eq!(store.find_proxy(&bob.id, "office").await.unwrap().map(|p| p.id), Some("prx_c".into()));
+    assert_eq!(store.find_proxy(&bob.id, "prx_a").await.unwrap(), None);
+    // An update is the owner's, keeps names unique, and replaces what it names.
+    let mut b = proxy("prx_b", &alice, "office", T0 + 3);
+    assert!(matches!(store.update_proxy(&b).await, Err(StoreError::Conflict(_))));
+    b.name = "eu-pool".into();
+    b.rotation = "sticky".into();
+    b.members_enc = "sealed-new".into();
+    assert!(store.update_proxy(&b).await.unwrap());
+    // The creation time stays.
+    let kept = capture_store::ProxyRow { created_at: T0 + 1, ..b.clone() };
+    assert_eq!(store.find_proxy(&alice.id, "prx_b").await.unwrap(), Some(kept));
+    let stolen = capture_store::ProxyRow { user_id: bob.id.clone(), name: "mine".into(), ..b.clone() };
+    assert!(!store.update_proxy(&stolen).await.unwrap());
+    assert!(!store.delete_proxy(&bob.id, "prx_a").await.unwrap());
+    assert!(store.delete_proxy(&alice.id, "prx_a").await.unwrap());
+    assert_eq!(store.find_proxy(&alice.id, "prx_a").await.unwrap(), None);
+    assert_eq!(names(store.list_proxies(&alice.id).await.unwrap()), ["eu-pool"]);
 }
 
 async fn profiles_belong_to_their_owner_and_are_found_by_id_or_name(ctx: Ctx) {

@@ -113,6 +113,8 @@ fn run_of(user: &User, key: Option<&str>, now: i64, wanted: i64) -> NewRun {
         profile_id: None,
         save_profile: None,
         cookie_consent: "auto".into(),
+        proxy_id: None,
+        proxy_member: None,
     }
 }
 

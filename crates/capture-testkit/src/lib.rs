@@ -18,6 +18,7 @@ pub mod inbox_fixture;
 pub mod members_site;
 pub mod moto;
 pub mod oauth;
+pub mod proxies;
 pub mod runs;
 pub mod sse;
 pub mod visitor;

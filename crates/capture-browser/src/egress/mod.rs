@@ -14,8 +14,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 mod proxy;
+mod upstream;
 
-pub use proxy::{EgressProxy, TUNNEL_IDLE};
+pub use proxy::{EgressProxy, EgressRoute, TUNNEL_IDLE};
 
 const DNS_TIMEOUT: Duration = Duration::from_secs(5);
 

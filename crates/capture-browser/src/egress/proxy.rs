@@ -9,10 +9,11 @@
 //! so a site cannot fake one. Tunnels (CONNECT, upgraded WebSockets) close after
 //! [`TUNNEL_IDLE`] without a byte either way.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -26,7 +27,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
+use super::upstream::{self, Stream};
 use super::{EgressPolicy, FailureLog, Refusal, resolve_checked};
+use capture_core::egress::UpstreamProxy;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a client may take to send a request's head.
@@ -42,18 +45,61 @@ const ERROR_HEADER: &str = "x-capture-egress-error";
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
-/// What every connection of one proxy shares.
+/// What every connection of one proxy (or one of its routes) shares.
 struct Shared {
     policy: EgressPolicy,
     failures: Arc<FailureLog>,
     tunnel_idle: Duration,
+    /// The customer's proxy a route connects through; None: connect directly.
+    upstream: Option<Arc<UpstreamProxy>>,
+    /// The loopback ports of the live routes: refused as destinations like the proxy's own
+    /// port (a page must not borrow another job's route).
+    routes: Arc<Mutex<HashSet<u16>>>,
 }
 
 /// A running egress proxy on 127.0.0.1; stops when dropped.
 pub struct EgressProxy {
     addr: SocketAddr,
     failures: Arc<FailureLog>,
+    shared: Arc<Shared>,
     task: tokio::task::AbortHandle,
+}
+
+/// A listener of the egress proxy for one job's browser context that connects through a
+/// customer's proxy ([`EgressProxy::route`]); closed when dropped.
+pub struct EgressRoute {
+    addr: SocketAddr,
+    routes: Arc<Mutex<HashSet<u16>>>,
+    task: tokio::task::AbortHandle,
+}
+
+impl EgressRoute {
+    /// Where the browser context's `proxyServer` points.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+impl Drop for EgressRoute {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.routes.lock().unwrap().remove(&self.addr.port());
+    }
+}
+
+/// Accept connections on `listener` until the task is aborted.
+fn spawn_listener(listener: TcpListener, shared: Arc<Shared>) -> tokio::task::AbortHandle {
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            tokio::spawn(serve(stream, shared.clone()));
+        }
+    })
+    .abort_handle()
 }
 
 impl EgressProxy {
@@ -70,19 +116,35 @@ impl EgressProxy {
         let mut policy = policy;
         policy.deny_listener(addr);
         let failures = Arc::new(FailureLog::default());
-        let shared = Arc::new(Shared { policy, failures: failures.clone(), tunnel_idle });
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                tokio::spawn(serve(stream, shared.clone()));
-            }
-        })
-        .abort_handle();
-        Ok(EgressProxy { addr, failures, task })
+        let shared = Arc::new(Shared {
+            policy,
+            failures: failures.clone(),
+            tunnel_idle,
+            upstream: None,
+            routes: Arc::default(),
+        });
+        let task = spawn_listener(listener, shared.clone());
+        Ok(EgressProxy { addr, failures, shared, task })
+    }
+
+    /// A listener of its own (127.0.0.1, a new port) that checks every destination as this
+    /// proxy does, then connects through `upstream` instead of directly. Failures are
+    /// recorded in this proxy's failure log, `proxy_failed: <label>: <why>`.
+    pub async fn route(&self, upstream: UpstreamProxy) -> std::io::Result<EgressRoute> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let mut policy = self.shared.policy.clone();
+        policy.deny_listener(addr);
+        self.shared.routes.lock().unwrap().insert(addr.port());
+        let shared = Arc::new(Shared {
+            policy,
+            failures: self.failures.clone(),
+            tunnel_idle: self.shared.tunnel_idle,
+            upstream: Some(Arc::new(upstream)),
+            routes: self.shared.routes.clone(),
+        });
+        let task = spawn_listener(listener, shared);
+        Ok(EgressRoute { addr, routes: self.shared.routes.clone(), task })
     }
 
     /// The proxy's listening address.
@@ -146,16 +208,30 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
     if req.method() == Method::CONNECT { connect(req, shared).await } else { forward(req, shared).await }
 }
 
-/// Resolve, check every address, connect to the first that answers.
-async fn connect_checked(host: &str, port: u16, shared: &Shared) -> Result<TcpStream, Refusal> {
+/// Resolve `host` and check every address (the routes' ports are refused too).
+async fn check_destination(host: &str, port: u16, shared: &Shared) -> Result<Vec<SocketAddr>, Refusal> {
+    let addrs = resolve_checked(host, port, &shared.policy).await?;
+    let routes = shared.routes.lock().unwrap();
+    if let Some(a) = addrs.iter().find(|a| a.ip().to_canonical().is_loopback() && routes.contains(&a.port())) {
+        return Err(Refusal::Policy(format!("blocked by egress policy: {a} is this service's own listener")));
+    }
+    Ok(addrs)
+}
+
+/// Check the destination, then connect: through the route's proxy (a tunnel to `host`,
+/// named as the page named it), else directly to the first checked address that answers.
+async fn connect_checked(host: &str, port: u16, shared: &Shared) -> Result<Stream, Refusal> {
     let result = async {
-        let addrs = resolve_checked(host, port, &shared.policy).await?;
+        let addrs = check_destination(host, port, shared).await?;
+        if let Some(up) = &shared.upstream {
+            return upstream::tunnel_to(up, &shared.policy, host, port).await;
+        }
         let mut last = String::new();
         for addr in addrs {
             match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
                 Ok(Ok(s)) => {
                     let _ = s.set_nodelay(true);
-                    return Ok(s);
+                    return Ok(Box::pin(s) as Stream);
                 }
                 Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     last = format!("connection refused by {host} ({addr})");
@@ -226,19 +302,22 @@ async fn forward(mut req: Request<Incoming>, shared: &Shared) -> Response<Body> 
         return refusal(&Refusal::Failed("missing host".into()));
     };
     let port = uri.port_u16().unwrap_or(80);
+    // Through a customer's proxy too, a plain request goes in origin form inside a tunnel
+    // (CONNECT or SOCKS5): whatever the proxy answers is then its own answer, never taken
+    // for the page's.
     let upstream = match connect_checked(&host, port, shared).await {
         Ok(s) => s,
         Err(r) => return refusal(&r),
     };
     let origin_form = uri.path_and_query().map_or("/", |p| p.as_str()).parse().unwrap_or_default();
     *req.uri_mut() = origin_form;
+    let upgrade = wants_upgrade(req.headers());
     if !req.headers().contains_key(header::HOST)
         && let Some(a) = uri.authority()
         && let Ok(v) = HeaderValue::from_str(a.as_str())
     {
         req.headers_mut().insert(header::HOST, v);
     }
-    let upgrade = wants_upgrade(req.headers());
     strip_hop_by_hop(req.headers_mut(), upgrade);
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
     let (mut sender, conn) = match hyper::client::conn::http1::Builder::new()
@@ -445,6 +524,140 @@ mod tests {
         assert_eq!(n, 0);
         let waited = t.elapsed();
         assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(5), "{waited:?}");
+    }
+
+    fn upstream(url: &str, label: &str) -> UpstreamProxy {
+        UpstreamProxy::parse(url, label).unwrap()
+    }
+
+    /// Through a route: a CONNECT tunnel's first line back, or a plain request's answer.
+    async fn through(route: &EgressRoute, origin: SocketAddr) -> (String, String) {
+        let mut s = TcpStream::connect(route.addr()).await.unwrap();
+        s.write_all(format!("CONNECT {origin} HTTP/1.1\r\nHost: {origin}\r\n\r\n").as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let n = s.read(&mut buf).await.unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+        let mut tunnelled = String::new();
+        if head.starts_with("HTTP/1.1 200") {
+            s.write_all(b"PING\r\n\r\n").await.unwrap();
+            let n = s.read(&mut buf).await.unwrap();
+            tunnelled = String::from_utf8_lossy(&buf[..n]).into_owned();
+        }
+        (head, tunnelled)
+    }
+
+    #[tokio::test]
+    async fn a_route_tunnels_and_forwards_through_an_http_proxy_with_credentials() {
+        use capture_testkit::proxies::TestProxy;
+        let origin = origin().await;
+        let squid = TestProxy::http("office", Some(("bob", "s3cret"))).await;
+        let egress = EgressProxy::start(loopback_policy()).await.unwrap();
+        let route = egress.route(upstream(&squid.url("http", Some(("bob", "s3cret"))), "office")).await.unwrap();
+        let (head, tunnelled) = through(&route, origin).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(tunnelled, "PONG\r\n\r\n");
+        // A plain request goes through a tunnel too, in origin form (the browser's own
+        // Proxy-Authorization is dropped: the proxy gets ours, on the CONNECT).
+        let resp = raw(
+            route.addr(),
+            &format!("GET http://{origin}/x HTTP/1.1\r\nHost: {origin}\r\nProxy-Authorization: Basic bm9wZTpub3Bl\r\nConnection: close\r\n\r\n"),
+        )
+        .await;
+        assert!(resp.starts_with("HTTP/1.1 200 OK"), "{resp}");
+        assert!(resp.contains("GET /x HTTP/1.1|"), "{resp}");
+        assert!(!resp.to_ascii_lowercase().contains("proxy-authorization"), "{resp}");
+        let seen: Vec<(String, bool)> = squid.seen().into_iter().map(|s| (s.request, s.allowed)).collect();
+        assert_eq!(seen, [(format!("CONNECT {origin}"), true), (format!("CONNECT {origin}"), true)]);
+    }
+
+    #[tokio::test]
+    async fn a_route_tunnels_through_socks5_by_name_with_credentials() {
+        use capture_testkit::proxies::TestProxy;
+        let origin = origin().await;
+        let dante = TestProxy::socks5(Some(("alice", "pw"))).await;
+        let egress = EgressProxy::start(EgressPolicy::new(EgressAllow::parse("127.0.0.1,localhost").unwrap(), vec![]))
+            .await
+            .unwrap();
+        let route = egress.route(upstream(&dante.url("socks5", Some(("alice", "pw"))), "dante")).await.unwrap();
+        let (head, tunnelled) = through(&route, origin).await;
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        assert_eq!(tunnelled, "PONG\r\n\r\n");
+        // A name goes to the proxy as the page wrote it (the proxy resolves it where it
+        // stands), once the guard has checked what it resolves to here.
+        let named = format!("localhost:{}", origin.port());
+        let resp =
+            raw(route.addr(), &format!("GET http://{named}/y HTTP/1.1\r\nHost: {named}\r\nConnection: close\r\n\r\n"))
+                .await;
+        assert!(resp.contains("GET /y HTTP/1.1|"), "{resp}");
+        let seen: Vec<String> = dante.seen().into_iter().map(|s| s.request).collect();
+        assert_eq!(seen, [format!("SOCKS5 {origin}"), format!("SOCKS5 {named}")]);
+    }
+
+    #[tokio::test]
+    async fn a_proxy_that_fails_is_named_in_the_refusal() {
+        use capture_testkit::proxies::{TestProxy, closed_port};
+        let origin = origin().await;
+        let egress = EgressProxy::start(loopback_policy()).await.unwrap();
+        let squid = TestProxy::http("office", Some(("bob", "s3cret"))).await;
+        let dante = TestProxy::socks5(Some(("alice", "pw"))).await;
+        let refusing = TestProxy::refusing().await;
+        let dead = closed_port().await;
+        for (url, why) in [
+            (
+                squid.url("http", Some(("bob", "wrong"))),
+                "it refused the credentials (407 Proxy Authentication Required)".to_string(),
+            ),
+            (squid.url("http", None), "it asks for credentials (407 Proxy Authentication Required)".to_string()),
+            (dante.url("socks5", Some(("alice", "nope"))), "it refused the credentials".to_string()),
+            (dante.url("socks5", None), "it asks for credentials".to_string()),
+            (refusing.url("http", None), format!("it answered 403 Forbidden to CONNECT {origin}")),
+            (format!("http://{dead}"), format!("connection refused by 127.0.0.1 ({dead})")),
+        ] {
+            let route = egress.route(upstream(&url, "p1")).await.unwrap();
+            let (head, _) = through(&route, origin).await;
+            assert!(head.starts_with("HTTP/1.1 502"), "{url}: {head}");
+            let want = format!("x-capture-egress-error: proxy_failed: p1: {why}");
+            assert!(head.lines().any(|l| l == want), "{url}: {head}");
+            let logged = egress.failures().since("127.0.0.1", std::time::Instant::now() - Duration::from_secs(5));
+            assert_eq!(logged.as_deref(), Some(format!("proxy_failed: p1: {why}").as_str()));
+        }
+        // A plain request the proxy refuses is its failure too, never an answer of the page.
+        let route = egress.route(upstream(&refusing.url("http", None), "p2")).await.unwrap();
+        let resp = raw(route.addr(), &format!("GET http://{origin}/ HTTP/1.1\r\nHost: {origin}\r\n\r\n")).await;
+        assert!(resp.starts_with("HTTP/1.1 502"), "{resp}");
+        assert!(resp.contains(&format!("proxy_failed: p2: it answered 403 Forbidden to CONNECT {origin}")), "{resp}");
+    }
+
+    #[tokio::test]
+    async fn the_guard_checks_the_destination_and_the_proxy_itself() {
+        use capture_testkit::proxies::TestProxy;
+        let origin = origin().await;
+        let squid = TestProxy::http("office", None).await;
+        // The policy forbids loopback: neither the destination nor the proxy may be there.
+        let strict = EgressProxy::start(EgressPolicy::strict()).await.unwrap();
+        let route = strict.route(upstream(&squid.url("http", None), "office")).await.unwrap();
+        let (head, _) = through(&route, origin).await;
+        assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+        assert!(head.contains("blocked by egress policy: 127.0.0.1 is a loopback address"), "{head}");
+        let resp = raw(route.addr(), "CONNECT 93.184.215.14:443 HTTP/1.1\r\n\r\n").await;
+        assert!(resp.starts_with("HTTP/1.1 403"), "{resp}");
+        assert!(
+            resp.contains("proxy_failed: office: blocked by egress policy: 127.0.0.1 is a loopback address (a proxy on a private network needs the operator's CAPTURE_EGRESS_ALLOW)"),
+            "{resp}"
+        );
+        assert!(squid.seen().is_empty(), "{:?}", squid.seen());
+        // A page may not borrow another job's route (nor a route its own).
+        let open = EgressProxy::start(loopback_policy()).await.unwrap();
+        let a = open.route(upstream(&squid.url("http", None), "a")).await.unwrap();
+        let b = open.route(upstream(&squid.url("http", None), "b")).await.unwrap();
+        for (via, to) in [(open.addr(), a.addr()), (b.addr(), a.addr()), (a.addr(), a.addr())] {
+            let resp = raw(via, &format!("CONNECT {to} HTTP/1.1\r\n\r\n")).await;
+            assert!(resp.starts_with("HTTP/1.1 403") && resp.contains("this service's own listener"), "{resp}");
+        }
+        // A closed route's port is forgotten.
+        let port = a.addr().port();
+        drop(a);
+        assert!(!open.shared.routes.lock().unwrap().contains(&port));
     }
 
     #[tokio::test]

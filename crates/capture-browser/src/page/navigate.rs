@@ -33,7 +33,7 @@ impl Page {
         if !host.is_empty()
             && let Some(reason) = self.failures.since(&host, since)
         {
-            return CaptureError::Navigation(reason);
+            return CaptureError::navigation(reason);
         }
         let msg = match err {
             "net::ERR_NAME_NOT_RESOLVED" => format!("DNS lookup failed for {host}"),
@@ -150,7 +150,7 @@ impl Page {
     /// error status (a tag).
     fn check_main_response(&mut self, tags: &mut Vec<String>) -> Result<(), CaptureError> {
         if let Some(reason) = self.egress_error.take() {
-            return Err(CaptureError::Navigation(reason));
+            return Err(CaptureError::navigation(reason));
         }
         if let Some(status) = self.main_status {
             self.document_status = Some(status);

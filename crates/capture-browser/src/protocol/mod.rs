@@ -71,6 +71,19 @@ command!(SetDownloadBehavior<'_>, "Browser.setDownloadBehavior", Empty);
 #[serde(rename_all = "camelCase")]
 pub(crate) struct CreateBrowserContext {
     pub dispose_on_detach: bool,
+    /// This context's own proxy (a route of the egress proxy), instead of the browser's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_bypass_list: Option<&'static str>,
+}
+
+#[cfg(feature = "bench")]
+impl CreateBrowserContext {
+    /// A context using the browser's proxy (the egress proxy).
+    pub(crate) fn plain() -> CreateBrowserContext {
+        CreateBrowserContext { dispose_on_detach: true, proxy_server: None, proxy_bypass_list: None }
+    }
 }
 /// Its reply.
 #[derive(Debug, Deserialize)]

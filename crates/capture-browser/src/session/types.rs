@@ -75,6 +75,9 @@ pub struct SessionOptions {
     /// default here: audits, runs and automation sessions choose), answered by itself as pages
     /// load; [`crate::session::Session::consent`] says what it did on the current page.
     pub cookie_consent: capture_core::options::CookieConsent,
+    /// The customer's proxy every connection of the session leaves through (behind the
+    /// egress guard); None: directly from this server.
+    pub proxy: Option<capture_core::egress::UpstreamProxy>,
 }
 
 impl Default for SessionOptions {
@@ -93,6 +96,7 @@ impl Default for SessionOptions {
             max_pages: MAX_PAGES,
             state: None,
             cookie_consent: capture_core::options::CookieConsent::None,
+            proxy: None,
         }
     }
 }

@@ -135,7 +135,7 @@ pub fn req(source: PageSource) -> CaptureRequest {
         wait_until: WaitUntil::Load,
         ..CaptureOptions::default()
     };
-    CaptureRequest { source, options, deadline: Duration::from_secs(30) }
+    CaptureRequest { source, options, deadline: Duration::from_secs(30), proxy: None }
 }
 
 pub fn url_req(url: String) -> CaptureRequest {

@@ -33,10 +33,12 @@
 mod allow;
 mod policy;
 mod ranges;
+mod upstream;
 
 pub use allow::{EgressAllow, EgressAllowError};
 pub use policy::{EgressPolicy, EgressRefusal};
 pub use ranges::{AddressKind, classify, forbidden_reason};
+pub use upstream::{PROXY_FAILED, PROXY_URL_MAX, ProxyScheme, UpstreamProxy};
 
 #[cfg(test)]
 mod tests {

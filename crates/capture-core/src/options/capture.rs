@@ -150,6 +150,16 @@ pub struct CaptureOptions {
     /// profile's id once the service found it among the caller's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The customer's proxy the page leaves through: as asked (an id or a name), then the
+    /// proxy's id once the service found it among the caller's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    /// What picks a sticky pool's member (`proxyStickyKey`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_sticky_key: Option<String>,
+    /// The pool member chosen for the job when it was created (set by the service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_member: Option<u32>,
     /// That profile's cookies and site storage, opened for the browser: never serialised.
     #[serde(skip)]
     pub state: Option<crate::profile::BrowserState>,
@@ -214,6 +224,9 @@ impl Default for CaptureOptions {
             extract: None,
             scroll: None,
             profile: None,
+            proxy: None,
+            proxy_sticky_key: None,
+            proxy_member: None,
             state: None,
         }
     }

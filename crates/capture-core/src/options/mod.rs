@@ -289,7 +289,7 @@ mod tests {
     #[test]
     fn the_field_names_are_the_types_own() {
         let names = ScreenshotIn::field_names();
-        assert_eq!(names.len(), 54);
+        assert_eq!(names.len(), 56);
         assert_eq!((names[8], names[9], names[10], names[11]), ("content", "maxChars", "from", "extract"));
         assert_eq!(
             (names[0], names[5], names[7], names[21], names[40], names[44], names[45], names[50], names[53]),

@@ -273,6 +273,18 @@ pub struct ScreenshotIn {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "schema", schemars(length(min = 1, max = crate::profile::NAME_MAX)))]
     pub profile: Option<String>,
+    /// Leave through one of your proxies (`POST /v1/proxies`), by id or name: the page and
+    /// everything it loads connect through it, after the service's egress checks. A proxy
+    /// that refuses or fails fails the job with `proxy_failed: <name>: <why>`, not charged.
+    /// The job shows which proxy (and pool member) served it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 100)))]
+    pub proxy: Option<String>,
+    /// For a pool with `rotation: "sticky"`: the key that picks its member (the same key,
+    /// the same member). Without one, the page's host is the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = 200)))]
+    pub proxy_sticky_key: Option<String>,
 }
 
 /// A whole number, also when a client wrote it as `800.0`.

@@ -129,6 +129,21 @@ impl ScreenshotIn {
             }
             other => other,
         };
+        let proxy = match self.proxy.map(|p| p.trim().to_owned()) {
+            Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
+                return Err(FieldError::new("proxy", "must be a proxy's id or name (1 to 100 characters)"));
+            }
+            other => other,
+        };
+        let proxy_sticky_key = match self.proxy_sticky_key {
+            Some(_) if proxy.is_none() => {
+                return Err(FieldError::new("proxyStickyKey", "applies with proxy (a pool with sticky rotation)"));
+            }
+            Some(k) if k.is_empty() || k.chars().count() > 200 || k.chars().any(char::is_control) => {
+                return Err(FieldError::new("proxyStickyKey", "must be 1 to 200 characters"));
+            }
+            other => other,
+        };
         let cache_ttl = match self.cache_ttl {
             Some(_) if url.is_none() => {
                 return Err(FieldError::new("cacheTtl", "applies to a page at a URL, not to an upload"));
@@ -249,6 +264,9 @@ impl ScreenshotIn {
             extract,
             scroll,
             profile,
+            proxy,
+            proxy_sticky_key,
+            proxy_member: None,
             state: None,
         })
     }

@@ -23,6 +23,11 @@ pub struct TaskPayload {
     /// The browser profile the pages start from (its id).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// The customer's proxy (its id) and the pool member chosen for the audit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy_member: Option<u32>,
 }
 
 /// An audit just accepted, and the caller's usage after it.
@@ -47,7 +52,20 @@ pub async fn create(
         None => None,
     };
     let id = AuditId::new();
-    let payload = TaskPayload { audit_id: id.clone(), profile };
+    let (proxy, proxy_member) = match &opts.proxy {
+        Some(p) => {
+            let asked = capture_core::options::CaptureOptions {
+                url: Some(opts.url.clone()),
+                proxy: Some(p.clone()),
+                proxy_sticky_key: opts.proxy_sticky_key.clone(),
+                ..Default::default()
+            };
+            let chosen = crate::proxies::service::choose(state, account, &asked, id.as_str()).await?;
+            (chosen.proxy, chosen.proxy_member)
+        }
+        None => (None, None),
+    };
+    let payload = TaskPayload { audit_id: id.clone(), profile, proxy, proxy_member };
     let n = NewAudit {
         id: id.to_string(),
         user_id: account.user.id.clone(),

@@ -70,6 +70,14 @@ pub struct AuditIn {
     /// A start page that redirects to a sign-in form fails the audit `profile_expired:`.
     #[schemars(length(min = 1, max = 100))]
     pub profile: Option<String>,
+    /// Leave through one of your proxies (id or name, `POST /v1/proxies`): the pages and the
+    /// crawl's own requests (robots.txt, sitemaps, link checks) go through it, behind the
+    /// egress guard. A start page the proxy fails fails the audit `proxy_failed: …` (free).
+    #[schemars(length(min = 1, max = 100))]
+    pub proxy: Option<String>,
+    /// For a sticky pool: the key that picks its member (default: the URL's host).
+    #[schemars(length(min = 1, max = 200))]
+    pub proxy_sticky_key: Option<String>,
 }
 
 /// A validated audit request.
@@ -81,6 +89,9 @@ pub struct AuditOptions {
     pub max_pages: u32,
     /// The browser profile (id or name as asked; the service keeps its id).
     pub profile: Option<String>,
+    /// The proxy (id or name as asked) and a sticky pool's key.
+    pub proxy: Option<String>,
+    pub proxy_sticky_key: Option<String>,
 }
 
 impl Checked for AuditIn {
@@ -99,7 +110,14 @@ impl Checked for AuditIn {
             }
             other => other,
         };
-        Ok(AuditOptions { url, report_type, max_pages, profile })
+        Ok(AuditOptions {
+            url,
+            report_type,
+            max_pages,
+            profile,
+            proxy: crate::runs::types::proxy_ref(self.proxy)?,
+            proxy_sticky_key: crate::runs::types::sticky_key(self.proxy_sticky_key)?,
+        })
     }
 }
 

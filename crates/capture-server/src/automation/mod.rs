@@ -165,6 +165,7 @@ impl From<CaptureError> for Error {
             CaptureError::Unavailable(m) => (ErrorCode::Unavailable, m),
             CaptureError::SignedOut(m) => (ErrorCode::ProfileExpired, m),
             CaptureError::Blocked(m) => (ErrorCode::Blocked, m),
+            CaptureError::ProxyFailed(m) => (ErrorCode::ProxyFailed, m),
         };
         refused(code, agent_refs(&m))
     }

@@ -24,6 +24,10 @@ pub struct BrowserSettings {
     /// Memory this node lets video encodes (ffmpeg) hold at once, bytes
     /// (`CAPTURE_VIDEO_MEMORY`): an encode that would pass it waits its turn.
     pub video_memory: u64,
+    /// What `POST /v1/proxies/{id}/test` fetches through a proxy unless the request names a
+    /// page (`CAPTURE_PROXY_TEST_URL`; default an address-echo service, so the answer names
+    /// the proxy's exit address).
+    pub proxy_test_url: String,
 }
 
 impl BrowserSettings {
@@ -62,7 +66,12 @@ impl BrowserSettings {
                 }
             }
         };
+        let proxy_test_url = match r.get("CAPTURE_PROXY_TEST_URL") {
+            Some(u) => capture_core::options::validate_url(&u).map_err(|e| err("CAPTURE_PROXY_TEST_URL", e.reason))?,
+            None => "https://api.ipify.org/?format=json".to_string(),
+        };
         Ok(BrowserSettings {
+            proxy_test_url,
             chromium_path,
             axe_path,
             worker_concurrency,

@@ -188,7 +188,7 @@ fn capture_request(
         device_scale_factor: dsf,
         ..CaptureOptions::default()
     };
-    CaptureRequest { source: PageSource::Url(url.to_string()), options, deadline: Duration::from_secs(60) }
+    CaptureRequest { source: PageSource::Url(url.to_string()), options, deadline: Duration::from_secs(60), proxy: None }
 }
 
 async fn capture(pool: &BrowserPool, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {

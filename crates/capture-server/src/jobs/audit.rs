@@ -30,6 +30,7 @@ use capture_audit::robots::user_agent;
 use capture_audit::run::{AuditPlan, Progress, run_audit};
 use capture_browser::session::{Device, ScreenshotSpec, Session, SessionOptions};
 use capture_browser::{BrowserPool, CaptureError, ImageFormat, WaitUntil};
+use capture_core::egress::UpstreamProxy;
 use capture_core::profile::BrowserState;
 use capture_core::{AuditId, ids};
 use capture_store::{AuditDone, AuditRow, Task};
@@ -150,6 +151,24 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
         },
         None => None,
     };
+    // The customer's proxy, opened now; the crawl's own requests take a route of the egress
+    // proxy through it, the pages their sessions' own.
+    let proxy = match &payload.proxy {
+        Some(id) => {
+            match crate::proxies::service::for_job(state, &row.user_id, id, payload.proxy_member.unwrap_or(0)).await {
+                Ok(up) => Some(up),
+                Err(why) => return fail(Some(row), why).await,
+            }
+        }
+        None => None,
+    };
+    let route = match &proxy {
+        Some(up) => match pool.egress_route(up.clone()).await {
+            Ok(r) => Some(r),
+            Err(e) => return fail(Some(row), e.to_string()).await,
+        },
+        None => None,
+    };
     let Some(report_type) = AuditReportType::parse(&row.report_type) else {
         return fail(Some(row), "the audit has an unknown report type".into()).await;
     };
@@ -184,25 +203,29 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
     plan.links.skip_sign_out = profile.is_some();
     // Through the pool's egress proxy: it checks every address, literal ones included (the
     // guarded resolver alone never sees a URL whose host is an IP address).
-    let client =
-        match crate::egress::via_proxy(state.egress.clone(), plan.fetch.timeout, pool.egress_addr()).and_then(|b| {
-            let b = b.user_agent(ua.clone());
-            // The crawl's own requests carry the profile's cookies, as the pages' do.
-            match &profile {
-                Some(s) => b.cookie_provider(Arc::new(cookie_jar(s))),
-                None => b,
-            }
-            .build()
-        }) {
-            Ok(c) => c,
-            Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
-        };
+    let client = match crate::egress::via_proxy(
+        state.egress.clone(),
+        plan.fetch.timeout,
+        route.as_ref().map_or_else(|| pool.egress_addr(), capture_browser::egress::EgressRoute::addr),
+    )
+    .and_then(|b| {
+        let b = b.user_agent(ua.clone());
+        // The crawl's own requests carry the profile's cookies, as the pages' do.
+        match &profile {
+            Some(s) => b.cookie_provider(Arc::new(cookie_jar(s))),
+            None => b,
+        }
+        .build()
+    }) {
+        Ok(c) => c,
+        Err(e) => return fail(Some(row), format!("the HTTP client could not be built: {e}")).await,
+    };
     let audit = run_audit(
         &client,
         &plan,
         |url| {
-            let (state, pool, profile) = (state.clone(), pool.clone(), profile.clone());
-            async move { audit_page(&state, &pool, url.as_str(), profile.as_deref()).await }
+            let (state, pool, profile, proxy) = (state.clone(), pool.clone(), profile.clone(), proxy.clone());
+            async move { audit_page(&state, &pool, url.as_str(), profile.as_deref(), proxy).await }
         },
         move |p| {
             let _ = ptx.send(p);
@@ -231,6 +254,12 @@ async fn process(state: &AppState, pool: &Arc<BrowserPool>, worker: &str, task: 
         && why.starts_with("profile_expired:")
     {
         crate::profiles::service::expired(state, id, &audit_id, row.created_at).await;
+        return fail(Some(row), why).await;
+    }
+    // The customer's proxy failed the start page: the audit fails naming it (free).
+    if let Some(why) = report.pages.first().and_then(|p| p.error.clone())
+        && why.starts_with(capture_core::egress::PROXY_FAILED)
+    {
         return fail(Some(row), why).await;
     }
     if let Some(why) = unreachable(&report) {
@@ -321,10 +350,16 @@ fn cookie_jar(s: &BrowserState) -> reqwest::cookie::Jar {
 
 /// Load one page in a fresh session and gather its facts and screenshots; never fails (a
 /// page that cannot be loaded is reported with its error). A browser crash is retried once.
-async fn audit_page(state: &AppState, pool: &BrowserPool, url: &str, profile: Option<&BrowserState>) -> PageInput {
+async fn audit_page(
+    state: &AppState,
+    pool: &BrowserPool,
+    url: &str,
+    profile: Option<&BrowserState>,
+    proxy: Option<UpstreamProxy>,
+) -> PageInput {
     let mut last = None;
     for _ in 0..2 {
-        match audit_page_once(state, pool, url, profile).await {
+        match audit_page_once(state, pool, url, profile, proxy.clone()).await {
             Ok(input) => return input,
             Err(e) if e.is_transient() => last = Some(e),
             Err(e) => return failed_page(url, e.to_string()),
@@ -345,6 +380,7 @@ async fn audit_page_once(
     pool: &BrowserPool,
     url: &str,
     profile: Option<&BrowserState>,
+    proxy: Option<UpstreamProxy>,
 ) -> Result<PageInput, CaptureError> {
     let session = pool
         .open_session(SessionOptions {
@@ -355,6 +391,7 @@ async fn audit_page_once(
             state: profile.cloned(),
             // The page a visitor sees once its consent pop-up is refused (or hidden), as captures.
             cookie_consent: capture_core::options::CookieConsent::Auto,
+            proxy,
             ..SessionOptions::default()
         })
         .await?;

@@ -166,7 +166,14 @@ async fn start_audit(state: &AppState, d: &DueTarget) -> Result<(), Error> {
         AuditReportType::SinglePage => 1,
         AuditReportType::FullSite => capture_audit::crawl::DEFAULT_MAX_PAGES,
     };
-    let opts = AuditOptions { url: t.website_url.clone(), report_type, max_pages, profile: None };
+    let opts = AuditOptions {
+        url: t.website_url.clone(),
+        report_type,
+        max_pages,
+        profile: None,
+        proxy: None,
+        proxy_sticky_key: None,
+    };
     match crate::audits::service::create(state, &account, &opts, None).await {
         Ok(created) => {
             state.store.set_target_audit(&t.id, created.audit.id.as_str(), now + ms(AUDIT_POLL), now).await?;

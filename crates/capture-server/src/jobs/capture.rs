@@ -239,7 +239,7 @@ fn request_for(opts: &CaptureOptions, source: PageSource) -> CaptureRequest {
         Some(s) => deadline + Duration::from_millis(u64::from(s.frames()) * 200),
         None => deadline,
     };
-    CaptureRequest { source, options: opts.clone(), deadline }
+    CaptureRequest { source, options: opts.clone(), deadline, proxy: None }
 }
 
 /// Whether a failed capture keeps its action: the job held a worker for its own sake — it
@@ -323,6 +323,17 @@ async fn process(
             Err(why) => return fail(why, true).await,
         }
     }
+    // The customer's proxy is opened now (its URLs as they are: one changed since the job
+    // was made is the one used); a deleted one fails the job, not charged.
+    let proxy = match (&opts.proxy, opts.proxy_member) {
+        (Some(id), member) => {
+            match crate::proxies::service::for_job(state, &job.user_id, id, member.unwrap_or(0)).await {
+                Ok(up) => Some(up),
+                Err(why) => return fail(why, true).await,
+            }
+        }
+        (None, _) => None,
+    };
     let source = match (&payload.html_blob, &opts.url) {
         (Some(name), _) => match state.blobs.get(name).await {
             Ok(Some(b)) => PageSource::Html(String::from_utf8_lossy(&b).into_owned()),
@@ -343,7 +354,7 @@ async fn process(
     // Keep the lease alive while the browser works.
     let lease = super::keep_lease(state, &task.id, worker);
 
-    let req = request_for(&opts, source);
+    let req = CaptureRequest { proxy, ..request_for(&opts, source) };
     let started = Instant::now();
     let capture = async {
         let mut attempt = 0;

@@ -185,10 +185,17 @@ pub async fn login(state: &AppState, account: &Account, v: ValidLogin) -> Result
             url::Url::parse(&v.url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_else(|| "site".into())
         }
     };
+    let asked = capture_core::options::CaptureOptions {
+        url: Some(v.url.clone()),
+        proxy: v.proxy.clone(),
+        ..Default::default()
+    };
+    let proxy = crate::proxies::service::for_request(state, account, &asked, &v.url).await?;
     let session = pool
         .open_session(SessionOptions {
             deadline: BUDGET,
             slot_timeout: Duration::from_secs(30),
+            proxy,
             ..SessionOptions::default()
         })
         .await

@@ -150,6 +150,10 @@ pub struct LoginIn {
     /// How long to wait for the site's mail, in seconds (default 30, 5–120).
     #[serde(default)]
     pub mail_timeout_s: Option<u64>,
+    /// Sign in through one of your proxies (id or name, `POST /v1/proxies`), as the
+    /// captures that use the profile will.
+    #[serde(default)]
+    pub proxy: Option<String>,
 }
 
 /// A checked login request.
@@ -161,6 +165,8 @@ pub struct ValidLogin {
     pub email: Option<String>,
     pub password: Option<String>,
     pub mail_timeout: std::time::Duration,
+    #[serde(default)]
+    pub proxy: Option<String>,
 }
 
 impl Checked for LoginIn {
@@ -196,6 +202,7 @@ impl Checked for LoginIn {
             email: self.email,
             password: self.password,
             mail_timeout: std::time::Duration::from_secs(secs),
+            proxy: crate::runs::types::proxy_ref(self.proxy)?,
         })
     }
 }

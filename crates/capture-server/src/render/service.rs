@@ -180,6 +180,13 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
     if let Some(p) = &profile {
         opts.profile = Some(p.id.clone());
     }
+    // A proxy named by name is the same capture as by id (the member is chosen per job).
+    if opts.proxy.is_some() {
+        opts = CaptureOptions {
+            proxy_member: None,
+            ..crate::proxies::service::choose(state, &v.account, &opts, "").await?
+        };
+    }
     let hash = cache_hash(state, &opts, profile.as_ref());
     let now = state.clock.now_ms();
     let fresh = |r: &ScreenshotRow| r.completed_at.is_some_and(|c| c + (ttl as i64) * 1000 > now);

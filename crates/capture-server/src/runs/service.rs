@@ -68,6 +68,20 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         crate::profiles::types::check_name("saveProfile", p)?;
     }
     let id = RunId::new();
+    // The proxy is the caller's; the run keeps its id and the pool member that serves it.
+    let (proxy_id, proxy_member) = match &spec.proxy {
+        Some(p) => {
+            let asked = capture_core::options::CaptureOptions {
+                url: Some(spec.start_url.clone()),
+                proxy: Some(p.clone()),
+                proxy_sticky_key: spec.proxy_sticky_key.clone(),
+                ..Default::default()
+            };
+            let chosen = crate::proxies::service::choose(state, account, &asked, id.as_str()).await?;
+            (chosen.proxy, chosen.proxy_member.map(i64::from))
+        }
+        None => (None, None),
+    };
     let now = state.clock.now_ms();
     let token = spec.live.then(|| ids::random_string(40));
     let payload = TaskPayload { run_id: id.clone() };
@@ -95,6 +109,8 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
         profile_id,
         save_profile: spec.save_profile.clone(),
         cookie_consent: spec.cookie_consent.as_str().to_owned(),
+        proxy_id,
+        proxy_member,
     };
     let connect = token.as_deref().map(|t| connect_url(state, id.as_str(), t));
     let render = |r: &RunRow| {
@@ -173,6 +189,10 @@ pub fn view_with(r: &RunRow, video_url: Option<String>, now_ms: i64) -> Run {
         profile: r.profile_id.clone(),
         save_profile: r.save_profile.clone(),
         cookie_consent: r.cookie_consent.clone(),
+        proxy: r.proxy_id.clone().map(|id| crate::proxies::types::ProxyServed {
+            id,
+            member: r.proxy_member.and_then(|m| u32::try_from(m).ok()).unwrap_or(0),
+        }),
     }
 }
 

@@ -126,6 +126,13 @@ pub async fn open(
             Err(why) => return not_opened(format!("the run's profile could not be used: {why}")).await,
         }
     }
+    if let Some(proxy) = &row.proxy_id {
+        let member = row.proxy_member.and_then(|m| u32::try_from(m).ok()).unwrap_or(0);
+        match crate::proxies::service::for_job(state, &row.user_id, proxy, member).await {
+            Ok(up) => opts.proxy = Some(up),
+            Err(why) => return not_opened(why).await,
+        }
+    }
     let session = match pool.open_session(opts).await {
         Ok(s) => s,
         Err(e) => return not_opened(format!("no browser session could be opened: {e}")).await,
@@ -363,6 +370,8 @@ mod tests {
             profile_id: None,
             save_profile: None,
             cookie_consent: "auto".into(),
+            proxy_id: None,
+            proxy_member: None,
         }
     }
 

@@ -55,6 +55,15 @@ pub struct RunIn {
     /// leaves the banner for steps that click it themselves).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cookie_consent: Option<capture_core::options::CookieConsent>,
+    /// Leave through one of your proxies (`POST /v1/proxies`), by id or name: every
+    /// connection of the run goes through it, behind the egress guard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 100))]
+    pub proxy: Option<String>,
+    /// For a sticky pool: the key that picks its member (default: the start URL's host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 200))]
+    pub proxy_sticky_key: Option<String>,
 }
 
 /// One step of a scripted run, named by `action`; each has its own `timeoutMs`
@@ -231,6 +240,9 @@ pub struct RunSpec {
     /// The profile its state is saved into at the end (id or name).
     pub save_profile: Option<String>,
     pub cookie_consent: capture_core::options::CookieConsent,
+    /// The proxy (id or name as asked) and a sticky pool's key.
+    pub proxy: Option<String>,
+    pub proxy_sticky_key: Option<String>,
 }
 
 // A request body becomes a [`RunSpec`] through `crate::http::validated::validate`:
@@ -269,7 +281,29 @@ impl Checked for RunIn {
             profile: profile_ref("profile", self.profile)?,
             save_profile: profile_ref("saveProfile", self.save_profile)?,
             cookie_consent: self.cookie_consent.unwrap_or_default(),
+            proxy: proxy_ref(self.proxy)?,
+            proxy_sticky_key: sticky_key(self.proxy_sticky_key)?,
         })
+    }
+}
+
+/// A proxy named by id or name: trimmed, 1 to 100 characters.
+pub fn proxy_ref(v: Option<String>) -> Result<Option<String>, FieldError> {
+    match v.map(|p| p.trim().to_owned()) {
+        Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
+            Err(FieldError::new("proxy", "must be a proxy's id or name (1 to 100 characters)"))
+        }
+        other => Ok(other),
+    }
+}
+
+/// A sticky pool's key: 1 to 200 characters.
+pub fn sticky_key(v: Option<String>) -> Result<Option<String>, FieldError> {
+    match v {
+        Some(k) if k.is_empty() || k.chars().count() > 200 || k.chars().any(char::is_control) => {
+            Err(FieldError::new("proxyStickyKey", "must be 1 to 200 characters"))
+        }
+        other => Ok(other),
     }
 }
 
@@ -416,6 +450,9 @@ pub struct Run {
     /// The profile its state is saved into when it ends.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub save_profile: Option<String>,
+    /// The customer's proxy it leaves through, and the pool member that serves it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxies::types::ProxyServed>,
 }
 
 impl utoipa::PartialSchema for Run {

@@ -176,6 +176,15 @@ async fn capture_job(
             opts
         }
     };
+    // The proxy is the caller's; the job keeps its id and the pool member that serves it.
+    let with_proxy;
+    let opts = match &opts.proxy {
+        Some(_) => {
+            with_proxy = crate::proxies::service::choose(state, account, opts, id.as_str()).await?;
+            &with_proxy
+        }
+        None => opts,
+    };
     let (mut cache, mut cached_from, mut done) = (None, None, None);
     if let Some(ttl_s) = opts.cache_ttl {
         let ttl = i64::try_from(ttl_s).unwrap_or(i64::MAX / 2).saturating_mul(1000);
@@ -410,7 +419,23 @@ pub fn view_with(
         storage_url: r.storage_url.clone(),
         storage_error: r.storage_error.clone(),
         storage_status: r.storage_status.as_deref().and_then(StorageStatus::parse),
+        proxy: proxy_served(&r.options),
     }
+}
+
+/// Which proxy (and pool member) served the job, read from its stored options.
+fn proxy_served(options: &str) -> Option<crate::proxies::types::ProxyServed> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Stored {
+        proxy: Option<String>,
+        proxy_member: Option<u32>,
+    }
+    if !options.contains("\"proxy\"") {
+        return None;
+    }
+    let s = serde_json::from_str::<Stored>(options).ok()?;
+    Some(crate::proxies::types::ProxyServed { id: s.proxy?, member: s.proxy_member.unwrap_or(0) })
 }
 
 /// The cache's name for a request: a keyed hash (the master key's) of its checked options
@@ -423,8 +448,10 @@ pub fn cache_hash(state: &AppState, opts: &CaptureOptions, profile: Option<&capt
     let mut v = serde_json::to_value(opts).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.remove("cacheTtl");
-        // Where a copy is also written does not change the capture.
+        // Where a copy is also written does not change the capture, nor which member of
+        // the proxy's pool fetched it.
         m.remove("storage");
+        m.remove("proxyMember");
     }
     let creds = opts.credentials.as_ref().and_then(|c| serde_json::to_string(c).ok()).unwrap_or_default();
     let mut named = format!("{v}\n{creds}");

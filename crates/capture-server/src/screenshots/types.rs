@@ -116,6 +116,10 @@ pub struct Job {
     #[schema(value_type = Option<String>, example = "stored")]
     #[schemars(with = "Option<String>")]
     pub storage_status: Option<StorageStatus>,
+    /// The customer's proxy the page left through (`proxy`): its id and the pool member
+    /// that served the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxies::types::ProxyServed>,
 }
 
 /// A device preset of `GET /v1/devices` (the `device` option of a capture, a run's and an
@@ -410,6 +414,9 @@ mod tests {
                 }
                 if name == "maxChars" || name == "from" {
                     m.insert("format".into(), "text".into());
+                }
+                if name == "proxyStickyKey" {
+                    m.insert("proxy".into(), "office".into());
                 }
                 m.insert(name.clone(), v.clone());
                 let r = crate::http::validated::validate::<ScreenshotIn>(&m);

@@ -44,7 +44,12 @@ pub async fn render_example(state: AppState, pool: Arc<BrowserPool>, stop: Cance
             timeout_ms: 15_000,
             ..CaptureOptions::default()
         };
-        let req = CaptureRequest { source: PageSource::Html(html.clone()), options, deadline: Duration::from_secs(60) };
+        let req = CaptureRequest {
+            source: PageSource::Html(html.clone()),
+            options,
+            deadline: Duration::from_secs(60),
+            proxy: None,
+        };
         let r = tokio::select! {
             r = pool.capture(req) => r,
             _ = stop.cancelled() => return,

@@ -9,10 +9,15 @@ use serde_json::json;
 use tokio::time::Instant;
 
 use super::{
-    AIM, CHECKED, CaptureError, FIELD_VALUE, FILES, FOCUS_SELECT, FileUpload, HAS_FOCUS, HITS, MAX_UPLOAD_BYTES,
+    AIM, CHECKED, CaptureError, FIELD_VALUE, FILES, FOCUS, FOCUS_SELECT, FileUpload, HAS_FOCUS, HITS, MAX_UPLOAD_BYTES,
     SELECT, SETTLE, SessionPage, Stop, Target, keys, ms, p, s,
 };
 use crate::ElementFault;
+
+/// How long a tap or click aimed at a field may take to give it the focus (Chromium holds a
+/// tap up to 300 ms on a zoomable page, to tell it from a double tap) before the element is
+/// focused directly.
+const TAP_FOCUS: Duration = Duration::from_millis(400);
 
 impl SessionPage {
     /// Where to touch or click a target: its centre, scrolled into view.
@@ -358,7 +363,7 @@ impl SessionPage {
         Ok(after)
     }
 
-    /// Type into a field: aim a tap (`touch`) or click at it, check that it took the focus,
+    /// Type into a field: aim a tap (`touch`) or click at it, make sure it has the focus,
     /// type, and check that its content changed. The field's value afterwards.
     pub(crate) async fn type_into(&mut self, t: &Target, text: &str, touch: bool) -> Result<String, CaptureError> {
         let obj = self.object(t).await?;
@@ -373,11 +378,7 @@ impl SessionPage {
         }
         // A tap may have navigated (a link): the element is gone then.
         let obj = self.object(t).await?;
-        let focus = self.call_on(&obj, HAS_FOCUS, Vec::new()).await?;
-        if focus.get("focused") != Some(&Value::Bool(true)) {
-            let on = focus.get("on").and_then(Value::as_str).unwrap_or("nothing");
-            return Err(CaptureError::Script(format!("{t} did not take the focus (it is on {on}): nothing was typed")));
-        }
+        self.take_focus(t, &obj).await?;
         self.type_text(text).await?;
         if self.dialog_open() || text.is_empty() {
             return Ok(text.to_owned());
@@ -393,6 +394,30 @@ impl SessionPage {
             )));
         }
         Ok(after.as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Make sure the element has the focus after a tap or click aimed at it. A tap does not
+    /// always give it: Chromium turns the first touch after a swipe's fling into stopping the
+    /// fling (no click, no focus), and on a page that can be zoomed it waits to tell a tap from
+    /// a double tap. So wait briefly for the focus, then focus the element itself (scrolled
+    /// into view); fail when even that leaves it elsewhere (a disabled field).
+    async fn take_focus(&mut self, t: &Target, obj: &str) -> Result<(), CaptureError> {
+        let focused = |v: &Value| v.get("focused") == Some(&Value::Bool(true));
+        let until = (Instant::now() + TAP_FOCUS).min(self.page.deadline);
+        let mut focus = self.call_on(obj, HAS_FOCUS, Vec::new()).await?;
+        while !focused(&focus) && Instant::now() < until {
+            self.page.pump_for((Instant::now() + Duration::from_millis(25)).min(until)).await?;
+            focus = self.call_on(obj, HAS_FOCUS, Vec::new()).await?;
+        }
+        if !focused(&focus) {
+            self.call_on(obj, FOCUS, Vec::new()).await?;
+            focus = self.call_on(obj, HAS_FOCUS, Vec::new()).await?;
+        }
+        if !focused(&focus) {
+            let on = focus.get("on").and_then(Value::as_str).unwrap_or("nothing");
+            return Err(CaptureError::Script(format!("{t} did not take the focus (it is on {on}): nothing was typed")));
+        }
+        Ok(())
     }
 
     pub(crate) async fn select_option(&mut self, t: &Target, values: &[String]) -> Result<Vec<String>, CaptureError> {

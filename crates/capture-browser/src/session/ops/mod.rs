@@ -45,6 +45,10 @@ const HITS: &str = "function(x, y) { const el = this.nodeType === 1 ? this : thi
 /// Whether the focus is on this element (or inside it, or on the control of this label);
 /// else a description of where it is.
 const HAS_FOCUS: &str = "function() { let a = document.activeElement; while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement; const el = this.nodeType === 1 ? this : this.parentElement; if (a && el && (a === el || el.contains(a) || (el.tagName === 'LABEL' && el.control === a) || (el.shadowRoot && el.shadowRoot.contains(a)))) return { focused: true }; const d = !a ? 'nothing' : '<' + a.tagName.toLowerCase() + (a.id ? '#' + a.id : '') + '>'; return { focused: false, on: d }; }";
+/// Focus the element itself (a label's control; a text node's parent), scrolled into view,
+/// and put the caret at the end of what it holds (typing appends), as a tap at the end of a
+/// field would. The focus is checked afterwards with [`HAS_FOCUS`].
+const FOCUS: &str = "function() { let el = this.nodeType === 1 ? this : this.parentElement; if (!el) return false; if (el.tagName === 'LABEL' && el.control) el = el.control; el.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' }); el.focus({ preventScroll: true }); if (document.activeElement !== el) return false; try { if (typeof el.value === 'string' && el.setSelectionRange) el.setSelectionRange(el.value.length, el.value.length); } catch (e) {} if (el.isContentEditable) { const r = document.createRange(); r.selectNodeContents(el); r.collapse(false); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } return true; }";
 /// What a field holds: an input's or textarea's value, an editable element's text, else the
 /// value of the focused field inside it (or of a label's control).
 const FIELD_VALUE: &str = "function() { const el = this.nodeType === 1 ? this : this.parentElement; if (!el) return null; let f = el; if (el.tagName === 'LABEL' && el.control) f = el.control; else if (!(el.tagName === 'INPUT' || el.tagName === 'TEXTAREA' || el.isContentEditable) && el.contains(document.activeElement)) f = document.activeElement; if (f.isContentEditable) return f.innerText; return ('value' in f) ? String(f.value) : null; }";
@@ -76,8 +80,9 @@ pub(crate) fn name_error(name: &str, e: CaptureError) -> CaptureError {
         CaptureError::SignedOut(m) => CaptureError::SignedOut(prefix(m)),
         CaptureError::Element(fault, m) => CaptureError::Element(fault, prefix(m)),
         CaptureError::DialogOpen(m) => CaptureError::DialogOpen(prefix(m)),
-        // `blocked: <vendor>` stays first.
+        // `blocked: <vendor>` and `proxy_failed: <name>` stay first.
         blocked @ CaptureError::Blocked(_) => blocked,
+        failed @ CaptureError::ProxyFailed(_) => failed,
         closed @ CaptureError::Closed(_) => closed,
     }
 }

@@ -270,6 +270,12 @@ pub struct SessionStartIn {
     pub profile: Option<String>,
     /// What every page does with a cookie-consent pop-up (default auto: refused where a rule knows the platform, else hidden; reject, accept, hide, or none to leave it for you to click). The result says what happened on the first page (consent: {cmp, action}).
     pub cookie_consent: Option<capture_core::options::CookieConsent>,
+    /// Leave through one of your proxies (id or name, see POST /v1/proxies): every connection of the session goes through it, behind the service's egress guard. A proxy that fails makes navigations fail with PROXY_FAILED naming it.
+    #[schemars(length(min = 1, max = 100))]
+    pub proxy: Option<String>,
+    /// For a sticky pool: the key that picks its member (default: the url's host).
+    #[schemars(length(min = 1, max = 200))]
+    pub proxy_sticky_key: Option<String>,
 }
 
 fn short_text(field: &str, v: &Option<String>, max: usize) -> Result<()> {
@@ -332,6 +338,8 @@ pub async fn session_start(cx: &Cx<'_>, a: SessionStartIn) -> Result<Reply> {
         profile: a.profile.clone(),
         save_profile: None,
         cookie_consent: a.cookie_consent,
+        proxy: a.proxy.clone(),
+        proxy_sticky_key: a.proxy_sticky_key.clone(),
     }
     .check()
     .map(|spec| RunSpec { shared: a.shared.unwrap_or(false), ..spec })

@@ -71,19 +71,21 @@ async fn an_account_whose_plan_cap_exceeds_the_slots_still_leaves_one_for_anothe
         if running == 4 { Ok(()) } else { Err(statuses) }
     })
     .await;
-    // Alice's trivial capture (0.4 s on its own) is done within 3 s: Mallory's newest
-    // capture goes back to the queue and Alice gets its slot.
+    // Alice's trivial capture (0.4 s on its own) is done while every one of Mallory's
+    // captures still hangs: Mallory's newest capture goes back to the queue and Alice gets
+    // its slot. Without the hand-back Alice would wait for a hanging capture's 30 s timeout,
+    // which the check below (nothing of Mallory's ended) would catch. How long Alice waits
+    // is printed, not bounded: a 3 s wall-clock bound failed twice on a loaded CI machine.
     let t = std::time::Instant::now();
     let job = app.create(&alice, json!({"url": site.url("/blue"), "waitUntil": "load"})).await;
     let id = job["id"].as_str().unwrap().to_string();
-    let done = eventually("alice's capture is done", Duration::from_secs(3), || async {
+    let done = eventually("alice's capture is done", Duration::from_secs(25), || async {
         let v: Value = app.get(&alice, &format!("/v1/screenshot/{id}")).await.json().await.unwrap();
         if v["status"] == "done" { Ok(v) } else { Err(v) }
     })
     .await;
     let took = t.elapsed();
     eprintln!("the other tenant's capture, created to done, during the flood: {took:?}");
-    assert!(took < Duration::from_secs(3), "alice waited {took:?}");
     let (status, ct, body) = app.fetch(done["publicUrl"].as_str().unwrap()).await;
     assert_eq!((status, ct.as_str()), (200, "image/png"));
     let img = image::load_from_memory(&body).unwrap().to_rgb8();

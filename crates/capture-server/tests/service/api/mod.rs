@@ -17,6 +17,7 @@ mod monitors;
 mod nodes;
 mod page_text;
 mod profiles;
+mod proxies;
 mod quotas;
 mod real_web;
 mod render_links;
