@@ -126,6 +126,29 @@ const ACTING: &str = r#"<!doctype html><html><head><meta name=viewport content="
 <button id=btn onclick="document.getElementById('clicked').textContent='clicked'">Press</button><div id=clicked>no</div>
 </body></html>"#;
 
+/// A sign-up form as a phone shows it: a control that answers touch, a carousel that
+/// swipes, and the fields lower in the page, below the fold in either orientation.
+const PHONE_FORM: &str = r#"<!doctype html><html lang=en><head><meta name=viewport content="width=device-width, initial-scale=1"><title>Phone form</title>
+<style>body{font-family:sans-serif;margin:0;padding:8px} #pad{width:160px;height:60px;background:rgb(50,160,110)}
+#carousel{width:300px;height:80px;overflow:hidden;background:rgb(220,220,220);touch-action:pan-y}
+#layout{display:flex;flex-direction:column;gap:8px} @media (orientation: landscape) { #layout{flex-direction:row} }</style></head><body>
+<h1>Create your account</h1>
+<div id=pad role=button aria-label="Touch me">Touch me</div><p id=touched>untouched</p>
+<div id=carousel role=region aria-label=Carousel><p id=slide>Slide 1 of 3</p></div>
+<div style="height:1200px"></div>
+<div id=layout><form method=post action="/signup">
+<label for=email>Email</label> <input id=email name=email type=email>
+<label for=password>Password</label> <input id=password name=password type=password>
+<button type=submit>Sign up</button></form></div>
+<div style="height:600px"></div>
+<script>
+document.getElementById('pad').addEventListener('touchstart', (e) => { document.getElementById('touched').textContent = 'touched by ' + e.touches.length + ' finger'; });
+let slide = 0, x0 = null, x = null; const car = document.getElementById('carousel');
+car.addEventListener('touchstart', (e) => { x0 = x = e.touches[0].clientX; });
+car.addEventListener('touchmove', (e) => { x = e.touches[0].clientX; });
+car.addEventListener('touchend', () => { const dx = x - x0; if (dx < -40 && slide < 2) slide++; if (dx > 40 && slide > 0) slide--; document.getElementById('slide').textContent = 'Slide ' + (slide + 1) + ' of 3'; });
+</script></body></html>"#;
+
 const INIT: &str = r#"<!doctype html><html><head><script>document.title = window.__early || 'missing';</script></head><body></body></html>"#;
 
 async fn site() -> (SocketAddr, Seen) {
@@ -149,6 +172,7 @@ async fn site() -> (SocketAddr, Seen) {
         .route("/shots", get(|| async { Html(SHOTS) }))
         .route("/init", get(|| async { Html(INIT) }))
         .route("/acting", get(|| async { Html(ACTING) }))
+        .route("/phone-form", get(|| async { Html(PHONE_FORM) }))
         .route("/r1", get(|| async { Redirect::temporary("/r2") }))
         .route("/r2", get(|| async { Redirect::permanent("/final") }))
         .route("/final", get(|| async { ([("x-fixture", "final")], Html("<title>Final</title>final")) }))
@@ -337,6 +361,87 @@ async fn acting_on_an_element_checks_it_was_reached_after_a_rotation_and_below_t
         ),
         other => panic!("expected a refusal, got {other:?}"),
     }
+    s.close().await;
+    f.pool.shutdown().await;
+}
+
+/// Issue 43 item 6, as an agent does it: a phone taps and swipes, turns, and types into a
+/// field by selector and by ref; turns back and types again; and again zoomed in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_phone_types_into_a_field_by_selector_and_by_ref_at_any_zoom() {
+    let iphone = capture_core::devices::preset("iphone-15").expect("the iphone-15 preset").device.clone();
+    let f = fixture(1).await;
+    let s = f.open(SessionOptions { device: iphone, ..Default::default() }).await;
+    s.goto(&f.url("/phone-form"), WaitUntil::Load, T).await.unwrap();
+    assert_eq!(eval(&s, "[innerWidth, devicePixelRatio]").await, json!([393, 3]));
+    s.tap(sel("#pad"), T).await.unwrap();
+    assert_eq!(text(&s, "#touched").await, "touched by 1 finger");
+    s.swipe(sel("#carousel"), -150.0, 0.0, Duration::from_millis(300), T).await.unwrap();
+    assert_eq!(text(&s, "#slide").await, "Slide 2 of 3");
+    let turned = s.rotate(T).await.unwrap();
+    assert_eq!((turned.width, turned.height, turned.landscape), (852, 393, true));
+
+    let value = "document.getElementById('email').value";
+    let active = "document.activeElement && document.activeElement.id";
+    // Empty the field and leave it, so the next type has to focus it again.
+    let reset = "(() => { const e = document.getElementById('email'); e.value = ''; e.blur(); return document.activeElement.tagName; })()";
+    let email_ref = |tree: &[capture_browser::session::AxNode]| {
+        tree.iter()
+            .find(|n| n.role == "textbox" && n.name == "Email")
+            .and_then(|n| n.backend_node_id)
+            .expect("the email field in the snapshot")
+    };
+
+    // Landscape: by selector (the first touch after the swipe only stops its fling)...
+    assert_eq!(s.type_into(sel("#email"), "ada", true, T).await.unwrap(), "ada");
+    assert_eq!(eval(&s, active).await, json!("email"));
+    // ...and after another swipe, the text goes on at the end of what the field holds.
+    assert_eq!(eval(&s, "document.activeElement.blur(), document.activeElement.tagName").await, json!("BODY"));
+    s.swipe(sel("#carousel"), -150.0, 0.0, Duration::from_millis(300), T).await.unwrap();
+    assert_eq!(text(&s, "#slide").await, "Slide 3 of 3");
+    assert_eq!(s.type_into(sel("#email"), "@example.com", true, T).await.unwrap(), "ada@example.com");
+    assert_eq!(eval(&s, value).await, json!("ada@example.com"));
+    assert_eq!(eval(&s, active).await, json!("email"));
+    // By ref, from a snapshot.
+    assert_eq!(eval(&s, reset).await, json!("BODY"));
+    let email = email_ref(&s.accessibility_snapshot(T).await.unwrap());
+    assert_eq!(s.type_into(Target::Ref(email), "bob@example.com", true, T).await.unwrap(), "bob@example.com");
+    assert_eq!(eval(&s, value).await, json!("bob@example.com"));
+
+    // Back to portrait: by selector and by ref again.
+    let back = s.rotate(T).await.unwrap();
+    assert!(!back.landscape);
+    assert_eq!(eval(&s, reset).await, json!("BODY"));
+    assert_eq!(s.type_into(sel("#email"), "cy@example.com", true, T).await.unwrap(), "cy@example.com");
+    assert_eq!(eval(&s, value).await, json!("cy@example.com"));
+    assert_eq!(eval(&s, reset).await, json!("BODY"));
+    let email = email_ref(&s.accessibility_snapshot(T).await.unwrap());
+    assert_eq!(s.type_into(Target::Ref(email), "di@example.com", true, T).await.unwrap(), "di@example.com");
+    assert_eq!(eval(&s, value).await, json!("di@example.com"));
+
+    // Zoomed in, as a pinch leaves a page, in landscape: the visual viewport is a small
+    // window somewhere in the layout viewport.
+    s.rotate(T).await.unwrap();
+    s.cdp("Emulation.setPageScaleFactor", json!({"pageScaleFactor": 2.5}), T).await.unwrap();
+    assert!(eval(&s, "visualViewport.scale").await.as_f64().unwrap() > 2.0);
+    assert_eq!(eval(&s, reset).await, json!("BODY"));
+    assert_eq!(s.type_into(sel("#email"), "eve@example.com", true, T).await.unwrap(), "eve@example.com");
+    assert_eq!(eval(&s, value).await, json!("eve@example.com"));
+    assert_eq!(eval(&s, reset).await, json!("BODY"));
+    let email = email_ref(&s.accessibility_snapshot(T).await.unwrap());
+    assert_eq!(s.type_into(Target::Ref(email), "fay@example.com", true, T).await.unwrap(), "fay@example.com");
+    assert_eq!(eval(&s, value).await, json!("fay@example.com"));
+
+    // A disabled field cannot take the focus: nothing is typed and the tool says so.
+    eval(&s, "document.getElementById('email').disabled = true").await;
+    assert_eq!(eval(&s, reset).await, json!("BODY"));
+    match s.type_into(sel("#email"), "x", true, T).await {
+        Err(CaptureError::Script(m)) => {
+            assert_eq!(m, "type into '#email': '#email' did not take the focus (it is on <body>): nothing was typed")
+        }
+        other => panic!("expected the disabled field to refuse the focus, got {other:?}"),
+    }
+    assert_eq!(eval(&s, value).await, json!(""));
     s.close().await;
     f.pool.shutdown().await;
 }
