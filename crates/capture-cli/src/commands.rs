@@ -170,22 +170,35 @@ pub struct AuditArgs {
     pub quiet: bool,
     /// A browser profile to audit signed in.
     pub profile: Option<String>,
+    /// One of the caller's proxies (id or name) the audit leaves through.
+    pub proxy: Option<String>,
+    /// A sticky pool's key.
+    pub proxy_sticky_key: Option<String>,
     /// The Idempotency-Key of every attempt to create the audit.
     pub idempotency_key: String,
+}
+
+impl AuditArgs {
+    /// The body of `POST /v1/audits`.
+    fn body(&self) -> Value {
+        let mut body = json!({"url": self.url, "reportType": if self.full_site { "full_site" } else { "single_page" }});
+        if let Some(n) = self.max_pages {
+            body["maxPages"] = json!(n);
+        }
+        for (k, v) in [("profile", &self.profile), ("proxy", &self.proxy), ("proxyStickyKey", &self.proxy_sticky_key)] {
+            if let Some(v) = v {
+                body[k] = json!(v);
+            }
+        }
+        body
+    }
 }
 
 /// `capture audit URL`: start the audit (retried under one Idempotency-Key), follow it until
 /// it ends (progress on stderr), then print the scores, the issues to fix first and the
 /// report's links (or the audit as JSON), and save the PDF when asked.
 pub async fn audit(c: &Client, a: AuditArgs) -> Result<()> {
-    let mut body = json!({"url": a.url, "reportType": if a.full_site { "full_site" } else { "single_page" }});
-    if let Some(n) = a.max_pages {
-        body["maxPages"] = json!(n);
-    }
-    if let Some(p) = &a.profile {
-        body["profile"] = json!(p);
-    }
-    let created = c.post_idempotent("/v1/audits", &body, &a.idempotency_key).await?.body;
+    let created = c.post_idempotent("/v1/audits", &a.body(), &a.idempotency_key).await?.body;
     let id =
         created["id"].as_str().ok_or_else(|| ClientError::new(exit::FAILURE, "the server returned no audit id"))?;
     let quiet = a.quiet || a.json;
@@ -335,7 +348,34 @@ pub async fn webhooks(c: &Client, cmd: WebhookCmd, as_json: bool) -> Result<()> 
 
 #[cfg(test)]
 mod tests {
-    use super::extension;
+    use super::{AuditArgs, extension};
+    use serde_json::json;
+
+    #[test]
+    fn the_audit_body_names_the_profile_and_the_proxy_when_given() {
+        let mut a = AuditArgs {
+            url: "https://example.com/".into(),
+            full_site: false,
+            max_pages: None,
+            pdf: None,
+            json: false,
+            quiet: false,
+            profile: None,
+            proxy: None,
+            proxy_sticky_key: None,
+            idempotency_key: "k".repeat(16),
+        };
+        assert_eq!(a.body(), json!({"url": "https://example.com/", "reportType": "single_page"}));
+        a.full_site = true;
+        a.max_pages = Some(5);
+        a.proxy = Some("office".into());
+        a.proxy_sticky_key = Some("customer-42".into());
+        assert_eq!(
+            a.body(),
+            json!({"url": "https://example.com/", "reportType": "full_site", "maxPages": 5,
+                   "proxy": "office", "proxyStickyKey": "customer-42"})
+        );
+    }
 
     #[test]
     fn a_saved_file_is_named_by_the_extension_of_the_job_s_file() {

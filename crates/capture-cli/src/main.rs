@@ -1,5 +1,6 @@
 //! The `capture` binary: the server (`serve`, `migrate`, `admin …`) and the client
-//! (`login`, `logout`, `balance`, `shot`, `read`, `webhooks …`, `profile …`, `monitor …`).
+//! (`login`, `logout`, `balance`, `shot`, `read`, `webhooks …`, `profile …`, `monitor …`,
+//! `proxy …`).
 
 mod client;
 mod commands;
@@ -10,6 +11,7 @@ mod login;
 mod logs;
 mod monitor_cmd;
 mod profile_cmd;
+mod proxy_cmd;
 mod read;
 mod retry;
 mod session;
@@ -101,6 +103,14 @@ enum Cmd {
         /// Audit as a signed-in visitor: one of your browser profiles (id or name).
         #[arg(long)]
         profile: Option<String>,
+        /// Leave through one of your proxies (id or name: capture proxy list): the pages and
+        /// the crawl's own requests.
+        #[arg(long, value_name = "NAME")]
+        proxy: Option<String>,
+        /// For a pool with sticky rotation: the key that picks its member (default: the
+        /// URL's host).
+        #[arg(long, value_name = "KEY", requires = "proxy")]
+        proxy_sticky_key: Option<String>,
     },
     /// Manage webhook endpoints.
     Webhooks {
@@ -149,6 +159,17 @@ enum Cmd {
         json: bool,
         #[command(subcommand)]
         cmd: monitor_cmd::MonitorCmd,
+    },
+    /// Your proxies: one URL or a pool that captures, reads and audits leave through
+    /// (`--proxy NAME`); `test ID` fetches a page through each member.
+    Proxy {
+        #[command(flatten)]
+        conn: Conn,
+        /// Print the API's JSON.
+        #[arg(long, global = true)]
+        json: bool,
+        #[command(subcommand)]
+        cmd: proxy_cmd::ProxyCmd,
     },
     /// The saved test inbox: address, password and messages; --wait prints the verification
     /// link and code of the next mail.
@@ -213,6 +234,10 @@ enum ProfileCmd {
         /// How long to wait for the site's mail, in seconds (5-120).
         #[arg(long, default_value_t = 30)]
         mail_timeout: u64,
+        /// Sign in through one of your proxies (id or name), as the captures that use the
+        /// profile will.
+        #[arg(long, value_name = "NAME")]
+        proxy: Option<String>,
     },
     /// List profiles.
     List,
@@ -378,6 +403,7 @@ fn is_client(cmd: &Cmd) -> bool {
             | Cmd::Inbox { .. }
             | Cmd::Profile { .. }
             | Cmd::Monitor { .. }
+            | Cmd::Proxy { .. }
     )
 }
 
@@ -393,7 +419,7 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
         }
         Cmd::Shot(a) => shot::run(a).await,
         Cmd::Read(a) => read::run(a).await,
-        Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet, profile } => {
+        Cmd::Audit { conn, url, full_site, max_pages, pdf, json, quiet, profile, proxy, proxy_sticky_key } => {
             let c = conn.connect(quiet).await?;
             let args = commands::AuditArgs {
                 url,
@@ -403,6 +429,8 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
                 json,
                 quiet,
                 profile,
+                proxy,
+                proxy_sticky_key,
                 idempotency_key: retry::new_idempotency_key(),
             };
             commands::audit(&c, args).await
@@ -437,8 +465,8 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
         Cmd::Profile { conn, json, cmd } => {
             let c = conn.connect(false).await?;
             match cmd {
-                ProfileCmd::Login { url, name, email, password, mail_timeout } => {
-                    let args = profile_cmd::LoginArgs { url, name, email, password, mail_timeout, json };
+                ProfileCmd::Login { url, name, email, password, mail_timeout, proxy } => {
+                    let args = profile_cmd::LoginArgs { url, name, email, password, mail_timeout, proxy, json };
                     profile_cmd::login(&c, args).await
                 }
                 ProfileCmd::List => profile_cmd::list(&c, json).await,
@@ -448,6 +476,10 @@ async fn run_client(cmd: Cmd) -> Result<(), error::ClientError> {
         Cmd::Monitor { conn, json, cmd } => {
             let c = conn.connect(false).await?;
             monitor_cmd::run(&c, cmd, json).await
+        }
+        Cmd::Proxy { conn, json, cmd } => {
+            let c = conn.connect(false).await?;
+            proxy_cmd::run(&c, cmd, json).await
         }
         Cmd::Inbox { conn, wait, json, from, since, limit, timeout } => {
             let c = conn.connect(false).await?;

@@ -107,6 +107,14 @@ pub struct CreateArgs {
     /// Capture the viewport only (checks capture the full page by default).
     #[arg(long)]
     pub viewport_only: bool,
+    /// Each check's capture leaves through one of your proxies (id or name: capture proxy
+    /// list).
+    #[arg(long, value_name = "NAME")]
+    pub proxy: Option<String>,
+    /// For a pool with sticky rotation: the key that picks its member (default: the page's
+    /// host).
+    #[arg(long, value_name = "KEY")]
+    pub proxy_sticky_key: Option<String>,
     /// Any capture option of the checks by its API name, as `capture shot --set` takes it
     /// (repeatable; wins over the flags): --set blockAds=true --set waitFor='#main'.
     #[arg(long = "set", value_name = "KEY=VALUE", value_parser = crate::shot::parse_set)]
@@ -136,6 +144,11 @@ impl CreateArgs {
         }
         if self.viewport_only {
             capture.insert("fullPage".into(), json!(false));
+        }
+        for (k, v) in [("proxy", self.proxy), ("proxyStickyKey", self.proxy_sticky_key)] {
+            if let Some(v) = v {
+                capture.insert(k.into(), json!(v));
+            }
         }
         capture.extend(self.set);
         if !capture.is_empty() {
@@ -529,6 +542,8 @@ mod tests {
             width: None,
             height: None,
             viewport_only: false,
+            proxy: None,
+            proxy_sticky_key: None,
             set: vec![],
         }
     }
@@ -546,6 +561,7 @@ mod tests {
         a.paused = true;
         a.width = Some(800);
         a.viewport_only = true;
+        a.proxy = Some("office".into());
         a.set = vec![("blockAds".into(), json!(true)), ("width".into(), json!(1024))];
         assert_eq!(
             a.body(),
@@ -558,7 +574,7 @@ mod tests {
                 "ignoreSelectors": [".clock", "#ad"],
                 "notify": {"email": ["a@example.com"]},
                 "paused": true,
-                "capture": {"width": 1024, "fullPage": false, "blockAds": true}
+                "capture": {"width": 1024, "fullPage": false, "proxy": "office", "blockAds": true}
             })
         );
     }

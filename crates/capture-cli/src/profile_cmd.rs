@@ -21,13 +21,16 @@ pub struct LoginArgs {
     pub email: Option<String>,
     pub password: Option<String>,
     pub mail_timeout: u64,
+    /// One of the caller's proxies to sign in through.
+    pub proxy: Option<String>,
     pub json: bool,
 }
 
-/// `capture profile login URL [--name N] [--email E] [--password P] [--mail-timeout S] [--json]`.
+/// `capture profile login URL [--name N] [--email E] [--password P] [--mail-timeout S] [--proxy P]
+/// [--json]`.
 pub async fn login(c: &Client, a: LoginArgs) -> Result<()> {
     let mut body = json!({"url": a.url, "mailTimeoutS": a.mail_timeout});
-    for (k, v) in [("profile", a.name), ("email", a.email), ("password", a.password)] {
+    for (k, v) in [("profile", a.name), ("email", a.email), ("password", a.password), ("proxy", a.proxy)] {
         if let Some(v) = v {
             body[k] = Value::String(v);
         }

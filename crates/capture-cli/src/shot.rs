@@ -83,6 +83,14 @@ pub struct RequestArgs {
     /// Start signed in from one of your browser profiles (id or name: capture profile list).
     #[arg(long)]
     profile: Option<String>,
+    /// Leave through one of your proxies (id or name: capture proxy list); a proxy that fails
+    /// fails the capture naming it, uncharged.
+    #[arg(long, value_name = "NAME")]
+    proxy: Option<String>,
+    /// For a pool with sticky rotation: the key that picks its member (the same key, the
+    /// same member; default: the page's host).
+    #[arg(long, value_name = "KEY")]
+    proxy_sticky_key: Option<String>,
     /// JavaScript evaluated right before the capture.
     #[arg(long)]
     js: Option<String>,
@@ -133,6 +141,8 @@ impl RequestArgs {
             pre_screenshot_js: self.js.clone(),
             click_before: self.click_before.clone(),
             profile: self.profile.clone(),
+            proxy: self.proxy.clone(),
+            proxy_sticky_key: self.proxy_sticky_key.clone(),
             ..flags
         }
     }
@@ -374,6 +384,30 @@ mod tests {
         );
         let e = read_options(&dir.join("missing.json")).unwrap_err();
         assert!(e.message.contains("missing.json: cannot read it"), "{}", e.message);
+    }
+
+    #[test]
+    fn proxy_and_its_sticky_key_are_sent_by_their_api_names() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            shot: ShotCmd,
+        }
+        let cli = Cli::try_parse_from([
+            "shot",
+            "https://example.com/",
+            "--proxy",
+            "office",
+            "--proxy-sticky-key",
+            "customer-42",
+        ])
+        .unwrap();
+        let (options, _) = cli.shot.request.request(&ScreenshotIn::default(), cli.shot.flags()).unwrap();
+        assert_eq!(
+            serde_json::to_value(options).unwrap(),
+            json!({"url": "https://example.com/", "proxy": "office", "proxyStickyKey": "customer-42"})
+        );
     }
 
     #[test]

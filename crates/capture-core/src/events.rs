@@ -17,6 +17,7 @@ pub const WEBHOOK_EVENTS: &[&str] = &[
     "screenshot.stored",
     "monitor.changed",
     "monitor.failing",
+    "session.human_requested",
 ];
 
 /// Is `name` a known event type or `*`?

@@ -114,6 +114,8 @@ pub struct ScreencastRecorder {
     first_dims: Option<(u32, u32)>,
     canvas: Option<(u32, u32)>,
     total_bytes: u64,
+    /// Chapters: (Unix seconds, title), in the order given.
+    chapters: Vec<(f64, String)>,
 }
 
 /// What [`ScreencastRecorder::finish`] produced.
@@ -152,7 +154,15 @@ impl ScreencastRecorder {
             first_dims: None,
             canvas: None,
             total_bytes: 0,
+            chapters: Vec::new(),
         })
+    }
+
+    /// Start a chapter titled `title` at `timestamp` (Unix seconds, the frames' clock): the
+    /// MP4's chapter list marks it (players show it on the timeline).
+    pub fn chapter(&mut self, timestamp: f64, title: &str) {
+        let title: String = title.chars().filter(|c| !c.is_control()).take(200).collect();
+        self.chapters.push((timestamp, title));
     }
 
     /// The spool directory (gone once the recorder is finished or dropped).
@@ -282,6 +292,24 @@ impl ScreencastRecorder {
         list += &format!("file f{last_file:06}.{}\n", format.ext());
         let dir = self.dir.path();
         std::fs::write(dir.join("frames.ffconcat"), list).map_err(|e| MediaError::io("writing the frame list", e))?;
+        // Chapters, in ffmpeg's metadata format: the recording from its start, then each mark.
+        let chapters = !self.chapters.is_empty();
+        if chapters {
+            let esc = |s: &str| s.replace('\\', "\\\\").replace('=', "\\=").replace(';', "\\;").replace('#', "\\#");
+            let span_ms = (span * 1000.0).round() as i64;
+            let mut marks: Vec<(i64, String)> = vec![(0, "session".to_string())];
+            for (ts, title) in &self.chapters {
+                let at = (((ts - first) * 1000.0).round() as i64).clamp(0, span_ms.max(1) - 1);
+                marks.push((at, title.clone()));
+            }
+            marks.sort_by_key(|m| m.0);
+            let mut meta = String::from(";FFMETADATA1\n");
+            for (i, (at, title)) in marks.iter().enumerate() {
+                let end = marks.get(i + 1).map_or(span_ms, |m| m.0).max(at + 1);
+                meta += &format!("[CHAPTER]\nTIMEBASE=1/1000\nSTART={at}\nEND={end}\ntitle={}\n", esc(title));
+            }
+            std::fs::write(dir.join("chapters.txt"), meta).map_err(|e| MediaError::io("writing the chapters", e))?;
+        }
 
         let mut vf = format!(
             "scale={cw}:{ch}:force_original_aspect_ratio=decrease:flags=bicubic,\
@@ -296,43 +324,45 @@ impl ScreencastRecorder {
             vf += &format!(",fps={}", self.opts.fps);
             ("passthrough", "-frames:v", frames_out.to_string())
         };
-        let args: Vec<String> = [
-            "-hide_banner",
-            "-nostdin",
-            "-v",
-            "error",
-            "-f",
-            "concat",
-            "-safe",
-            "0",
-            "-i",
-            "frames.ffconcat",
-            "-vf",
-            &vf,
-            // The fps filter (not the muxer's frame-rate conversion) places each frame on
-            // the nearest output tick: within half a frame of its real time.
-            "-fps_mode",
-            fps_mode,
-            limit_flag,
-            &limit_value,
-            "-c:v",
-            "libx264",
-            "-preset",
-            &self.opts.preset,
-            "-crf",
-            &self.opts.crf.to_string(),
-            "-threads",
-            &self.opts.threads.to_string(),
-            "-pix_fmt",
-            "yuv420p",
-            "-movflags",
-            "+faststart",
-            "-y",
-            "out.mp4",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+        let args: Vec<String> =
+            ["-hide_banner", "-nostdin", "-v", "error", "-f", "concat", "-safe", "0", "-i", "frames.ffconcat"]
+                .iter()
+                .map(|s| s.to_string())
+                .chain(
+                    ["-f", "ffmetadata", "-i", "chapters.txt", "-map", "0:v", "-map_chapters", "1"]
+                        .iter()
+                        .filter(|_| chapters)
+                        .map(|s| s.to_string()),
+                )
+                .chain(
+                    [
+                        "-vf",
+                        &vf,
+                        // The fps filter (not the muxer's frame-rate conversion) places each frame on
+                        // the nearest output tick: within half a frame of its real time.
+                        "-fps_mode",
+                        fps_mode,
+                        limit_flag,
+                        &limit_value,
+                        "-c:v",
+                        "libx264",
+                        "-preset",
+                        &self.opts.preset,
+                        "-crf",
+                        &self.opts.crf.to_string(),
+                        "-threads",
+                        &self.opts.threads.to_string(),
+                        "-pix_fmt",
+                        "yuv420p",
+                        "-movflags",
+                        "+faststart",
+                        "-y",
+                        "out.mp4",
+                    ]
+                    .iter()
+                    .map(|s| s.to_string()),
+                )
+                .collect();
         let started = std::time::Instant::now();
         run_in(Some(dir), "ffmpeg", &args, self.opts.encode_timeout, Stdout::Collect).await?;
         let encode_time = started.elapsed();

@@ -55,6 +55,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .route("/metrics", get(metrics))
         .route("/files/{name}", get(screenshots::serve_file))
         .route("/s/{token}", get(screenshots::share_page))
+        .merge(crate::liveview::public_router())
         .merge(crate::routes::merged(apis.own_auth))
         .merge(crate::audits::public_router())
         .merge(crate::campaigns::public_router())

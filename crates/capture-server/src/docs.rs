@@ -47,6 +47,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(crate::profiles::ApiDoc::openapi());
     doc.merge(crate::monitors::ApiDoc::openapi());
     doc.merge(crate::proxies::ApiDoc::openapi());
+    doc.merge(crate::liveview::ApiDoc::openapi());
     doc.merge(crate::account::ApiDoc::openapi());
     doc.merge(crate::runs::ApiDoc::openapi());
     doc.merge(crate::ads::ApiDoc::openapi());
@@ -123,6 +124,10 @@ fn webhook_events() -> utoipa::openapi::path::Paths {
         "monitor.failing" => {
             "monitorId, name, url, checkId, error, failures (sent at the third failed check in a row, once until a \
              check succeeds)"
+        }
+        "session.human_requested" => {
+            "sessionId, reason, url (a control-mode live view: open it, do what is asked, press Done), expiresAt, \
+             timeoutSec"
         }
         _ => "the event's fields",
     };

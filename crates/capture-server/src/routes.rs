@@ -41,6 +41,7 @@ pub fn apis() -> Apis {
             crate::profiles::router(),
             crate::monitors::router(),
             crate::proxies::router(),
+            crate::liveview::router(),
             screenshots::api_router(),
             crate::runs::v1_router(),
             crate::campaigns::v1_router(),

@@ -236,3 +236,25 @@ impl Store {
         Ok(rows.into_iter().filter_map(|(k, n)| k.map(|k| (k, n))).collect())
     }
 }
+
+impl Store {
+    /// The origins an account's live views may be embedded in (a JSON array), if set.
+    pub async fn live_view_frame_ancestors(&self, user_id: &str) -> Result<Option<String>> {
+        let row: Option<(Option<String>,)> =
+            sqlx::query_as("SELECT live_view_frame_ancestors FROM users WHERE id = $1")
+                .bind(user_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.and_then(|r| r.0))
+    }
+
+    /// Set (or clear, with None) the origins an account's live views may be embedded in.
+    pub async fn set_live_view_frame_ancestors(&self, user_id: &str, origins: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE users SET live_view_frame_ancestors = $1 WHERE id = $2")
+            .bind(origins.map(str::to_string))
+            .bind(user_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}

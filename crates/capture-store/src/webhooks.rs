@@ -413,3 +413,14 @@ impl Store {
         Ok(rows)
     }
 }
+
+impl Store {
+    /// Emit `event_type` to every subscribed endpoint of `user_id` on its own (an event that
+    /// records nothing else, such as `session.human_requested`); the delivery ids.
+    pub async fn emit_event(&self, user_id: &str, event_type: &str, data: &Value, now: i64) -> Result<Vec<String>> {
+        let mut tx = self.begin_write().await?;
+        let ids = emit(&mut tx, user_id, event_type, data, now, None).await?;
+        tx.commit().await?;
+        Ok(ids)
+    }
+}

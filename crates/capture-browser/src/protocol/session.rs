@@ -443,6 +443,11 @@ pub(crate) struct FrameMetadata {
     /// Seconds since the epoch, when the frame was swapped.
     #[serde(default)]
     pub timestamp: Option<f64>,
+    /// The viewport in CSS pixels.
+    #[serde(default)]
+    pub device_width: Option<f64>,
+    #[serde(default)]
+    pub device_height: Option<f64>,
 }
 
 /// `Page.screencastFrame`.

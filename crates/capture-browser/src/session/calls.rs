@@ -11,9 +11,9 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::{
-    AxNode, CaptureError, ConsoleEntry, Cookie, Device, Dialog, FileUpload, Geolocation, Image, LogCounts, Navigation,
-    NetworkConditions, Op, PdfSpec, RequestRecord, Screencast, ScreencastOptions, ScreenshotSpec, Session, SessionPage,
-    Target, WaitFor, WaitUntil, closed_err, ops,
+    AxNode, CaptureError, ConsoleEntry, Cookie, Device, Dialog, FileUpload, Geolocation, Image, LiveInput, LogCounts,
+    Navigation, NetworkConditions, Op, PdfSpec, RequestRecord, Screencast, ScreencastOptions, ScreenshotSpec, Session,
+    SessionPage, Target, WaitFor, WaitUntil, closed_err, ops,
 };
 
 impl Session {
@@ -611,6 +611,28 @@ impl Session {
     ) -> Result<Screencast, CaptureError> {
         self.run("start_screencast".into(), timeout, move |sp| Box::pin(async move { sp.start_screencast(opts).await }))
             .await
+    }
+
+    /// Mark this moment on the session's timeline (a recording shows it as a chapter).
+    pub fn mark(&self, label: &str) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        self.shared.marks.lock().unwrap().push((now, label.to_owned()));
+    }
+
+    /// The marks set so far, in order.
+    pub fn marks(&self) -> Vec<(f64, String)> {
+        self.shared.marks.lock().unwrap().clone()
+    }
+
+    /// Watch the page live: its look now at once, then every frame it paints (a recording's
+    /// screencast is shared). Ends when the receiver is dropped or the session ends.
+    pub async fn watch(&self, timeout: Duration) -> Result<Screencast, CaptureError> {
+        self.run("watch".into(), timeout, |sp| Box::pin(async move { sp.watch().await })).await
+    }
+
+    /// A person's input from a live view (pointer, wheel, keys), dispatched as it came.
+    pub async fn live_input(&self, ev: LiveInput, timeout: Duration) -> Result<(), CaptureError> {
+        self.run("live_input".into(), timeout, move |sp| Box::pin(async move { sp.live_input(ev).await })).await
     }
 
     /// Stop the screencast (its stream ends).

@@ -81,9 +81,9 @@ pub use crate::protocol::tools::{
 };
 pub use log::{ConsoleEntry, Dialog, RequestRecord};
 pub use types::{
-    AxNode, ColorScheme, Device, DialogPolicy, FileUpload, Frame, Geolocation, Image, LogCounts, MAX_PAGES,
+    AxNode, ColorScheme, Device, DialogPolicy, FileUpload, Frame, Geolocation, Image, LiveInput, LogCounts, MAX_PAGES,
     MAX_UPLOAD_BYTES, Navigation, NavigationTiming, NetworkConditions, PdfSpec, Redirect, SCREENCAST_BUFFER,
-    Screencast, ScreencastOptions, ScreenshotSpec, SessionOptions, ShotArea, Target, WaitFor,
+    Screencast, ScreencastOptions, ScreenshotSpec, SessionOptions, ShotArea, Target, VIEW_BUFFER, WaitFor,
 };
 
 /// What a session's page does besides a capture's: record logs, handle dialogs, pass
@@ -96,6 +96,8 @@ pub(crate) struct Hooks {
     /// A dialog opened (Manual policy) that the running operation has not seen yet.
     new_dialog: Option<Dialog>,
     pub(crate) screencast: Option<mpsc::Sender<Frame>>,
+    /// Live views watching the page (each gets every frame the screencast makes).
+    pub(crate) viewers: Vec<mpsc::Sender<Frame>>,
     pub(crate) frames_dropped: u64,
 }
 
@@ -141,16 +143,34 @@ impl Hooks {
     }
 
     pub(crate) fn frame(&mut self, f: crate::protocol::session::ScreencastFrame) {
-        let Some(tx) = &self.screencast else { return };
+        if self.screencast.is_none() && self.viewers.is_empty() {
+            return;
+        }
         let Ok(data) = crate::encode::decode_base64(&f.data, "screencast frame") else { return };
         let timestamp = f.metadata.timestamp.unwrap_or_else(|| {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
         });
-        match tx.try_send(Frame { data, timestamp }) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => self.frames_dropped += 1,
-            Err(mpsc::error::TrySendError::Closed(_)) => self.screencast = None,
+        let frame = Frame {
+            data,
+            timestamp,
+            width: f.metadata.device_width.unwrap_or(0.0),
+            height: f.metadata.device_height.unwrap_or(0.0),
+        };
+        // A viewer that falls behind skips this frame; one that left is forgotten.
+        self.viewers.retain(|v| !matches!(v.try_send(frame.clone()), Err(mpsc::error::TrySendError::Closed(_))));
+        if let Some(tx) = &self.screencast {
+            match tx.try_send(frame) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => self.frames_dropped += 1,
+                Err(mpsc::error::TrySendError::Closed(_)) => self.screencast = None,
+            }
         }
+    }
+
+    /// Whether anyone still reads the screencast's frames.
+    pub(crate) fn watched(&mut self) -> bool {
+        self.viewers.retain(|v| !v.is_closed());
+        self.screencast.is_some() || !self.viewers.is_empty()
     }
 }
 
@@ -226,6 +246,8 @@ struct Shared {
     done: tokio::sync::watch::Receiver<bool>,
     /// The session's own clipboard (see [`clipboard`]).
     clipboard: clipboard::Store,
+    /// Marks set on the session's timeline ([`Session::mark`]): (Unix seconds, label).
+    marks: Mutex<Vec<(f64, String)>>,
 }
 
 /// A browser session; see the [module docs](self). Cloning gives another handle to the
@@ -309,7 +331,15 @@ impl BrowserPool {
             return Err(sp.fail(e));
         }
         let (tx, rx) = mpsc::channel::<Op>(64);
-        let shared = Arc::new(Shared { ended: Mutex::new(None), context_id, target_id, conn, done, clipboard: store });
+        let shared = Arc::new(Shared {
+            ended: Mutex::new(None),
+            context_id,
+            target_id,
+            conn,
+            done,
+            clipboard: store,
+            marks: Mutex::new(Vec::new()),
+        });
         tokio::spawn(drive(sp, rx, shared.clone(), done_tx));
         Ok(Session { ops: tx, shared })
     }
@@ -338,8 +368,8 @@ async fn drive(
                 Err(crate::page::Stop::Fail(e)) => break sp.fail(e).to_string(),
             },
         }
-        if sp.hooks_ref().is_some_and(|h| h.screencast.is_none()) && sp.screencasting {
-            // The reader went away: stop producing frames.
+        if sp.screencasting && !sp.hooks().watched() {
+            // The readers went away: stop producing frames.
             sp.screencasting = false;
             sp.page.conn.cmd_forget(&crate::protocol::session::StopScreencast {}, Some(&sp.page.sid));
         }

@@ -327,6 +327,24 @@ pub struct Frame {
     pub data: Vec<u8>,
     /// Seconds since the Unix epoch when Chromium produced it.
     pub timestamp: f64,
+    /// The viewport it shows, in CSS pixels (what input coordinates are in); 0 when unknown.
+    pub width: f64,
+    pub height: f64,
+}
+
+/// Frames buffered for a live view before new ones are dropped: a viewer that falls behind
+/// skips frames rather than seeing old ones.
+pub const VIEW_BUFFER: usize = 4;
+
+/// A person's input from a live view (`control` mode), in the viewport's CSS pixels.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LiveInput {
+    /// `kind`: `move`, `down` or `up`; `button`: `left`, `middle`, `right` or `none`.
+    Mouse { kind: String, x: f64, y: f64, button: String, clicks: u32, modifiers: u32 },
+    /// A wheel turn at (x, y).
+    Wheel { x: f64, y: f64, dx: f64, dy: f64 },
+    /// A key pressed or let go: `key` as the DOM names it (`a`, `Enter`, `ArrowLeft`).
+    Key { key: String, down: bool, modifiers: u32 },
 }
 
 /// Frames buffered for a slow reader before new ones are dropped.

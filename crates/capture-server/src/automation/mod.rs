@@ -232,6 +232,8 @@ tool_group! {
         "session_end", "End a browser session", false, true, sessions::SessionEndIn => sessions::session_end;
         "session_set_device", "Change the session's device", false, false, sessions::SetDeviceIn => sessions::session_set_device;
         "session_rotate", "Rotate the device", false, false, sessions::RotateIn => sessions::session_rotate;
+        "session_live_view", "A link to watch or drive the session", false, false, sessions::LiveViewIn => sessions::session_live_view;
+        "request_human", "Ask a person to step in", false, false, sessions::RequestHumanIn => sessions::request_human;
         // Looking
         "screenshot", "Screenshot", true, false, look::ScreenshotIn => look::screenshot;
         "snapshot", "Accessibility snapshot with refs", true, false, look::SnapshotIn => look::snapshot;

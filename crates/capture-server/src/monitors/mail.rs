@@ -2,7 +2,7 @@
 //! diff; at the third failure in a row, why. Sent when the service has outgoing mail
 //! (`CAPTURE_SMTP_URL`) and the monitor lists addresses (`notify.email`).
 
-use capture_mail::outbound::{InlineImage, NoticeMail, Sender};
+use capture_mail::outbound::{InlineImage, Sender};
 use capture_store::{CheckOutcome, MonitorRow};
 
 use super::types::{MonitorChanged, MonitorFailing};
@@ -16,34 +16,7 @@ fn esc(s: &str) -> String {
 }
 
 async fn send(state: &AppState, to: &[String], subject: String, text: String, html: String, images: Vec<InlineImage>) {
-    let Some(mailer) = &state.mail.mailer else { return };
-    let from = match Sender::parse(&state.cfg.mail.from) {
-        Ok(f) => f,
-        Err(e) => {
-            tracing::warn!(error = %e, "CAPTURE_MAIL_FROM does not parse; a monitor's mail was not sent");
-            return;
-        }
-    };
-    for addr in to {
-        let mail = NoticeMail {
-            from: from.clone(),
-            to: addr.clone(),
-            subject: subject.clone(),
-            text: text.clone(),
-            html: html.clone(),
-            images: images.clone(),
-        };
-        let sent = match mail.build(chrono::Utc::now()) {
-            Ok(m) => tokio::time::timeout(std::time::Duration::from_secs(30), mailer.send(&m))
-                .await
-                .map_err(|_| "timed out".to_string())
-                .and_then(|r| r.map(|_| ()).map_err(|e| e.to_string())),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = sent {
-            tracing::warn!(to = %addr, error = %e, "a monitor's mail was not sent");
-        }
-    }
+    crate::notice::send(state, to, subject, text, html, images, "a monitor's mail").await;
 }
 
 async fn picture(state: &AppState, key: &Option<String>, cid: &str, content_type: &str) -> Option<InlineImage> {

@@ -137,6 +137,8 @@ pub async fn open(
         Ok(s) => s,
         Err(e) => return not_opened(format!("no browser session could be opened: {e}")).await,
     };
+    // Watchable from now on (`/live/{id}`), until it is finalised.
+    state.cluster.sessions.views.lock().unwrap().insert(row.id.clone(), session.clone());
     let started = Instant::now();
     let (video, video_err) = if row.record_video {
         match Video::start(state, &session, budget).await {
@@ -205,6 +207,10 @@ impl Video {
         }
         let name = blob::new_name("mp4");
         let out = state.cfg.data_dir.join("tmp").join(&name);
+        // Marks on the session's timeline (a hand-off to a person) become chapters.
+        for (at, label) in session.marks() {
+            rec.chapter(at, &label);
+        }
         let recording = rec.finish(end, &out).await.map_err(|e| format!("encoding the video failed: {e}"))?;
         let bytes = tokio::fs::read(&recording.output).await.map_err(|e| format!("reading the video failed: {e}"));
         let _ = tokio::fs::remove_file(&recording.output).await;
@@ -241,6 +247,7 @@ pub async fn finalize(
     step_results: Option<String>,
     task: Option<(String, String)>,
 ) {
+    state.cluster.sessions.views.lock().unwrap().remove(&row.id);
     let end_ts = epoch_secs();
     let ended_ms = state.clock.now_ms();
     let ran_ms = started.elapsed().as_millis() as i64;

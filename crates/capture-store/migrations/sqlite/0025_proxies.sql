@@ -19,3 +19,7 @@ CREATE INDEX proxies_user ON proxies (user_id, created_at);
 -- it was created.
 ALTER TABLE runs ADD COLUMN proxy_id TEXT;
 ALTER TABLE runs ADD COLUMN proxy_member BIGINT;
+
+-- Where an account's live views may be embedded (a JSON array of origins for the view page's
+-- CSP frame-ancestors); null: only Capture's own pages.
+ALTER TABLE users ADD COLUMN live_view_frame_ancestors TEXT;

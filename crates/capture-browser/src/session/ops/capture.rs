@@ -86,9 +86,44 @@ impl SessionPage {
         Ok(Screencast { rx })
     }
 
+    /// A live view's frames: the page as it is now at once, then every frame the screencast
+    /// makes (started for the view when nothing records; shared with a recording otherwise).
+    pub(crate) async fn watch(&mut self) -> Result<Screencast, CaptureError> {
+        let (tx, rx) = tokio::sync::mpsc::channel(crate::session::VIEW_BUFFER);
+        let now = p::CaptureScreenshot {
+            format: "jpeg",
+            quality: Some(70),
+            clip: None,
+            from_surface: true,
+            optimize_for_speed: true,
+            capture_beyond_viewport: false,
+        };
+        let shot = self.page.call(&now).await?;
+        let data = crate::encode::decode_base64(&shot.data, "screenshot")?;
+        let timestamp =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        let (width, height) = (f64::from(self.device.width), f64::from(self.device.height));
+        let _ = tx.try_send(crate::session::Frame { data, timestamp, width, height });
+        self.hooks().viewers.push(tx);
+        if !self.screencasting {
+            let o = ScreencastOptions { quality: 60, ..ScreencastOptions::default() };
+            let cmd = s::StartScreencast {
+                format: "jpeg",
+                quality: o.quality,
+                max_width: o.max_width,
+                max_height: o.max_height,
+                every_nth_frame: 1,
+            };
+            self.page.call(&cmd).await?;
+            self.screencasting = true;
+        }
+        Ok(Screencast { rx })
+    }
+
     pub(crate) async fn stop_screencast(&mut self) -> Result<(), CaptureError> {
         self.hooks().screencast = None;
-        if self.screencasting {
+        // Live views keep it going.
+        if self.screencasting && !self.hooks().watched() {
             self.screencasting = false;
             self.page.call(&s::StopScreencast {}).await?;
         }

@@ -300,6 +300,66 @@ impl SessionPage {
         Ok(())
     }
 
+    /// A person's input from a live view, as it came (no waiting for the page: the person
+    /// sees what it did in the next frames).
+    pub(crate) async fn live_input(&mut self, ev: crate::session::LiveInput) -> Result<(), CaptureError> {
+        use crate::session::LiveInput;
+        match ev {
+            LiveInput::Mouse { kind, x, y, button, clicks, .. } => {
+                let kind = match kind.as_str() {
+                    "down" => "mousePressed",
+                    "up" => "mouseReleased",
+                    _ => "mouseMoved",
+                };
+                let button = match button.as_str() {
+                    "left" => "left",
+                    "middle" => "middle",
+                    "right" => "right",
+                    _ => "none",
+                };
+                let cmd = p::DispatchMouseEvent {
+                    kind,
+                    x,
+                    y,
+                    button,
+                    click_count: clicks.min(3),
+                    delta_x: None,
+                    delta_y: None,
+                };
+                self.page.call(&cmd).await?;
+            }
+            LiveInput::Wheel { x, y, dx, dy } => {
+                let cmd = p::DispatchMouseEvent {
+                    kind: "mouseWheel",
+                    x,
+                    y,
+                    button: "none",
+                    click_count: 0,
+                    delta_x: Some(dx),
+                    delta_y: Some(dy),
+                };
+                self.page.call(&cmd).await?;
+            }
+            LiveInput::Key { key, down, modifiers } => {
+                let mut chars = key.chars();
+                let k = match (chars.next(), chars.next()) {
+                    (Some(c), None) => keys::char_key(c),
+                    _ => keys::named(&key),
+                };
+                let Some(k) = k else { return Ok(()) };
+                // Control, Alt or Meta with a key types nothing.
+                let types = k.text.is_some() && modifiers & (keys::CONTROL | keys::ALT | keys::META) == 0;
+                let kind = match (down, types) {
+                    (true, true) => "keyDown",
+                    (true, false) => "rawKeyDown",
+                    (false, _) => "keyUp",
+                };
+                self.key(kind, &k, modifiers, down && types).await?;
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) async fn press(&mut self, spec: &str) -> Result<(), CaptureError> {
         let (mods, key) = keys::chord(spec).map_err(CaptureError::Script)?;
         let before = self.page.started_loading;

@@ -30,12 +30,14 @@ use crate::state::AppState;
 use crate::tool::{Cx, Reply, invalid, refused};
 
 mod devices;
+mod human;
 pub mod registry;
 
 pub use devices::{
     DeviceKind, ListDevicesIn, Orientation, RotateIn, SetDeviceIn, device_json, device_of, list_devices, presets,
     session_rotate, session_set_device,
 };
+pub use human::{LiveViewIn, RequestHumanIn, request_human, session_live_view};
 use registry::Starting;
 pub use registry::{Live, Registry};
 

@@ -59,6 +59,12 @@ pub struct Registry {
     pub(super) starting: Mutex<HashMap<String, usize>>,
     /// Their supervisors, so shutdown can let them finalise.
     pub(super) tasks: tokio_util::task::TaskTracker,
+    /// Every browser session this node holds (scripted and live runs, MCP sessions), by run
+    /// id: what a live view watches.
+    pub views: Mutex<HashMap<String, Session>>,
+    /// Hand-offs waiting for a person (`request_human`), by run id: set when the person
+    /// presses Done on the live view.
+    pub handoffs: Mutex<HashMap<String, tokio::sync::watch::Sender<bool>>>,
 }
 
 /// One session start of an account, counted while it lasts.
