@@ -26,6 +26,7 @@ from urllib.parse import parse_qs
 
 import httpx
 import pytest
+import websockets
 from mcp.client import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -918,6 +919,60 @@ async def bounds(agent: Agent, site: str, service: Service, account: Account) ->
     await agent.err("session_start", {"url": site + "/", "idleTimeoutMs": 10_000_000}, "VALIDATION_ERROR")
 
 
+async def handoff(agent: Agent, site: str, service: Service, account: Account) -> None:
+    """An agent stuck on a step only a person can do: a live view to watch, then request_human.
+    The person takes the link from the session.human_requested webhook, opens the live view's
+    socket, sees the page and presses Done; the agent gets `done`. Unanswered, `timed_out`. The
+    recording marks the hand-off as chapters."""
+    await agent.ok("create_webhook", {"url": site + "/hook", "events": ["session.human_requested"]})
+    s = (await agent.ok("session_start", {"url": site + "/", "recordVideo": True})).structured_content
+    sid = s["sessionId"]
+    view = (await agent.ok("session_live_view", {"sessionId": sid, "ttl": 120})).structured_content
+    assert view["mode"] == "view" and view["url"].startswith(f"{service.base}/live/{sid}?t="), view
+    page = httpx.get(view["url"], timeout=30)
+    assert page.status_code == 200 and "<title>Capture live view</title>" in page.text
+    await agent.err("session_live_view", {"sessionId": sid, "ttl": 0}, "VALIDATION_ERROR")
+
+    async def person() -> dict:
+        while True:
+            event = await asyncio.to_thread(HOOKS.get, True, 60)
+            if event["type"] == "session.human_requested" and event["data"]["sessionId"] == sid:
+                break
+        data = event["data"]
+        assert data["reason"] == "Solve the CAPTCHA" and data["timeoutSec"] == 60, data
+        url = data["url"].replace("http://", "ws://").replace("?t=", "/ws?t=")
+        async with websockets.connect(url, max_size=None) as ws:
+            hello = json.loads(await ws.recv())
+            assert hello["t"] == "hello" and hello["mode"] == "control" and hello["reason"] == "Solve the CAPTCHA"
+            frame = json.loads(await ws.recv())
+            assert frame["t"] == "frame" and base64.b64decode(frame["data"])[:2] == b"\xff\xd8", frame["t"]
+            await ws.send(json.dumps({"t": "done"}))
+            while True:
+                m = json.loads(await ws.recv())
+                if m["t"] == "done":
+                    return m
+
+    asked = asyncio.create_task(agent.ok("request_human", {"sessionId": sid, "reason": "Solve the CAPTCHA", "timeoutSec": 60}))
+    pressed = await asyncio.wait_for(person(), 90)
+    assert pressed == {"t": "done", "handedBack": True}, pressed
+    r = (await asked).structured_content
+    assert r["outcome"] == "done" and 0 < r["waitedMs"] < 60_000, r
+    # Nobody answers: the agent gets the session back when the time is up.
+    r = (await agent.ok("request_human", {"sessionId": sid, "reason": "Approve the passkey", "timeoutSec": 10})).structured_content
+    assert r["outcome"] == "timed_out" and r["waitedMs"] >= 10_000, r
+    ended = (await agent.ok("session_end", {"sessionId": sid})).structured_content
+    video = httpx.get(ended["videoUrl"], timeout=60)
+    assert video.status_code == 200
+    with tempfile.NamedTemporaryFile(suffix=".mp4") as f:
+        f.write(video.content)
+        f.flush()
+        probe = subprocess.run(["ffprobe", "-v", "error", "-show_chapters", "-of", "json", f.name],
+                               capture_output=True, text=True, check=True)
+    titles = [c["tags"]["title"] for c in json.loads(probe.stdout)["chapters"]]
+    assert titles == ["session", "hand-off: Solve the CAPTCHA", "hand-off ended: done",
+                      "hand-off: Approve the passkey", "hand-off ended: timed_out"], titles
+
+
 USED: set[str] = set()
 # Seconds per successful call of each tool, printed by the last test (pytest -s shows them).
 TIMINGS: dict[str, list[float]] = {}
@@ -951,6 +1006,10 @@ def test_a_session_is_its_clients_unless_shared(auto_service, auto_account, fixt
 
 def test_sessions_are_bounded_idle_and_expire(auto_service, auto_account, fixture_site):
     run(auto_service, auto_account, fixture_site, bounds)
+
+
+def test_an_agent_asks_a_person_to_step_in_through_a_live_view(auto_service, auto_account, fixture_site):
+    run(auto_service, auto_account, fixture_site, handoff)
 
 
 def test_every_automation_tool_was_exercised(auto_service, auto_account):

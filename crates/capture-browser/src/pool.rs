@@ -77,6 +77,8 @@ struct Instance {
     warming: std::sync::atomic::AtomicUsize,
     /// Set when the memory guard kills this browser: why its captures fail.
     killed_for_memory: Mutex<Option<String>>,
+    /// Opens each context's own route of the egress proxy.
+    routes: crate::egress::Routes,
 }
 
 /// A failed job's error as its caller should see it: the memory guard's reason when it
@@ -119,9 +121,9 @@ impl Instance {
         for _ in have..want {
             self.warming.fetch_add(1, Ordering::SeqCst);
             let me = Arc::downgrade(self);
-            let conn = self.conn.clone();
+            let (conn, routes) = (self.conn.clone(), self.routes.clone());
             tokio::spawn(async move {
-                let r = prepare::prepare(&conn, Instant::now() + PREPARE_TIMEOUT, view).await;
+                let r = prepare::prepare(&conn, Some(&routes), Instant::now() + PREPARE_TIMEOUT, view).await;
                 if let Some(inst) = me.upgrade() {
                     if let Ok(p) = r
                         && !inst.conn.is_closed()
@@ -364,6 +366,7 @@ impl BrowserPool {
             spares: Mutex::new(Vec::new()),
             warming: Default::default(),
             killed_for_memory: Mutex::new(None),
+            routes: self.proxy.routes(),
         }))
     }
 
@@ -567,24 +570,18 @@ impl BrowserPool {
                 return Err(CaptureError::Deadline(what.to_owned()));
             }
         };
-        // A page behind a customer's proxy is made for its job: spares go through the egress
-        // proxy itself.
-        let routed = view.proxy.is_some();
-        if !routed {
-            *self.last_view.lock().unwrap() = view;
-        }
-        let spare = if routed { None } else { lease.browser.take_spare() };
+        *self.last_view.lock().unwrap() = view;
+        let spare = lease.browser.take_spare();
         let spare_missing = spare.is_none();
         if spare_missing && !lease.draining {
             // Nothing warm left: start warming now rather than after this job.
-            let next = if routed { *self.last_view.lock().unwrap() } else { view };
-            lease.browser.refill(self.spares_wanted(), next);
+            lease.browser.refill(self.spares_wanted(), view);
         }
         let prepared = match spare {
             Some(p) => p,
             None => {
                 let until = deadline.min(Instant::now() + PREPARE_TIMEOUT);
-                prepare::prepare(lease.conn(), until, view).await.map_err(|e| match e {
+                prepare::prepare(lease.conn(), Some(&lease.browser.routes), until, view).await.map_err(|e| match e {
                     CaptureError::Timeout(_) if until == deadline => CaptureError::Deadline(what.to_owned()),
                     // A page that cannot be set up within PREPARE_TIMEOUT fails this
                     // attempt only (transient: the job is retried), not the whole job.
@@ -610,14 +607,12 @@ impl BrowserPool {
     pub async fn capture(&self, req: CaptureRequest) -> Result<CaptureOutput, CaptureError> {
         let deadline = Instant::now() + req.deadline;
         let what = crate::deadline_message(req.deadline);
-        let mut view = View::of(&req);
-        // The customer's proxy: a route of the egress proxy for this job alone, closed with it.
-        let route = match &req.proxy {
-            Some(up) => Some(self.route(up.clone()).await?),
-            None => None,
-        };
-        view.proxy = route.as_ref().map(crate::egress::EgressRoute::addr);
+        let view = View::of(&req);
         let (lease, prepared, spare_missing) = self.lease_page(deadline, view, &what).await?;
+        // The customer's proxy: the context's own route connects through it from now on.
+        if let Some(up) = &req.proxy {
+            prepared.route_through(up.clone())?;
+        }
         let conn = lease.conn().clone();
         let result = pipeline::run(&conn, prepared, lease.failures(), lease.decodes(), &req, deadline).await;
         let result = match result {
@@ -626,21 +621,12 @@ impl BrowserPool {
         };
         self.after_job(&lease, spare_missing);
         drop(lease);
-        drop(route);
         result
     }
 
     /// A route of the egress proxy through `upstream` for requests of the service's own that
     /// must leave as the pages do (an audit's crawl): open while the route is held.
     pub async fn egress_route(
-        &self,
-        upstream: capture_core::egress::UpstreamProxy,
-    ) -> Result<crate::egress::EgressRoute, CaptureError> {
-        self.route(upstream).await
-    }
-
-    /// A route of the egress proxy through `upstream` (see [`EgressProxy::route`]).
-    pub(crate) async fn route(
         &self,
         upstream: capture_core::egress::UpstreamProxy,
     ) -> Result<crate::egress::EgressRoute, CaptureError> {

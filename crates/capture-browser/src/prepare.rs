@@ -16,6 +16,8 @@ use capture_core::options::CookieConsent;
 pub(crate) struct ContextGuard {
     pub(crate) conn: Arc<Conn>,
     pub(crate) id: String,
+    /// The context's own route of the egress proxy (its `proxyServer`), open as long as it.
+    pub(crate) route: Option<crate::egress::EgressRoute>,
 }
 
 impl Drop for ContextGuard {
@@ -43,9 +45,6 @@ pub(crate) struct View {
     /// Every request paused for the filter lists (`blockAds` and the like), set up while the
     /// page is spare.
     pub intercept: bool,
-    /// The egress route (a customer's proxy) the context's connections go to instead of the
-    /// egress proxy: such a page is made for its job, never a spare.
-    pub proxy: Option<std::net::SocketAddr>,
 }
 
 impl View {
@@ -61,7 +60,6 @@ impl View {
             mobile: req.options.mobile,
             consent: req.options.cookie_consent,
             intercept: crate::blocklists::Which::of(&req.options).any(),
-            proxy: None,
         }
     }
 
@@ -99,7 +97,6 @@ impl Default for View {
             mobile: false,
             consent: CookieConsent::default(),
             intercept: false,
-            proxy: None,
         }
     }
 }
@@ -172,6 +169,19 @@ impl Prepared {
     }
 }
 
+impl Prepared {
+    /// Send every connection of the context through `upstream` (before its first request).
+    pub(crate) fn route_through(&self, upstream: capture_core::egress::UpstreamProxy) -> Result<(), CaptureError> {
+        match &self.guard.route {
+            Some(r) => {
+                r.set_upstream(upstream);
+                Ok(())
+            }
+            None => Err(CaptureError::Browser("this page has no egress route of its own".into())),
+        }
+    }
+}
+
 impl Drop for Prepared {
     fn drop(&mut self) {
         self.guard.conn.unregister_session(&self.sid);
@@ -180,7 +190,14 @@ impl Drop for Prepared {
 
 /// Create a fresh browser context with a page in its own window, attach to it and enable
 /// the domains the pipeline needs. Done ahead of jobs so it is off their critical path.
-pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> Result<Prepared, CaptureError> {
+/// With `routes`, the context gets a route of the egress proxy of its own (its
+/// `proxyServer`), which a job may then point at a customer's proxy.
+pub(crate) async fn prepare(
+    conn: &Arc<Conn>,
+    routes: Option<&crate::egress::Routes>,
+    deadline: Instant,
+    view: View,
+) -> Result<Prepared, CaptureError> {
     async fn browser_call<C: Command>(
         conn: &Arc<Conn>,
         cmd: &C,
@@ -192,15 +209,21 @@ pub(crate) async fn prepare(conn: &Arc<Conn>, deadline: Instant, view: View) -> 
             Err(_) => Err(CaptureError::Timeout("preparing a browser context timed out".into())),
         }
     }
+    let route = match routes {
+        Some(r) => {
+            Some(r.open().await.map_err(|e| CaptureError::Browser(format!("cannot open an egress route: {e}")))?)
+        }
+        None => None,
+    };
     let create = p::CreateBrowserContext {
         dispose_on_detach: true,
-        proxy_server: view.proxy.map(|a| format!("http://{a}")),
+        proxy_server: route.as_ref().map(|r| format!("http://{}", r.addr())),
         // Loopback too goes through the route (Chromium bypasses it by default).
-        proxy_bypass_list: view.proxy.map(|_| "<-loopback>"),
+        proxy_bypass_list: route.as_ref().map(|_| "<-loopback>"),
     };
     let ctx = browser_call(conn, &create, deadline).await?;
     let ctx_id = ctx.browser_context_id;
-    let guard = ContextGuard { conn: conn.clone(), id: ctx_id.clone() };
+    let guard = ContextGuard { conn: conn.clone(), id: ctx_id.clone(), route };
     conn.cmd_forget(&p::SetDownloadBehavior { behavior: "deny", browser_context_id: &ctx_id }, None);
     let target = p::CreateTarget {
         url: "about:blank",

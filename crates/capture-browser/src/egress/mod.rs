@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 mod proxy;
 mod upstream;
 
-pub use proxy::{EgressProxy, EgressRoute, TUNNEL_IDLE};
+pub use proxy::{EgressProxy, EgressRoute, Routes, TUNNEL_IDLE};
 
 const DNS_TIMEOUT: Duration = Duration::from_secs(5);
 

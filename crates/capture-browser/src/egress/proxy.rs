@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -50,8 +50,10 @@ struct Shared {
     policy: EgressPolicy,
     failures: Arc<FailureLog>,
     tunnel_idle: Duration,
-    /// The customer's proxy a route connects through; None: connect directly.
-    upstream: Option<Arc<UpstreamProxy>>,
+    /// The customer's proxy a route connects through; None: connect directly. A route is
+    /// made for a browser context before its job is known (a warm spare), so this is set
+    /// when the job takes the context, before its first request.
+    upstream: RwLock<Option<Arc<UpstreamProxy>>>,
     /// The loopback ports of the live routes: refused as destinations like the proxy's own
     /// port (a page must not borrow another job's route).
     routes: Arc<Mutex<HashSet<u16>>>,
@@ -65,10 +67,13 @@ pub struct EgressProxy {
     task: tokio::task::AbortHandle,
 }
 
-/// A listener of the egress proxy for one job's browser context that connects through a
-/// customer's proxy ([`EgressProxy::route`]); closed when dropped.
+/// A listener of the egress proxy for one browser context (its `proxyServer`): it checks
+/// every destination as the egress proxy does, then connects directly or, once
+/// [`set_upstream`](Self::set_upstream) named one, through a customer's proxy. Closed when
+/// dropped.
 pub struct EgressRoute {
     addr: SocketAddr,
+    shared: Arc<Shared>,
     routes: Arc<Mutex<HashSet<u16>>>,
     task: tokio::task::AbortHandle,
 }
@@ -77,6 +82,35 @@ impl EgressRoute {
     /// Where the browser context's `proxyServer` points.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// From now on, connect through `upstream` (failures are named after its label).
+    pub fn set_upstream(&self, upstream: UpstreamProxy) {
+        *self.shared.upstream.write().unwrap() = Some(Arc::new(upstream));
+    }
+}
+
+/// Opens routes of one egress proxy (cheap to clone, for the tasks that warm spare pages).
+#[derive(Clone)]
+pub struct Routes(Arc<Shared>);
+
+impl Routes {
+    /// A new route (127.0.0.1, a port of its own), connecting directly until told otherwise.
+    pub async fn open(&self) -> std::io::Result<EgressRoute> {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let addr = listener.local_addr()?;
+        let mut policy = self.0.policy.clone();
+        policy.deny_listener(addr);
+        self.0.routes.lock().unwrap().insert(addr.port());
+        let shared = Arc::new(Shared {
+            policy,
+            failures: self.0.failures.clone(),
+            tunnel_idle: self.0.tunnel_idle,
+            upstream: RwLock::new(None),
+            routes: self.0.routes.clone(),
+        });
+        let task = spawn_listener(listener, shared.clone());
+        Ok(EgressRoute { addr, shared, routes: self.0.routes.clone(), task })
     }
 }
 
@@ -120,7 +154,7 @@ impl EgressProxy {
             policy,
             failures: failures.clone(),
             tunnel_idle,
-            upstream: None,
+            upstream: RwLock::new(None),
             routes: Arc::default(),
         });
         let task = spawn_listener(listener, shared.clone());
@@ -131,20 +165,14 @@ impl EgressProxy {
     /// proxy does, then connects through `upstream` instead of directly. Failures are
     /// recorded in this proxy's failure log, `proxy_failed: <label>: <why>`.
     pub async fn route(&self, upstream: UpstreamProxy) -> std::io::Result<EgressRoute> {
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
-        let addr = listener.local_addr()?;
-        let mut policy = self.shared.policy.clone();
-        policy.deny_listener(addr);
-        self.shared.routes.lock().unwrap().insert(addr.port());
-        let shared = Arc::new(Shared {
-            policy,
-            failures: self.failures.clone(),
-            tunnel_idle: self.shared.tunnel_idle,
-            upstream: Some(Arc::new(upstream)),
-            routes: self.shared.routes.clone(),
-        });
-        let task = spawn_listener(listener, shared);
-        Ok(EgressRoute { addr, routes: self.shared.routes.clone(), task })
+        let route = self.routes().open().await?;
+        route.set_upstream(upstream);
+        Ok(route)
+    }
+
+    /// What opens routes of this proxy.
+    pub fn routes(&self) -> Routes {
+        Routes(self.shared.clone())
     }
 
     /// The proxy's listening address.
@@ -223,8 +251,9 @@ async fn check_destination(host: &str, port: u16, shared: &Shared) -> Result<Vec
 async fn connect_checked(host: &str, port: u16, shared: &Shared) -> Result<Stream, Refusal> {
     let result = async {
         let addrs = check_destination(host, port, shared).await?;
-        if let Some(up) = &shared.upstream {
-            return upstream::tunnel_to(up, &shared.policy, host, port).await;
+        let up = shared.upstream.read().unwrap().clone();
+        if let Some(up) = up {
+            return upstream::tunnel_to(&up, &shared.policy, host, port).await;
         }
         let mut last = String::new();
         for addr in addrs {

@@ -192,8 +192,6 @@ pub(crate) struct SessionPage {
     pub(crate) media: EmulatedMedia,
     /// The session's `cookieConsent`.
     pub(crate) consent_mode: capture_core::options::CookieConsent,
-    /// The egress route through the customer's proxy, open as long as the session.
-    pub(crate) _route: Option<crate::egress::EgressRoute>,
 }
 
 /// The media a session emulates. `Emulation.setEmulatedMedia` replaces all of it with each
@@ -287,12 +285,10 @@ impl BrowserPool {
             ..View::default()
         };
         let what = format!("no page slot of the browser pool became free within {} ms", opts.slot_timeout.as_millis());
-        let route = match &opts.proxy {
-            Some(up) => Some(self.route(up.clone()).await?),
-            None => None,
-        };
-        let view = View { proxy: route.as_ref().map(crate::egress::EgressRoute::addr), ..view };
         let (lease, prepared, spare_missing) = self.lease_page(slot_until, view, &what).await?;
+        if let Some(up) = &opts.proxy {
+            prepared.route_through(up.clone())?;
+        }
         self.after_job(&lease, spare_missing);
         let conn = lease.conn().clone();
         let context_id = prepared.guard.id.clone();
@@ -314,7 +310,6 @@ impl BrowserPool {
             screencasting: false,
             media: EmulatedMedia::default(),
             consent_mode: opts.cookie_consent,
-            _route: route,
         };
         let setup_until = deadline.min(Instant::now() + Duration::from_secs(15));
         sp.begin("opening the session", setup_until);
