@@ -13,14 +13,15 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::helpers::*;
 
-/// White until the button is clicked (green then); the button fills the top left.
+/// White until the button is clicked (green then, white again at the next click); the button
+/// fills the top left.
 fn live_page() -> Vec<(&'static str, &'static str, String)> {
     vec![(
         "/live",
         "text/html",
         "<!doctype html><html><head><title>Live</title><style>html,body{margin:0;height:100%;background:#ffffff}\
          #go{position:absolute;left:0;top:0;width:400px;height:300px;font-size:30px}</style></head>\
-         <body><button id=go onclick=\"document.body.style.background='#00ff00'\">Go</button></body></html>"
+         <body><button id=go onclick=\"const b=document.body.style;b.background=b.background.includes('255, 0')?'#ffffff':'#00ff00'\">Go</button></body></html>"
             .to_string(),
     )]
 }
@@ -112,18 +113,36 @@ async fn send(ws: &mut Ws, v: Value) {
     ws.send(Message::Text(v.to_string().into())).await.unwrap();
 }
 
-/// Click at (x, y) and wait for a frame where (px, py) of the image is green: the time taken.
-async fn click_until_green(ws: &mut Ws, x: f64, y: f64, px: u32, py: u32) -> Duration {
+/// Click at (x, y) and wait for a frame where (px, py) of the image is green (or white, with
+/// `to_green` false): the time from the click to that frame.
+async fn click_until(ws: &mut Ws, x: f64, y: f64, px: u32, py: u32, to_green: bool) -> Duration {
     let t = Instant::now();
     send(ws, json!({"t": "mouse", "kind": "down", "x": x, "y": y, "button": "left", "clicks": 1})).await;
     send(ws, json!({"t": "mouse", "kind": "up", "x": x, "y": y, "button": "left", "clicks": 1})).await;
     loop {
         let (img, _, _) = next_frame(ws).await;
-        if green(&img, px.min(img.width() - 1), py.min(img.height() - 1)) {
+        let (px, py) = (px.min(img.width() - 1), py.min(img.height() - 1));
+        if (to_green && green(&img, px, py)) || (!to_green && white(&img, px, py)) {
             return t.elapsed();
         }
         assert!(t.elapsed() < Duration::from_secs(10), "the click never showed");
     }
+}
+
+/// Click `n` times, the page green now (`green_now`) or white: the median time from a click
+/// to the first frame that shows its colour.
+async fn median_latency(ws: &mut Ws, scale: f64, n: usize, green_now: bool) -> Duration {
+    let mut times = Vec::with_capacity(n);
+    for i in 0..n {
+        // Give the page a moment between clicks (no double click), then drop the frames
+        // already sent, so only a frame made after the click can count.
+        tokio::time::sleep(Duration::from_millis(350)).await;
+        while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(5), ws.next()).await {}
+        let to_green = (i % 2 == 0) != green_now;
+        times.push(click_until(ws, 200.0, 150.0, (900.0 * scale) as u32, (600.0 * scale) as u32, to_green).await);
+    }
+    times.sort();
+    times[n / 2]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -197,7 +216,7 @@ async fn a_live_view_shows_the_tab_takes_a_persons_input_in_control_mode_only_an
     assert_eq!(hello["mode"], "control");
     let (img, w, _) = next_frame(&mut cws).await;
     let scale = f64::from(img.width()) / w;
-    let took = click_until_green(&mut cws, 200.0, 150.0, (900.0 * scale) as u32, (600.0 * scale) as u32).await;
+    let took = click_until(&mut cws, 200.0, 150.0, (900.0 * scale) as u32, (600.0 * scale) as u32, true).await;
     eprintln!("live view, one node: a click to the frame that shows it: {took:?}");
     // The watcher sees it too.
     loop {
@@ -207,6 +226,9 @@ async fn a_live_view_shows_the_tab_takes_a_persons_input_in_control_mode_only_an
         }
     }
     drop(ws);
+    // The latency a person sees: from a click (a DOM change) to the frame that shows it.
+    let p50 = median_latency(&mut cws, scale, 10, true).await;
+    eprintln!("live view, one node: click to frame, p50 of 10: {p50:?}");
     drop(cws);
 
     // Altered and expired links: a plain page for a person, JSON for the socket.
@@ -267,7 +289,7 @@ async fn a_live_view_opened_on_another_node_is_relayed_to_the_session() {
     let (img, w, _) = next_frame(&mut ws).await;
     assert!(white(&img, img.width() - 10, img.height() - 10));
     let scale = f64::from(img.width()) / w;
-    let took = click_until_green(&mut ws, 200.0, 150.0, (900.0 * scale) as u32, (600.0 * scale) as u32).await;
-    eprintln!("live view through a second node: a click to the frame that shows it: {took:?}");
+    let p50 = median_latency(&mut ws, scale, 10, false).await;
+    eprintln!("live view through a second node: click to frame, p50 of 10: {p50:?}");
     call(&api, &key, reqwest::Method::POST, &format!("/v1/runs/{run}/stop"), None).await;
 }
