@@ -158,6 +158,18 @@ impl ScreencastRecorder {
         })
     }
 
+    /// Make the recording begin at `timestamp` (Unix seconds): the first frame shows from then
+    /// on, when it came later. Chromium sends its first screencast frame at the page's next
+    /// paint, which on a busy machine (or a still page) can be seconds after recording began.
+    pub fn starts_at(&mut self, timestamp: f64) {
+        if let Some(first) = self.frames.first_mut()
+            && timestamp.is_finite()
+            && timestamp < first.1
+        {
+            first.1 = timestamp;
+        }
+    }
+
     /// Start a chapter titled `title` at `timestamp` (Unix seconds, the frames' clock): the
     /// MP4's chapter list marks it (players show it on the timeline).
     pub fn chapter(&mut self, timestamp: f64, title: &str) {

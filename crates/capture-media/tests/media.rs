@@ -512,6 +512,50 @@ async fn a_screencast_takes_mixed_sizes_and_formats_on_an_even_canvas() {
     assert_empty(root.path());
 }
 
+/// A recording whose first frame came late still begins when recording began (the first
+/// frame shows from then), and its marks are chapters of the MP4.
+#[tokio::test]
+async fn a_late_first_frame_shows_from_the_start_and_marks_become_chapters() {
+    let root = temp_root();
+    let mut rec = ScreencastRecorder::new(rec_opts(root.path())).unwrap();
+    let t0 = 1_700_000_000.0;
+    rec.push_frame(&encode(&solid(640, 400, [220, 30, 30]), ImageFormat::Jpeg), t0 + 2.0).await.unwrap();
+    rec.push_frame(&encode(&solid(640, 400, [30, 60, 220]), ImageFormat::Jpeg), t0 + 3.0).await.unwrap();
+    rec.starts_at(t0 + 5.0); // later than the first frame: nothing moves
+    rec.starts_at(t0);
+    rec.chapter(t0 + 1.0, "hand-off: Solve the CAPTCHA");
+    rec.chapter(t0 + 2.5, "hand-off ended: done");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("late.mp4");
+    rec.finish(t0 + 4.0, &out).await.unwrap();
+    let info = probe(&out).await.unwrap();
+    assert!((info.duration - 4.0).abs() <= 0.2, "duration {} for a 4 s recording", info.duration);
+    let f = frame_at(&out, 0.3).await.unwrap();
+    assert!(centre(&f).distance2(Rgb::new(220, 30, 30)) < 40 * 40, "the first frame opens the video");
+    let probed = tokio::process::Command::new("ffprobe")
+        .args(["-v", "error", "-show_chapters", "-of", "json"])
+        .arg(&out)
+        .output()
+        .await
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&probed.stdout).unwrap();
+    let chapters: Vec<(String, String)> = v["chapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["start_time"].as_str().unwrap().to_string(), c["tags"]["title"].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(
+        chapters,
+        [
+            ("0.000000".to_string(), "session".to_string()),
+            ("1.000000".to_string(), "hand-off: Solve the CAPTCHA".to_string()),
+            ("2.500000".to_string(), "hand-off ended: done".to_string()),
+        ]
+    );
+    assert_empty(root.path());
+}
+
 fn centre_of_edge(f: &RgbImage) -> u8 {
     let p = f.get_pixel(3, f.height() / 2);
     p[0].max(p[1]).max(p[2])

@@ -207,6 +207,8 @@ impl Video {
         }
         let name = blob::new_name("mp4");
         let out = state.cfg.data_dir.join("tmp").join(&name);
+        // The video covers the run from its start, however late the first frame came.
+        rec.starts_at(self.started);
         // Marks on the session's timeline (a hand-off to a person) become chapters.
         for (at, label) in session.marks() {
             rec.chapter(at, &label);
