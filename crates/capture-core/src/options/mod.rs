@@ -24,7 +24,7 @@ pub use page::{Clip, Geolocation, MediaType, WaitUntil};
 pub use pdf::{Length, PaperFormat, PdfMargin, PdfOptionsIn, PdfSettings};
 pub use request::ScreenshotIn;
 pub use storage::{STORAGE_KEY_PLACEHOLDERS, StorageTarget};
-pub use validate::validate_url;
+pub use validate::{proxy_ref, proxy_sticky_key, validate_url};
 
 #[cfg(test)]
 mod tests {

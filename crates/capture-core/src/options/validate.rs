@@ -129,21 +129,11 @@ impl ScreenshotIn {
             }
             other => other,
         };
-        let proxy = match self.proxy.map(|p| p.trim().to_owned()) {
-            Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
-                return Err(FieldError::new("proxy", "must be a proxy's id or name (1 to 100 characters)"));
-            }
-            other => other,
-        };
-        let proxy_sticky_key = match self.proxy_sticky_key {
-            Some(_) if proxy.is_none() => {
-                return Err(FieldError::new("proxyStickyKey", "applies with proxy (a pool with sticky rotation)"));
-            }
-            Some(k) if k.is_empty() || k.chars().count() > 200 || k.chars().any(char::is_control) => {
-                return Err(FieldError::new("proxyStickyKey", "must be 1 to 200 characters"));
-            }
-            other => other,
-        };
+        let proxy = proxy_ref(self.proxy)?;
+        if self.proxy_sticky_key.is_some() && proxy.is_none() {
+            return Err(FieldError::new("proxyStickyKey", "applies with proxy (a pool with sticky rotation)"));
+        }
+        let proxy_sticky_key = proxy_sticky_key(self.proxy_sticky_key)?;
         let cache_ttl = match self.cache_ttl {
             Some(_) if url.is_none() => {
                 return Err(FieldError::new("cacheTtl", "applies to a page at a URL, not to an upload"));
@@ -269,6 +259,27 @@ impl ScreenshotIn {
             proxy_member: None,
             state: None,
         })
+    }
+}
+
+/// A `proxy` named by id or name (captures, runs, audits, sign-ins): trimmed, 1 to 100
+/// characters.
+pub fn proxy_ref(v: Option<String>) -> Result<Option<String>, FieldError> {
+    match v.map(|p| p.trim().to_owned()) {
+        Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
+            Err(FieldError::new("proxy", "must be a proxy's id or name (1 to 100 characters)"))
+        }
+        other => Ok(other),
+    }
+}
+
+/// A sticky pool's `proxyStickyKey`: 1 to 200 characters.
+pub fn proxy_sticky_key(v: Option<String>) -> Result<Option<String>, FieldError> {
+    match v {
+        Some(k) if k.is_empty() || k.chars().count() > 200 || k.chars().any(char::is_control) => {
+            Err(FieldError::new("proxyStickyKey", "must be 1 to 200 characters"))
+        }
+        other => Ok(other),
     }
 }
 

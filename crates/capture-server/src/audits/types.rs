@@ -115,8 +115,8 @@ impl Checked for AuditIn {
             report_type,
             max_pages,
             profile,
-            proxy: crate::runs::types::proxy_ref(self.proxy)?,
-            proxy_sticky_key: crate::runs::types::sticky_key(self.proxy_sticky_key)?,
+            proxy: capture_core::options::proxy_ref(self.proxy)?,
+            proxy_sticky_key: capture_core::options::proxy_sticky_key(self.proxy_sticky_key)?,
         })
     }
 }

@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 
 pub use error::{ApiError, ApiResult};
 pub use json::{Json, JsonObject};
-pub use validated::{Checked, IdemCreate, ValidatedJson};
+pub use validated::{Checked, IdemCreate, OptionalJson, ValidatedJson};
 
 /// A typed id from the route's one path parameter (`/v1/screenshot/{id}` → `ScreenshotId`).
 /// Anything that is not such an id is a 404 "{noun} not found", exactly as for an id of

@@ -130,6 +130,24 @@ impl<S: Send + Sync, T: Checked> FromRequest<S> for ValidatedJson<T> {
     }
 }
 
+/// A JSON object body that may be left out (no `Content-Length`, or 0, and no chunked
+/// body): then `T::default()`, checked — the defaults `T` documents.
+pub struct OptionalJson<T: Checked>(pub T::Valid);
+
+impl<S: Send + Sync, T: Checked + Default> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let h = req.headers();
+        let has_body = h.get(axum::http::header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0")
+            || h.contains_key(axum::http::header::TRANSFER_ENCODING);
+        match has_body {
+            true => Ok(OptionalJson(ValidatedJson::<T>::from_request(req, state).await?.valid)),
+            false => T::default().check().map(OptionalJson).map_err(ApiError::validation),
+        }
+    }
+}
+
 /// A create under the `Idempotency-Key` of its request: the caller, the checked body and the
 /// key's scope (`POST /v1/audits`: the method and the route's pattern). The handler hands its
 /// operation to [`IdemCreate::run`].

@@ -9,7 +9,6 @@ pub mod types;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -26,7 +25,8 @@ use crate::auth::Account;
 use crate::error::Error;
 use crate::http::api::Api;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiError, ApiResult, Json, Path, Query, ValidatedJson};
+use crate::http::{ApiError, ApiResult, Json, OptionalJson, Path, Query, ValidatedJson};
+use crate::runs::live;
 use crate::state::AppState;
 
 /// The view page (its inline style and script are allowed by their hashes).
@@ -63,17 +63,8 @@ async fn create_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     crate::http::Id(id): crate::http::Id<RunId>,
-    req: Request,
+    OptionalJson(v): OptionalJson<LiveViewIn>,
 ) -> ApiResult<(StatusCode, Json<LiveView>)> {
-    let h = req.headers();
-    let has_body = h.get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0")
-        || h.contains_key(header::TRANSFER_ENCODING);
-    let v = match has_body {
-        true => {
-            <ValidatedJson<LiveViewIn> as axum::extract::FromRequest<AppState>>::from_request(req, &state).await?.valid
-        }
-        false => types::ValidLiveView { mode: Mode::View, ttl: types::TTL_DEFAULT },
-    };
     Ok((StatusCode::CREATED, Json(service::create(&state, &account, &id, v, None).await?)))
 }
 
@@ -203,7 +194,7 @@ async fn socket(
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
             service::serve(state, session, claims, ws).await;
         });
-        return switching_protocols(key.as_bytes());
+        return live::switching_protocols(key.as_bytes());
     }
     // Another node holds it: relay there (once).
     if req.headers().contains_key(HOP_HEADER) {
@@ -229,7 +220,6 @@ fn urlencode(s: &str) -> String {
 
 /// Connect to the holder's WebSocket and pass frames both ways until either side closes.
 async fn relay(url: String, key: &[u8], on_upgrade: hyper::upgrade::OnUpgrade) -> Response {
-    use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let Ok(mut up_req) = url.as_str().into_client_request() else {
         return refuse(ErrorCode::SessionUnreachable, "the session's node has no usable address");
@@ -237,56 +227,9 @@ async fn relay(url: String, key: &[u8], on_upgrade: hyper::upgrade::OnUpgrade) -
     up_req.headers_mut().insert(HOP_HEADER, HeaderValue::from_static("1"));
     let upstream = match tokio::time::timeout(Duration::from_secs(10), tokio_tungstenite::connect_async(up_req)).await {
         Ok(Ok((ws, _))) => ws,
-        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(r))) => {
-            let status = StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-            let mut resp = Response::new(Body::from(r.into_body().unwrap_or_default()));
-            *resp.status_mut() = status;
-            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return resp;
-        }
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(r))) => return live::upstream_refusal(*r),
         _ => return refuse(ErrorCode::SessionUnreachable, "the node that holds the session did not answer"),
     };
-    tokio::spawn(async move {
-        let Ok(upgraded) = on_upgrade.await else { return };
-        let client = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        let (mut client_tx, mut client_rx) = client.split();
-        let (mut up_tx, mut up_rx) = upstream.split();
-        let to_upstream = async {
-            while let Some(Ok(m)) = client_rx.next().await {
-                let close = m.is_close();
-                if up_tx.send(m).await.is_err() || close {
-                    break;
-                }
-            }
-            let _ = up_tx.close().await;
-        };
-        let to_client = async {
-            while let Some(Ok(m)) = up_rx.next().await {
-                let close = m.is_close();
-                if client_tx.send(m).await.is_err() || close {
-                    break;
-                }
-            }
-            let _ = client_tx.close().await;
-        };
-        tokio::select! {
-            _ = to_upstream => {}
-            _ = to_client => {}
-        }
-    });
-    switching_protocols(key)
-}
-
-/// The `101` that completes the client's WebSocket handshake.
-fn switching_protocols(key: &[u8]) -> Response {
-    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key);
-    let mut resp = Response::new(Body::empty());
-    *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let h = resp.headers_mut();
-    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
-    h.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
-    if let Ok(v) = HeaderValue::from_str(&accept) {
-        h.insert(header::SEC_WEBSOCKET_ACCEPT, v);
-    }
-    resp
+    tokio::spawn(live::splice(on_upgrade, upstream));
+    live::switching_protocols(key)
 }

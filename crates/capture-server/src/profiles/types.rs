@@ -202,7 +202,7 @@ impl Checked for LoginIn {
             email: self.email,
             password: self.password,
             mail_timeout: std::time::Duration::from_secs(secs),
-            proxy: crate::runs::types::proxy_ref(self.proxy)?,
+            proxy: capture_core::options::proxy_ref(self.proxy)?,
         })
     }
 }

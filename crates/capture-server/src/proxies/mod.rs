@@ -6,9 +6,8 @@ pub mod service;
 pub mod types;
 
 use axum::Extension;
-use axum::extract::FromRequest;
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 
 use self::types::{
     MemberShown, MemberTest, Proxy, ProxyIn, ProxyList, ProxyPatch, ProxyServed, ProxyTest, ProxyTestIn,
@@ -16,7 +15,7 @@ use self::types::{
 use crate::auth::Account;
 use crate::http::api::Api;
 use crate::http::error::ErrorBody;
-use crate::http::{ApiResult, Json, Path, ValidatedJson};
+use crate::http::{ApiResult, Json, OptionalJson, Path, ValidatedJson};
 use crate::state::AppState;
 
 /// The proxy paths and schemas of the OpenAPI document.
@@ -116,15 +115,8 @@ async fn test_handler(
     State(state): State<AppState>,
     Extension(account): Extension<Account>,
     Path(id): Path<String>,
-    req: axum::extract::Request,
-) -> ApiResult<Json<ProxyTest>> {
     // The body is optional: none tests against the operator's default page.
-    let h = req.headers();
-    let has_body = h.get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() != b"0")
-        || h.contains_key(header::TRANSFER_ENCODING);
-    let target = match has_body {
-        true => ValidatedJson::<ProxyTestIn>::from_request(req, &state).await?.valid.url,
-        false => None,
-    };
-    Ok(Json(service::test(&state, &account, &id, target).await?))
+    OptionalJson(test): OptionalJson<ProxyTestIn>,
+) -> ApiResult<Json<ProxyTest>> {
+    Ok(Json(service::test(&state, &account, &id, test.url).await?))
 }

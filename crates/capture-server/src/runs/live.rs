@@ -123,7 +123,6 @@ async fn pass_on(
     key: &[u8],
     on_upgrade: hyper::upgrade::OnUpgrade,
 ) -> Response {
-    use futures_util::{SinkExt, StreamExt};
     let none = || {
         refuse(
             ErrorCode::ServiceUnavailable,
@@ -138,56 +137,65 @@ async fn pass_on(
     let connect = tokio_tungstenite::connect_async(upstream_url.as_str());
     let upstream = match tokio::time::timeout(Duration::from_secs(10), connect).await {
         Ok(Ok((ws, _))) => ws,
-        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(r))) => {
-            // The node with the browser refused it: its answer is the client's.
-            let status = StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
-            let body = r.into_body().unwrap_or_default();
-            let mut resp = Response::new(Body::from(body));
-            *resp.status_mut() = status;
-            resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-            return resp;
-        }
+        // The node with the browser refused it: its answer is the client's.
+        Ok(Err(tokio_tungstenite::tungstenite::Error::Http(r))) => return upstream_refusal(*r),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, node = %internal, "passing a live connection on failed");
             return none();
         }
         Err(_) => return none(),
     };
-    state.cluster.live_runs.spawn(async move {
-        let Ok(upgraded) = on_upgrade.await else { return };
-        let client = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        let (mut client_tx, mut client_rx) = client.split();
-        let (mut up_tx, mut up_rx) = upstream.split();
-        let to_upstream = async {
-            while let Some(Ok(m)) = client_rx.next().await {
-                let close = m.is_close();
-                if up_tx.send(m).await.is_err() || close {
-                    break;
-                }
-            }
-            let _ = up_tx.close().await;
-        };
-        let to_client = async {
-            while let Some(Ok(m)) = up_rx.next().await {
-                let close = m.is_close();
-                if client_tx.send(m).await.is_err() || close {
-                    break;
-                }
-            }
-            let _ = client_tx.close().await;
-        };
-        // Either side leaving ends both.
-        tokio::select! {
-            _ = to_upstream => {}
-            _ = to_client => {}
-        }
-    });
+    state.cluster.live_runs.spawn(splice(on_upgrade, upstream));
     switching_protocols(key)
+}
+
+/// Another node's refusal of a WebSocket relayed to it, passed on as the client's answer.
+pub(crate) fn upstream_refusal(r: tokio_tungstenite::tungstenite::http::Response<Option<Vec<u8>>>) -> Response {
+    let status = StatusCode::from_u16(r.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let mut resp = Response::new(Body::from(r.into_body().unwrap_or_default()));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// Relay a client's WebSocket (once upgraded) and another node's, frames both ways, until
+/// either side leaves (which ends both).
+pub(crate) async fn splice(
+    on_upgrade: hyper::upgrade::OnUpgrade,
+    upstream: WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+) {
+    use futures_util::{SinkExt, StreamExt};
+    let Ok(upgraded) = on_upgrade.await else { return };
+    let client = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+    let (mut client_tx, mut client_rx) = client.split();
+    let (mut up_tx, mut up_rx) = upstream.split();
+    let to_upstream = async {
+        while let Some(Ok(m)) = client_rx.next().await {
+            let close = m.is_close();
+            if up_tx.send(m).await.is_err() || close {
+                break;
+            }
+        }
+        let _ = up_tx.close().await;
+    };
+    let to_client = async {
+        while let Some(Ok(m)) = up_rx.next().await {
+            let close = m.is_close();
+            if client_tx.send(m).await.is_err() || close {
+                break;
+            }
+        }
+        let _ = client_tx.close().await;
+    };
+    tokio::select! {
+        _ = to_upstream => {}
+        _ = to_client => {}
+    }
 }
 
 /// The `101` that completes the client's WebSocket handshake (`key`: its
 /// `Sec-WebSocket-Key`).
-fn switching_protocols(key: &[u8]) -> Response {
+pub(crate) fn switching_protocols(key: &[u8]) -> Response {
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key);
     let mut resp = Response::new(Body::empty());
     *resp.status_mut() = StatusCode::SWITCHING_PROTOCOLS;

@@ -281,29 +281,9 @@ impl Checked for RunIn {
             profile: profile_ref("profile", self.profile)?,
             save_profile: profile_ref("saveProfile", self.save_profile)?,
             cookie_consent: self.cookie_consent.unwrap_or_default(),
-            proxy: proxy_ref(self.proxy)?,
-            proxy_sticky_key: sticky_key(self.proxy_sticky_key)?,
+            proxy: capture_core::options::proxy_ref(self.proxy)?,
+            proxy_sticky_key: capture_core::options::proxy_sticky_key(self.proxy_sticky_key)?,
         })
-    }
-}
-
-/// A proxy named by id or name: trimmed, 1 to 100 characters.
-pub fn proxy_ref(v: Option<String>) -> Result<Option<String>, FieldError> {
-    match v.map(|p| p.trim().to_owned()) {
-        Some(p) if p.is_empty() || p.chars().count() > 100 || p.chars().any(char::is_control) => {
-            Err(FieldError::new("proxy", "must be a proxy's id or name (1 to 100 characters)"))
-        }
-        other => Ok(other),
-    }
-}
-
-/// A sticky pool's key: 1 to 200 characters.
-pub fn sticky_key(v: Option<String>) -> Result<Option<String>, FieldError> {
-    match v {
-        Some(k) if k.is_empty() || k.chars().count() > 200 || k.chars().any(char::is_control) => {
-            Err(FieldError::new("proxyStickyKey", "must be 1 to 200 characters"))
-        }
-        other => Ok(other),
     }
 }
 
