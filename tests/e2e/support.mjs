@@ -31,20 +31,18 @@ export function captureBinary() {
 /** Start `capture serve` (api, worker and scheduler roles) on 127.0.0.1 with a temp data dir. */
 export async function startService() {
   const dir = mkdtempSync(join(tmpdir(), 'capture-e2e-'));
-  const child = spawn(captureBinary(), ['serve', '--roles', 'api,worker,scheduler'], {
-    cwd: dir,
-    env: {
-      ...process.env,
-      CAPTURE_LISTEN: '127.0.0.1:0',
-      CAPTURE_DATA_DIR: join(dir, 'data'),
-      CAPTURE_DATABASE_URL: `sqlite://${join(dir, 'capture.db')}`,
-      CAPTURE_EGRESS_ALLOW: '127.0.0.1',
-      CAPTURE_BROWSERS: '1',
-      CAPTURE_WORKER_CONCURRENCY: '1',
-      CAPTURE_LOG: process.env.CAPTURE_LOG ?? 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const bin = captureBinary();
+  const env = {
+    ...process.env,
+    CAPTURE_LISTEN: '127.0.0.1:0',
+    CAPTURE_DATA_DIR: join(dir, 'data'),
+    CAPTURE_DATABASE_URL: `sqlite://${join(dir, 'capture.db')}`,
+    CAPTURE_EGRESS_ALLOW: '127.0.0.1',
+    CAPTURE_BROWSERS: '1',
+    CAPTURE_WORKER_CONCURRENCY: '1',
+    CAPTURE_LOG: process.env.CAPTURE_LOG ?? 'warn',
+  };
+  const child = spawn(bin, ['serve', '--roles', 'api,worker,scheduler'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = new Promise((res) => child.once('exit', (code, signal) => res({ code, signal })));
   // Never leave the service behind, even when the test process dies early.
   const reap = () => child.kill('SIGKILL');
@@ -60,6 +58,8 @@ export async function startService() {
   if (!base.startsWith('http://')) throw new Error(`unexpected first line: ${first}`);
   return {
     base,
+    /** `capture <args>` on the same database (e.g. `admin key create`): its stdout. */
+    cli: (...args) => execFileSync(bin, args, { cwd: dir, env, encoding: 'utf8' }),
     /** SIGTERM, wait (SIGKILL after 20 s), remove the data folder. */
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {

@@ -63,6 +63,7 @@ mod launch;
 mod memory;
 mod overlays;
 mod page;
+mod phases;
 mod pipeline;
 mod pngenc;
 mod pool;
@@ -77,6 +78,7 @@ pub mod state;
 pub mod walls;
 
 pub use capture_core::egress::{EgressAllow, EgressPolicy};
+pub use phases::{Phase, Phases};
 pub use pool::{BrowserPool, PoolStats, RestartReason};
 
 /// Chromium builds to look for, best first: the headless shell (Debian's
@@ -186,6 +188,8 @@ pub struct CaptureOutput {
     /// The files of the text forms `content` asks for beside the job's own file, each
     /// rendered (front matter, `maxChars`) as it is stored.
     pub texts: Vec<(capture_core::options::ContentFormat, Vec<u8>)>,
+    /// How long each step took (the spans of a traced job).
+    pub phases: Phases,
 }
 
 /// A scrolling video's frames: JPEG files `f00000.jpg`, … in a spool directory removed

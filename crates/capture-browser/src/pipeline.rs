@@ -2,7 +2,6 @@
 //! the image or PDF. The steps themselves live in [`crate::page`] and [`crate::encode`].
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -13,6 +12,7 @@ use crate::encode::{THUMB_WIDTH, finish_image, image_size};
 use crate::page::Page;
 use crate::page::fullpage::{FullPage, MAX_OUTPUT_HEIGHT};
 use crate::page::tiles::TiledFormat;
+use crate::phases::PhaseClock;
 use crate::prepare::{Prepared, View};
 use crate::protocol as p;
 use crate::{CaptureError, CaptureOutput, CaptureRequest, ImageFormat};
@@ -44,10 +44,8 @@ pub(crate) async fn run(
     decodes: &Arc<Semaphore>,
     req: &CaptureRequest,
     deadline: Instant,
+    mut clock: PhaseClock,
 ) -> Result<CaptureOutput, CaptureError> {
-    let t0 = Instant::now();
-    let mut phases: Vec<(&'static str, Duration)> = Vec::with_capacity(16);
-    let mut mark = |name: &'static str| phases.push((name, t0.elapsed()));
     let deadline_msg = crate::deadline_message(req.deadline);
     let mut page = Page::new(conn.clone(), failures.clone(), prepared, deadline, deadline_msg);
     let mut tags: Vec<String> = Vec::new();
@@ -73,16 +71,16 @@ pub(crate) async fn run(
     page.identify(o).await?;
     page.block(o).await?;
     page.arm_scriptlets(&req.source).await?;
-    mark("blocking armed");
     page.arm_consent(o.cookie_consent).await?;
-    mark("setup");
+    // Emulation, identity, request blocking, scriptlets and the consent script armed.
+    clock.step("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;
-    mark("navigate");
+    clock.step("navigate");
     page.check_signed_in(o, &req.source).await?;
     page.check_wall(&req.source).await?;
-    mark("wall");
+    clock.step("wall");
     page.consent(o.cookie_consent, &mut tags).await?;
-    mark("consent");
+    clock.step("consent");
     if let Some(sel) = req.options.click_before.as_deref().filter(|s| !s.trim().is_empty()) {
         page.click_before(sel, req.options.timeout_ms).await?;
     }
@@ -96,14 +94,16 @@ pub(crate) async fn run(
         page.user_script(js, req.options.timeout_ms).await?;
     }
     page.check_conditions(o).await?;
-    mark("actions");
+    // clickBefore, waitFor, delay, preScreenshotJs and the request's conditions.
+    clock.step("wait");
     // `hidePopups`' hiding pass rides in the lists' call when nothing runs between them.
     let popups = (o.hide_popups && o.hide_selectors.is_empty()).then(|| crate::overlays::script(true));
     let hid = page.hide_blocked(&mut tags, popups.as_deref()).await?;
-    mark("lists' element rules");
+    // The lists' element rules (what blockAds and the like hide).
+    clock.step("blocking");
     page.hide(&o.hide_selectors).await?;
     page.overlays(o.hide_popups, hid, &mut tags).await?;
-    mark("overlays");
+    clock.step("overlays");
 
     let mut video = None;
     let output = if let Some(scroll) = &o.scroll {
@@ -114,9 +114,10 @@ pub(crate) async fn run(
             .tempdir()
             .map_err(|e| CaptureError::Browser(format!("making the frame spool failed: {e}")))?;
         let count = page.record_scroll(scroll, dir.path()).await?;
-        mark("frames");
+        clock.step("frames");
         video = Some(crate::VideoFrames { dir: Arc::new(dir), count, fps: capture_core::options::ScrollSettings::FPS });
         let meta = page.metadata().await?;
+        clock.step("metadata");
         let dsf = o.device_scale_factor.max(0.1);
         let size = Some(((f64::from(o.width) * dsf).round() as u32, (f64::from(o.height) * dsf).round() as u32));
         (Vec::new(), o.format.content_type(), size, thumb, meta)
@@ -124,14 +125,18 @@ pub(crate) async fn run(
         // The page as text is the job's file (read below, with any other form); the
         // thumbnail still shows the page.
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
+        clock.step("shot");
         let meta = page.metadata().await?;
+        clock.step("metadata");
         (Vec::new(), o.format.content_type(), None, thumb, meta)
     } else if req.options.pdf {
         let thumb = page.screenshot(&thumbnail_params(req)).await?;
         let print = page.print_params(o).await?;
         let pdf = page.call(&print).await?;
         let bytes = crate::encode::decode_base64(&pdf.data, "PDF")?;
+        clock.step("shot");
         let meta = page.metadata().await?;
+        clock.step("metadata");
         (bytes, "application/pdf", None, thumb, meta)
     } else {
         // A page taller than one capture is captured screen by screen (not an element, a clip,
@@ -168,8 +173,9 @@ pub(crate) async fn run(
             };
             let masked = page.mask_boxes(&o.mask_selectors, false).await?;
             let (bytes, thumb) = page.capture_tiles(o.width, o.height, o.device_scale_factor, h, format).await?;
-            mark("shot");
+            clock.step("shot");
             let mut meta = page.metadata().await?;
+            clock.step("metadata");
             meta.1.masked = pixel_boxes(&masked, (0.0, 0.0), o.device_scale_factor.max(0.1));
             let size = image_size(&bytes);
             (bytes, content_type, size, thumb, meta)
@@ -227,7 +233,7 @@ pub(crate) async fn run(
                 dsf * params.clip.as_ref().map_or(1.0, |c| c.scale),
             );
             let shot = page.screenshot(&params).await?;
-            mark("shot");
+            clock.step("shot");
             // The thumbnail shows the first screenful of the image.
             let top_px = match params.clip {
                 Some(c) => (c.height.min(f64::from(o.height)) * dsf * c.scale).round() as u32,
@@ -240,9 +246,10 @@ pub(crate) async fn run(
                 tokio::task::spawn_blocking(move || finish_image(shot, png, top_px)).await
             });
             // Read what the page says of itself while the image is being encoded.
+            let encoding = clock.now();
             let mut meta = page.metadata().await?;
             meta.1.masked = masked;
-            mark("title");
+            clock.step("metadata");
             let (bytes, thumb) = match tokio::time::timeout_at(page.deadline, work).await {
                 Ok(Ok(Ok(r))) => r,
                 Ok(Ok(Err(e))) | Ok(Err(e)) => {
@@ -250,6 +257,8 @@ pub(crate) async fn run(
                 }
                 Err(_) => return Err(page.deadline_err()),
             };
+            // Beside the metadata's step, off the browser's threads.
+            clock.since("encode", encoding);
             let thumb = match thumb {
                 Some(t) => t,
                 None => page.screenshot(&thumbnail_params(req)).await?,
@@ -272,7 +281,7 @@ pub(crate) async fn run(
     } else {
         (None, None)
     };
-    mark("content");
+    clock.step("content");
     if let (Some(c), Some(settings)) = (&content, &o.content) {
         let at = capture_core::time::iso(capture_core::time::now_ms());
         for (i, form) in settings.formats.iter().enumerate() {
@@ -296,8 +305,8 @@ pub(crate) async fn run(
         }
         metadata.extract = Some(x);
     }
-    mark("done");
-    tracing::debug!(target: "capture_browser::timing", ?phases, "capture phases");
+    let phases = clock.finish();
+    tracing::debug!(target: "capture_browser::timing", steps = ?phases.steps, "capture phases");
     Ok(CaptureOutput {
         bytes,
         content_type,
@@ -311,6 +320,7 @@ pub(crate) async fn run(
         video,
         content,
         texts,
+        phases,
     })
 }
 

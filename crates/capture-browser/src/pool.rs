@@ -608,13 +608,15 @@ impl BrowserPool {
         let deadline = Instant::now() + req.deadline;
         let what = crate::deadline_message(req.deadline);
         let view = View::of(&req);
+        let mut clock = crate::phases::PhaseClock::start();
         let (lease, prepared, spare_missing) = self.lease_page(deadline, view, &what).await?;
+        clock.step("page");
         // The customer's proxy: the context's own route connects through it from now on.
         if let Some(up) = &req.proxy {
             prepared.route_through(up.clone())?;
         }
         let conn = lease.conn().clone();
-        let result = pipeline::run(&conn, prepared, lease.failures(), lease.decodes(), &req, deadline).await;
+        let result = pipeline::run(&conn, prepared, lease.failures(), lease.decodes(), &req, deadline, clock).await;
         let result = match result {
             Err(e) => Err(browser_error(e, &lease)),
             ok => ok,

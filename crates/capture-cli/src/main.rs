@@ -46,6 +46,9 @@ enum Cmd {
     },
     /// Apply database migrations and exit.
     Migrate,
+    /// Print the OpenAPI 3.1 document the service serves at /openapi.json (the SDKs are
+    /// generated from it; no database needed).
+    Openapi,
     /// Administer accounts and keys on the configured database.
     Admin {
         #[command(subcommand)]
@@ -517,6 +520,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 println!("running without HTTP (no api role)");
             }
             Ok(app.run(capture_server::shutdown_signal()).await?)
+        }
+        Cmd::Openapi => {
+            println!("{}", serde_json::to_string_pretty(&capture_server::docs::openapi())?);
+            Ok(())
         }
         Cmd::Migrate => {
             std::fs::create_dir_all(&cfg.data_dir).ok();

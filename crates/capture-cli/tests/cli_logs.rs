@@ -5,7 +5,7 @@
 #[allow(dead_code)]
 mod cli_support;
 
-use cli_support::Serve;
+use cli_support::{Reply, Scripted, Serve};
 use serde_json::Value;
 
 /// Start an api node, make it log a few requests, stop it: its whole stderr.
@@ -15,6 +15,8 @@ async fn serve_and_stop(env: &[(&str, &str)]) -> String {
     for path in ["/healthz", "/readyz", "/v1/account/balance"] {
         let r = http.get(format!("{}{path}", app.base)).send().await.unwrap();
         assert!(r.status().as_u16() < 500, "{path}: {}", r.status());
+        // Without OTEL_EXPORTER_OTLP_ENDPOINT nothing is traced.
+        assert!(r.headers().get("traceparent").is_none(), "{path}: {:?}", r.headers());
     }
     app.stop().await
 }
@@ -51,6 +53,54 @@ async fn text_logs_into_a_pipe_have_no_colour_codes() {
     assert!(serde_json::from_str::<Value>(stderr.lines().next().unwrap()).is_err(), "text, not JSON");
 }
 
+#[tokio::test]
+async fn with_an_otlp_endpoint_serve_sends_its_requests_spans_the_last_ones_when_it_stops() {
+    let collector = Scripted::start().await;
+    collector.on("POST /v1/traces", vec![Reply::json(200, serde_json::json!({}))]);
+    let app = Serve::start(
+        "api",
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.base),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20t0k"),
+        ],
+    )
+    .await;
+    let (trace, caller) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let r = reqwest::Client::new()
+        .get(format!("{}/healthz", app.base))
+        .header("traceparent", format!("00-{trace}-{caller}-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let answered = r.headers()["traceparent"].to_str().unwrap().to_string();
+    assert!(answered.starts_with(&format!("00-{trace}-")) && !answered.contains(caller), "{answered}");
+    // Nothing forces the batch out before its 5 s: the stop (SIGTERM) sends it.
+    let stderr = app.stop().await;
+    let exports = collector.seen("POST /v1/traces");
+    assert!(!exports.is_empty(), "no export; stderr:\n{stderr}");
+    let spans: Vec<Value> = exports
+        .iter()
+        .flat_map(|e| {
+            let v: Value = serde_json::from_slice(&e.body).unwrap();
+            let mut out = Vec::new();
+            for rs in v["resourceSpans"].as_array().unwrap() {
+                for ss in rs["scopeSpans"].as_array().unwrap() {
+                    out.extend(ss["spans"].as_array().unwrap().iter().cloned());
+                }
+            }
+            out
+        })
+        .collect();
+    let span =
+        spans.iter().find(|s| s["traceId"] == trace).unwrap_or_else(|| panic!("no span of the trace: {spans:?}"));
+    assert_eq!((span["name"].as_str(), span["parentSpanId"].as_str()), (Some("GET /healthz"), Some(caller)));
+    assert!(answered.contains(span["spanId"].as_str().unwrap()), "{answered} names {span}");
+    assert!(exports.iter().all(|e| e.authorization.as_deref() == Some("Bearer t0k")));
+    assert!(!stderr.contains("the last spans"), "sent in time: {stderr}");
+}
+
 #[test]
 fn a_bad_log_format_stops_start_up_naming_the_variable() {
     let tmp = tempfile::tempdir().unwrap();
@@ -64,6 +114,23 @@ fn a_bad_log_format_stops_start_up_naming_the_variable() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("CAPTURE_LOG_FORMAT") && err.contains("'xml' is not text or json"), "{err}");
+    assert!(out.stdout.is_empty(), "it never listened");
+}
+
+#[test]
+fn a_bad_otel_setting_stops_start_up_naming_the_variable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
+        .args(["serve", "--roles", "api"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("CAPTURE_LISTEN", "127.0.0.1:0")
+        .env("CAPTURE_DATA_DIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && err.contains("http/protobuf"), "{err}");
     assert!(out.stdout.is_empty(), "it never listened");
 }
 

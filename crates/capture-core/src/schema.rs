@@ -29,11 +29,28 @@ pub fn tool_input<T: JsonSchema>() -> Arc<Map<String, Value>> {
 /// The same schema as an OpenAPI 3.1 schema object (OpenAPI 3.1 schemas are JSON Schema
 /// 2020-12).
 pub fn openapi<T: JsonSchema>() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-    let json = Value::Object((*tool_input::<T>()).clone());
+    let mut json = Value::Object((*tool_input::<T>()).clone());
+    const_as_enum(&mut json);
     match serde_json::from_value(json) {
         Ok(schema) => utoipa::openapi::RefOr::T(schema),
         // Not reachable for the types we derive; the document would still be served.
         Err(_) => utoipa::openapi::RefOr::T(Default::default()),
+    }
+}
+
+/// `{"const": x}` as `{"enum": [x]}`, everywhere in `v`: the same schema, in the form utoipa's
+/// schema object keeps (it drops `const`, which left a documented enum's variants as bare
+/// `{"type": "string"}`, so no client could know the values).
+fn const_as_enum(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(c) = m.remove("const") {
+                m.insert("enum".into(), Value::Array(vec![c]));
+            }
+            m.values_mut().for_each(const_as_enum);
+        }
+        Value::Array(a) => a.iter_mut().for_each(const_as_enum),
+        _ => {}
     }
 }
 

@@ -60,6 +60,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .merge(crate::audits::public_router())
         .merge(crate::campaigns::public_router())
         .merge(docs::router())
+        .merge(crate::llms::router())
         .merge(crate::web::router())
         .merge(crate::oauth::router())
         .merge(crate::mcp::router(state.clone()))
@@ -206,7 +207,8 @@ impl Application {
         // own listeners (the API here, or the configured one on a node without the api role;
         // the browser pool adds its egress proxy, the inbound mail server its port).
         let mut egress = EgressPolicy::new(cfg.egress_allow.clone(), Vec::new())
-            .with_local_addrs(capture_browser::egress::local_addresses());
+            .with_local_addrs(capture_browser::egress::local_addresses())
+            .with_proxy_roots(cfg.proxy_roots.clone());
         if let Some(a) = addr.or_else(|| cfg.http.listen.parse().ok()) {
             egress.deny_listener(a);
         }
@@ -253,6 +255,14 @@ impl Application {
             tracing::warn!(offset_ms = clock.offset_ms(), now = %clock.now(), "CAPTURE_CLOCK_OFFSET: the service's clock is shifted (tests and demos only)");
         }
         let features = crate::state::Features::new(&cfg);
+        let traces = crate::traces::Traces::start(&cfg.traces, cfg.clock_offset_ms)
+            .map_err(|e| StartError::setting("OTEL_EXPORTER_OTLP_ENDPOINT", e))?;
+        if traces.enabled() && !crate::traces::bridged() {
+            tracing::warn!(
+                "OTEL_EXPORTER_OTLP_ENDPOINT is set, but this process's log subscriber has no trace \
+                layer (capture_server::traces::layer): nothing will be traced"
+            );
+        }
         let video_permits = (cfg.browser.video_memory >> 20) as usize;
         let video_waiting = cfg.browser.worker_concurrency.max(1);
         let state = AppState(Arc::new(Inner {
@@ -280,6 +290,7 @@ impl Application {
             front_example: std::sync::OnceLock::new(),
             features,
             cluster: Arc::new(crate::cluster::Cluster::new(inbox_arrived)),
+            traces,
         }));
         // Where the other nodes reach this one: the setting, else the bound address when it
         // names one interface (not 0.0.0.0 or ::).
@@ -373,6 +384,8 @@ impl Application {
             pool.shutdown().await;
         }
         state.store.close().await;
+        // Last: the spans of everything above.
+        state.traces.shutdown().await;
         tracing::info!("stopped");
         Ok(())
     }

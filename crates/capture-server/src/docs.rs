@@ -258,6 +258,10 @@ mod tests {
             "{shot}"
         );
         assert_eq!(shot["required"], serde_json::json!(["url"]));
+        // A documented enum's variants keep their values (schemars writes them as `const`).
+        let consent = &shot["properties"]["cookieConsent"]["anyOf"][0]["oneOf"];
+        let values: Vec<&serde_json::Value> = consent.as_array().unwrap().iter().map(|v| &v["enum"][0]).collect();
+        assert_eq!(values, ["auto", "reject", "accept", "hide", "none"], "{consent}");
         // The page as text and extraction, from the same derive.
         assert_eq!(shot["properties"]["maxChars"]["maximum"], 10_000_000, "{shot}");
         assert!(shot["properties"]["content"]["type"].to_string().contains("array"), "{shot}");

@@ -36,6 +36,7 @@ pub mod inbox;
 pub mod jobs;
 pub mod lists;
 pub mod liveview;
+pub mod llms;
 pub mod mcp;
 pub mod metrics;
 pub mod monitors;
@@ -56,6 +57,7 @@ pub mod start_error;
 pub mod state;
 pub mod storage;
 pub mod tool;
+pub mod traces;
 pub mod web;
 pub mod webhooks;
 

@@ -50,6 +50,8 @@ pub struct Inner {
     pub features: Features,
     /// This app's node of the cluster: its id, the internal channel, the sessions it holds.
     pub cluster: Arc<crate::cluster::node::Cluster>,
+    /// Where this app's traces go (`OTEL_*`; off: nothing is traced).
+    pub traces: crate::traces::Traces,
 }
 
 impl std::ops::Deref for AppState {

@@ -35,6 +35,7 @@ on_both_backends! {
     quota_admits_exactly_the_limit_under_concurrency => quota_admits_exactly_the_limit_under_concurrency_sqlite, quota_admits_exactly_the_limit_under_concurrency_postgres;
     one_accounts_creates_run_side_by_side_within_exact_bounds => one_accounts_creates_run_side_by_side_within_exact_bounds_sqlite, one_accounts_creates_run_side_by_side_within_exact_bounds_postgres;
     quota_counts_actions_not_jobs => quota_counts_actions_not_jobs_sqlite, quota_counts_actions_not_jobs_postgres;
+    a_job_keeps_the_traceparent_it_was_made_with => a_job_keeps_the_traceparent_it_was_made_with_sqlite, a_job_keeps_the_traceparent_it_was_made_with_postgres;
     unlimited_plan_is_never_refused => unlimited_plan_is_never_refused_sqlite, unlimited_plan_is_never_refused_postgres;
     failed_job_refunds_its_actions => failed_job_refunds_its_actions_sqlite, failed_job_refunds_its_actions_postgres;
     sealed_credentials_last_until_the_job_ends => sealed_credentials_last_until_the_job_ends_sqlite, sealed_credentials_last_until_the_job_ends_postgres;
@@ -133,6 +134,7 @@ fn job(user: &User, key_id: Option<&str>, now: i64, limit: Option<i64>) -> NewSc
         now,
         done: None,
         queue_limits: QueueLimits::default(),
+        traceparent: None,
     }
 }
 
@@ -536,6 +538,19 @@ fn bounded_job_within(user: &User, now: i64, limits: QueueLimits, limit: Option<
     let mut n = job(user, None, now, limit);
     n.queue_limits = limits;
     n
+}
+
+async fn a_job_keeps_the_traceparent_it_was_made_with(ctx: Ctx) {
+    let store = &ctx.store;
+    let alice = new_user(store, "alice@example.com").await;
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let traced = NewScreenshot { traceparent: Some(tp.into()), ..job(&alice, None, T0, None) };
+    let (row, _) = store.create_screenshot(&traced).await.unwrap().unwrap();
+    assert_eq!(row.traceparent.as_deref(), Some(tp));
+    assert_eq!(store.screenshot(&traced.id).await.unwrap().unwrap().traceparent.as_deref(), Some(tp));
+    let plain = job(&alice, None, T0 + 1, None);
+    store.create_screenshot(&plain).await.unwrap().unwrap();
+    assert_eq!(store.screenshot(&plain.id).await.unwrap().unwrap().traceparent, None);
 }
 
 async fn quota_counts_actions_not_jobs(ctx: Ctx) {

@@ -66,6 +66,7 @@ fn shot(
         now,
         done,
         queue_limits: QueueLimits::default(),
+        traceparent: None,
     }
 }
 

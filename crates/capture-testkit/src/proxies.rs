@@ -83,6 +83,37 @@ impl TestProxy {
         TestProxy::start(move |s, log| http_conn(s, log, name.clone(), expected.clone())).await
     }
 
+    /// An HTTP proxy spoken in TLS (an `https://` proxy), its certificate for `127.0.0.1`
+    /// and `localhost` issued by the test CA ([`TEST_CA_PEM`], which nothing trusts unless
+    /// told to); with `creds`, it answers `407` without them.
+    pub async fn https(name: &str, creds: Option<(&str, &str)>) -> TestProxy {
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(PROXY_CERT_PEM.as_bytes()).map(Result::unwrap).collect();
+        let key = PrivateKeyDer::from_pem_slice(PROXY_KEY_PEM.as_bytes()).unwrap();
+        let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
+        let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let name = name.to_string();
+        let expected = creds
+            .map(|(u, p)| format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))));
+        TestProxy::start(move |s, log| {
+            let (acceptor, name, expected) = (acceptor.clone(), name.clone(), expected.clone());
+            async move {
+                // A client that does not trust the certificate ends here.
+                let Ok(tls) = acceptor.accept(s).await else { return };
+                http_conn(tls, log, name, expected).await
+            }
+        })
+        .await
+    }
+
     /// A SOCKS5 proxy; with `creds`, only username/password authentication with them.
     pub async fn socks5(creds: Option<(&str, &str)>) -> TestProxy {
         let creds = creds.map(|(u, p)| (u.to_string(), p.to_string()));
@@ -102,6 +133,11 @@ impl TestProxy {
     }
 }
 
+/// The test CA that issued [`TestProxy::https`]'s certificate (PEM), valid until 2126.
+pub const TEST_CA_PEM: &str = include_str!("../fixtures/tls/ca.pem");
+const PROXY_CERT_PEM: &str = include_str!("../fixtures/tls/proxy.pem");
+const PROXY_KEY_PEM: &str = include_str!("../fixtures/tls/proxy.key");
+
 /// A port nothing listens on (bound, then closed).
 pub async fn closed_port() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -114,7 +150,7 @@ fn strip_version(line: &str) -> String {
     line.rsplit_once(' ').map_or(line, |(a, _)| a).to_string()
 }
 
-async fn read_head(s: &mut TcpStream) -> Option<String> {
+async fn read_head<S: AsyncRead + Unpin>(s: &mut S) -> Option<String> {
     let mut head = Vec::new();
     let mut b = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
@@ -142,7 +178,12 @@ where
     let _ = tokio::io::copy_bidirectional(&mut a, &mut b).await;
 }
 
-async fn http_conn(mut s: TcpStream, log: Arc<Mutex<Vec<Seen>>>, name: String, expected: Option<String>) {
+async fn http_conn<S: AsyncRead + AsyncWrite + Unpin>(
+    mut s: S,
+    log: Arc<Mutex<Vec<Seen>>>,
+    name: String,
+    expected: Option<String>,
+) {
     // Keep-alive for plain requests: one upstream connection per request.
     loop {
         let Some(head) = read_head(&mut s).await else { return };

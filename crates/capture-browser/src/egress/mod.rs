@@ -17,6 +17,7 @@ mod proxy;
 mod upstream;
 
 pub use proxy::{EgressProxy, EgressRoute, Routes, TUNNEL_IDLE};
+pub use upstream::parse_pem_roots;
 
 const DNS_TIMEOUT: Duration = Duration::from_secs(5);
 

@@ -14,6 +14,8 @@ use base64::Engine;
 use capture_core::egress::{ProxyScheme, UpstreamProxy};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls::pki_types::CertificateDer;
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 use super::{EgressPolicy, Refusal, resolve_checked};
 
@@ -32,26 +34,49 @@ fn failed(up: &UpstreamProxy, why: impl std::fmt::Display) -> Refusal {
     Refusal::Failed(up.failed(why))
 }
 
-/// The TLS settings for `https://` proxies: the system's roots.
-fn tls() -> Arc<tokio_rustls::rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<tokio_rustls::rustls::ClientConfig>> = OnceLock::new();
-    CONFIG
-        .get_or_init(|| {
-            let mut roots = tokio_rustls::rustls::RootCertStore::empty();
-            for cert in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(cert);
-            }
-            let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
-            let config = tokio_rustls::rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map(|b| b.with_root_certificates(roots).with_no_client_auth());
-            Arc::new(config.unwrap_or_else(|_| {
-                tokio_rustls::rustls::ClientConfig::builder()
-                    .with_root_certificates(tokio_rustls::rustls::RootCertStore::empty())
-                    .with_no_client_auth()
-            }))
-        })
-        .clone()
+/// The system's trust anchors, read once.
+fn native_roots() -> &'static [CertificateDer<'static>] {
+    static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
+    ROOTS.get_or_init(|| rustls_native_certs::load_native_certs().certs)
+}
+
+/// The TLS settings for `https://` proxies: the system's roots and the operator's
+/// (`CAPTURE_PROXY_CA_FILE`, in the policy). Without extra roots the one shared config.
+fn tls(policy: &EgressPolicy) -> Arc<ClientConfig> {
+    static SYSTEM: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+    let build = |extra: &[Vec<u8>]| {
+        let mut roots = RootCertStore::empty();
+        roots.add_parsable_certificates(native_roots().iter().cloned());
+        roots.add_parsable_certificates(extra.iter().map(|d| CertificateDer::from(d.clone())));
+        let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
+        let config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map(|b| b.with_root_certificates(roots).with_no_client_auth());
+        Arc::new(config.unwrap_or_else(|_| {
+            ClientConfig::builder().with_root_certificates(RootCertStore::empty()).with_no_client_auth()
+        }))
+    };
+    match policy.proxy_roots() {
+        [] => SYSTEM.get_or_init(|| build(&[])).clone(),
+        extra => build(extra),
+    }
+}
+
+/// The certificates of a PEM bundle (`CAPTURE_PROXY_CA_FILE`), as DER; an error when it
+/// holds none or one is malformed.
+pub fn parse_pem_roots(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    let mut out = Vec::new();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| format!("not a PEM certificate bundle: {e}"))?;
+        let mut store = RootCertStore::empty();
+        store.add(cert.clone()).map_err(|e| format!("a certificate cannot be a trust anchor: {e}"))?;
+        out.push(cert.to_vec());
+    }
+    if out.is_empty() {
+        return Err("holds no PEM certificate (-----BEGIN CERTIFICATE-----)".into());
+    }
+    Ok(out)
 }
 
 /// A connection to the proxy itself (checked, TCP, TLS for `https://`), before any
@@ -84,11 +109,13 @@ async fn open(up: &UpstreamProxy, policy: &EgressPolicy) -> Result<Stream, Refus
         ProxyScheme::Https => {
             let name = tokio_rustls::rustls::pki_types::ServerName::try_from(up.host.clone())
                 .map_err(|_| failed(up, format!("{} is not a valid TLS server name", up.host)))?;
-            let tls =
-                tokio::time::timeout(HANDSHAKE_TIMEOUT, tokio_rustls::TlsConnector::from(tls()).connect(name, tcp))
-                    .await
-                    .map_err(|_| failed(up, "the TLS handshake with the proxy timed out"))?
-                    .map_err(|e| failed(up, format!("TLS with the proxy failed: {e}")))?;
+            let tls = tokio::time::timeout(
+                HANDSHAKE_TIMEOUT,
+                tokio_rustls::TlsConnector::from(tls(policy)).connect(name, tcp),
+            )
+            .await
+            .map_err(|_| failed(up, "the TLS handshake with the proxy timed out"))?
+            .map_err(|e| failed(up, format!("TLS with the proxy failed: {e}")))?;
             Ok(Box::pin(tls))
         }
         ProxyScheme::Http | ProxyScheme::Socks5 => Ok(Box::pin(tcp)),

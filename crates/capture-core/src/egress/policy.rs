@@ -33,13 +33,17 @@ pub struct EgressPolicy {
     allow: EgressAllow,
     deny_listeners: Vec<SocketAddr>,
     local_addrs: Vec<IpAddr>,
+    /// Trust anchors (DER certificates) for `https://` customer proxies beside the system's
+    /// roots: a proxy behind a private CA (`CAPTURE_PROXY_CA_FILE`).
+    proxy_roots: Vec<Vec<u8>>,
 }
 
 impl EgressPolicy {
     /// A policy from an allowlist and the service's listeners (API, egress proxy, inbound
     /// SMTP): those are refused whatever the allowlist says.
     pub fn new(allow: EgressAllow, deny_listeners: Vec<SocketAddr>) -> EgressPolicy {
-        let mut p = EgressPolicy { allow, deny_listeners: Vec::new(), local_addrs: Vec::new() };
+        let mut p =
+            EgressPolicy { allow, deny_listeners: Vec::new(), local_addrs: Vec::new(), proxy_roots: Vec::new() };
         for l in deny_listeners {
             p.deny_listener(l);
         }
@@ -75,6 +79,17 @@ impl EgressPolicy {
             }
         }
         self
+    }
+
+    /// Trust `roots` (DER certificates) for `https://` customer proxies too.
+    pub fn with_proxy_roots(mut self, roots: Vec<Vec<u8>>) -> EgressPolicy {
+        self.proxy_roots = roots;
+        self
+    }
+
+    /// The extra trust anchors for `https://` customer proxies.
+    pub fn proxy_roots(&self) -> &[Vec<u8>] {
+        &self.proxy_roots
     }
 
     /// The allowlist.

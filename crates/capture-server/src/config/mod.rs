@@ -4,7 +4,8 @@
 //! The settings come in groups, each a type in its own file that reads and documents its
 //! variables: [`HttpSettings`], [`DatabaseSettings`], [`StorageSettings`], [`BrowserSettings`],
 //! [`QueueSettings`], [`RunSettings`], [`WebhookSettings`], [`MailSettings`],
-//! [`ClusterSettings`], [`AccountSettings`] and [`InboxSettings`]; what the whole process shares
+//! [`ClusterSettings`], [`AccountSettings`], [`InboxSettings`] and [`TraceSettings`] (the
+//! standard `OTEL_*` variables, from the environment only); what the whole process shares
 //! (its data folder, roles, log format, master key, egress allowlist and clock) is here.
 //! `KEYS`, `config.default.toml` and the README's table are held to the parsers by a test.
 
@@ -24,6 +25,7 @@ mod queue;
 mod runs;
 mod s3;
 mod storage;
+mod traces;
 mod webhooks;
 
 pub use accounts::AccountSettings;
@@ -39,6 +41,7 @@ pub use queue::QueueSettings;
 pub use runs::RunSettings;
 pub use s3::S3Settings;
 pub use storage::{MAX_PRESIGN_TTL, PublicUrls, Storage, StorageSettings};
+pub use traces::{OtlpProtocol, OtlpSettings, TraceSettings};
 pub use webhooks::WebhookSettings;
 
 use parse::{Reader, err};
@@ -67,6 +70,9 @@ pub struct Config {
     /// Non-public destinations captures, webhooks and fetches may reach
     /// (`CAPTURE_EGRESS_ALLOW`); the service's own listeners stay refused whatever it says.
     pub egress_allow: capture_core::egress::EgressAllow,
+    /// Trust anchors (DER) for `https://` customer proxies beside the system's roots
+    /// (`CAPTURE_PROXY_CA_FILE`, a PEM bundle: a proxy behind a private CA).
+    pub proxy_roots: Vec<Vec<u8>>,
     /// Offset of the service's clock from the system clock, ms (`CAPTURE_CLOCK_OFFSET`; tests
     /// and demos only).
     pub clock_offset_ms: i64,
@@ -84,6 +90,8 @@ pub struct Config {
     pub accounts: AccountSettings,
     /// The saved test inbox and its inbound SMTP server.
     pub inbox: InboxSettings,
+    /// Where traces go (`OTEL_*`; off without an endpoint).
+    pub traces: TraceSettings,
 }
 
 /// Every setting this version reads (for the defaults file, docs and unknown-key checks).
@@ -109,6 +117,7 @@ pub const KEYS: &[&str] = &[
     "CAPTURE_BROWSER_MAX_MEMORY",
     "CAPTURE_PROXY_TEST_URL",
     "CAPTURE_EGRESS_ALLOW",
+    "CAPTURE_PROXY_CA_FILE",
     "CAPTURE_WEBHOOK_ALLOW_HTTP",
     "CAPTURE_ADMIN_EMAILS",
     "CAPTURE_PLAN_LIMITS",
@@ -182,6 +191,14 @@ impl Config {
                 .parse()
                 .map_err(|e: capture_core::egress::EgressAllowError| err("CAPTURE_EGRESS_ALLOW", e.to_string()))?,
         };
+        let proxy_roots = match r.get("CAPTURE_PROXY_CA_FILE") {
+            None => Vec::new(),
+            Some(path) => {
+                let pem = std::fs::read(&path).map_err(|e| err("CAPTURE_PROXY_CA_FILE", format!("{path}: {e}")))?;
+                capture_browser::egress::parse_pem_roots(&pem)
+                    .map_err(|e| err("CAPTURE_PROXY_CA_FILE", format!("{path}: {e}")))?
+            }
+        };
         let accounts = AccountSettings::read(&r)?;
         let webhooks = WebhookSettings::read(&r)?;
         let master_key = r.get("CAPTURE_MASTER_KEY");
@@ -203,6 +220,7 @@ impl Config {
             Some(v) => return Err(err("CAPTURE_LOG_FORMAT", format!("'{v}' is not text or json"))),
         };
         let inbox = InboxSettings::from_get(&|k| r.get(k))?;
+        let traces = TraceSettings::read(&r)?;
         let clock_offset_ms = match r.get("CAPTURE_CLOCK_OFFSET") {
             None => 0,
             Some(v) => capture_core::clock::parse_offset(&v).map_err(|e| err("CAPTURE_CLOCK_OFFSET", e))?,
@@ -213,6 +231,7 @@ impl Config {
             log_format,
             master_key,
             egress_allow,
+            proxy_roots,
             clock_offset_ms,
             http,
             database,
@@ -226,6 +245,7 @@ impl Config {
             cluster,
             accounts,
             inbox,
+            traces,
         })
     }
 
@@ -253,7 +273,8 @@ impl Config {
             }
         }
         for (k, v) in std::env::vars() {
-            if k.starts_with("CAPTURE_") || AWS_FALLBACK_KEYS.contains(&k.as_str()) {
+            // The OpenTelemetry variables are the standard ones, read from the environment only.
+            if k.starts_with("CAPTURE_") || k.starts_with("OTEL_") || AWS_FALLBACK_KEYS.contains(&k.as_str()) {
                 m.insert(k, v);
             }
         }

@@ -61,6 +61,8 @@ fn bad_values_name_the_variable() {
         ("CAPTURE_TRUSTED_PROXIES", "lb.internal"),
         ("CAPTURE_TRUSTED_PROXIES", "10.0.0.1,nope/8"),
         ("CAPTURE_FORWARDED_HEADER", "x-real-ip"),
+        ("CAPTURE_PROXY_CA_FILE", "/nonexistent/ca.pem"),
+        ("CAPTURE_PROXY_CA_FILE", concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml")),
     ] {
         let e = cfg(&[(k, v)]).unwrap_err();
         assert_eq!(e.var, k, "{v}");

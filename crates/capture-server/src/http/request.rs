@@ -1,6 +1,6 @@
 //! The outer layers of every call: the request id (echoed or minted; every error body is
-//! rendered here so `requestId` equals the header), metrics, the guard that turns a panic into
-//! the JSON 500, and `X-Organization-ID`.
+//! rendered here so `requestId` equals the header), metrics, the request's trace (`traceparent`
+//! in and out), the guard that turns a panic into the JSON 500, and `X-Organization-ID`.
 
 use std::net::SocketAddr;
 
@@ -66,11 +66,19 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
     req.extensions_mut().insert(client);
     let method = req.method().clone();
     let route = req.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_string());
-    let path_for_metrics = route.unwrap_or_else(|| metrics_route(req.uri().path()));
     // Every line logged while the request is served carries its id (work it spawns is
-    // instrumented with the same span).
-    let span =
-        tracing::info_span!("request", request_id = %id, client = %client, method = %method, path = %req.uri().path());
+    // instrumented with the same span). Traced, it is the request's server span too (its name and
+    // kind are recorded then).
+    let span = tracing::info_span!("request", request_id = %id, client = %client, method = %method,
+        path = %req.uri().path(), otel.name = tracing::field::Empty, otel.kind = tracing::field::Empty);
+    let traced = match state.traces.request_parent(req.uri().path(), req.headers()) {
+        Some(parent) => {
+            crate::traces::server_span(&span, parent, method.as_str(), route.as_deref(), req.uri().path());
+            true
+        }
+        None => false,
+    };
+    let path_for_metrics = route.unwrap_or_else(|| metrics_route(req.uri().path()));
     let started = std::time::Instant::now();
     let mut resp = next.run(req).instrument(span.clone()).await;
     let _entered = span.enter();
@@ -88,6 +96,9 @@ pub async fn request_id(State(state): State<AppState>, mut req: Request, next: N
     }
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert("x-request-id", v);
+    }
+    if traced {
+        crate::traces::answered(&span, resp.status().as_u16(), resp.headers_mut());
     }
     state.metrics.http_request(method.as_str(), &path_for_metrics, resp.status().as_u16());
     let ms = started.elapsed().as_millis() as u64;

@@ -3,13 +3,14 @@
 //! a newer result.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use capture_browser::{BrowserPool, CaptureError, CaptureRequest, PageSource};
 use capture_core::limits::{self, truncate_chars};
 use capture_core::options::CaptureOptions;
 use capture_core::{ScreenshotId, StorageStatus};
 use capture_store::{ScreenshotDone, Task};
+use opentelemetry::KeyValue;
 use tokio_util::sync::CancellationToken;
 
 use super::claim_loop;
@@ -17,6 +18,7 @@ use crate::blob;
 use crate::screenshots::service::TaskPayload;
 use crate::screenshots::types::ScreenshotCompleted;
 use crate::state::AppState;
+use crate::traces::Stage;
 
 /// Claims beyond this many (crashed workers, lost leases) fail the job for good.
 const MAX_CLAIMS: i64 = 5;
@@ -346,10 +348,28 @@ async fn process(
         (None, Some(u)) => PageSource::Url(u.clone()),
         (None, None) => return fail("the job has no URL".into(), true).await,
     };
-    match state.store.mark_processing(&job_id, state.clock.now_ms()).await {
-        Ok(_) => state.job_changed(&job_id),
+    // Traced, the job's spans continue the trace of the request that made it: its wait in the
+    // queue and this attempt, from the times the job's page shows.
+    let trace = state.traces.job(job.traceparent.as_deref());
+    let began_ms = state.clock.now_ms();
+    match state.store.mark_processing(&job_id, began_ms).await {
+        Ok(first) => {
+            state.job_changed(&job_id);
+            if let Some(t) = trace.as_ref().filter(|_| first) {
+                let attrs = vec![KeyValue::new("capture.job.id", job_id.clone())];
+                t.span("queue.wait", t.at_ms(job.created_at), t.at_ms(began_ms), attrs);
+            }
+        }
         Err(e) => tracing::error!(error = %e, "marking job processing failed"),
     }
+    let trace = trace.map(|t| {
+        let attrs = vec![
+            KeyValue::new("capture.job.id", job_id.clone()),
+            KeyValue::new("capture.job.attempt", task.attempts),
+            KeyValue::new("capture.job.format", opts.output_format().as_str()),
+        ];
+        t.open("capture", t.at_ms(began_ms), attrs)
+    });
 
     // Keep the lease alive while the browser works.
     let lease = super::keep_lease(state, &task.id, worker);
@@ -391,7 +411,15 @@ async fn process(
         }
         _ = seat.hand_back.cancelled() => return hand_back(true).await,
     };
-    let finish = Finish { state: state.clone(), task, worker: worker.to_string(), job, opts, t0, started, lease };
+    // The browser's steps, as it timed them.
+    if let (Some(t), Ok(out)) = (&trace, &result) {
+        let p = &out.phases;
+        for step in &p.steps {
+            t.span(step.name, p.at(step.start), p.at(step.end), Vec::new());
+        }
+    }
+    let finish =
+        Finish { state: state.clone(), task, worker: worker.to_string(), job, opts, t0, started, lease, trace };
     match result {
         // A video's frames are encoded off the capture slot (the browser's page is already
         // given back): the worker claims its next job while the encode waits for this node's
@@ -420,6 +448,8 @@ struct Finish {
     t0: Instant,
     started: Instant,
     lease: tokio_util::sync::DropGuard,
+    /// The job's `capture` span, when traced.
+    trace: Option<Stage>,
 }
 
 /// How long a video may wait for this node's video memory before it fails (refunded).
@@ -435,6 +465,10 @@ impl Finish {
         let (state, jid) = (&self.state, &self.job.id);
         let kept = if refund { 0 } else { self.opts.actions() - self.opts.model_actions() };
         let now = state.clock.now_ms();
+        if let Some(t) = &self.trace {
+            t.fail(&msg);
+            t.end(t.at_ms(now));
+        }
         match state.store.fail_screenshot_keeping(&self.task.id, &self.worker, jid, &msg, kept, now).await {
             Ok(true) => state.job_changed(jid),
             Ok(false) => tracing::warn!(job = %jid, "lease lost before recording the failure"),
@@ -465,8 +499,12 @@ impl Finish {
                         )));
                     }
                 };
+            let from = SystemTime::now();
             let r = encode_video(&self.opts, &mut out).await;
             drop(budget);
+            if let Some(t) = &self.trace {
+                t.span("encode", from, SystemTime::now(), Vec::new());
+            }
             r
         };
         let result = tokio::select! {
@@ -504,7 +542,12 @@ impl Finish {
         let mut out = out;
         if let Some(spec) = opts.extract.as_ref().filter(|e| e.prompt.is_some()) {
             let markdown = super::model::markdown_of(&out).unwrap_or_default();
-            match super::model::extract(&state.cfg.llm, state.features.llm(), spec, &markdown).await {
+            let from = SystemTime::now();
+            let extracted = super::model::extract(&state.cfg.llm, state.features.llm(), spec, &markdown).await;
+            if let Some(t) = &self.trace {
+                t.span("extract", from, SystemTime::now(), Vec::new());
+            }
+            match extracted {
                 Ok(x) => out.metadata.extract = Some(x),
                 Err(why) => {
                     state.metrics.capture(started.elapsed().as_secs_f64(), false);
@@ -550,8 +593,13 @@ impl Finish {
             }
             Ok::<(), std::io::Error>(())
         };
+        let (from, bytes) = (SystemTime::now(), out.bytes.len());
         let (stored_file, thumb_key, stored_texts) =
             tokio::join!(state.blobs.put(&name, out.bytes, out.content_type), put_thumb, put_texts);
+        if let Some(t) = &self.trace {
+            let attrs = vec![KeyValue::new("capture.file.bytes", bytes as i64)];
+            t.span("store", from, SystemTime::now(), attrs);
+        }
         if let Err(e) = stored_file.and(stored_texts) {
             tracing::error!(error = %e, "storing a capture failed; the job will be retried");
             if let Some(n) = &thumb_key {
@@ -619,20 +667,17 @@ impl Finish {
             Err(e) => return self.fail(format!("the completion event does not serialize: {e}"), true).await,
         };
         let stored = t0.elapsed();
+        let now = state.clock.now_ms();
         let recorded = state
             .store
-            .complete_screenshot(
-                &self.task.id,
-                &self.worker,
-                job_id,
-                &done,
-                &event,
-                copy.as_deref(),
-                state.clock.now_ms(),
-            )
+            .complete_screenshot(&self.task.id, &self.worker, job_id, &done, &event, copy.as_deref(), now)
             .await;
         match recorded {
             Ok(true) => {
+                // The attempt ends when the job's page says it finished.
+                if let Some(t) = &self.trace {
+                    t.end(t.at_ms(now));
+                }
                 state.job_changed(job_id);
                 if copy.is_some() {
                     state.wake.queued(crate::queues::Queue::StorageCopy);

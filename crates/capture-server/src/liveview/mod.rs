@@ -156,6 +156,9 @@ fn refuse(code: ErrorCode, msg: &str) -> Response {
     ApiError::from(Error::Refused(code, msg.to_string())).into_response()
 }
 
+/// How long a socket waits for a session this node claimed but is still opening.
+const OPENING_WAIT: Duration = Duration::from_secs(15);
+
 /// `GET /live/{id}/ws?t=…`: the view's frames and input, served where the session lives.
 async fn socket(
     State(state): State<AppState>,
@@ -188,7 +191,17 @@ async fn socket(
     let Some(on_upgrade) = req.extensions_mut().remove::<hyper::upgrade::OnUpgrade>() else {
         return refuse(ErrorCode::ValidationError, "this connection cannot be upgraded to a WebSocket");
     };
-    if let Some(session) = service::local_session(&state, &id) {
+    let mut session = service::local_session(&state, &id);
+    if session.is_none() && service::holder_node(&row).as_deref() == Some(state.cluster.node_id()) {
+        // Claimed here, its browser still opening (the run is `running` from its claim): a
+        // person who opened the link at once waits for it a little instead of being refused.
+        let until = tokio::time::Instant::now() + OPENING_WAIT;
+        while session.is_none() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            session = service::local_session(&state, &id);
+        }
+    }
+    if let Some(session) = session {
         tokio::spawn(async move {
             let Ok(upgraded) = on_upgrade.await else { return };
             let ws = WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;

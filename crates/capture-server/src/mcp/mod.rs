@@ -161,7 +161,13 @@ pub struct CaptureMcp {
     state: AppState,
 }
 
-const INSTRUCTIONS: &str = "Capture renders web pages into PNG, JPEG, WebP or PDF. Use take_screenshot to capture \
+/// Every MCP tool with its schema and description (for `/llms.txt`).
+pub fn catalogue() -> Vec<rmcp::model::Tool> {
+    tools::catalogue()
+}
+
+/// What the server tells an agent when it connects.
+pub const INSTRUCTIONS: &str = "Capture renders web pages into PNG, JPEG, WebP or PDF. Use take_screenshot to capture \
 a page (it waits for the result and returns the image and its public URL), get_screenshot and list_screenshots to \
 find earlier captures, share_screenshot for a public link, account_balance for the monthly actions left (each \
 capture costs one), the webhook tools to manage endpoints that receive screenshot.completed and other events, and run_audit / \

@@ -498,6 +498,7 @@ mod tests {
             storage_url: None,
             storage_error: None,
             storage_status: None,
+            traceparent: None,
         }
     }
 

@@ -95,6 +95,7 @@ pub async fn create(state: &AppState, account: &Account, new: NewJob<'_>, idem: 
             done: Some(done),
             task_payload: String::new(),
             queue_limits: QueueLimits::default(),
+            traceparent: None,
         },
     };
     let queued = n.done.is_none();
@@ -245,6 +246,8 @@ async fn capture_job(
         done,
         task_payload,
         queue_limits,
+        // The worker's spans of the job continue the request's trace.
+        traceparent: state.traces.current_traceparent(),
     })
 }
 

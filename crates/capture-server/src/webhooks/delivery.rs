@@ -1,9 +1,10 @@
 //! One delivery attempt: signed afresh (`Webhook-Signature`), sent through the egress-guarded
 //! client, its outcome recorded with the retry schedule.
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use capture_store::{AttemptOutcome, Delivery, MAX_ATTEMPTS, Task};
+use opentelemetry::KeyValue;
 
 use crate::state::AppState;
 
@@ -49,8 +50,25 @@ pub async fn deliver(state: &AppState, client: &reqwest::Client, worker: &str, t
         tracing::error!(endpoint = %job.delivery.endpoint_id, "endpoint secret cannot be decrypted (wrong CAPTURE_MASTER_KEY?)");
         return;
     };
+    let trace = job_trace(state, &job.delivery.event_type, &job.payload).await;
+    let from = SystemTime::now();
     let outcome = send_once(state, client, &job.url, &job.delivery, &job.payload, &secret).await;
     let attempts_after = job.delivery.attempts + 1;
+    if let Some(t) = trace {
+        let mut attrs = vec![
+            KeyValue::new("http.request.method", "POST"),
+            KeyValue::new("capture.webhook.event", job.delivery.event_type.clone()),
+            KeyValue::new("capture.webhook.endpoint", job.delivery.endpoint_id.clone()),
+            KeyValue::new("capture.webhook.attempt", attempts_after),
+        ];
+        if let Some(code) = outcome.status_code {
+            attrs.push(KeyValue::new("http.response.status_code", code));
+        }
+        if let Some(e) = &outcome.error {
+            attrs.push(KeyValue::new("error.type", e.clone()));
+        }
+        t.client_span("webhook.delivery", from, SystemTime::now(), attrs, outcome.succeeded);
+    }
     let now = state.clock.now_ms();
     let retry_at = (!outcome.succeeded && attempts_after < MAX_ATTEMPTS).then(|| {
         let delays = &state.cfg.webhooks.retry_delays;
@@ -62,6 +80,18 @@ pub async fn deliver(state: &AppState, client: &reqwest::Client, worker: &str, t
         Ok(false) => tracing::warn!(delivery = %job.delivery.id, "lease lost before recording an attempt"),
         Err(e) => tracing::error!(error = %e, "recording an attempt failed"),
     }
+}
+
+/// Where the span of a delivery goes, when the service is traced: under the request that made
+/// the capture job it is about (a `screenshot.*` event names its job).
+async fn job_trace(state: &AppState, event_type: &str, payload: &str) -> Option<crate::traces::Stage> {
+    if !state.traces.enabled() || !event_type.starts_with("screenshot.") {
+        return None;
+    }
+    let body: serde_json::Value = serde_json::from_str(payload).ok()?;
+    let job_id = body["data"]["screenshotId"].as_str()?;
+    let job = state.store.screenshot(job_id).await.ok()??;
+    state.traces.job(job.traceparent.as_deref())
 }
 
 /// One signed attempt. Public for the benchmark and tests of the signing path.

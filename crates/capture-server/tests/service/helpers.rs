@@ -40,16 +40,21 @@ pub struct TestApp {
 }
 
 /// Log lines of the in-process apps on stderr when `CAPTURE_TEST_LOG` names a filter
-/// (e.g. `warn,capture_server=info`); silent otherwise.
+/// (e.g. `warn,capture_server=info`); silent otherwise. The trace layer is always there, as in
+/// a traced `capture serve`: each app's spans go to its own endpoint (`OTEL_*` in its settings),
+/// and nowhere for an app without one.
 fn init_logs() {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        if let Ok(filter) = std::env::var("CAPTURE_TEST_LOG") {
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        let lines = std::env::var("CAPTURE_TEST_LOG").ok().map(|filter| {
+            tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
-                .try_init();
-        }
+                .with_filter(tracing_subscriber::EnvFilter::new(filter))
+        });
+        let _ = tracing_subscriber::registry().with(lines).with(capture_server::traces::layer()).try_init();
     });
 }
 

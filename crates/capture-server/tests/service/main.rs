@@ -8,6 +8,7 @@ mod helpers;
 
 mod api;
 mod oauth;
+mod oauth_handoff;
 mod oauth_inbox;
 mod oauth_isolation;
 mod oauth_monitors;

@@ -62,6 +62,8 @@ pub struct ScreenshotRow {
     /// The copy for the customer's bucket: `pending` until it ends `stored` or `failed`; None
     /// without one.
     pub storage_status: Option<String>,
+    /// The W3C `traceparent` of the request that made the job (traced services only).
+    pub traceparent: Option<String>,
 }
 
 /// A job to create. `limit: None` means unlimited (admin).
@@ -97,6 +99,9 @@ pub struct NewScreenshot {
     pub task_payload: String,
     /// Bounds on jobs waiting for or in capture (queued jobs only; uploads are done at once).
     pub queue_limits: QueueLimits,
+    /// The W3C `traceparent` of the request making it, when the service exports traces: the
+    /// worker's spans continue that trace.
+    pub traceparent: Option<String>,
 }
 
 crate::ledger::charged_by!(NewScreenshot, actions);
@@ -121,7 +126,7 @@ pub struct ScreenshotDone {
 pub(crate) const COLS: &str = "id, user_id, key_id, status, url, options, format, result_key, \
     thumb_key, page_title, tags, width, height, error, actions, usage_month, share_token, \
     created_at, started_at, completed_at, metadata, credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, \
-    storage_url, storage_error, storage_status";
+    storage_url, storage_error, storage_status, traceparent";
 /// The reads of a row by id, of a page, and of a created row.
 const TABLE: Table = Table::new("screenshots", COLS);
 
@@ -160,6 +165,7 @@ pub(crate) fn row_from(r: &AnyRow) -> Result<ScreenshotRow> {
         storage_url: r.try_get("storage_url")?,
         storage_error: r.try_get("storage_error")?,
         storage_status: r.try_get("storage_status")?,
+        traceparent: r.try_get("traceparent")?,
     })
 }
 
@@ -173,9 +179,9 @@ async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot
     sqlx::query(
         "INSERT INTO screenshots (id, user_id, key_id, status, url, options, format, result_key, \
          thumb_key, page_title, tags, width, height, actions, usage_month, created_at, completed_at, metadata, \
-         credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, flight) \
+         credentials, cache_hash, cache_until, cached_from, batch_id, batch_index, flight, traceparent) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-         $23, $24, $25)",
+         $23, $24, $25, $26)",
     )
     .bind(&n.id)
     .bind(&n.user_id)
@@ -202,6 +208,7 @@ async fn insert_screenshot(tx: &mut Transaction<'static, Any>, n: &NewScreenshot
     .bind(n.batch.as_ref().map(|b| b.0.clone()))
     .bind(n.batch.as_ref().map(|b| b.1))
     .bind(n.cache.as_ref().filter(|_| n.flight && n.done.is_none()).map(|c| c.0.clone()))
+    .bind(n.traceparent.clone())
     .execute(&mut **tx)
     .await?;
     if n.done.is_none() {

@@ -289,6 +289,20 @@ async fn operational_endpoints_answer() {
     let docs = app.client.get(app.url("/docs/")).send().await.unwrap();
     assert_eq!(docs.status(), 200);
     assert!(docs.text().await.unwrap().to_lowercase().contains("swagger"));
+    // For models: /llms.txt and /llms-full.txt, public, Markdown, naming this server.
+    for (path, line) in
+        [("/llms.txt", "- `POST /v1/screenshot`: "), ("/llms-full.txt", "  - body: ScreenshotRequest\n")]
+    {
+        let r = app.client.get(app.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert_eq!(r.headers()["content-type"], "text/markdown; charset=utf-8", "{path}");
+        let text = r.text().await.unwrap();
+        assert!(text.starts_with("# Capture\n"), "{path}: {text}");
+        assert!(text.contains(&format!("This server: {}.", app.base)), "{path}");
+        assert!(text.contains(&format!("Endpoint `{}/mcp`", app.base)), "{path}");
+        assert!(text.contains(line), "{path}: {line}");
+        assert!(!text.contains('\u{1}'), "{path}: every placeholder is replaced");
+    }
 }
 
 /// Every operation that honours an Idempotency-Key documents the header, 409 (the first

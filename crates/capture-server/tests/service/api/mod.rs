@@ -26,5 +26,6 @@ mod runs;
 mod s3;
 mod storage;
 mod suppressions;
+mod traces;
 mod video;
 mod webhooks;

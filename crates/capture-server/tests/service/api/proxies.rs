@@ -337,3 +337,65 @@ async fn runs_and_audits_leave_through_the_proxy_too() {
     // The page and the crawl's own requests (robots.txt) went through it.
     assert!(connects() >= after_run + 2, "{:?}", squid.seen());
 }
+
+/// An `https://` proxy: TLS to the proxy itself, its certificate checked. Behind a private CA
+/// it works once the operator trusts that CA (`CAPTURE_PROXY_CA_FILE`), and without it the
+/// job fails naming the proxy and the reason, uncharged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_https_proxy_is_trusted_through_the_operators_ca_and_refused_without_it() {
+    let site = Site::start(red_page()).await;
+    let tls_proxy = TestProxy::https("tls", Some(("carol", "pw"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("proxy-ca.pem");
+    std::fs::write(&ca, capture_testkit::proxies::TEST_CA_PEM).unwrap();
+    let url = tls_proxy.url("https", Some(("carol", "pw")));
+    let port = site.base.rsplit(':').next().unwrap().to_string();
+
+    let app = TestApp::spawn(Opts::full(Db::Sqlite).env("CAPTURE_PROXY_CA_FILE", ca.to_str().unwrap())).await;
+    let (_, key) = app.user_with_key("pro").await;
+    let (status, p) = post(&app, &key, "/v1/proxies", json!({"name": "office", "url": url})).await;
+    assert_eq!(status, 201, "{p}");
+    assert_eq!(p["members"], json!([{"url": format!("https://{}", tls_proxy.addr), "authenticated": true}]), "{p}");
+    let job = app.create(&key, json!({"url": site.url("/red"), "waitUntil": "load", "proxy": "office"})).await;
+    let done = app.wait(&key, job["id"].as_str().unwrap()).await;
+    assert_eq!(done["status"], "done", "{done}");
+    let (_, _, body) = app.fetch(done["publicUrl"].as_str().unwrap()).await;
+    assert_px(&decode(&body), 10, 10, [255, 0, 0]);
+    assert!(
+        tls_proxy
+            .seen()
+            .contains(&capture_testkit::proxies::Seen { request: format!("CONNECT 127.0.0.1:{port}"), allowed: true }),
+        "{:?}",
+        tls_proxy.seen()
+    );
+    let (status, t) =
+        post(&app, &key, &format!("/v1/proxies/{}/test", p["id"].as_str().unwrap()), json!({"url": site.url("/red")}))
+            .await;
+    assert_eq!((status, &t["ok"], &t["members"][0]["status"]), (200, &json!(true), &json!(200)), "{t}");
+
+    // A server that trusts only the system's roots: the proxy's certificate is refused, and
+    // the proxy saw no request (the handshake ended before one).
+    let plain = TestApp::spawn(Opts::full(Db::Sqlite)).await;
+    let (_, key) = plain.user_with_key("pro").await;
+    let (_, p) = post(&plain, &key, "/v1/proxies", json!({"name": "office", "url": url})).await;
+    let seen = tls_proxy.seen().len();
+    let used_before = used(&plain, &key).await;
+    let job = plain.create(&key, json!({"url": site.url("/red"), "waitUntil": "load", "proxy": "office"})).await;
+    let done = plain.wait(&key, job["id"].as_str().unwrap()).await;
+    let why = "proxy_failed: office: TLS with the proxy failed: invalid peer certificate: UnknownIssuer";
+    assert_eq!(
+        (done["status"].as_str(), done["error"].as_str(), done["publicUrl"].as_str()),
+        (Some("failed"), Some(why), None),
+        "{done}"
+    );
+    assert_eq!(used(&plain, &key).await, used_before, "a proxy's failure is not charged");
+    let (status, t) = post(
+        &plain,
+        &key,
+        &format!("/v1/proxies/{}/test", p["id"].as_str().unwrap()),
+        json!({"url": site.url("/red")}),
+    )
+    .await;
+    assert_eq!((status, &t["ok"], &t["members"][0]["error"]), (200, &json!(false), &json!(why)), "{t}");
+    assert_eq!(tls_proxy.seen().len(), seen, "{:?}", tls_proxy.seen());
+}
