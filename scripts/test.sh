@@ -82,3 +82,24 @@ bash tests/mcp/run.sh
 # 5xx or an answer the document does not describe.
 echo "== openapi (Schemathesis against the service's own document)"
 bash tests/openapi/run.sh
+
+# ---- the SDKs (sdks/): generated from the document the binary serves, then used against it ----
+# sdks/openapi.json must be `capture openapi`, and each SDK's generated types what its generator
+# makes of it (a changed API fails here until both are regenerated); then each SDK's tests
+# start the binary above and drive it as an application would.
+echo "== sdks (drift check, Python capture-client and TypeScript @capture/client against the service)"
+bash sdks/check-drift.sh
+bash sdks/python/run-tests.sh
+(
+  cd sdks/typescript
+  npm ci --no-audit --no-fund --loglevel=error
+  npm test
+)
+
+# ---- the container image in podman (scripts/image-check.sh, docs/containers.md) ----
+# Builds the Containerfile around the binary above (nothing is compiled again) on a Debian base
+# made once with mmdebstrap and cached (no registry), runs one node: health, one capture of a
+# local page, stop. Installs podman, runc, mmdebstrap and slirp4netns when missing; about 12 s
+# once the base exists, 2-4 minutes the first time on a machine.
+echo "== container image (podman: one node, one capture)"
+$( [ "$(id -u)" = 0 ] || echo sudo ) env CAPTURE_BIN="$CAPTURE_BIN" bash scripts/image-check.sh
