@@ -510,6 +510,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(r) = roles {
                 cfg.roles = Roles::parse(&r).map_err(|e| anyhow::anyhow!("--roles: {e}"))?;
             }
+            // SIGTERM and Ctrl-C are ours before anyone can know the address: one that came
+            // between the first answer and the first poll of a lazily made handler killed the
+            // process unstopped (no drain, no last spans, no closed database).
+            let stop = capture_server::shutdown_signal();
             let app = Application::build(cfg).await?;
             // Tests and scripts read this first line: the random port, or that a node
             // without the api role is up (database reached, listener and browser started).
@@ -519,7 +523,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 println!("running without HTTP (no api role)");
             }
-            Ok(app.run(capture_server::shutdown_signal()).await?)
+            Ok(app.run(stop).await?)
         }
         Cmd::Openapi => {
             println!("{}", serde_json::to_string_pretty(&capture_server::docs::openapi())?);
