@@ -101,37 +101,34 @@ async fn with_an_otlp_endpoint_serve_sends_its_requests_spans_the_last_ones_when
     assert!(!stderr.contains("the last spans"), "sent in time: {stderr}");
 }
 
-#[test]
-fn a_bad_log_format_stops_start_up_naming_the_variable() {
+/// `capture serve` with a bad setting in `env`: it must stop before listening; its stderr.
+fn serve_refuses(env: &[(&str, &str)]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
         .args(["serve", "--roles", "api"])
-        .env("CAPTURE_LOG_FORMAT", "xml")
+        .envs(env.iter().copied())
         .env("CAPTURE_LISTEN", "127.0.0.1:0")
         .env("CAPTURE_DATA_DIR", tmp.path())
         .output()
         .unwrap();
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("CAPTURE_LOG_FORMAT") && err.contains("'xml' is not text or json"), "{err}");
     assert!(out.stdout.is_empty(), "it never listened");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_bad_log_format_stops_start_up_naming_the_variable() {
+    let err = serve_refuses(&[("CAPTURE_LOG_FORMAT", "xml")]);
+    assert!(err.contains("CAPTURE_LOG_FORMAT") && err.contains("'xml' is not text or json"), "{err}");
 }
 
 #[test]
 fn a_bad_otel_setting_stops_start_up_naming_the_variable() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_capture"))
-        .args(["serve", "--roles", "api"])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
-        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-        .env("CAPTURE_LISTEN", "127.0.0.1:0")
-        .env("CAPTURE_DATA_DIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = serve_refuses(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"),
+        ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+    ]);
     assert!(err.contains("OTEL_EXPORTER_OTLP_PROTOCOL") && err.contains("http/protobuf"), "{err}");
-    assert!(out.stdout.is_empty(), "it never listened");
 }
 
 /// The server's environment as the kernel holds it (after any re-exec).

@@ -7,7 +7,7 @@
 
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use base64::Engine;
@@ -34,6 +34,9 @@ fn failed(up: &UpstreamProxy, why: impl std::fmt::Display) -> Refusal {
     Refusal::Failed(up.failed(why))
 }
 
+/// Trust anchors as DER certificates.
+type Roots = Vec<Vec<u8>>;
+
 /// The system's trust anchors, read once.
 fn native_roots() -> &'static [CertificateDer<'static>] {
     static ROOTS: OnceLock<Vec<CertificateDer<'static>>> = OnceLock::new();
@@ -56,9 +59,18 @@ fn tls(policy: &EgressPolicy) -> Arc<ClientConfig> {
             ClientConfig::builder().with_root_certificates(RootCertStore::empty()).with_no_client_auth()
         }))
     };
+    // With the operator's roots: made once per set of roots (one per process in practice),
+    // not per tunnel, which a page opens many of.
+    static WITH_EXTRA: Mutex<Option<(Roots, Arc<ClientConfig>)>> = Mutex::new(None);
     match policy.proxy_roots() {
         [] => SYSTEM.get_or_init(|| build(&[])).clone(),
-        extra => build(extra),
+        extra => {
+            let mut cached = WITH_EXTRA.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match cached.as_ref() {
+                Some((roots, config)) if roots.as_slice() == extra => config.clone(),
+                _ => cached.insert((extra.to_vec(), build(extra))).1.clone(),
+            }
+        }
     }
 }
 

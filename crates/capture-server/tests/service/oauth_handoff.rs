@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
-use serde_json::{Value, json};
+use futures_util::SinkExt;
+use serde_json::json;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::helpers::{App, Db, Opts, Site, TARGET_TMPDIR, eventually};
@@ -71,15 +71,7 @@ async fn a_hand_off_mails_the_account_a_link_that_hands_the_session_back() {
     assert_eq!(page.status().as_u16(), 200);
     assert!(page.text().await.unwrap().contains("<title>Capture live view</title>"));
 
-    let ws_url = link.replacen("http://", "ws://", 1).replacen("?t=", "/ws?t=", 1);
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url.as_str()).await.unwrap();
-    let hello = loop {
-        match tokio::time::timeout(Duration::from_secs(30), ws.next()).await.expect("the live view speaks") {
-            Some(Ok(Message::Text(t))) => break serde_json::from_str::<Value>(&t).unwrap(),
-            Some(Ok(_)) => continue,
-            other => panic!("the live view closed: {other:?}"),
-        }
-    };
+    let (mut ws, hello) = crate::api::live_view::connect(&link).await;
     assert_eq!(
         (&hello["t"], &hello["mode"], &hello["reason"]),
         (&json!("hello"), &json!("control"), &json!("Solve the CAPTCHA on the sign-in page")),

@@ -57,10 +57,10 @@ async fn running_run(app: &TestApp, key: &str, url: &str) -> String {
     id
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+pub(crate) type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The page's WebSocket for a link (retried while the session is being opened).
-async fn connect(page_url: &str) -> (Ws, Value) {
+pub(crate) async fn connect(page_url: &str) -> (Ws, Value) {
     let ws_url = page_url.replace("http://", "ws://").replace("?t=", "/ws?t=");
     eventually("the live view connects", Duration::from_secs(20), || {
         let ws_url = ws_url.clone();

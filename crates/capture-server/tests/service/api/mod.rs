@@ -13,7 +13,7 @@ mod hardening;
 mod hardening3;
 mod inbox;
 mod lists;
-mod live_view;
+pub(crate) mod live_view;
 mod monitors;
 mod nodes;
 mod page_text;
