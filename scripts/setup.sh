@@ -5,18 +5,55 @@
 #                               EasyPrivacy filter lists of Debian's uBlock Origin package
 #                               (blockAds, blockTrackers; read from /usr/share, never copied)
 #   scripts/setup.sh --test     also PostgreSQL (started, reachable on 127.0.0.1:5432)
+# Two phases, which scripts/run.sh runs apart so the packages download while the build runs:
+#   scripts/setup.sh --toolchain   only what the build needs (a C compiler, Rust)
+#   scripts/setup.sh --packages    only the runtime packages (add --test for PostgreSQL)
 set -euo pipefail
 
 want_pg=0
-[ "${1:-}" = "--test" ] && want_pg=1
+do_toolchain=1
+do_packages=1
+for arg in "$@"; do
+  case "$arg" in
+    --test) want_pg=1 ;;
+    --toolchain) do_packages=0 ;;
+    --packages) do_toolchain=0 ;;
+    *) echo "setup: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then
   if command -v sudo >/dev/null; then SUDO="sudo"; else echo "setup: run as root or install sudo" >&2; exit 1; fi
 fi
 
-missing=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+apt_install() {
+  echo "setup: installing $*"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if [ "$do_toolchain" = 1 ]; then
+  # The crates that build C (SQLite, aws-lc) need a compiler and libc's headers.
+  if ! command -v cc >/dev/null || ! have_pkg libc6-dev; then
+    apt_install gcc libc6-dev
+  fi
+  if ! command -v cargo >/dev/null; then
+    if [ -x "$HOME/.cargo/bin/cargo" ]; then
+      export PATH="$HOME/.cargo/bin:$PATH"
+    else
+      command -v curl >/dev/null || apt_install curl ca-certificates
+      echo "setup: installing the Rust toolchain with rustup"
+      curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
+      export PATH="$HOME/.cargo/bin:$PATH"
+    fi
+  fi
+fi
+[ "$do_packages" = 1 ] || exit 0
+
+missing=()
 for p in chromium chromium-headless-shell fonts-noto-core fonts-noto-color-emoji fonts-noto-cjk fonts-liberation poppler-utils ffmpeg espeak-ng webext-ublock-origin-chromium ca-certificates curl; do
   have_pkg "$p" || missing+=("$p")
 done
@@ -27,20 +64,7 @@ if [ "$want_pg" = 1 ] && ! command -v pg_ctlcluster >/dev/null && ! pg_isready -
   missing+=(postgresql)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
-
-if ! command -v cargo >/dev/null; then
-  if [ -x "$HOME/.cargo/bin/cargo" ]; then
-    export PATH="$HOME/.cargo/bin:$PATH"
-  else
-    echo "setup: installing the Rust toolchain with rustup"
-    curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal -c clippy,rustfmt
-    export PATH="$HOME/.cargo/bin:$PATH"
-  fi
+  apt_install "${missing[@]}"
 fi
 
 if [ "$want_pg" = 1 ]; then

@@ -1,6 +1,8 @@
 //! Schema migrations: one folder of numbered SQL files per backend
 //! (`migrations/sqlite`, `migrations/postgres`, vaultwarden's layout), embedded at compile
-//! time by `sqlx::migrate!` and applied by sqlx's migrator, which records each step with its
+//! time (`build.rs` lists the files, `include_str!` takes them in; what `sqlx::migrate!` does,
+//! without building sqlx a second time for its proc macro) and applied by sqlx's migrator,
+//! which records each step with its
 //! checksum in `_sqlx_migrations` (a changed, already applied file stops start-up) and, on
 //! PostgreSQL, serialises concurrent migrators with an advisory lock.
 //!
@@ -14,12 +16,36 @@
 //!   then the old table is dropped, so nothing is applied twice and no data moves.
 
 use sqlx::Executor;
-use sqlx::migrate::{Migrate, Migrator};
+use std::sync::LazyLock;
+
+use sqlx::SqlSafeStr;
+use sqlx::migrate::{Migrate, Migration, MigrationType, Migrator};
 
 use crate::db::{Backend, Result, Store, StoreError};
 
-static SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
-static POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
+mod files {
+    include!(concat!(env!("OUT_DIR"), "/migration_files.rs"));
+}
+
+static SQLITE: LazyLock<Migrator> = LazyLock::new(|| embedded(files::SQLITE));
+static POSTGRES: LazyLock<Migrator> = LazyLock::new(|| embedded(files::POSTGRES));
+
+/// sqlx's migrator over embedded files, each read as `sqlx::migrate!` reads it: the version
+/// before the first `_`, the rest (without `.sql`, `_` as spaces) the description, the
+/// checksum (SHA-384) of the text, no transaction when it starts with `-- no-transaction`.
+fn embedded(files: &'static [(&'static str, &'static str)]) -> Migrator {
+    let migrations = files
+        .iter()
+        .map(|&(name, sql)| {
+            let (version, rest) = name.split_once('_').expect("migration files are named <version>_<name>.sql");
+            let version: i64 = version.parse().expect("a migration file's name starts with its version");
+            let kind = MigrationType::from_filename(rest);
+            let description = rest.trim_end_matches(kind.suffix()).replace('_', " ");
+            Migration::new(version, description.into(), kind, sql.into_sql_str(), sql.starts_with("-- no-transaction"))
+        })
+        .collect();
+    Migrator::with_migrations(migrations)
+}
 
 /// The advisory lock id that serialised migrators before sqlx's migrator (and still guards
 /// the adoption of the old bookkeeping).
@@ -131,5 +157,31 @@ impl MigrationLock {
         .await
         .map_err(|e| StoreError::Conflict(format!("migration lock task failed: {e}")))?
         .map_err(|e: std::io::Error| StoreError::Conflict(format!("migration lock: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use sqlx::migrate::Migrator;
+
+    /// The embedded migrations are the ones sqlx's own reader makes of the folders (the reader
+    /// `sqlx::migrate!` used): same versions, descriptions, kinds, checksums and transaction
+    /// choice, so databases migrated by earlier builds start without a checksum mismatch.
+    #[tokio::test]
+    async fn the_embedded_migrations_are_what_sqlx_reads_from_the_folders() {
+        for (backend, embedded) in [("sqlite", &*super::SQLITE), ("postgres", &*super::POSTGRES)] {
+            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations").join(backend);
+            let read = Migrator::new(dir.as_path()).await.expect("sqlx reads the folder");
+            let shape = |m: &Migrator| {
+                m.iter()
+                    .map(|x| (x.version, x.description.to_string(), x.migration_type, x.checksum.to_vec(), x.no_tx))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(shape(embedded), shape(&read), "{backend}");
+            assert_eq!(embedded.iter().count(), std::fs::read_dir(&dir).unwrap().count(), "{backend}: every file");
+            assert_eq!(embedded.iter().next().map(|m| m.description.to_string()), Some("core".to_string()));
+        }
     }
 }
