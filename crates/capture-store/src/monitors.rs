@@ -460,6 +460,30 @@ impl Store {
         rows.iter().map(check_from).collect()
     }
 
+    /// The newest check of each of `user_id`'s monitors named (one query for a page of
+    /// monitors, not one per monitor); a monitor with no check, or another account's, is absent.
+    pub async fn latest_monitor_checks(
+        &self,
+        user_id: &str,
+        monitor_ids: &[&str],
+    ) -> Result<std::collections::HashMap<String, MonitorCheckRow>> {
+        if monitor_ids.is_empty() {
+            return Ok(Default::default());
+        }
+        let list = (0..monitor_ids.len()).map(|i| format!("${}", i + 2)).collect::<Vec<_>>().join(", ");
+        let sql = sqlf!(
+            "SELECT {CHECK_COLS} FROM (SELECT {CHECK_COLS}, \
+             ROW_NUMBER() OVER (PARTITION BY monitor_id ORDER BY created_at DESC, id DESC) AS newest \
+             FROM monitor_checks WHERE user_id = $1 AND monitor_id IN ({list})) latest WHERE newest = 1"
+        );
+        let mut q = sqlx::query(sql).bind(user_id);
+        for id in monitor_ids {
+            q = q.bind(*id);
+        }
+        let rows = q.fetch_all(&self.pool).await?;
+        rows.iter().map(check_from).map(|c| c.map(|c| (c.monitor_id.clone(), c))).collect()
+    }
+
     /// Accept a done check (not a failed or pending one) of the monitor as its baseline; false
     /// when the check is not one of this monitor's, of this account, or did not succeed.
     pub async fn set_monitor_baseline(

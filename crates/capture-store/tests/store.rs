@@ -932,6 +932,24 @@ async fn monitors_are_owned_bounded_claimed_once_and_keep_their_baseline(ctx: Ct
     let rest = store.monitor_checks(&alice.id, "mon_a1", Some((T0 + 2, "chk_3")), 3).await.unwrap();
     assert_eq!(rest.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), vec!["chk_2", "chk_1"]);
     assert!(store.monitor_checks(&bob.id, "mon_a1", None, 10).await.unwrap().is_empty());
+    // The newest check of each monitor of a page, in one query: only the asker's monitors.
+    let bobs = MonitorCheckRow { monitor_id: "mon_b1".into(), user_id: bob.id.clone(), ..check("chk_b1", T0 + 16) };
+    store.insert_monitor_check(&bobs).await.unwrap();
+    let newest = |user: &User, ids: &'static [&'static str]| {
+        let (s, user) = (store.clone(), user.id.clone());
+        async move {
+            let mut got: Vec<(String, String)> =
+                s.latest_monitor_checks(&user, ids).await.unwrap().into_iter().map(|(m, c)| (m, c.id)).collect();
+            got.sort();
+            got
+        }
+    };
+    assert_eq!(
+        newest(&alice, &["mon_a1", "mon_a2", "mon_b1"]).await,
+        vec![("mon_a1".to_string(), "chk_5".to_string())]
+    );
+    assert_eq!(newest(&bob, &["mon_a1", "mon_b1"]).await, vec![("mon_b1".to_string(), "chk_b1".to_string())]);
+    assert_eq!(newest(&alice, &[]).await, vec![]);
 
     // Deleted: by its owner only, with its checks; a late completion records nothing.
     assert!(!store.delete_monitor(&bob.id, "mon_a1").await.unwrap());

@@ -92,11 +92,16 @@ pub async fn check_view(state: &AppState, c: &MonitorCheckRow, baseline: Option<
 /// A monitor as shown, with its latest check.
 pub async fn view(state: &AppState, m: &MonitorRow) -> Result<Monitor> {
     let last = state.store.monitor_checks(&m.user_id, &m.id, None, 1).await?;
-    let last_check = match last.first() {
+    Ok(shown(state, m, last.first()).await)
+}
+
+/// A monitor as shown, given its latest check (None: it has none yet).
+async fn shown(state: &AppState, m: &MonitorRow, last: Option<&MonitorCheckRow>) -> Monitor {
+    let last_check = match last {
         Some(c) => Some(check_view(state, c, m.baseline_check_id.as_deref()).await),
         None => None,
     };
-    Ok(Monitor {
+    Monitor {
         id: MonitorId::from_stored(m.id.clone()),
         name: m.name.clone(),
         url: m.url.clone(),
@@ -114,7 +119,7 @@ pub async fn view(state: &AppState, m: &MonitorRow) -> Result<Monitor> {
         failures_in_a_row: m.failures,
         created_at: iso(m.created_at),
         updated_at: iso(m.updated_at),
-    })
+    }
 }
 
 /// How many monitors the account's plan allows (None: an administrator, unbounded).
@@ -199,9 +204,12 @@ pub async fn list(state: &AppState, account: &Account, q: &ListQuery) -> Result<
     let before = w.before.as_ref().map(|(t, id)| (*t, id.as_deref().unwrap_or("")));
     let rows = state.store.list_monitors(&account.user.id, before, w.fetch()).await?;
     let page = w.page(rows, |r| (r.created_at, r.id.as_str()));
+    // Each monitor's latest check, for the whole page in one query.
+    let ids: Vec<&str> = page.rows.iter().map(|r| r.id.as_str()).collect();
+    let latest = state.store.latest_monitor_checks(&account.user.id, &ids).await?;
     let mut data = Vec::with_capacity(page.rows.len());
     for r in &page.rows {
-        data.push(view(state, r).await?);
+        data.push(shown(state, r, latest.get(&r.id)).await);
     }
     Ok(MonitorList { data, next_cursor: page.next_cursor })
 }

@@ -326,6 +326,12 @@ async fn a_monitor_notices_changes_and_never_takes_a_failure_for_unchanged(db: D
     );
     let theirs: Value = app.get(&other, "/v1/monitors").await.json().await.unwrap();
     assert_eq!(theirs["data"], json!([]));
+    // The owner's list shows each monitor's latest check, the same one as the monitor itself.
+    let mine: Value = app.get(&key, "/v1/monitors").await.json().await.unwrap();
+    let one: Value = app.get(&key, &format!("/v1/monitors/{id}")).await.json().await.unwrap();
+    let listed = mine["data"].as_array().unwrap().iter().find(|m| m["id"] == json!(id)).expect("listed");
+    assert_eq!(listed["lastCheck"], one["lastCheck"]);
+    assert!(one["lastCheck"]["id"].is_string(), "{one}");
     // Each check was one capture job, charged as one: 1 + 1 + 1 + 4 + 1 = 8 (an error page that
     // answered is charged like any capture failing its failOnHttpError condition).
     let jobs: Value = app.get(&key, "/v1/screenshots?limit=100").await.json().await.unwrap();
