@@ -187,6 +187,11 @@ pub(crate) fn b(v: bool) -> i64 {
     i64::from(v)
 }
 
+/// `n` bind parameters numbered from `first`, for an `IN (…)` list: `$2, $3, $4`.
+pub(crate) fn placeholders(first: usize, n: usize) -> String {
+    (first..first + n).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::StoreError;

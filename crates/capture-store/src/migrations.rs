@@ -2,9 +2,9 @@
 //! (`migrations/sqlite`, `migrations/postgres`, vaultwarden's layout), embedded at compile
 //! time (`build.rs` lists the files, `include_str!` takes them in; what `sqlx::migrate!` does,
 //! without building sqlx a second time for its proc macro) and applied by sqlx's migrator,
-//! which records each step with its
-//! checksum in `_sqlx_migrations` (a changed, already applied file stops start-up) and, on
-//! PostgreSQL, serialises concurrent migrators with an advisory lock.
+//! which records each step with its checksum in `_sqlx_migrations` (a changed, already applied
+//! file stops start-up) and, on PostgreSQL, serialises concurrent migrators with an advisory
+//! lock.
 //!
 //! Two things sqlx does not do, done here:
 //! - **SQLite has no migration lock** in sqlx, so several processes starting at once on one

@@ -7,7 +7,7 @@
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::db::{Backend, Result, Store};
+use crate::db::{Backend, Result, Store, placeholders};
 
 /// A monitor.
 #[derive(Debug, Clone, PartialEq)]
@@ -470,7 +470,7 @@ impl Store {
         if monitor_ids.is_empty() {
             return Ok(Default::default());
         }
-        let list = (0..monitor_ids.len()).map(|i| format!("${}", i + 2)).collect::<Vec<_>>().join(", ");
+        let list = placeholders(2, monitor_ids.len());
         let sql = sqlf!(
             "SELECT {CHECK_COLS} FROM (SELECT {CHECK_COLS}, \
              ROW_NUMBER() OVER (PARTITION BY monitor_id ORDER BY created_at DESC, id DESC) AS newest \

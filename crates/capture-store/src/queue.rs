@@ -13,7 +13,7 @@
 use sqlx::any::AnyRow;
 use sqlx::{Any, AssertSqlSafe, Executor, Row, Transaction};
 
-use crate::db::{Backend, Result, Store};
+use crate::db::{Backend, Result, Store, placeholders};
 use crate::notify::{WORK_CHANNEL, notify};
 
 /// A claimed task.
@@ -133,8 +133,7 @@ impl Store {
             return Ok(None);
         }
         // Kinds are our own constants, bound as parameters numbered from `first`.
-        let kinds_from =
-            |first: usize| (0..kinds.len()).map(|i| format!("${}", i + first)).collect::<Vec<_>>().join(", ");
+        let kinds_from = |first: usize| placeholders(first, kinds.len());
         let mut tx = self.begin_write().await?;
         if self.backend == Backend::Postgres {
             tx.execute(AssertSqlSafe(format!("SELECT pg_advisory_xact_lock({FAIR_CLAIM_LOCK})"))).await?;
