@@ -107,6 +107,19 @@ impl Store {
         Ok(res.rows_affected() > 0)
     }
 
+    /// Take the next turn of `user_id`'s proxy `id` (0, 1, 2, … across every node): a
+    /// `per-job` pool gives its members jobs in turn. None when it is not theirs.
+    pub async fn take_proxy_turn(&self, user_id: &str, id: &str) -> Result<Option<i64>> {
+        let row = sqlx::query(
+            "UPDATE proxies SET turns = turns + 1 WHERE user_id = $1 AND id = $2 RETURNING turns - 1 AS turn",
+        )
+        .bind(user_id)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(row.map(|r| r.try_get("turn")).transpose()?)
+    }
+
     /// Delete a proxy of `user_id`; false when it is not theirs.
     pub async fn delete_proxy(&self, user_id: &str, id: &str) -> Result<bool> {
         let res = sqlx::query("DELETE FROM proxies WHERE user_id = $1 AND id = $2")

@@ -1081,6 +1081,19 @@ async fn proxies_belong_to_their_owner_and_are_found_by_id_or_name(ctx: Ctx) {
     assert_eq!(store.find_proxy(&alice.id, "prx_b").await.unwrap(), Some(kept));
     let stolen = capture_store::ProxyRow { user_id: bob.id.clone(), name: "mine".into(), ..b.clone() };
     assert!(!store.update_proxy(&stolen).await.unwrap());
+    // Turns count per proxy, for its owner only, and none is taken twice when many ask at once.
+    assert_eq!(store.take_proxy_turn(&alice.id, "prx_b").await.unwrap(), Some(0));
+    assert_eq!(store.take_proxy_turn(&alice.id, "prx_b").await.unwrap(), Some(1));
+    assert_eq!(store.take_proxy_turn(&bob.id, "prx_b").await.unwrap(), None);
+    assert_eq!(store.take_proxy_turn(&bob.id, "prx_c").await.unwrap(), Some(0));
+    let mut many = tokio::task::JoinSet::new();
+    for _ in 0..20 {
+        let (s, a) = (store.clone(), alice.id.clone());
+        many.spawn(async move { s.take_proxy_turn(&a, "prx_b").await.unwrap().unwrap() });
+    }
+    let mut turns = many.join_all().await;
+    turns.sort_unstable();
+    assert_eq!(turns, (2..22).collect::<Vec<i64>>());
     assert!(!store.delete_proxy(&bob.id, "prx_a").await.unwrap());
     assert!(store.delete_proxy(&alice.id, "prx_a").await.unwrap());
     assert_eq!(store.find_proxy(&alice.id, "prx_a").await.unwrap(), None);

@@ -60,7 +60,7 @@ pub async fn create(
                 proxy_sticky_key: opts.proxy_sticky_key.clone(),
                 ..Default::default()
             };
-            let chosen = crate::proxies::service::choose(state, account, &asked, id.as_str()).await?;
+            let chosen = crate::proxies::service::choose(state, account, &asked).await?;
             (chosen.proxy, chosen.proxy_member)
         }
         None => (None, None),

@@ -190,7 +190,7 @@ pub async fn login(state: &AppState, account: &Account, v: ValidLogin) -> Result
         proxy: v.proxy.clone(),
         ..Default::default()
     };
-    let proxy = crate::proxies::service::for_request(state, account, &asked, &v.url).await?;
+    let proxy = crate::proxies::service::for_request(state, account, &asked).await?;
     let session = pool
         .open_session(SessionOptions {
             deadline: BUDGET,

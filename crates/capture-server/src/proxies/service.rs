@@ -4,9 +4,10 @@
 //! always, then connects **through** the customer's proxy (whose own address is checked like
 //! any destination) — see `capture_browser::egress`.
 //!
-//! A pool's member is chosen when the job is created (`per-job`: by the job's id, so jobs
-//! spread evenly over the members; `sticky`: by `proxyStickyKey`, else the page's host), kept
-//! in the job's options and shown on the job, so a retry uses the same member.
+//! A pool's member is chosen when the job is created (`per-job`: the members take jobs in
+//! turn, counted by the store across every node; `sticky`: by `proxyStickyKey`, else the
+//! page's host), kept in the job's options and shown on the job, so a retry uses the same
+//! member.
 
 use std::time::{Duration, Instant};
 
@@ -162,24 +163,35 @@ fn spread(key: &str, n: usize) -> u32 {
 }
 
 /// A request's `proxy` (id or name) found among the caller's: the options name its id and
-/// the member that will serve the job (`job_id` spreads a `per-job` pool).
-pub async fn choose(
-    state: &AppState,
-    account: &Account,
-    opts: &CaptureOptions,
-    job_id: &str,
-) -> Result<CaptureOptions> {
+/// no member (the same capture however it was named).
+pub async fn resolve(state: &AppState, account: &Account, opts: &CaptureOptions) -> Result<CaptureOptions> {
     let Some(asked) = &opts.proxy else { return Ok(opts.clone()) };
-    let row = state.store.find_proxy(&account.user.id, asked).await?.ok_or_else(|| {
+    let row = asked_row(state, account, asked).await?;
+    Ok(CaptureOptions { proxy: Some(row.id), proxy_member: None, ..opts.clone() })
+}
+
+async fn asked_row(state: &AppState, account: &Account, asked: &str) -> Result<ProxyRow> {
+    state.store.find_proxy(&account.user.id, asked).await?.ok_or_else(|| {
         Error::Invalid(FieldError::new(
             "proxy",
             format!("'{asked}' is not one of your proxies (GET /v1/proxies lists them)"),
         ))
-    })?;
+    })
+}
+
+/// A request's `proxy` (id or name) found among the caller's: the options name its id and
+/// the member that will serve the job (a `per-job` pool's next turn, a `sticky` pool's key).
+pub async fn choose(state: &AppState, account: &Account, opts: &CaptureOptions) -> Result<CaptureOptions> {
+    let Some(asked) = &opts.proxy else { return Ok(opts.clone()) };
+    let row = asked_row(state, account, asked).await?;
     let n = serde_json::from_str::<Vec<MemberShown>>(&row.members_shown).map_or(1, |m| m.len());
     let member = match Rotation::stored(&row.rotation) {
         None => 0,
-        Some(Rotation::PerJob) => spread(job_id, n),
+        // Deleted since it was found: the job fails naming it when it runs.
+        Some(Rotation::PerJob) => match state.store.take_proxy_turn(&account.user.id, &row.id).await? {
+            Some(turn) => (turn.unsigned_abs() % n.max(1) as u64) as u32,
+            None => 0,
+        },
         Some(Rotation::Sticky) => {
             let host =
                 opts.url.as_deref().and_then(|u| url::Url::parse(u).ok()).and_then(|u| u.host_str().map(str::to_owned));
@@ -214,16 +226,11 @@ pub async fn for_job(
 
 /// The options' proxy, opened for a job or a session started now (no member chosen yet:
 /// one is chosen here as at creation).
-pub async fn for_request(
-    state: &AppState,
-    account: &Account,
-    opts: &CaptureOptions,
-    key: &str,
-) -> Result<Option<UpstreamProxy>> {
+pub async fn for_request(state: &AppState, account: &Account, opts: &CaptureOptions) -> Result<Option<UpstreamProxy>> {
     if opts.proxy.is_none() {
         return Ok(None);
     }
-    let chosen = choose(state, account, opts, key).await?;
+    let chosen = choose(state, account, opts).await?;
     let (Some(id), Some(member)) = (chosen.proxy, chosen.proxy_member) else { return Ok(None) };
     for_job(state, &account.user.id, &id, member)
         .await

@@ -18,7 +18,7 @@ pub const NAME_MAX: usize = 100;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Rotation {
-    /// Each job gets a member of its own (spread evenly by the job's id).
+    /// The members take jobs in turn (counted across every node).
     PerJob,
     /// The same key (`proxyStickyKey`, else the page's host) gets the same member.
     Sticky,

@@ -182,10 +182,7 @@ pub async fn render(state: &AppState, v: Verified) -> Result<Answer> {
     }
     // A proxy named by name is the same capture as by id (the member is chosen per job).
     if opts.proxy.is_some() {
-        opts = CaptureOptions {
-            proxy_member: None,
-            ..crate::proxies::service::choose(state, &v.account, &opts, "").await?
-        };
+        opts = crate::proxies::service::resolve(state, &v.account, &opts).await?;
     }
     let hash = cache_hash(state, &opts, profile.as_ref());
     let now = state.clock.now_ms();

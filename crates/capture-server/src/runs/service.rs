@@ -77,7 +77,7 @@ pub async fn create(state: &AppState, account: &Account, spec: &RunSpec, idem: O
                 proxy_sticky_key: spec.proxy_sticky_key.clone(),
                 ..Default::default()
             };
-            let chosen = crate::proxies::service::choose(state, account, &asked, id.as_str()).await?;
+            let chosen = crate::proxies::service::choose(state, account, &asked).await?;
             (chosen.proxy, chosen.proxy_member.map(i64::from))
         }
         None => (None, None),

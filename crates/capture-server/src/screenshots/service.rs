@@ -181,7 +181,7 @@ async fn capture_job(
     let with_proxy;
     let opts = match &opts.proxy {
         Some(_) => {
-            with_proxy = crate::proxies::service::choose(state, account, opts, id.as_str()).await?;
+            with_proxy = crate::proxies::service::choose(state, account, opts).await?;
             &with_proxy
         }
         None => opts,
