@@ -6,10 +6,9 @@ mod logs;
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-use capture_core::time::iso;
+use capture_server::Config;
+use capture_server::commands::{self, AdminCommand};
 use capture_server::config::Roles;
-use capture_server::{Application, Config, admin};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -101,33 +100,15 @@ enum KeyCmd {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // The client commands need none of the service's settings; each side runs its own runtime
+    // (the binary awaits nothing: see capture_server::commands).
+    if let Cmd::Client(cmd) = cli.cmd {
+        return capture_client::main(cmd);
+    }
     if matches!(cli.cmd, Cmd::Serve { .. }) {
         bound_malloc_arenas();
     }
-    if let Cmd::Client(cmd) = cli.cmd {
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(rt) => rt,
-            Err(e) => {
-                eprintln!("error: cannot start the runtime: {e}");
-                return std::process::ExitCode::FAILURE;
-            }
-        };
-        return match rt.block_on(capture_client::run(cmd)) {
-            Ok(()) => std::process::ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e}");
-                std::process::ExitCode::from(e.code)
-            }
-        };
-    }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
-    match rt.block_on(run(cli)) {
+    match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -165,7 +146,7 @@ fn bound_malloc_arenas() {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+fn run(cli: Cli) -> anyhow::Result<()> {
     // Settings first: the log format is one of them, and a bad value is reported on stderr
     // before any log line.
     let mut cfg = Config::load(cli.config.as_deref())?;
@@ -175,91 +156,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(r) = roles {
                 cfg.roles = Roles::parse(&r).map_err(|e| anyhow::anyhow!("--roles: {e}"))?;
             }
-            // SIGTERM and Ctrl-C are ours before anyone can know the address: one that came
-            // between the first answer and the first poll of a lazily made handler killed the
-            // process unstopped (no drain, no last spans, no closed database).
-            let stop = capture_server::shutdown_signal();
-            let app = Application::build(cfg).await?;
-            // Tests and scripts read this first line: the random port, or that a node
-            // without the api role is up (database reached, listener and browser started).
-            if let Some(addr) = app.local_addr() {
-                println!("listening on http://{addr}");
-                tracing::info!(%addr, base_url = %app.state().base_url, "serving");
-            } else {
-                println!("running without HTTP (no api role)");
-            }
-            Ok(app.run(stop).await?)
+            commands::serve(cfg)
         }
         Cmd::Openapi => {
             println!("{}", serde_json::to_string_pretty(&capture_server::docs::openapi())?);
             Ok(())
         }
-        Cmd::Migrate => {
-            std::fs::create_dir_all(&cfg.data_dir).ok();
-            let store = capture_store::Store::connect(&cfg.database.url, 2).await.context("CAPTURE_DATABASE_URL")?;
-            store.close().await;
-            println!("migrations applied");
-            Ok(())
-        }
-        Cmd::Admin { cmd } => {
-            std::fs::create_dir_all(&cfg.data_dir).ok();
-            let store = capture_store::Store::connect(&cfg.database.url, 2).await.context("CAPTURE_DATABASE_URL")?;
-            let r = admin_cmd(&cfg, &store, cmd).await;
-            store.close().await;
-            r
-        }
+        Cmd::Migrate => commands::migrate(&cfg),
+        Cmd::Admin { cmd } => commands::admin(&cfg, cmd.into()),
         // Run by `main` without the service's settings.
         Cmd::Client(_) => Ok(()),
     }
 }
 
-/// Now on the service's clock (`CAPTURE_CLOCK_OFFSET`), as the service itself reads it.
-fn now_ms(cfg: &Config) -> i64 {
-    capture_core::clock::Clock::with_offset_ms(cfg.clock_offset_ms).now_ms()
-}
-
-async fn admin_cmd(cfg: &Config, store: &capture_store::Store, cmd: AdminCmd) -> anyhow::Result<()> {
-    match cmd {
-        AdminCmd::User { cmd: UserCmd::Create { email, plan, password, legacy_free } } => {
-            let u = admin::create_user(store, &email, &plan, password.as_deref(), legacy_free, now_ms(cfg)).await?;
-            let admin_note = if cfg.accounts.is_admin(&u.email) { " (admin: unlimited)" } else { "" };
-            println!("created account {} <{}> on plan {}{admin_note}", u.id, u.email, u.plan);
-        }
-        AdminCmd::User { cmd: UserCmd::SetPlan { email, plan } } => {
-            admin::set_plan(store, &email, &plan).await?;
-            println!("{email} is now on plan {plan}");
-        }
-        AdminCmd::Key { cmd: KeyCmd::Create { email, name } } => {
-            let master = capture_server::crypto::MasterKey::load_or_create(cfg.master_key.as_deref(), &cfg.data_dir)?;
-            let u = admin::user(store, &email).await?;
-            let (row, key) = admin::create_key(store, &master, &u.id, &name, now_ms(cfg)).await?;
-            println!("created key {} ({}) for {}; it is shown once:", row.id, row.name, u.email);
-            println!("{key}");
-        }
-        AdminCmd::Key { cmd: KeyCmd::Revoke { key_id } } => {
-            if !store.revoke_key(&key_id, None, capture_core::time::now_ms()).await? {
-                anyhow::bail!("no live key with id {key_id}");
+impl From<AdminCmd> for AdminCommand {
+    fn from(cmd: AdminCmd) -> Self {
+        match cmd {
+            AdminCmd::User { cmd: UserCmd::Create { email, plan, password, legacy_free } } => {
+                AdminCommand::CreateUser { email, plan, password, legacy_free }
             }
-            println!("revoked {key_id}");
-        }
-        AdminCmd::Key { cmd: KeyCmd::List { email } } => {
-            let u = admin::user(store, &email).await?;
-            let month = capture_core::time::MonthWindow::containing(capture_core::time::now_ms()).label;
-            let usage = store.usage_by_key(&u.id, &month).await?;
-            println!("{:<30} {:<20} {:<14} {:<26} {:>8}  STATUS", "ID", "NAME", "PREFIX", "CREATED", "USED");
-            for k in store.list_keys(&u.id).await? {
-                let used = usage.iter().find(|(id, _)| *id == k.id).map_or(0, |(_, n)| *n);
-                let status = k.revoked_at.map_or("active".to_string(), |t| format!("revoked {}", iso(t)));
-                println!(
-                    "{:<30} {:<20} {:<14} {:<26} {:>8}  {status}",
-                    k.id,
-                    k.name,
-                    k.prefix,
-                    iso(k.created_at),
-                    used
-                );
-            }
+            AdminCmd::User { cmd: UserCmd::SetPlan { email, plan } } => AdminCommand::SetPlan { email, plan },
+            AdminCmd::Key { cmd: KeyCmd::Create { email, name } } => AdminCommand::CreateKey { email, name },
+            AdminCmd::Key { cmd: KeyCmd::Revoke { key_id } } => AdminCommand::RevokeKey { key_id },
+            AdminCmd::Key { cmd: KeyCmd::List { email } } => AdminCommand::ListKeys { email },
         }
     }
-    Ok(())
 }

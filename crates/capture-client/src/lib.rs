@@ -242,6 +242,26 @@ pub enum WebhooksCmd {
     Delete { id: String },
 }
 
+/// Run one client command on a runtime of its own: the exit code says how it ended, and an
+/// error is printed on stderr. (The binary calls this, not [`run`], so that it awaits none of
+/// this crate's futures: see `capture_server::commands`.)
+pub fn main(cmd: ClientCmd) -> std::process::ExitCode {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run(cmd)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::ExitCode::from(e.code)
+        }
+    }
+}
+
 /// Run one client command: its error carries the exit code.
 pub async fn run(cmd: ClientCmd) -> Result<(), error::ClientError> {
     match cmd {

@@ -22,6 +22,7 @@ pub mod automation;
 pub mod blob;
 pub mod campaigns;
 pub mod cluster;
+pub mod commands;
 pub mod config;
 pub mod crypto;
 pub mod docs;
