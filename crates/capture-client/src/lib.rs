@@ -6,7 +6,7 @@
 mod client;
 mod commands;
 mod conn;
-pub mod error;
+mod error;
 mod inbox_cmd;
 mod login;
 mod monitor_cmd;
@@ -243,8 +243,8 @@ pub enum WebhooksCmd {
 }
 
 /// Run one client command on a runtime of its own: the exit code says how it ended, and an
-/// error is printed on stderr. (The binary calls this, not [`run`], so that it awaits none of
-/// this crate's futures: see `capture_server::commands`.)
+/// error is printed on stderr. A plain function, so that the binary awaits none of this
+/// crate's futures (see `capture_server::commands`).
 pub fn main(cmd: ClientCmd) -> std::process::ExitCode {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -263,7 +263,7 @@ pub fn main(cmd: ClientCmd) -> std::process::ExitCode {
 }
 
 /// Run one client command: its error carries the exit code.
-pub async fn run(cmd: ClientCmd) -> Result<(), error::ClientError> {
+async fn run(cmd: ClientCmd) -> Result<(), error::ClientError> {
     match cmd {
         ClientCmd::Login { server, no_browser, timeout } => {
             login::login(&server, no_browser, std::time::Duration::from_secs(timeout)).await

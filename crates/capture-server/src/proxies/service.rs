@@ -187,9 +187,9 @@ pub async fn choose(state: &AppState, account: &Account, opts: &CaptureOptions) 
     let n = serde_json::from_str::<Vec<MemberShown>>(&row.members_shown).map_or(1, |m| m.len());
     let member = match Rotation::stored(&row.rotation) {
         None => 0,
-        // Deleted since it was found: the job fails naming it when it runs.
         Some(Rotation::PerJob) => match state.store.take_proxy_turn(&account.user.id, &row.id).await? {
             Some(turn) => (turn.unsigned_abs() % n.max(1) as u64) as u32,
+            // Deleted since it was found: the job fails naming it when it runs.
             None => 0,
         },
         Some(Rotation::Sticky) => {
