@@ -17,7 +17,8 @@ apt-get purge -y -qq $PKGS >/dev/null 2>&1
 apt-get autoremove -y -qq >/dev/null 2>&1
 apt-get clean
 rm -rf /var/lib/apt/lists/*
-mv ~/.cargo/registry ~/.cargo/registry.aside
+aside=0
+if [ -d ~/.cargo/registry ]; then mv ~/.cargo/registry ~/.cargo/registry.aside; aside=1; fi
 git clone -q "$repo" "$out/clone"
 cd "$out/clone"
 start=$(date +%s)
@@ -32,5 +33,7 @@ grep "Finished" "$out/run.log"
 curl -s http://127.0.0.1:18080/readyz; echo
 kill -- -"$pid" 2>/dev/null
 sleep 2
-rm -rf ~/.cargo/registry
-mv ~/.cargo/registry.aside ~/.cargo/registry
+if [ "$aside" = 1 ]; then
+  rm -rf ~/.cargo/registry
+  mv ~/.cargo/registry.aside ~/.cargo/registry
+fi
