@@ -466,10 +466,11 @@ fn reaped_cpu(pid: u32) -> f64 {
 
 /// What the real-web options cost on the realistic page (issue 39: goal < 15 % over a plain
 /// capture), one capture at a time on one browser, the three settings interleaved in rounds
-/// (three captures of each in turn, the first of each left out: a spare page is set up for the
-/// most recent job's consent mode, as a steady workload's is) so the machine's noise falls on
-/// every setting alike. The cells below run each setting in a block, where a busy moment lands
-/// on one setting only.
+/// (five captures of each in turn, the first two of each left out: a spare page is set up for
+/// the most recent job's consent mode while the job before it runs, so the first two of a
+/// round meet pages set up for the setting before; the last three are a steady workload's) so
+/// the machine's noise falls on every setting alike. The cells below run each setting in a
+/// block, where a busy moment lands on one setting only.
 async fn overhead(client: &reqwest::Client, base: &str, jobs: usize) {
     let server = start_server(1, 1);
     let rich = |extra: Value| {
@@ -486,8 +487,8 @@ async fn overhead(client: &reqwest::Client, base: &str, jobs: usize) {
     let mut lat: Vec<Vec<Duration>> = vec![Vec::new(); settings.len()];
     for _ in 0..jobs.div_ceil(3).max(3) {
         for (i, (_, body)) in settings.iter().enumerate() {
-            let (_, l) = run_cell(client, &server, body.clone(), 4, 1).await;
-            lat[i].extend(l.into_iter().skip(1));
+            let (_, l) = run_cell(client, &server, body.clone(), 5, 1).await;
+            lat[i].extend(l.into_iter().skip(2));
         }
     }
     println!("real-web options on the realistic page, interleaved, C=1 (issue 39: goal < 15 %):");

@@ -331,13 +331,50 @@ const GLUE: &str = r#"(() => {
   let engine = null;
   const hideFallback = () => __HIDE_FALLBACK__;
   if (isTop) Object.defineProperty(window, '__captureConsentEngine', { value: (e) => { if (!engine) engine = e; } });
+  // Every bracket, parenthesis and quote of a selector closed: the engine queries each
+  // selector alone, where the browser closes what is left open at its end; in a list, one left
+  // open would spoil the rest.
+  const closed = (sel) => {
+    let quote = '', depth = 0;
+    for (let i = 0; i < sel.length; i++) {
+      const c = sel[i];
+      if (c === '\\') { i++; continue; }
+      if (quote) { if (c === quote) quote = ''; continue; }
+      if (c === '"' || c === "'") quote = c;
+      else if (c === '[' || c === '(') depth++;
+      else if (c === ']' || c === ')') { if (--depth < 0) return false; }
+    }
+    return !quote && depth === 0;
+  };
+  // The rules whose detection begins by requiring one CSS selector to match (nine in ten): one
+  // query for all their selectors tells whether any of them can be on the page; when none is,
+  // the probe leaves them out (a query per rule was most of its cost, issue 39).
+  let simple = null;
+  const absent = () => {
+    if (simple === null) {
+      simple = { rules: new Set(), query: '' };
+      const sels = [];
+      for (const r of engine.rules) {
+        const first = r.rule && Array.isArray(r.rule.detectCmp) ? r.rule.detectCmp[0] : null;
+        if (!first || first.optional || Object.keys(first).length !== 1 || typeof first.exists !== 'string') continue;
+        if (/^(aria|xpath|text|pierce)\//.test(first.exists) || !closed(first.exists)) continue;
+        simple.rules.add(r);
+        sels.push(first.exists);
+      }
+      simple.query = sels.join(',');
+    }
+    if (!simple.query) return new Set();
+    try { return document.querySelector(simple.query) === null ? simple.rules : new Set(); } catch (e) { return new Set(); }
+  };
   const probe = async () => {
     const st = engine && engine.state && engine.state.lifecycle;
     if (!st || st === 'loading' || st === 'waitingForInitResponse' || !Array.isArray(engine.rules)) return;
     const started = performance.now();
     let found = false;
+    const skip = absent();
     await Promise.all(engine.rules.map(async (r) => {
       try {
+        if (skip.has(r)) return;
         if (!r.checkFrameContext(true) || (r.runContext && r.runContext.urlPattern && !r.hasMatchingUrlPattern())) return;
         if (await r.detectCmp()) found = true;
       } catch (e) {}
@@ -346,7 +383,12 @@ const GLUE: &str = r#"(() => {
   };
   if (isTop) {
     try {
-      new MutationObserver(() => { changedAt = performance.now(); })
+      // The engine's own pre-hiding style (added, filled, taken away when it found nothing) is
+      // not a change of the page: counted, it made the summary look again after every look.
+      const ours = (n) => !!n && n.nodeType === 1 && n.id === 'autoconsent-prehide';
+      const foreign = (r) => !(ours(r.target) || (r.type === 'childList' && r.addedNodes.length + r.removedNodes.length > 0
+        && [...r.addedNodes, ...r.removedNodes].every(ours)));
+      new MutationObserver((rs) => { if (rs.some(foreign)) changedAt = performance.now(); })
         .observe(document, { childList: true, subtree: true, attributes: true, attributeFilter: ['class', 'hidden', 'open'] });
     } catch (e) {}
   }

@@ -42,9 +42,6 @@ pub(crate) struct View {
     /// The consent engine armed for the page's next document (its script is large: added
     /// while the page is spare, it is off the job's critical path).
     pub consent: CookieConsent,
-    /// Every request paused for the filter lists (`blockAds` and the like), set up while the
-    /// page is spare.
-    pub intercept: bool,
 }
 
 impl View {
@@ -59,7 +56,6 @@ impl View {
             print: req.options.media_type == capture_core::options::MediaType::Print,
             mobile: req.options.mobile,
             consent: req.options.cookie_consent,
-            intercept: crate::blocklists::Which::of(&req.options).any(),
         }
     }
 
@@ -96,7 +92,6 @@ impl Default for View {
             print: false,
             mobile: false,
             consent: CookieConsent::default(),
-            intercept: false,
         }
     }
 }
@@ -113,8 +108,6 @@ pub(crate) struct Prepared {
     /// The consent engine's script added to every new document of the page, and its
     /// identifier (see [`crate::page::Page::arm_consent`]).
     pub(crate) consent: Option<(&'static str, String)>,
-    /// Every request pauses ([`p::FetchEnable::every_request`]); the job keeps or changes it.
-    pub(crate) intercepting: bool,
 }
 
 /// A reply waited for while the page is set up, named for errors.
@@ -236,8 +229,7 @@ pub(crate) async fn prepare(
     let attach = p::AttachToTarget { target_id: &target_id, flatten: true };
     let sid = browser_call(conn, &attach, deadline).await?.session_id;
     let events = conn.register_session(&sid);
-    let mut prepared =
-        Prepared { view, guard, target_id, sid, events, backlog: Vec::new(), consent: None, intercepting: false };
+    let mut prepared = Prepared { view, guard, target_id, sid, events, backlog: Vec::new(), consent: None };
     // Pipelined: one round trip.
     let sid = prepared.sid.clone();
     let replies = vec![
@@ -282,10 +274,6 @@ pub(crate) async fn prepare(
         );
         prepared.await_all(vec![add], deadline).await?;
         prepared.consent = Some((source, std::mem::take(&mut *id.lock().unwrap())));
-    }
-    if view.intercept {
-        prepared.await_all(vec![step(conn, &p::FetchEnable::every_request(), &sid)], deadline).await?;
-        prepared.intercepting = true;
     }
     Ok(prepared)
 }

@@ -289,10 +289,10 @@ async fn consent_handling_is_bounded_on_a_page_that_keeps_the_browser_busy() {
     pool.shutdown().await;
 }
 
-/// A spare page is set up for the most recent job: with the lists, every request of its next
-/// page pauses, and with `auto` the consent engine is armed. The job after that asks for
-/// neither (a plain capture), then a session: each gets a page that loads everything and runs
-/// no consent engine.
+/// A spare page is set up for the most recent job (with `auto`, the consent engine armed; the
+/// lists' interception is the job's own, never left on a spare page). After a job with the
+/// lists, one that asks for neither (a plain capture), then a session: each gets a page that
+/// loads everything and runs no consent engine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_set_up_for_the_lists_serves_a_plain_capture_and_a_session_after_it() {
     let srv = cluttered_site().await;

@@ -248,26 +248,6 @@ pub(crate) struct FetchEnable {
 }
 command!(FetchEnable, "Fetch.enable", Empty);
 
-impl FetchEnable {
-    /// Every request paused at its start, no authentication challenge: what the filter lists
-    /// need (a spare page is set up with it when the most recent job used them).
-    pub(crate) fn every_request() -> FetchEnable {
-        FetchEnable {
-            patterns: vec![RequestPattern {
-                url_pattern: Some("*".into()),
-                resource_type: None,
-                request_stage: "Request",
-            }],
-            handle_auth_requests: false,
-        }
-    }
-}
-
-/// `Fetch.disable`.
-#[derive(Debug, Serialize)]
-pub(crate) struct FetchDisable {}
-command!(FetchDisable, "Fetch.disable", Empty);
-
 /// `Fetch.failRequest`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -150,11 +150,6 @@ impl SessionPage {
 
     /// Set the page up per the session's options, before anything loads.
     pub(crate) async fn setup(&mut self, opts: &SessionOptions) -> Result<(), CaptureError> {
-        // A spare page set up for a capture with the filter lists pauses every request: a
-        // session answers none of them.
-        if std::mem::take(&mut self.page.prepared.intercepting) {
-            self.page.call(&p::FetchDisable {}).await?;
-        }
         self.page.call(&s::RuntimeEnable {}).await?;
         let version = self.page.finish(self.page.conn.cmd(&p::GetVersion {}, None), "Browser.getVersion").await?;
         // Sites treat "HeadlessChrome" as a bot; a session stands for a person's browser.
