@@ -69,7 +69,7 @@ pub(crate) async fn run(
     // Each sends only what the request sets: nothing for a plain capture.
     page.emulate(o).await?;
     page.identify(o).await?;
-    page.block(o).await?;
+    page.block(o, &req.source).await?;
     page.arm_scriptlets(&req.source).await?;
     page.arm_consent(o.cookie_consent).await?;
     // Emulation, identity, request blocking, scriptlets and the consent script armed.

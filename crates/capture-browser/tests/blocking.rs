@@ -26,11 +26,14 @@ fn ok(r: Result<CaptureOutput, CaptureError>) -> CaptureOutput {
     r.unwrap_or_else(|e| panic!("capture failed: {e:?}"))
 }
 
-/// A green page with what the lists know: an ad image (EasyList `/banner-ad.`), an ad box
+/// A green page with what the lists know: an ad frame and an ad image asked for first thing
+/// in the head (EasyList `/banner-ad.`), an ad box
 /// (EasyList `##.banner-ad`), a tracking script and pixel (EasyPrivacy `/beacon.js`,
 /// `/pixel.gif?`), and a chat launcher (`#intercom-container`) with its widget script from
 /// Intercom's host (our chat list).
-const CLUTTERED: &str = "<html><head><title>shop</title></head><body style='margin:0;background:rgb(0,255,0)'>\
+const CLUTTERED: &str = "<html><head><link rel='preload' as='image' href='/img/banner-ad.png'><title>shop</title></head>\
+<body style='margin:0;background:rgb(0,255,0)'>\
+<iframe src='/f/banner-ad.html' style='position:absolute;left:400px;top:200px;width:100px;height:100px;border:0'></iframe>\
 <img src='/img/banner-ad.png' width='100' height='100' style='position:absolute;left:0;top:0'>\
 <div class='banner-ad' style='position:absolute;left:200px;top:0;width:100px;height:100px;background:rgb(255,0,0)'>Sale</div>\
 <div id='intercom-container' style='position:fixed;right:0;bottom:0;width:100px;height:100px;background:rgb(0,0,255)'></div>\
@@ -43,6 +46,7 @@ async fn cluttered_site() -> Server {
     Server::start(Arc::new(|path: &str, _cookie: &str| match path {
         "/shop" => html(CLUTTERED),
         "/img/banner-ad.png" => Resp::Full(200, "image/png", solid_png(100, 100, [255, 0, 0]), 0),
+        "/f/banner-ad.html" => html("<body style='margin:0;background:rgb(255,0,255)'>ad</body>"),
         "/t/pixel.gif" => Resp::Full(200, "image/gif", b"GIF89a".to_vec(), 0),
         "/js/beacon.js" => Resp::Full(200, "text/javascript", b"document.title += '+beacon';".to_vec(), 0),
         _ => Resp::Full(404, "text/plain", b"no".to_vec(), 0),
@@ -54,31 +58,36 @@ async fn cluttered_site() -> Server {
 async fn ads_trackers_and_chats_are_refused_by_the_lists_and_their_boxes_hidden() {
     let srv = cluttered_site().await;
     let (pool, _dir) = pool().await;
-    let hits = |srv: &Server| ["/img/banner-ad.png", "/t/pixel.gif", "/js/beacon.js"].map(|p| srv.hits(p));
+    let hits = |srv: &Server| {
+        ["/img/banner-ad.png", "/t/pixel.gif", "/js/beacon.js", "/f/banner-ad.html"].map(|p| srv.hits(p))
+    };
 
     // Nothing blocked: the ad, the box, the launcher and the tracker are all there.
     let out = ok(pool.capture(url_req(srv.url("/shop"))).await);
-    assert_eq!(hits(&srv), [1, 1, 1]);
+    assert_eq!(hits(&srv), [1, 1, 1, 1]);
     assert_eq!(out.page_title, "shop+beacon");
     let img = decode(&out.bytes);
     assert_px(&img, 50, 50, [255, 0, 0], 2);
+    assert_px(&img, 450, 250, [255, 0, 255], 2);
     assert_px(&img, 250, 50, [255, 0, 0], 2);
     assert_px(&img, 750, 550, [0, 0, 255], 2);
     for tag in ["ads-blocked", "trackers-blocked", "chats-blocked"] {
         assert!(!out.tags.iter().any(|t| t == tag), "{tag} in {:?}", out.tags);
     }
 
-    // Ads only: the ad image is never requested and its box collapses; the tracker and the
+    // Ads only: the ad image (preloaded from the head, the page's first request after its
+    // own) and the ad frame are never requested and collapse; the tracker and the
     // chat launcher stay. The `.banner-ad` box stays too: EasyList turns its generic element
     // rules off on local addresses (`@@://127.0.0.1$generichide`, for router pages), which
     // `easylist_element_rules_apply_to_public_sites_only` shows on a public host.
     let mut r = url_req(srv.url("/shop"));
     r.options.block_ads = true;
     let out = ok(pool.capture(r).await);
-    assert_eq!(hits(&srv), [1, 2, 2]);
+    assert_eq!(hits(&srv), [1, 2, 2, 1]);
     assert_eq!(out.page_title, "shop+beacon");
     let img = decode(&out.bytes);
     assert_px(&img, 50, 50, [0, 255, 0], 2);
+    assert_px(&img, 450, 250, [0, 255, 0], 2);
     assert_px(&img, 250, 50, [255, 0, 0], 2);
     assert_px(&img, 750, 550, [0, 0, 255], 2);
     assert!(out.tags.iter().any(|t| t == "ads-blocked"), "{:?}", out.tags);
@@ -88,7 +97,7 @@ async fn ads_trackers_and_chats_are_refused_by_the_lists_and_their_boxes_hidden(
     let mut r = url_req(srv.url("/shop"));
     (r.options.block_ads, r.options.block_trackers, r.options.block_chats) = (true, true, true);
     let out = ok(pool.capture(r).await);
-    assert_eq!(hits(&srv), [1, 2, 2], "nothing the lists name was requested");
+    assert_eq!(hits(&srv), [1, 2, 2, 1], "nothing the lists name was requested");
     assert_eq!(out.page_title, "shop");
     let img = decode(&out.bytes);
     for (x, y) in [(50, 50), (750, 550), (400, 300)] {

@@ -90,7 +90,9 @@ impl Page {
         let auto = mode == CookieConsent::Auto;
         // What the fallback hid when the last summary ran it (a page where nothing was found).
         let mut hid_in_summary = None;
+        let mut looks = 0u32;
         let mut report = loop {
+            looks += 1;
             let out_of_time = Instant::now() >= until;
             let summary: Summary = match self
                 .eval(crate::consent::summary(auto), until.max(Instant::now() + Duration::from_millis(200)), false)
@@ -142,7 +144,7 @@ impl Page {
             tags.push(t.into());
         }
         tracing::debug!(target: "capture_browser::timing", cmp = ?report.cmp, action = ?report.action,
-            took = ?started.elapsed(), "consent");
+            took = ?started.elapsed(), looks, "consent");
         self.consent_report = Some(report);
         Ok(())
     }

@@ -77,6 +77,9 @@ pub(crate) struct Page {
     pub(crate) hooks: Option<Box<dyn PageHooks>>,
     /// What the capture intercepts (blocked kinds and lists, HTTP credentials), if anything.
     pub(crate) filter: Option<filter::RequestFilter>,
+    /// The interception [`Self::block`] left for [`Self::navigate`] to turn on right after
+    /// it asks for the page (see there).
+    pub(crate) fetch_on_navigate: Option<p::FetchEnable>,
     /// What `cookieConsent` did, once it ran.
     pub(crate) consent_report: Option<capture_core::metadata::ConsentReport>,
     /// What still covered the page when it was captured ([`crate::overlays`]).
@@ -118,6 +121,7 @@ impl Page {
             last_loader: None,
             hooks: None,
             filter: None,
+            fetch_on_navigate: None,
             consent_report: None,
             overlay_report: None,
         };

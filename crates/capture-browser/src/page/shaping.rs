@@ -179,7 +179,7 @@ impl Page {
     /// on, and answer the page origin's authentication challenge (`httpAuth`). A WebSocket
     /// is refused in the page (its constructor throws), since the browser does not pause
     /// socket handshakes for interception. Nothing is intercepted unless asked for.
-    pub(crate) async fn block(&mut self, o: &CaptureOptions) -> Result<(), CaptureError> {
+    pub(crate) async fn block(&mut self, o: &CaptureOptions, source: &PageSource) -> Result<(), CaptureError> {
         if !o.block_requests.is_empty() {
             self.call(&p::SetBlockedUrls { urls: o.block_requests.clone() }).await?;
         }
@@ -214,13 +214,22 @@ impl Page {
                 .chain(auth.as_ref().map(|(origin, _)| request(Some(format!("{origin}/*")), None)))
                 .collect(),
         };
-        // Turned on here, never on the spare page ahead of the job: `Fetch.enable` takes about
-        // 1–2 ms, while a spare page set up for the lists cost the next job without them
-        // ~20 ms of `Fetch.disable` (measured, issue 39).
+        // Turned on for the job, never on the spare page ahead of it: `Fetch.enable` takes
+        // about 1–2 ms, while a spare page set up for the lists cost the next job without them
+        // ~20 ms of `Fetch.disable` (measured, issue 39). Without credentials to answer, it
+        // is sent right behind `Page.navigate` (see [`Self::navigate`]): the page's own
+        // document, which nothing here refuses, then loads unpaused.
         if !patterns.is_empty() {
             let handle_auth_requests = auth.is_some();
+            let late = !handle_auth_requests && matches!(source, PageSource::Url(_));
             self.filter = Some(RequestFilter::new(kinds, lists, auth));
-            self.call(&p::FetchEnable { patterns, handle_auth_requests }).await?;
+            let enable = p::FetchEnable { patterns, handle_auth_requests };
+            match late {
+                true => self.fetch_on_navigate = Some(enable),
+                false => {
+                    self.call(&enable).await?;
+                }
+            }
         }
         if o.block_resources.contains(&ResourceKind::Websocket) {
             self.call(&s::AddScriptToEvaluateOnNewDocument { source: scripts::NO_WEBSOCKETS }).await?;
