@@ -106,26 +106,60 @@ fn build(action: &str) -> String {
         "optIn" => ("'optIn'", "'tier2'", 2000),
         _ => ("null", "'off'", 3_600_000),
     };
+    // As JSON strings the page parses: V8 reads a string literal and `JSON.parse` far faster
+    // than the same data as an object literal. The sites' own rules are parsed only on a page
+    // one of their patterns matches.
+    let parse = |json: &str| format!("JSON.parse({})", serde_json::to_string(json).unwrap_or_default());
+    let (rules, site, patterns) = match action {
+        "optIn" => (parse(FULL_RULES.trim()), "null".to_owned(), "[]".to_owned()),
+        _ => {
+            let split = split_rules();
+            (
+                parse(&format!("{{ \"autoconsent\": [], \"compact\": {} }}", split.everywhere)),
+                serde_json::to_string(&split.sites).unwrap_or_default(),
+                split.patterns,
+            )
+        }
+    };
     let glue = GLUE
         .replace("__AUTO_ACTION__", auto)
         .replace("__HEURISTIC__", heuristic)
         .replace("__PREHIDE_MS__", &prehide.to_string())
         .replace("__HIDE_FALLBACK__", HIDE_FALLBACK)
         .replace("__NEEDLES__", &needles_json())
-        .replace(
-            "__RULES__",
-            // As a JSON string the page parses: V8 reads a string literal and `JSON.parse` far
-            // faster than the same data as an object literal (~250 KB in every document).
-            &format!(
-                "JSON.parse({})",
-                serde_json::to_string(&match action {
-                    "optIn" => FULL_RULES.trim().to_owned(),
-                    _ => format!("{{ \"autoconsent\": [], \"compact\": {} }}", RULES.trim()),
-                })
-                .unwrap_or_default()
-            ),
-        );
+        .replace("__SITE_RULES__", &site)
+        .replace("__SITE_PATTERNS__", &patterns)
+        .replace("__RULES__", &rules);
     format!("{glue}\n;try {{\n{}\n}} catch (e) {{}}\n", engine())
+}
+
+/// The compact rules cut where autoconsent's own index cuts them (its browser extension gives
+/// a frame, or a page of no known site, only the first part): the rules any document may run
+/// (the generic ones and those for frames, with the strings they use), and the sites' own
+/// top-level rules (571 of 797, three quarters of the bytes, with the strings only they use),
+/// which the page parses only when one of their patterns matches its URL.
+struct SplitRules {
+    /// `{v, s, r}`: the rules up to the end of the frames' range and the strings they use.
+    everywhere: String,
+    /// `{s, r}`: the rest of the strings (their indices follow on) and of the rules.
+    sites: String,
+    /// The `urlPattern` of each rule in `sites`, in order, as a JSON array.
+    patterns: String,
+}
+
+fn split_rules() -> SplitRules {
+    use serde_json::{Value, json};
+    let all: Value = serde_json::from_str(RULES).unwrap_or_default();
+    let (s, r) = (all["s"].as_array().cloned().unwrap_or_default(), all["r"].as_array().cloned().unwrap_or_default());
+    let index = &all["index"];
+    let rules_end = index["frameRuleRange"][1].as_u64().map_or(r.len(), |n| n as usize).min(r.len());
+    let strings_end = index["frameStringEnd"].as_u64().map_or(s.len(), |n| n as usize).min(s.len());
+    let patterns: Vec<&str> = r[rules_end..].iter().map(|x| x[3].as_str().unwrap_or("")).collect();
+    SplitRules {
+        everywhere: json!({"v": all["v"], "s": &s[..strings_end], "r": &r[..rules_end]}).to_string(),
+        sites: json!({"s": &s[strings_end..], "r": &r[rules_end..]}).to_string(),
+        patterns: serde_json::to_string(&patterns).unwrap_or_else(|_| "[]".into()),
+    }
 }
 
 /// For every site's own rule, the texts one of which every URL its `urlPattern` matches
@@ -287,32 +321,53 @@ const GLUE: &str = r#"(() => {
     isMainWorld: true, prehideTimeout: __PREHIDE_MS__, visualTest: false,
     logs: { lifecycle: false, rulesteps: false, detectionsteps: false, evals: false, errors: false, messages: false, waits: false },
   };
-  const rules = __RULES__;
+  // Every rule a document may run; the sites' own top-level rules (a JSON string, with the
+  // strings only they use, whose indices follow on) and the pattern of each.
+  const all = __RULES__;
+  const siteRules = __SITE_RULES__;
+  const sitePatterns = __SITE_PATTERNS__;
+  let rules = all;
   const isTop = window.top === window;
   // A site's own rules (a `urlPattern` in their run context) only ever run on the pages their
   // pattern matches: the others are left out before the engine builds its rules, as the
   // engine's own extension does per tab (two thirds of the rules; the engine's set-up on every
   // document was most of the consent step's cost, issue 39).
-  const keepRulesForThisPage = () => {
-    const href = String(location.href);
+  // A text every URL a pattern matches holds (`needles`, made from the patterns in Rust): only
+  // a URL that holds one is matched against the pattern (compiling ~600 patterns cost more
+  // than it saved).
+  const needles = __NEEDLES__;
+  const rulesFor = (href, top) => {
     const matches = (p) => { try { return !!href.match(p); } catch (e) { return false; } };
-    // A text every URL a pattern matches holds (`needles`, made from the patterns in Rust):
-    // only a URL that holds one is matched against the pattern (compiling ~600 patterns cost
-    // more than it saved).
-    const needles = __NEEDLES__;
     const possible = (p) => { const n = needles[p]; return !Array.isArray(n) || n.some((t) => href.includes(t)); };
+    const fits = (p) => possible(p) && matches(p);
+    const out = { autoconsent: all.autoconsent, compact: all.compact };
     try {
-      if (rules.compact && Array.isArray(rules.compact.r)) {
-        rules.compact.r = rules.compact.r.filter((r) => !r[3] || (possible(r[3]) && matches(r[3])));
+      if (all.compact && Array.isArray(all.compact.r)) {
+        let s = all.compact.s, r = all.compact.r.filter((x) => !x[3] || fits(x[3]));
+        // A site's own rules run in its top document only.
+        const hits = [];
+        if (top && siteRules) sitePatterns.forEach((p, i) => { if (fits(p)) hits.push(i); });
+        if (hits.length) {
+          const site = JSON.parse(siteRules);
+          s = s.concat(site.s);
+          r = r.concat(hits.map((i) => site.r[i]));
+        }
+        out.compact = { v: all.compact.v, s, r };
       }
-      if (Array.isArray(rules.autoconsent)) {
-        rules.autoconsent = rules.autoconsent.filter((r) => {
-          const p = r.runContext && r.runContext.urlPattern;
-          return !p || (possible(p) && matches(p));
+      if (Array.isArray(all.autoconsent)) {
+        out.autoconsent = all.autoconsent.filter((x) => {
+          const p = x.runContext && x.runContext.urlPattern;
+          return !p || fits(p);
         });
       }
     } catch (e) {}
+    return out;
   };
+  const keepRulesForThisPage = () => { rules = rulesFor(String(location.href), isTop); };
+  // The rules a top document at `href` is given, by name, for the tests.
+  if (isTop) Object.defineProperty(window, '__captureConsentRulesFor', {
+    value: (href) => { const k = rulesFor(String(href), true); return k.compact ? k.compact.r.map((x) => x[1]) : k.autoconsent.map((x) => x.name); },
+  });
   const me = { cmp: null, lifecycle: 'loading', attempts: 0, popup: false, result: null, done: false, cosmetic: false };
   const copy = (f) => ({ cmp: typeof f.cmp === 'string' ? f.cmp.slice(0, 128) : null,
     lifecycle: String(f.lifecycle || ''), attempts: Number(f.attempts) || 0, popup: !!f.popup,
@@ -487,6 +542,14 @@ pub(crate) fn summary(fallback: bool) -> &'static str {
 /// Hides what still looks like a consent pop-up (known platforms' containers, fixed or sticky
 /// elements with a consent-ish name) and lifts the page's scroll lock; returns how many it hid.
 pub(crate) const HIDE_FALLBACK: &str = r#"(() => {
+  // The engine's pre-hiding (opacity 0 on the elements of every platform it knows, for up to
+  // 2 s or until its looks find nothing) is not the page: seen through it, a banner it covers
+  // would pass for gone here and come back when the engine takes it away.
+  const pre = document.getElementById('autoconsent-prehide');
+  const sheet = pre && pre.sheet;
+  const lift = !!sheet && !sheet.disabled;
+  if (lift) sheet.disabled = true;
+  try {
   const visible = (el) => {
     if (!el || !el.isConnected) return false;
     const r = el.getBoundingClientRect();
@@ -517,6 +580,7 @@ pub(crate) const HIDE_FALLBACK: &str = r#"(() => {
   }
   void named;
   return hidden;
+  } finally { if (lift) sheet.disabled = false; }
 })()"#;
 
 /// One frame's record, as the top frame keeps it.
@@ -760,8 +824,10 @@ mod tests {
     fn the_script_carries_the_rules_and_the_answer_of_its_mode() {
         let auto = arm_script(CookieConsent::Auto).unwrap();
         assert!(auto.contains("autoAction: 'optOut'") && auto.contains("heuristicMode: 'reject'"));
-        // The rules travel as one JSON string the page parses.
-        assert!(auto.contains(r#"JSON.parse("{ \"autoconsent\": [], \"compact\": {\"v\":1"#));
+        // The rules travel as JSON strings the page parses; the sites' own in a second one.
+        assert!(auto.contains(r#"const all = JSON.parse("{ \"autoconsent\": [], \"compact\": {\"r\":[[1,"#));
+        assert!(auto.contains(r#"const siteRules = "{\"r\":[[1,"#));
+        assert!(auto.contains(r#"const sitePatterns = ["^https://(www\\.)?(aa|envoyair|psaairlines)\\.com/","#));
         assert!(auto.contains("autoconsentReceiveMessage"));
         let accept = arm_script(CookieConsent::Accept).unwrap();
         // The opt-in steps are only in the full rules.
@@ -772,6 +838,62 @@ mod tests {
         let hide = arm_script(CookieConsent::Hide).unwrap();
         assert!(hide.contains("autoAction: null") && hide.contains("prehideTimeout: 3600000"));
         assert!(arm_script(CookieConsent::None).is_none());
-        assert!(!auto.contains("__RULES__") && !auto.contains("__AUTO_ACTION__"));
+        assert!(!auto.contains("__RULES__") && !auto.contains("__AUTO_ACTION__") && !auto.contains("__SITE_"));
+        assert!(accept.contains("const siteRules = null;") && accept.contains("const sitePatterns = [];"));
+    }
+
+    /// The strings a compact rule uses: its pre-hiding selectors' and its steps'.
+    fn strings_used(rule: &serde_json::Value, out: &mut Vec<u64>) {
+        fn step(v: &serde_json::Value, out: &mut Vec<u64>) {
+            match v {
+                serde_json::Value::Array(a) => a.iter().for_each(|x| step(x, out)),
+                serde_json::Value::Object(m) => {
+                    for (k, x) in m {
+                        match (k.as_str(), x.as_u64()) {
+                            ("e" | "v" | "c" | "k" | "w" | "wv" | "h" | "cc", Some(n)) => out.push(n),
+                            _ => step(x, out),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.extend(rule[5].as_array().into_iter().flatten().filter_map(|x| x.as_u64()));
+        for part in 6..=9 {
+            step(&rule[part], out);
+        }
+    }
+
+    #[test]
+    fn the_rules_split_where_any_document_needs_only_the_first_part() {
+        let all: serde_json::Value = serde_json::from_str(RULES).unwrap();
+        let split = split_rules();
+        let first: serde_json::Value = serde_json::from_str(&split.everywhere).unwrap();
+        let sites: serde_json::Value = serde_json::from_str(&split.sites).unwrap();
+        let patterns: Vec<String> = serde_json::from_str(&split.patterns).unwrap();
+        // Nothing lost, nothing reordered: the two parts are the whole.
+        let joined = |k: &str| [first[k].as_array().unwrap().clone(), sites[k].as_array().unwrap().clone()].concat();
+        assert_eq!(joined("r"), *all["r"].as_array().unwrap());
+        assert_eq!(joined("s"), *all["s"].as_array().unwrap());
+        assert_eq!(first["v"], all["v"]);
+        // autoconsent 16.23.0: 226 rules any document may run, 571 of sites' own.
+        let (n_first, n_sites) = (first["r"].as_array().unwrap().len(), sites["r"].as_array().unwrap().len());
+        assert_eq!((n_first, n_sites), (226, 571));
+        assert!(split.sites.len() * 2 > RULES.len(), "{} of {}", split.sites.len(), RULES.len());
+        // The first part's rules use only its own strings.
+        let own = first["s"].as_array().unwrap().len() as u64;
+        for rule in first["r"].as_array().unwrap() {
+            let mut used = Vec::new();
+            strings_used(rule, &mut used);
+            assert!(used.iter().all(|&i| i < own), "{}: {used:?} (of {own})", rule[1]);
+        }
+        // Each of the second part's rules is a site's own, for its top document only
+        // (run context 10 or 22: not in frames), and its pattern is listed in order.
+        let rules = sites["r"].as_array().unwrap();
+        assert_eq!(patterns.len(), rules.len());
+        for (rule, pattern) in rules.iter().zip(&patterns) {
+            assert!(!pattern.is_empty() && rule[3].as_str() == Some(pattern.as_str()), "{}", rule[1]);
+            assert!(matches!(rule[4].as_u64(), Some(10 | 22)), "{}: {}", rule[1], rule[4]);
+        }
     }
 }

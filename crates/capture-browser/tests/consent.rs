@@ -167,3 +167,59 @@ async fn the_steps_own_look_leaves_out_only_rules_whose_selector_is_absent() {
     assert_eq!(adroll["skipped"], 0, "{adroll}");
     pool.shutdown().await;
 }
+
+/// A top document is given the generic rules and, parsed only then, the rules of the site its
+/// URL matches (`hetzner.com`'s on `https://www.hetzner.com/`): read from the page by the job's
+/// own script through the hook that names the rules a URL gets (what a URL gets beyond the
+/// page's own list, which must come first and whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sites_own_rules_are_given_to_its_pages_only() {
+    let site = corpus::serve().await;
+    let (pool, _dir) = pool().await;
+    let mut r = url_req(site.url("/plain.html"));
+    r.options.cookie_consent = CookieConsent::Reject;
+    r.options.wait_until = capture_core::WaitUntil::Load;
+    r.options.pre_screenshot_js = Some(
+        "const f = window.__captureConsentRulesFor, base = f(location.href); \
+         const extra = (u) => { const l = f(u); return base.every((n, i) => l[i] === n) ? l.slice(base.length) : ['not after the base']; }; \
+         document.title = JSON.stringify({ n: base.length, news: extra('https://news.example/a'), \
+           hetzner: extra('https://www.hetzner.com/'), reddit: extra('https://old.reddit.com/r/x') })"
+            .into(),
+    );
+    let out = ok(pool.capture(r).await);
+    let v: serde_json::Value =
+        serde_json::from_str(&out.page_title).unwrap_or_else(|e| panic!("{e}: {:?}", out.page_title));
+    assert!(v["n"].as_u64().unwrap() >= 150, "{v}");
+    assert_eq!(v["news"], serde_json::json!([]), "a site no rule names gets the generic rules: {v}");
+    assert_eq!(v["hetzner"], serde_json::json!(["hetzner.com"]), "{v}");
+    assert_eq!(v["reddit"], serde_json::json!(["reddit.com"]), "{v}");
+    pool.shutdown().await;
+}
+
+/// A banner no rule knows but one of the engine's pre-hiding selectors covers (`#cookie-banner`,
+/// opacity 0 for up to 2 s): `auto` hides it for good and says so, rather than pass it for gone
+/// while the pre-hiding lasts and let it come back when the engine takes it away (here the
+/// capture waits 2.5 s, past the pre-hiding's end).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_banner_the_engine_only_pre_hides_is_hidden_for_good() {
+    let srv = Server::start(Arc::new(|path: &str, _cookie: &str| match path {
+        "/note" => html(
+            "<html><head><title>note</title></head><body style='margin:0;background:rgb(0,255,0)'>\
+             <div id='cookie-banner' style='position:fixed;bottom:0;left:0;right:0;height:150px;background:rgb(0,0,255)'>\
+             We use cookies <button>OK</button></div></body></html>",
+        ),
+        _ => Resp::Full(404, "text/plain", b"no".to_vec(), 0),
+    }))
+    .await;
+    let (pool, _dir) = pool().await;
+    let mut r = url_req(srv.url("/note"));
+    r.options.cookie_consent = CookieConsent::Auto;
+    r.options.wait_until = capture_core::WaitUntil::Load;
+    r.options.delay = 2500;
+    let out = ok(pool.capture(r).await);
+    assert!(out.tags.iter().any(|t| t == "consent-hidden"), "{:?}", out.tags);
+    assert_eq!(out.metadata.consent, Some(ConsentReport { cmp: None, action: ConsentAction::Hidden }));
+    let img = decode(&out.bytes);
+    assert_px(&img, 640, img.height() - 20, [0, 255, 0], 2);
+    pool.shutdown().await;
+}
