@@ -545,13 +545,15 @@ pub(crate) const HIDE_FALLBACK: &str = r#"(() => {
   // The engine's pre-hiding (opacity 0 on the elements of every platform it knows, for up to
   // 2 s or until its looks find nothing) is not the page: seen through it, a banner it covers
   // would pass for gone here and come back when the engine takes it away.
+  // Lifted only once an element is looked at: a page with no candidate pays nothing.
   const pre = document.getElementById('autoconsent-prehide');
   const sheet = pre && pre.sheet;
-  const lift = !!sheet && !sheet.disabled;
-  if (lift) sheet.disabled = true;
+  let lifted = false;
+  const lift = () => { if (!lifted && sheet && !sheet.disabled) { sheet.disabled = true; lifted = true; } };
   try {
   const visible = (el) => {
     if (!el || !el.isConnected) return false;
+    lift();
     const r = el.getBoundingClientRect();
     if (r.width <= 0 || r.height <= 0) return false;
     const s = getComputedStyle(el);
@@ -566,6 +568,7 @@ pub(crate) const HIDE_FALLBACK: &str = r#"(() => {
   for (const el of generic) {
     let p = el;
     for (let i = 0; p && p.nodeType === 1 && i < 6 && p !== document.body && p !== document.documentElement; i++, p = p.parentElement) {
+      lift();
       const pos = getComputedStyle(p).position;
       if (pos === 'fixed' || pos === 'sticky') { hide(p); break; }
     }
@@ -580,7 +583,7 @@ pub(crate) const HIDE_FALLBACK: &str = r#"(() => {
   }
   void named;
   return hidden;
-  } finally { if (lift) sheet.disabled = false; }
+  } finally { if (lifted) sheet.disabled = false; }
 })()"#;
 
 /// One frame's record, as the top frame keeps it.
