@@ -176,7 +176,8 @@ impl Page {
 
     /// Refuse the requests `blockRequests` (URL patterns), `blockResources` (kinds) and the
     /// filter lists of `blockAds`/`blockTrackers`/`blockChats` name, from the first request
-    /// on, and answer the page origin's authentication challenge (`httpAuth`). A WebSocket
+    /// the page's document makes on (the document's own request pauses only when `httpAuth`
+    /// must answer its challenge), and answer the page origin's challenge. A WebSocket
     /// is refused in the page (its constructor throws), since the browser does not pause
     /// socket handshakes for interception. Nothing is intercepted unless asked for.
     pub(crate) async fn block(&mut self, o: &CaptureOptions, source: &PageSource) -> Result<(), CaptureError> {
