@@ -8,7 +8,8 @@
 //!   it runs at document start in the main frame and in every iframe (the browser runs frames
 //!   in their page's process: site isolation is off for captures, see `launch.rs`). It defines
 //!   `window.autoconsentSendMessage`, answers the engine's `init` with the configuration and the
-//!   whole compact rule set, records the engine's reports, then runs the engine
+//!   compact rules any document may run (the sites' own come from [`site_script`], a script the
+//!   job adds for the URL it asks for), records the engine's reports, then runs the engine
 //!   (`autoconsent.playwright.js`) itself, in the main world (`isMainWorld`, so the rules' eval
 //!   snippets run inline).
 //! - An iframe posts its record to the top frame; the top frame keeps them all and answers
@@ -107,18 +108,26 @@ fn build(action: &str) -> String {
         _ => ("null", "'off'", 3_600_000),
     };
     // As JSON strings the page parses: V8 reads a string literal and `JSON.parse` far faster
-    // than the same data as an object literal. The sites' own rules are parsed only on a page
-    // one of their patterns matches.
+    // than the same data as an object literal. The sites' own rules are not in it (but for
+    // `accept`, whose full rules carry them): a job's page is given those its URL matches
+    // ([`site_script`]).
     let parse = |json: &str| format!("JSON.parse({})", serde_json::to_string(json).unwrap_or_default());
-    let (rules, site, patterns) = match action {
-        "optIn" => (parse(FULL_RULES.trim()), "null".to_owned(), "[]".to_owned()),
+    let (rules, needles) = match action {
+        "optIn" => {
+            let full: serde_json::Value = serde_json::from_str(FULL_RULES).unwrap_or_default();
+            let patterns = full["autoconsent"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["runContext"]["urlPattern"].as_str())
+                .map(str::to_owned)
+                .collect::<Vec<_>>();
+            (parse(FULL_RULES.trim()), needles_json(&patterns))
+        }
         _ => {
             let split = split_rules();
-            (
-                parse(&format!("{{ \"autoconsent\": [], \"compact\": {} }}", split.everywhere)),
-                serde_json::to_string(&split.sites).unwrap_or_default(),
-                split.patterns,
-            )
+            let patterns = split.everywhere_patterns();
+            (parse(&format!("{{ \"autoconsent\": [], \"compact\": {} }}", split.everywhere)), needles_json(&patterns))
         }
     };
     let glue = GLUE
@@ -126,9 +135,7 @@ fn build(action: &str) -> String {
         .replace("__HEURISTIC__", heuristic)
         .replace("__PREHIDE_MS__", &prehide.to_string())
         .replace("__HIDE_FALLBACK__", HIDE_FALLBACK)
-        .replace("__NEEDLES__", &needles_json())
-        .replace("__SITE_RULES__", &site)
-        .replace("__SITE_PATTERNS__", &patterns)
+        .replace("__NEEDLES__", &needles)
         .replace("__RULES__", &rules);
     format!("{glue}\n;try {{\n{}\n}} catch (e) {{}}\n", engine())
 }
@@ -137,14 +144,24 @@ fn build(action: &str) -> String {
 /// a frame, or a page of no known site, only the first part): the rules any document may run
 /// (the generic ones and those for frames, with the strings they use), and the sites' own
 /// top-level rules (571 of 797, three quarters of the bytes, with the strings only they use),
-/// which the page parses only when one of their patterns matches its URL.
+/// which no document carries: a job's page gets those its URL matches, in full ([`site_script`]).
 struct SplitRules {
     /// `{v, s, r}`: the rules up to the end of the frames' range and the strings they use.
     everywhere: String,
-    /// `{s, r}`: the rest of the strings (their indices follow on) and of the rules.
-    sites: String,
-    /// The `urlPattern` of each rule in `sites`, in order, as a JSON array.
-    patterns: String,
+    /// The rest of the rules, compact (their strings' indices run on past `everywhere`'s).
+    sites: Vec<serde_json::Value>,
+    /// The rest of the strings.
+    #[cfg_attr(not(test), allow(dead_code))]
+    site_strings: Vec<serde_json::Value>,
+}
+
+impl SplitRules {
+    /// The `urlPattern`s of the rules any document may run (a few generic rules and frames'
+    /// rules have one).
+    fn everywhere_patterns(&self) -> Vec<String> {
+        let first: serde_json::Value = serde_json::from_str(&self.everywhere).unwrap_or_default();
+        first["r"].as_array().into_iter().flatten().filter_map(|r| r[3].as_str()).map(str::to_owned).collect()
+    }
 }
 
 fn split_rules() -> SplitRules {
@@ -154,30 +171,107 @@ fn split_rules() -> SplitRules {
     let index = &all["index"];
     let rules_end = index["frameRuleRange"][1].as_u64().map_or(r.len(), |n| n as usize).min(r.len());
     let strings_end = index["frameStringEnd"].as_u64().map_or(s.len(), |n| n as usize).min(s.len());
-    let patterns: Vec<&str> = r[rules_end..].iter().map(|x| x[3].as_str().unwrap_or("")).collect();
     SplitRules {
         everywhere: json!({"v": all["v"], "s": &s[..strings_end], "r": &r[..rules_end]}).to_string(),
-        sites: json!({"s": &s[strings_end..], "r": &r[rules_end..]}).to_string(),
-        patterns: serde_json::to_string(&patterns).unwrap_or_else(|_| "[]".into()),
+        sites: r[rules_end..].to_vec(),
+        site_strings: s[strings_end..].to_vec(),
     }
 }
 
-/// For every site's own rule, the texts one of which every URL its `urlPattern` matches
-/// holds (see [`needles`]), as a JSON object from pattern to texts; patterns with none are
-/// left out (the page matches them as they are).
-fn needles_json() -> String {
+/// A site's own top-level rule, in full (as `rules.json` has it), with its `urlPattern`
+/// compiled and its [`needles`]: a URL holding none of them is not matched against the
+/// pattern (matching all 571 patterns, four forms of the URL each, cost a job ~1 ms).
+struct SiteRule {
+    pattern: regex::Regex,
+    needles: Option<Vec<String>>,
+    rule: serde_json::Value,
+}
+
+impl SiteRule {
+    fn matches(&self, url: &str) -> bool {
+        self.needles.as_ref().is_none_or(|n| n.iter().any(|t| url.contains(t.as_str()))) && self.pattern.is_match(url)
+    }
+}
+
+/// Every site's own top-level rule (the second part of [`split_rules`]), made once.
+fn site_rules() -> &'static [SiteRule] {
+    static SITES: OnceLock<Vec<SiteRule>> = OnceLock::new();
+    SITES.get_or_init(|| {
+        let full: serde_json::Value = serde_json::from_str(FULL_RULES).unwrap_or_default();
+        let by_name: std::collections::HashMap<&str, &serde_json::Value> = full["autoconsent"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| Some((r["name"].as_str()?, r)))
+            .collect();
+        split_rules()
+            .sites
+            .iter()
+            .filter_map(|r| {
+                let rule = *by_name.get(r[1].as_str()?)?;
+                let source = rule["runContext"]["urlPattern"].as_str()?;
+                let pattern = regex::Regex::new(source).ok()?;
+                Some(SiteRule { pattern, needles: needles(source), rule: rule.clone() })
+            })
+            .collect()
+    })
+}
+
+/// The sites' own rules for a page at `url`: those whose pattern matches it, or matches it with
+/// the other scheme or with `www.` added or taken away (where a site's own redirect would take
+/// the browser; the page keeps only those matching where it landed).
+fn site_rules_for(url: &str) -> Vec<&'static serde_json::Value> {
+    let Ok(u) = url::Url::parse(url) else { return Vec::new() };
+    let mut urls = vec![u.to_string()];
+    let mut other = u.clone();
+    if other.set_scheme(if u.scheme() == "https" { "http" } else { "https" }).is_ok() {
+        urls.push(other.to_string());
+    }
+    if let Some(host) = u.host_str() {
+        let flipped = match host.strip_prefix("www.") {
+            Some(bare) => bare.to_owned(),
+            None => format!("www.{host}"),
+        };
+        for base in urls.clone() {
+            if let Ok(mut v) = url::Url::parse(&base)
+                && v.set_host(Some(&flipped)).is_ok()
+            {
+                urls.push(v.to_string());
+            }
+        }
+    }
+    site_rules().iter().filter(|r| urls.iter().any(|x| r.matches(x))).map(|r| &r.rule).collect()
+}
+
+/// The script a job's page gets beside [`arm_script`] when sites' own rules match its URL
+/// (None when none does, and for `accept` and `none`): it hands them to the consent script,
+/// whose top documents keep those whose pattern their own URL matches.
+pub fn site_script(mode: CookieConsent, url: &str) -> Option<String> {
+    if !matches!(mode, CookieConsent::Auto | CookieConsent::Reject | CookieConsent::Hide) {
+        return None;
+    }
+    let rules = site_rules_for(url);
+    if rules.is_empty() {
+        return None;
+    }
+    let json = serde_json::to_string(&rules).ok()?;
+    Some(format!(
+        "(() => {{ const give = window.__captureConsentSite; if (typeof give === 'function') give(JSON.parse({})); }})()",
+        serde_json::to_string(&json).ok()?
+    ))
+}
+
+/// For each of `patterns`, the texts one of which every URL it matches holds (see
+/// [`needles`]), as a JSON object from pattern to texts; patterns with none are left out (the
+/// page matches them as they are).
+fn needles_json(patterns: &[String]) -> String {
     let mut out = serde_json::Map::new();
-    let rules: serde_json::Value = serde_json::from_str(RULES).unwrap_or_default();
-    let full: serde_json::Value = serde_json::from_str(FULL_RULES).unwrap_or_default();
-    let compact = rules["r"].as_array().into_iter().flatten().filter_map(|r| r[3].as_str());
-    let whole =
-        full["autoconsent"].as_array().into_iter().flatten().filter_map(|r| r["runContext"]["urlPattern"].as_str());
-    for pattern in compact.chain(whole) {
+    for pattern in patterns {
         if pattern.is_empty() || out.contains_key(pattern) {
             continue;
         }
         if let Some(n) = needles(pattern) {
-            out.insert(pattern.to_owned(), n.into());
+            out.insert(pattern.clone(), n.into());
         }
     }
     serde_json::Value::Object(out).to_string()
@@ -316,22 +410,27 @@ const GLUE: &str = r#"(() => {
   Object.defineProperty(window, '__captureConsentArmed', { value: true });
   const config = {
     enabled: true, autoAction: __AUTO_ACTION__, disabledCmps: [], enablePrehide: true,
-    enableCosmeticRules: true, enableGeneratedRules: true, enableHeuristicDetection: true,
+    // `enableHeuristicDetection` only records which consent-ish phrases the page's text holds
+    // (for the extension's reports), reading the whole page's `innerText` after every look in
+    // every frame; nothing here reads it. The heuristic rule (`heuristicMode`) works without it.
+    enableCosmeticRules: true, enableGeneratedRules: true, enableHeuristicDetection: false,
     heuristicMode: __HEURISTIC__, enablePopupMutationObserver: false, detectRetries: 8,
     isMainWorld: true, prehideTimeout: __PREHIDE_MS__, visualTest: false,
     logs: { lifecycle: false, rulesteps: false, detectionsteps: false, evals: false, errors: false, messages: false, waits: false },
   };
-  // Every rule a document may run; the sites' own top-level rules (a JSON string, with the
-  // strings only they use, whose indices follow on) and the pattern of each.
+  // Every rule a document may run.
   const all = __RULES__;
-  const siteRules = __SITE_RULES__;
-  const sitePatterns = __SITE_PATTERNS__;
   let rules = all;
   const isTop = window.top === window;
-  // A site's own rules (a `urlPattern` in their run context) only ever run on the pages their
-  // pattern matches: the others are left out before the engine builds its rules, as the
-  // engine's own extension does per tab (two thirds of the rules; the engine's set-up on every
-  // document was most of the consent step's cost, issue 39).
+  // The sites' own top-level rules for the page the job asked for, in full: matched to its URL
+  // outside the page and handed over by a script of the job's own, which runs right after this
+  // one (see `site_script`).
+  let siteRules = [];
+  if (isTop) Object.defineProperty(window, '__captureConsentSite', { value: (rs) => { if (Array.isArray(rs)) siteRules = rs; } });
+  // A rule with a `urlPattern` in its run context only ever runs on the pages its pattern
+  // matches: the others are left out before the engine builds its rules, as the engine's own
+  // extension does per tab (the engine's set-up on every document was most of the consent
+  // step's cost, issue 39).
   // A text every URL a pattern matches holds (`needles`, made from the patterns in Rust): only
   // a URL that holds one is matched against the pattern (compiling ~600 patterns cost more
   // than it saved).
@@ -343,30 +442,19 @@ const GLUE: &str = r#"(() => {
     const out = { autoconsent: all.autoconsent, compact: all.compact };
     try {
       if (all.compact && Array.isArray(all.compact.r)) {
-        let s = all.compact.s, r = all.compact.r.filter((x) => !x[3] || fits(x[3]));
-        // A site's own rules run in its top document only.
-        const hits = [];
-        if (top && siteRules) sitePatterns.forEach((p, i) => { if (fits(p)) hits.push(i); });
-        if (hits.length) {
-          const site = JSON.parse(siteRules);
-          s = s.concat(site.s);
-          r = r.concat(hits.map((i) => site.r[i]));
-        }
-        out.compact = { v: all.compact.v, s, r };
+        out.compact = { v: all.compact.v, s: all.compact.s, r: all.compact.r.filter((x) => !x[3] || fits(x[3])) };
       }
-      if (Array.isArray(all.autoconsent)) {
-        out.autoconsent = all.autoconsent.filter((x) => {
-          const p = x.runContext && x.runContext.urlPattern;
-          return !p || fits(p);
-        });
-      }
+      const pattern = (x) => x && x.runContext && x.runContext.urlPattern;
+      if (Array.isArray(all.autoconsent)) out.autoconsent = all.autoconsent.filter((x) => !pattern(x) || fits(pattern(x)));
+      // A site's own rules run in its top document only.
+      if (top) out.autoconsent = out.autoconsent.concat(siteRules.filter((x) => !!pattern(x) && fits(pattern(x))));
     } catch (e) {}
     return out;
   };
   const keepRulesForThisPage = () => { rules = rulesFor(String(location.href), isTop); };
   // The rules a top document at `href` is given, by name, for the tests.
   if (isTop) Object.defineProperty(window, '__captureConsentRulesFor', {
-    value: (href) => { const k = rulesFor(String(href), true); return k.compact ? k.compact.r.map((x) => x[1]) : k.autoconsent.map((x) => x.name); },
+    value: (href) => { const k = rulesFor(String(href), true); return (k.compact ? k.compact.r.map((x) => x[1]) : []).concat(k.autoconsent.map((x) => x.name)); },
   });
   const me = { cmp: null, lifecycle: 'loading', attempts: 0, popup: false, result: null, done: false, cosmetic: false };
   const copy = (f) => ({ cmp: typeof f.cmp === 'string' ? f.cmp.slice(0, 128) : null,
@@ -385,7 +473,7 @@ const GLUE: &str = r#"(() => {
   // platform, instead of waiting for the engine's next look (500 ms apart).
   let engine = null;
   const hideFallback = () => __HIDE_FALLBACK__;
-  if (isTop) Object.defineProperty(window, '__captureConsentEngine', { value: (e) => { if (!engine) engine = e; } });
+  Object.defineProperty(window, '__captureConsentEngine', { value: (e) => { if (!engine) engine = e; } });
   // Every bracket, parenthesis and quote of a selector closed: the engine queries each
   // selector alone, where the browser closes what is left open at its end; in a list, one left
   // open would spoil the rest.
@@ -403,39 +491,53 @@ const GLUE: &str = r#"(() => {
   };
   // The rules whose detection begins by requiring one CSS selector to match (nine in ten): one
   // query for all their selectors tells whether any of them can be on the page; when none is,
-  // the probe leaves them out (a query per rule was most of its cost, issue 39).
-  let simple = null;
-  const absent = () => {
-    if (simple === null) {
-      simple = { rules: new Set(), query: '' };
-      const sels = [];
-      for (const r of engine.rules) {
-        const first = r.rule && Array.isArray(r.rule.detectCmp) ? r.rule.detectCmp[0] : null;
-        if (!first || first.optional || Object.keys(first).length !== 1 || typeof first.exists !== 'string') continue;
-        if (/^(aria|xpath|text|pierce)\//.test(first.exists) || !closed(first.exists)) continue;
-        simple.rules.add(r);
-        sels.push(first.exists);
-      }
-      simple.query = sels.join(',');
+  // each of them answers "not here" without its own query. Every look (the engine's own, in
+  // every frame, and the probe's) calls all the rules' `detectCmp` in one synchronous run, so
+  // the query's answer is kept until that run ends (a query per rule was most of a look's
+  // cost, issue 39).
+  let simple = null, noneThere = null;
+  const quicken = () => {
+    if (simple !== null || !engine || !Array.isArray(engine.rules)) return;
+    simple = new Set();
+    const sels = [];
+    for (const r of engine.rules) {
+      const first = r.rule && Array.isArray(r.rule.detectCmp) ? r.rule.detectCmp[0] : null;
+      if (!first || first.optional || Object.keys(first).length !== 1 || typeof first.exists !== 'string') continue;
+      if (/^(aria|xpath|text|pierce)\//.test(first.exists) || !closed(first.exists)) continue;
+      simple.add(r);
+      sels.push(first.exists);
     }
-    if (!simple.query) return new Set();
-    try { return document.querySelector(simple.query) === null ? simple.rules : new Set(); } catch (e) { return new Set(); }
+    const query = sels.join(',');
+    if (!query) return;
+    let answer = null;
+    noneThere = () => {
+      if (answer === null) {
+        try { answer = document.querySelector(query) === null; } catch (e) { answer = false; }
+        queueMicrotask(() => { answer = null; });
+      }
+      return answer;
+    };
+    for (const r of simple) {
+      const own = r.detectCmp;
+      if (typeof own !== 'function') continue;
+      r.detectCmp = function () { return noneThere() ? Promise.resolve(false) : own.apply(this, arguments); };
+    }
   };
   const probe = async () => {
     const st = engine && engine.state && engine.state.lifecycle;
     if (!st || st === 'loading' || st === 'waitingForInitResponse' || !Array.isArray(engine.rules)) return;
     const started = performance.now();
     let found = false;
-    const skip = absent();
+    quicken();
+    const skipped = noneThere && noneThere() ? simple.size : 0;
     await Promise.all(engine.rules.map(async (r) => {
       try {
-        if (skip.has(r)) return;
         if (!r.checkFrameContext(true) || (r.runContext && r.runContext.urlPattern && !r.hasMatchingUrlPattern())) return;
         if (await r.detectCmp()) found = true;
       } catch (e) {}
     }));
     if (!found && started > lookedAt) lookedAt = started;
-    return { rules: engine.rules.length, skipped: skip.size, found };
+    return { rules: engine.rules.length, skipped, found };
   };
   // The look as the step takes it, for the tests: how many rules, how many one query left out,
   // and whether one found its platform.
@@ -508,8 +610,14 @@ const GLUE: &str = r#"(() => {
     if (!m || typeof m !== 'object') return;
     switch (m.type) {
       case 'init':
-        keepRulesForThisPage();
-        setTimeout(() => { if (window.autoconsentReceiveMessage) window.autoconsentReceiveMessage({ type: 'initResp', config, rules }); }, 0);
+        setTimeout(() => {
+          if (!window.autoconsentReceiveMessage) return;
+          // Here, not at once: the sites' own rules come in a script that runs after this one.
+          keepRulesForThisPage();
+          // The engine sets its rules up in this call, before its first look.
+          window.autoconsentReceiveMessage({ type: 'initResp', config, rules });
+          quicken();
+        }, 0);
         return;
       case 'report':
         if (m.state) {
@@ -827,10 +935,11 @@ mod tests {
     fn the_script_carries_the_rules_and_the_answer_of_its_mode() {
         let auto = arm_script(CookieConsent::Auto).unwrap();
         assert!(auto.contains("autoAction: 'optOut'") && auto.contains("heuristicMode: 'reject'"));
-        // The rules travel as JSON strings the page parses; the sites' own in a second one.
+        // The rules travel as a JSON string the page parses; the sites' own are not in it (a
+        // job's page is given those its URL matches).
         assert!(auto.contains(r#"const all = JSON.parse("{ \"autoconsent\": [], \"compact\": {\"r\":[[1,"#));
-        assert!(auto.contains(r#"const siteRules = "{\"r\":[[1,"#));
-        assert!(auto.contains(r#"const sitePatterns = ["^https://(www\\.)?(aa|envoyair|psaairlines)\\.com/","#));
+        assert!(!auto.contains("hetzner.com") && !auto.contains("envoyair"));
+        assert!(auto.len() < 300_000, "{}", auto.len());
         assert!(auto.contains("autoconsentReceiveMessage"));
         let accept = arm_script(CookieConsent::Accept).unwrap();
         // The opt-in steps are only in the full rules.
@@ -842,7 +951,8 @@ mod tests {
         assert!(hide.contains("autoAction: null") && hide.contains("prehideTimeout: 3600000"));
         assert!(arm_script(CookieConsent::None).is_none());
         assert!(!auto.contains("__RULES__") && !auto.contains("__AUTO_ACTION__") && !auto.contains("__SITE_"));
-        assert!(accept.contains("const siteRules = null;") && accept.contains("const sitePatterns = [];"));
+        // `accept`'s full rules carry the sites' own.
+        assert!(accept.contains("hetzner.com"));
     }
 
     /// The strings a compact rule uses: its pre-hiding selectors' and its steps'.
@@ -872,17 +982,14 @@ mod tests {
         let all: serde_json::Value = serde_json::from_str(RULES).unwrap();
         let split = split_rules();
         let first: serde_json::Value = serde_json::from_str(&split.everywhere).unwrap();
-        let sites: serde_json::Value = serde_json::from_str(&split.sites).unwrap();
-        let patterns: Vec<String> = serde_json::from_str(&split.patterns).unwrap();
         // Nothing lost, nothing reordered: the two parts are the whole.
-        let joined = |k: &str| [first[k].as_array().unwrap().clone(), sites[k].as_array().unwrap().clone()].concat();
-        assert_eq!(joined("r"), *all["r"].as_array().unwrap());
-        assert_eq!(joined("s"), *all["s"].as_array().unwrap());
+        let joined =
+            |a: &serde_json::Value, b: &[serde_json::Value]| [a.as_array().unwrap().clone(), b.to_vec()].concat();
+        assert_eq!(joined(&first["r"], &split.sites), *all["r"].as_array().unwrap());
+        assert_eq!(joined(&first["s"], &split.site_strings), *all["s"].as_array().unwrap());
         assert_eq!(first["v"], all["v"]);
         // autoconsent 16.23.0: 226 rules any document may run, 571 of sites' own.
-        let (n_first, n_sites) = (first["r"].as_array().unwrap().len(), sites["r"].as_array().unwrap().len());
-        assert_eq!((n_first, n_sites), (226, 571));
-        assert!(split.sites.len() * 2 > RULES.len(), "{} of {}", split.sites.len(), RULES.len());
+        assert_eq!((first["r"].as_array().unwrap().len(), split.sites.len()), (226, 571));
         // The first part's rules use only its own strings.
         let own = first["s"].as_array().unwrap().len() as u64;
         for rule in first["r"].as_array().unwrap() {
@@ -890,13 +997,36 @@ mod tests {
             strings_used(rule, &mut used);
             assert!(used.iter().all(|&i| i < own), "{}: {used:?} (of {own})", rule[1]);
         }
-        // Each of the second part's rules is a site's own, for its top document only
-        // (run context 10 or 22: not in frames), and its pattern is listed in order.
-        let rules = sites["r"].as_array().unwrap();
-        assert_eq!(patterns.len(), rules.len());
-        for (rule, pattern) in rules.iter().zip(&patterns) {
-            assert!(!pattern.is_empty() && rule[3].as_str() == Some(pattern.as_str()), "{}", rule[1]);
+        // Each of the second part's rules is a site's own, for its top document only (run
+        // context 10 or 22: not in frames), with a pattern.
+        for rule in &split.sites {
+            assert!(rule[3].as_str().is_some_and(|p| !p.is_empty()), "{}", rule[1]);
             assert!(matches!(rule[4].as_u64(), Some(10 | 22)), "{}: {}", rule[1], rule[4]);
         }
+    }
+
+    /// Every site's own rule is there in full, its pattern compiled (a JavaScript pattern Rust
+    /// could not read would leave its site without its rule); a URL gets its site's rule, also
+    /// by the other scheme and with or without `www.`, and no other.
+    #[test]
+    fn a_url_gets_its_sites_own_rules_and_no_others() {
+        let sites = site_rules();
+        assert_eq!(sites.len(), split_rules().sites.len());
+        let names =
+            |url: &str| site_rules_for(url).iter().map(|r| r["name"].as_str().unwrap().to_owned()).collect::<Vec<_>>();
+        assert_eq!(names("https://www.hetzner.com/"), ["hetzner.com"]);
+        assert_eq!(names("http://hetzner.com/cloud"), ["hetzner.com"]);
+        assert_eq!(names("https://old.reddit.com/r/x"), ["reddit.com"]);
+        assert_eq!(names("https://news.example/a"), Vec::<String>::new());
+        assert_eq!(names("not a url"), Vec::<String>::new());
+        // The rule in full: its opt-out steps are there.
+        let hetzner = site_rules_for("https://www.hetzner.com/");
+        assert!(hetzner[0]["optOut"].as_array().is_some_and(|a| !a.is_empty()), "{}", hetzner[0]);
+        let script = site_script(CookieConsent::Auto, "https://www.hetzner.com/").unwrap();
+        assert!(script.contains("__captureConsentSite") && script.contains("hetzner.com"), "{script}");
+        assert!(site_script(CookieConsent::Reject, "https://news.example/").is_none());
+        // `accept`'s script carries every site's rules already; `none` runs nothing.
+        assert!(site_script(CookieConsent::Accept, "https://www.hetzner.com/").is_none());
+        assert!(site_script(CookieConsent::None, "https://www.hetzner.com/").is_none());
     }
 }

@@ -15,7 +15,7 @@ use crate::page::tiles::TiledFormat;
 use crate::phases::PhaseClock;
 use crate::prepare::{Prepared, View};
 use crate::protocol as p;
-use crate::{CaptureError, CaptureOutput, CaptureRequest, ImageFormat};
+use crate::{CaptureError, CaptureOutput, CaptureRequest, ImageFormat, PageSource};
 
 /// Chromium's own thumbnail: the top of the page, scaled to THUMB_WIDTH.
 fn thumbnail_params(req: &CaptureRequest) -> p::CaptureScreenshot {
@@ -72,6 +72,9 @@ pub(crate) async fn run(
     page.block(o, &req.source).await?;
     page.arm_scriptlets(&req.source).await?;
     page.arm_consent(o.cookie_consent).await?;
+    if let PageSource::Url(url) = &req.source {
+        page.arm_site_rules(o.cookie_consent, url).await?;
+    }
     // Emulation, identity, request blocking, scriptlets and the consent script armed.
     clock.step("setup");
     page.navigate(&req.source, req.options.wait_until, req.options.timeout_ms, &mut tags).await?;

@@ -168,31 +168,37 @@ async fn the_steps_own_look_leaves_out_only_rules_whose_selector_is_absent() {
     pool.shutdown().await;
 }
 
-/// A top document is given the generic rules and, parsed only then, the rules of the site its
-/// URL matches (`hetzner.com`'s on `https://www.hetzner.com/`): read from the page by the job's
-/// own script through the hook that names the rules a URL gets (what a URL gets beyond the
-/// page's own list, which must come first and whole).
+/// A top document is given the generic rules and the sites' own rules its job was given for the
+/// URL it asked for ([`capture_browser::consent::site_script`], which the job adds beside the
+/// engine), of which it keeps those matching where it is: read from the page by the job's own
+/// script, which hands the page `hetzner.com`'s as a job for `https://www.hetzner.com/` would,
+/// through the hook that names the rules a URL gets (what a URL gets beyond the page's own
+/// list, which must come first and whole). A page at 127.0.0.1 was given none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_sites_own_rules_are_given_to_its_pages_only() {
     let site = corpus::serve().await;
     let (pool, _dir) = pool().await;
+    assert!(capture_browser::consent::site_script(CookieConsent::Reject, &site.url("/plain.html")).is_none());
+    let hetzner = capture_browser::consent::site_script(CookieConsent::Reject, "https://www.hetzner.com/").unwrap();
     let mut r = url_req(site.url("/plain.html"));
     r.options.cookie_consent = CookieConsent::Reject;
     r.options.wait_until = capture_core::WaitUntil::Load;
-    r.options.pre_screenshot_js = Some(
+    r.options.pre_screenshot_js = Some(format!(
         "const f = window.__captureConsentRulesFor, base = f(location.href); \
-         const extra = (u) => { const l = f(u); return base.every((n, i) => l[i] === n) ? l.slice(base.length) : ['not after the base']; }; \
-         document.title = JSON.stringify({ n: base.length, news: extra('https://news.example/a'), \
-           hetzner: extra('https://www.hetzner.com/'), reddit: extra('https://old.reddit.com/r/x') })"
-            .into(),
-    );
+         const extra = (u) => {{ const l = f(u); return base.every((n, i) => l[i] === n) ? l.slice(base.length) : ['not after the base']; }}; \
+         const before = extra('https://www.hetzner.com/'); {hetzner}; \
+         document.title = JSON.stringify({{ n: base.length, before, here: extra(location.href), news: extra('https://news.example/a'), \
+           hetzner: extra('https://www.hetzner.com/'), reddit: extra('https://old.reddit.com/r/x') }})"
+    ));
     let out = ok(pool.capture(r).await);
     let v: serde_json::Value =
         serde_json::from_str(&out.page_title).unwrap_or_else(|e| panic!("{e}: {:?}", out.page_title));
     assert!(v["n"].as_u64().unwrap() >= 150, "{v}");
+    assert_eq!(v["before"], serde_json::json!([]), "a page at 127.0.0.1 was given no site's rules: {v}");
+    assert_eq!(v["here"], serde_json::json!([]), "hetzner.com's rule is not this page's: {v}");
     assert_eq!(v["news"], serde_json::json!([]), "a site no rule names gets the generic rules: {v}");
     assert_eq!(v["hetzner"], serde_json::json!(["hetzner.com"]), "{v}");
-    assert_eq!(v["reddit"], serde_json::json!(["reddit.com"]), "{v}");
+    assert_eq!(v["reddit"], serde_json::json!([]), "only the rules given: {v}");
     pool.shutdown().await;
 }
 

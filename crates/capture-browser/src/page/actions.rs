@@ -37,6 +37,21 @@ impl Page {
         Ok(())
     }
 
+    /// Give the consent engine the sites' own rules for `url` ([`crate::consent::site_script`]),
+    /// in place of those given for an earlier URL: a script added after the engine's, for the
+    /// documents the page loads from now on. Nothing when no site's rule matches.
+    pub(crate) async fn arm_site_rules(&mut self, mode: CookieConsent, url: &str) -> Result<(), CaptureError> {
+        use crate::protocol::session::{AddScriptToEvaluateOnNewDocument, RemoveScriptToEvaluateOnNewDocument};
+        if let Some(id) = self.site_consent.take() {
+            self.call(&RemoveScriptToEvaluateOnNewDocument { identifier: &id }).await?;
+        }
+        if let Some(source) = crate::consent::site_script(mode, url) {
+            let added = self.call(&AddScriptToEvaluateOnNewDocument { source: &source }).await?;
+            self.site_consent = Some(added.identifier);
+        }
+        Ok(())
+    }
+
     /// Once the page's own actions ran: hide what still covers it (`hidePopups`, tag
     /// `popups-hidden`), then look again and report anything left over a quarter of the
     /// viewport (tag `overlay-remaining`, `metadata.overlay`) — never silently.

@@ -82,6 +82,9 @@ pub(crate) struct Page {
     pub(crate) fetch_on_navigate: Option<p::FetchEnable>,
     /// What `cookieConsent` did, once it ran.
     pub(crate) consent_report: Option<capture_core::metadata::ConsentReport>,
+    /// The identifier of the script giving the consent engine the sites' own rules for the
+    /// URL asked for, while one is added (see [`Page::arm_site_rules`]).
+    pub(crate) site_consent: Option<String>,
     /// What still covered the page when it was captured ([`crate::overlays`]).
     pub(crate) overlay_report: Option<capture_core::metadata::OverlayReport>,
 }
@@ -123,6 +126,7 @@ impl Page {
             filter: None,
             fetch_on_navigate: None,
             consent_report: None,
+            site_consent: None,
             overlay_report: None,
         };
         for ev in std::mem::take(&mut page.prepared.backlog) {

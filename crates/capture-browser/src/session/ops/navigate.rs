@@ -18,6 +18,7 @@ impl SessionPage {
         let start = Instant::now();
         let mut tags = Vec::new();
         let source = PageSource::Url(url.to_owned());
+        self.page.arm_site_rules(self.consent_mode, url).await?;
         let timeout = self.remaining_ms();
         let loader = self.page.navigate(&source, wait, timeout, &mut tags).await?;
         self.release_objects();
