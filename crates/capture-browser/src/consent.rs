@@ -250,15 +250,18 @@ pub fn site_script(mode: CookieConsent, url: &str) -> Option<String> {
     if !matches!(mode, CookieConsent::Auto | CookieConsent::Reject | CookieConsent::Hide) {
         return None;
     }
-    let rules = site_rules_for(url);
+    hand_over("__captureConsentSite", &site_rules_for(url))
+}
+
+/// A script handing `rules` (none: no script) to the consent script's hook `hook`, as a JSON
+/// string the page parses; its value is the hook's (0 where the consent script is not).
+fn hand_over(hook: &str, rules: &[&serde_json::Value]) -> Option<String> {
     if rules.is_empty() {
         return None;
     }
-    let json = serde_json::to_string(&rules).ok()?;
-    Some(format!(
-        "(() => {{ const give = window.__captureConsentSite; if (typeof give === 'function') give(JSON.parse({})); }})()",
-        serde_json::to_string(&json).ok()?
-    ))
+    let json = serde_json::to_string(rules).ok()?;
+    let json = serde_json::to_string(&json).ok()?;
+    Some(format!("(typeof window.{hook} === 'function' ? window.{hook}(JSON.parse({json})) : 0)"))
 }
 
 /// For each of `patterns`, the texts one of which every URL it matches holds (see
@@ -435,7 +438,7 @@ const GLUE: &str = r#"(() => {
   // a URL that holds one is matched against the pattern (compiling ~600 patterns cost more
   // than it saved).
   const needles = __NEEDLES__;
-  const rulesFor = (href, top) => {
+  const rulesFor = (href, top, given = siteRules) => {
     const matches = (p) => { try { return !!href.match(p); } catch (e) { return false; } };
     const possible = (p) => { const n = needles[p]; return !Array.isArray(n) || n.some((t) => href.includes(t)); };
     const fits = (p) => possible(p) && matches(p);
@@ -447,7 +450,7 @@ const GLUE: &str = r#"(() => {
       const pattern = (x) => x && x.runContext && x.runContext.urlPattern;
       if (Array.isArray(all.autoconsent)) out.autoconsent = all.autoconsent.filter((x) => !pattern(x) || fits(pattern(x)));
       // A site's own rules run in its top document only.
-      if (top) out.autoconsent = out.autoconsent.concat(siteRules.filter((x) => !!pattern(x) && fits(pattern(x))));
+      if (top) out.autoconsent = out.autoconsent.concat(given.filter((x) => !!pattern(x) && fits(pattern(x))));
     } catch (e) {}
     return out;
   };
@@ -474,6 +477,26 @@ const GLUE: &str = r#"(() => {
   let engine = null;
   const hideFallback = () => __HIDE_FALLBACK__;
   Object.defineProperty(window, '__captureConsentEngine', { value: (e) => { if (!engine) engine = e; } });
+  // The sites' own rules for where a redirect took the top document (matched outside, once it
+  // loaded: see `late_site_script`): those its URL matches and the engine lacks are given to it
+  // now, and it looks again — at its next look if it is still looking (a change of the page lets
+  // it: it waits for one after its second look), else from the start. How many were given.
+  if (isTop) Object.defineProperty(window, '__captureConsentAddSite', {
+    value: (rs) => {
+      if (!Array.isArray(rs) || !engine || !Array.isArray(engine.rules) || typeof engine.parseDeclarativeRules !== 'function') return 0;
+      const have = new Set(engine.rules.map((r) => r.name));
+      const fresh = rulesFor(String(location.href), true, rs).autoconsent.filter((x) => !have.has(x.name));
+      if (!fresh.length) return 0;
+      try {
+        engine.parseDeclarativeRules({ autoconsent: fresh });
+        const st = engine.state && engine.state.lifecycle;
+        if (st === 'nothingDetected') engine.start();
+        else { const h = document.documentElement; h.toggleAttribute('data-capture-consent'); h.toggleAttribute('data-capture-consent'); }
+      } catch (e) { return 0; }
+      changedAt = performance.now();
+      return fresh.length;
+    },
+  });
   // Every bracket, parenthesis and quote of a selector closed: the engine queries each
   // selector alone, where the browser closes what is left open at its end; in a list, one left
   // open would spoil the rest.
@@ -637,6 +660,20 @@ const GLUE: &str = r#"(() => {
     publish();
   };
 })();"#;
+
+/// The script that gives a page the sites' own rules for `now`, where a redirect took it from
+/// `given` (the URL its job's [`site_script`] was made for), that `given`'s did not hold; None
+/// when there are none (the same site, or one without rules of its own), and for `accept`
+/// (whose script holds every site's rules) and `none`. The page's top document keeps those
+/// its URL matches and has its engine look again.
+pub(crate) fn late_site_script(mode: CookieConsent, given: &str, now: &str) -> Option<String> {
+    if given == now || !matches!(mode, CookieConsent::Auto | CookieConsent::Reject | CookieConsent::Hide) {
+        return None;
+    }
+    let had = site_rules_for(given);
+    let rules: Vec<_> = site_rules_for(now).into_iter().filter(|r| !had.iter().any(|h| std::ptr::eq(*h, *r))).collect();
+    hand_over("__captureConsentAddSite", &rules)
+}
 
 /// Reads the top frame's summary (null when the script did not run there); with `fallback`
 /// (`auto`), a page where nothing was found has [`HIDE_FALLBACK`] run in the same call.
@@ -1028,5 +1065,21 @@ mod tests {
         // `accept`'s script carries every site's rules already; `none` runs nothing.
         assert!(site_script(CookieConsent::Accept, "https://www.hetzner.com/").is_none());
         assert!(site_script(CookieConsent::None, "https://www.hetzner.com/").is_none());
+    }
+
+    /// A redirect to another site gives the page that site's own rules, and only what it lacks.
+    #[test]
+    fn a_redirect_to_another_site_gives_that_sites_rules() {
+        let late =
+            late_site_script(CookieConsent::Reject, "https://www.hetzner.com/", "https://old.reddit.com/r/x").unwrap();
+        assert!(late.contains("__captureConsentAddSite") && late.contains("reddit.com"), "{late}");
+        assert!(!late.contains("hetzner.com"), "{late}");
+        // The same site by another form (the job was already given its rules), or a site of no
+        // rule of its own: nothing.
+        assert!(late_site_script(CookieConsent::Auto, "http://hetzner.com/", "https://www.hetzner.com/").is_none());
+        assert!(late_site_script(CookieConsent::Auto, "https://www.hetzner.com/", "https://news.example/").is_none());
+        assert!(late_site_script(CookieConsent::Auto, "https://a.example/", "https://a.example/").is_none());
+        assert!(late_site_script(CookieConsent::Accept, "https://news.example/", "https://www.hetzner.com/").is_none());
+        assert!(late_site_script(CookieConsent::Auto, "https://news.example/", "https://www.hetzner.com/").is_some());
     }
 }

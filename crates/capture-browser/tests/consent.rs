@@ -202,6 +202,61 @@ async fn a_sites_own_rules_are_given_to_its_pages_only() {
     pool.shutdown().await;
 }
 
+/// Where a redirect took the page to another site than its job was given rules for, the step
+/// hands the engine that site's own rules (`late_site_script`): the page's top document keeps
+/// those its URL matches and lacks, and its engine looks again and answers the pop-up. Here
+/// the job's own script hands over, as the step would, a rule for this page (a house banner no
+/// built-in rule knows) and one for another site, 1.5 s after the step found nothing (past the
+/// engine's second look): the engine takes the first, finds the banner and refuses; the same
+/// rule again is nothing new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sites_rules_given_after_the_load_are_run_by_the_engine() {
+    let srv = Server::start(Arc::new(|path: &str, _cookie: &str| match path {
+        "/house" => html(
+            "<html><head><title>house</title></head><body style='margin:0'><p>An article.</p>\
+             <div id='house-banner' style='position:fixed;bottom:0;left:0;right:0;height:120px;background:#036'>\
+             We keep a few things <button id='house-reject' \
+             onclick=\"document.body.dataset.answer='rejected';document.getElementById('house-banner').remove()\">No thanks</button>\
+             </div></body></html>",
+        ),
+        _ => Resp::Full(404, "text/plain", b"no".to_vec(), 0),
+    }))
+    .await;
+    let (pool, _dir) = pool().await;
+    let mut r = url_req(srv.url("/house"));
+    r.options.cookie_consent = CookieConsent::Reject;
+    r.options.wait_until = capture_core::WaitUntil::Load;
+    // Past the engine's second look, after which it looks again only once the page changed.
+    r.options.delay = 1500;
+    r.options.pre_screenshot_js = Some(
+        "await (async () => { try { \
+           const rule = { name: 'house-rules', runContext: { urlPattern: '^http://127\\\\.0\\\\.0\\\\.1:\\\\d+/house' }, \
+             prehideSelectors: [], detectCmp: [{ exists: '#house-banner' }], detectPopup: [{ visible: '#house-banner' }], \
+             optIn: [], optOut: [{ waitForThenClick: '#house-reject' }] }; \
+           const other = { ...rule, name: 'elsewhere', runContext: { urlPattern: '^https://elsewhere\\\\.example/' } }; \
+           const before = document.body.dataset.answer || null; \
+           const added = window.__captureConsentAddSite([rule, other]); \
+           const again = window.__captureConsentAddSite([rule]); \
+           const t0 = performance.now(); \
+           while (!document.body.dataset.answer && performance.now() - t0 < 4000) await new Promise((r) => setTimeout(r, 50)); \
+           document.title = JSON.stringify({ before, added, again, answer: document.body.dataset.answer || null }); \
+         } catch (e) { document.title = JSON.stringify({ error: String(e) }); } })()"
+            .into(),
+    );
+    let out = ok(pool.capture(r).await);
+    let v: serde_json::Value =
+        serde_json::from_str(&out.page_title).unwrap_or_else(|e| panic!("{e}: {:?}", out.page_title));
+    assert_eq!(v, serde_json::json!({"before": null, "added": 1, "again": 0, "answer": "rejected"}));
+    // The step itself had found nothing it knew.
+    assert_eq!(
+        out.metadata.consent.as_ref().map(|c| c.action),
+        Some(ConsentAction::NoneFound),
+        "{:?}",
+        out.metadata.consent
+    );
+    pool.shutdown().await;
+}
+
 /// A banner no rule knows but one of the engine's pre-hiding selectors covers (`#cookie-banner`,
 /// opacity 0 for up to 2 s): `auto` hides it for good and says so, rather than pass it for gone
 /// while the pre-hiding lasts and let it come back when the engine takes it away (here the

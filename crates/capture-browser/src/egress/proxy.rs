@@ -689,15 +689,18 @@ mod tests {
         assert!(!open.shared.routes.lock().unwrap().contains(&port));
     }
 
+    /// Pings every 100 ms for twice the idle time: the tunnel stays open. The idle time is
+    /// 15 pings long, so only a stall of well over a second (CI's run failed once with 300 ms
+    /// on a machine busy with two builds) could close it.
     #[tokio::test]
     async fn a_busy_tunnel_stays_open_past_the_idle_time() {
         let (a, mut a_peer) = tokio::io::duplex(1024);
         let (b, mut b_peer) = tokio::io::duplex(1024);
-        let idle = Duration::from_millis(300);
+        let idle = Duration::from_millis(1500);
         let t = tokio::spawn(tunnel(a, b, idle));
         let start = Instant::now();
         let mut buf = [0u8; 8];
-        while start.elapsed() < Duration::from_millis(900) {
+        while start.elapsed() < idle * 2 {
             a_peer.write_all(b"ping").await.unwrap();
             b_peer.read_exact(&mut buf[..4]).await.unwrap();
             assert_eq!(&buf[..4], b"ping");

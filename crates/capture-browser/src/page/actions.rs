@@ -49,6 +49,7 @@ impl Page {
             let added = self.call(&AddScriptToEvaluateOnNewDocument { source: &source }).await?;
             self.site_consent = Some(added.identifier);
         }
+        self.site_rules_url = Some(url.to_owned());
         Ok(())
     }
 
@@ -103,6 +104,24 @@ impl Page {
         let started = Instant::now();
         let until = (started + CONSENT_BUDGET).min(self.deadline);
         let auto = mode == CookieConsent::Auto;
+        // A redirect took the page to another site than the one its rules were given for: that
+        // site's own rules, if it has any, go to the engine now.
+        let late = match (&self.site_rules_url, self.document_chain.last()) {
+            (Some(given), Some(now)) => crate::consent::late_site_script(mode, given, now),
+            _ => None,
+        };
+        if let Some(js) = late {
+            let bound = until.max(Instant::now() + Duration::from_millis(200));
+            match self.eval(&js, bound, false).await {
+                Ok(Ok(v)) => {
+                    tracing::debug!(target: "capture_browser::timing", given = %v, "consent: a redirect's site rules")
+                }
+                Ok(Err(_)) => {}
+                Err(Stop::Elapsed) if self.deadline > Instant::now() => {}
+                Err(Stop::Elapsed) => return Err(self.deadline_err()),
+                Err(Stop::Fail(e)) => return Err(e),
+            }
+        }
         // What the fallback hid when the last summary ran it (a page where nothing was found).
         let mut hid_in_summary = None;
         let mut looks = 0u32;

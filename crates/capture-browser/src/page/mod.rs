@@ -85,6 +85,8 @@ pub(crate) struct Page {
     /// The identifier of the script giving the consent engine the sites' own rules for the
     /// URL asked for, while one is added (see [`Page::arm_site_rules`]).
     pub(crate) site_consent: Option<String>,
+    /// The URL the sites' own rules were given for (see [`Page::arm_site_rules`]).
+    pub(crate) site_rules_url: Option<String>,
     /// What still covered the page when it was captured ([`crate::overlays`]).
     pub(crate) overlay_report: Option<capture_core::metadata::OverlayReport>,
 }
@@ -127,6 +129,7 @@ impl Page {
             fetch_on_navigate: None,
             consent_report: None,
             site_consent: None,
+            site_rules_url: None,
             overlay_report: None,
         };
         for ev in std::mem::take(&mut page.prepared.backlog) {
